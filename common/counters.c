@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+#include "counters.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "macro.h"
+
+#define FIELD(n) { #n, offsetof(Faults, n) }
+const FaultField fault_fields[] = {
+        FIELD(user), FIELD(kernel), FIELD(minor), FIELD(major),
+        FIELD(read), FIELD(write), FIELD(exec),   FIELD(protection),
+};
+#undef FIELD
+const size_t n_fault_fields = ELEMENTSOF(fault_fields);
+
+const FaultField *fault_field_by_name(const char *name) {
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (strcmp(fault_fields[i].name, name) == 0)
+                        return &fault_fields[i];
+        return NULL;
+}
+
+void faults_add(Faults *a, const Faults *b) {
+        for (size_t i = 0; i < n_fault_fields; i++)
+                *faults_field(a, &fault_fields[i]) += faults_get(b, &fault_fields[i]);
+}
+
+bool faults_is_zero(const Faults *f) {
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (faults_get(f, &fault_fields[i]) != 0)
+                        return false;
+        return true;
+}
+
+json_t *faults_to_json(const Faults *f) {
+        json_t *o = json_object();
+
+        if (!o)
+                return NULL;
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (json_object_set_new(o, fault_fields[i].name, json_integer_u64(faults_get(f, &fault_fields[i]))) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        return o;
+}
+
+int faults_from_json(json_t *j, Faults *ret) {
+        Faults f = {};
+        const char *key;
+        json_t *v;
+
+        if (!json_is_object(j))
+                return -EBADMSG;
+        json_object_foreach (j, key, v) {
+                const FaultField *field = fault_field_by_name(key);
+
+                if (!field || !json_is_integer(v) || json_integer_value(v) < 0)
+                        return -EBADMSG;
+                *faults_field(&f, field) = (uint64_t) json_integer_value(v);
+        }
+        if (json_object_size(j) != n_fault_fields)
+                return -EBADMSG;
+        *ret = f;
+        return 0;
+}
+
+void process_info_done(ProcessInfo *p) {
+        free(p->cmdline);
+        free(p->unit);
+        p->cmdline = p->unit = NULL;
+}
+
+int process_info_copy(const ProcessInfo *p, ProcessInfo *ret) {
+        ProcessInfo c = *p;
+
+        c.cmdline = p->cmdline ? strdup(p->cmdline) : NULL;
+        c.unit = p->unit ? strdup(p->unit) : NULL;
+        if ((p->cmdline && !c.cmdline) || (p->unit && !c.unit)) {
+                process_info_done(&c);
+                return -ENOMEM;
+        }
+        *ret = c;
+        return 0;
+}
+
+json_t *process_info_to_json(const ProcessInfo *p) {
+        return json_pack("{s:I, s:I, s:s, s:o, s:I, s:o, s:I, s:I, s:b}",
+                         "pid", (json_int_t) p->pid,
+                         "startTime", (json_int_t) p->start_time,
+                         "comm", p->comm,
+                         "cmdline", p->cmdline ? json_string(p->cmdline) : json_null(),
+                         "uid", (json_int_t) p->uid,
+                         "unit", p->unit ? json_string(p->unit) : json_null(),
+                         "firstSeenUsec", (json_int_t) p->first_seen_usec,
+                         "lastSeenUsec", (json_int_t) p->last_seen_usec,
+                         "exited", p->exited);
+}
+
+int process_info_from_json(json_t *j, ProcessInfo *ret) {
+        json_int_t pid, start_time, uid, first, last;
+        const char *comm, *cmdline = NULL, *unit = NULL;
+        int exited;
+        ProcessInfo p = {};
+
+        if (json_unpack(j, "{s:I, s:I, s:s, s?s, s:I, s?s, s:I, s:I, s:b !}",
+                        "pid", &pid, "startTime", &start_time, "comm", &comm, "cmdline", &cmdline,
+                        "uid", &uid, "unit", &unit, "firstSeenUsec", &first, "lastSeenUsec", &last,
+                        "exited", &exited) < 0)
+                return -EBADMSG;
+        if (pid < 0 || pid > UINT32_MAX || start_time < 0 || uid < 0 || uid > UINT32_MAX)
+                return -EBADMSG;
+
+        p.pid = (uint32_t) pid;
+        p.start_time = (uint64_t) start_time;
+        snprintf(p.comm, sizeof(p.comm), "%s", comm);
+        p.uid = (uint32_t) uid;
+        p.first_seen_usec = (uint64_t) first;
+        p.last_seen_usec = (uint64_t) last;
+        p.exited = exited;
+        p.cmdline = cmdline ? strdup(cmdline) : NULL;
+        p.unit = unit ? strdup(unit) : NULL;
+        if ((cmdline && !p.cmdline) || (unit && !p.unit)) {
+                process_info_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The data model shared by daemon, client and tests: the varlink types Faults and Process
+ * (schema/io.trapstat.varlink) as C structs, and their JSON form. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Faults {
+        uint64_t user;       /* page faults taken in user mode */
+        uint64_t kernel;     /* page faults taken in kernel mode for the process */
+        uint64_t minor;      /* the kernel's min_flt accounting */
+        uint64_t major;      /* the kernel's maj_flt accounting */
+        uint64_t read;       /* user faults by access ... */
+        uint64_t write;
+        uint64_t exec;
+        uint64_t protection; /* ... and by cause: protection violation (else not-present) */
+} Faults;
+
+/* One row per Faults member, in IDL order: the JSON name (also the CSV header and the SQL
+ * column suffix) and its offset, so every layer iterates one table instead of naming fields. */
+typedef struct FaultField {
+        const char *name;
+        size_t offset;
+} FaultField;
+
+extern const FaultField fault_fields[];
+extern const size_t n_fault_fields;
+
+static inline uint64_t *faults_field(Faults *f, const FaultField *field) {
+        return (uint64_t *) ((char *) f + field->offset);
+}
+static inline uint64_t faults_get(const Faults *f, const FaultField *field) {
+        return *(const uint64_t *) ((const char *) f + field->offset);
+}
+const FaultField *fault_field_by_name(const char *name);
+
+void faults_add(Faults *a, const Faults *b);
+bool faults_is_zero(const Faults *f);
+json_t *faults_to_json(const Faults *f);
+/* Strict: every member present, a non-negative integer; no unknown members. -EBADMSG otherwise. */
+int faults_from_json(json_t *j, Faults *ret);
+
+#define COMM_MAX 16
+
+typedef struct ProcessInfo {
+        uint32_t pid;
+        uint64_t start_time; /* ns since boot, as the kernel records it */
+        char comm[COMM_MAX];
+        char *cmdline;       /* NULL when unknown */
+        uint32_t uid;
+        char *unit;          /* systemd unit, NULL when unknown */
+        uint64_t first_seen_usec;
+        uint64_t last_seen_usec;
+        bool exited;
+} ProcessInfo;
+
+void process_info_done(ProcessInfo *p);
+/* Deep copy into *ret. */
+int process_info_copy(const ProcessInfo *p, ProcessInfo *ret);
+json_t *process_info_to_json(const ProcessInfo *p);
+int process_info_from_json(json_t *j, ProcessInfo *ret);
+
+/* One process's counts over one tick: what the collector hands to the store. */
+typedef struct ProcessSample {
+        const ProcessInfo *process;
+        Faults delta;
+} ProcessSample;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Data files compiled into the binaries by schema/embed.py. */
+
+#include <stddef.h>
+
+typedef struct EmbeddedFile {
+        const char *name; /* base name, e.g. "0001-init.sql" */
+        const char *text; /* NUL-terminated contents */
+        size_t size;
+} EmbeddedFile;
+
+/* schema/io.trapstat.varlink */
+extern const EmbeddedFile embedded_varlink[];
+extern const size_t embedded_varlink_count;
+
+/* schema/sql/NNNN-*.sql, in order; migration N is embedded_migrations[N - 1]. */
+extern const EmbeddedFile embedded_migrations[];
+extern const size_t embedded_migrations_count;

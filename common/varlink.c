@@ -1,0 +1,1009 @@
+/* SPDX-License-Identifier: MIT */
+/* struct ucred (SO_PEERCRED) is a GNU extension; the build may already define this. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "varlink.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "json-util.h"
+#include "log.h"
+#include "macro.h"
+
+/* Server-side closes (protocol errors, limits) are reported at debug level only: they are caused
+ * by clients, there is nobody to return an error to, and a noisy client must not flood the log. */
+#define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
+
+#define LISTEN_BACKLOG 128
+/* Bytes asked of recv() per read in the client; replies may be megabytes long. */
+#define CLIENT_READ_CHUNK (64U * 1024U)
+
+static const char service_description[] =
+        "# The Varlink Service Interface is provided by every varlink service. It\n"
+        "# describes the service and the interfaces it implements.\n"
+        "interface org.varlink.service\n"
+        "\n"
+        "# Get a list of all the interfaces a service provides and information\n"
+        "# about the implementation.\n"
+        "method GetInfo() -> (\n"
+        "  vendor: string,\n"
+        "  product: string,\n"
+        "  version: string,\n"
+        "  url: string,\n"
+        "  interfaces: []string\n"
+        ")\n"
+        "\n"
+        "# Get the description of an interface that is implemented by this service.\n"
+        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
+        "\n"
+        "# The requested interface was not found.\n"
+        "error InterfaceNotFound (interface: string)\n"
+        "\n"
+        "# The requested method was not found\n"
+        "error MethodNotFound (method: string)\n"
+        "\n"
+        "# The interface defines the requested method, but the service does not\n"
+        "# implement it.\n"
+        "error MethodNotImplemented (method: string)\n"
+        "\n"
+        "# One of the passed parameters is invalid.\n"
+        "error InvalidParameter (parameter: string)\n"
+        "\n"
+        "# Client is denied access\n"
+        "error PermissionDenied ()\n"
+        "\n"
+        "# Method is expected to be called with 'more' set to true, but wasn't\n"
+        "error ExpectedMore ()\n";
+
+/* ---- framing ---- */
+
+int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret) {
+        struct evbuffer_ptr nul;
+        json_error_t error;
+        const char *data;
+        json_t *msg;
+        size_t len;
+
+        if (!buf || !ret)
+                return -EINVAL;
+
+        nul = evbuffer_search(buf, "", 1, NULL);
+        if (nul.pos < 0)
+                return evbuffer_get_length(buf) > max_size ? -EMSGSIZE : 0;
+
+        /* An oversized message is left in the buffer: the stream cannot be trusted any more and
+         * the caller drops the connection, so skipping it would only hide the problem. */
+        len = (size_t) nul.pos;
+        if (len > max_size)
+                return -EMSGSIZE;
+
+        data = (const char *) evbuffer_pullup(buf, (ev_ssize_t) len + 1);
+        if (!data)
+                return -ENOMEM;
+
+        /* Duplicate keys are rejected: {"method":"a.B","method":"c.D"} has no single meaning.
+         * So is "\u0000" in strings (jansson's default): every consumer uses them as C strings,
+         * where it would silently cut off the rest. */
+        msg = json_loadb(data, len, JSON_REJECT_DUPLICATES, &error);
+        evbuffer_drain(buf, len + 1);
+        if (!msg)
+                return -EBADMSG;
+        if (!json_is_object(msg)) {
+                json_decref(msg);
+                return -EBADMSG;
+        }
+
+        *ret = msg;
+        return 1;
+}
+
+/* Like varlink_message_read(), but remembers in *scanned how much of buf is already known to hold
+ * no NUL. A large message arriving in small pieces is then searched once, not once per piece
+ * (which would be quadratic in the message size). */
+static int message_read_incremental(struct evbuffer *buf, size_t max_size, size_t *scanned, json_t **ret) {
+        size_t len = evbuffer_get_length(buf);
+
+        if (*scanned < len) {
+                struct evbuffer_ptr start, nul;
+
+                if (evbuffer_ptr_set(buf, &start, *scanned, EVBUFFER_PTR_SET) < 0)
+                        return -EINVAL;
+                nul = evbuffer_search(buf, "", 1, &start);
+                if (nul.pos >= 0) {
+                        *scanned = 0;
+                        return varlink_message_read(buf, max_size, ret);
+                }
+                *scanned = len;
+        }
+
+        return len > max_size ? -EMSGSIZE : 0;
+}
+
+/* Serializes msg into a malloc'd buffer holding compact JSON plus the terminating NUL. */
+static int message_format(const json_t *msg, char **ret, size_t *ret_size) {
+        char *s;
+
+        if (!json_is_object(msg))
+                return -EINVAL;
+
+        /* jansson escapes U+0000 inside strings, so the only NUL on the wire is the terminator. */
+        s = json_dumps(msg, JSON_COMPACT);
+        if (!s)
+                return -ENOMEM;
+
+        *ret_size = strlen(s) + 1;
+        *ret = s;
+        return 0;
+}
+
+static void free_reference(const void *data, size_t len _unused_, void *extra _unused_) {
+        free((void *) data);
+}
+
+int varlink_message_write(struct evbuffer *buf, const json_t *msg) {
+        char *s;
+        size_t size;
+        int r;
+
+        if (!buf)
+                return -EINVAL;
+
+        r = message_format(msg, &s, &size);
+        if (r < 0)
+                return r;
+
+        /* Hand the string to the evbuffer instead of copying it: replies can be large. */
+        if (evbuffer_add_reference(buf, s, size, free_reference, NULL) < 0) {
+                free(s);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int json_get_optional_bool(json_t *msg, const char *key, bool *ret) {
+        json_t *v = json_object_get(msg, key);
+
+        if (!v) {
+                *ret = false;
+                return 0;
+        }
+        if (!json_is_boolean(v))
+                return -EBADMSG;
+        *ret = json_is_true(v);
+        return 0;
+}
+
+int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret) {
+        VarlinkCallHeader h = {};
+        const char *key, *dot;
+        json_t *value;
+
+        if (!ret)
+                return -EINVAL;
+        if (!json_is_object(msg))
+                return -EBADMSG;
+
+        json_object_foreach(msg, key, value) {
+                if (!strcmp(key, "method")) {
+                        if (!json_is_string(value))
+                                return -EBADMSG;
+                        h.method = json_string_value(value);
+                } else if (!strcmp(key, "parameters")) {
+                        if (!json_is_object(value))
+                                return -EBADMSG;
+                        h.parameters = value;
+                } else if (strcmp(key, "more") && strcmp(key, "oneway") && strcmp(key, "upgrade"))
+                        return -EBADMSG;
+        }
+
+        if (json_get_optional_bool(msg, "more", &h.more) < 0 ||
+            json_get_optional_bool(msg, "oneway", &h.oneway) < 0 ||
+            json_get_optional_bool(msg, "upgrade", &h.upgrade) < 0)
+                return -EBADMSG;
+
+        /* "interface.Method": both halves non-empty, split at the last dot. */
+        if (!h.method)
+                return -EBADMSG;
+        dot = strrchr(h.method, '.');
+        if (!dot || dot == h.method || dot[1] == '\0')
+                return -EBADMSG;
+
+        /* Handlers always get an object. Storing it in msg keeps "pointers borrow from msg" true. */
+        if (!h.parameters) {
+                h.parameters = json_object();
+                if (!h.parameters || json_object_set_new(msg, "parameters", h.parameters) < 0)
+                        return -ENOMEM;
+        }
+
+        *ret = h;
+        return 0;
+}
+
+/* ---- server ---- */
+
+typedef struct VarlinkInterface {
+        const char *name, *description;
+        const VarlinkMethod *methods;
+        void *userdata;
+} VarlinkInterface;
+
+typedef struct VarlinkConnection VarlinkConnection;
+
+struct VarlinkConnection {
+        VarlinkServer *server;
+        VarlinkConnection *prev, *next;
+        struct bufferevent *bev;
+        struct ucred peer;
+        size_t scanned;  /* input bytes already searched for a NUL, without finding one */
+        bool throttled;  /* reading paused until the client drains its replies */
+        bool closing;    /* reading stopped for good; freed once the output is flushed */
+};
+
+/* Lives on the stack of connection_dispatch(): valid only while the handler runs. */
+struct VarlinkCall {
+        VarlinkConnection *connection;
+        const char *method;
+        bool more, oneway;
+        bool finished; /* the final reply or error was sent (or dropped, for oneway) */
+};
+
+struct VarlinkServer {
+        struct event_base *base;
+        char *vendor, *product, *version, *url;
+        size_t max_message_size;
+        unsigned max_connections, idle_timeout_sec;
+
+        VarlinkInterface *interfaces;
+        size_t n_interfaces;
+
+        struct evconnlistener **listeners;
+        size_t n_listeners;
+        struct event *accept_retry; /* re-enables the listeners after accept() ran out of fds */
+
+        VarlinkConnection *connections;
+        unsigned n_connections;
+};
+
+/* Replies a connection may have queued before we stop reading its requests. */
+static size_t server_output_limit(const VarlinkServer *s) {
+        return s->max_message_size * 4;
+}
+
+static const VarlinkInterface *server_find_interface(const VarlinkServer *s, const char *name, size_t len) {
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                if (strlen(s->interfaces[i].name) == len && memcmp(s->interfaces[i].name, name, len) == 0)
+                        return &s->interfaces[i];
+        return NULL;
+}
+
+static void connection_free(VarlinkConnection *c) {
+        if (!c)
+                return;
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                c->server->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->server->n_connections--;
+
+        /* Safe from inside the bufferevent's own callbacks: libevent defers the actual free. */
+        bufferevent_free(c->bev);
+        free(c);
+}
+
+/* Stops reading and closes once the queued replies are written, so that replies to calls that came
+ * before a protocol error, or before the client half-closed its side, still reach the client.
+ * The write timeout bounds how long a client that does not read can keep us waiting. */
+static void connection_close_after_flush(VarlinkConnection *c) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+                connection_free(c);
+                return;
+        }
+        bufferevent_disable(c->bev, EV_READ);
+        c->closing = true;
+}
+
+static int call_send(VarlinkCall *call, json_t *msg, bool continues) {
+        int r;
+
+        if (!call->oneway) {
+                r = varlink_message_write(bufferevent_get_output(call->connection->bev), msg);
+                if (r < 0)
+                        return r;
+        }
+        if (!continues)
+                call->finished = true;
+        return 0;
+}
+
+int varlink_call_reply(VarlinkCall *call, json_t *parameters, bool continues) {
+        _cleanup_json_ json_t *p = parameters, *msg = NULL;
+
+        if (!call || (p && !json_is_object(p)))
+                return -EINVAL;
+        if (call->finished)
+                return -EALREADY;
+        if (continues && !call->more)
+                return -EINVAL;
+
+        if (!p) {
+                p = json_object();
+                if (!p)
+                        return -ENOMEM;
+        }
+        msg = json_pack("{s:O}", "parameters", p);
+        if (!msg)
+                return -ENOMEM;
+        if (continues && json_object_set_new(msg, "continues", json_true()) < 0)
+                return -ENOMEM;
+
+        return call_send(call, msg, continues);
+}
+
+int varlink_call_error(VarlinkCall *call, const char *error, json_t *parameters) {
+        _cleanup_json_ json_t *p = parameters, *msg = NULL;
+
+        if (!call || !error || (p && !json_is_object(p)))
+                return -EINVAL;
+        if (call->finished)
+                return -EALREADY;
+
+        msg = p ? json_pack("{s:s, s:O}", "error", error, "parameters", p)
+                : json_pack("{s:s, s:{}}", "error", error, "parameters");
+        if (!msg)
+                return -ENOMEM;
+
+        return call_send(call, msg, false);
+}
+
+/* An error whose parameters are one string field; used for the org.varlink.service errors. */
+static int call_error_string(VarlinkCall *call, const char *error, const char *field, const char *value, size_t len) {
+        json_t *p = json_pack("{s:s%}", field, value, len);
+
+        if (!p)
+                return -ENOMEM;
+        return varlink_call_error(call, error, p);
+}
+
+int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *field) {
+        if (!field)
+                return -EINVAL;
+        return call_error_string(call, "org.varlink.service.InvalidParameter", "parameter", field, strlen(field));
+}
+
+bool varlink_call_more(VarlinkCall *call) {
+        return call && call->more;
+}
+
+const char *varlink_call_method(VarlinkCall *call) {
+        return call ? call->method : NULL;
+}
+
+uid_t varlink_call_peer_uid(VarlinkCall *call) {
+        return call ? call->connection->peer.uid : (uid_t) -1;
+}
+
+pid_t varlink_call_peer_pid(VarlinkCall *call) {
+        return call ? call->connection->peer.pid : 0;
+}
+
+/* Runs one call. Returns 0 to go on with the next one, <0 to close the connection. */
+static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
+        const VarlinkInterface *iface;
+        const VarlinkMethod *m;
+        VarlinkCallHeader h;
+        VarlinkCall call;
+        const char *dot;
+        size_t iface_len;
+        int r;
+
+        /* A malformed call header is a client bug like malformed JSON: close, without a reply. */
+        r = varlink_call_header_parse(msg, &h);
+        if (r < 0)
+                return log_debug_errno(r, "Received an invalid varlink call, closing connection: %m");
+
+        call = (VarlinkCall) {
+                .connection = c,
+                .method = h.method,
+                .more = h.more,
+                .oneway = h.oneway,
+        };
+
+        if (h.upgrade)
+                return varlink_call_error_invalid_parameter(&call, "upgrade");
+
+        dot = strrchr(h.method, '.');
+        iface_len = (size_t) (dot - h.method);
+        iface = server_find_interface(c->server, h.method, iface_len);
+        if (!iface)
+                return call_error_string(&call, "org.varlink.service.InterfaceNotFound", "interface", h.method, iface_len);
+
+        for (m = iface->methods; m->name; m++)
+                if (!strcmp(m->name, dot + 1))
+                        break;
+        if (!m->name)
+                return call_error_string(&call, "org.varlink.service.MethodNotFound", "method", h.method, strlen(h.method));
+
+        r = m->fn(&call, h.parameters, iface->userdata);
+        if (r < 0 && !call.finished)
+                return log_error_errno(r, "Method %s failed, closing connection: %m", h.method);
+        if (r < 0)
+                log_error_errno(r, "Method %s failed after replying: %m", h.method);
+        else if (!call.finished && !call.oneway)
+                /* The client would wait forever for an answer; better it sees the connection end. */
+                return log_error_errno(EPROTO, "Method %s returned without replying, closing connection.", h.method);
+
+        return 0;
+}
+
+/* Answers the complete calls in the input buffer, in order, until it runs dry, the output limit is
+ * reached, or the connection is closed (c is then freed: callers must not touch it afterwards). */
+static void connection_process(VarlinkConnection *c) {
+        VarlinkServer *s = c->server;
+        struct evbuffer *in = bufferevent_get_input(c->bev), *out = bufferevent_get_output(c->bev);
+
+        while (!c->closing) {
+                _cleanup_json_ json_t *msg = NULL;
+                int r;
+
+                /* A client that sends calls but does not read replies must not make us buffer
+                 * without bound: pause reading until on_write() sees the output drained. */
+                if (evbuffer_get_length(out) > server_output_limit(s)) {
+                        c->throttled = true;
+                        bufferevent_disable(c->bev, EV_READ);
+                        return;
+                }
+
+                r = message_read_incremental(in, s->max_message_size, &c->scanned, &msg);
+                if (r == 0)
+                        return;
+                if (r < 0) {
+                        log_debug_errno(r, "Received an invalid varlink message, closing connection: %m");
+                        connection_close_after_flush(c);
+                        return;
+                }
+
+                if (connection_dispatch(c, msg) < 0) {
+                        connection_close_after_flush(c);
+                        return;
+                }
+        }
+}
+
+static void on_read(struct bufferevent *bev _unused_, void *userdata) {
+        connection_process(userdata);
+}
+
+/* Called when the output drains to the low watermark (half the limit) or below. */
+static void on_write(struct bufferevent *bev, void *userdata) {
+        VarlinkConnection *c = userdata;
+
+        if (c->closing) {
+                if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+                        connection_free(c);
+                return;
+        }
+
+        if (c->throttled) {
+                c->throttled = false;
+                bufferevent_enable(bev, EV_READ);
+                /* Calls read before we paused are already buffered and no read event will
+                 * announce them again. */
+                connection_process(c);
+        }
+}
+
+static void on_event(struct bufferevent *bev, short what, void *userdata) {
+        VarlinkConnection *c = userdata;
+
+        /* A client still receiving a long reply is not idle even if it sends nothing. libevent
+         * disabled reading on the timeout; turn it back on. If the client stops reading
+         * altogether, the write timeout ends the connection. */
+        if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
+            evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+                bufferevent_enable(bev, EV_READ);
+                return;
+        }
+
+        /* The client closed (at least) its sending side: deliver what is queued, then close.
+         * Timeouts and socket errors close at once. */
+        if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+                connection_close_after_flush(c);
+        else
+                connection_free(c);
+}
+
+static int connection_new(VarlinkServer *s, int fd) {
+        _cleanup_close_ int fd_close = fd;
+        struct timeval idle = { .tv_sec = s->idle_timeout_sec };
+        socklen_t len = sizeof(struct ucred);
+        VarlinkConnection *c;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->server = s;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
+                free(c);
+                return -errno;
+        }
+
+        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->bev) {
+                free(c);
+                return -ENOMEM;
+        }
+        TAKE_FD(fd_close);
+
+        bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+        /* The read timeout is the idle timeout; the write timeout ends a connection whose client
+         * stopped reading while we wait to flush (reading is paused then, so no read timeout). */
+        bufferevent_set_timeouts(c->bev, &idle, &idle);
+        bufferevent_setwatermark(c->bev, EV_WRITE, server_output_limit(s) / 2, 0);
+
+        c->next = s->connections;
+        if (c->next)
+                c->next->prev = c;
+        s->connections = c;
+        s->n_connections++;
+
+        if (bufferevent_enable(c->bev, EV_READ) < 0) {
+                connection_free(c);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void on_accept(struct evconnlistener *l _unused_, evutil_socket_t fd, struct sockaddr *sa _unused_,
+                      int socklen _unused_, void *userdata) {
+        VarlinkServer *s = userdata;
+        int r;
+
+        if (s->n_connections >= s->max_connections) {
+                log_debug("Too many varlink connections (%u), refusing a new one.", s->n_connections);
+                close(fd);
+                return;
+        }
+
+        r = connection_new(s, fd);
+        if (r < 0)
+                log_debug_errno(r, "Failed to set up varlink connection: %m");
+}
+
+static void on_accept_error(struct evconnlistener *l _unused_, void *userdata) {
+        VarlinkServer *s = userdata;
+
+        /* Typically EMFILE/ENFILE. The pending connection stays in the backlog, so the listener
+         * would fire again at once and spin; pause accepting for a second instead. */
+        log_debug_errno(EVUTIL_SOCKET_ERROR(), "Failed to accept varlink connection, pausing: %m");
+        for (size_t i = 0; i < s->n_listeners; i++)
+                evconnlistener_disable(s->listeners[i]);
+        evtimer_add(s->accept_retry, &(struct timeval) { .tv_sec = 1 });
+}
+
+static void on_accept_retry(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        VarlinkServer *s = userdata;
+
+        for (size_t i = 0; i < s->n_listeners; i++)
+                evconnlistener_enable(s->listeners[i]);
+}
+
+static int service_get_info(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
+        VarlinkServer *s = userdata;
+        _cleanup_json_ json_t *interfaces = json_array();
+        json_t *reply;
+
+        if (!interfaces)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                if (json_array_append_new(interfaces, json_string(s->interfaces[i].name)) < 0)
+                        return -ENOMEM;
+
+        reply = json_pack("{s:s, s:s, s:s, s:s, s:O}", "vendor", s->vendor, "product", s->product, "version",
+                          s->version, "url", s->url, "interfaces", interfaces);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply, false);
+}
+
+static int service_get_interface_description(VarlinkCall *call, json_t *parameters, void *userdata) {
+        VarlinkServer *s = userdata;
+        json_t *name = json_object_get(parameters, "interface"), *reply;
+        const VarlinkInterface *iface;
+
+        if (!json_is_string(name))
+                return varlink_call_error_invalid_parameter(call, "interface");
+
+        iface = server_find_interface(s, json_string_value(name), json_string_length(name));
+        if (!iface)
+                return call_error_string(call, "org.varlink.service.InterfaceNotFound", "interface",
+                                         json_string_value(name), json_string_length(name));
+
+        reply = json_pack("{s:s}", "description", iface->description);
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply, false);
+}
+
+static const VarlinkMethod service_methods[] = {
+        { "GetInfo", service_get_info },
+        { "GetInterfaceDescription", service_get_interface_description },
+        {},
+};
+
+int varlink_server_new(struct event_base *base, const VarlinkServerConfig *config, VarlinkServer **ret) {
+        const VarlinkServerConfig empty = {};
+        VarlinkServer *s;
+        int r;
+
+        if (!base || !ret)
+                return -EINVAL;
+        if (!config)
+                config = &empty;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+
+        s->base = base;
+        s->max_message_size = config->max_message_size ?: VARLINK_DEFAULT_MAX_MESSAGE_SIZE;
+        s->max_connections = config->max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS;
+        s->idle_timeout_sec = config->idle_timeout_sec ?: VARLINK_DEFAULT_IDLE_TIMEOUT_SEC;
+
+        s->vendor = strdup(config->vendor ?: "");
+        s->product = strdup(config->product ?: "");
+        s->version = strdup(config->version ?: "");
+        s->url = strdup(config->url ?: "");
+        s->accept_retry = evtimer_new(base, on_accept_retry, s);
+        if (!s->vendor || !s->product || !s->version || !s->url || !s->accept_retry) {
+                varlink_server_free(s);
+                return -ENOMEM;
+        }
+
+        r = varlink_server_add_interface(s, "org.varlink.service", service_description, service_methods, s);
+        if (r < 0) {
+                varlink_server_free(s);
+                return r;
+        }
+
+        *ret = s;
+        return 0;
+}
+
+/* Not from inside a method handler: the connection being served would be freed under it. */
+VarlinkServer *varlink_server_free(VarlinkServer *s) {
+        if (!s)
+                return NULL;
+
+        while (s->connections)
+                connection_free(s->connections);
+        for (size_t i = 0; i < s->n_listeners; i++)
+                evconnlistener_free(s->listeners[i]);
+        free(s->listeners);
+        if (s->accept_retry)
+                event_free(s->accept_retry);
+        free(s->interfaces);
+        free(s->vendor);
+        free(s->product);
+        free(s->version);
+        free(s->url);
+        free(s);
+        return NULL;
+}
+
+int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
+                                 const VarlinkMethod *methods, void *userdata) {
+        VarlinkInterface *a;
+
+        if (!s || !name || !*name || !description || !methods)
+                return -EINVAL;
+        if (server_find_interface(s, name, strlen(name)))
+                return -EEXIST;
+
+        a = realloc(s->interfaces, (s->n_interfaces + 1) * sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        s->interfaces = a;
+        s->interfaces[s->n_interfaces++] = (VarlinkInterface) {
+                .name = name,
+                .description = description,
+                .methods = methods,
+                .userdata = userdata,
+        };
+        return 0;
+}
+
+int varlink_server_listen_fd(VarlinkServer *s, int fd) {
+        _cleanup_close_ int fd_close = fd;
+        int domain = 0, accepting = 0;
+        socklen_t len = sizeof(int);
+        struct evconnlistener **a, *l;
+
+        if (!s || fd < 0)
+                return -EINVAL;
+
+        /* Catch a wrong fd (e.g. from a misconfigured socket unit) here rather than failing on
+         * every connection: SO_PEERCRED needs AF_UNIX. */
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) < 0)
+                return -errno;
+        if (domain != AF_UNIX || !accepting)
+                return -EINVAL;
+
+        /* evconnlistener sets these on accepted sockets only, not on the listening one. */
+        if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
+                return -errno;
+
+        a = realloc(s->listeners, (s->n_listeners + 1) * sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        s->listeners = a;
+
+        /* backlog 0: the socket is already listening. */
+        l = evconnlistener_new(s->base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+        if (!l)
+                return -ENOMEM;
+        TAKE_FD(fd_close);
+
+        evconnlistener_set_error_cb(l, on_accept_error);
+        s->listeners[s->n_listeners++] = l;
+        return 0;
+}
+
+static int sockaddr_un_set(struct sockaddr_un *sa, const char *path, socklen_t *ret_len) {
+        size_t len;
+
+        if (!path || !*path)
+                return -EINVAL;
+        len = strlen(path);
+        if (len >= sizeof(sa->sun_path))
+                return -ENAMETOOLONG;
+
+        *sa = (struct sockaddr_un) { .sun_family = AF_UNIX };
+        memcpy(sa->sun_path, path, len + 1);
+        *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len + 1);
+        return 0;
+}
+
+int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode) {
+        _cleanup_close_ int fd = -1;
+        struct sockaddr_un sa;
+        socklen_t sa_len;
+        struct stat st;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = sockaddr_un_set(&sa, path, &sa_len);
+        if (r < 0)
+                return r;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+
+        /* A socket file left by an earlier run would make bind() fail with EADDRINUSE. Only a
+         * socket is removed, never some other file that happens to have the name. */
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+                (void) unlink(path);
+
+        if (bind(fd, (struct sockaddr *) &sa, sa_len) < 0)
+                return -errno;
+
+        /* Nobody can connect before listen(), so the umask-dependent mode between bind() and
+         * chmod() does not matter. */
+        if (chmod(path, mode) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+                r = -errno;
+                (void) unlink(path);
+                return r;
+        }
+
+        r = varlink_server_listen_fd(s, TAKE_FD(fd));
+        if (r < 0)
+                (void) unlink(path);
+        return r;
+}
+
+unsigned varlink_server_n_connections(VarlinkServer *s) {
+        return s ? s->n_connections : 0;
+}
+
+/* ---- client ---- */
+
+struct VarlinkClient {
+        int fd;
+        struct evbuffer *input;
+        size_t scanned; /* see message_read_incremental() */
+        size_t max_message_size;
+};
+
+int varlink_client_connect(const char *path, uint64_t timeout_usec, VarlinkClient **ret) {
+        _cleanup_close_ int fd = -1;
+        struct sockaddr_un sa;
+        socklen_t sa_len;
+        VarlinkClient *c;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = sockaddr_un_set(&sa, path, &sa_len);
+        if (r < 0)
+                return r;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+
+        if (timeout_usec > 0) {
+                struct timeval tv = {
+                        .tv_sec = (time_t) (timeout_usec / 1000000U),
+                        .tv_usec = (suseconds_t) (timeout_usec % 1000000U),
+                };
+
+                if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+                    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                        return -errno;
+        }
+
+        if (connect(fd, (struct sockaddr *) &sa, sa_len) < 0)
+                return -errno;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->input = evbuffer_new();
+        if (!c->input) {
+                free(c);
+                return -ENOMEM;
+        }
+        /* Replies (e.g. a large query result) may be bigger than any call a server accepts. */
+        c->max_message_size = VARLINK_DEFAULT_MAX_MESSAGE_SIZE * 4;
+        c->fd = TAKE_FD(fd);
+
+        *ret = c;
+        return 0;
+}
+
+VarlinkClient *varlink_client_free(VarlinkClient *c) {
+        if (!c)
+                return NULL;
+
+        if (c->fd >= 0)
+                close(c->fd);
+        if (c->input)
+                evbuffer_free(c->input);
+        free(c);
+        return NULL;
+}
+
+void varlink_client_set_max_message_size(VarlinkClient *c, size_t max) {
+        if (c)
+                c->max_message_size = max ?: VARLINK_DEFAULT_MAX_MESSAGE_SIZE * 4;
+}
+
+static int client_send(VarlinkClient *c, const char *p, size_t n) {
+        while (n > 0) {
+                /* MSG_NOSIGNAL: a server that went away must give us EPIPE, not kill us. */
+                ssize_t k = send(c->fd, p, n, MSG_NOSIGNAL);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN || errno == EWOULDBLOCK)
+                                return -ETIMEDOUT;
+                        return -errno;
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+int varlink_client_call(VarlinkClient *c, const char *method, const json_t *parameters, unsigned flags) {
+        _cleanup_json_ json_t *msg = NULL;
+        _cleanup_free_ char *s = NULL;
+        size_t size;
+        int r;
+
+        if (!c || !method || (parameters && !json_is_object(parameters)))
+                return -EINVAL;
+        /* A oneway call gets no reply at all, so asking for several replies makes no sense. */
+        if ((flags & ~(unsigned) (VARLINK_CALL_MORE | VARLINK_CALL_ONEWAY)) ||
+            ((flags & VARLINK_CALL_MORE) && (flags & VARLINK_CALL_ONEWAY)))
+                return -EINVAL;
+
+        msg = json_pack("{s:s}", "method", method);
+        if (!msg)
+                return -ENOMEM;
+        /* json_object_set() only takes a reference; parameters is not modified. */
+        if ((parameters && json_object_set(msg, "parameters", (json_t *) parameters) < 0) ||
+            ((flags & VARLINK_CALL_MORE) && json_object_set_new(msg, "more", json_true()) < 0) ||
+            ((flags & VARLINK_CALL_ONEWAY) && json_object_set_new(msg, "oneway", json_true()) < 0))
+                return -ENOMEM;
+
+        r = message_format(msg, &s, &size);
+        if (r < 0)
+                return r;
+        return client_send(c, s, size);
+}
+
+/* Reads whatever the socket has (blocking up to the timeout) into the input buffer. */
+static int client_fill(VarlinkClient *c) {
+        struct evbuffer_iovec v;
+        ssize_t n;
+
+        if (evbuffer_reserve_space(c->input, CLIENT_READ_CHUNK, &v, 1) != 1)
+                return -ENOMEM;
+
+        do
+                n = recv(c->fd, v.iov_base, v.iov_len, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+        if (n == 0)
+                return -ECONNRESET;
+
+        v.iov_len = (size_t) n;
+        if (evbuffer_commit_space(c->input, &v, 1) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int varlink_client_read_reply(VarlinkClient *c, json_t **ret_parameters, char **ret_error, bool *ret_continues) {
+        _cleanup_json_ json_t *msg = NULL, *parameters = NULL;
+        _cleanup_free_ char *error_name = NULL;
+        json_t *p, *error, *continues;
+        int r;
+
+        if (!c)
+                return -EINVAL;
+
+        for (;;) {
+                r = message_read_incremental(c->input, c->max_message_size, &c->scanned, &msg);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        break;
+                r = client_fill(c);
+                if (r < 0)
+                        return r;
+        }
+
+        p = json_object_get(msg, "parameters");
+        error = json_object_get(msg, "error");
+        continues = json_object_get(msg, "continues");
+        if ((p && !json_is_object(p)) || (error && !json_is_string(error)) || (continues && !json_is_boolean(continues)))
+                return -EBADMSG;
+
+        parameters = p ? json_incref(p) : json_object();
+        if (!parameters)
+                return -ENOMEM;
+        if (error) {
+                error_name = strdup(json_string_value(error));
+                if (!error_name)
+                        return -ENOMEM;
+        }
+
+        if (ret_parameters)
+                *ret_parameters = TAKE_PTR(parameters);
+        if (ret_error)
+                *ret_error = TAKE_PTR(error_name);
+        if (ret_continues)
+                *ret_continues = json_is_true(continues);
+        return 0;
+}

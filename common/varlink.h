@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A small varlink (https://varlink.org) protocol library: message framing, a libevent server and
+ * a blocking client. Linked by trapstatd, trapstat and the tests.
+ *
+ * Wire format: each message is one JSON object followed by a NUL byte.
+ *   call:  {"method": "iface.Method", "parameters": {...}, "more": true, "oneway": true}
+ *   reply: {"parameters": {...}, "continues": true}   or   {"error": "iface.Name", "parameters": {...}}
+ */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct event_base;
+struct evbuffer;
+
+/* Default limits; every one of them is configurable per server / client. */
+#define VARLINK_DEFAULT_MAX_MESSAGE_SIZE (8U * 1024U * 1024U)
+#define VARLINK_DEFAULT_MAX_CONNECTIONS 256U
+#define VARLINK_DEFAULT_IDLE_TIMEOUT_SEC 60U
+
+/* ---- framing (pure; unit-tested on their own) ---- */
+
+/* Takes one complete message off the front of buf.
+ * Returns 1 and sets *ret (a JSON object, new reference) when a message was complete,
+ * 0 when buf holds only part of a message (nothing is consumed),
+ * -EMSGSIZE when more than max_size bytes are pending without a NUL, or the complete message
+ *  is longer than max_size,
+ * -EBADMSG when the message is not valid JSON or not an object (the message is consumed). */
+int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret);
+
+/* Appends msg as compact JSON plus the terminating NUL. Returns 0 or negative errno. */
+int varlink_message_write(struct evbuffer *buf, const json_t *msg);
+
+/* A parsed call. Pointers borrow from the message object. */
+typedef struct VarlinkCallHeader {
+        const char *method;     /* fully qualified: "io.trapstat.Top" */
+        json_t *parameters;     /* always an object (empty when absent) */
+        bool more, oneway, upgrade;
+} VarlinkCallHeader;
+
+/* Checks a call message: "method" a string of the form interface.Method, "parameters" absent or
+ * an object, "more"/"oneway"/"upgrade" absent or booleans, no other keys.
+ * Returns 0 or -EBADMSG. */
+int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret);
+
+/* ---- server ---- */
+
+typedef struct VarlinkServer VarlinkServer;
+typedef struct VarlinkCall VarlinkCall;
+
+/* A method handler. It must answer the call before returning, with varlink_call_reply() or
+ * one of the error functions, unless the call was oneway (then any reply is dropped).
+ * Returns 0, or negative errno on a failure it could not answer with an error of its own
+ * interface; the server then logs it and closes that connection (varlink has no generic
+ * "internal error", so handlers should reply with an error of their interface instead). */
+typedef int (*VarlinkMethodFn)(VarlinkCall *call, json_t *parameters, void *userdata);
+
+typedef struct VarlinkMethod {
+        const char *name;  /* unqualified: "Top" */
+        VarlinkMethodFn fn;
+} VarlinkMethod;
+
+typedef struct VarlinkServerConfig {
+        const char *vendor, *product, *version, *url;  /* for org.varlink.service.GetInfo */
+        size_t max_message_size;                        /* 0: default */
+        unsigned max_connections;                       /* 0: default */
+        unsigned idle_timeout_sec;                      /* 0: default */
+} VarlinkServerConfig;
+
+int varlink_server_new(struct event_base *base, const VarlinkServerConfig *config, VarlinkServer **ret);
+VarlinkServer *varlink_server_free(VarlinkServer *s);
+
+/* Registers an interface: name ("io.trapstat"), its IDL text (served verbatim by
+ * org.varlink.service.GetInterfaceDescription), and a NULL-terminated method table.
+ * org.varlink.service itself is built in. Strings and table must outlive the server. */
+int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
+                                 const VarlinkMethod *methods, void *userdata);
+
+/* Starts accepting on an already listening socket (e.g. from sd_listen_fds). Takes the fd. */
+int varlink_server_listen_fd(VarlinkServer *s, int fd);
+/* Binds and listens on a Unix socket path (an existing stale socket file is replaced). */
+int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode);
+
+unsigned varlink_server_n_connections(VarlinkServer *s);
+
+/* Replying. parameters may be NULL (sent as {}); the reference is stolen in every case.
+ * continues=true is only allowed when the caller set "more". */
+int varlink_call_reply(VarlinkCall *call, json_t *parameters, bool continues);
+int varlink_call_error(VarlinkCall *call, const char *error, json_t *parameters);
+/* org.varlink.service.InvalidParameter {"parameter": field} */
+int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *field);
+
+bool varlink_call_more(VarlinkCall *call);
+const char *varlink_call_method(VarlinkCall *call);
+/* SO_PEERCRED of the connection the call came from. */
+uid_t varlink_call_peer_uid(VarlinkCall *call);
+pid_t varlink_call_peer_pid(VarlinkCall *call);
+
+/* ---- client (blocking) ---- */
+
+typedef struct VarlinkClient VarlinkClient;
+
+enum {
+        VARLINK_CALL_MORE = 1 << 0,
+        VARLINK_CALL_ONEWAY = 1 << 1,
+};
+
+/* Connects to a Unix socket. timeout_usec bounds every later read and write (0: none).
+ * Returns 0 or the negative errno of socket()/connect(). */
+int varlink_client_connect(const char *path, uint64_t timeout_usec, VarlinkClient **ret);
+VarlinkClient *varlink_client_free(VarlinkClient *c);
+void varlink_client_set_max_message_size(VarlinkClient *c, size_t max);
+
+/* Sends one call; parameters is borrowed and may be NULL. */
+int varlink_client_call(VarlinkClient *c, const char *method, const json_t *parameters, unsigned flags);
+
+/* Reads the next reply. On success returns 0 and sets:
+ *   *ret_parameters: the reply's parameters object (new reference; {} when absent),
+ *   *ret_error: NULL for a normal reply, else the error name (malloc'd),
+ *   *ret_continues: whether more replies follow for this call.
+ * Returns -ECONNRESET when the server closed the connection, -ETIMEDOUT on timeout,
+ * -EBADMSG / -EMSGSIZE on a malformed reply. */
+int varlink_client_read_reply(VarlinkClient *c, json_t **ret_parameters, char **ret_error, bool *ret_continues);

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The collector owns the BPF programs and maps. Every tick it drains the in-kernel counters
+ * into per-process deltas; on a process's exit it drains it one last time and removes its
+ * map entry so the maps stay bounded. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+
+typedef struct Collector Collector;
+
+typedef struct CollectorConfig {
+        uint32_t max_processes; /* capacity of the in-kernel process map; 0: default */
+        int proc_fd;            /* the proc root (borrowed) */
+} CollectorConfig;
+
+typedef struct CollectorSource {
+        const char *name;
+        bool active;
+        const char *reason; /* why inactive; NULL when active */
+} CollectorSource;
+
+/* Opens, loads and attaches the BPF programs. Logs each source that could not attach.
+ * Fails when no page fault source could attach. */
+int collector_new(const CollectorConfig *config, Collector **ret);
+Collector *collector_free(Collector *c);
+
+/* fd to watch for readability: lifecycle events are waiting in the ring buffer. */
+int collector_event_fd(Collector *c);
+
+/* Drains everything counted since the last call. *ret_samples holds every process with a
+ * non-zero delta or that exited; it and the ProcessInfo it points to stay valid until the
+ * next collector_drain() or collector_free(). */
+int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n);
+
+const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
+size_t collector_n_tracked(Collector *c);
+/* Events that could not be counted, since the start. */
+uint64_t collector_drops(Collector *c);

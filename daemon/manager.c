@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+#include "manager.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "proc-util.h"
+#include "time-util.h"
+#include "varlink.h"
+
+struct Manager {
+        ManagerConfig config;
+        struct event_base *base;
+        struct event *tick, *watchdog, *sigterm, *sigint;
+        int proc_fd;
+        char boot_id[37];
+        Collector *collector;
+        Store *store;
+        VarlinkServer *server;
+        int last_flush_error; /* logged once per condition, not once per tick */
+};
+
+static int mkdir_parents(const char *path, mode_t mode) {
+        char buf[PATH_MAX];
+
+        if (snprintf(buf, sizeof(buf), "%s", path) >= (int) sizeof(buf))
+                return -ENAMETOOLONG;
+        for (char *p = buf + 1; *p; p++)
+                if (*p == '/') {
+                        *p = '\0';
+                        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = '/';
+                }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static void tick(Manager *m) {
+        const ProcessSample *samples;
+        size_t n;
+        int r;
+
+        r = collector_drain(m->collector, now_usec(CLOCK_REALTIME), &samples, &n);
+        if (r < 0) {
+                log_error_errno(r, "Failed to drain BPF counters: %m");
+                return;
+        }
+        r = store_flush(m->store, now_usec(CLOCK_REALTIME), samples, n);
+        if (r < 0 && r != m->last_flush_error)
+                log_error_errno(r, "Failed to write %zu samples to %s: %s", n, store_path(m->store), store_errmsg(m->store));
+        else if (r >= 0 && m->last_flush_error < 0)
+                log_notice("Writing to %s again", store_path(m->store));
+        m->last_flush_error = r < 0 ? r : 0;
+}
+
+static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        tick(userdata);
+}
+
+static void on_watchdog(evutil_socket_t fd _unused_, short what _unused_, void *userdata _unused_) {
+        (void) sd_notify(0, "WATCHDOG=1");
+}
+
+static void on_signal(evutil_socket_t sig, short what _unused_, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Received %s, flushing and stopping", strsignal((int) sig));
+        (void) sd_notify(0, "STOPPING=1");
+        event_base_loopbreak(m->base);
+}
+
+static struct timeval usec_to_timeval(uint64_t usec) {
+        return (struct timeval) { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+}
+
+/* A socket passed by systemd wins; otherwise bind our own. */
+static int listen_socket(Manager *m) {
+        _cleanup_free_ char *dir = NULL;
+        char *slash;
+        int n, r;
+
+        n = sd_listen_fds(1);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read sockets passed by systemd: %m");
+        if (n > 1)
+                return log_error_errno(EINVAL, "Expected at most one socket from systemd, got %d", n);
+        if (n == 1) {
+                r = varlink_server_listen_fd(m->server, SD_LISTEN_FDS_START);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to listen on the socket passed by systemd: %m");
+                log_info("Listening on the socket passed by systemd");
+                return 0;
+        }
+
+        dir = strdup(m->config.socket_path);
+        if (!dir)
+                return log_error_errno(ENOMEM, "Out of memory");
+        slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                r = mkdir_parents(dir, 0755);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to create socket directory %s: %m", dir);
+        }
+        r = varlink_server_listen_unix(m->server, m->config.socket_path, 0666);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on %s: %m", m->config.socket_path);
+        log_info("Listening on %s", m->config.socket_path);
+        return 0;
+}
+
+int manager_new(const ManagerConfig *config, Manager **ret) {
+        _cleanup_free_ char *db_path = NULL;
+        VarlinkServerConfig server_config = {
+                .vendor = "trapstat",
+                .product = "trapstatd",
+                .version = TRAPSTAT_VERSION,
+                .url = "",
+                .max_message_size = config->max_message_size,
+                .max_connections = config->max_connections,
+                .idle_timeout_sec = config->idle_timeout_sec,
+        };
+        Manager *m;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return log_error_errno(ENOMEM, "Out of memory");
+        m->config = *config;
+        m->proc_fd = -1;
+
+        m->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (m->proc_fd < 0) {
+                r = log_error_errno(errno, "Failed to open /proc: %m");
+                goto fail;
+        }
+        r = proc_read_boot_id(m->proc_fd, m->boot_id);
+        if (r < 0) {
+                log_error_errno(r, "Failed to read boot id: %m");
+                goto fail;
+        }
+
+        r = mkdir_parents(config->state_dir, 0755);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create state directory %s: %m", config->state_dir);
+                goto fail;
+        }
+        if (asprintf(&db_path, "%s/trapstat.db", config->state_dir) < 0) {
+                r = log_error_errno(ENOMEM, "Out of memory");
+                goto fail;
+        }
+        r = store_open(db_path, m->boot_id, &m->store);
+        if (r == -EPROTO) {
+                log_error("Database %s was written by a newer trapstatd; refusing to touch it", db_path);
+                goto fail;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to open database %s: %m", db_path);
+                goto fail;
+        }
+
+        r = collector_new(&(CollectorConfig) { .max_processes = config->max_processes, .proc_fd = m->proc_fd },
+                          &m->collector);
+        if (r < 0)
+                goto fail; /* collector_new logged why */
+
+        m->base = event_base_new();
+        if (!m->base) {
+                r = log_error_errno(ENOMEM, "Failed to create event loop");
+                goto fail;
+        }
+        r = varlink_server_new(m->base, &server_config, &m->server);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create varlink server: %m");
+                goto fail;
+        }
+        r = methods_register(m->server, m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to register io.trapstat: %m");
+                goto fail;
+        }
+        r = listen_socket(m);
+        if (r < 0)
+                goto fail;
+
+        m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
+        m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
+        m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
+        if (!m->tick || !m->sigterm || !m->sigint) {
+                r = log_error_errno(ENOMEM, "Out of memory");
+                goto fail;
+        }
+        *ret = m;
+        return 0;
+fail:
+        manager_free(m);
+        return r;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        varlink_server_free(m->server);
+        if (m->tick)
+                event_free(m->tick);
+        if (m->watchdog)
+                event_free(m->watchdog);
+        if (m->sigterm)
+                event_free(m->sigterm);
+        if (m->sigint)
+                event_free(m->sigint);
+        if (m->base)
+                event_base_free(m->base);
+        collector_free(m->collector);
+        store_free(m->store);
+        if (m->proc_fd >= 0)
+                close(m->proc_fd);
+        free(m);
+        return NULL;
+}
+
+int manager_run(Manager *m) {
+        struct timeval tv = usec_to_timeval(m->config.tick_usec);
+        uint64_t watchdog_usec = 0;
+
+        if (event_add(m->tick, &tv) < 0 || event_add(m->sigterm, NULL) < 0 || event_add(m->sigint, NULL) < 0)
+                return log_error_errno(ENOMEM, "Failed to arm event loop");
+
+        /* Pet the watchdog at half its interval, from the same loop that does the work, so a
+         * stuck loop is what the watchdog sees. */
+        if (sd_watchdog_enabled(0, &watchdog_usec) > 0) {
+                struct timeval wtv = usec_to_timeval(watchdog_usec / 2);
+
+                m->watchdog = event_new(m->base, -1, EV_PERSIST, on_watchdog, m);
+                if (!m->watchdog || event_add(m->watchdog, &wtv) < 0)
+                        return log_error_errno(ENOMEM, "Failed to arm watchdog timer");
+        }
+
+        (void) sd_notifyf(0, "READY=1\nSTATUS=Counting page faults, tick %" PRIu64 " ms, database %s",
+                          m->config.tick_usec / USEC_PER_MSEC, store_path(m->store));
+        log_info("trapstatd %s ready: tick %" PRIu64 " ms, database %s", TRAPSTAT_VERSION,
+                 m->config.tick_usec / USEC_PER_MSEC, store_path(m->store));
+
+        if (event_base_dispatch(m->base) < 0)
+                return log_error_errno(EIO, "Event loop failed");
+
+        /* The final drain: whatever was counted since the last tick reaches the database. */
+        tick(m);
+        return 0;
+}
+
+Store *manager_store(Manager *m) {
+        return m->store;
+}
+
+Collector *manager_collector(Manager *m) {
+        return m->collector;
+}
+
+uint64_t manager_tick_usec(Manager *m) {
+        return m->config.tick_usec;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The Manager owns everything the daemon runs: the event loop, the collector (BPF), the store
+ * (SQLite) and the varlink server; trapstatd.c only parses arguments and runs it. */
+
+#include <stdint.h>
+
+#include "collector.h"
+#include "store.h"
+
+#define TRAPSTAT_DEFAULT_STATE_DIR "/var/lib/trapstatd"
+#define TRAPSTAT_DEFAULT_SOCKET "/run/trapstatd/io.trapstat"
+#define TRAPSTAT_DEFAULT_TICK_USEC (1000 * UINT64_C(1000))
+
+typedef struct ManagerConfig {
+        const char *state_dir;
+        const char *socket_path;
+        uint64_t tick_usec;
+        uint32_t max_processes;
+        size_t max_message_size;
+        unsigned max_connections;
+        unsigned idle_timeout_sec;
+} ManagerConfig;
+
+typedef struct Manager Manager;
+
+int manager_new(const ManagerConfig *config, Manager **ret);
+Manager *manager_free(Manager *m);
+/* Runs until SIGTERM/SIGINT, then drains and flushes one last time. */
+int manager_run(Manager *m);
+
+/* For the method handlers (methods.c). */
+Store *manager_store(Manager *m);
+Collector *manager_collector(Manager *m);
+uint64_t manager_tick_usec(Manager *m);
+
+/* methods.c: registers io.trapstat on the server. */
+struct VarlinkServer;
+int methods_register(struct VarlinkServer *server, Manager *m);

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* The io.trapstat methods: parameters in, store/collector queries, replies out. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "embedded.h"
+#include "json-util.h"
+#include "log.h"
+#include "manager.h"
+#include "time-util.h"
+#include "varlink.h"
+
+#define TOP_DEFAULT_WINDOW_SEC 60
+#define TOP_DEFAULT_LIMIT 20
+#define TOP_MAX_LIMIT 10000
+
+typedef enum ParamType { PARAM_INT, PARAM_STRING } ParamType;
+
+/* One member of a method's parameters. Values are written to `ret` (int64_t or const char *)
+ * and `*ret_set` tells whether the caller passed it (null counts as absent: optional fields). */
+typedef struct Param {
+        const char *name;
+        ParamType type;
+        bool required;
+        int64_t min; /* for PARAM_INT */
+        void *ret;
+        bool *ret_set;
+} Param;
+
+/* Checks parameters against the table: every member known, of the right type and range,
+ * required ones present. Answers InvalidParameter naming the first offending member and
+ * returns 1; returns 0 when all is well. */
+static int params_parse(VarlinkCall *call, json_t *parameters, const Param *table, size_t n) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach (parameters, key, v) {
+                const Param *p = NULL;
+
+                for (size_t i = 0; i < n; i++)
+                        if (strcmp(table[i].name, key) == 0)
+                                p = &table[i];
+                if (!p)
+                        goto invalid;
+                if (json_is_null(v) && !p->required)
+                        continue;
+                switch (p->type) {
+                case PARAM_INT:
+                        if (!json_is_integer(v) || json_integer_value(v) < p->min)
+                                goto invalid;
+                        *(int64_t *) p->ret = json_integer_value(v);
+                        break;
+                case PARAM_STRING:
+                        if (!json_is_string(v))
+                                goto invalid;
+                        *(const char **) p->ret = json_string_value(v);
+                        break;
+                }
+                if (p->ret_set)
+                        *p->ret_set = true;
+                continue;
+        invalid:
+                return varlink_call_error_invalid_parameter(call, key) < 0 ? -EIO : 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+                json_t *value = json_object_get(parameters, table[i].name);
+                if (table[i].required && (!value || json_is_null(value)))
+                        return varlink_call_error_invalid_parameter(call, table[i].name) < 0 ? -EIO : 1;
+        }
+        return 0;
+}
+
+/* root sees every process; everyone else only their own (access control grows in the
+ * varlink service work: group trapstat). -1 means no filter. */
+static int64_t visible_uid(VarlinkCall *call) {
+        uid_t uid = varlink_call_peer_uid(call);
+        return uid == 0 ? -1 : (int64_t) uid;
+}
+
+static int reply_database_error(VarlinkCall *call, Store *store, int error) {
+        char message[512];
+
+        snprintf(message, sizeof(message), "%s (%s)", store_errmsg(store), strerror(abs(error)));
+        return varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
+}
+
+static json_t *counters_to_json(const Faults *f) {
+        return json_pack("{s:o}", "faults", faults_to_json(f));
+}
+
+static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        Collector *c = manager_collector(m);
+        const CollectorSource *sources;
+        json_t *list;
+        size_t n;
+        int r;
+
+        r = params_parse(call, parameters, NULL, 0);
+        if (r != 0)
+                return r < 0 ? r : 0;
+
+        list = json_array();
+        sources = collector_sources(c, &n);
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(list, json_pack("{s:s, s:b, s:o}", "name", sources[i].name, "active",
+                                                      sources[i].active, "reason",
+                                                      sources[i].reason ? json_string(sources[i].reason) : json_null()));
+        return varlink_call_reply(call,
+                                  json_pack("{s:s, s:o, s:I, s:s, s:I, s:I, s:I}", "version", TRAPSTAT_VERSION,
+                                            "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
+                                            "databasePath", store_path(manager_store(m)), "databaseBytes",
+                                            (json_int_t) store_size_bytes(manager_store(m)), "processesTracked",
+                                            (json_int_t) collector_n_tracked(c), "drops",
+                                            (json_int_t) collector_drops(c)),
+                                  false);
+}
+
+static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t window = TOP_DEFAULT_WINDOW_SEC, limit = TOP_DEFAULT_LIMIT;
+        const char *sort_by = "user";
+        const Param table[] = {
+                { "windowSec", PARAM_INT, false, 1, &window, NULL },
+                { "sortBy", PARAM_STRING, false, 0, &sort_by, NULL },
+                { "limit", PARAM_INT, false, 1, &limit, NULL },
+        };
+        const FaultField *sort;
+        StoreRow *rows;
+        uint64_t now, since;
+        json_t *list;
+        size_t n;
+        int r;
+
+        r = params_parse(call, parameters, table, ELEMENTSOF(table));
+        if (r != 0)
+                return r < 0 ? r : 0;
+        sort = fault_field_by_name(sort_by);
+        if (!sort)
+                return varlink_call_error_invalid_parameter(call, "sortBy");
+        if (limit > TOP_MAX_LIMIT)
+                return varlink_call_error_invalid_parameter(call, "limit");
+
+        now = now_usec(CLOCK_REALTIME);
+        since = (uint64_t) window * USEC_PER_SEC >= now ? 0 : now - (uint64_t) window * USEC_PER_SEC;
+        r = store_top(manager_store(m), since, sort, (size_t) limit, visible_uid(call), &rows, &n);
+        if (r < 0)
+                return reply_database_error(call, manager_store(m), r);
+
+        list = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(list, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
+                                                      "counters", counters_to_json(&rows[i].faults)));
+        store_rows_free(rows, n);
+        return varlink_call_reply(call, json_pack("{s:o}", "rows", list), false);
+}
+
+static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        Store *store = manager_store(m);
+        int64_t pid = 0, start_time = 0, since = 0, until = INT64_MAX, resolution = STORE_RAW_BUCKET_USEC / USEC_PER_SEC;
+        const Param table[] = {
+                { "pid", PARAM_INT, true, 1, &pid, NULL },
+                { "startTime", PARAM_INT, false, 0, &start_time, NULL },
+                { "sinceUsec", PARAM_INT, false, 0, &since, NULL },
+                { "untilUsec", PARAM_INT, false, 0, &until, NULL },
+                { "resolutionSec", PARAM_INT, false, 1, &resolution, NULL },
+        };
+        _cleanup_json_ json_t *samples = NULL;
+        StoreHistoryRow *rows;
+        ProcessInfo process;
+        Faults total = {};
+        int64_t id;
+        size_t n;
+        int r;
+
+        r = params_parse(call, parameters, table, ELEMENTSOF(table));
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (pid > UINT32_MAX)
+                return varlink_call_error_invalid_parameter(call, "pid");
+        if ((uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
+            ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0)
+                return varlink_call_error_invalid_parameter(call, "resolutionSec");
+
+        r = store_find_process(store, (uint32_t) pid, (uint64_t) start_time, &id, &process);
+        if (r == -ENOENT)
+                return varlink_call_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) pid));
+        if (r < 0)
+                return reply_database_error(call, store, r);
+        if (visible_uid(call) >= 0 && process.uid != visible_uid(call)) {
+                process_info_done(&process);
+                return varlink_call_error(call, "org.varlink.service.PermissionDenied", NULL);
+        }
+
+        r = store_history(store, id, (uint64_t) since, (uint64_t) until, (uint64_t) resolution * USEC_PER_SEC, &rows, &n);
+        if (r < 0) {
+                process_info_done(&process);
+                return reply_database_error(call, store, r);
+        }
+        samples = json_array();
+        for (size_t i = 0; i < n; i++) {
+                faults_add(&total, &rows[i].faults);
+                json_array_append_new(samples, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) rows[i].time_usec,
+                                                         "counters", counters_to_json(&rows[i].faults)));
+        }
+        free(rows);
+
+        r = varlink_call_reply(call,
+                               json_pack("{s:o, s:o, s:O}", "process", process_info_to_json(&process), "total",
+                                         counters_to_json(&total), "samples", samples),
+                               false);
+        process_info_done(&process);
+        return r;
+}
+
+static const VarlinkMethod methods[] = {
+        { "GetStatus", method_get_status },
+        { "Top", method_top },
+        { "History", method_history },
+        {},
+};
+
+int methods_register(VarlinkServer *server, Manager *m) {
+        return varlink_server_add_interface(server, "io.trapstat", embedded_varlink[0].text, methods, m);
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+#include "proc-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+/* Reads a whole small file below proc_fd into a NUL-terminated buffer (contents may hold NULs;
+ * *ret_size excludes the terminator). Files in /proc report size 0, so read until EOF. */
+static int read_small_file(int proc_fd, const char *path, size_t max, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0;
+
+        fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        buf = malloc(max + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (n < max) {
+                ssize_t k = read(fd, buf + n, max - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = n;
+        return 0;
+}
+
+int proc_stat_parse(const char *text, ProcStat *ret) {
+        ProcStat st = {};
+        const char *open, *close;
+        unsigned long long minflt, majflt, start;
+        size_t len;
+
+        /* "pid (comm) state ...": comm may hold spaces and parentheses, so it ends at the last ')'. */
+        open = strchr(text, '(');
+        close = strrchr(text, ')');
+        if (!open || !close || close < open || close[1] != ' ')
+                return -EBADMSG;
+        len = (size_t) (close - open - 1);
+        if (len >= sizeof(st.comm))
+                len = sizeof(st.comm) - 1;
+        memcpy(st.comm, open + 1, len);
+
+        /* After ") " come fields 3 (state) onwards: minflt is field 10, majflt 12, starttime 22. */
+        if (sscanf(close + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                   &minflt, &majflt, &start) != 3)
+                return -EBADMSG;
+        st.minflt = minflt;
+        st.majflt = majflt;
+        st.start_ticks = start;
+        *ret = st;
+        return 0;
+}
+
+int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[32];
+        int r;
+
+        snprintf(path, sizeof(path), "%" PRIu32 "/stat", pid);
+        r = read_small_file(proc_fd, path, 4096, &text, NULL);
+        if (r < 0)
+                return r;
+        return proc_stat_parse(text, ret);
+}
+
+int proc_cmdline_format(const char *args, size_t n, bool cut, char **ret) {
+        char *text;
+
+        while (n > 0 && args[n - 1] == '\0')
+                n--;
+        if (n == 0)
+                return -ENODATA;
+        text = malloc(n + 1);
+        if (!text)
+                return -ENOMEM;
+        memcpy(text, args, n);
+        text[n] = '\0';
+        for (size_t i = 0; i < n; i++)
+                if (text[i] == '\0')
+                        text[i] = ' ';
+
+        /* JSON needs valid UTF-8: drop a character the cut left incomplete. */
+        if (cut) {
+                size_t lead = n;
+
+                while (lead > 0 && ((unsigned char) text[lead - 1] & 0xC0) == 0x80)
+                        lead--;
+                if (lead > 0) {
+                        unsigned char c = (unsigned char) text[--lead];
+                        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+                        if (n - lead < need)
+                                text[lead] = '\0';
+                }
+        }
+        *ret = text;
+        return 0;
+}
+
+int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[32];
+        size_t n;
+        int r;
+
+        snprintf(path, sizeof(path), "%" PRIu32 "/cmdline", pid);
+        r = read_small_file(proc_fd, path, max, &text, &n);
+        if (r < 0)
+                return r;
+        return proc_cmdline_format(text, n, n == max, ret);
+}
+
+static bool is_unit_name(const char *s, size_t n) {
+        static const char *const suffixes[] = { ".service", ".scope" };
+
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                size_t l = strlen(suffixes[i]);
+                if (n > l && memcmp(s + n - l, suffixes[i], l) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Innermost unit in a cgroup path like "/system.slice/foo.service/payload". */
+static char *path_unit(const char *path, size_t len) {
+        const char *best = NULL;
+        size_t best_len = 0;
+
+        for (size_t i = 0; i < len;) {
+                size_t j = i;
+
+                while (j < len && path[j] != '/')
+                        j++;
+                if (is_unit_name(path + i, j - i)) {
+                        best = path + i;
+                        best_len = j - i;
+                }
+                i = j + 1;
+        }
+        return best ? strndup(best, best_len) : NULL;
+}
+
+int proc_cgroup_parse_unit(const char *text, char **ret) {
+        char *unified = NULL, *named = NULL;
+
+        for (const char *line = text; *line;) {
+                const char *eol = strchrnul(line, '\n');
+                const char *c1 = memchr(line, ':', (size_t) (eol - line));
+                const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t) (eol - c1 - 1)) : NULL;
+
+                if (c2) {
+                        const char *path = c2 + 1;
+                        size_t plen = (size_t) (eol - path);
+
+                        if (!unified && strncmp(line, "0::", 3) == 0)
+                                unified = path_unit(path, plen);
+                        else if (!named && (size_t) (c2 - c1 - 1) == strlen("name=systemd") &&
+                                 strncmp(c1 + 1, "name=systemd", strlen("name=systemd")) == 0)
+                                named = path_unit(path, plen);
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+
+        if (unified) {
+                free(named);
+                *ret = unified;
+                return 0;
+        }
+        if (named) {
+                *ret = named;
+                return 0;
+        }
+        return -ENODATA;
+}
+
+int proc_read_unit(int proc_fd, uint32_t pid, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[32];
+        int r;
+
+        snprintf(path, sizeof(path), "%" PRIu32 "/cgroup", pid);
+        r = read_small_file(proc_fd, path, 16384, &text, NULL);
+        if (r < 0)
+                return r;
+        return proc_cgroup_parse_unit(text, ret);
+}
+
+int proc_read_boot_id(int proc_fd, char ret[static 37]) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_small_file(proc_fd, "sys/kernel/random/boot_id", 64, &text, NULL);
+        if (r < 0)
+                return r;
+        if (strlen(text) < 36 || (text[36] != '\n' && text[36] != '\0'))
+                return -EBADMSG;
+        memcpy(ret, text, 36);
+        ret[36] = '\0';
+        return 0;
+}

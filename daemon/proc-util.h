@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Readers for /proc. Every function takes a directory fd for the proc root so tests can hand
+ * them a fake tree from tests/data/. They return negative errno and never log. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+
+typedef struct ProcStat {
+        char comm[COMM_MAX];
+        uint64_t minflt;
+        uint64_t majflt;
+        uint64_t start_ticks; /* field 22, clock ticks since boot */
+} ProcStat;
+
+/* Parses the text of /proc/PID/stat. -EBADMSG when it is not in that format. */
+int proc_stat_parse(const char *text, ProcStat *ret);
+/* -ENOENT (or -ESRCH) once the process is gone. */
+int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret);
+
+/* Turns a NUL-separated argument vector (the format of /proc/PID/cmdline) of n bytes into one
+ * line, arguments separated by spaces. With cut, the bytes may end inside a UTF-8 character,
+ * which is then dropped. An empty vector gives -ENODATA. */
+int proc_cmdline_format(const char *args, size_t n, bool cut, char **ret);
+
+/* The command line as proc_cmdline_format() makes it, from at most max bytes. An empty
+ * command line (kernel threads, zombies) gives -ENODATA. */
+int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret);
+
+/* The systemd unit the process runs in, from /proc/PID/cgroup: the innermost path component
+ * ending in .service or .scope, of the unified (0::) hierarchy, else of name=systemd.
+ * -ENODATA when it is in no unit. */
+int proc_cgroup_parse_unit(const char *text, char **ret);
+int proc_read_unit(int proc_fd, uint32_t pid, char **ret);
+
+/* /proc/sys/kernel/random/boot_id, 36 characters. */
+int proc_read_boot_id(int proc_fd, char ret[static 37]);

@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT */
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "macro.h"
+
+struct Store {
+        sqlite3 *db;
+        char *path;
+        char *boot_id;
+        /* Column lists built from fault_fields, so the SQL names every Faults member in order. */
+        char *columns;      /* "f_user, f_kernel, ..." */
+        char *sums;         /* "SUM(f_user), SUM(f_kernel), ..." */
+        char *sums_as;      /* "SUM(f_user) AS f_user, ..." */
+        sqlite3_stmt *upsert_process;
+        sqlite3_stmt *upsert_sample;
+        sqlite3_stmt *find_process;
+        sqlite3_stmt *find_newest_process;
+        sqlite3_stmt *history;
+};
+
+static inline void sqlite3_finalizep(sqlite3_stmt **s) {
+        sqlite3_finalize(*s);
+}
+#define _cleanup_finalize_ _cleanup_(sqlite3_finalizep)
+
+/* The one place SQLite result codes become errno values. */
+static int sqlite_to_errno(int rc) {
+        switch (rc & 0xff) {
+        case SQLITE_OK:
+        case SQLITE_ROW:
+        case SQLITE_DONE:
+                return 0;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_PERM:
+        case SQLITE_AUTH:
+                return -EACCES;
+        case SQLITE_CANTOPEN:
+                return -ENOENT;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+                return -EUCLEAN;
+        case SQLITE_CONSTRAINT:
+                return -EEXIST;
+        case SQLITE_TOOBIG:
+                return -E2BIG;
+        default:
+                return -EIO;
+        }
+}
+
+static int exec_sql(sqlite3 *db, const char *sql) {
+        return sqlite_to_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+static int get_user_version(sqlite3 *db, int *ret) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+                return sqlite_to_errno(rc) ?: -EIO;
+        *ret = sqlite3_column_int(st, 0);
+        return 0;
+}
+
+int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
+        int version = 0, r, applied = 0;
+
+        r = get_user_version(db, &version);
+        if (r < 0)
+                return r;
+        if (version < 0 || (size_t) version > n)
+                return -EPROTO;
+
+        for (size_t i = (size_t) version; i < n; i++) {
+                char pragma[64];
+
+                /* Schema change and version bump commit together or not at all. */
+                r = exec_sql(db, "BEGIN IMMEDIATE");
+                if (r < 0)
+                        return r;
+                snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %zu", i + 1);
+                r = exec_sql(db, migrations[i].text);
+                if (r >= 0)
+                        r = exec_sql(db, pragma);
+                if (r >= 0)
+                        r = exec_sql(db, "COMMIT");
+                if (r < 0) {
+                        (void) exec_sql(db, "ROLLBACK");
+                        return r;
+                }
+                applied++;
+        }
+        return applied;
+}
+
+static char *join_fault_columns(const char *fmt) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n_fault_fields; i++) {
+                if (i > 0)
+                        fputs(", ", f);
+                fprintf(f, fmt, fault_fields[i].name, fault_fields[i].name);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+static int prepare(Store *s, sqlite3_stmt **ret, const char *fmt, ...) _printf_(3, 4);
+static int prepare(Store *s, sqlite3_stmt **ret, const char *fmt, ...) {
+        _cleanup_free_ char *sql = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&sql, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return sqlite_to_errno(sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, ret, NULL));
+}
+
+#define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"
+
+static int prepare_statements(Store *s) {
+        _cleanup_free_ char *placeholders = NULL, *increments = NULL;
+        int r;
+
+        placeholders = join_fault_columns("?");
+        increments = join_fault_columns("f_%1$s = f_%1$s + excluded.f_%1$s");
+        s->columns = join_fault_columns("f_%s");
+        s->sums = join_fault_columns("SUM(f_%s)");
+        s->sums_as = join_fault_columns("SUM(f_%s) AS f_%s");
+        if (!placeholders || !increments || !s->columns || !s->sums || !s->sums_as)
+                return -ENOMEM;
+
+        r = prepare(s, &s->upsert_process,
+                    "INSERT INTO process (boot_id, " PROCESS_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (boot_id, pid, start_time) DO UPDATE SET "
+                    "comm = excluded.comm, cmdline = coalesce(excluded.cmdline, cmdline), "
+                    "unit = coalesce(excluded.unit, unit), "
+                    "last_seen_usec = max(last_seen_usec, excluded.last_seen_usec), "
+                    "exited = max(exited, excluded.exited) RETURNING id");
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->upsert_sample,
+                    "INSERT INTO sample_raw (process_id, time_usec, %s) VALUES (?, ?, %s) "
+                    "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s",
+                    s->columns, placeholders, increments);
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->find_process, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? AND start_time = ? "
+                                         "ORDER BY first_seen_usec DESC LIMIT 1");
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->find_newest_process, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? "
+                                                "ORDER BY first_seen_usec DESC, id DESC LIMIT 1");
+        if (r < 0)
+                return r;
+        return prepare(s, &s->history,
+                       "SELECT (time_usec / ?2) * ?2 AS t, %s FROM sample_raw "
+                       "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t ORDER BY t",
+                       s->sums);
+}
+
+int store_open(const char *path, const char *boot_id, Store **ret) {
+        Store *s;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->path = strdup(path);
+        s->boot_id = strdup(boot_id);
+        if (!s->path || !s->boot_id) {
+                r = -ENOMEM;
+                goto fail;
+        }
+
+        r = sqlite_to_errno(sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL));
+        if (r < 0)
+                goto fail;
+        sqlite3_extended_result_codes(s->db, 1);
+        /* WAL: readers never block the writer; synchronous=NORMAL keeps every committed flush
+         * across a crash of the daemon (not necessarily of the machine), at a fraction of FULL's
+         * fsyncs. */
+        r = exec_sql(s->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+        if (r < 0)
+                goto fail;
+        sqlite3_busy_timeout(s->db, 5000);
+
+        r = store_migrate(s->db, embedded_migrations, embedded_migrations_count);
+        if (r < 0)
+                goto fail;
+        r = prepare_statements(s);
+        if (r < 0)
+                goto fail;
+
+        *ret = s;
+        return 0;
+fail:
+        store_free(s);
+        return r;
+}
+
+Store *store_free(Store *s) {
+        if (!s)
+                return NULL;
+        sqlite3_finalize(s->upsert_process);
+        sqlite3_finalize(s->upsert_sample);
+        sqlite3_finalize(s->find_process);
+        sqlite3_finalize(s->find_newest_process);
+        sqlite3_finalize(s->history);
+        sqlite3_close_v2(s->db);
+        free(s->columns);
+        free(s->sums);
+        free(s->sums_as);
+        free(s->path);
+        free(s->boot_id);
+        free(s);
+        return NULL;
+}
+
+const char *store_errmsg(Store *s) {
+        return s && s->db ? sqlite3_errmsg(s->db) : "no database";
+}
+
+const char *store_path(Store *s) {
+        return s->path;
+}
+
+uint64_t store_size_bytes(Store *s) {
+        static const char *const suffixes[] = { "", "-wal" };
+        uint64_t total = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                char p[4096];
+                struct stat st;
+
+                snprintf(p, sizeof(p), "%s%s", s->path, suffixes[i]);
+                if (stat(p, &st) == 0)
+                        total += (uint64_t) st.st_size;
+        }
+        return total;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
+        if (v)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
+        sqlite3_stmt *st = s->upsert_process;
+        int rc;
+
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, s->boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, p->pid);
+        sqlite3_bind_int64(st, 3, (int64_t) p->start_time);
+        sqlite3_bind_text(st, 4, p->comm, -1, SQLITE_STATIC);
+        bind_text_or_null(st, 5, p->cmdline);
+        sqlite3_bind_int64(st, 6, p->uid);
+        bind_text_or_null(st, 7, p->unit);
+        sqlite3_bind_int64(st, 8, (int64_t) p->first_seen_usec);
+        sqlite3_bind_int64(st, 9, (int64_t) p->last_seen_usec);
+        sqlite3_bind_int(st, 10, p->exited);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(st);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret_id = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        return 0;
+}
+
+static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta) {
+        sqlite3_stmt *st = s->upsert_sample;
+        int rc;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
+        for (size_t i = 0; i < n_fault_fields; i++)
+                sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(delta, &fault_fields[i]));
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+}
+
+int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
+        uint64_t bucket = now_usec - now_usec % STORE_RAW_BUCKET_USEC;
+        int r;
+
+        if (n == 0)
+                return 0;
+        r = exec_sql(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                int64_t id = 0;
+
+                r = upsert_process(s, samples[i].process, &id);
+                if (r < 0)
+                        goto rollback;
+                if (!faults_is_zero(&samples[i].delta)) {
+                        r = add_sample(s, id, bucket, &samples[i].delta);
+                        if (r < 0)
+                                goto rollback;
+                }
+        }
+        r = exec_sql(s->db, "COMMIT");
+        if (r < 0)
+                goto rollback;
+        return 0;
+rollback:
+        (void) exec_sql(s->db, "ROLLBACK");
+        return r;
+}
+
+static char *column_strdup(sqlite3_stmt *st, int i) {
+        const unsigned char *t = sqlite3_column_text(st, i);
+        return t ? strdup((const char *) t) : NULL;
+}
+
+/* Reads PROCESS_COLUMNS starting at column `first`. */
+static int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
+        ProcessInfo p = {};
+        const unsigned char *comm;
+
+        p.pid = (uint32_t) sqlite3_column_int64(st, first);
+        p.start_time = (uint64_t) sqlite3_column_int64(st, first + 1);
+        comm = sqlite3_column_text(st, first + 2);
+        snprintf(p.comm, sizeof(p.comm), "%s", comm ? (const char *) comm : "");
+        p.uid = (uint32_t) sqlite3_column_int64(st, first + 4);
+        p.first_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 6);
+        p.last_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 7);
+        p.exited = sqlite3_column_int(st, first + 8) != 0;
+        if ((sqlite3_column_type(st, first + 3) != SQLITE_NULL && !(p.cmdline = column_strdup(st, first + 3))) ||
+            (sqlite3_column_type(st, first + 5) != SQLITE_NULL && !(p.unit = column_strdup(st, first + 5)))) {
+                process_info_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+static void read_faults(sqlite3_stmt *st, int first, Faults *ret) {
+        for (size_t i = 0; i < n_fault_fields; i++)
+                *faults_field(ret, &fault_fields[i]) = (uint64_t) sqlite3_column_int64(st, first + (int) i);
+}
+
+/* Grows *array by one element of size elem, doubling the capacity. */
+static void *grow(void *array, size_t n, size_t *capacity, size_t elem) {
+        if (n < *capacity)
+                return array;
+        size_t c = *capacity ? *capacity * 2 : 16;
+        void *p = reallocarray(array, c, elem);
+        if (p)
+                *capacity = c;
+        return p;
+}
+
+void store_rows_free(StoreRow *rows, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                process_info_done(&rows[i].process);
+        free(rows);
+}
+
+int store_top(Store *s, uint64_t since_usec, const FaultField *sort, size_t limit, int64_t uid, StoreRow **ret,
+              size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        StoreRow *rows = NULL;
+        size_t n = 0, capacity = 0;
+        int rc, r;
+
+        /* The sort column comes from fault_fields, never from the caller's text. */
+        r = prepare(s, &st,
+                    "SELECT " PROCESS_COLUMNS ", %s FROM "
+                    "(SELECT process_id, %s FROM sample_raw WHERE time_usec >= ?1 "
+                    " AND (?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3)) GROUP BY process_id "
+                    " ORDER BY SUM(f_%s) DESC, process_id DESC LIMIT ?2) AS t "
+                    "JOIN process ON process.id = t.process_id ORDER BY t.f_%s DESC, process.id DESC",
+                    s->columns, s->sums_as, sort->name, sort->name);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) (since_usec - since_usec % STORE_RAW_BUCKET_USEC));
+        sqlite3_bind_int64(st, 2, (int64_t) limit);
+        sqlite3_bind_int64(st, 3, uid);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreRow *p = grow(rows, n, &capacity, sizeof(*rows));
+                if (!p) {
+                        store_rows_free(rows, n);
+                        return -ENOMEM;
+                }
+                rows = p;
+                memset(&rows[n], 0, sizeof(rows[n]));
+                r = read_process(st, 0, &rows[n].process);
+                if (r < 0) {
+                        store_rows_free(rows, n);
+                        return r;
+                }
+                read_faults(st, 9, &rows[n].faults);
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                store_rows_free(rows, n);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}
+
+int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret) {
+        sqlite3_stmt *st = start_time ? s->find_process : s->find_newest_process;
+        int rc, r;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, pid);
+        if (start_time)
+                sqlite3_bind_int64(st, 2, (int64_t) start_time);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+                sqlite3_reset(st);
+                return -ENOENT;
+        }
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(st);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret_id = sqlite3_column_int64(st, 0);
+        r = read_process(st, 1, ret);
+        sqlite3_reset(st);
+        return r;
+}
+
+int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
+                  StoreHistoryRow **ret, size_t *ret_n) {
+        sqlite3_stmt *st = s->history;
+        StoreHistoryRow *rows = NULL;
+        size_t n = 0, capacity = 0;
+        int rc;
+
+        if (resolution_usec == 0 || resolution_usec % STORE_RAW_BUCKET_USEC != 0)
+                return -EINVAL;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(st, 2, (int64_t) resolution_usec);
+        sqlite3_bind_int64(st, 3, (int64_t) since_usec);
+        sqlite3_bind_int64(st, 4, until_usec > INT64_MAX ? INT64_MAX : (int64_t) until_usec);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreHistoryRow *p = grow(rows, n, &capacity, sizeof(*rows));
+                if (!p) {
+                        free(rows);
+                        sqlite3_reset(st);
+                        return -ENOMEM;
+                }
+                rows = p;
+                rows[n].time_usec = (uint64_t) sqlite3_column_int64(st, 0);
+                read_faults(st, 1, &rows[n].faults);
+                n++;
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+                free(rows);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The history store: SQLite in WAL mode, schema from the embedded migrations in schema/sql/.
+ * Library-style: functions return negative errno and do not log; store_errmsg() gives
+ * SQLite's message for the last failure so the caller can log it once, with context. */
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "embedded.h"
+
+/* Width of a raw-tier bucket. */
+#define STORE_RAW_BUCKET_USEC (10 * UINT64_C(1000000))
+
+typedef struct Store Store;
+
+/* Applies migrations[user_version .. n-1] in order, each in its own transaction, and sets
+ * PRAGMA user_version to its number. Returns the number applied, or
+ * -EPROTO when the database is newer than the list (user_version > n), or another -errno. */
+int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
+
+/* Opens (creating if needed) the database at path and migrates it to the embedded schema.
+ * boot_id identifies this boot in process identities. */
+int store_open(const char *path, const char *boot_id, Store **ret);
+Store *store_free(Store *s);
+const char *store_errmsg(Store *s);
+const char *store_path(Store *s);
+/* Database file plus write-ahead log, in bytes. */
+uint64_t store_size_bytes(Store *s);
+
+/* Writes one tick in one transaction: each process row is created or updated (last seen,
+ * exited, comm), each non-zero delta is added to the raw bucket holding now_usec. */
+int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
+
+typedef struct StoreRow {
+        ProcessInfo process;
+        Faults faults;
+} StoreRow;
+
+/* Processes with non-zero counts in buckets starting at or after the bucket holding
+ * since_usec, sorted by the sort member, descending; at most limit rows. With uid >= 0 only
+ * that user's processes. */
+int store_top(Store *s, uint64_t since_usec, const FaultField *sort, size_t limit, int64_t uid, StoreRow **ret,
+              size_t *ret_n);
+void store_rows_free(StoreRow *rows, size_t n);
+
+/* The process with this pid and start_time, or with start_time 0 the one seen first most
+ * recently. -ENOENT when there is none. */
+int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret);
+
+typedef struct StoreHistoryRow {
+        uint64_t time_usec;
+        Faults faults;
+} StoreHistoryRow;
+
+/* Samples of one process in [since_usec, until_usec), merged into intervals of
+ * resolution_usec (a multiple of STORE_RAW_BUCKET_USEC), oldest first. */
+int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
+                  StoreHistoryRow **ret, size_t *ret_n);

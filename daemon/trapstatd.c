@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* trapstatd: counts page faults per process in the kernel, keeps their history in SQLite and
+ * answers queries over varlink. Arguments here; everything else in manager.c. */
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "manager.h"
+#include "time-util.h"
+#include "varlink.h"
+
+static void help(void) {
+        printf("Usage: trapstatd [OPTION]...\n"
+               "Count page faults per process in the kernel, keep their history, serve it over varlink.\n\n"
+               "  -s, --state-dir DIR        database directory (default: $STATE_DIRECTORY or %s)\n"
+               "  -S, --socket PATH          varlink socket (default: $RUNTIME_DIRECTORY/io.trapstat or %s);\n"
+               "                             a socket passed by systemd wins\n"
+               "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
+               "      --max-processes N      processes tracked in the kernel at once (default: 16384)\n"
+               "      --max-message-size N   largest varlink message accepted, bytes (default: %u)\n"
+               "      --max-connections N    concurrent client connections (default: %u)\n"
+               "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
+               "  -v, --verbose              debug logging\n"
+               "  -h, --help                 this help\n"
+               "      --version              print the version\n",
+               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, VARLINK_DEFAULT_MAX_MESSAGE_SIZE,
+               VARLINK_DEFAULT_MAX_CONNECTIONS, VARLINK_DEFAULT_IDLE_TIMEOUT_SEC);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+        fprintf(stderr, "trapstatd: ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\nTry 'trapstatd --help'.\n");
+        return 2;
+}
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *ret) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        if (!s || *s == '\0' || *s == '-')
+                return -EINVAL;
+        v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v == 0 || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* $STATE_DIRECTORY / $RUNTIME_DIRECTORY may list several directories separated by ':'. */
+static char *first_of_env(const char *name) {
+        const char *v = getenv(name);
+        return v && *v ? strndup(v, strcspn(v, ":")) : NULL;
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_MAX_PROCESSES = 0x100, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        static const struct option options[] = {
+                { "state-dir", required_argument, NULL, 's' },
+                { "socket", required_argument, NULL, 'S' },
+                { "tick", required_argument, NULL, 't' },
+                { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
+                { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
+                { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
+                { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        _cleanup_free_ char *env_state = first_of_env("STATE_DIRECTORY"), *env_runtime = first_of_env("RUNTIME_DIRECTORY"),
+                            *runtime_socket = NULL;
+        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC };
+        unsigned long long v;
+        uint64_t usec;
+        Manager *m = NULL;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "s:S:t:vh", options, NULL)) >= 0)
+                switch (c) {
+                case 's':
+                        config.state_dir = optarg;
+                        break;
+                case 'S':
+                        config.socket_path = optarg;
+                        break;
+                case 't':
+                        if (parse_duration_usec(optarg, &usec) < 0 || usec < 10 * USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
+                                return usage_error("invalid --tick '%s': expected a duration from 10ms to 1h", optarg);
+                        config.tick_usec = usec;
+                        break;
+                case ARG_MAX_PROCESSES:
+                        if (parse_uint(optarg, 1U << 22, &v) < 0)
+                                return usage_error("invalid --max-processes '%s': expected 1 to 4194304", optarg);
+                        config.max_processes = (uint32_t) v;
+                        break;
+                case ARG_MAX_MESSAGE_SIZE:
+                        if (parse_uint(optarg, 1U << 30, &v) < 0 || v < 4096)
+                                return usage_error("invalid --max-message-size '%s': expected 4096 to 1073741824", optarg);
+                        config.max_message_size = (size_t) v;
+                        break;
+                case ARG_MAX_CONNECTIONS:
+                        if (parse_uint(optarg, 1U << 20, &v) < 0)
+                                return usage_error("invalid --max-connections '%s': expected 1 to 1048576", optarg);
+                        config.max_connections = (unsigned) v;
+                        break;
+                case ARG_IDLE_TIMEOUT:
+                        if (parse_duration_usec(optarg, &usec) < 0 || usec < USEC_PER_SEC || usec > 86400 * USEC_PER_SEC)
+                                return usage_error("invalid --idle-timeout '%s': expected a duration from 1s to 1d", optarg);
+                        config.idle_timeout_sec = (unsigned) (usec / USEC_PER_SEC);
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_LEVEL_DEBUG);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("trapstatd %s\n", TRAPSTAT_VERSION);
+                        return 0;
+                default:
+                        fprintf(stderr, "Try 'trapstatd --help'.\n");
+                        return 2;
+                }
+        if (optind < argc)
+                return usage_error("unexpected argument '%s'", argv[optind]);
+
+        if (!config.state_dir)
+                config.state_dir = env_state ?: TRAPSTAT_DEFAULT_STATE_DIR;
+        if (!config.socket_path) {
+                if (env_runtime && asprintf(&runtime_socket, "%s/io.trapstat", env_runtime) < 0)
+                        return EXIT_FAILURE;
+                config.socket_path = runtime_socket ?: TRAPSTAT_DEFAULT_SOCKET;
+        }
+        /* Under systemd, stderr goes to the journal: tag lines with their priority. */
+        log_set_prefix_priority(getenv("JOURNAL_STREAM") != NULL);
+
+        r = manager_new(&config, &m);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = manager_run(m);
+        manager_free(m);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

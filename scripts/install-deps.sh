@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building and testing trapstat needs.
+# Idempotent: prints nothing and touches nothing when all packages are present.
+set -euo pipefail
+
+packages=(
+  # build
+  meson ninja-build pkg-config gcc clang llvm bpftool
+  # libraries (found through pkg-config by meson)
+  libbpf-dev libelf-dev zlib1g-dev libevent-dev libsqlite3-dev libsystemd-dev
+  libjansson-dev libncurses-dev
+  # tests
+  libcmocka-dev python3 sqlite3 procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages (${missing[*]}); run this script as root" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

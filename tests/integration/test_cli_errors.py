@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: MIT
+"""Bad input gives one clear line on stderr and the documented exit code; nothing hangs."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import binary  # noqa: E402
+
+
+def run(*args):
+    return subprocess.run([binary("TRAPSTAT"), *args], capture_output=True, text=True, timeout=10)
+
+
+class CliErrors(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.socket = os.path.join(self.dir.name, "nothing-here")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_unreachable_socket(self):
+        p = run("--socket", self.socket, "status")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"cannot reach trapstatd at {self.socket}", p.stderr)
+        self.assertIn("systemctl start trapstatd", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1)
+
+    def test_socket_that_is_not_a_socket(self):
+        with open(self.socket, "w"):
+            pass
+        p = run("--socket", self.socket, "top", "-b", "-n", "1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot reach trapstatd", p.stderr)
+
+    def test_usage_errors_exit_2(self):
+        for args, message in (
+            (["frobnicate"], "unknown command 'frobnicate'"),
+            ([], "missing command"),
+            (["history"], "missing PID"),
+            (["history", "12ab"], "invalid pid '12ab'"),
+            (["history", "-5"], None),
+            (["history", "0"], "invalid pid '0'"),
+            (["history", "99999999999"], "invalid pid"),
+            (["history", "1", "--since", "yesterdayish"], "invalid --since"),
+            (["history", "1", "--step", "15s"], "invalid --step"),
+            (["top", "-n", "zero"], "invalid -n"),
+            (["top", "--sort", "bogus"], "invalid --sort"),
+            (["top", "extra"], "unexpected argument"),
+            (["--no-such-flag", "top"], None),
+        ):
+            with self.subTest(args=args):
+                p = run("--socket", self.socket, *args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                if message:
+                    self.assertIn(message, p.stderr)
+                self.assertIn("Usage: trapstat", p.stderr)
+                self.assertEqual(p.stdout, "")
+
+    def test_help(self):
+        p = run("--help")
+        self.assertEqual(p.returncode, 0)
+        for verb in ("top", "history", "status"):
+            self.assertIn(verb, p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: MIT
+"""The whole path once: BPF counts a known workload in the kernel, the daemon drains it into
+SQLite, History and Top answer over varlink, the CLI prints them."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import Daemon, binary, require_root_and_bpf, trapstat, trapstat_json, wait_for  # noqa: E402
+
+PAGES = 10000
+
+
+def run_helper(pages=PAGES):
+    out = subprocess.run([binary("FAULT_PAGES"), str(pages)], capture_output=True, text=True, check=True, timeout=30)
+    return json.loads(out.stdout)
+
+
+def history(d, pid):
+    proc = trapstat(d.socket, "--json", "history", str(pid), check=False)
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+class EndToEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.__exit__(None, None, None)
+
+    def test_history_counts_the_helper_pages(self):
+        d = self.daemon
+        helper = run_helper()
+        pid, delta = helper["pid"], helper["minfltAfter"] - helper["minfltBefore"]
+        self.assertGreaterEqual(delta, PAGES, "the helper itself saw fewer faults than pages written")
+
+        # The helper has exited: its final drain must show up, and the process is marked exited.
+        h = wait_for(lambda: (lambda x: x if x and x["process"]["exited"] else None)(history(d, pid)),
+                     what=f"History({pid}) to show the exited helper")
+        faults = h["total"]["faults"]
+        self.assertEqual(h["process"]["pid"], pid)
+        self.assertEqual(h["process"]["comm"], "fault-pages")
+        self.assertGreaterEqual(faults["user"], PAGES)
+        self.assertLessEqual(abs(faults["user"] - delta), delta * 0.01,
+                             f"user faults {faults['user']} not within 1% of the helper's minflt delta {delta}")
+        # Every page was a write to a page not present.
+        self.assertGreaterEqual(faults["write"], PAGES)
+        # minor comes from the kernel's own accounting, read by BPF at exit: it includes all
+        # the helper counted and at most a few faults after its last look (exit, stdout).
+        self.assertGreaterEqual(faults["minor"], helper["minfltAfter"])
+        self.assertLessEqual(faults["minor"] - helper["minfltAfter"], delta * 0.01)
+        self.assertEqual(faults["major"], 0)
+        self.assertEqual(sum(s["counters"]["faults"]["user"] for s in h["samples"]), faults["user"])
+
+        # The human table names the process and the total.
+        text = trapstat(d.socket, "history", str(pid)).stdout
+        self.assertIn(f"pid {pid} (fault-pages)", text)
+        self.assertIn("exited", text)
+        self.assertRegex(text, r"(?m)^total\s+\d")
+
+    def test_top_lists_the_helper(self):
+        d = self.daemon
+        helper = run_helper()
+        pid = helper["pid"]
+
+        def row():
+            rows = trapstat_json(d.socket, "top", "-b", "-n", "1", "--limit", "1000")["rows"]
+            return next((r for r in rows if r["process"]["pid"] == pid and r["process"]["exited"]), None)
+
+        r = wait_for(row, what=f"pid {pid} in Top")
+        self.assertGreaterEqual(r["counters"]["faults"]["user"], PAGES)
+        self.assertEqual(set(r["process"]), {"pid", "startTime", "comm", "cmdline", "uid", "unit", "firstSeenUsec",
+                                             "lastSeenUsec", "exited"})
+        self.assertEqual(set(r["counters"]["faults"]),
+                         {"user", "kernel", "minor", "major", "read", "write", "exec", "protection"})
+
+        text = trapstat(d.socket, "top", "-b", "-n", "1", "--limit", "1000").stdout
+        self.assertRegex(text, rf"(?m)^\s*{pid} fault-pages\s")
+
+    def test_two_runs_are_two_processes(self):
+        d = self.daemon
+        a, b = run_helper(2000), run_helper(3000)
+        for helper, pages in ((a, 2000), (b, 3000)):
+            h = wait_for(lambda: (lambda x: x if x and x["process"]["exited"] else None)(history(d, helper["pid"])),
+                         what="both helpers in History")
+            self.assertGreaterEqual(h["total"]["faults"]["user"], pages)
+            self.assertLess(h["total"]["faults"]["user"], pages * 1.05)
+
+    def test_exec_renames_the_process(self):
+        # The shell faults under its own name first; after exec the same process is fault-pages.
+        out = subprocess.run(["sh", "-c", f'exec "{binary("FAULT_PAGES")}" 3000'], capture_output=True, text=True,
+                             check=True, timeout=30)
+        helper = json.loads(out.stdout)
+        h = wait_for(lambda: (lambda x: x if x and x["process"]["exited"] else None)(history(self.daemon, helper["pid"])),
+                     what="the exec'd helper in History")
+        self.assertEqual(h["process"]["comm"], "fault-pages")
+        self.assertIn("fault-pages 3000", h["process"]["cmdline"])
+        # Faults before and after the exec belong to the one process.
+        self.assertGreater(h["total"]["faults"]["user"], 3000)
+
+    def test_status(self):
+        st = trapstat_json(self.daemon.socket, "status")
+        sources = {s["name"]: s for s in st["sources"]}
+        self.assertTrue(sources["page_fault_user"]["active"], sources["page_fault_user"])
+        self.assertTrue(sources["sched_process_exit"]["active"])
+        self.assertTrue(sources["sched_process_exec"]["active"])
+        self.assertEqual(st["tickUsec"], 200000)
+        self.assertEqual(st["databasePath"], os.path.join(self.daemon.state_dir, "trapstat.db"))
+        self.assertGreater(st["databaseBytes"], 0)
+        self.assertEqual(st["drops"], 0)
+
+    def test_unknown_pid(self):
+        # pid_max on Linux is at most 4194304, so this pid never existed.
+        p = trapstat(self.daemon.socket, "history", "4194305", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no process with pid 4194305", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1)
+
+
+class Restart(unittest.TestCase):
+    def test_history_survives_restart_and_stop_flushes(self):
+        d = Daemon(tick="1h")  # never ticks by itself: only the SIGTERM flush can write
+        try:
+            d.start()
+            helper = run_helper(4000)
+            self.assertEqual(d.stop(), 0)
+            d.start()
+            h = history(d, helper["pid"])
+            self.assertIsNotNone(h, "the stop did not flush the last tick")
+            self.assertGreaterEqual(h["total"]["faults"]["user"], 4000)
+        finally:
+            d.stop()
+            d.cleanup()
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    unittest.main(verbosity=2)

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* /proc parsers against the fake tree in tests/data/proc. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "proc-util.h"
+
+static int proc_fd = -1;
+
+static void test_stat(void **state) {
+        ProcStat st;
+
+        /* comm holding ") (" and spaces ends at the last ')'. */
+        assert_int_equal(proc_read_stat(proc_fd, 4242, &st), 0);
+        assert_string_equal(st.comm, "evil) (name");
+        assert_int_equal(st.minflt, 5123);
+        assert_int_equal(st.majflt, 0);
+        assert_int_equal(st.start_ticks, 987654);
+
+        assert_int_equal(proc_read_stat(proc_fd, 77, &st), 0);
+        assert_string_equal(st.comm, "kthreadd");
+        assert_int_equal(st.start_ticks, 2);
+
+        assert_int_equal(proc_read_stat(proc_fd, 99999, &st), -ENOENT);
+        assert_int_equal(proc_stat_parse("12 (x) S 1 2", &st), -EBADMSG);
+        assert_int_equal(proc_stat_parse("garbage", &st), -EBADMSG);
+        assert_int_equal(proc_stat_parse("", &st), -EBADMSG);
+}
+
+static void test_cmdline(void **state) {
+        char *s;
+
+        assert_int_equal(proc_read_cmdline(proc_fd, 4242, 4096, &s), 0);
+        assert_string_equal(s, "worker --threads \xc3\xa9t\xc3\xa9");
+        free(s);
+        /* Cut inside the 2-byte 'é' at the end: the partial character is dropped. */
+        assert_int_equal(proc_read_cmdline(proc_fd, 4242, 21, &s), 0);
+        assert_string_equal(s, "worker --threads \xc3\xa9t");
+        free(s);
+        /* Cut right after a complete character: nothing is dropped. */
+        assert_int_equal(proc_read_cmdline(proc_fd, 4242, 22, &s), 0);
+        assert_string_equal(s, "worker --threads \xc3\xa9t\xc3\xa9");
+        free(s);
+        assert_int_equal(proc_read_cmdline(proc_fd, 77, 4096, &s), -ENODATA);
+}
+
+static void test_cmdline_format(void **state) {
+        char *s;
+
+        assert_int_equal(proc_cmdline_format("a\0b c\0", 6, false, &s), 0);
+        assert_string_equal(s, "a b c");
+        free(s);
+        assert_int_equal(proc_cmdline_format("\0\0", 2, false, &s), -ENODATA);
+        assert_int_equal(proc_cmdline_format("", 0, false, &s), -ENODATA);
+        /* Cut inside a 3-byte character: dropped; not cut: kept as it is. */
+        assert_int_equal(proc_cmdline_format("x \xe2\x82", 4, true, &s), 0);
+        assert_string_equal(s, "x ");
+        free(s);
+        assert_int_equal(proc_cmdline_format("x \xe2\x82\xac", 5, true, &s), 0);
+        assert_string_equal(s, "x \xe2\x82\xac");
+        free(s);
+}
+
+static void test_unit(void **state) {
+        char *s;
+
+        /* The innermost unit of the unified hierarchy wins over name=systemd and v1 controllers. */
+        assert_int_equal(proc_read_unit(proc_fd, 4242, &s), 0);
+        assert_string_equal(s, "payload.scope");
+        free(s);
+        assert_int_equal(proc_read_unit(proc_fd, 77, &s), -ENODATA);
+
+        assert_int_equal(proc_cgroup_parse_unit("1:name=systemd:/user.slice/user-1000.slice/session-2.scope\n0::/\n", &s), 0);
+        assert_string_equal(s, "session-2.scope");
+        free(s);
+        assert_int_equal(proc_cgroup_parse_unit("0::/system.slice/sshd.service", &s), 0);
+        assert_string_equal(s, "sshd.service");
+        free(s);
+        assert_int_equal(proc_cgroup_parse_unit("0::/.service\n", &s), -ENODATA);
+        assert_int_equal(proc_cgroup_parse_unit("", &s), -ENODATA);
+}
+
+static void test_boot_id(void **state) {
+        char id[37];
+
+        assert_int_equal(proc_read_boot_id(proc_fd, id), 0);
+        assert_string_equal(id, "0f6a1b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b");
+}
+
+int main(int argc, char *argv[]) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_stat),
+                cmocka_unit_test(test_cmdline),
+                cmocka_unit_test(test_cmdline_format),
+                cmocka_unit_test(test_unit),
+                cmocka_unit_test(test_boot_id),
+        };
+
+        if (argc != 2) {
+                fprintf(stderr, "usage: test-proc-util PROC-DIR\n");
+                return 2;
+        }
+        proc_fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (proc_fd < 0) {
+                perror(argv[1]);
+                return 1;
+        }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* The migration runner and the store's write and query paths, on real SQLite files. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static char tmpdir[] = "/tmp/test-store-XXXXXX";
+
+static sqlite3 *open_db(const char *name) {
+        char path[256];
+        sqlite3 *db;
+
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+        unlink(path);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        return db;
+}
+
+static int user_version(sqlite3 *db) {
+        sqlite3_stmt *st;
+        int v;
+
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+static bool has_table(sqlite3 *db, const char *name) {
+        sqlite3_stmt *st;
+        bool found;
+
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", -1, &st, NULL),
+                         SQLITE_OK);
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        return found;
+}
+
+static void test_migrate_embedded(void **state) {
+        sqlite3 *db = open_db("embedded.db");
+
+        assert_int_equal(store_migrate(db, embedded_migrations, embedded_migrations_count), (int) embedded_migrations_count);
+        assert_int_equal(user_version(db), (int) embedded_migrations_count);
+        assert_true(has_table(db, "process"));
+        assert_true(has_table(db, "sample_raw"));
+        /* Already current: nothing to do. */
+        assert_int_equal(store_migrate(db, embedded_migrations, embedded_migrations_count), 0);
+        sqlite3_close(db);
+}
+
+static const EmbeddedFile synthetic[] = {
+        { "0001-a.sql", "CREATE TABLE a (x INTEGER);", 0 },
+        { "0002-b.sql", "CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1);", 0 },
+        { "0003-broken.sql", "CREATE TABLE c (x INTEGER); THIS IS NOT SQL;", 0 },
+};
+
+static void test_migrate_stepwise_and_atomic(void **state) {
+        sqlite3 *db = open_db("stepwise.db");
+
+        /* From 0 to 1, then from 1 to 2: only the missing ones run. */
+        assert_int_equal(store_migrate(db, synthetic, 1), 1);
+        assert_int_equal(user_version(db), 1);
+        assert_int_equal(store_migrate(db, synthetic, 2), 1);
+        assert_int_equal(user_version(db), 2);
+        assert_true(has_table(db, "b"));
+
+        /* A failing migration leaves neither its tables nor a version bump behind. */
+        assert_true(store_migrate(db, synthetic, 3) < 0);
+        assert_int_equal(user_version(db), 2);
+        assert_false(has_table(db, "c"));
+        sqlite3_close(db);
+}
+
+static void test_migrate_refuses_newer(void **state) {
+        sqlite3 *db = open_db("newer.db");
+
+        assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(store_migrate(db, embedded_migrations, embedded_migrations_count), -EPROTO);
+        assert_int_equal(user_version(db), 99);
+        sqlite3_close(db);
+}
+
+static Faults make_faults(uint64_t base) {
+        Faults f = {};
+        for (size_t i = 0; i < n_fault_fields; i++)
+                *faults_field(&f, &fault_fields[i]) = base + i;
+        return f;
+}
+
+static void test_flush_top_history(void **state) {
+        char path[256];
+        Store *s;
+        ProcessInfo a = { .pid = 100, .start_time = 5000, .comm = "alpha", .uid = 1000, .first_seen_usec = 1 };
+        ProcessInfo a2 = { .pid = 100, .start_time = 9000, .comm = "alpha-again", .uid = 1000, .first_seen_usec = 2 };
+        ProcessInfo b = { .pid = 200, .start_time = 6000, .comm = "beta", .uid = 0, .first_seen_usec = 1,
+                          .cmdline = (char *) "beta --flag", .unit = (char *) "beta.service" };
+        const uint64_t t0 = 1700000000000000ULL; /* a bucket boundary */
+        StoreHistoryRow *hist;
+        StoreRow *rows;
+        ProcessInfo found;
+        int64_t id;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/store.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+
+        /* Three ticks in one 10 s bucket, one in the next: deltas add up per bucket. */
+        for (int tick = 0; tick < 3; tick++) {
+                ProcessSample samples[] = { { &a, make_faults(10) }, { &b, make_faults(1) } };
+                assert_int_equal(store_flush(s, t0 + (uint64_t) tick * 1000000, samples, 2), 0);
+        }
+        {
+                ProcessSample samples[] = { { &a, make_faults(100) }, { &b, (Faults) {} } };
+                assert_int_equal(store_flush(s, t0 + 12000000, samples, 2), 0);
+        }
+
+        /* Top since t0: a has 3*10 + 100 user faults, b 3*1; a first. */
+        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rows[0].process.pid, 100);
+        assert_int_equal(rows[0].faults.user, 130);
+        assert_int_equal(rows[0].faults.protection, 3 * 17 + 107);
+        assert_int_equal(rows[1].process.pid, 200);
+        assert_int_equal(rows[1].faults.user, 3);
+        assert_string_equal(rows[1].process.cmdline, "beta --flag");
+        assert_string_equal(rows[1].process.unit, "beta.service");
+        store_rows_free(rows, n);
+
+        /* Only the second bucket; and only uid 0's processes. */
+        assert_int_equal(store_top(s, t0 + 10000000, fault_field_by_name("user"), 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rows[0].faults.user, 100);
+        store_rows_free(rows, n);
+        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 10, 0, &rows, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rows[0].process.pid, 200);
+        store_rows_free(rows, n);
+
+        /* History at 10 s and at 60 s resolution: the sums are preserved exactly. */
+        assert_int_equal(store_find_process(s, 100, 0, &id, &found), 0);
+        assert_int_equal(found.start_time, 5000);
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(hist[0].time_usec, t0);
+        assert_int_equal(hist[0].faults.user, 30);
+        assert_int_equal(hist[1].time_usec, t0 + 10000000);
+        assert_int_equal(hist[1].faults.user, 100);
+        free(hist);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 6 * STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(hist[0].faults.user, 130);
+        assert_int_equal(hist[0].faults.major, 3 * 13 + 103);
+        free(hist);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 15000000, &hist, &n), -EINVAL);
+
+        /* The same pid again with another start time: a separate process, and the newest wins. */
+        {
+                ProcessSample samples[] = { { &a2, make_faults(7) } };
+                assert_int_equal(store_flush(s, t0 + 20000000, samples, 1), 0);
+        }
+        assert_int_equal(store_find_process(s, 100, 0, &id, &found), 0);
+        assert_int_equal(found.start_time, 9000);
+        assert_string_equal(found.comm, "alpha-again");
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(hist[0].faults.user, 7);
+        free(hist);
+        assert_int_equal(store_find_process(s, 100, 5000, &id, &found), 0);
+        assert_string_equal(found.comm, "alpha");
+        process_info_done(&found);
+        assert_int_equal(store_find_process(s, 300, 0, &id, &found), -ENOENT);
+
+        store_free(s);
+
+        /* Reopening an existing, current database migrates nothing and keeps the data. */
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        /* Both incarnations of pid 100 and pid 200, the first sorted by its 130 user faults. */
+        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(rows[0].process.start_time, 5000);
+        assert_int_equal(rows[0].faults.user, 130);
+        assert_int_equal(rows[1].process.start_time, 9000);
+        assert_int_equal(rows[1].faults.user, 7);
+        assert_int_equal(rows[2].process.pid, 200);
+        store_rows_free(rows, n);
+        /* limit applies. */
+        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 1, -1, &rows, &n), 0);
+        assert_int_equal(n, 1);
+        store_rows_free(rows, n);
+        store_free(s);
+}
+
+static int setup(void **state) {
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        return system(cmd);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_migrate_embedded),
+                cmocka_unit_test(test_migrate_stepwise_and_atomic),
+                cmocka_unit_test(test_migrate_refuses_newer),
+                cmocka_unit_test(test_flush_top_history),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
