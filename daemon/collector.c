@@ -54,6 +54,7 @@ enum {
 
 struct Collector {
         struct trapstat_bpf *skel;
+        struct bpf_link *links[_SOURCE_MAX]; /* attached programs; detached when destroyed */
         struct ring_buffer *ringbuf;
         int proc_fd;
         int n_cpus;
@@ -229,7 +230,8 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
 
                 if (!progs[s])
                         continue;
-                if (!bpf_program__attach(progs[s])) {
+                c->links[s] = bpf_program__attach(progs[s]);
+                if (!c->links[s]) {
                         r = -errno;
                         set_source(c, s, programs[i].tracepoint, r, "attach failed");
                         log_warning_errno(r, "Failed to attach to tracepoint %s, its counts are missing: %m",
@@ -264,6 +266,8 @@ Collector *collector_free(Collector *c) {
         if (!c)
                 return NULL;
         ring_buffer__free(c->ringbuf);
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                bpf_link__destroy(c->links[i]);
         trapstat_bpf__destroy(c->skel);
         tdestroy(c->procs, proc_free);
         for (size_t i = 0; i < c->n_dead; i++)
