@@ -20,7 +20,7 @@ if ! "${trapstat[@]}" status >/dev/null 2>&1; then
     echo "run-local: trapstatd loads BPF programs and needs root; run: sudo $0" >&2
     exit 1
   fi
-  build/daemon/trapstatd --state-dir "$dir" --socket "$sock" 2>>"$dir/trapstatd.log" &
+  build/daemon/trapstatd --state-dir "$dir" --socket "$sock" </dev/null >>"$dir/trapstatd.log" 2>&1 &
   echo $! >"$dir/trapstatd.pid"
   for _ in $(seq 100); do
     "${trapstat[@]}" status >/dev/null 2>&1 && break

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Bad input gives one clear line on stderr and the documented exit code; nothing hangs."""
+"""Bad input to trapstat and trapstatd: one clear line on stderr, the documented exit code,
+nothing hangs."""
 import os
 import subprocess
 import sys
@@ -65,6 +66,45 @@ class CliErrors(unittest.TestCase):
         self.assertEqual(p.returncode, 0)
         for verb in ("top", "history", "status"):
             self.assertIn(verb, p.stdout)
+
+
+class DaemonErrors(unittest.TestCase):
+    """trapstatd refuses bad arguments before touching BPF or the database."""
+
+    def daemon(self, *args):
+        return subprocess.run([binary("TRAPSTATD"), *args], capture_output=True, text=True, timeout=10)
+
+    def test_usage_errors_exit_2(self):
+        for args, message in (
+            (["--tick", "5x"], "invalid --tick '5x'"),
+            (["--tick", "1ms"], "invalid --tick '1ms'"),
+            (["--tick", "2h"], "invalid --tick '2h'"),
+            (["--max-processes", "0"], "invalid --max-processes"),
+            (["--max-connections", "-3"], "invalid --max-connections"),
+            (["--idle-timeout", "never"], "invalid --idle-timeout"),
+            (["--no-such-option"], None),
+            (["stray"], "unexpected argument 'stray'"),
+        ):
+            with self.subTest(args=args):
+                p = self.daemon(*args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                if message:
+                    self.assertIn(message, p.stderr)
+
+    def test_unusable_state_dir(self):
+        with tempfile.TemporaryDirectory() as d:
+            blocker = os.path.join(d, "file")
+            with open(blocker, "w"):
+                pass
+            state = os.path.join(blocker, "state")  # a directory below a regular file
+            p = self.daemon("--state-dir", state, "--socket", os.path.join(d, "sock"))
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"Failed to create state directory {state}", p.stderr)
+            self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+
+    def test_help_and_version(self):
+        self.assertIn("--state-dir", self.daemon("--help").stdout)
+        self.assertRegex(self.daemon("--version").stdout, r"^trapstatd \d+\.\d+\.\d+")
 
 
 if __name__ == "__main__":
