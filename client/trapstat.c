@@ -35,28 +35,32 @@ static void usage_line(FILE *f) {
         fprintf(f, "Usage: trapstat [--socket PATH] [--json] {top|history|status} [ARGS]...\n");
 }
 
+static void print_error(const char *fmt, va_list ap) {
+        fputs("trapstat: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+}
+
+/* Bad arguments: the message, the usage line, exit status 2. */
 static int usage_error(const char *fmt, ...) _printf_(1, 2);
 static int usage_error(const char *fmt, ...) {
         va_list ap;
 
-        fputs("trapstat: ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        print_error(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         usage_line(stderr);
         return EXIT_USAGE;
 }
 
+/* Anything else that went wrong: one line, exit status 1. */
 static int fail(const char *fmt, ...) _printf_(1, 2);
 static int fail(const char *fmt, ...) {
         va_list ap;
 
-        fputs("trapstat: ", stderr);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        print_error(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         return EXIT_FAILURE;
 }
 

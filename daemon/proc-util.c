@@ -43,6 +43,14 @@ static int read_small_file(int proc_fd, const char *path, size_t max, char **ret
         return 0;
 }
 
+/* Reads /proc/PID/<name>. */
+static int read_pid_file(int proc_fd, uint32_t pid, const char *name, size_t max, char **ret, size_t *ret_size) {
+        char path[64];
+
+        snprintf(path, sizeof(path), "%" PRIu32 "/%s", pid, name);
+        return read_small_file(proc_fd, path, max, ret, ret_size);
+}
+
 int proc_stat_parse(const char *text, ProcStat *ret) {
         ProcStat st = {};
         const char *open, *close;
@@ -73,11 +81,9 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
 
 int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret) {
         _cleanup_free_ char *text = NULL;
-        char path[32];
         int r;
 
-        snprintf(path, sizeof(path), "%" PRIu32 "/stat", pid);
-        r = read_small_file(proc_fd, path, 4096, &text, NULL);
+        r = read_pid_file(proc_fd, pid, "stat", 4096, &text, NULL);
         if (r < 0)
                 return r;
         return proc_stat_parse(text, ret);
@@ -118,12 +124,10 @@ int proc_cmdline_format(const char *args, size_t n, bool cut, char **ret) {
 
 int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret) {
         _cleanup_free_ char *text = NULL;
-        char path[32];
         size_t n;
         int r;
 
-        snprintf(path, sizeof(path), "%" PRIu32 "/cmdline", pid);
-        r = read_small_file(proc_fd, path, max, &text, &n);
+        r = read_pid_file(proc_fd, pid, "cmdline", max, &text, &n);
         if (r < 0)
                 return r;
         return proc_cmdline_format(text, n, n == max, ret);
@@ -194,11 +198,9 @@ int proc_cgroup_parse_unit(const char *text, char **ret) {
 
 int proc_read_unit(int proc_fd, uint32_t pid, char **ret) {
         _cleanup_free_ char *text = NULL;
-        char path[32];
         int r;
 
-        snprintf(path, sizeof(path), "%" PRIu32 "/cgroup", pid);
-        r = read_small_file(proc_fd, path, 16384, &text, NULL);
+        r = read_pid_file(proc_fd, pid, "cgroup", 16384, &text, NULL);
         if (r < 0)
                 return r;
         return proc_cgroup_parse_unit(text, ret);
