@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
-/* Counts page faults per process in the kernel. User space drains the counters every tick;
- * nothing is sent per fault. */
+/* Counts page faults and CPU traps per process in the kernel. User space drains the counters
+ * every tick; nothing is sent per fault.
+ *
+ * The fault hot path: slot = tgid & slot_mask; when slot_owner[slot] == tgid, add to the per-CPU
+ * slot_counters[slot]. Both are array lookups the verifier inlines, so a fault costs about what
+ * the cheapest possible counter costs. Everything else (claiming a slot, a slot taken by another
+ * process, a process whose slot is marked exited) goes to the slow path. */
 
 #include "vmlinux.h"
 
@@ -12,12 +17,44 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+/* slots - 1; set by user space before load together with the slot maps' max_entries. */
+const volatile __u32 slot_mask = TS_DEFAULT_SLOTS - 1;
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, TS_DEFAULT_SLOTS);
+        __type(key, __u32);
+        __type(value, __u32); /* tgid, or TS_OWNER_* */
+} slot_owner SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, TS_DEFAULT_SLOTS);
+        __type(key, __u32);
+        __type(value, struct ts_ident);
+} slot_ident SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, TS_DEFAULT_SLOTS);
+        __type(key, __u32);
+        __type(value, struct ts_counters);
+} slot_counters SEC(".maps");
+
+/* Processes without a slot. */
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
         __uint(max_entries, TS_DEFAULT_MAX_PROCESSES);
-        __type(key, __u32); /* tgid */
+        __type(key, struct ts_proc_key);
         __type(value, struct ts_proc);
 } processes SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, TS_DEFAULT_MAX_PROCESSES);
+        __type(key, struct ts_proc_key);
+        __type(value, struct ts_traps);
+} traps SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -38,80 +75,188 @@ static __always_inline void count_drop(__u32 what) {
                 (*n)++;
 }
 
-/* Returns this CPU's counters for the current process, creating the entry on first use. */
-static __always_inline struct ts_proc *current_proc(void) {
-        __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+static __always_inline void ident_fill(struct ts_ident *id, struct task_struct *task) {
+        id->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+        id->uid = BPF_CORE_READ(task, real_cred, uid.val);
+        id->_pad0 = 0;
+        /* The leader's comm, not the thread's: that is the process's name. */
+        BPF_CORE_READ_STR_INTO(&id->comm, task, group_leader, comm);
+}
+
+static __always_inline void proc_key_fill(struct ts_proc_key *key, struct task_struct *task) {
+        key->tgid = BPF_CORE_READ(task, tgid);
+        key->_pad0 = 0;
+        key->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+}
+
+/* Counters of the current process in the fallback hash, created on first use. */
+static __noinline struct ts_counters *hash_counters(void) {
+        struct task_struct *task = bpf_get_current_task_btf();
+        struct ts_proc_key key;
         struct ts_proc *p, init = {};
-        struct task_struct *task;
 
-        p = bpf_map_lookup_elem(&processes, &tgid);
+        proc_key_fill(&key, task);
+        p = bpf_map_lookup_elem(&processes, &key);
         if (p)
-                return p;
+                return &p->c;
 
-        task = bpf_get_current_task_btf();
-        init.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
-        init.uid = (__u32) bpf_get_current_uid_gid();
-        /* The leader's comm, not the faulting thread's: that is the process's name. */
-        BPF_CORE_READ_STR_INTO(&init.comm, task, group_leader, comm);
-
-        /* Another CPU may have created the entry meanwhile (-EEXIST); either way look it up.
-         * A per-CPU hash insert from BPF zeroes the other CPUs' copies, so user space takes
-         * identity from any CPU whose start_time is set. */
-        if (bpf_map_update_elem(&processes, &tgid, &init, BPF_NOEXIST) < 0) {
-                p = bpf_map_lookup_elem(&processes, &tgid);
-                if (!p)
-                        count_drop(TS_DROP_MAP_FULL);
-                return p;
+        ident_fill(&init.id, task);
+        /* -EEXIST when another CPU created it meanwhile: look it up either way. A per-CPU insert
+         * from BPF zeroes the other CPUs' copies; user space takes identity from the key and
+         * from any CPU whose start_time is set. */
+        (void) bpf_map_update_elem(&processes, &key, &init, BPF_NOEXIST);
+        p = bpf_map_lookup_elem(&processes, &key);
+        if (!p) {
+                count_drop(TS_DROP_MAP_FULL);
+                return NULL;
         }
-        return bpf_map_lookup_elem(&processes, &tgid);
+        return &p->c;
+}
+
+/* The slow path: claim the slot when it is free, else count in the hash. */
+static __noinline struct ts_counters *claim_or_hash(__u32 tgid, __u32 slot) {
+        struct ts_ident *id;
+        __u32 *owner;
+
+        owner = bpf_map_lookup_elem(&slot_owner, &slot);
+        if (!owner)
+                return NULL;
+        if (*owner != TS_OWNER_FREE || __sync_val_compare_and_swap(owner, TS_OWNER_FREE, TS_OWNER_CLAIMING) != TS_OWNER_FREE)
+                return hash_counters();
+
+        /* Ours. Identity first, then publish the owner with a full barrier (xchg), so user space
+         * never sees an owner without its identity. The slot's counters are zero: user space
+         * zeroes them before it frees a slot. */
+        id = bpf_map_lookup_elem(&slot_ident, &slot);
+        if (id)
+                ident_fill(id, bpf_get_current_task_btf());
+        __sync_lock_test_and_set(owner, tgid);
+        return bpf_map_lookup_elem(&slot_counters, &slot);
+}
+
+static __always_inline struct ts_counters *current_counters(void) {
+        __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+        __u32 slot = tgid & slot_mask;
+        __u32 *owner = bpf_map_lookup_elem(&slot_owner, &slot);
+
+        if (owner && *owner == tgid)
+                return bpf_map_lookup_elem(&slot_counters, &slot);
+        return claim_or_hash(tgid, slot);
 }
 
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
-        struct ts_proc *p = current_proc();
+        struct ts_counters *c = current_counters();
 
-        if (!p)
+        if (!c)
                 return 0;
-        p->user_faults++;
+        c->user_faults++;
         if (error_code & TS_PF_INSTR)
-                p->fault_exec++;
+                c->fault_exec++;
         else if (error_code & TS_PF_WRITE)
-                p->fault_write++;
+                c->fault_write++;
         else
-                p->fault_read++;
+                c->fault_read++;
         if (error_code & TS_PF_PROT)
-                p->fault_protection++;
+                c->fault_protection++;
         return 0;
 }
 
 /* Faults taken in kernel mode on behalf of the current process (copy_from_user and friends). */
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(page_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
-        struct ts_proc *p;
+        struct ts_counters *c;
 
         /* Kernel threads have no user memory to fault on for anyone; don't track them. */
         if (!bpf_get_current_task_btf()->mm)
                 return 0;
-        p = current_proc();
-        if (p)
-                p->kernel_faults++;
+        c = current_counters();
+        if (c)
+                c->kernel_faults++;
         return 0;
 }
 
-/* The last thread of a process is exiting: tell user space so it drains the process one last
- * time and removes its entry. signal->live reached zero before this tracepoint on every kernel
- * that has it (newer kernels also pass group_dead, older ones don't). */
+/* The initial value of a trap hash entry: too big for the 512-byte BPF stack. Never written. */
+static struct ts_traps zero_traps;
+
+static __always_inline int signal_index(int sig) {
+        switch (sig) {
+#define TS_SIGNAL_CASE(name, number)                                                               \
+        case number:                                                                               \
+                return TS_SIG_##name;
+                TS_SIGNALS(TS_SIGNAL_CASE)
+#undef TS_SIGNAL_CASE
+        default:
+                return -1;
+        }
+}
+
+/* A CPU exception the kernel turned into a signal: SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGTRAP
+ * with si_code > 0 (kill(2) and friends send si_code <= 0). Counted whether or not the signal
+ * is then delivered, ignored or already pending: the trap happened either way. */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task, int group, int result) {
+        struct ts_traps *t;
+        struct ts_proc_key key;
+        int index, code, code_index;
+
+        index = signal_index(sig);
+        if (index < 0 || (unsigned long) info <= 1 /* SEND_SIG_NOINFO, SEND_SIG_PRIV */)
+                return 0;
+        code = BPF_CORE_READ(info, si_code);
+        if (code <= 0)
+                return 0;
+
+        proc_key_fill(&key, task);
+        t = bpf_map_lookup_elem(&traps, &key);
+        if (!t) {
+                (void) bpf_map_update_elem(&traps, &key, &zero_traps, BPF_NOEXIST);
+                t = bpf_map_lookup_elem(&traps, &key);
+                if (!t) {
+                        count_drop(TS_DROP_TRAPS_FULL);
+                        return 0;
+                }
+        }
+
+        if (bpf_core_field_exists(task->thread.trap_nr)) {
+                __u32 vector = BPF_CORE_READ(task, thread.trap_nr);
+
+                if (vector < TS_N_VECTORS)
+                        __sync_fetch_and_add(&t->vector[vector], 1);
+                else
+                        __sync_fetch_and_add(&t->vector_unknown, 1);
+        } else
+                __sync_fetch_and_add(&t->vector_unknown, 1);
+
+        code_index = code == TS_SI_KERNEL ? 0 : code < TS_SI_CODE_OTHER ? code : TS_SI_CODE_OTHER;
+        if (index < TS_N_SIGNALS && code_index >= 0 && code_index < TS_N_SI_CODES)
+                __sync_fetch_and_add(&t->signal[index][code_index], 1);
+        return 0;
+}
+
+/* The last thread of a process is exiting. Mark its slot exited, so that a new process with
+ * the same pid cannot count into it, and tell user space to drain the process one last time
+ * and free what it used. signal->live reached zero before this tracepoint on every kernel that
+ * has it (newer kernels also pass group_dead, older ones don't). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *task) {
         struct task_struct *leader;
+        struct ts_proc_key key;
         struct ts_event *e;
-        __u32 tgid;
+        bool tracked = false;
+        __u32 slot, *owner;
 
         if (BPF_CORE_READ(task, signal, live.counter) != 0)
                 return 0;
-        tgid = BPF_CORE_READ(task, tgid);
-        /* Only processes that faulted are tracked; nothing to tell about the others. */
-        if (!bpf_map_lookup_elem(&processes, &tgid))
+        proc_key_fill(&key, task);
+        slot = key.tgid & slot_mask;
+        owner = bpf_map_lookup_elem(&slot_owner, &slot);
+        if (owner && *owner == key.tgid) {
+                __sync_lock_test_and_set(owner, key.tgid | TS_OWNER_EXITED);
+                tracked = true;
+        }
+        tracked = tracked || bpf_map_lookup_elem(&processes, &key) || bpf_map_lookup_elem(&traps, &key);
+        if (!tracked)
                 return 0;
 
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -120,9 +265,9 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
                 return 0;
         }
         e->type = TS_EVENT_EXIT;
-        e->tgid = tgid;
+        e->tgid = key.tgid;
+        e->start_time = key.start_time;
         leader = BPF_CORE_READ(task, group_leader);
-        e->start_time = BPF_CORE_READ(leader, start_boottime);
         e->min_flt = BPF_CORE_READ(task, min_flt) + BPF_CORE_READ(task, signal, min_flt);
         e->maj_flt = BPF_CORE_READ(task, maj_flt) + BPF_CORE_READ(task, signal, maj_flt);
         /* A leader that exited before its last thread is a zombie whose counts are not yet
@@ -131,6 +276,7 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
                 e->min_flt += BPF_CORE_READ(leader, min_flt);
                 e->maj_flt += BPF_CORE_READ(leader, maj_flt);
         }
+        e->args_len = 0;
         bpf_ringbuf_submit(e, 0);
         return 0;
 }
@@ -145,7 +291,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct
         struct ts_event *e;
         struct mm_struct *mm;
 
-        if (!current_proc())
+        if (!current_counters())
                 return 0;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {

@@ -2,11 +2,15 @@
 #include "output.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "counters.h"
+#include "traps.h"
 #include "time-util.h"
+#include "macro.h"
 
 const char *format_count(uint64_t n, char buf[static 16]) {
         static const char units[] = "kMGTPE";
@@ -62,11 +66,50 @@ static void print_faults(FILE *f, json_t *counters) {
                 fprintf(f, " %7s", format_count(faults_get(&faults, &fault_fields[i]), buf));
 }
 
+/* Sum of a JSON map of counts. */
+static uint64_t map_total(json_t *map) {
+        const char *key;
+        uint64_t n = 0;
+        json_t *v;
+
+        json_object_foreach (map, key, v)
+                if (json_is_integer(v) && json_integer_value(v) > 0)
+                        n += (uint64_t) json_integer_value(v);
+        return n;
+}
+
+/* The busiest entries of a map of counts, most first: "UD:1.0k GP:12". */
+static void print_busiest(FILE *f, json_t *map, size_t max) {
+        const char *printed[8] = {};
+
+        for (size_t k = 0; k < max && k < ELEMENTSOF(printed); k++) {
+                const char *best = NULL, *key;
+                json_int_t best_n = 0;
+                json_t *v;
+
+                json_object_foreach (map, key, v) {
+                        bool seen = false;
+
+                        for (size_t j = 0; j < k; j++)
+                                seen = seen || strcmp(printed[j], key) == 0;
+                        if (!seen && json_is_integer(v) && json_integer_value(v) > best_n) {
+                                best = key;
+                                best_n = json_integer_value(v);
+                        }
+                }
+                if (!best)
+                        break;
+                char buf[16];
+                fprintf(f, "%s%s:%s", k ? " " : "", best, format_count((uint64_t) best_n, buf));
+                printed[k] = best;
+        }
+}
+
 void print_top_table(FILE *f, json_t *rows, int max_rows) {
         size_t i;
         json_t *row;
 
-        fprintf(f, "    PID COMM           %s  UNIT\n", faults_header);
+        fprintf(f, "    PID COMM           %s   TRAPS  VECTORS          UNIT\n", faults_header);
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
                 json_t *unit = json_object_get(p, "unit");
@@ -75,8 +118,20 @@ void print_top_table(FILE *f, json_t *rows, int max_rows) {
                         break;
                 fprintf(f, "%7" JSON_INTEGER_FORMAT " %-15.15s", json_integer_value(json_object_get(p, "pid")),
                         json_string_value(json_object_get(p, "comm")) ?: "?");
+                json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
+                char buf[16], *vectors = NULL;
+                size_t size = 0;
+                FILE *v;
+
                 print_faults(f, json_object_get(row, "counters"));
-                fprintf(f, "  %s\n", json_is_string(unit) ? json_string_value(unit) : "-");
+                v = open_memstream(&vectors, &size);
+                if (v) {
+                        print_busiest(v, traps, 2);
+                        fclose(v);
+                }
+                fprintf(f, " %7s  %-16s %s\n", format_count(map_total(traps), buf), vectors && *vectors ? vectors : "-",
+                        json_is_string(unit) ? json_string_value(unit) : "-");
+                free(vectors);
         }
 }
 
@@ -110,6 +165,25 @@ void print_history(FILE *f, json_t *reply) {
         fprintf(f, "%-19s", "total");
         print_faults(f, json_object_get(reply, "total"));
         fputc('\n', f);
+
+        /* Traps by vector with their names, then by signal and si_code. */
+        json_t *traps = json_object_get(json_object_get(reply, "total"), "traps");
+        json_t *codes = json_object_get(json_object_get(reply, "total"), "signalCodes");
+        if (json_object_size(traps) > 0) {
+                const char *key;
+                json_t *v;
+
+                fprintf(f, "\ntraps:\n");
+                json_object_foreach (traps, key, v) {
+                        unsigned vector;
+                        const char *what = trap_vector_from_name(key, &vector) >= 0 ? trap_vector_description(vector) : NULL;
+
+                        fprintf(f, "  #%-8s %-24s %" JSON_INTEGER_FORMAT "\n", key, what ?: "", json_integer_value(v));
+                }
+                fprintf(f, "signals:\n");
+                json_object_foreach (codes, key, v)
+                        fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", key, json_integer_value(v));
+        }
 }
 
 void print_status(FILE *f, json_t *reply) {

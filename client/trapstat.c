@@ -32,7 +32,7 @@ static const char *arg_socket = DEFAULT_SOCKET;
 static bool arg_json = false;
 
 static void usage_line(FILE *f) {
-        fprintf(f, "Usage: trapstat [--socket PATH] [--json] {top|history|status} [ARGS]...\n");
+        fprintf(f, "Usage: trapstat [--socket PATH] [--json] {top|history|status|call} [ARGS]...\n");
 }
 
 static void print_error(const char *fmt, va_list ap) {
@@ -216,8 +216,8 @@ static int verb_top(int argc, char *argv[]) {
                                 return usage_error("invalid --window '%s': expected a duration of 1s or more", optarg);
                         break;
                 case 's':
-                        if (!fault_field_by_name(optarg))
-                                return usage_error("invalid --sort '%s': expected user, kernel, minor, major, read, write, exec or protection", optarg);
+                        if (!fault_field_by_name(optarg) && strcmp(optarg, "traps") != 0)
+                                return usage_error("invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection or traps", optarg);
                         sort = optarg;
                         break;
                 case 'l':
@@ -350,6 +350,36 @@ static int verb_status(int argc, char *argv[]) {
         return 0;
 }
 
+/* Raw varlink, for debugging and scripts: prints the reply's parameters as JSON. */
+static int verb_call(int argc, char *argv[]) {
+        _cleanup_json_ json_t *params = NULL, *reply = NULL;
+        json_error_t error;
+        int r;
+
+        if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+                printf("Usage: trapstat call METHOD [PARAMETERS-JSON]\n"
+                       "Calls a varlink method, e.g. trapstat call io.trapstat.ListProcesses '{\"pid\": 1}'.\n");
+                return 0;
+        }
+        if (argc < 2)
+                return usage_error("call: missing METHOD");
+        if (argc > 3)
+                return usage_error("call: unexpected argument '%s'", argv[3]);
+        if (!strchr(argv[1], '.'))
+                return usage_error("call: '%s' is not a qualified method name (interface.Method)", argv[1]);
+        if (argc == 3) {
+                params = json_loads(argv[2], JSON_REJECT_DUPLICATES, &error);
+                if (!json_is_object(params))
+                        return usage_error("call: parameters must be a JSON object: %s",
+                                           params ? "not an object" : error.text);
+        }
+        r = call(argv[1], params, &reply);
+        if (r != 0)
+                return r;
+        print_json(reply);
+        return 0;
+}
+
 static const struct {
         const char *name;
         int (*run)(int argc, char *argv[]);
@@ -358,6 +388,7 @@ static const struct {
         { "top", verb_top, "processes with the most page faults, live or in batch (-b)" },
         { "history", verb_history, "what one process did over time, also after it exited" },
         { "status", verb_status, "state of the daemon and its event sources" },
+        { "call", verb_call, "call a varlink method and print the reply as JSON" },
 };
 
 static void help(void) {

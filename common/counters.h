@@ -68,4 +68,5 @@ int process_info_from_json(json_t *j, ProcessInfo *ret);
 typedef struct ProcessSample {
         const ProcessInfo *process;
         Faults delta;
+        const struct Traps *traps; /* NULL when the process trapped not at all this tick */
 } ProcessSample;

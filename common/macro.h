@@ -13,6 +13,7 @@
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static inline void freep(void *p) {
         free(*(void **) p);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,23 +19,35 @@
 #include "time-util.h"
 #include "trapstat.h"
 #include "trapstat.skel.h"
+#include "traps.h"
 
 /* Longest command line kept per process. */
 #define CMDLINE_MAX 4096
-/* Map entries read per bpf_map_lookup_batch() call. */
-#define BATCH_ENTRIES 1024
+/* Hash entries read per bpf_map_lookup_batch() call. */
+#define BATCH_ENTRIES 256
+/* How often processes that stopped being counted are checked against /proc. */
+#define GC_INTERVAL_USEC (30 * USEC_PER_SEC)
 
-/* What user space knows about one tracked process. */
+_Static_assert(TS_N_SIGNALS == FAULT_SIGNALS && TS_N_SI_CODES == SI_CODE_SLOTS && TS_N_VECTORS == TRAP_VECTORS,
+               "bpf/trapstat.h and common/traps.h agree on the trap layout");
+
+/* What user space knows about one tracked process incarnation. */
 typedef struct CollectorProc {
         ProcessInfo info;
-        struct ts_proc drained; /* counters already turned into deltas (summed over CPUs) */
-        uint64_t minflt_seen;   /* the kernel's min_flt/maj_flt already reported */
+        int slot;                      /* the slot it counts in, or -1 */
+        struct ts_counters slot_seen;  /* slot counters already turned into deltas */
+        struct ts_counters hash_seen;  /* the same for its fallback hash entry */
+        Traps *traps_seen;             /* the same for its trap hash entry; NULL until it trapped */
+        uint64_t minflt_seen;          /* the kernel's min_flt/maj_flt already reported */
         uint64_t majflt_seen;
-        Faults delta;           /* this tick's */
-        bool touched;           /* delta non-zero or exited: goes into this tick's samples */
+        uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
+        Faults delta;                  /* this tick's */
+        Traps traps_delta;
+        bool has_traps_delta;
+        bool touched;                  /* goes into this tick's samples */
 } CollectorProc;
 
-/* A lifecycle event from the ring buffer, kept until the map has been drained. */
+/* A lifecycle event from the ring buffer, kept until the maps have been drained. */
 typedef struct LifecycleEvent {
         uint32_t type; /* enum ts_event_type */
         uint32_t tgid;
@@ -46,6 +59,7 @@ typedef struct LifecycleEvent {
 enum {
         SOURCE_PAGE_FAULT_USER,
         SOURCE_PAGE_FAULT_KERNEL,
+        SOURCE_SIGNAL_GENERATE,
         SOURCE_PROCESS_EXIT,
         SOURCE_PROCESS_EXEC,
         SOURCE_PROC_STAT,
@@ -60,8 +74,15 @@ struct Collector {
         int n_cpus;
         long ticks_per_sec;          /* USER_HZ, the unit of /proc/PID/stat start time */
         uint64_t attached_boottime;  /* ns since boot when counting started */
+        uint64_t last_gc_usec;
 
-        void *procs;                 /* tsearch() tree of CollectorProc, by pid */
+        uint32_t n_slots;
+        uint32_t *owners;            /* this tick's copy of slot_owner */
+        uint32_t *owner_keys;
+        CollectorProc **slot_procs;  /* who user space believes owns each slot */
+        struct ts_counters *percpu;  /* n_cpus values: one slot's counters */
+
+        void *procs;                 /* tsearch() tree of CollectorProc by (pid, start_time) */
         size_t n_procs;
 
         CollectorProc **touched;     /* this tick's */
@@ -73,16 +94,19 @@ struct Collector {
         ProcessSample *samples;
         size_t samples_capacity;
 
-        uint32_t *batch_keys;
-        struct ts_proc *batch_values; /* BATCH_ENTRIES * n_cpus */
+        struct ts_proc_key *batch_keys;
+        void *batch_values;          /* BATCH_ENTRIES values of the largest map value */
 
         CollectorSource sources[_SOURCE_MAX];
         char reasons[_SOURCE_MAX][128];
 };
 
 static int proc_compare(const void *a, const void *b) {
-        uint32_t x = ((const CollectorProc *) a)->info.pid, y = ((const CollectorProc *) b)->info.pid;
-        return x < y ? -1 : x > y;
+        const ProcessInfo *x = &((const CollectorProc *) a)->info, *y = &((const CollectorProc *) b)->info;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
 }
 
 static void proc_free(void *p) {
@@ -91,10 +115,11 @@ static void proc_free(void *p) {
         if (!proc)
                 return;
         process_info_done(&proc->info);
+        free(proc->traps_seen);
         free(proc);
 }
 
-/* Appends to a pointer-or-struct array, doubling its capacity. */
+/* Appends to a growing array of elem-sized values, doubling its capacity. */
 static int append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value) {
         if (*n >= *capacity) {
                 size_t c = *capacity ? *capacity * 2 : 64;
@@ -161,6 +186,10 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
+static bool is_power_of_two(uint32_t x) {
+        return x && !(x & (x - 1));
+}
+
 int collector_new(const CollectorConfig *config, Collector **ret) {
         static const struct {
                 int source;
@@ -168,9 +197,11 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         } programs[] = {
                 { SOURCE_PAGE_FAULT_USER, "page_fault_user" },
                 { SOURCE_PAGE_FAULT_KERNEL, "page_fault_kernel" },
+                { SOURCE_SIGNAL_GENERATE, "signal_generate" },
                 { SOURCE_PROCESS_EXIT, "sched_process_exit" },
                 { SOURCE_PROCESS_EXEC, "sched_process_exec" },
         };
+        uint32_t max_processes = config->max_processes ?: TS_DEFAULT_MAX_PROCESSES;
         struct bpf_program *progs[_SOURCE_MAX] = {};
         struct btf *vmlinux = NULL;
         Collector *c;
@@ -182,15 +213,21 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         if (!c)
                 return -ENOMEM;
         c->proc_fd = config->proc_fd;
+        c->n_slots = config->slots ?: TS_DEFAULT_SLOTS;
         c->ticks_per_sec = sysconf(_SC_CLK_TCK);
         c->n_cpus = libbpf_num_possible_cpus();
-        if (c->n_cpus <= 0 || c->ticks_per_sec <= 0) {
+        if (c->n_cpus <= 0 || c->ticks_per_sec <= 0 || !is_power_of_two(c->n_slots)) {
                 r = c->n_cpus < 0 ? c->n_cpus : -EINVAL;
                 goto fail;
         }
-        c->batch_keys = calloc(BATCH_ENTRIES, sizeof(uint32_t));
-        c->batch_values = calloc((size_t) BATCH_ENTRIES * (size_t) c->n_cpus, sizeof(struct ts_proc));
-        if (!c->batch_keys || !c->batch_values) {
+        c->owners = calloc(c->n_slots, sizeof(uint32_t));
+        c->owner_keys = calloc(c->n_slots, sizeof(uint32_t));
+        c->slot_procs = calloc(c->n_slots, sizeof(CollectorProc *));
+        c->percpu = calloc((size_t) c->n_cpus, sizeof(struct ts_counters));
+        c->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
+        /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
+        c->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * (size_t) c->n_cpus, sizeof(struct ts_traps)));
+        if (!c->owners || !c->owner_keys || !c->slot_procs || !c->percpu || !c->batch_keys || !c->batch_values) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -200,13 +237,17 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 r = log_error_errno(errno, "Failed to open BPF object: %m");
                 goto fail;
         }
-        r = bpf_map__set_max_entries(c->skel->maps.processes,
-                                     config->max_processes ?: TS_DEFAULT_MAX_PROCESSES);
-        if (r < 0)
+        c->skel->rodata->slot_mask = c->n_slots - 1;
+        if ((r = bpf_map__set_max_entries(c->skel->maps.slot_owner, c->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(c->skel->maps.slot_ident, c->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(c->skel->maps.slot_counters, c->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(c->skel->maps.processes, max_processes)) < 0 ||
+            (r = bpf_map__set_max_entries(c->skel->maps.traps, max_processes)) < 0)
                 goto fail;
 
         progs[SOURCE_PAGE_FAULT_USER] = c->skel->progs.page_fault_user;
         progs[SOURCE_PAGE_FAULT_KERNEL] = c->skel->progs.page_fault_kernel;
+        progs[SOURCE_SIGNAL_GENERATE] = c->skel->progs.signal_generate;
         progs[SOURCE_PROCESS_EXIT] = c->skel->progs.sched_process_exit;
         progs[SOURCE_PROCESS_EXEC] = c->skel->progs.sched_process_exec;
 
@@ -272,12 +313,16 @@ Collector *collector_free(Collector *c) {
         tdestroy(c->procs, proc_free);
         for (size_t i = 0; i < c->n_dead; i++)
                 proc_free(c->dead[i]);
-        free(c->dead);
-        free(c->touched);
         if (c->events)
                 events_clear(c);
         free(c->events);
+        free(c->dead);
+        free(c->touched);
         free(c->samples);
+        free(c->owners);
+        free(c->owner_keys);
+        free(c->slot_procs);
+        free(c->percpu);
         free(c->batch_keys);
         free(c->batch_values);
         free(c);
@@ -292,16 +337,11 @@ static uint64_t start_ticks(Collector *c, uint64_t start_time_ns) {
         return start_time_ns / (NSEC_PER_SEC / (uint64_t) c->ticks_per_sec);
 }
 
-static CollectorProc *proc_find(Collector *c, uint32_t pid) {
-        CollectorProc key = { .info.pid = pid };
+static CollectorProc *proc_find(Collector *c, uint32_t pid, uint64_t start_time) {
+        CollectorProc key = { .info.pid = pid, .info.start_time = start_time };
         CollectorProc **found = tfind(&key, &c->procs, proc_compare);
 
         return found ? *found : NULL;
-}
-
-static void proc_forget(Collector *c, CollectorProc *p) {
-        tdelete(p, &c->procs, proc_compare);
-        c->n_procs--;
 }
 
 static int touch(Collector *c, CollectorProc *p) {
@@ -311,12 +351,14 @@ static int touch(Collector *c, CollectorProc *p) {
         return append((void **) &c->touched, &c->n_touched, &c->touched_capacity, sizeof(p), &p);
 }
 
-/* A process that ended without us seeing its exit event (or whose pid now belongs to another
- * process): report it exited with what it had. */
+/* The process is gone: report it exited with what it had, free it after this tick. */
 static int proc_retire(Collector *c, CollectorProc *p) {
         int r;
 
-        proc_forget(c, p);
+        tdelete(p, &c->procs, proc_compare);
+        c->n_procs--;
+        if (p->slot >= 0 && c->slot_procs[p->slot] == p)
+                c->slot_procs[p->slot] = NULL;
         p->info.exited = true;
         r = touch(c, p);
         if (r < 0)
@@ -324,25 +366,42 @@ static int proc_retire(Collector *c, CollectorProc *p) {
         return append((void **) &c->dead, &c->n_dead, &c->dead_capacity, sizeof(p), &p);
 }
 
-static int proc_new(Collector *c, uint32_t pid, const struct ts_proc *id, uint64_t now, CollectorProc **ret) {
+/* A process seen for the first time. id may be NULL (known only from the trap hash): then
+ * comm and uid come from /proc. */
+static int proc_new(Collector *c, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
+                    CollectorProc **ret) {
         CollectorProc *p;
         ProcStat st;
+        bool have_stat;
 
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
+        p->slot = -1;
         p->info.pid = pid;
-        p->info.start_time = id->start_time;
-        p->info.uid = id->uid;
-        memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
+        p->info.start_time = start_time;
         p->info.first_seen_usec = now;
+        p->last_counted_usec = now;
+        have_stat = proc_read_stat(c->proc_fd, pid, &st) >= 0 && st.start_ticks == start_ticks(c, start_time);
+        if (id) {
+                p->info.uid = id->uid;
+                memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
+        } else {
+                char path[32];
+                struct stat sb;
+
+                snprintf(path, sizeof(path), "%u", pid);
+                if (have_stat)
+                        memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
+                if (fstatat(c->proc_fd, path, &sb, 0) == 0)
+                        p->info.uid = sb.st_uid;
+        }
         (void) proc_read_cmdline(c->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
         (void) proc_read_unit(c->proc_fd, pid, &p->info.unit);
 
         /* A process started after counting began has all of its min_flt/maj_flt in our window;
          * for an older one only what comes after this first look counts. */
-        if (id->start_time < c->attached_boottime && proc_read_stat(c->proc_fd, pid, &st) >= 0 &&
-            st.start_ticks == start_ticks(c, id->start_time)) {
+        if (start_time < c->attached_boottime && have_stat) {
                 p->minflt_seen = st.minflt;
                 p->majflt_seen = st.majflt;
         }
@@ -354,6 +413,17 @@ static int proc_new(Collector *c, uint32_t pid, const struct ts_proc *id, uint64
         c->n_procs++;
         *ret = p;
         return 0;
+}
+
+static int proc_get(Collector *c, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
+                    CollectorProc **ret) {
+        CollectorProc *p = proc_find(c, pid, start_time);
+
+        if (p) {
+                *ret = p;
+                return 0;
+        }
+        return proc_new(c, pid, start_time, id, now, ret);
 }
 
 static void account_minmaj(CollectorProc *p, uint64_t minflt, uint64_t majflt) {
@@ -368,62 +438,105 @@ static void account_minmaj(CollectorProc *p, uint64_t minflt, uint64_t majflt) {
         }
 }
 
-/* Sums one map entry's per-CPU copies; identity comes from a CPU that created the entry. */
-static void sum_cpus(const struct ts_proc *percpu, int n_cpus, struct ts_proc *ret) {
-        struct ts_proc sum = {};
-
-        for (int i = 0; i < n_cpus; i++) {
-                const struct ts_proc *v = &percpu[i];
-
-                if (v->start_time && !sum.start_time) {
-                        sum.start_time = v->start_time;
-                        sum.uid = v->uid;
-                        memcpy(sum.comm, v->comm, sizeof(sum.comm));
-                }
-                sum.user_faults += v->user_faults;
-                sum.kernel_faults += v->kernel_faults;
-                sum.fault_read += v->fault_read;
-                sum.fault_write += v->fault_write;
-                sum.fault_exec += v->fault_exec;
-                sum.fault_protection += v->fault_protection;
-        }
-        *ret = sum;
+static void counters_sum(const struct ts_counters *v, struct ts_counters *sum) {
+        sum->user_faults += v->user_faults;
+        sum->kernel_faults += v->kernel_faults;
+        sum->fault_read += v->fault_read;
+        sum->fault_write += v->fault_write;
+        sum->fault_exec += v->fault_exec;
+        sum->fault_protection += v->fault_protection;
 }
 
-static int drain_entry(Collector *c, uint32_t pid, const struct ts_proc *percpu, uint64_t now) {
-        struct ts_proc sum;
-        CollectorProc *p;
-        int r;
+/* Adds now - seen to the process's delta and remembers now as seen. */
+static int account_counters(Collector *c, CollectorProc *p, const struct ts_counters *now_, struct ts_counters *seen,
+                            uint64_t now) {
+        Faults d = {
+                .user = now_->user_faults - seen->user_faults,
+                .kernel = now_->kernel_faults - seen->kernel_faults,
+                .read = now_->fault_read - seen->fault_read,
+                .write = now_->fault_write - seen->fault_write,
+                .exec = now_->fault_exec - seen->fault_exec,
+                .protection = now_->fault_protection - seen->fault_protection,
+        };
 
-        sum_cpus(percpu, c->n_cpus, &sum);
-        p = proc_find(c, pid);
-        if (p && p->info.start_time != sum.start_time) {
-                r = proc_retire(c, p);
-                if (r < 0)
-                        return r;
-                p = NULL;
-        }
-        if (!p) {
-                r = proc_new(c, pid, &sum, now, &p);
-                if (r < 0)
-                        return r;
-        }
-
-        p->delta.user = sum.user_faults - p->drained.user_faults;
-        p->delta.kernel = sum.kernel_faults - p->drained.kernel_faults;
-        p->delta.read = sum.fault_read - p->drained.fault_read;
-        p->delta.write = sum.fault_write - p->drained.fault_write;
-        p->delta.exec = sum.fault_exec - p->drained.fault_exec;
-        p->delta.protection = sum.fault_protection - p->drained.fault_protection;
-        p->drained = sum;
-        if (faults_is_zero(&p->delta))
+        *seen = *now_;
+        if (faults_is_zero(&d))
                 return 0;
+        faults_add(&p->delta, &d);
+        p->last_counted_usec = now;
         return touch(c, p);
 }
 
-static int drain_map(Collector *c, uint64_t now) {
+/* Frees a slot whose process exited: its counters are drained. Counters and identity are zeroed
+ * before the owner is released, so the next owner starts from zero. No BPF program writes the
+ * slot meanwhile: its owner is marked exited, which matches no tgid. */
+static void slot_free(Collector *c, uint32_t slot) {
+        struct ts_ident zero_id = {};
+        uint32_t free_owner = TS_OWNER_FREE;
+
+        memset(c->percpu, 0, (size_t) c->n_cpus * sizeof(*c->percpu));
+        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_counters), &slot, c->percpu, BPF_ANY);
+        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_ident), &slot, &zero_id, BPF_ANY);
+        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_owner), &slot, &free_owner, BPF_ANY);
+        if (c->slot_procs[slot])
+                c->slot_procs[slot]->slot = -1;
+        c->slot_procs[slot] = NULL;
+}
+
+static int drain_slots(Collector *c, uint64_t now) {
+        int owner_fd = bpf_map__fd(c->skel->maps.slot_owner);
+        int ident_fd = bpf_map__fd(c->skel->maps.slot_ident);
+        int counters_fd = bpf_map__fd(c->skel->maps.slot_counters);
+        uint32_t out_batch = 0, count = c->n_slots;
+        int r;
+
+        /* All owners in one call: an array of n_slots u32. */
+        r = bpf_map_lookup_batch(owner_fd, NULL, &out_batch, c->owner_keys, c->owners, &count, NULL);
+        if (r < 0 && errno != ENOENT)
+                return -errno;
+
+        for (uint32_t i = 0; i < count; i++) {
+                uint32_t slot = c->owner_keys[i], owner = c->owners[i], tgid;
+                CollectorProc *p = c->slot_procs[slot];
+                struct ts_counters sum = {};
+
+                if (owner == TS_OWNER_FREE || owner == TS_OWNER_CLAIMING || slot >= c->n_slots)
+                        continue;
+                tgid = owner & ~TS_OWNER_EXITED;
+
+                if (!p || p->info.pid != tgid) {
+                        struct ts_ident id;
+
+                        /* Claimed since the last tick: the identity was written before the owner. */
+                        if (bpf_map_lookup_elem(ident_fd, &slot, &id) < 0)
+                                continue;
+                        if (p)
+                                p->slot = -1;
+                        r = proc_get(c, tgid, id.start_time, &id, now, &p);
+                        if (r < 0)
+                                return r;
+                        c->slot_procs[slot] = p;
+                        p->slot = (int) slot;
+                        p->slot_seen = (struct ts_counters) {};
+                }
+
+                if (bpf_map_lookup_elem(counters_fd, &slot, c->percpu) < 0)
+                        continue;
+                for (int cpu = 0; cpu < c->n_cpus; cpu++)
+                        counters_sum(&c->percpu[cpu], &sum);
+                r = account_counters(c, p, &sum, &p->slot_seen, now);
+                if (r < 0)
+                        return r;
+
+                if (owner & TS_OWNER_EXITED)
+                        slot_free(c, slot);
+        }
+        return 0;
+}
+
+static int drain_hash(Collector *c, uint64_t now) {
         int fd = bpf_map__fd(c->skel->maps.processes);
-        uint32_t in_batch = 0, out_batch = 0;
+        struct ts_proc_key in_batch, out_batch;
         bool first = true, done = false;
         int r;
 
@@ -439,7 +552,20 @@ static int drain_map(Collector *c, uint64_t now) {
                         done = true;
                 }
                 for (__u32 i = 0; i < count; i++) {
-                        r = drain_entry(c, c->batch_keys[i], &c->batch_values[(size_t) i * (size_t) c->n_cpus], now);
+                        const struct ts_proc *v = (const struct ts_proc *) c->batch_values + (size_t) i * (size_t) c->n_cpus;
+                        const struct ts_ident *id = NULL;
+                        struct ts_counters sum = {};
+                        CollectorProc *p;
+
+                        for (int cpu = 0; cpu < c->n_cpus; cpu++) {
+                                if (!id && v[cpu].id.start_time)
+                                        id = &v[cpu].id;
+                                counters_sum(&v[cpu].c, &sum);
+                        }
+                        r = proc_get(c, c->batch_keys[i].tgid, c->batch_keys[i].start_time, id, now, &p);
+                        if (r < 0)
+                                return r;
+                        r = account_counters(c, p, &sum, &p->hash_seen, now);
                         if (r < 0)
                                 return r;
                 }
@@ -449,17 +575,76 @@ static int drain_map(Collector *c, uint64_t now) {
         return 0;
 }
 
-/* Applies this tick's lifecycle events, in the order they happened. Runs after the map was
- * drained, so every process they name that faulted is known by now. */
+static void traps_from_bpf(const struct ts_traps *t, Traps *ret) {
+        memcpy(ret->vector, t->vector, sizeof(t->vector));
+        ret->vector[TRAP_VECTOR_UNKNOWN] = t->vector_unknown;
+        memcpy(ret->signal, t->signal, sizeof(t->signal));
+}
+
+static int drain_traps(Collector *c, uint64_t now) {
+        int fd = bpf_map__fd(c->skel->maps.traps);
+        struct ts_proc_key in_batch, out_batch;
+        bool first = true, done = false;
+        int r;
+
+        while (!done) {
+                __u32 count = BATCH_ENTRIES;
+
+                r = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, c->batch_keys, c->batch_values,
+                                         &count, NULL);
+                if (r < 0) {
+                        if (errno != ENOENT)
+                                return -errno;
+                        done = true;
+                }
+                for (__u32 i = 0; i < count; i++) {
+                        const struct ts_traps *v = (const struct ts_traps *) c->batch_values + i;
+                        Traps cur, *seen;
+                        CollectorProc *p;
+                        bool any = false;
+
+                        r = proc_get(c, c->batch_keys[i].tgid, c->batch_keys[i].start_time, NULL, now, &p);
+                        if (r < 0)
+                                return r;
+                        if (!p->traps_seen && !(p->traps_seen = calloc(1, sizeof(Traps))))
+                                return -ENOMEM;
+                        seen = p->traps_seen;
+                        traps_from_bpf(v, &cur);
+                        for (size_t k = 0; k < ELEMENTSOF(cur.vector); k++) {
+                                p->traps_delta.vector[k] += cur.vector[k] - seen->vector[k];
+                                any = any || cur.vector[k] != seen->vector[k];
+                        }
+                        for (size_t s = 0; s < FAULT_SIGNALS; s++)
+                                for (size_t k = 0; k < SI_CODE_SLOTS; k++) {
+                                        p->traps_delta.signal[s][k] += cur.signal[s][k] - seen->signal[s][k];
+                                        any = any || cur.signal[s][k] != seen->signal[s][k];
+                                }
+                        *seen = cur;
+                        if (!any)
+                                continue;
+                        p->has_traps_delta = true;
+                        p->last_counted_usec = now;
+                        r = touch(c, p);
+                        if (r < 0)
+                                return r;
+                }
+                in_batch = out_batch;
+                first = false;
+        }
+        return 0;
+}
+
+/* Applies this tick's lifecycle events, in the order they happened. Runs after the maps were
+ * drained, so every process they name that was counted is known by now. */
 static int handle_events(Collector *c) {
-        int fd = bpf_map__fd(c->skel->maps.processes);
         int r = 0;
 
         for (size_t i = 0; i < c->n_events && r >= 0; i++) {
                 LifecycleEvent *e = &c->events[i];
-                CollectorProc *p = proc_find(c, e->tgid);
+                struct ts_proc_key key = { .tgid = e->tgid, .start_time = e->start_time };
+                CollectorProc *p = proc_find(c, e->tgid, e->start_time);
 
-                if (!p || p->info.start_time != e->start_time)
+                if (!p)
                         continue;
 
                 if (e->type == TS_EVENT_EXEC) {
@@ -479,33 +664,90 @@ static int handle_events(Collector *c) {
                         continue;
                 }
 
-                /* Exit. The map was drained after this event was read, and a dead process
-                 * faults no more: its counts are complete. Remove the entry so the map stays
-                 * bounded. */
+                /* Exit. The maps were drained after this event was read, and a dead process
+                 * counts no more: its counts are complete. Remove its entries so the maps stay
+                 * bounded (its slot was freed when drained, being marked exited). */
                 account_minmaj(p, e->min_flt, e->maj_flt);
-                (void) bpf_map_delete_elem(fd, &e->tgid);
+                (void) bpf_map_delete_elem(bpf_map__fd(c->skel->maps.processes), &key);
+                (void) bpf_map_delete_elem(bpf_map__fd(c->skel->maps.traps), &key);
                 r = proc_retire(c, p);
         }
         events_clear(c);
         return r;
 }
 
+/* Processes whose exit went unseen (ring buffer full, or no exit tracepoint) would stay tracked
+ * forever: every GC_INTERVAL_USEC, retire those not counted for that long whose /proc entry is
+ * gone. */
+typedef struct GcWalk {
+        Collector *c;
+        uint64_t now;
+        CollectorProc **victims;
+        size_t n, capacity;
+        int error;
+} GcWalk;
+
+static void gc_visit(const void *node, VISIT which, void *userdata) {
+        CollectorProc *p = *(CollectorProc *const *) node;
+        GcWalk *w = userdata;
+        ProcStat st;
+        int r;
+
+        if (which != postorder && which != leaf)
+                return;
+        if (w->now - p->last_counted_usec < GC_INTERVAL_USEC)
+                return;
+        if (proc_read_stat(w->c->proc_fd, p->info.pid, &st) >= 0 && st.start_ticks == start_ticks(w->c, p->info.start_time))
+                return;
+        r = append((void **) &w->victims, &w->n, &w->capacity, sizeof(p), &p);
+        if (r < 0)
+                w->error = r;
+}
+
+static int gc(Collector *c, uint64_t now) {
+        GcWalk w = { .c = c, .now = now };
+        int r = 0;
+
+        if (now - c->last_gc_usec < GC_INTERVAL_USEC)
+                return 0;
+        c->last_gc_usec = now;
+        /* Collect first, retire after: retiring changes the tree being walked. */
+        twalk_r(c->procs, gc_visit, &w);
+        for (size_t i = 0; i < w.n && r >= 0; i++) {
+                CollectorProc *p = w.victims[i];
+                struct ts_proc_key key = { .tgid = p->info.pid, .start_time = p->info.start_time };
+
+                /* Drained this tick already; nothing of it is left to count. */
+                if (p->slot >= 0)
+                        slot_free(c, (uint32_t) p->slot);
+                (void) bpf_map_delete_elem(bpf_map__fd(c->skel->maps.processes), &key);
+                (void) bpf_map_delete_elem(bpf_map__fd(c->skel->maps.traps), &key);
+                r = proc_retire(c, p);
+        }
+        free(w.victims);
+        return r < 0 ? r : w.error;
+}
+
 int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n) {
         size_t n = 0;
         int r;
 
+        /* Last tick's samples are stored by now: what they pointed to is spent. */
+        for (size_t i = 0; i < c->n_touched; i++) {
+                c->touched[i]->traps_delta = (Traps) {};
+                c->touched[i]->has_traps_delta = false;
+        }
+        c->n_touched = 0;
         for (size_t i = 0; i < c->n_dead; i++)
                 proc_free(c->dead[i]);
         c->n_dead = 0;
-        c->n_touched = 0;
 
-        /* Lifecycle events first, then the map: every count of a process whose exit we saw is
-         * in the map by the time we read it. */
+        /* Lifecycle events first, then the maps: every count of a process whose exit we saw is
+         * in the maps by the time we read them. */
         r = ring_buffer__consume(c->ringbuf);
         if (r < 0)
                 return r;
-        r = drain_map(c, now_usec);
-        if (r < 0)
+        if ((r = drain_slots(c, now_usec)) < 0 || (r = drain_hash(c, now_usec)) < 0 || (r = drain_traps(c, now_usec)) < 0)
                 return r;
 
         /* Minor/major faults of the processes still running, from the kernel's accounting. */
@@ -513,12 +755,10 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
                 CollectorProc *p = c->touched[i];
                 ProcStat st;
 
-                if (!p->info.exited && proc_read_stat(c->proc_fd, p->info.pid, &st) >= 0 &&
-                    st.start_ticks == start_ticks(c, p->info.start_time))
+                if (proc_read_stat(c->proc_fd, p->info.pid, &st) >= 0 && st.start_ticks == start_ticks(c, p->info.start_time))
                         account_minmaj(p, st.minflt, st.majflt);
         }
-        r = handle_events(c);
-        if (r < 0)
+        if ((r = handle_events(c)) < 0 || (r = gc(c, now_usec)) < 0)
                 return r;
 
         if (c->n_touched > c->samples_capacity) {
@@ -532,7 +772,11 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
                 CollectorProc *p = c->touched[i];
 
                 p->info.last_seen_usec = now_usec;
-                c->samples[n++] = (ProcessSample) { .process = &p->info, .delta = p->delta };
+                c->samples[n++] = (ProcessSample) {
+                        .process = &p->info,
+                        .delta = p->delta,
+                        .traps = p->has_traps_delta ? &p->traps_delta : NULL,
+                };
                 p->delta = (Faults) {};
                 p->touched = false;
         }

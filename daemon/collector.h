@@ -14,7 +14,8 @@
 typedef struct Collector Collector;
 
 typedef struct CollectorConfig {
-        uint32_t max_processes; /* capacity of the in-kernel process map; 0: default */
+        uint32_t slots;         /* counting slots, a power of two; 0: default */
+        uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
         int proc_fd;            /* the proc root (borrowed) */
 } CollectorConfig;
 
@@ -33,7 +34,7 @@ Collector *collector_free(Collector *c);
 int collector_event_fd(Collector *c);
 
 /* Drains everything counted since the last call. *ret_samples holds every process with a
- * non-zero delta or that exited; it and the ProcessInfo it points to stay valid until the
+ * non-zero delta, that exec'd or that exited; it and what it points to stay valid until the
  * next collector_drain() or collector_free(). */
 int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n);
 

@@ -174,7 +174,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 goto fail;
         }
 
-        r = collector_new(&(CollectorConfig) { .max_processes = config->max_processes, .proc_fd = m->proc_fd },
+        r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
+                                               .proc_fd = m->proc_fd },
                           &m->collector);
         if (r < 0)
                 goto fail; /* collector_new logged why */

@@ -17,6 +17,7 @@ typedef struct ManagerConfig {
         const char *state_dir;
         const char *socket_path;
         uint64_t tick_usec;
+        uint32_t slots;
         uint32_t max_processes;
         size_t max_message_size;
         unsigned max_connections;

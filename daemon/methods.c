@@ -11,15 +11,16 @@
 #include "log.h"
 #include "manager.h"
 #include "time-util.h"
+#include "traps.h"
 #include "varlink.h"
 
 #define TOP_DEFAULT_WINDOW_SEC 60
 #define TOP_DEFAULT_LIMIT 20
 #define TOP_MAX_LIMIT 10000
 
-typedef enum ParamType { PARAM_INT, PARAM_STRING } ParamType;
+typedef enum ParamType { PARAM_INT, PARAM_STRING, PARAM_BOOL } ParamType;
 
-/* One member of a method's parameters. Values are written to `ret` (int64_t or const char *)
+/* One member of a method's parameters. Values are written to `ret` (int64_t, const char * or bool)
  * and `*ret_set` tells whether the caller passed it (null counts as absent: optional fields). */
 typedef struct Param {
         const char *name;
@@ -58,6 +59,11 @@ static int params_parse(VarlinkCall *call, json_t *parameters, const Param *tabl
                                 goto invalid;
                         *(const char **) p->ret = json_string_value(v);
                         break;
+                case PARAM_BOOL:
+                        if (!json_is_boolean(v))
+                                goto invalid;
+                        *(bool *) p->ret = json_is_true(v);
+                        break;
                 }
                 if (p->ret_set)
                         *p->ret_set = true;
@@ -87,8 +93,14 @@ static int reply_database_error(VarlinkCall *call, Store *store, int error) {
         return varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
 }
 
-static json_t *counters_to_json(const Faults *f) {
-        return json_pack("{s:o}", "faults", faults_to_json(f));
+static json_t *counters_to_json(const Faults *f, const Traps *t) {
+        json_t *o = json_pack("{s:o}", "faults", faults_to_json(f));
+
+        if (o && traps_to_json(t, o) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
 }
 
 static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -128,7 +140,6 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { "sortBy", PARAM_STRING, false, 0, &sort_by, NULL },
                 { "limit", PARAM_INT, false, 1, &limit, NULL },
         };
-        const FaultField *sort;
         StoreRow *rows;
         uint64_t now, since;
         json_t *list;
@@ -138,22 +149,21 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         r = params_parse(call, parameters, table, ELEMENTSOF(table));
         if (r != 0)
                 return r < 0 ? r : 0;
-        sort = fault_field_by_name(sort_by);
-        if (!sort)
+        if (!fault_field_by_name(sort_by) && strcmp(sort_by, "traps") != 0)
                 return varlink_call_error_invalid_parameter(call, "sortBy");
         if (limit > TOP_MAX_LIMIT)
                 return varlink_call_error_invalid_parameter(call, "limit");
 
         now = now_usec(CLOCK_REALTIME);
         since = (uint64_t) window * USEC_PER_SEC >= now ? 0 : now - (uint64_t) window * USEC_PER_SEC;
-        r = store_top(manager_store(m), since, sort, (size_t) limit, visible_uid(call), &rows, &n);
+        r = store_top(manager_store(m), since, sort_by, (size_t) limit, visible_uid(call), &rows, &n);
         if (r < 0)
                 return reply_database_error(call, manager_store(m), r);
 
         list = json_array();
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(list, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
-                                                      "counters", counters_to_json(&rows[i].faults)));
+                                                      "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
         store_rows_free(rows, n);
         return varlink_call_reply(call, json_pack("{s:o}", "rows", list), false);
 }
@@ -173,6 +183,7 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         StoreHistoryRow *rows;
         ProcessInfo process;
         Faults total = {};
+        Traps total_traps = {};
         int64_t id;
         size_t n;
         int r;
@@ -204,23 +215,61 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         samples = json_array();
         for (size_t i = 0; i < n; i++) {
                 faults_add(&total, &rows[i].faults);
+                traps_add(&total_traps, &rows[i].traps);
                 json_array_append_new(samples, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) rows[i].time_usec,
-                                                         "counters", counters_to_json(&rows[i].faults)));
+                                                         "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
         }
         free(rows);
 
         r = varlink_call_reply(call,
                                json_pack("{s:o, s:o, s:O}", "process", process_info_to_json(&process), "total",
-                                         counters_to_json(&total), "samples", samples),
+                                         counters_to_json(&total, &total_traps), "samples", samples),
                                false);
         process_info_done(&process);
         return r;
+}
+
+#define LIST_DEFAULT_LIMIT 1000
+#define LIST_MAX_LIMIT 100000
+
+static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t pid = 0, limit = LIST_DEFAULT_LIMIT;
+        bool include_exited = false;
+        const Param table[] = {
+                { "pid", PARAM_INT, false, 1, &pid, NULL },
+                { "includeExited", PARAM_BOOL, false, 0, &include_exited, NULL },
+                { "limit", PARAM_INT, false, 1, &limit, NULL },
+        };
+        ProcessInfo *list;
+        json_t *array;
+        size_t n;
+        int r;
+
+        r = params_parse(call, parameters, table, ELEMENTSOF(table));
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (pid > UINT32_MAX)
+                return varlink_call_error_invalid_parameter(call, "pid");
+        if (limit > LIST_MAX_LIMIT)
+                return varlink_call_error_invalid_parameter(call, "limit");
+
+        r = store_list_processes(manager_store(m), (uint32_t) pid, include_exited, visible_uid(call), (size_t) limit,
+                                 &list, &n);
+        if (r < 0)
+                return reply_database_error(call, manager_store(m), r);
+        array = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(array, process_info_to_json(&list[i]));
+        process_infos_free(list, n);
+        return varlink_call_reply(call, json_pack("{s:o}", "processes", array), false);
 }
 
 static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
         { "History", method_history },
+        { "ListProcesses", method_list_processes },
         {},
 };
 

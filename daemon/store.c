@@ -23,6 +23,9 @@ struct Store {
         sqlite3_stmt *find_process;
         sqlite3_stmt *find_newest_process;
         sqlite3_stmt *history;
+        sqlite3_stmt *add_trap, *add_signal;
+        sqlite3_stmt *top_traps, *top_signals;         /* for a JSON list of process ids */
+        sqlite3_stmt *history_traps, *history_signals; /* for one process, by interval */
 };
 
 static inline void sqlite3_finalizep(sqlite3_stmt **s) {
@@ -169,8 +172,8 @@ static int prepare_statements(Store *s) {
         if (r < 0)
                 return r;
         r = prepare(s, &s->upsert_sample,
-                    "INSERT INTO sample_raw (process_id, time_usec, %s) VALUES (?, ?, %s) "
-                    "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s",
+                    "INSERT INTO sample_raw (process_id, time_usec, %s, traps) VALUES (?, ?, %s, ?) "
+                    "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s, traps = traps + excluded.traps",
                     s->columns, placeholders, increments);
         if (r < 0)
                 return r;
@@ -182,10 +185,41 @@ static int prepare_statements(Store *s) {
                                                 "ORDER BY first_seen_usec DESC, id DESC LIMIT 1");
         if (r < 0)
                 return r;
-        return prepare(s, &s->history,
-                       "SELECT (time_usec / ?2) * ?2 AS t, %s FROM sample_raw "
-                       "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t ORDER BY t",
-                       s->sums);
+        r = prepare(s, &s->history,
+                    "SELECT (time_usec / ?2) * ?2 AS t, %s FROM sample_raw "
+                    "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t ORDER BY t",
+                    s->sums);
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->add_trap,
+                    "INSERT INTO trap_raw (process_id, time_usec, vector, count) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (process_id, time_usec, vector) DO UPDATE SET count = count + excluded.count");
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->add_signal,
+                    "INSERT INTO signal_raw (process_id, time_usec, signo, si_code, count) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (process_id, time_usec, signo, si_code) DO UPDATE SET count = count + excluded.count");
+        if (r < 0)
+                return r;
+        /* The first column says where a row goes: a process id (Top) or an interval (History). */
+        r = prepare(s, &s->top_traps,
+                    "SELECT process_id, vector, SUM(count) FROM trap_raw WHERE time_usec >= ?1 "
+                    "AND process_id IN (SELECT value FROM json_each(?2)) GROUP BY process_id, vector");
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->top_signals,
+                    "SELECT process_id, signo, si_code, SUM(count) FROM signal_raw WHERE time_usec >= ?1 "
+                    "AND process_id IN (SELECT value FROM json_each(?2)) GROUP BY process_id, signo, si_code");
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->history_traps,
+                    "SELECT (time_usec / ?2) * ?2 AS t, vector, SUM(count) FROM trap_raw "
+                    "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t, vector");
+        if (r < 0)
+                return r;
+        return prepare(s, &s->history_signals,
+                       "SELECT (time_usec / ?2) * ?2 AS t, signo, si_code, SUM(count) FROM signal_raw "
+                       "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t, signo, si_code");
 }
 
 int store_open(const char *path, const char *boot_id, Store **ret) {
@@ -236,6 +270,12 @@ Store *store_free(Store *s) {
         sqlite3_finalize(s->find_process);
         sqlite3_finalize(s->find_newest_process);
         sqlite3_finalize(s->history);
+        sqlite3_finalize(s->add_trap);
+        sqlite3_finalize(s->add_signal);
+        sqlite3_finalize(s->top_traps);
+        sqlite3_finalize(s->top_signals);
+        sqlite3_finalize(s->history_traps);
+        sqlite3_finalize(s->history_signals);
         sqlite3_close_v2(s->db);
         free(s->columns);
         free(s->sums);
@@ -301,18 +341,54 @@ static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         return 0;
 }
 
-static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta) {
+/* Runs an INSERT with its parameters bound already. */
+static int step_done(sqlite3_stmt *st) {
+        int rc = sqlite3_step(st);
+
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+}
+
+static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta, uint64_t traps) {
         sqlite3_stmt *st = s->upsert_sample;
-        int rc;
 
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, process_id);
         sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
         for (size_t i = 0; i < n_fault_fields; i++)
                 sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(delta, &fault_fields[i]));
-        rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+        sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) traps);
+        return step_done(st);
+}
+
+static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const Traps *t) {
+        int r;
+
+        for (unsigned v = 0; v < ELEMENTSOF(t->vector); v++) {
+                if (!t->vector[v])
+                        continue;
+                sqlite3_reset(s->add_trap);
+                sqlite3_bind_int64(s->add_trap, 1, process_id);
+                sqlite3_bind_int64(s->add_trap, 2, (int64_t) bucket_usec);
+                sqlite3_bind_int(s->add_trap, 3, (int) v);
+                sqlite3_bind_int64(s->add_trap, 4, (int64_t) t->vector[v]);
+                if ((r = step_done(s->add_trap)) < 0)
+                        return r;
+        }
+        for (unsigned sig = 0; sig < FAULT_SIGNALS; sig++)
+                for (unsigned slot = 0; slot < SI_CODE_SLOTS; slot++) {
+                        if (!t->signal[sig][slot])
+                                continue;
+                        sqlite3_reset(s->add_signal);
+                        sqlite3_bind_int64(s->add_signal, 1, process_id);
+                        sqlite3_bind_int64(s->add_signal, 2, (int64_t) bucket_usec);
+                        sqlite3_bind_int(s->add_signal, 3, fault_signal_number(sig));
+                        sqlite3_bind_int(s->add_signal, 4, si_code_of_slot(slot));
+                        sqlite3_bind_int64(s->add_signal, 5, (int64_t) t->signal[sig][slot]);
+                        if ((r = step_done(s->add_signal)) < 0)
+                                return r;
+                }
+        return 0;
 }
 
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
@@ -330,8 +406,16 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                 r = upsert_process(s, samples[i].process, &id);
                 if (r < 0)
                         goto rollback;
-                if (!faults_is_zero(&samples[i].delta)) {
-                        r = add_sample(s, id, bucket, &samples[i].delta);
+
+                uint64_t traps = samples[i].traps ? traps_total(samples[i].traps) : 0;
+
+                if (!faults_is_zero(&samples[i].delta) || traps > 0) {
+                        r = add_sample(s, id, bucket, &samples[i].delta, traps);
+                        if (r < 0)
+                                goto rollback;
+                }
+                if (traps > 0) {
+                        r = add_traps(s, id, bucket, samples[i].traps);
                         if (r < 0)
                                 goto rollback;
                 }
@@ -394,48 +478,171 @@ void store_rows_free(StoreRow *rows, size_t n) {
         free(rows);
 }
 
-int store_top(Store *s, uint64_t since_usec, const FaultField *sort, size_t limit, int64_t uid, StoreRow **ret,
+/* Adds trap rows (process_id or interval, vector, count) and signal rows (key, signo, si_code,
+ * count) to the Traps that find() returns for the first column. */
+static int read_traps(sqlite3_stmt *traps_st, sqlite3_stmt *signals_st, Traps *(*find)(int64_t key, void *userdata),
+                      void *userdata) {
+        int rc;
+
+        while ((rc = sqlite3_step(traps_st)) == SQLITE_ROW) {
+                Traps *t = find(sqlite3_column_int64(traps_st, 0), userdata);
+                int v = sqlite3_column_int(traps_st, 1);
+
+                if (t && v >= 0 && (size_t) v < ELEMENTSOF(t->vector))
+                        t->vector[v] += (uint64_t) sqlite3_column_int64(traps_st, 2);
+        }
+        sqlite3_reset(traps_st);
+        if (rc != SQLITE_DONE)
+                return sqlite_to_errno(rc) ?: -EIO;
+
+        while ((rc = sqlite3_step(signals_st)) == SQLITE_ROW) {
+                Traps *t = find(sqlite3_column_int64(signals_st, 0), userdata);
+                int sig = fault_signal_index(sqlite3_column_int(signals_st, 1));
+
+                if (t && sig >= 0)
+                        t->signal[sig][si_code_slot(sqlite3_column_int(signals_st, 2))] +=
+                                (uint64_t) sqlite3_column_int64(signals_st, 3);
+        }
+        sqlite3_reset(signals_st);
+        return rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+}
+
+typedef struct RowsById {
+        StoreRow *rows;
+        size_t n;
+} RowsById;
+
+static Traps *row_traps_by_id(int64_t id, void *userdata) {
+        RowsById *r = userdata;
+
+        for (size_t i = 0; i < r->n; i++)
+                if (r->rows[i].id == id)
+                        return &r->rows[i].traps;
+        return NULL;
+}
+
+static int top_fill_traps(Store *s, uint64_t since_bucket, StoreRow *rows, size_t n) {
+        _cleanup_free_ char *ids = NULL;
+        RowsById by_id = { rows, n };
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&ids, &size);
+        if (!f)
+                return -ENOMEM;
+        fputc('[', f);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%" PRId64, i ? "," : "", rows[i].id);
+        fputc(']', f);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+
+        sqlite3_bind_int64(s->top_traps, 1, (int64_t) since_bucket);
+        sqlite3_bind_text(s->top_traps, 2, ids, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->top_signals, 1, (int64_t) since_bucket);
+        sqlite3_bind_text(s->top_signals, 2, ids, -1, SQLITE_STATIC);
+        return read_traps(s->top_traps, s->top_signals, row_traps_by_id, &by_id);
+}
+
+int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
               size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
         StoreRow *rows = NULL;
         size_t n = 0, capacity = 0;
+        char column[32];
         int rc, r;
 
-        /* The sort column comes from fault_fields, never from the caller's text. */
+        /* The sort column comes from fault_fields or is "traps", never the caller's text. */
+        if (strcmp(sort, "traps") == 0)
+                snprintf(column, sizeof(column), "traps");
+        else if (fault_field_by_name(sort))
+                snprintf(column, sizeof(column), "f_%s", fault_field_by_name(sort)->name);
+        else
+                return -EINVAL;
+
         r = prepare(s, &st,
-                    "SELECT " PROCESS_COLUMNS ", %s FROM "
-                    "(SELECT process_id, %s FROM sample_raw WHERE time_usec >= ?1 "
+                    "SELECT process.id, " PROCESS_COLUMNS ", %s FROM "
+                    "(SELECT process_id, %s, SUM(traps) AS traps FROM sample_raw WHERE time_usec >= ?1 "
                     " AND (?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3)) GROUP BY process_id "
-                    " ORDER BY SUM(f_%s) DESC, process_id DESC LIMIT ?2) AS t "
-                    "JOIN process ON process.id = t.process_id ORDER BY t.f_%s DESC, process.id DESC",
-                    s->columns, s->sums_as, sort->name, sort->name);
+                    " ORDER BY SUM(%s) DESC, process_id DESC LIMIT ?2) AS t "
+                    "JOIN process ON process.id = t.process_id ORDER BY t.%s DESC, process.id DESC",
+                    s->columns, s->sums_as, column, column);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, (int64_t) (since_usec - since_usec % STORE_RAW_BUCKET_USEC));
+        sqlite3_bind_int64(st, 1, (int64_t) since_bucket);
         sqlite3_bind_int64(st, 2, (int64_t) limit);
         sqlite3_bind_int64(st, 3, uid);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 StoreRow *p = grow(rows, n, &capacity, sizeof(*rows));
                 if (!p) {
-                        store_rows_free(rows, n);
-                        return -ENOMEM;
+                        r = -ENOMEM;
+                        goto fail;
                 }
                 rows = p;
                 memset(&rows[n], 0, sizeof(rows[n]));
-                r = read_process(st, 0, &rows[n].process);
-                if (r < 0) {
-                        store_rows_free(rows, n);
-                        return r;
-                }
-                read_faults(st, 9, &rows[n].faults);
+                rows[n].id = sqlite3_column_int64(st, 0);
+                r = read_process(st, 1, &rows[n].process);
+                if (r < 0)
+                        goto fail;
+                read_faults(st, 10, &rows[n].faults);
                 n++;
         }
         if (rc != SQLITE_DONE) {
-                store_rows_free(rows, n);
+                r = sqlite_to_errno(rc) ?: -EIO;
+                goto fail;
+        }
+        if (n > 0 && (r = top_fill_traps(s, since_bucket, rows, n)) < 0)
+                goto fail;
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+fail:
+        store_rows_free(rows, n);
+        return r;
+}
+
+void process_infos_free(ProcessInfo *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                process_info_done(&p[i]);
+        free(p);
+}
+
+int store_list_processes(Store *s, uint32_t pid, bool include_exited, int64_t uid, size_t limit, ProcessInfo **ret,
+                         size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        ProcessInfo *list = NULL;
+        size_t n = 0, capacity = 0;
+        int rc, r;
+
+        r = prepare(s, &st, "SELECT " PROCESS_COLUMNS " FROM process WHERE (?1 = 0 OR pid = ?1) AND (?2 OR NOT exited) "
+                            "AND (?3 < 0 OR uid = ?3) ORDER BY first_seen_usec DESC, id DESC LIMIT ?4");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, pid);
+        sqlite3_bind_int(st, 2, include_exited);
+        sqlite3_bind_int64(st, 3, uid);
+        sqlite3_bind_int64(st, 4, (int64_t) limit);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                ProcessInfo *p = grow(list, n, &capacity, sizeof(*list));
+                if (!p) {
+                        process_infos_free(list, n);
+                        return -ENOMEM;
+                }
+                list = p;
+                r = read_process(st, 0, &list[n]);
+                if (r < 0) {
+                        process_infos_free(list, n);
+                        return r;
+                }
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                process_infos_free(list, n);
                 return sqlite_to_errno(rc) ?: -EIO;
         }
-        *ret = rows;
+        *ret = list;
         *ret_n = n;
         return 0;
 }
@@ -463,21 +670,45 @@ int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret
         return r;
 }
 
+typedef struct RowsByTime {
+        StoreHistoryRow *rows;
+        size_t n;
+} RowsByTime;
+
+/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row. */
+static Traps *history_traps_by_time(int64_t t, void *userdata) {
+        RowsByTime *r = userdata;
+        size_t lo = 0, hi = r->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if ((int64_t) r->rows[mid].time_usec < t)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < r->n && (int64_t) r->rows[lo].time_usec == t ? &r->rows[lo].traps : NULL;
+}
+
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n) {
         sqlite3_stmt *st = s->history;
         StoreHistoryRow *rows = NULL;
         size_t n = 0, capacity = 0;
-        int rc;
+        int64_t until = until_usec > INT64_MAX ? INT64_MAX : (int64_t) until_usec;
+        int rc, r;
 
-        if (resolution_usec == 0 || resolution_usec % STORE_RAW_BUCKET_USEC != 0)
+        if (resolution_usec == 0 || resolution_usec % STORE_RAW_BUCKET_USEC != 0 || resolution_usec > INT64_MAX)
                 return -EINVAL;
 
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, process_id);
-        sqlite3_bind_int64(st, 2, (int64_t) resolution_usec);
-        sqlite3_bind_int64(st, 3, (int64_t) since_usec);
-        sqlite3_bind_int64(st, 4, until_usec > INT64_MAX ? INT64_MAX : (int64_t) until_usec);
+        for (sqlite3_stmt **q = (sqlite3_stmt *[]) { s->history, s->history_traps, s->history_signals, NULL }; *q; q++) {
+                sqlite3_reset(*q);
+                sqlite3_bind_int64(*q, 1, process_id);
+                sqlite3_bind_int64(*q, 2, (int64_t) resolution_usec);
+                sqlite3_bind_int64(*q, 3, (int64_t) since_usec);
+                sqlite3_bind_int64(*q, 4, until);
+        }
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 StoreHistoryRow *p = grow(rows, n, &capacity, sizeof(*rows));
                 if (!p) {
@@ -486,6 +717,7 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
                         return -ENOMEM;
                 }
                 rows = p;
+                memset(&rows[n], 0, sizeof(rows[n]));
                 rows[n].time_usec = (uint64_t) sqlite3_column_int64(st, 0);
                 read_faults(st, 1, &rows[n].faults);
                 n++;
@@ -494,6 +726,11 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
         if (rc != SQLITE_DONE) {
                 free(rows);
                 return sqlite_to_errno(rc) ?: -EIO;
+        }
+        r = read_traps(s->history_traps, s->history_signals, history_traps_by_time, &(RowsByTime) { rows, n });
+        if (r < 0) {
+                free(rows);
+                return r;
         }
         *ret = rows;
         *ret_n = n;

@@ -11,6 +11,7 @@
 
 #include "counters.h"
 #include "embedded.h"
+#include "traps.h"
 
 /* Width of a raw-tier bucket. */
 #define STORE_RAW_BUCKET_USEC (10 * UINT64_C(1000000))
@@ -32,18 +33,21 @@ const char *store_path(Store *s);
 uint64_t store_size_bytes(Store *s);
 
 /* Writes one tick in one transaction: each process row is created or updated (last seen,
- * exited, comm), each non-zero delta is added to the raw bucket holding now_usec. */
+ * exited, comm), each non-zero delta (faults, traps) is added to the raw bucket holding
+ * now_usec. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 
 typedef struct StoreRow {
+        int64_t id;
         ProcessInfo process;
         Faults faults;
+        Traps traps;
 } StoreRow;
 
 /* Processes with non-zero counts in buckets starting at or after the bucket holding
- * since_usec, sorted by the sort member, descending; at most limit rows. With uid >= 0 only
- * that user's processes. */
-int store_top(Store *s, uint64_t since_usec, const FaultField *sort, size_t limit, int64_t uid, StoreRow **ret,
+ * since_usec, sorted descending by sort (a Faults member name, or "traps" for all traps);
+ * at most limit rows. With uid >= 0 only that user's processes. -EINVAL for an unknown sort. */
+int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
               size_t *ret_n);
 void store_rows_free(StoreRow *rows, size_t n);
 
@@ -51,9 +55,16 @@ void store_rows_free(StoreRow *rows, size_t n);
  * recently. -ENOENT when there is none. */
 int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret);
 
+/* Processes, newest first (by first seen): all of them or the incarnations of one pid, with
+ * or without those that exited, only uid's when uid >= 0. */
+int store_list_processes(Store *s, uint32_t pid, bool include_exited, int64_t uid, size_t limit, ProcessInfo **ret,
+                         size_t *ret_n);
+void process_infos_free(ProcessInfo *p, size_t n);
+
 typedef struct StoreHistoryRow {
         uint64_t time_usec;
         Faults faults;
+        Traps traps;
 } StoreHistoryRow;
 
 /* Samples of one process in [since_usec, until_usec), merged into intervals of

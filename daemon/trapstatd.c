@@ -22,7 +22,8 @@ static void help(void) {
                "  -S, --socket PATH          varlink socket (default: $RUNTIME_DIRECTORY/io.trapstat or %s);\n"
                "                             a socket passed by systemd wins\n"
                "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
-               "      --max-processes N      processes tracked in the kernel at once (default: 16384)\n"
+               "      --slots N              fast counting slots in the kernel, a power of two (default: 8192)\n"
+               "      --max-processes N      processes counted outside slots at once (default: 16384)\n"
                "      --max-message-size N   largest varlink message accepted, bytes (default: %u)\n"
                "      --max-connections N    concurrent client connections (default: %u)\n"
                "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
@@ -61,11 +62,12 @@ static char *first_of_env(const char *name) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_MAX_PROCESSES = 0x100, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
                 { "tick", required_argument, NULL, 't' },
+                { "slots", required_argument, NULL, ARG_SLOTS },
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
                 { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
@@ -95,6 +97,11 @@ int main(int argc, char *argv[]) {
                         if (parse_duration_usec(optarg, &usec) < 0 || usec < 10 * USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
                                 return usage_error("invalid --tick '%s': expected a duration from 10ms to 1h", optarg);
                         config.tick_usec = usec;
+                        break;
+                case ARG_SLOTS:
+                        if (parse_uint(optarg, 1U << 22, &v) < 0 || (v & (v - 1)) != 0)
+                                return usage_error("invalid --slots '%s': expected a power of two from 1 to 4194304", optarg);
+                        config.slots = (uint32_t) v;
                         break;
                 case ARG_MAX_PROCESSES:
                         if (parse_uint(optarg, 1U << 22, &v) < 0)

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,7 @@ static void test_flush_top_history(void **state) {
         }
 
         /* Top since t0: a has 3*10 + 100 user faults, b 3*1; a first. */
-        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, &rows, &n), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].process.pid, 100);
         assert_int_equal(rows[0].faults.user, 130);
@@ -141,11 +142,11 @@ static void test_flush_top_history(void **state) {
         store_rows_free(rows, n);
 
         /* Only the second bucket; and only uid 0's processes. */
-        assert_int_equal(store_top(s, t0 + 10000000, fault_field_by_name("user"), 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0 + 10000000, "user", 10, -1, &rows, &n), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].faults.user, 100);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 10, 0, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, 0, &rows, &n), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].process.pid, 200);
         store_rows_free(rows, n);
@@ -191,7 +192,7 @@ static void test_flush_top_history(void **state) {
         /* Reopening an existing, current database migrates nothing and keeps the data. */
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         /* Both incarnations of pid 100 and pid 200, the first sorted by its 130 user faults. */
-        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, &rows, &n), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.start_time, 5000);
         assert_int_equal(rows[0].faults.user, 130);
@@ -200,9 +201,67 @@ static void test_flush_top_history(void **state) {
         assert_int_equal(rows[2].process.pid, 200);
         store_rows_free(rows, n);
         /* limit applies. */
-        assert_int_equal(store_top(s, t0, fault_field_by_name("user"), 1, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 1, -1, &rows, &n), 0);
         assert_int_equal(n, 1);
         store_rows_free(rows, n);
+        store_free(s);
+}
+
+static void test_traps(void **state) {
+        char path[256];
+        Store *s;
+        ProcessInfo a = { .pid = 300, .start_time = 1, .comm = "trapper", .first_seen_usec = 1 };
+        ProcessInfo b = { .pid = 301, .start_time = 1, .comm = "faulter", .first_seen_usec = 1 };
+        const uint64_t t0 = 1700000000000000ULL;
+        Traps t = {};
+        StoreHistoryRow *hist;
+        StoreRow *rows;
+        ProcessInfo found;
+        int64_t id;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/traps.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+
+        /* 5 #UD (SIGILL/ILL_ILLOPN) and 2 #GP (SIGSEGV/SI_KERNEL), no faults at all; twice, in
+         * two buckets. b only faults. */
+        t.vector[6] = 5;
+        t.vector[13] = 2;
+        t.signal[fault_signal_index(SIGILL)][si_code_slot(2)] = 5;
+        t.signal[fault_signal_index(SIGSEGV)][si_code_slot(0x80)] = 2;
+        for (int i = 0; i < 2; i++) {
+                ProcessSample samples[] = { { &a, (Faults) {}, &t }, { &b, make_faults(1), NULL } };
+                assert_int_equal(store_flush(s, t0 + (uint64_t) i * 10000000, samples, 2), 0);
+        }
+
+        /* Sorted by traps, the trapper comes first although it never faulted. */
+        assert_int_equal(store_top(s, t0, "traps", 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(rows[0].process.comm, "trapper");
+        assert_int_equal(rows[0].traps.vector[6], 10);
+        assert_int_equal(rows[0].traps.vector[13], 4);
+        assert_int_equal(rows[0].traps.signal[fault_signal_index(SIGILL)][si_code_slot(2)], 10);
+        assert_int_equal(rows[0].traps.signal[fault_signal_index(SIGSEGV)][0], 4);
+        assert_int_equal(traps_total(&rows[0].traps), 14);
+        assert_true(faults_is_zero(&rows[0].faults));
+        assert_int_equal(traps_total(&rows[1].traps), 0);
+        store_rows_free(rows, n);
+        assert_int_equal(store_top(s, t0, "nonsense", 10, -1, &rows, &n), -EINVAL);
+
+        /* History per bucket and merged into one interval. */
+        assert_int_equal(store_find_process(s, 300, 0, &id, &found), 0);
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(hist[0].traps.vector[6], 5);
+        assert_int_equal(hist[1].traps.vector[13], 2);
+        assert_int_equal(hist[1].traps.signal[fault_signal_index(SIGSEGV)][0], 2);
+        free(hist);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 6 * STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(hist[0].traps.vector[6], 10);
+        assert_int_equal(traps_total(&hist[0].traps), 14);
+        free(hist);
         store_free(s);
 }
 
@@ -222,6 +281,7 @@ int main(void) {
                 cmocka_unit_test(test_migrate_stepwise_and_atomic),
                 cmocka_unit_test(test_migrate_refuses_newer),
                 cmocka_unit_test(test_flush_top_history),
+                cmocka_unit_test(test_traps),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

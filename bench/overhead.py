@@ -1,0 +1,651 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Overhead of page fault tracers on the fault microbenchmark (bench/fault-bench.c).
+
+For each tracer ("configuration"), runs fault-bench in pairs: one run with nothing attached
+(baseline) and one run with the tracer attached, alternating in time. The tracer is started
+and waited for until it is attached before its run and stopped after it, so baseline runs never
+see it; fault-bench times itself, so starting and stopping the tracer is not in the figures.
+Within a pair the order alternates (base first in even pairs, traced first in odd ones) so a
+slow drift of the machine does not favour either side. Per pair: ratio = traced ns_per_fault /
+baseline ns_per_fault; reported: median, min and max of the ratios, the median of the per-pair
+differences (traced - base, ns per fault) and the median ns_per_fault of each side.
+
+Needs root (BPF, perf system-wide, tracefs); exits 77 otherwise. Python 3 standard library only.
+See bench/README.md.
+
+usage: sudo python3 bench/overhead.py [--rounds N] [--bench-rounds R] [--mib M] [--nice N]
+                                      [--only NAME]... [--build DIR] [--json]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+CONFIGS = ("trapstatd", "bpftrace", "perf-stat", "perf-record")
+BPFTRACE_PROGRAM = "tracepoint:exceptions:page_fault_user { @[pid] = count(); }"
+TRACEPOINT = "exceptions:page_fault_user"
+TRACEFS = "/sys/kernel/tracing"
+START_TIMEOUT = 30  # s for a tracer to attach
+STOP_TIMEOUT = 30  # s for a tracer to exit after its stop signal
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+# Processes that may have something attached to page faults; if one runs that is not ours,
+# baseline runs are not clean and the table says so.
+TRACER_COMMS = {"trapstatd", "bpftrace", "perf"}
+
+live = []  # every process started and not yet reaped, for the cleanup on the way out
+
+
+class Failed(Exception):
+    """A configuration could not be measured; becomes a "failed" row, the others still run."""
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def spawn(args, **kw):
+    proc = subprocess.Popen(args, **kw)
+    live.append(proc)
+    return proc
+
+
+def reap(proc, sig, timeout=STOP_TIMEOUT):
+    """Sends sig to a process we started and waits for it; SIGKILL if it does not exit in time.
+    Returns (returncode, killed)."""
+    killed = False
+    if proc.poll() is None:
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            killed = True
+    if proc in live:
+        live.remove(proc)
+    return proc.returncode, killed
+
+
+def tail(path, lines=8):
+    try:
+        with open(path, errors="replace") as f:
+            return " | ".join(line.strip() for line in f.read().strip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def proc_cpu_ms(pid):
+    """utime + stime of a process from /proc/PID/stat, in ms (resolution 1/CLK_TCK s)."""
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    # rest[0] is field 3 (state); utime and stime are fields 14 and 15
+    return (int(rest[11]) + int(rest[12])) * 1000.0 / CLK_TCK
+
+
+def proc_hwm_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def foreign_tracers():
+    """comm[pid] of running processes that might trace page faults and that we did not start."""
+    ours = {p.pid for p in live}
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in ours or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm in TRACER_COMMS:
+            found.append(f"{comm}[{entry}]")
+    return found
+
+
+def wait_readable(fd, timeout, proc, what, log_path):
+    """Waits until fd is readable; fails early if proc exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Failed(f"{what} did not attach within {timeout} s: {tail(log_path)}")
+        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if ready:
+            return
+        if proc.poll() is not None:
+            raise Failed(f"{what} exited {proc.returncode} at start: {tail(log_path)}")
+
+
+class Bench:
+    def __init__(self, path, rounds, mib, nice):
+        self.path, self.rounds, self.mib, self.nice = path, rounds, mib, nice
+
+    def preexec(self):
+        os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+
+    def run(self):
+        """Runs fault-bench once; returns (ns_per_fault, pid, pages)."""
+        proc = spawn([self.path, str(self.rounds), str(self.mib)], stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, preexec_fn=self.preexec if self.nice else None)
+        try:
+            out, err = proc.communicate(timeout=600)
+        finally:
+            reap(proc, signal.SIGKILL)
+        fields = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+        if proc.returncode != 0 or "ns_per_fault" not in fields:
+            raise SystemExit(f"overhead: fault-bench failed (exit {proc.returncode}): {err.strip() or out.strip()}")
+        return float(fields["ns_per_fault"]), proc.pid, int(fields["pages"])
+
+
+class Tracer:
+    name = ""
+    command = ""  # as shown in the README and the JSON
+
+    def __init__(self, tmp, bins):
+        self.tmp, self.bins = tmp, bins
+        self.notes = []
+        self.proc = None
+        self.starts = 0
+
+    def missing(self):
+        """Why this tracer cannot run here (a short note), or None."""
+        return None
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self, bench_pid, pages):
+        """Stops the tracer after the traced run; may check that it saw the run's faults."""
+        raise NotImplementedError
+
+    def check_exit(self, code, killed, ok=(0,)):
+        if killed:
+            self.note(f"did not stop within {STOP_TIMEOUT} s, killed")
+        elif code not in ok:
+            self.note(f"exited {code} when stopped: {tail(self.log_path, 3)}")
+
+    def check_seen(self, seen, pages, what):
+        if seen is None:
+            self.note(f"could not read its {what}")
+        elif seen < 0.99 * pages:
+            self.note(f"{what}: saw only {100.0 * seen / pages:.0f} % of the run's faults")
+
+    def note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def kill(self):
+        if self.proc is not None:
+            reap(self.proc, signal.SIGKILL, timeout=5)
+            self.proc = None
+
+
+def need_tracepoint():
+    if not os.path.isdir(os.path.join(TRACEFS, "events", "exceptions", "page_fault_user")):
+        return f"tracepoint {TRACEPOINT} not found under {TRACEFS}"
+    return None
+
+
+class Trapstatd(Tracer):
+    name = "trapstatd"
+    command = "trapstatd --state-dir TMP --socket TMP/io.trapstat --tick 1s (default sources)"
+
+    def __init__(self, tmp, bins):
+        super().__init__(tmp, bins)
+        self.dir = os.path.join(tmp, "trapstatd")
+        self.state = os.path.join(self.dir, "state")
+        self.socket = os.path.join(self.dir, "io.trapstat")
+        self.log_path = os.path.join(self.dir, "trapstatd.log")
+        os.makedirs(self.state)
+        # accumulated over every start: CPU in ms, wall in s
+        self.cpu_start_ms = self.cpu_attached_ms = 0.0
+        self.wall_total = self.wall_attached = 0.0
+        self.hwm_kib = 0
+        self.sources = None
+
+    def client(self, *args, timeout=10):
+        return subprocess.run([self.bins["trapstat"], "--socket", self.socket, *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def start(self):
+        self.starts += 1
+        with open(self.log_path, "a") as logf:
+            self.t_spawn = time.monotonic()
+            self.proc = spawn([self.bins["trapstatd"], "--state-dir", self.state, "--socket", self.socket,
+                               "--tick", "1s"], stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+        deadline = self.t_spawn + START_TIMEOUT
+        while True:
+            if self.proc.poll() is not None:
+                raise Failed(f"trapstatd exited {self.proc.returncode} at start: {tail(self.log_path)}")
+            if os.path.exists(self.socket):
+                r = self.client("--json", "status")
+                if r.returncode == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise Failed(f"trapstatd did not answer status within {START_TIMEOUT} s: {tail(self.log_path)}")
+            time.sleep(0.05)
+        # The daemon attaches its BPF programs before it listens: answering means attached.
+        self.t_ready = time.monotonic()
+        self.cpu_ready = proc_cpu_ms(self.proc.pid)
+        try:
+            status = json.loads(r.stdout)
+            self.sources = {s["name"]: s.get("active") for s in status.get("sources", [])}
+            inactive = sorted(n for n, active in self.sources.items() if not active)
+            if inactive:
+                self.note("inactive sources: " + ", ".join(inactive))
+        except (ValueError, AttributeError, KeyError, TypeError):
+            self.note("status --json not understood")
+
+    def seen_user_faults(self, pid):
+        """The bench's user faults as trapstatd stored them (after its exit drain and a tick)."""
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            r = self.client("--json", "history", str(pid))
+            if r.returncode == 0:
+                try:
+                    reply = json.loads(r.stdout)
+                    if reply["process"].get("exited"):
+                        return int(reply["total"]["faults"]["user"])
+                except (ValueError, KeyError, TypeError):
+                    return None
+            time.sleep(0.1)
+        return None
+
+    def stop(self, bench_pid, pages):
+        self.check_seen(self.seen_user_faults(bench_pid), pages, "history")
+        now = time.monotonic()
+        cpu = proc_cpu_ms(self.proc.pid)
+        self.hwm_kib = max(self.hwm_kib, proc_hwm_kib(self.proc.pid))
+        self.cpu_start_ms += self.cpu_ready
+        self.cpu_attached_ms += cpu - self.cpu_ready
+        self.wall_total += now - self.t_spawn
+        self.wall_attached += now - self.t_ready
+        code, killed = reap(self.proc, signal.SIGTERM)
+        self.proc = None
+        self.check_exit(code, killed)
+
+    def daemon_report(self):
+        if not self.starts or self.wall_total <= 0:
+            return None
+        cpu_total = self.cpu_start_ms + self.cpu_attached_ms
+        return {
+            "starts": self.starts,
+            "cpu_ms": round(cpu_total),
+            "wall_s": round(self.wall_total, 2),
+            "cpu_pct_of_one_core": round(100.0 * cpu_total / 1000.0 / self.wall_total, 2),
+            "cpu_ms_at_start": round(self.cpu_start_ms),
+            "cpu_ms_attached": round(self.cpu_attached_ms),
+            "wall_attached_s": round(self.wall_attached, 2),
+            "cpu_pct_attached": round(100.0 * self.cpu_attached_ms / 1000.0 / self.wall_attached, 2),
+            "peak_rss_kib": self.hwm_kib,
+            "cpu_resolution_ms": 1000.0 / CLK_TCK,
+        }
+
+
+class Bpftrace(Tracer):
+    name = "bpftrace"
+    command = f"bpftrace -e '{BPFTRACE_PROGRAM}'"
+
+    def __init__(self, tmp, bins):
+        super().__init__(tmp, bins)
+        self.log_path = os.path.join(tmp, "bpftrace.log")
+
+    def missing(self):
+        if not shutil.which("bpftrace"):
+            return "not installed"
+        return need_tracepoint()
+
+    def start(self):
+        self.starts += 1
+        # BEGIN runs once every probe is attached; -B none so its line is not stuck in a buffer.
+        program = 'BEGIN { printf("attached\\n"); } ' + BPFTRACE_PROGRAM
+        with open(self.log_path, "a") as logf:
+            self.proc = spawn(["bpftrace", "-B", "none", "-e", program], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=logf, start_new_session=True)
+        fd = self.proc.stdout.fileno()
+        self.out = b""
+        while b"attached\n" not in self.out:
+            wait_readable(fd, START_TIMEOUT, self.proc, "bpftrace", self.log_path)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.proc.wait(timeout=5)
+                raise Failed(f"bpftrace exited {self.proc.returncode} at start: {tail(self.log_path)}")
+            self.out += chunk
+
+    def stop(self, bench_pid, pages):
+        # SIGINT: bpftrace detaches and prints @ (one line per pid) on the way out.
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            rest, _ = self.proc.communicate(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            rest = b""
+        code, killed = reap(self.proc, signal.SIGKILL)
+        self.proc = None
+        self.check_exit(code, killed, ok=(0, -signal.SIGINT))
+        m = re.search(rb"^@\[%d\]: (\d+)$" % bench_pid, self.out + rest, re.M)
+        self.check_seen(int(m.group(1)) if m else None, pages, "@[pid] count")
+
+
+class Perf(Tracer):
+    """perf with events opened disabled (-D -1) and enabled through its control FIFO: the ack
+    on the ack FIFO says the events are enabled, i.e. attached."""
+
+    def __init__(self, tmp, bins):
+        super().__init__(tmp, bins)
+        self.log_path = os.path.join(tmp, f"{self.name}.log")
+
+    def missing(self):
+        if not shutil.which("perf"):
+            return "not installed"
+        r = subprocess.run(["perf", "version"], capture_output=True, text=True)
+        if r.returncode != 0:  # Debian's wrapper when no perf matches the kernel
+            return "not installed (perf: " + (r.stderr.strip().splitlines() or ["?"])[0] + ")"
+        return need_tracepoint()
+
+    def start(self):
+        self.starts += 1
+        self.ctl = os.path.join(self.tmp, f"{self.name}-ctl-{self.starts}")
+        self.ack = os.path.join(self.tmp, f"{self.name}-ack-{self.starts}")
+        os.mkfifo(self.ctl)
+        os.mkfifo(self.ack)
+        # O_RDWR: opening never blocks, whether or not perf has opened its end yet.
+        self.ctl_fd = os.open(self.ctl, os.O_RDWR | os.O_NONBLOCK)
+        self.ack_fd = os.open(self.ack, os.O_RDWR | os.O_NONBLOCK)
+        with open(self.log_path, "a") as logf:
+            self.proc = spawn(["perf", *self.perf_args(), "-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}"],
+                              stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True)
+        os.write(self.ctl_fd, b"enable\n")
+        wait_readable(self.ack_fd, START_TIMEOUT, self.proc, "perf", self.log_path)
+        if not os.read(self.ack_fd, 64).startswith(b"ack"):
+            raise Failed("perf: unexpected answer on its ack FIFO")
+
+    def perf_args(self):
+        raise NotImplementedError
+
+    def stop_perf(self):
+        code, killed = reap(self.proc, signal.SIGINT)
+        self.proc = None
+        for fd in (self.ctl_fd, self.ack_fd):
+            os.close(fd)
+        for path in (self.ctl, self.ack):
+            os.unlink(path)
+        self.check_exit(code, killed, ok=(0, -signal.SIGINT))
+
+
+class PerfStat(Perf):
+    name = "perf-stat"
+    command = f"perf stat -e {TRACEPOINT} -a"
+
+    def perf_args(self):
+        self.out_path = os.path.join(self.tmp, f"perf-stat-{self.starts}.csv")
+        return ["stat", "-e", TRACEPOINT, "-a", "-x", ",", "-o", self.out_path]
+
+    def stop(self, bench_pid, pages):
+        self.stop_perf()
+        count = None
+        try:
+            with open(self.out_path) as f:
+                for line in f:
+                    cols = line.strip().split(",")
+                    if len(cols) > 2 and cols[2] == TRACEPOINT and cols[0].isdigit():
+                        count = int(cols[0])
+            os.unlink(self.out_path)
+        except OSError:
+            pass
+        # System-wide: every process's faults, so at least the bench's.
+        self.check_seen(count, pages, "count")
+
+
+class PerfRecord(Perf):
+    name = "perf-record"
+    command = f"perf record -e {TRACEPOINT} -a"
+
+    def perf_args(self):
+        self.out_path = os.path.join(self.tmp, f"perf-{self.starts}.data")
+        self.log_mark = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
+        return ["record", "-e", TRACEPOINT, "-a", "-o", self.out_path]
+
+    def stop(self, bench_pid, pages):
+        self.stop_perf()
+        with open(self.log_path, errors="replace") as f:
+            f.seek(self.log_mark)
+            text = f.read()
+        m = re.search(r"\((\d+) samples\)", text)
+        self.check_seen(int(m.group(1)) if m else None, pages, "samples")
+        lost = re.search(r"lost (\d+) chunks", text)
+        if lost:
+            self.note(f"lost {lost.group(1)} chunks")
+        try:
+            os.unlink(self.out_path)
+        except OSError:
+            pass
+
+
+TRACERS = {t.name: t for t in (Trapstatd, Bpftrace, PerfStat, PerfRecord)}
+
+
+def measure(tracer, bench, rounds):
+    """Runs the pairs of one configuration; returns its result dict."""
+    pairs = []
+    foreign = set()
+    for i in range(rounds):
+        order = ("base", "traced") if i % 2 == 0 else ("traced", "base")
+        pair = {"order": "-".join(order)}
+        for side in order:
+            others = set(foreign_tracers())
+            if others - foreign:
+                log(f"overhead: warning: running and not ours (baselines are not clean): {', '.join(sorted(others - foreign))}")
+            foreign.update(others)
+            if side == "base":
+                pair["base"], _, _ = bench.run()
+            else:
+                tracer.start()
+                try:
+                    pair["traced"], pid, pages = bench.run()
+                except BaseException:
+                    tracer.kill()
+                    raise
+                tracer.stop(pid, pages)
+        pair["ratio"] = pair["traced"] / pair["base"]
+        pairs.append(pair)
+        log(f"  {tracer.name} {i + 1}/{rounds} ({pair['order']}): base {pair['base']:.1f} "
+            f"traced {pair['traced']:.1f} ns/fault, ratio {pair['ratio']:.3f}")
+    ratios = [p["ratio"] for p in pairs]
+    notes = list(tracer.notes)
+    if foreign:
+        notes.append("other tracers were running: " + ", ".join(sorted(foreign)))
+    return {
+        "name": tracer.name,
+        "command": tracer.command,
+        "status": "ok",
+        "median_ratio": statistics.median(ratios),
+        "min_ratio": min(ratios),
+        "max_ratio": max(ratios),
+        "median_extra_ns_per_fault": statistics.median(p["traced"] - p["base"] for p in pairs),
+        "median_ns_per_fault_traced": statistics.median(p["traced"] for p in pairs),
+        "median_ns_per_fault_base": statistics.median(p["base"] for p in pairs),
+        "pairs": pairs,
+        "notes": notes,
+    }
+
+
+def format_table(results, daemon):
+    header = (f"{'tracer':<14}{'median ratio':>13}{'min':>8}{'max':>8}{'+ns/fault':>11}"
+              f"{'ns/fault traced':>17}{'ns/fault base':>15}   notes")
+    lines = [header]
+    for r in results:
+        if r["status"] != "ok":
+            lines.append(f"{r['name']:<14}{'-':>13}{'-':>8}{'-':>8}{'-':>11}{'-':>17}{'-':>15}   {r['status']}")
+            continue
+        lines.append(f"{r['name']:<14}{r['median_ratio']:>13.3f}{r['min_ratio']:>8.3f}{r['max_ratio']:>8.3f}"
+                     f"{r['median_extra_ns_per_fault']:>11.0f}{r['median_ns_per_fault_traced']:>17.1f}"
+                     f"{r['median_ns_per_fault_base']:>15.1f}   {'; '.join(r['notes'])}".rstrip())
+    if daemon:
+        lines.append("")
+        lines.append(
+            f"trapstatd daemon ({daemon['starts']} starts): CPU {daemon['cpu_ms']} ms over {daemon['wall_s']:.1f} s "
+            f"running = {daemon['cpu_pct_of_one_core']:.2f} % of one core "
+            f"({daemon['cpu_ms_at_start']} ms at start, loading BPF; {daemon['cpu_ms_attached']} ms over "
+            f"{daemon['wall_attached_s']:.1f} s attached = {daemon['cpu_pct_attached']:.2f} %); "
+            f"peak RSS (VmHWM) {daemon['peak_rss_kib'] / 1024:.1f} MiB")
+    return "\n".join(lines)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def ensure_tracefs():
+    """Mounts tracefs if the tracepoints are not visible; returns True if we mounted it."""
+    if os.path.isdir(os.path.join(TRACEFS, "events")):
+        return False
+    r = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True, text=True)
+    if r.returncode != 0:
+        log(f"overhead: could not mount tracefs on {TRACEFS}: {r.stderr.strip()}")
+        return False
+    log(f"overhead: mounted tracefs on {TRACEFS} (unmounted at the end)")
+    return True
+
+
+def parse_args():
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description="Overhead of page fault tracers on bench/fault-bench "
+                                            "(paired, alternating runs; median ratio).")
+    p.add_argument("--rounds", type=int, default=7, help="pairs per configuration (default: 7)")
+    p.add_argument("--bench-rounds", type=int, default=3, help="fault-bench ROUNDS per run (default: 3)")
+    p.add_argument("--mib", type=int, default=128, help="fault-bench MIB mapped per round (default: 128)")
+    p.add_argument("--nice", type=int, default=-10,
+                   help="nice value of the fault-bench runs, so other load on the machine preempts "
+                        "them less (default: -10; 0: inherit)")
+    p.add_argument("--only", action="append", choices=CONFIGS, metavar="NAME",
+                   help="measure only this configuration (repeatable): " + ", ".join(CONFIGS))
+    p.add_argument("--build", default=os.path.join(os.path.dirname(here), "build"),
+                   help="meson build directory (default: build/ of this source tree)")
+    p.add_argument("--json", action="store_true",
+                   help="print the results as JSON on stdout (the table then goes to stderr)")
+    args = p.parse_args()
+    if args.rounds < 1 or args.bench_rounds < 1 or args.mib < 1:
+        p.error("--rounds, --bench-rounds and --mib must be positive")
+    return args
+
+
+def on_signal(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def main():
+    args = parse_args()
+    if os.geteuid() != 0:
+        print("overhead: needs root (BPF programs, system-wide perf events, tracefs); "
+              "run: sudo python3 bench/overhead.py", file=sys.stderr)
+        return SKIP
+    names = [n for n in CONFIGS if not args.only or n in args.only]
+    paths = {"fault-bench": os.path.join(args.build, "bench", "fault-bench")}
+    if "trapstatd" in names:
+        paths["trapstatd"] = os.path.join(args.build, "daemon", "trapstatd")
+        paths["trapstat"] = os.path.join(args.build, "client", "trapstat")
+    absent = [p for p in paths.values() if not os.access(p, os.X_OK)]
+    if absent:
+        print(f"overhead: missing {', '.join(absent)}; build first: meson compile -C {args.build}", file=sys.stderr)
+        return 1
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    tmp = tempfile.mkdtemp(prefix="trapstat-overhead-")
+    mounted = False
+    tracers = []
+    try:
+        # Work on copies, so a rebuild in the tree during the run cannot mix two versions.
+        bins = {}
+        os.mkdir(os.path.join(tmp, "bin"))
+        for name, path in paths.items():
+            bins[name] = shutil.copy2(path, os.path.join(tmp, "bin", name))
+        if any(n != "trapstatd" for n in names):
+            mounted = ensure_tracefs()
+        bench = Bench(bins["fault-bench"], args.bench_rounds, args.mib, args.nice)
+        started = time.monotonic()
+        log(f"overhead: fault-bench {args.bench_rounds} {args.mib} at nice {args.nice}, "
+            f"{args.rounds} pairs per configuration")
+        warm, _, _ = bench.run()
+        log(f"  warm-up (discarded): {warm:.1f} ns/fault")
+
+        results = []
+        daemon = None
+        for name in names:
+            tracer = TRACERS[name](tmp, bins)
+            tracers.append(tracer)
+            why = tracer.missing()
+            if why:
+                log(f"overhead: {name}: {why}")
+                results.append({"name": name, "command": tracer.command, "status": why})
+                continue
+            try:
+                results.append(measure(tracer, bench, args.rounds))
+            except Failed as e:
+                tracer.kill()
+                log(f"overhead: {name} failed: {e}")
+                results.append({"name": name, "command": tracer.command, "status": f"failed: {e}"})
+            if isinstance(tracer, Trapstatd):
+                daemon = tracer.daemon_report()
+
+        table = format_table(results, daemon)
+        print(table, file=sys.stderr if args.json else sys.stdout, flush=True)
+        log(f"overhead: done in {time.monotonic() - started:.0f} s")
+        if args.json:
+            doc = {
+                "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                "kernel": platform.release(),
+                "cpu": cpu_model(),
+                "cpus": os.cpu_count(),
+                "bench": {"rounds": args.bench_rounds, "mib": args.mib, "nice": args.nice, "pairs": args.rounds},
+                "configurations": results,
+                "trapstatd_daemon": daemon,
+            }
+            print(json.dumps(doc, indent=2))
+        return 1 if any(r["status"].startswith("failed") for r in results) else 0
+    except (KeyboardInterrupt, Interrupted) as e:
+        log(f"overhead: interrupted ({e or 'SIGINT'}), cleaning up")
+        return 130
+    finally:
+        for t in tracers:
+            t.kill()
+        for proc in list(live):
+            reap(proc, signal.SIGKILL, timeout=5)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if mounted:
+            r = subprocess.run(["umount", TRACEFS], capture_output=True, text=True)
+            if r.returncode != 0:
+                log(f"overhead: left tracefs mounted on {TRACEFS}: {r.stderr.strip()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

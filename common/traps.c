@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+#include "traps.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "macro.h"
+
+/* x86 exception vectors (arch/x86/include/asm/trapnr.h). */
+static const struct {
+        const char *name, *description;
+} vectors[TRAP_VECTORS] = {
+        [0] = { "DE", "divide error" },
+        [1] = { "DB", "debug" },
+        [2] = { "NMI", "non-maskable interrupt" },
+        [3] = { "BP", "breakpoint" },
+        [4] = { "OF", "overflow" },
+        [5] = { "BR", "bound range exceeded" },
+        [6] = { "UD", "invalid opcode" },
+        [7] = { "NM", "device not available" },
+        [8] = { "DF", "double fault" },
+        [10] = { "TS", "invalid TSS" },
+        [11] = { "NP", "segment not present" },
+        [12] = { "SS", "stack segment fault" },
+        [13] = { "GP", "general protection" },
+        [14] = { "PF", "page fault" },
+        [16] = { "MF", "x87 floating point" },
+        [17] = { "AC", "alignment check" },
+        [18] = { "MC", "machine check" },
+        [19] = { "XM", "SIMD floating point" },
+        [20] = { "VE", "virtualization exception" },
+        [21] = { "CP", "control protection" },
+};
+
+const char *trap_vector_name(unsigned vector, char buf[static 16]) {
+        if (vector == TRAP_VECTOR_UNKNOWN)
+                return "unknown";
+        if (vector < TRAP_VECTORS && vectors[vector].name)
+                return vectors[vector].name;
+        snprintf(buf, 16, "V%u", vector);
+        return buf;
+}
+
+const char *trap_vector_description(unsigned vector) {
+        return vector < TRAP_VECTORS ? vectors[vector].description : NULL;
+}
+
+int trap_vector_from_name(const char *name, unsigned *ret) {
+        char buf[16];
+
+        for (unsigned v = 0; v <= TRAP_VECTOR_UNKNOWN; v++)
+                if (strcmp(trap_vector_name(v, buf), name) == 0) {
+                        *ret = v;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static const struct {
+        int number;
+        const char *name;
+} signals[FAULT_SIGNALS] = {
+        { SIGILL, "SIGILL" }, { SIGTRAP, "SIGTRAP" }, { SIGBUS, "SIGBUS" }, { SIGFPE, "SIGFPE" }, { SIGSEGV, "SIGSEGV" },
+};
+
+int fault_signal_number(unsigned index) {
+        return index < FAULT_SIGNALS ? signals[index].number : -1;
+}
+
+const char *fault_signal_name(unsigned index) {
+        return index < FAULT_SIGNALS ? signals[index].name : NULL;
+}
+
+int fault_signal_index(int signo) {
+        for (unsigned i = 0; i < FAULT_SIGNALS; i++)
+                if (signals[i].number == signo)
+                        return (int) i;
+        return -1;
+}
+
+int si_code_of_slot(unsigned slot) {
+        if (slot == 0)
+                return 0x80; /* SI_KERNEL */
+        return slot < SI_CODE_SLOT_OTHER ? (int) slot : -1;
+}
+
+int si_code_slot(int si_code) {
+        if (si_code == 0x80)
+                return 0;
+        return si_code > 0 && si_code < SI_CODE_SLOT_OTHER ? si_code : SI_CODE_SLOT_OTHER;
+}
+
+const char *si_code_name(int signo, int si_code, char buf[static 24]) {
+        /* From <asm-generic/siginfo.h>; index = si_code - 1. */
+        static const char *const ill[] = { "ILL_ILLOPC", "ILL_ILLOPN", "ILL_ILLADR", "ILL_ILLTRP",
+                                           "ILL_PRVOPC", "ILL_PRVREG", "ILL_COPROC", "ILL_BADSTK", "ILL_BADIADDR" };
+        static const char *const trap[] = { "TRAP_BRKPT", "TRAP_TRACE", "TRAP_BRANCH", "TRAP_HWBKPT", "TRAP_UNK", "TRAP_PERF" };
+        static const char *const bus[] = { "BUS_ADRALN", "BUS_ADRERR", "BUS_OBJERR", "BUS_MCEERR_AR", "BUS_MCEERR_AO" };
+        static const char *const fpe[] = { "FPE_INTDIV", "FPE_INTOVF", "FPE_FLTDIV", "FPE_FLTOVF", "FPE_FLTUND",
+                                           "FPE_FLTRES", "FPE_FLTINV", "FPE_FLTSUB", "FPE_DECOVF", "FPE_DECDIV",
+                                           "FPE_DECERR", "FPE_INVASC", "FPE_INVDEC", "FPE_FLTUNK", "FPE_CONDTRAP" };
+        static const char *const segv[] = { "SEGV_MAPERR", "SEGV_ACCERR", "SEGV_BNDERR", "SEGV_PKUERR",
+                                            "SEGV_ACCADI", "SEGV_ADIDERR", "SEGV_ADIPERR", "SEGV_MTEAERR",
+                                            "SEGV_MTESERR", "SEGV_CPERR" };
+        const char *const *names = NULL;
+        size_t n = 0;
+
+        if (si_code == 0x80)
+                return "SI_KERNEL";
+        if (si_code < 0)
+                return "other";
+        switch (signo) {
+        case SIGILL: names = ill, n = ELEMENTSOF(ill); break;
+        case SIGTRAP: names = trap, n = ELEMENTSOF(trap); break;
+        case SIGBUS: names = bus, n = ELEMENTSOF(bus); break;
+        case SIGFPE: names = fpe, n = ELEMENTSOF(fpe); break;
+        case SIGSEGV: names = segv, n = ELEMENTSOF(segv); break;
+        }
+        if (si_code >= 1 && (size_t) si_code <= n)
+                return names[si_code - 1];
+        snprintf(buf, 24, "CODE%d", si_code);
+        return buf;
+}
+
+void traps_add(Traps *a, const Traps *b) {
+        for (size_t v = 0; v < ELEMENTSOF(a->vector); v++)
+                a->vector[v] += b->vector[v];
+        for (size_t s = 0; s < FAULT_SIGNALS; s++)
+                for (size_t c = 0; c < SI_CODE_SLOTS; c++)
+                        a->signal[s][c] += b->signal[s][c];
+}
+
+bool traps_is_zero(const Traps *t) {
+        static const Traps zero;
+        return memcmp(t, &zero, sizeof(zero)) == 0;
+}
+
+uint64_t traps_total(const Traps *t) {
+        uint64_t n = 0;
+        for (size_t v = 0; v < ELEMENTSOF(t->vector); v++)
+                n += t->vector[v];
+        return n;
+}
+
+int traps_to_json(const Traps *t, json_t *counters) {
+        json_t *traps = json_object(), *sigs = json_object(), *codes = json_object();
+        char buf[24];
+
+        if (!traps || !sigs || !codes)
+                goto fail;
+        for (unsigned v = 0; v < ELEMENTSOF(t->vector); v++)
+                if (t->vector[v] && json_object_set_new(traps, trap_vector_name(v, buf), json_integer_u64(t->vector[v])) < 0)
+                        goto fail;
+        for (unsigned s = 0; s < FAULT_SIGNALS; s++) {
+                uint64_t total = 0;
+
+                for (unsigned c = 0; c < SI_CODE_SLOTS; c++) {
+                        char key[48];
+
+                        if (!t->signal[s][c])
+                                continue;
+                        total += t->signal[s][c];
+                        snprintf(key, sizeof(key), "%s/%s", signals[s].name,
+                                 si_code_name(signals[s].number, si_code_of_slot(c), buf));
+                        if (json_object_set_new(codes, key, json_integer_u64(t->signal[s][c])) < 0)
+                                goto fail;
+                }
+                if (total && json_object_set_new(sigs, signals[s].name, json_integer_u64(total)) < 0)
+                        goto fail;
+        }
+        if (json_object_set_new(counters, "traps", traps) < 0) {
+                traps = NULL;
+                goto fail;
+        }
+        traps = NULL;
+        if (json_object_set_new(counters, "signals", sigs) < 0) {
+                sigs = NULL;
+                goto fail;
+        }
+        sigs = NULL;
+        if (json_object_set_new(counters, "signalCodes", codes) < 0) {
+                codes = NULL;
+                goto fail;
+        }
+        return 0;
+fail:
+        json_decref(traps);
+        json_decref(sigs);
+        json_decref(codes);
+        return -ENOMEM;
+}

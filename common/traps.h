@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* CPU traps and the fault signals they raised, per process: the varlink Counters members
+ * traps, signals and signalCodes (schema/io.trapstat.varlink). */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TRAP_VECTORS 32
+/* Index of vector[] for traps whose vector the kernel does not tell (no thread.trap_nr). */
+#define TRAP_VECTOR_UNKNOWN TRAP_VECTORS
+
+/* The kernel's fault signals, in the order of TS_SIGNALS in bpf/trapstat.h. */
+#define FAULT_SIGNALS 5
+/* si_code slots per signal: 1..14 the codes themselves, 0 SI_KERNEL, 15 any other. */
+#define SI_CODE_SLOTS 16
+#define SI_CODE_SLOT_OTHER 15
+
+typedef struct Traps {
+        uint64_t vector[TRAP_VECTORS + 1];
+        uint64_t signal[FAULT_SIGNALS][SI_CODE_SLOTS];
+} Traps;
+
+/* "DE", "DB", "BP", ... as in the DESIGN contract; "V<n>" for vectors without a mnemonic,
+ * "unknown" for TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
+const char *trap_vector_name(unsigned vector, char buf[static 16]);
+/* "divide error", "invalid opcode", ... for people; NULL when there is none. */
+const char *trap_vector_description(unsigned vector);
+/* Inverse of trap_vector_name(); -EINVAL when unknown. */
+int trap_vector_from_name(const char *name, unsigned *ret);
+
+int fault_signal_number(unsigned index);          /* 4, 5, 7, 8, 11 */
+const char *fault_signal_name(unsigned index);    /* "SIGILL", ... */
+int fault_signal_index(int signo);                /* -1 when not a fault signal */
+/* si_code of a slot: slot 0 is SI_KERNEL (0x80), SI_CODE_SLOT_OTHER gives -1. */
+int si_code_of_slot(unsigned slot);
+int si_code_slot(int si_code);
+/* "SEGV_MAPERR", "SI_KERNEL", ... or "CODE<n>"; buf 24 bytes. */
+const char *si_code_name(int signo, int si_code, char buf[static 24]);
+
+void traps_add(Traps *a, const Traps *b);
+bool traps_is_zero(const Traps *t);
+uint64_t traps_total(const Traps *t);
+
+/* Adds the three JSON maps to counters: "traps" by vector name, "signals" by signal name,
+ * "signalCodes" by "SIGNAME/CODE_NAME". Zero entries are omitted. */
+int traps_to_json(const Traps *t, json_t *counters);

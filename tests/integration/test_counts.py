@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+"""Exact counts of real kernel events, per process: every user-space trap vector x86-64 can raise,
+from two threads; major faults against the kernel's own accounting; kernel-mode faults; a
+process that lives less than a tick; two processes that had the same pid."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import Daemon, binary, require_root_and_bpf, trapstat, trapstat_json, wait_for  # noqa: E402
+
+N = 1000
+VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
+# The signal and si_code the kernel raises for each vector (measured; see tests/helpers/raise-traps.c).
+SIGNAL_CODES = {
+    "DE": "SIGFPE/FPE_INTDIV", "DB": "SIGTRAP/TRAP_TRACE", "BP": "SIGTRAP/SI_KERNEL", "UD": "SIGILL/ILL_ILLOPN",
+    "GP": "SIGSEGV/SI_KERNEL", "PF": "SIGSEGV/SEGV_ACCERR", "MF": "SIGFPE/FPE_FLTDIV", "AC": "SIGBUS/BUS_ADRALN",
+    "XM": "SIGFPE/FPE_FLTDIV",
+}
+
+
+def run(name, *args):
+    out = subprocess.run([binary(name), *map(str, args)], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def exited_history(d, pid, *extra):
+    def get():
+        p = trapstat(d.socket, "--json", "history", str(pid), *extra, check=False)
+        h = json.loads(p.stdout) if p.returncode == 0 else None
+        return h if h and h["process"]["exited"] else None
+
+    return wait_for(get, what=f"History({pid}) of the exited process")
+
+
+def expected_signals():
+    codes, signals = {}, {}
+    for v in VECTORS:
+        code = SIGNAL_CODES[v]
+        codes[code] = codes.get(code, 0) + N
+        sig = code.split("/")[0]
+        signals[sig] = signals.get(sig, 0) + N
+    return signals, codes
+
+
+class Counts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.__exit__(None, None, None)
+
+    def check_traps(self, threads):
+        helper = run("RAISE_TRAPS", N, *(["--threads"] if threads else []))
+        self.assertEqual(helper["traps"], {v: N for v in VECTORS})  # the helper's own count
+        h = exited_history(self.daemon, helper["pid"])
+        total = h["total"]
+        signals, codes = expected_signals()
+        self.assertEqual(total["traps"], {v: N for v in VECTORS})
+        self.assertEqual(total["signals"], signals)
+        self.assertEqual(total["signalCodes"], codes)
+        self.assertEqual(h["process"]["comm"], "raise-traps")
+
+    def test_every_vector_exactly(self):
+        self.check_traps(threads=False)
+
+    def test_every_vector_exactly_from_two_threads(self):
+        self.check_traps(threads=True)
+
+    def test_kill_is_not_a_trap(self):
+        # A SIGSEGV sent with kill(2) has si_code SI_USER: a signal, but no CPU exception.
+        p = subprocess.Popen(["sleep", "60"])
+        try:
+            trapped = run("RAISE_TRAPS", 10, "--only", "UD")  # something to wait for
+            p.send_signal(11)
+            p.wait(timeout=10)
+            exited_history(self.daemon, trapped["pid"])
+            time.sleep(0.5)  # two more ticks for the sleeper's exit
+            rows = trapstat_json(self.daemon.socket, "top", "-b", "-n", "1", "--limit", "10000")["rows"]
+            sleeper = [r for r in rows if r["process"]["pid"] == p.pid]
+            for r in sleeper:
+                self.assertEqual(r["counters"]["traps"], {})
+                self.assertEqual(r["counters"]["signals"], {})
+        finally:
+            if p.poll() is None:
+                p.kill()
+
+    def test_major_faults_equal_the_kernels_accounting(self):
+        with tempfile.TemporaryDirectory(dir=os.environ.get("DISK_TMPDIR")) as d:
+            helper = run("FAULT_KINDS", "--major", N, os.path.join(d, "data"))
+        self.assertEqual(helper["majfltAfter"] - helper["majfltBefore"], N)
+        h = exited_history(self.daemon, helper["pid"])
+        # The daemon saw the process from its start: all of its major faults, no more.
+        self.assertEqual(h["total"]["faults"]["major"], helper["majfltAfter"])
+
+    def test_kernel_mode_faults(self):
+        helper = run("FAULT_KINDS", "--kernel", N)
+        self.assertEqual(helper["minfltAfter"] - helper["minfltBefore"], N)
+        h = exited_history(self.daemon, helper["pid"])
+        self.assertGreaterEqual(h["total"]["faults"]["kernel"], N)
+        # read(2) into fresh pages: the kernel faults them in, user mode never touches them.
+        self.assertLess(h["total"]["faults"]["user"], N)
+        self.assertGreaterEqual(h["total"]["faults"]["minor"], helper["minfltAfter"])
+
+    def test_two_processes_with_one_pid(self):
+        d = self.daemon
+        first = second = None
+        for _ in range(20):  # another process may take the pid in between: try again
+            first = run("FAULT_PAGES", 2000)
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(first["pid"] - 1))
+            second = run("FAULT_PAGES", 3000)
+            if second["pid"] == first["pid"]:
+                break
+        self.assertEqual(second["pid"], first["pid"], "could not get the same pid twice")
+        pid = first["pid"]
+
+        newest = exited_history(d, pid)
+        procs = trapstat_json(d.socket, "call", "io.trapstat.ListProcesses",
+                              json.dumps({"pid": pid, "includeExited": True}))["processes"]
+        self.assertEqual(len(procs), 2, procs)
+        self.assertNotEqual(procs[0]["startTime"], procs[1]["startTime"])
+        self.assertEqual(newest["process"]["startTime"], max(p["startTime"] for p in procs))
+
+        older = exited_history(d, pid, "--start-time", str(min(p["startTime"] for p in procs)))
+        for h, pages in ((older, 2000), (newest, 3000)):
+            user = h["total"]["faults"]["user"]
+            self.assertGreaterEqual(user, pages)
+            self.assertLess(user, pages + 200, "the two histories were merged")
+
+
+class ShortLives(unittest.TestCase):
+    def test_process_within_one_tick_is_complete(self):
+        # A 2 s tick: the helpers start, count and exit between two drains.
+        with Daemon(tick="2s") as d:
+            pages = run("FAULT_PAGES", 5000)
+            traps = run("RAISE_TRAPS", 100, "--only", "UD,GP,DE")
+            h = exited_history(d, pages["pid"])
+            delta = pages["minfltAfter"] - pages["minfltBefore"]
+            self.assertLessEqual(abs(h["total"]["faults"]["user"] - delta), delta * 0.01)
+            self.assertGreaterEqual(h["total"]["faults"]["minor"], pages["minfltAfter"])
+            h = exited_history(d, traps["pid"])
+            self.assertEqual(h["total"]["traps"], {"UD": 100, "GP": 100, "DE": 100})
+            st = trapstat_json(d.socket, "status")
+            self.assertEqual(st["drops"], 0)
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    unittest.main(verbosity=2)
