@@ -452,12 +452,14 @@ def measure(tracer, bench, rounds):
     foreign = set()
     for i in range(rounds):
         order = ("base", "traced") if i % 2 == 0 else ("traced", "base")
-        pair = {"order": "-".join(order)}
+        pair = {"order": "-".join(order), "foreign": []}
         for side in order:
             others = set(foreign_tracers())
             if others - foreign:
-                log(f"overhead: warning: running and not ours (baselines are not clean): {', '.join(sorted(others - foreign))}")
+                log("overhead: warning: running and not ours (these runs are not clean): "
+                    + ", ".join(sorted(others - foreign)))
             foreign.update(others)
+            pair["foreign"] = sorted(set(pair["foreign"]) | others)
             if side == "base":
                 pair["base"], _, _ = bench.run()
             else:
@@ -474,8 +476,10 @@ def measure(tracer, bench, rounds):
             f"traced {pair['traced']:.1f} ns/fault, ratio {pair['ratio']:.3f}")
     ratios = [p["ratio"] for p in pairs]
     notes = list(tracer.notes)
-    if foreign:
-        notes.append("other tracers were running: " + ", ".join(sorted(foreign)))
+    dirty = [p for p in pairs if p["foreign"]]
+    if dirty:
+        comms = sorted({f.split("[")[0] for p in dirty for f in p["foreign"]})
+        notes.append(f"a tracer not ours ran in {len(dirty)}/{len(pairs)} pairs ({', '.join(comms)})")
     return {
         "name": tracer.name,
         "command": tracer.command,
@@ -633,7 +637,7 @@ def main():
             print(json.dumps(doc, indent=2))
         return 1 if any(r["status"].startswith("failed") for r in results) else 0
     except (KeyboardInterrupt, Interrupted) as e:
-        log(f"overhead: interrupted ({e or 'SIGINT'}), cleaning up")
+        log(f"overhead: interrupted ({str(e) or 'SIGINT'}), cleaning up")
         return 130
     finally:
         for t in tracers:

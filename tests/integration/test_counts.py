@@ -123,10 +123,13 @@ class Counts(unittest.TestCase):
         self.assertEqual(second["pid"], first["pid"], "could not get the same pid twice")
         pid = first["pid"]
 
+        def both_exited():
+            procs = trapstat_json(d.socket, "call", "io.trapstat.ListProcesses",
+                                  json.dumps({"pid": pid, "includeExited": True}))["processes"]
+            return procs if len(procs) == 2 and all(p["exited"] for p in procs) else None
+
+        procs = wait_for(both_exited, what=f"two exited incarnations of pid {pid}")
         newest = exited_history(d, pid)
-        procs = trapstat_json(d.socket, "call", "io.trapstat.ListProcesses",
-                              json.dumps({"pid": pid, "includeExited": True}))["processes"]
-        self.assertEqual(len(procs), 2, procs)
         self.assertNotEqual(procs[0]["startTime"], procs[1]["startTime"])
         self.assertEqual(newest["process"]["startTime"], max(p["startTime"] for p in procs))
 
