@@ -179,6 +179,32 @@ int BPF_PROG(page_fault_kernel, unsigned long address, struct pt_regs *regs, uns
 /* The initial value of a trap hash entry: too big for the 512-byte BPF stack. Never written. */
 static struct ts_traps zero_traps;
 
+/* Where the x86 exception events are missing (other architectures, older kernels) the perf
+ * software event PAGE_FAULTS is the page fault source: one event per CPU for user mode
+ * (exclude_kernel) and one for kernel mode (exclude_user). It does not tell the access kind,
+ * so the read/write/exec breakdown stays zero. Costlier than the tracepoints: only loaded when
+ * they are not there. */
+SEC("perf_event")
+int perf_page_fault_user(struct bpf_perf_event_data *ctx) {
+        struct ts_counters *c = current_counters();
+
+        if (c)
+                c->user_faults++;
+        return 0;
+}
+
+SEC("perf_event")
+int perf_page_fault_kernel(struct bpf_perf_event_data *ctx) {
+        struct ts_counters *c;
+
+        if (!bpf_get_current_task_btf()->mm)
+                return 0;
+        c = current_counters();
+        if (c)
+                c->kernel_faults++;
+        return 0;
+}
+
 static __always_inline int signal_index(int sig) {
         switch (sig) {
 #define TS_SIGNAL_CASE(name, number)                                                               \

@@ -203,7 +203,7 @@ void print_status(FILE *f, json_t *reply) {
         json_array_foreach (sources, i, s) {
                 json_t *reason = json_object_get(s, "reason");
 
-                fprintf(f, "  %-20s %s%s%s\n", json_string_value(json_object_get(s, "name")) ?: "?",
+                fprintf(f, "  %-24s %s%s%s\n", json_string_value(json_object_get(s, "name")) ?: "?",
                         json_is_true(json_object_get(s, "active")) ? "active" : "inactive",
                         json_is_string(reason) ? ": " : "", json_is_string(reason) ? json_string_value(reason) : "");
         }

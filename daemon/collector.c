@@ -5,7 +5,9 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <search.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,8 @@ typedef struct LifecycleEvent {
 enum {
         SOURCE_PAGE_FAULT_USER,
         SOURCE_PAGE_FAULT_KERNEL,
+        SOURCE_PERF_USER,   /* fallbacks for the two above */
+        SOURCE_PERF_KERNEL,
         SOURCE_SIGNAL_GENERATE,
         SOURCE_PROCESS_EXIT,
         SOURCE_PROCESS_EXEC,
@@ -66,9 +70,21 @@ enum {
         _SOURCE_MAX
 };
 
+static const char *const source_names[_SOURCE_MAX] = {
+        [SOURCE_PAGE_FAULT_USER] = "page_fault_user",
+        [SOURCE_PAGE_FAULT_KERNEL] = "page_fault_kernel",
+        [SOURCE_PERF_USER] = "perf_page_faults_user",
+        [SOURCE_PERF_KERNEL] = "perf_page_faults_kernel",
+        [SOURCE_SIGNAL_GENERATE] = "signal_generate",
+        [SOURCE_PROCESS_EXIT] = "sched_process_exit",
+        [SOURCE_PROCESS_EXEC] = "sched_process_exec",
+        [SOURCE_PROC_STAT] = "proc_pid_stat",
+};
+
 struct Collector {
         struct trapstat_bpf *skel;
         struct bpf_link *links[_SOURCE_MAX]; /* attached programs; detached when destroyed */
+        struct bpf_link **perf_links;        /* SOURCE_PERF_*: 2 * n_cpus, one per CPU each */
         struct ring_buffer *ringbuf;
         int proc_fd;
         int n_cpus;
@@ -167,14 +183,74 @@ static int handle_event(void *ctx, void *data, size_t size) {
         return r;
 }
 
-static void set_source(Collector *c, int i, const char *name, int error, const char *why) {
-        c->sources[i].name = name;
+/* error 0: active; otherwise inactive because of why, followed by strerror(error) unless
+ * error is -ECANCELED (a choice, not a failure). */
+static void set_source(Collector *c, int i, int error, const char *why) {
+        c->sources[i].name = source_names[i];
         c->sources[i].active = error == 0;
         c->sources[i].reason = NULL;
         if (error != 0) {
-                snprintf(c->reasons[i], sizeof(c->reasons[i]), "%s: %s", why, strerror(abs(error)));
+                if (error == -ECANCELED)
+                        snprintf(c->reasons[i], sizeof(c->reasons[i]), "%s", why);
+                else
+                        snprintf(c->reasons[i], sizeof(c->reasons[i]), "%s: %s", why, strerror(abs(error)));
                 c->sources[i].reason = c->reasons[i];
         }
+}
+
+/* Parses the comma-separated list of sources not to use into disabled[]. */
+static int parse_disabled(const char *list, bool disabled[_SOURCE_MAX]) {
+        for (const char *p = list; p && *p;) {
+                size_t len = strcspn(p, ",");
+                bool found = false;
+
+                for (int i = 0; i < _SOURCE_MAX; i++)
+                        if (strlen(source_names[i]) == len && strncmp(source_names[i], p, len) == 0) {
+                                disabled[i] = found = true;
+                                break;
+                        }
+                if (!found && len > 0)
+                        return log_error_errno(EINVAL, "Unknown source '%.*s' in --disable-source", (int) len, p);
+                p += len + (p[len] == ',');
+        }
+        return 0;
+}
+
+int collector_check_sources(const char *list) {
+        bool disabled[_SOURCE_MAX] = {};
+        return parse_disabled(list, disabled);
+}
+
+/* Opens the PAGE_FAULTS software event on every CPU, for user or kernel mode only, and
+ * attaches prog to each. CPUs that are offline are skipped. */
+static int attach_perf(Collector *c, struct bpf_program *prog, bool user_mode, struct bpf_link **links) {
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_SOFTWARE,
+                .size = sizeof(attr),
+                .config = PERF_COUNT_SW_PAGE_FAULTS,
+                .sample_period = 1,
+                .exclude_kernel = user_mode,
+                .exclude_user = !user_mode,
+        };
+        int attached = 0;
+
+        for (int cpu = 0; cpu < c->n_cpus; cpu++) {
+                int fd = (int) syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+                if (fd < 0) {
+                        if (errno == ENODEV)
+                                continue;
+                        return -errno;
+                }
+                links[cpu] = bpf_program__attach_perf_event(prog, fd);
+                if (!links[cpu]) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+                attached++;
+        }
+        return attached > 0 ? 0 : -ENODEV;
 }
 
 /* Each tracepoint is checked in the kernel's BTF before loading, so one the kernel lacks
@@ -191,18 +267,13 @@ static bool is_power_of_two(uint32_t x) {
 }
 
 int collector_new(const CollectorConfig *config, Collector **ret) {
-        static const struct {
-                int source;
-                const char *tracepoint;
-        } programs[] = {
-                { SOURCE_PAGE_FAULT_USER, "page_fault_user" },
-                { SOURCE_PAGE_FAULT_KERNEL, "page_fault_kernel" },
-                { SOURCE_SIGNAL_GENERATE, "signal_generate" },
-                { SOURCE_PROCESS_EXIT, "sched_process_exit" },
-                { SOURCE_PROCESS_EXEC, "sched_process_exec" },
+        static const int tracepoints[] = {
+                SOURCE_PAGE_FAULT_USER, SOURCE_PAGE_FAULT_KERNEL, SOURCE_SIGNAL_GENERATE,
+                SOURCE_PROCESS_EXIT,    SOURCE_PROCESS_EXEC,
         };
         uint32_t max_processes = config->max_processes ?: TS_DEFAULT_MAX_PROCESSES;
         struct bpf_program *progs[_SOURCE_MAX] = {};
+        bool disabled[_SOURCE_MAX] = {};
         struct btf *vmlinux = NULL;
         Collector *c;
         int r;
@@ -220,14 +291,19 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 r = c->n_cpus < 0 ? c->n_cpus : -EINVAL;
                 goto fail;
         }
+        r = parse_disabled(config->disable, disabled);
+        if (r < 0)
+                goto fail;
         c->owners = calloc(c->n_slots, sizeof(uint32_t));
         c->owner_keys = calloc(c->n_slots, sizeof(uint32_t));
         c->slot_procs = calloc(c->n_slots, sizeof(CollectorProc *));
         c->percpu = calloc((size_t) c->n_cpus, sizeof(struct ts_counters));
+        c->perf_links = calloc(2 * (size_t) c->n_cpus, sizeof(struct bpf_link *));
         c->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         c->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * (size_t) c->n_cpus, sizeof(struct ts_traps)));
-        if (!c->owners || !c->owner_keys || !c->slot_procs || !c->percpu || !c->batch_keys || !c->batch_values) {
+        if (!c->owners || !c->owner_keys || !c->slot_procs || !c->percpu || !c->perf_links || !c->batch_keys ||
+            !c->batch_values) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -247,18 +323,38 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
 
         progs[SOURCE_PAGE_FAULT_USER] = c->skel->progs.page_fault_user;
         progs[SOURCE_PAGE_FAULT_KERNEL] = c->skel->progs.page_fault_kernel;
+        progs[SOURCE_PERF_USER] = c->skel->progs.perf_page_fault_user;
+        progs[SOURCE_PERF_KERNEL] = c->skel->progs.perf_page_fault_kernel;
         progs[SOURCE_SIGNAL_GENERATE] = c->skel->progs.signal_generate;
         progs[SOURCE_PROCESS_EXIT] = c->skel->progs.sched_process_exit;
         progs[SOURCE_PROCESS_EXEC] = c->skel->progs.sched_process_exec;
 
+        /* Decide before loading what is loaded: a tracepoint the kernel lacks or that is
+         * disabled is not; the perf fallback only where its tracepoint is not used. */
         vmlinux = btf__load_vmlinux_btf();
-        for (size_t i = 0; i < ELEMENTSOF(programs); i++)
-                if (!kernel_has_tracepoint(vmlinux, programs[i].tracepoint)) {
-                        bpf_program__set_autoload(progs[programs[i].source], false);
-                        set_source(c, programs[i].source, programs[i].tracepoint, -ENOENT, "tracepoint not in kernel BTF");
-                        progs[programs[i].source] = NULL;
-                }
+        for (size_t i = 0; i < ELEMENTSOF(tracepoints); i++) {
+                int s = tracepoints[i];
+
+                if (disabled[s])
+                        set_source(c, s, -ECANCELED, "disabled by --disable-source");
+                else if (!kernel_has_tracepoint(vmlinux, source_names[s]))
+                        set_source(c, s, -ENOENT, "tracepoint not in kernel BTF");
+                else
+                        continue;
+                bpf_program__set_autoload(progs[s], false);
+                progs[s] = NULL;
+        }
         btf__free(vmlinux);
+        for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
+                int tracepoint = s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL;
+
+                if (progs[tracepoint] || disabled[s]) {
+                        set_source(c, s, -ECANCELED,
+                                   disabled[s] ? "disabled by --disable-source" : "not needed: the tracepoint is used");
+                        bpf_program__set_autoload(progs[s], false);
+                        progs[s] = NULL;
+                }
+        }
 
         r = trapstat_bpf__load(c->skel);
         if (r < 0) {
@@ -266,26 +362,36 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 goto fail;
         }
 
-        for (size_t i = 0; i < ELEMENTSOF(programs); i++) {
-                int s = programs[i].source;
+        for (size_t i = 0; i < ELEMENTSOF(tracepoints); i++) {
+                int s = tracepoints[i];
 
                 if (!progs[s])
                         continue;
                 c->links[s] = bpf_program__attach(progs[s]);
-                if (!c->links[s]) {
-                        r = -errno;
-                        set_source(c, s, programs[i].tracepoint, r, "attach failed");
+                r = c->links[s] ? 0 : -errno;
+                set_source(c, s, r, "attach failed");
+                if (r < 0)
                         log_warning_errno(r, "Failed to attach to tracepoint %s, its counts are missing: %m",
-                                          programs[i].tracepoint);
-                } else
-                        set_source(c, s, programs[i].tracepoint, 0, NULL);
+                                          source_names[s]);
+        }
+        for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
+                if (!progs[s])
+                        continue;
+                r = attach_perf(c, progs[s], s == SOURCE_PERF_USER,
+                                c->perf_links + (s == SOURCE_PERF_USER ? 0 : (size_t) c->n_cpus));
+                set_source(c, s, r, "perf_event_open failed");
+                if (r < 0)
+                        log_warning_errno(r, "Failed to attach to the PAGE_FAULTS software event: %m");
+                else
+                        log_info("Counting page faults with the perf software event instead of %s",
+                                 source_names[s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL]);
         }
         /* /proc/PID/stat minflt/majflt is read for active processes; it is always there. */
-        set_source(c, SOURCE_PROC_STAT, "proc_pid_stat", 0, NULL);
+        set_source(c, SOURCE_PROC_STAT, 0, NULL);
 
-        if (!c->sources[SOURCE_PAGE_FAULT_USER].active) {
-                r = log_error_errno(ENOTSUP, "No page fault source could be attached: %s",
-                                    c->sources[SOURCE_PAGE_FAULT_USER].reason);
+        if (!c->sources[SOURCE_PAGE_FAULT_USER].active && !c->sources[SOURCE_PERF_USER].active) {
+                r = log_error_errno(ENOTSUP, "No page fault source could be attached: %s; %s",
+                                    c->sources[SOURCE_PAGE_FAULT_USER].reason, c->sources[SOURCE_PERF_USER].reason);
                 goto fail;
         }
 
@@ -309,6 +415,9 @@ Collector *collector_free(Collector *c) {
         ring_buffer__free(c->ringbuf);
         for (size_t i = 0; i < _SOURCE_MAX; i++)
                 bpf_link__destroy(c->links[i]);
+        for (size_t i = 0; c->perf_links && i < 2 * (size_t) c->n_cpus; i++)
+                bpf_link__destroy(c->perf_links[i]);
+        free(c->perf_links);
         trapstat_bpf__destroy(c->skel);
         tdestroy(c->procs, proc_free);
         for (size_t i = 0; i < c->n_dead; i++)

@@ -17,6 +17,7 @@ typedef struct CollectorConfig {
         uint32_t slots;         /* counting slots, a power of two; 0: default */
         uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
         int proc_fd;            /* the proc root (borrowed) */
+        const char *disable;    /* comma-separated source names not to use; NULL: none */
 } CollectorConfig;
 
 typedef struct CollectorSource {
@@ -26,9 +27,12 @@ typedef struct CollectorSource {
 } CollectorSource;
 
 /* Opens, loads and attaches the BPF programs. Logs each source that could not attach.
- * Fails when no page fault source could attach. */
+ * Fails when no page fault source could attach, or (-EINVAL) when config->disable names an
+ * unknown source. */
 int collector_new(const CollectorConfig *config, Collector **ret);
 Collector *collector_free(Collector *c);
+/* Checks a --disable-source list; logs and returns -EINVAL for an unknown source name. */
+int collector_check_sources(const char *list);
 
 /* fd to watch for readability: lifecycle events are waiting in the ring buffer. */
 int collector_event_fd(Collector *c);

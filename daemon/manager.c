@@ -175,7 +175,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         }
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
-                                               .proc_fd = m->proc_fd },
+                                               .proc_fd = m->proc_fd, .disable = config->disable_sources },
                           &m->collector);
         if (r < 0)
                 goto fail; /* collector_new logged why */

@@ -19,6 +19,7 @@ typedef struct ManagerConfig {
         uint64_t tick_usec;
         uint32_t slots;
         uint32_t max_processes;
+        const char *disable_sources;
         size_t max_message_size;
         unsigned max_connections;
         unsigned idle_timeout_sec;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector.h"
 #include "log.h"
 #include "manager.h"
 #include "time-util.h"
@@ -24,6 +25,7 @@ static void help(void) {
                "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
                "      --slots N              fast counting slots in the kernel, a power of two (default: 8192)\n"
                "      --max-processes N      processes counted outside slots at once (default: 16384)\n"
+               "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --max-message-size N   largest varlink message accepted, bytes (default: %u)\n"
                "      --max-connections N    concurrent client connections (default: %u)\n"
                "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
@@ -62,13 +64,14 @@ static char *first_of_env(const char *name) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_DISABLE_SOURCE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
                 { "tick", required_argument, NULL, 't' },
                 { "slots", required_argument, NULL, ARG_SLOTS },
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
+                { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
                 { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
@@ -107,6 +110,11 @@ int main(int argc, char *argv[]) {
                         if (parse_uint(optarg, 1U << 22, &v) < 0)
                                 return usage_error("invalid --max-processes '%s': expected 1 to 4194304", optarg);
                         config.max_processes = (uint32_t) v;
+                        break;
+                case ARG_DISABLE_SOURCE:
+                        if (collector_check_sources(optarg) < 0)
+                                return usage_error("invalid --disable-source '%s'", optarg);
+                        config.disable_sources = optarg;
                         break;
                 case ARG_MAX_MESSAGE_SIZE:
                         if (parse_uint(optarg, 1U << 30, &v) < 0 || v < 4096)

@@ -84,6 +84,8 @@ class DaemonErrors(unittest.TestCase):
             (["--idle-timeout", "never"], "invalid --idle-timeout"),
             (["--no-such-option"], None),
             (["stray"], "unexpected argument 'stray'"),
+            (["--disable-source", "page_fault_user,bogus"], "Unknown source 'bogus'"),
+            (["--slots", "1000"], "invalid --slots '1000'"),
         ):
             with self.subTest(args=args):
                 p = self.daemon(*args)

@@ -156,6 +156,44 @@ class ShortLives(unittest.TestCase):
             self.assertEqual(st["drops"], 0)
 
 
+class Sources(unittest.TestCase):
+    def test_perf_software_event_replaces_missing_exception_events(self):
+        # As on a kernel without the x86 exception tracepoints.
+        with Daemon(extra_args=["--disable-source", "page_fault_user,page_fault_kernel"]) as d:
+            sources = {s["name"]: s for s in trapstat_json(d.socket, "status")["sources"]}
+            self.assertFalse(sources["page_fault_user"]["active"])
+            self.assertIn("disabled", sources["page_fault_user"]["reason"])
+            self.assertTrue(sources["perf_page_faults_user"]["active"], sources["perf_page_faults_user"])
+            self.assertTrue(sources["perf_page_faults_kernel"]["active"])
+            pages = run("FAULT_PAGES", 10000)
+            h = exited_history(d, pages["pid"])
+            faults = h["total"]["faults"]
+            delta = pages["minfltAfter"] - pages["minfltBefore"]
+            self.assertLessEqual(abs(faults["user"] - delta), delta * 0.01)
+            # The software event does not tell the access kind.
+            self.assertEqual((faults["read"], faults["write"], faults["exec"]), (0, 0, 0))
+
+    def test_fallback_is_not_loaded_when_not_needed(self):
+        with Daemon() as d:
+            sources = {s["name"]: s for s in trapstat_json(d.socket, "status")["sources"]}
+            self.assertFalse(sources["perf_page_faults_user"]["active"])
+            self.assertIn("not needed", sources["perf_page_faults_user"]["reason"])
+            self.assertTrue(all(sources[n]["active"] for n in ("page_fault_user", "page_fault_kernel",
+                                                               "signal_generate", "sched_process_exit",
+                                                               "sched_process_exec")))
+
+    def test_what_does_not_fit_is_counted_as_dropped(self):
+        # One slot and room for one process in each hash: concurrent processes cannot all fit.
+        with Daemon(tick="2s", extra_args=["--slots", "1", "--max-processes", "1"]) as d:
+            procs = [subprocess.Popen([binary("RAISE_TRAPS"), "200", "--only", "UD"], stdout=subprocess.DEVNULL)
+                     for _ in range(4)]
+            procs += [subprocess.Popen([binary("FAULT_PAGES"), "2000"], stdout=subprocess.DEVNULL) for _ in range(4)]
+            for p in procs:
+                self.assertEqual(p.wait(timeout=60), 0)
+            drops = wait_for(lambda: trapstat_json(d.socket, "status")["drops"] or None, what="drops to be reported")
+            self.assertGreater(drops, 0)
+
+
 if __name__ == "__main__":
     require_root_and_bpf()
     unittest.main(verbosity=2)
