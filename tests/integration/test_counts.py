@@ -4,6 +4,7 @@ from two threads; major faults against the kernel's own accounting; kernel-mode 
 process that lives less than a tick; two processes that had the same pid."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -138,6 +139,57 @@ class Counts(unittest.TestCase):
             user = h["total"]["faults"]["user"]
             self.assertGreaterEqual(user, pages)
             self.assertLess(user, pages + 200, "the two histories were merged")
+
+
+def daemon_maps(pid):
+    """{name: id} of the BPF maps a process holds, from the map_id lines of its fds' fdinfo."""
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
+        except FileNotFoundError:
+            pass
+    maps = {}
+    for map_id in ids:
+        info = json.loads(subprocess.run([bpftool, "-j", "map", "show", "id", str(map_id)], capture_output=True,
+                                         text=True, check=True).stdout)
+        maps[info.get("name", "")] = map_id
+    return maps
+
+
+def map_tgids(map_id, in_value=False):
+    """The tgids in a trapstat BPF map: the first 4 bytes of each key (hashes keyed by process)
+    or of each value (slot_owner, without its exited bit)."""
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    out = subprocess.run([bpftool, "-j", "map", "dump", "id", str(map_id)], capture_output=True, text=True, check=True)
+    tgids = set()
+    for e in json.loads(out.stdout):
+        raw = e["value"] if in_value else e["key"]
+        tgid = int.from_bytes(bytes(int(b, 16) for b in raw[:4]), "little") & 0x7FFFFFFF
+        if tgid:
+            tgids.add(tgid)
+    return tgids
+
+
+class MapCleanup(unittest.TestCase):
+    def test_exited_processes_leave_the_maps(self):
+        # One slot, so most helpers count in the fallback hash too; all of them trap.
+        with Daemon(extra_args=["--slots", "1"]) as d:
+            pids = []
+            for _ in range(3):
+                pids.append(run("RAISE_TRAPS", 5, "--only", "UD")["pid"])
+                pids.append(run("FAULT_PAGES", 300)["pid"])
+            for pid in pids:
+                exited_history(d, pid)
+            time.sleep(0.5)  # two more ticks
+            maps = daemon_maps(d.proc.pid)
+            self.assertFalse(set(pids) & map_tgids(maps["slot_owner"], in_value=True))
+            self.assertFalse(set(pids) & map_tgids(maps["processes"]))
+            self.assertFalse(set(pids) & map_tgids(maps["traps"]))
+            tracked = trapstat_json(d.socket, "status")["processesTracked"]
+            self.assertLess(tracked, 1000)
 
 
 class ShortLives(unittest.TestCase):
