@@ -33,7 +33,7 @@ import tempfile
 import time
 
 SKIP = 77
-CONFIGS = ("trapstatd", "bpftrace", "perf-stat", "perf-record")
+CONFIGS = ("floor", "hash", "trapstatd", "bpftrace", "perf-stat", "perf-record")
 BPFTRACE_PROGRAM = "tracepoint:exceptions:page_fault_user { @[pid] = count(); }"
 TRACEPOINT = "exceptions:page_fault_user"
 TRACEFS = "/sys/kernel/tracing"
@@ -42,7 +42,7 @@ STOP_TIMEOUT = 30  # s for a tracer to exit after its stop signal
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Processes that may have something attached to page faults; if one runs that is not ours,
 # baseline runs are not clean and the table says so.
-TRACER_COMMS = {"trapstatd", "bpftrace", "perf"}
+TRACER_COMMS = {"trapstatd", "bpftrace", "perf", "reference"}
 
 live = []  # every process started and not yet reaped, for the cleanup on the way out
 
@@ -306,38 +306,38 @@ class Trapstatd(Tracer):
         }
 
 
-class Bpftrace(Tracer):
-    name = "bpftrace"
-    command = f"bpftrace -e '{BPFTRACE_PROGRAM}'"
+class LineTracer(Tracer):
+    """A tracer that prints a line "attached" on stdout once attached, and what it counted when
+    stopped with SIGINT."""
+    what = ""  # what it counts, for notes
 
     def __init__(self, tmp, bins):
         super().__init__(tmp, bins)
-        self.log_path = os.path.join(tmp, "bpftrace.log")
+        self.log_path = os.path.join(tmp, f"{self.name}.log")
 
-    def missing(self):
-        if not shutil.which("bpftrace"):
-            return "not installed"
-        return need_tracepoint()
+    def argv(self):
+        raise NotImplementedError
+
+    def seen(self, output, bench_pid):
+        """The count for the benchmark run in the tracer's output, or None."""
+        raise NotImplementedError
 
     def start(self):
         self.starts += 1
-        # BEGIN runs once every probe is attached; -B none so its line is not stuck in a buffer.
-        program = 'BEGIN { printf("attached\\n"); } ' + BPFTRACE_PROGRAM
         with open(self.log_path, "a") as logf:
-            self.proc = spawn(["bpftrace", "-B", "none", "-e", program], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=logf, start_new_session=True)
+            self.proc = spawn(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=logf,
+                              start_new_session=True)
         fd = self.proc.stdout.fileno()
         self.out = b""
         while b"attached\n" not in self.out:
-            wait_readable(fd, START_TIMEOUT, self.proc, "bpftrace", self.log_path)
+            wait_readable(fd, START_TIMEOUT, self.proc, self.name, self.log_path)
             chunk = os.read(fd, 65536)
             if not chunk:
                 self.proc.wait(timeout=5)
-                raise Failed(f"bpftrace exited {self.proc.returncode} at start: {tail(self.log_path)}")
+                raise Failed(f"{self.name} exited {self.proc.returncode} at start: {tail(self.log_path)}")
             self.out += chunk
 
     def stop(self, bench_pid, pages):
-        # SIGINT: bpftrace detaches and prints @ (one line per pid) on the way out.
         self.proc.send_signal(signal.SIGINT)
         try:
             rest, _ = self.proc.communicate(timeout=STOP_TIMEOUT)
@@ -346,8 +346,52 @@ class Bpftrace(Tracer):
         code, killed = reap(self.proc, signal.SIGKILL)
         self.proc = None
         self.check_exit(code, killed, ok=(0, -signal.SIGINT))
-        m = re.search(rb"^@\[%d\]: (\d+)$" % bench_pid, self.out + rest, re.M)
-        self.check_seen(int(m.group(1)) if m else None, pages, "@[pid] count")
+        self.check_seen(self.seen(self.out + rest, bench_pid), pages, self.what)
+
+
+class Reference(LineTracer):
+    """bench/reference: a reference hot path of bench/reference.bpf.c, to put trapstatd's
+    figure between the least a tracepoint program can cost and the plain per-process hash."""
+
+    def argv(self):
+        return [self.bins["reference"], self.name]
+
+    def seen(self, output, bench_pid):
+        key = b"total" if self.name == "floor" else str(bench_pid).encode()
+        m = re.search(rb"^%s (\d+)$" % key, output, re.M)
+        return int(m.group(1)) if m else None
+
+
+class Floor(Reference):
+    name = "floor"
+    what = "floor count"
+    command = "bench/reference floor (tp_btf, one per-CPU array slot)"
+
+
+class Hash(Reference):
+    name = "hash"
+    what = "hash count"
+    command = "bench/reference hash (tp_btf, per-CPU hash keyed by tgid)"
+
+
+class Bpftrace(LineTracer):
+    name = "bpftrace"
+    what = "@[pid] count"
+    command = f"bpftrace -e '{BPFTRACE_PROGRAM}'"
+
+    def missing(self):
+        if not shutil.which("bpftrace"):
+            return "not installed"
+        return need_tracepoint()
+
+    def argv(self):
+        # BEGIN runs once every probe is attached; -B none so its line is not stuck in a buffer.
+        # On SIGINT bpftrace detaches and prints @ (one line per pid) on the way out.
+        return ["bpftrace", "-B", "none", "-e", 'BEGIN { printf("attached\\n"); } ' + BPFTRACE_PROGRAM]
+
+    def seen(self, output, bench_pid):
+        m = re.search(rb"^@\[%d\]: (\d+)$" % bench_pid, output, re.M)
+        return int(m.group(1)) if m else None
 
 
 class Perf(Tracer):
@@ -445,7 +489,43 @@ class PerfRecord(Perf):
             pass
 
 
-TRACERS = {t.name: t for t in (Trapstatd, Bpftrace, PerfStat, PerfRecord)}
+TRACERS = {t.name: t for t in (Floor, Hash, Trapstatd, Bpftrace, PerfStat, PerfRecord)}
+
+
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
+# The program each BPF-based configuration runs on every user page fault.
+FAULT_PROGRAMS = {"floor": "count_floor", "hash": "count_hash", "trapstatd": "page_fault_user"}
+
+
+def bpf_ns_per_run(tracer, bench):
+    """Nanoseconds per run of the configuration's page fault program, from the kernel's BPF
+    run-time statistics: exact where the paired timings drown in noise. Taken in one extra
+    traced run with kernel.bpf_stats_enabled=1, which is not one of the pairs (the statistics
+    cost time themselves). None for configurations that are not BPF programs of ours."""
+    name = FAULT_PROGRAMS.get(tracer.name)
+    if not name or not os.path.exists(BPF_STATS):
+        return None
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    with open(BPF_STATS) as f:
+        old = f.read().strip()
+    tracer.start()
+    try:
+        with open(BPF_STATS, "w") as f:
+            f.write("1")
+        try:
+            _, pid, pages = bench.run()
+            progs = json.loads(subprocess.run([bpftool, "-j", "prog", "show"], capture_output=True, text=True,
+                                              check=True).stdout)
+        finally:
+            with open(BPF_STATS, "w") as f:
+                f.write(old)
+    except BaseException:
+        tracer.kill()
+        raise
+    tracer.stop(pid, pages)
+    runs = [(p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in progs if p.get("name") == name]
+    ns, count = sum(r[0] for r in runs), sum(r[1] for r in runs)
+    return ns / count if count >= pages else None
 
 
 def measure(tracer, bench, rounds):
@@ -509,6 +589,7 @@ def measure(tracer, bench, rounds):
         "median_ns_per_fault_traced": statistics.median(p["traced"] for p in pairs),
         "median_ns_per_fault_base": statistics.median(p["base"] for p in pairs),
         "pairs_measured_again": redone,
+        "bpf_ns_per_run": bpf_ns_per_run(tracer, bench),
         "pairs": pairs,
         "notes": notes,
     }
@@ -516,15 +597,17 @@ def measure(tracer, bench, rounds):
 
 def format_table(results, daemon):
     header = (f"{'tracer':<14}{'median ratio':>13}{'min':>8}{'max':>8}{'+ns/fault':>11}"
-              f"{'ns/fault traced':>17}{'ns/fault base':>15}   notes")
+              f"{'ns/fault traced':>17}{'ns/fault base':>15}{'BPF ns/run':>12}   notes")
     lines = [header]
     for r in results:
         if r["status"] != "ok":
-            lines.append(f"{r['name']:<14}{'-':>13}{'-':>8}{'-':>8}{'-':>11}{'-':>17}{'-':>15}   {r['status']}")
+            lines.append(f"{r['name']:<14}{'-':>13}{'-':>8}{'-':>8}{'-':>11}{'-':>17}{'-':>15}{'-':>12}   {r['status']}")
             continue
         lines.append(f"{r['name']:<14}{r['median_ratio']:>13.3f}{r['min_ratio']:>8.3f}{r['max_ratio']:>8.3f}"
                      f"{r['median_extra_ns_per_fault']:>11.0f}{r['median_ns_per_fault_traced']:>17.1f}"
-                     f"{r['median_ns_per_fault_base']:>15.1f}   {'; '.join(r['notes'])}".rstrip())
+                     f"{r['median_ns_per_fault_base']:>15.1f}"
+                     f"{(format(r['bpf_ns_per_run'], '.1f') if r['bpf_ns_per_run'] is not None else '-'):>12}"
+                     f"   {'; '.join(r['notes'])}".rstrip())
     if daemon:
         lines.append("")
         lines.append(
@@ -593,6 +676,8 @@ def main():
         return SKIP
     names = [n for n in CONFIGS if not args.only or n in args.only]
     paths = {"fault-bench": os.path.join(args.build, "bench", "fault-bench")}
+    if "floor" in names or "hash" in names:
+        paths["reference"] = os.path.join(args.build, "bench", "reference")
     if "trapstatd" in names:
         paths["trapstatd"] = os.path.join(args.build, "daemon", "trapstatd")
         paths["trapstat"] = os.path.join(args.build, "client", "trapstat")
@@ -612,7 +697,7 @@ def main():
         os.mkdir(os.path.join(tmp, "bin"))
         for name, path in paths.items():
             bins[name] = shutil.copy2(path, os.path.join(tmp, "bin", name))
-        if any(n != "trapstatd" for n in names):
+        if any(n not in ("trapstatd", "floor", "hash") for n in names):
             mounted = ensure_tracefs()
         bench = Bench(bins["fault-bench"], args.bench_rounds, args.mib, args.nice)
         started = time.monotonic()

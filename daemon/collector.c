@@ -643,8 +643,10 @@ static int drain_slots(Collector *c, uint64_t now) {
         return 0;
 }
 
-static int drain_hash(Collector *c, uint64_t now) {
-        int fd = bpf_map__fd(c->skel->maps.processes);
+/* Reads a hash keyed by process in batches of BATCH_ENTRIES and hands each entry to fn. */
+static int for_each_entry(Collector *c, struct bpf_map *map, size_t value_size,
+                          int (*fn)(Collector *c, const struct ts_proc_key *key, const void *value, uint64_t now),
+                          uint64_t now) {
         struct ts_proc_key in_batch, out_batch;
         bool first = true, done = false;
         int r;
@@ -652,8 +654,8 @@ static int drain_hash(Collector *c, uint64_t now) {
         while (!done) {
                 __u32 count = BATCH_ENTRIES;
 
-                r = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, c->batch_keys, c->batch_values,
-                                         &count, NULL);
+                r = bpf_map_lookup_batch(bpf_map__fd(map), first ? NULL : &in_batch, &out_batch, c->batch_keys,
+                                         c->batch_values, &count, NULL);
                 if (r < 0) {
                         /* ENOENT: this was the last batch (count may still be > 0). */
                         if (errno != ENOENT)
@@ -661,20 +663,7 @@ static int drain_hash(Collector *c, uint64_t now) {
                         done = true;
                 }
                 for (__u32 i = 0; i < count; i++) {
-                        const struct ts_proc *v = (const struct ts_proc *) c->batch_values + (size_t) i * (size_t) c->n_cpus;
-                        const struct ts_ident *id = NULL;
-                        struct ts_counters sum = {};
-                        CollectorProc *p;
-
-                        for (int cpu = 0; cpu < c->n_cpus; cpu++) {
-                                if (!id && v[cpu].id.start_time)
-                                        id = &v[cpu].id;
-                                counters_sum(&v[cpu].c, &sum);
-                        }
-                        r = proc_get(c, c->batch_keys[i].tgid, c->batch_keys[i].start_time, id, now, &p);
-                        if (r < 0)
-                                return r;
-                        r = account_counters(c, p, &sum, &p->hash_seen, now);
+                        r = fn(c, &c->batch_keys[i], (const char *) c->batch_values + i * value_size, now);
                         if (r < 0)
                                 return r;
                 }
@@ -682,6 +671,25 @@ static int drain_hash(Collector *c, uint64_t now) {
                 first = false;
         }
         return 0;
+}
+
+/* One entry of the per-CPU fallback hash: n_cpus values. */
+static int drain_hash_entry(Collector *c, const struct ts_proc_key *key, const void *value, uint64_t now) {
+        const struct ts_proc *v = value;
+        const struct ts_ident *id = NULL;
+        struct ts_counters sum = {};
+        CollectorProc *p;
+        int r;
+
+        for (int cpu = 0; cpu < c->n_cpus; cpu++) {
+                if (!id && v[cpu].id.start_time)
+                        id = &v[cpu].id;
+                counters_sum(&v[cpu].c, &sum);
+        }
+        r = proc_get(c, key->tgid, key->start_time, id, now, &p);
+        if (r < 0)
+                return r;
+        return account_counters(c, p, &sum, &p->hash_seen, now);
 }
 
 static void traps_from_bpf(const struct ts_traps *t, Traps *ret) {
@@ -690,57 +698,34 @@ static void traps_from_bpf(const struct ts_traps *t, Traps *ret) {
         memcpy(ret->signal, t->signal, sizeof(t->signal));
 }
 
-static int drain_traps(Collector *c, uint64_t now) {
-        int fd = bpf_map__fd(c->skel->maps.traps);
-        struct ts_proc_key in_batch, out_batch;
-        bool first = true, done = false;
+static int drain_traps_entry(Collector *c, const struct ts_proc_key *key, const void *value, uint64_t now) {
+        Traps cur, *seen;
+        CollectorProc *p;
+        bool any = false;
         int r;
 
-        while (!done) {
-                __u32 count = BATCH_ENTRIES;
-
-                r = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, c->batch_keys, c->batch_values,
-                                         &count, NULL);
-                if (r < 0) {
-                        if (errno != ENOENT)
-                                return -errno;
-                        done = true;
-                }
-                for (__u32 i = 0; i < count; i++) {
-                        const struct ts_traps *v = (const struct ts_traps *) c->batch_values + i;
-                        Traps cur, *seen;
-                        CollectorProc *p;
-                        bool any = false;
-
-                        r = proc_get(c, c->batch_keys[i].tgid, c->batch_keys[i].start_time, NULL, now, &p);
-                        if (r < 0)
-                                return r;
-                        if (!p->traps_seen && !(p->traps_seen = calloc(1, sizeof(Traps))))
-                                return -ENOMEM;
-                        seen = p->traps_seen;
-                        traps_from_bpf(v, &cur);
-                        for (size_t k = 0; k < ELEMENTSOF(cur.vector); k++) {
-                                p->traps_delta.vector[k] += cur.vector[k] - seen->vector[k];
-                                any = any || cur.vector[k] != seen->vector[k];
-                        }
-                        for (size_t s = 0; s < FAULT_SIGNALS; s++)
-                                for (size_t k = 0; k < SI_CODE_SLOTS; k++) {
-                                        p->traps_delta.signal[s][k] += cur.signal[s][k] - seen->signal[s][k];
-                                        any = any || cur.signal[s][k] != seen->signal[s][k];
-                                }
-                        *seen = cur;
-                        if (!any)
-                                continue;
-                        p->has_traps_delta = true;
-                        p->last_counted_usec = now;
-                        r = touch(c, p);
-                        if (r < 0)
-                                return r;
-                }
-                in_batch = out_batch;
-                first = false;
+        r = proc_get(c, key->tgid, key->start_time, NULL, now, &p);
+        if (r < 0)
+                return r;
+        if (!p->traps_seen && !(p->traps_seen = calloc(1, sizeof(Traps))))
+                return -ENOMEM;
+        seen = p->traps_seen;
+        traps_from_bpf(value, &cur);
+        for (size_t k = 0; k < ELEMENTSOF(cur.vector); k++) {
+                p->traps_delta.vector[k] += cur.vector[k] - seen->vector[k];
+                any = any || cur.vector[k] != seen->vector[k];
         }
-        return 0;
+        for (size_t s = 0; s < FAULT_SIGNALS; s++)
+                for (size_t k = 0; k < SI_CODE_SLOTS; k++) {
+                        p->traps_delta.signal[s][k] += cur.signal[s][k] - seen->signal[s][k];
+                        any = any || cur.signal[s][k] != seen->signal[s][k];
+                }
+        *seen = cur;
+        if (!any)
+                return 0;
+        p->has_traps_delta = true;
+        p->last_counted_usec = now;
+        return touch(c, p);
 }
 
 /* Applies this tick's lifecycle events, in the order they happened. Runs after the maps were
@@ -856,7 +841,10 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
         r = ring_buffer__consume(c->ringbuf);
         if (r < 0)
                 return r;
-        if ((r = drain_slots(c, now_usec)) < 0 || (r = drain_hash(c, now_usec)) < 0 || (r = drain_traps(c, now_usec)) < 0)
+        if ((r = drain_slots(c, now_usec)) < 0 ||
+            (r = for_each_entry(c, c->skel->maps.processes, sizeof(struct ts_proc) * (size_t) c->n_cpus,
+                                drain_hash_entry, now_usec)) < 0 ||
+            (r = for_each_entry(c, c->skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now_usec)) < 0)
                 return r;
 
         /* Minor/major faults of the processes still running, from the kernel's accounting. */

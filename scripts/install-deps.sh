@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building and testing trapstat needs.
+# With --bench, also the tracers bench/overhead.py compares trapstatd with (bpftrace, perf).
 # Idempotent: prints nothing and touches nothing when all packages are present.
 set -euo pipefail
 
@@ -12,6 +13,11 @@ packages=(
   # tests
   libcmocka-dev python3 sqlite3 procps
 )
+case ${1:-} in
+  --bench) packages+=(bpftrace linux-perf) ;;
+  "") ;;
+  *) echo "usage: install-deps.sh [--bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -106,3 +106,13 @@ def wait_for(predicate, timeout=15, interval=0.1, what="condition"):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+def exited_history(d, pid, *extra):
+    """History of pid (newest incarnation, or as extra selects) once it shows the process exited."""
+    def get():
+        p = trapstat(d.socket, "--json", "history", str(pid), *extra, check=False)
+        h = json.loads(p.stdout) if p.returncode == 0 else None
+        return h if h and h["process"]["exited"] else None
+
+    return wait_for(get, what=f"History({pid}) of the exited process")

@@ -12,7 +12,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, require_root_and_bpf, trapstat, trapstat_json, wait_for  # noqa: E402
+from daemon import (Daemon, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
+                    trapstat_json, wait_for)
 
 N = 1000
 VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
@@ -29,15 +30,6 @@ def run(name, *args):
     if out.returncode != 0:
         raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
     return json.loads(out.stdout)
-
-
-def exited_history(d, pid, *extra):
-    def get():
-        p = trapstat(d.socket, "--json", "history", str(pid), *extra, check=False)
-        h = json.loads(p.stdout) if p.returncode == 0 else None
-        return h if h and h["process"]["exited"] else None
-
-    return wait_for(get, what=f"History({pid}) of the exited process")
 
 
 def expected_signals():

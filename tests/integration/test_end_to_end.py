@@ -8,7 +8,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, require_root_and_bpf, trapstat, trapstat_json, wait_for  # noqa: E402
+from daemon import (Daemon, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
+                    trapstat_json, wait_for)
 
 PAGES = 10000
 
@@ -39,8 +40,7 @@ class EndToEnd(unittest.TestCase):
         self.assertGreaterEqual(delta, PAGES, "the helper itself saw fewer faults than pages written")
 
         # The helper has exited: its final drain must show up, and the process is marked exited.
-        h = wait_for(lambda: (lambda x: x if x and x["process"]["exited"] else None)(history(d, pid)),
-                     what=f"History({pid}) to show the exited helper")
+        h = exited_history(d, pid)
         faults = h["total"]["faults"]
         self.assertEqual(h["process"]["pid"], pid)
         self.assertEqual(h["process"]["comm"], "fault-pages")
@@ -85,8 +85,7 @@ class EndToEnd(unittest.TestCase):
         d = self.daemon
         a, b = run_helper(2000), run_helper(3000)
         for helper, pages in ((a, 2000), (b, 3000)):
-            h = wait_for(lambda: (lambda x: x if x and x["process"]["exited"] else None)(history(d, helper["pid"])),
-                         what="both helpers in History")
+            h = exited_history(d, helper["pid"])
             self.assertGreaterEqual(h["total"]["faults"]["user"], pages)
             self.assertLess(h["total"]["faults"]["user"], pages * 1.05)
 
@@ -95,8 +94,7 @@ class EndToEnd(unittest.TestCase):
         out = subprocess.run(["sh", "-c", f'exec "{binary("FAULT_PAGES")}" 3000'], capture_output=True, text=True,
                              check=True, timeout=30)
         helper = json.loads(out.stdout)
-        h = wait_for(lambda: (lambda x: x if x and x["process"]["exited"] else None)(history(self.daemon, helper["pid"])),
-                     what="the exec'd helper in History")
+        h = exited_history(self.daemon, helper["pid"])
         self.assertEqual(h["process"]["comm"], "fault-pages")
         self.assertIn("fault-pages 3000", h["process"]["cmdline"])
         # Faults before and after the exec belong to the one process.
