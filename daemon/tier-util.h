@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Which tier answers which part of a time range. Pure logic, unit-tested on its own.
+ *
+ * The store keeps counts in three tiers: raw (10 s), minute, hour. A tier is complete for
+ * [kept_from, rolled_until): retention deleted what is older, and what is newer has not been
+ * rolled into it yet (the raw tier is rolled into nothing: its rolled_until is UINT64_MAX).
+ * Retention never deletes from a tier what the next coarser tier has not rolled up, so every
+ * instant is in at least one tier. A query reads each instant from exactly one tier: the
+ * coarsest allowed one for whole intervals inside the range, finer ones at the edges. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TIER_RAW, TIER_MINUTE, TIER_HOUR, _TIER_MAX };
+
+typedef struct TierState {
+        uint64_t width_usec;   /* 10 s, 60 s, 3600 s */
+        uint64_t kept_from;    /* oldest instant the tier still has */
+        uint64_t rolled_until; /* everything before it has been rolled into this tier */
+} TierState;
+
+typedef struct TierSegment {
+        int tier;
+        uint64_t from, to; /* rows with from <= time_usec < to */
+} TierSegment;
+
+#define TIER_MAX_SEGMENTS 8
+
+/* Plans [since, until) over the tiers whose index is set in allowed (bit 1 << tier; TIER_RAW
+ * must be allowed). Writes at most TIER_MAX_SEGMENTS segments in time order; returns their
+ * number. A coarse interval is used only where it lies wholly inside the range, unless the
+ * finer tiers no longer have that edge: then the coarse interval is taken whole (the edge is
+ * approximated to the coarse width, as old data only exists at that width). */
+size_t tier_plan(const TierState tiers[_TIER_MAX], unsigned allowed, uint64_t since, uint64_t until,
+                 TierSegment out[TIER_MAX_SEGMENTS]);
+
+/* The tiers whose width divides resolution_usec, as a bit set for tier_plan(). */
+unsigned tier_allowed_for_resolution(const TierState tiers[_TIER_MAX], uint64_t resolution_usec);
+
+const char *tier_name(int tier); /* "raw", "minute", "hour" */
