@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "macro.h"
+#include "tier-util.h"
 
 struct Store {
         sqlite3 *db;
@@ -22,11 +23,15 @@ struct Store {
         sqlite3_stmt *upsert_sample;
         sqlite3_stmt *find_process;
         sqlite3_stmt *find_newest_process;
-        sqlite3_stmt *history;
         sqlite3_stmt *add_trap, *add_signal;
-        sqlite3_stmt *top_traps, *top_signals;         /* for a JSON list of process ids */
-        sqlite3_stmt *history_traps, *history_signals; /* for one process, by interval */
 };
+
+/* Tables of each tier (index: TIER_RAW, TIER_MINUTE, TIER_HOUR). */
+static const char *const sample_tables[_TIER_MAX] = { "sample_raw", "sample_minute", "sample_hour" };
+static const char *const trap_tables[_TIER_MAX] = { "trap_raw", "trap_minute", "trap_hour" };
+static const char *const signal_tables[_TIER_MAX] = { "signal_raw", "signal_minute", "signal_hour" };
+static const uint64_t tier_width_usec[_TIER_MAX] = { STORE_RAW_BUCKET_USEC, 60 * UINT64_C(1000000),
+                                                      3600 * UINT64_C(1000000) };
 
 static inline void sqlite3_finalizep(sqlite3_stmt **s) {
         sqlite3_finalize(*s);
@@ -185,41 +190,14 @@ static int prepare_statements(Store *s) {
                                                 "ORDER BY first_seen_usec DESC, id DESC LIMIT 1");
         if (r < 0)
                 return r;
-        r = prepare(s, &s->history,
-                    "SELECT (time_usec / ?2) * ?2 AS t, %s FROM sample_raw "
-                    "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t ORDER BY t",
-                    s->sums);
-        if (r < 0)
-                return r;
         r = prepare(s, &s->add_trap,
                     "INSERT INTO trap_raw (process_id, time_usec, vector, count) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (process_id, time_usec, vector) DO UPDATE SET count = count + excluded.count");
         if (r < 0)
                 return r;
-        r = prepare(s, &s->add_signal,
-                    "INSERT INTO signal_raw (process_id, time_usec, signo, si_code, count) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT (process_id, time_usec, signo, si_code) DO UPDATE SET count = count + excluded.count");
-        if (r < 0)
-                return r;
-        /* The first column says where a row goes: a process id (Top) or an interval (History). */
-        r = prepare(s, &s->top_traps,
-                    "SELECT process_id, vector, SUM(count) FROM trap_raw WHERE time_usec >= ?1 "
-                    "AND process_id IN (SELECT value FROM json_each(?2)) GROUP BY process_id, vector");
-        if (r < 0)
-                return r;
-        r = prepare(s, &s->top_signals,
-                    "SELECT process_id, signo, si_code, SUM(count) FROM signal_raw WHERE time_usec >= ?1 "
-                    "AND process_id IN (SELECT value FROM json_each(?2)) GROUP BY process_id, signo, si_code");
-        if (r < 0)
-                return r;
-        r = prepare(s, &s->history_traps,
-                    "SELECT (time_usec / ?2) * ?2 AS t, vector, SUM(count) FROM trap_raw "
-                    "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t, vector");
-        if (r < 0)
-                return r;
-        return prepare(s, &s->history_signals,
-                       "SELECT (time_usec / ?2) * ?2 AS t, signo, si_code, SUM(count) FROM signal_raw "
-                       "WHERE process_id = ?1 AND time_usec >= ?3 AND time_usec < ?4 GROUP BY t, signo, si_code");
+        return prepare(s, &s->add_signal,
+                       "INSERT INTO signal_raw (process_id, time_usec, signo, si_code, count) VALUES (?, ?, ?, ?, ?) "
+                       "ON CONFLICT (process_id, time_usec, signo, si_code) DO UPDATE SET count = count + excluded.count");
 }
 
 int store_open(const char *path, const char *boot_id, Store **ret) {
@@ -269,13 +247,8 @@ Store *store_free(Store *s) {
         sqlite3_finalize(s->upsert_sample);
         sqlite3_finalize(s->find_process);
         sqlite3_finalize(s->find_newest_process);
-        sqlite3_finalize(s->history);
         sqlite3_finalize(s->add_trap);
         sqlite3_finalize(s->add_signal);
-        sqlite3_finalize(s->top_traps);
-        sqlite3_finalize(s->top_signals);
-        sqlite3_finalize(s->history_traps);
-        sqlite3_finalize(s->history_signals);
         sqlite3_close_v2(s->db);
         free(s->columns);
         free(s->sums);
@@ -478,6 +451,74 @@ void store_rows_free(StoreRow *rows, size_t n) {
         free(rows);
 }
 
+/* The tiers' marks, for tier_plan(). */
+static int load_tiers(Store *s, TierState ret[_TIER_MAX]) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int rc, found = 0;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT name, rolled_until_usec, kept_from_usec FROM tier", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *name = (const char *) sqlite3_column_text(st, 0);
+
+                for (int t = 0; t < _TIER_MAX; t++)
+                        if (name && strcmp(name, tier_name(t)) == 0) {
+                                ret[t] = (TierState) {
+                                        .width_usec = tier_width_usec[t],
+                                        .rolled_until = t == TIER_RAW ? UINT64_MAX
+                                                                      : (uint64_t) sqlite3_column_int64(st, 1),
+                                        .kept_from = (uint64_t) sqlite3_column_int64(st, 2),
+                                };
+                                found++;
+                        }
+        }
+        if (rc != SQLITE_DONE)
+                return sqlite_to_errno(rc) ?: -EIO;
+        return found == _TIER_MAX ? 0 : -EUCLEAN;
+}
+
+static int64_t clamp_i64(uint64_t v) {
+        return v > INT64_MAX ? INT64_MAX : (int64_t) v;
+}
+
+/* "SELECT columns FROM <tier table> WHERE where AND <segment> UNION ALL ..." over the segments:
+ * each instant of the planned range read from exactly one tier. */
+static char *segments_union(const TierSegment *seg, size_t n, const char *const tables[_TIER_MAX],
+                            const char *columns, const char *where) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%sSELECT %s FROM %s WHERE %s AND time_usec >= %" PRId64 " AND time_usec < %" PRId64,
+                        i ? " UNION ALL " : "", columns, tables[seg[i].tier], where, clamp_i64(seg[i].from),
+                        clamp_i64(seg[i].to));
+        if (n == 0)
+                /* Nothing to read: a query that returns no rows, with the right columns. */
+                fprintf(f, "SELECT %s FROM %s WHERE 0", columns, tables[TIER_RAW]);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+/* Prepares "fmt" with %s replaced by the union of the segments over tables. */
+static int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, const TierSegment *seg, size_t n,
+                        const char *const tables[_TIER_MAX], const char *columns, const char *where) {
+        _cleanup_free_ char *u = segments_union(seg, n, tables, columns, where);
+
+        if (!u)
+                return -ENOMEM;
+        return prepare(s, ret, fmt, u);
+}
+
+#define TRAP_COLUMNS "process_id, time_usec, vector, count"
+#define SIGNAL_COLUMNS "process_id, time_usec, signo, si_code, count"
+
 /* Adds trap rows (process_id or interval, vector, count) and signal rows (key, signo, si_code,
  * count) to the Traps that find() returns for the first column. */
 static int read_traps(sqlite3_stmt *traps_st, sqlite3_stmt *signals_st, Traps *(*find)(int64_t key, void *userdata),
@@ -521,11 +562,14 @@ static Traps *row_traps_by_id(int64_t id, void *userdata) {
         return NULL;
 }
 
-static int top_fill_traps(Store *s, uint64_t since_bucket, StoreRow *rows, size_t n) {
+static int top_fill_traps(Store *s, const TierSegment *seg, size_t n_seg, StoreRow *rows, size_t n) {
+        _cleanup_finalize_ sqlite3_stmt *traps = NULL, *signals = NULL;
         _cleanup_free_ char *ids = NULL;
         RowsById by_id = { rows, n };
+        const char *where = "process_id IN (SELECT value FROM json_each(?1))";
         size_t size = 0;
         FILE *f;
+        int r;
 
         f = open_memstream(&ids, &size);
         if (!f)
@@ -537,19 +581,28 @@ static int top_fill_traps(Store *s, uint64_t since_bucket, StoreRow *rows, size_
         if (fclose(f) != 0)
                 return -ENOMEM;
 
-        sqlite3_bind_int64(s->top_traps, 1, (int64_t) since_bucket);
-        sqlite3_bind_text(s->top_traps, 2, ids, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(s->top_signals, 1, (int64_t) since_bucket);
-        sqlite3_bind_text(s->top_signals, 2, ids, -1, SQLITE_STATIC);
-        return read_traps(s->top_traps, s->top_signals, row_traps_by_id, &by_id);
+        r = prepare_over(s, &traps, "SELECT process_id, vector, SUM(count) FROM (%s) GROUP BY process_id, vector",
+                         seg, n_seg, trap_tables, TRAP_COLUMNS, where);
+        if (r >= 0)
+                r = prepare_over(s, &signals,
+                                 "SELECT process_id, signo, si_code, SUM(count) FROM (%s) GROUP BY process_id, signo, si_code",
+                                 seg, n_seg, signal_tables, SIGNAL_COLUMNS, where);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(traps, 1, ids, -1, SQLITE_STATIC);
+        sqlite3_bind_text(signals, 1, ids, -1, SQLITE_STATIC);
+        return read_traps(traps, signals, row_traps_by_id, &by_id);
 }
 
 int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
               size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *fmt = NULL, *columns = NULL;
         uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
         StoreRow *rows = NULL;
-        size_t n = 0, capacity = 0;
+        size_t n = 0, capacity = 0, n_seg;
         char column[32];
         int rc, r;
 
@@ -561,16 +614,25 @@ int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int
         else
                 return -EINVAL;
 
-        r = prepare(s, &st,
-                    "SELECT process.id, " PROCESS_COLUMNS ", %s FROM "
-                    "(SELECT process_id, %s, SUM(traps) AS traps FROM sample_raw WHERE time_usec >= ?1 "
-                    " AND (?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3)) GROUP BY process_id "
-                    " ORDER BY SUM(%s) DESC, process_id DESC LIMIT ?2) AS t "
-                    "JOIN process ON process.id = t.process_id ORDER BY t.%s DESC, process.id DESC",
-                    s->columns, s->sums_as, column, column);
+        /* Whole hours and minutes of the window from the coarse tiers, the edges from finer
+         * ones: a day is a few dozen rows per process, not thousands. */
+        r = load_tiers(s, tiers);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, (int64_t) since_bucket);
+        n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
+
+        if (asprintf(&columns, "process_id, time_usec, %s, traps", s->columns) < 0 ||
+            asprintf(&fmt,
+                     "SELECT process.id, " PROCESS_COLUMNS ", %s FROM "
+                     "(SELECT process_id, %s, SUM(traps) AS traps FROM (%%s) GROUP BY process_id "
+                     " ORDER BY SUM(%s) DESC, process_id DESC LIMIT ?2) AS t "
+                     "JOIN process ON process.id = t.process_id ORDER BY t.%s DESC, process.id DESC",
+                     s->columns, s->sums_as, column, column) < 0)
+                return -ENOMEM;
+        r = prepare_over(s, &st, fmt, seg, n_seg, sample_tables, columns,
+                         "(?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3))");
+        if (r < 0)
+                return r;
         sqlite3_bind_int64(st, 2, (int64_t) limit);
         sqlite3_bind_int64(st, 3, uid);
 
@@ -593,7 +655,7 @@ int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int
                 r = sqlite_to_errno(rc) ?: -EIO;
                 goto fail;
         }
-        if (n > 0 && (r = top_fill_traps(s, since_bucket, rows, n)) < 0)
+        if (n > 0 && (r = top_fill_traps(s, seg, n_seg, rows, n)) < 0)
                 goto fail;
         *ret = rows;
         *ret_n = n;
@@ -693,27 +755,44 @@ static Traps *history_traps_by_time(int64_t t, void *userdata) {
 
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n) {
-        sqlite3_stmt *st = s->history;
+        _cleanup_finalize_ sqlite3_stmt *st = NULL, *traps = NULL, *signals = NULL;
+        _cleanup_free_ char *fmt = NULL, *columns = NULL, *trap_fmt = NULL, *signal_fmt = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
         StoreHistoryRow *rows = NULL;
-        size_t n = 0, capacity = 0;
-        int64_t until = until_usec > INT64_MAX ? INT64_MAX : (int64_t) until_usec;
+        size_t n = 0, capacity = 0, n_seg;
+        uint64_t r_usec = resolution_usec;
         int rc, r;
 
-        if (resolution_usec == 0 || resolution_usec % STORE_RAW_BUCKET_USEC != 0 || resolution_usec > INT64_MAX)
+        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
                 return -EINVAL;
 
-        for (sqlite3_stmt **q = (sqlite3_stmt *[]) { s->history, s->history_traps, s->history_signals, NULL }; *q; q++) {
-                sqlite3_reset(*q);
-                sqlite3_bind_int64(*q, 1, process_id);
-                sqlite3_bind_int64(*q, 2, (int64_t) resolution_usec);
-                sqlite3_bind_int64(*q, 3, (int64_t) since_usec);
-                sqlite3_bind_int64(*q, 4, until);
-        }
+        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
+        r = load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
+
+        if (asprintf(&columns, "process_id, time_usec, %s", s->columns) < 0 ||
+            asprintf(&fmt, "SELECT (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, %s FROM (%%s) GROUP BY t ORDER BY t",
+                     r_usec, r_usec, s->sums) < 0 ||
+            asprintf(&trap_fmt, "SELECT (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, vector, SUM(count) FROM (%%s) "
+                                "GROUP BY t, vector", r_usec, r_usec) < 0 ||
+            asprintf(&signal_fmt, "SELECT (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, signo, si_code, SUM(count) "
+                                  "FROM (%%s) GROUP BY t, signo, si_code", r_usec, r_usec) < 0)
+                return -ENOMEM;
+        if ((r = prepare_over(s, &st, fmt, seg, n_seg, sample_tables, columns, "process_id = ?1")) < 0 ||
+            (r = prepare_over(s, &traps, trap_fmt, seg, n_seg, trap_tables, TRAP_COLUMNS, "process_id = ?1")) < 0 ||
+            (r = prepare_over(s, &signals, signal_fmt, seg, n_seg, signal_tables, SIGNAL_COLUMNS, "process_id = ?1")) < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(traps, 1, process_id);
+        sqlite3_bind_int64(signals, 1, process_id);
+
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 StoreHistoryRow *p = grow(rows, n, &capacity, sizeof(*rows));
                 if (!p) {
                         free(rows);
-                        sqlite3_reset(st);
                         return -ENOMEM;
                 }
                 rows = p;
@@ -722,12 +801,11 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
                 read_faults(st, 1, &rows[n].faults);
                 n++;
         }
-        sqlite3_reset(st);
         if (rc != SQLITE_DONE) {
                 free(rows);
                 return sqlite_to_errno(rc) ?: -EIO;
         }
-        r = read_traps(s->history_traps, s->history_signals, history_traps_by_time, &(RowsByTime) { rows, n });
+        r = read_traps(traps, signals, history_traps_by_time, &(RowsByTime) { rows, n });
         if (r < 0) {
                 free(rows);
                 return r;
