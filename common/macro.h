@@ -14,6 +14,7 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static inline void freep(void *p) {
         free(*(void **) p);

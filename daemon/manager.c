@@ -24,13 +24,14 @@
 struct Manager {
         ManagerConfig config;
         struct event_base *base;
-        struct event *tick, *watchdog, *sigterm, *sigint;
+        struct event *tick, *maintenance, *watchdog, *sigterm, *sigint;
         int proc_fd;
         char boot_id[37];
         Collector *collector;
         Store *store;
         VarlinkServer *server;
         int last_flush_error; /* logged once per condition, not once per tick */
+        int last_maintenance_error;
 };
 
 static int mkdir_parents(const char *path, mode_t mode) {
@@ -70,6 +71,28 @@ static void tick(Manager *m) {
 
 static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
         tick(userdata);
+}
+
+/* Roll-ups and retention, in short steps between ticks: every MAINTENANCE_INTERVAL, and
+ * right again while a step says more is pending. */
+#define MAINTENANCE_INTERVAL_USEC (10 * USEC_PER_SEC)
+#define MAINTENANCE_BUSY_USEC (100 * USEC_PER_MSEC)
+
+static struct timeval usec_to_timeval(uint64_t usec);
+
+static void on_maintenance(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        Manager *m = userdata;
+        struct timeval tv;
+        bool more = false;
+        int r;
+
+        r = store_maintain(m->store, now_usec(CLOCK_REALTIME), &m->config.retention, &more);
+        if (r < 0 && r != m->last_maintenance_error)
+                log_error_errno(r, "Failed to roll up or expire history in %s: %s", store_path(m->store),
+                                store_errmsg(m->store));
+        m->last_maintenance_error = r < 0 ? r : 0;
+        tv = usec_to_timeval(more && r >= 0 ? MAINTENANCE_BUSY_USEC : MAINTENANCE_INTERVAL_USEC);
+        (void) event_add(m->maintenance, &tv);
 }
 
 static void on_watchdog(evutil_socket_t fd _unused_, short what _unused_, void *userdata _unused_) {
@@ -200,9 +223,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 goto fail;
 
         m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
+        m->maintenance = evtimer_new(m->base, on_maintenance, m);
         m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
         m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
-        if (!m->tick || !m->sigterm || !m->sigint) {
+        if (!m->tick || !m->maintenance || !m->sigterm || !m->sigint) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
         }
@@ -219,6 +243,8 @@ Manager *manager_free(Manager *m) {
         varlink_server_free(m->server);
         if (m->tick)
                 event_free(m->tick);
+        if (m->maintenance)
+                event_free(m->maintenance);
         if (m->watchdog)
                 event_free(m->watchdog);
         if (m->sigterm)
@@ -239,7 +265,10 @@ int manager_run(Manager *m) {
         struct timeval tv = usec_to_timeval(m->config.tick_usec);
         uint64_t watchdog_usec = 0;
 
-        if (event_add(m->tick, &tv) < 0 || event_add(m->sigterm, NULL) < 0 || event_add(m->sigint, NULL) < 0)
+        struct timeval now_tv = { 0, 0 };
+
+        if (event_add(m->tick, &tv) < 0 || event_add(m->maintenance, &now_tv) < 0 || event_add(m->sigterm, NULL) < 0 ||
+            event_add(m->sigint, NULL) < 0)
                 return log_error_errno(ENOMEM, "Failed to arm event loop");
 
         /* Pet the watchdog at half its interval, from the same loop that does the work, so a

@@ -20,6 +20,7 @@ typedef struct ManagerConfig {
         uint32_t slots;
         uint32_t max_processes;
         const char *disable_sources;
+        StoreRetention retention;
         size_t max_message_size;
         unsigned max_connections;
         unsigned idle_timeout_sec;

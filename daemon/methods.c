@@ -168,16 +168,30 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         return varlink_call_reply(call, json_pack("{s:o}", "rows", list), false);
 }
 
+/* Without resolutionSec: fine enough to see the window's shape, coarse enough to be read from
+ * the tiers that still hold it (raw is kept a day, minutes two weeks). */
+static int64_t default_resolution_sec(const ProcessInfo *p, uint64_t since, uint64_t until) {
+        uint64_t from = MAX(since, p->first_seen_usec), to = MIN(until, MAX(p->last_seen_usec, from));
+        uint64_t span = to - from;
+
+        if (span <= 6 * 3600 * USEC_PER_SEC)
+                return 10;
+        if (span <= 7 * 24 * 3600 * USEC_PER_SEC)
+                return 60;
+        return 3600;
+}
+
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         Store *store = manager_store(m);
-        int64_t pid = 0, start_time = 0, since = 0, until = INT64_MAX, resolution = STORE_RAW_BUCKET_USEC / USEC_PER_SEC;
+        int64_t pid = 0, start_time = 0, since = 0, until = INT64_MAX, resolution = 0;
+        bool have_resolution = false;
         const Param table[] = {
                 { "pid", PARAM_INT, true, 1, &pid, NULL },
                 { "startTime", PARAM_INT, false, 0, &start_time, NULL },
                 { "sinceUsec", PARAM_INT, false, 0, &since, NULL },
                 { "untilUsec", PARAM_INT, false, 0, &until, NULL },
-                { "resolutionSec", PARAM_INT, false, 1, &resolution, NULL },
+                { "resolutionSec", PARAM_INT, false, 1, &resolution, &have_resolution },
         };
         _cleanup_json_ json_t *samples = NULL;
         StoreHistoryRow *rows;
@@ -193,8 +207,8 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 return r < 0 ? r : 0;
         if (pid > UINT32_MAX)
                 return varlink_call_error_invalid_parameter(call, "pid");
-        if ((uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
-            ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0)
+        if (have_resolution && ((uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
+                                ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0))
                 return varlink_call_error_invalid_parameter(call, "resolutionSec");
 
         r = store_find_process(store, (uint32_t) pid, (uint64_t) start_time, &id, &process);
@@ -207,6 +221,8 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 return varlink_call_error(call, "org.varlink.service.PermissionDenied", NULL);
         }
 
+        if (!have_resolution)
+                resolution = default_resolution_sec(&process, (uint64_t) since, (uint64_t) until);
         r = store_history(store, id, (uint64_t) since, (uint64_t) until, (uint64_t) resolution * USEC_PER_SEC, &rows, &n);
         if (r < 0) {
                 process_info_done(&process);

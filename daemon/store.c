@@ -75,6 +75,14 @@ static int exec_sql(sqlite3 *db, const char *sql) {
         return sqlite_to_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
+/* Runs an INSERT with its parameters bound already. */
+static int step_done(sqlite3_stmt *st) {
+        int rc = sqlite3_step(st);
+
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+}
+
 static int get_user_version(sqlite3 *db, int *ret) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         int rc;
@@ -226,9 +234,23 @@ int store_open(const char *path, const char *boot_id, Store **ret) {
                 goto fail;
         sqlite3_busy_timeout(s->db, 5000);
 
+        /* A new database gives freed pages back (the size cap); only possible before any table. */
+        r = exec_sql(s->db, "PRAGMA auto_vacuum = INCREMENTAL");
+        if (r < 0)
+                goto fail;
         r = store_migrate(s->db, embedded_migrations, embedded_migrations_count);
         if (r < 0)
                 goto fail;
+        /* Processes of earlier boots are gone, whatever the last daemon saw of them. */
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(s->db, "UPDATE process SET exited = 1 WHERE boot_id != ?1 AND NOT exited", -1, &st, NULL) ==
+            SQLITE_OK) {
+                sqlite3_bind_text(st, 1, boot_id, -1, SQLITE_STATIC);
+                r = step_done(st);
+                sqlite3_finalize(st);
+                if (r < 0)
+                        goto fail;
+        }
         r = prepare_statements(s);
         if (r < 0)
                 goto fail;
@@ -312,14 +334,6 @@ static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         *ret_id = sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
         return 0;
-}
-
-/* Runs an INSERT with its parameters bound already. */
-static int step_done(sqlite3_stmt *st) {
-        int rc = sqlite3_step(st);
-
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
 }
 
 static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta, uint64_t traps) {
@@ -812,5 +826,251 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
         }
         *ret = rows;
         *ret_n = n;
+        return 0;
+}
+
+/* ---- maintenance ---- */
+
+static int64_t query_int(Store *s, const char *sql, int64_t arg, int64_t *ret) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int rc;
+
+        rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        sqlite3_bind_int64(st, 1, arg);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+                *ret = INT64_MIN; /* no row */
+                return 0;
+        }
+        if (rc != SQLITE_ROW)
+                return sqlite_to_errno(rc) ?: -EIO;
+        *ret = sqlite3_column_type(st, 0) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(st, 0);
+        return 0;
+}
+
+uint64_t store_used_bytes(Store *s) {
+        int64_t pages, free_pages, page_size;
+
+        if (query_int(s, "PRAGMA page_count", 0, &pages) < 0 || query_int(s, "PRAGMA freelist_count", 0, &free_pages) < 0 ||
+            query_int(s, "PRAGMA page_size", 0, &page_size) < 0 || pages < free_pages)
+                return 0;
+        return (uint64_t) (pages - free_pages) * (uint64_t) page_size;
+}
+
+static int exec_fmt(Store *s, const char *fmt, ...) _printf_(2, 3);
+static int exec_fmt(Store *s, const char *fmt, ...) {
+        _cleanup_free_ char *sql = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&sql, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return exec_sql(s->db, sql);
+}
+
+/* Sums the finer tier's rows in [from, to) into tier, and moves its mark, in one transaction:
+ * a crash leaves either both or neither. */
+static int roll_up(Store *s, int tier, uint64_t from, uint64_t to) {
+        uint64_t w = tier_width_usec[tier];
+        _cleanup_free_ char *adds = join_fault_columns("f_%1$s = f_%1$s + excluded.f_%1$s");
+        int r;
+
+        if (!adds)
+                return -ENOMEM;
+        r = exec_sql(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        r = exec_fmt(s,
+                     "INSERT INTO %s (process_id, time_usec, %s, traps) "
+                     "SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, %s, SUM(traps) FROM %s "
+                     "WHERE time_usec >= %" PRId64 " AND time_usec < %" PRId64 " GROUP BY process_id, t "
+                     "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s, traps = traps + excluded.traps",
+                     sample_tables[tier], s->columns, w, w, s->sums, sample_tables[tier - 1], clamp_i64(from),
+                     clamp_i64(to), adds);
+        if (r >= 0)
+                r = exec_fmt(s,
+                             "INSERT INTO %s (process_id, time_usec, vector, count) "
+                             "SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, vector, SUM(count) FROM %s "
+                             "WHERE time_usec >= %" PRId64 " AND time_usec < %" PRId64 " GROUP BY process_id, t, vector "
+                             "ON CONFLICT (process_id, time_usec, vector) DO UPDATE SET count = count + excluded.count",
+                             trap_tables[tier], w, w, trap_tables[tier - 1], clamp_i64(from), clamp_i64(to));
+        if (r >= 0)
+                r = exec_fmt(s,
+                             "INSERT INTO %s (process_id, time_usec, signo, si_code, count) "
+                             "SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, signo, si_code, SUM(count) "
+                             "FROM %s WHERE time_usec >= %" PRId64 " AND time_usec < %" PRId64
+                             " GROUP BY process_id, t, signo, si_code "
+                             "ON CONFLICT (process_id, time_usec, signo, si_code) DO UPDATE SET count = count + excluded.count",
+                             signal_tables[tier], w, w, signal_tables[tier - 1], clamp_i64(from), clamp_i64(to));
+        if (r >= 0)
+                r = exec_fmt(s, "UPDATE tier SET rolled_until_usec = %" PRId64 " WHERE name = '%s'", clamp_i64(to),
+                             tier_name(tier));
+        if (r >= 0)
+                r = exec_sql(s->db, "COMMIT");
+        if (r < 0)
+                (void) exec_sql(s->db, "ROLLBACK");
+        return r;
+}
+
+/* Rolls the next complete stretch (at most max_span) of the finer tier into tier. */
+static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t complete_until, uint64_t max_span,
+                     bool *more) {
+        uint64_t w = tier_width_usec[tier], from = tiers[tier].rolled_until, to;
+        int64_t oldest;
+        int r;
+
+        complete_until -= complete_until % w;
+        if (from == 0) {
+                /* First roll-up: start at the finer tier's oldest row. */
+                r = query_int(s, tier == TIER_MINUTE ? "SELECT MIN(time_usec) FROM sample_raw"
+                                                     : "SELECT MIN(time_usec) FROM sample_minute",
+                              0, &oldest);
+                if (r < 0)
+                        return r;
+                from = oldest == INT64_MIN ? complete_until : (uint64_t) oldest - (uint64_t) oldest % w;
+        }
+        if (from >= complete_until)
+                return from == tiers[tier].rolled_until ? 0 : roll_up(s, tier, from, from);
+        to = complete_until - from > max_span ? from + max_span : complete_until;
+        if (to < complete_until)
+                *more = true;
+        return roll_up(s, tier, from, to);
+}
+
+/* Deletes at most batch rows of table older than cutoff; first moves the tier's kept_from, so
+ * no query reads a half-deleted stretch from this tier. Returns the rows deleted. */
+static int delete_older(Store *s, int tier, const char *const tables[_TIER_MAX], const char *key, uint64_t cutoff,
+                        size_t batch) {
+        int r;
+
+        r = exec_sql(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        r = exec_fmt(s, "UPDATE tier SET kept_from_usec = max(kept_from_usec, %" PRId64 ") WHERE name = '%s'",
+                     clamp_i64(cutoff), tier_name(tier));
+        if (r >= 0)
+                r = exec_fmt(s, "DELETE FROM %1$s WHERE (%2$s) IN (SELECT %2$s FROM %1$s WHERE time_usec < %3$" PRId64
+                                " LIMIT %4$zu)",
+                             tables[tier], key, clamp_i64(cutoff), batch);
+        if (r >= 0) {
+                r = sqlite3_changes(s->db);
+                if (exec_sql(s->db, "COMMIT") < 0)
+                        r = -EIO;
+        }
+        if (r < 0)
+                (void) exec_sql(s->db, "ROLLBACK");
+        return r;
+}
+
+static int expire_tier(Store *s, int tier, uint64_t cutoff, size_t batch, bool *more) {
+        static const struct {
+                const char *const *tables;
+                const char *key;
+        } kinds[] = {
+                { sample_tables, "process_id, time_usec" },
+                { trap_tables, "process_id, time_usec, vector" },
+                { signal_tables, "process_id, time_usec, signo, si_code" },
+        };
+
+        for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+                int r = delete_older(s, tier, kinds[k].tables, kinds[k].key, cutoff, batch);
+                if (r < 0)
+                        return r;
+                if ((size_t) r >= batch)
+                        *more = true;
+        }
+        return 0;
+}
+
+int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool *ret_more) {
+        const uint64_t hour = tier_width_usec[TIER_HOUR];
+        TierState tiers[_TIER_MAX];
+        bool more = false;
+        int64_t oldest;
+        int r;
+
+        /* Roll-ups: raw buckets before the current minute never change again; at most an hour
+         * of raw or a day of minutes per step. */
+        r = load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        r = roll_step(s, tiers, TIER_MINUTE, now_usec, hour, &more);
+        if (r < 0)
+                return r;
+        r = load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        r = roll_step(s, tiers, TIER_HOUR, tiers[TIER_MINUTE].rolled_until, 24 * hour, &more);
+        if (r < 0)
+                return r;
+        r = load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+
+        /* Retention by age, never past what the next coarser tier has rolled up. */
+        for (int t = TIER_RAW; t < _TIER_MAX; t++) {
+                uint64_t keep = t == TIER_RAW ? ret->raw_usec : t == TIER_MINUTE ? ret->minute_usec : ret->hour_usec;
+                uint64_t cutoff = now_usec > keep ? now_usec - keep : 0;
+
+                if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
+                        cutoff = tiers[t + 1].rolled_until;
+                cutoff -= cutoff % tier_width_usec[t];
+                /* Also when kept_from is there already: an earlier step may have stopped at a
+                 * batch. Nothing left to delete is one index seek. */
+                if (cutoff > 0 && cutoff >= tiers[t].kept_from) {
+                        r = expire_tier(s, t, cutoff, ret->batch_rows, &more);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        /* The size cap: the oldest rows of the finest tier that has any go first. */
+        if (ret->max_bytes > 0 && store_used_bytes(s) > ret->max_bytes) {
+                for (int t = TIER_RAW; t < _TIER_MAX; t++) {
+                        _cleanup_free_ char *sql = NULL;
+
+                        if (asprintf(&sql, "SELECT time_usec FROM %s ORDER BY time_usec LIMIT 1 OFFSET ?1",
+                                     sample_tables[t]) < 0)
+                                return -ENOMEM;
+                        r = query_int(s, sql, (int64_t) ret->batch_rows, &oldest);
+                        if (r < 0)
+                                return r;
+                        if (oldest == INT64_MIN) {
+                                /* Fewer rows than a batch: take them all if no coarser tier is left. */
+                                if (asprintf(&sql, "SELECT MAX(time_usec) + 1 FROM %s", sample_tables[t]) < 0)
+                                        return -ENOMEM;
+                                r = query_int(s, sql, 0, &oldest);
+                                if (r < 0)
+                                        return r;
+                                if (oldest == INT64_MIN)
+                                        continue; /* empty: the next tier */
+                        }
+                        r = expire_tier(s, t, (uint64_t) oldest, ret->batch_rows, &more);
+                        if (r < 0)
+                                return r;
+                        more = true;
+                        break;
+                }
+                /* Give the freed pages back to the file system. */
+                (void) exec_sql(s->db, "PRAGMA incremental_vacuum(1000)");
+        }
+
+        /* Exited processes whose rows have all aged out. */
+        r = exec_fmt(s, "DELETE FROM process WHERE id IN (SELECT id FROM process p WHERE exited "
+                        "AND NOT EXISTS (SELECT 1 FROM sample_raw WHERE process_id = p.id) "
+                        "AND NOT EXISTS (SELECT 1 FROM sample_minute WHERE process_id = p.id) "
+                        "AND NOT EXISTS (SELECT 1 FROM sample_hour WHERE process_id = p.id) LIMIT %zu)",
+                     ret->batch_rows);
+        if (r < 0)
+                return r;
+        if ((size_t) sqlite3_changes(s->db) >= ret->batch_rows)
+                more = true;
+
+        *ret_more = more;
         return 0;
 }

@@ -6,6 +6,7 @@
  * SQLite's message for the last failure so the caller can log it once, with context. */
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,20 @@
 #define STORE_RAW_BUCKET_USEC (10 * UINT64_C(1000000))
 
 typedef struct Store Store;
+
+/* How long each tier keeps its rows, and the size cap (DESIGN: Storage and retention). */
+typedef struct StoreRetention {
+        uint64_t raw_usec, minute_usec, hour_usec;
+        uint64_t max_bytes;  /* pages in use, file and free pages aside */
+        size_t batch_rows;   /* rows rolled up or deleted per transaction */
+} StoreRetention;
+
+#define STORE_RETENTION_DEFAULT                                                                    \
+        ((StoreRetention) { .raw_usec = 24 * 3600 * UINT64_C(1000000),                             \
+                            .minute_usec = 14 * 24 * 3600 * UINT64_C(1000000),                     \
+                            .hour_usec = 365 * 24 * 3600 * UINT64_C(1000000),                      \
+                            .max_bytes = 256 * 1024 * 1024,                                        \
+                            .batch_rows = 5000 })
 
 /* Applies migrations[user_version .. n-1] in order, each in its own transaction, and sets
  * PRAGMA user_version to its number. Returns the number applied, or
@@ -36,6 +51,15 @@ uint64_t store_size_bytes(Store *s);
  * exited, comm), each non-zero delta (faults, traps) is added to the raw bucket holding
  * now_usec. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
+
+/* One step of maintenance, each part in its own short transaction so that queries wait at most
+ * one batch: rolls complete intervals up into the minute and hour tiers, deletes what the
+ * retention and the size cap say, and exited processes without any rows left. *ret_more is set
+ * when a part stopped at batch_rows and more is pending: call again soon. */
+int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *ret_more);
+
+/* Bytes of the pages in use (the size cap's measure). */
+uint64_t store_used_bytes(Store *s);
 
 typedef struct StoreRow {
         int64_t id;

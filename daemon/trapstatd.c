@@ -12,6 +12,7 @@
 
 #include "collector.h"
 #include "log.h"
+#include "macro.h"
 #include "manager.h"
 #include "time-util.h"
 #include "varlink.h"
@@ -26,6 +27,8 @@ static void help(void) {
                "      --slots N              fast counting slots in the kernel, a power of two (default: 8192)\n"
                "      --max-processes N      processes counted outside slots at once (default: 16384)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
+               "      --retention LIST       how long each tier keeps history (default: raw=24h,minute=14d,hour=365d)\n"
+               "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: 256M; 0: none)\n"
                "      --max-message-size N   largest varlink message accepted, bytes (default: %u)\n"
                "      --max-connections N    concurrent client connections (default: %u)\n"
                "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
@@ -57,6 +60,62 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
         return 0;
 }
 
+/* "raw=24h,minute=14d,hour=365d", any subset; a coarser tier keeps at least as long as a
+ * finer one (else its rows would be gone before the finer tier's are rolled into it). */
+static int parse_retention(const char *s, StoreRetention *r) {
+        StoreRetention n = *r;
+        _cleanup_free_ char *copy = strdup(s);
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(item, '=');
+                uint64_t usec;
+
+                if (!eq || parse_duration_usec(eq + 1, &usec) < 0 || usec < 60 * USEC_PER_SEC)
+                        return -EINVAL;
+                *eq = '\0';
+                if (strcmp(item, "raw") == 0)
+                        n.raw_usec = usec;
+                else if (strcmp(item, "minute") == 0)
+                        n.minute_usec = usec;
+                else if (strcmp(item, "hour") == 0)
+                        n.hour_usec = usec;
+                else
+                        return -EINVAL;
+        }
+        if (n.minute_usec < n.raw_usec || n.hour_usec < n.minute_usec)
+                return -EINVAL;
+        *r = n;
+        return 0;
+}
+
+/* "256M", "2G", "1048576"; 0 turns the cap off. */
+static int parse_size(const char *s, uint64_t *ret) {
+        static const char units[] = "KMGT";
+        unsigned long long v;
+        char *end;
+        uint64_t mult = 1;
+
+        errno = 0;
+        if (!s || *s == '\0' || *s == '-')
+                return -EINVAL;
+        v = strtoull(s, &end, 10);
+        if (errno != 0 || end == s)
+                return -EINVAL;
+        if (*end) {
+                const char *u = strchr(units, *end);
+                if (!u || end[1] != '\0')
+                        return -EINVAL;
+                mult = UINT64_C(1) << (10 * (u - units + 1));
+        }
+        if (v > UINT64_MAX / mult)
+                return -ERANGE;
+        *ret = v * mult;
+        return 0;
+}
+
 /* $STATE_DIRECTORY / $RUNTIME_DIRECTORY may list several directories separated by ':'. */
 static char *first_of_env(const char *name) {
         const char *v = getenv(name);
@@ -64,7 +123,7 @@ static char *first_of_env(const char *name) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_DISABLE_SOURCE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -72,6 +131,8 @@ int main(int argc, char *argv[]) {
                 { "slots", required_argument, NULL, ARG_SLOTS },
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
                 { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
+                { "retention", required_argument, NULL, ARG_RETENTION },
+                { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
                 { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
@@ -82,7 +143,7 @@ int main(int argc, char *argv[]) {
         };
         _cleanup_free_ char *env_state = first_of_env("STATE_DIRECTORY"), *env_runtime = first_of_env("RUNTIME_DIRECTORY"),
                             *runtime_socket = NULL;
-        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC };
+        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC, .retention = STORE_RETENTION_DEFAULT };
         unsigned long long v;
         uint64_t usec;
         Manager *m = NULL;
@@ -115,6 +176,15 @@ int main(int argc, char *argv[]) {
                         if (collector_check_sources(optarg) < 0)
                                 return usage_error("invalid --disable-source '%s'", optarg);
                         config.disable_sources = optarg;
+                        break;
+                case ARG_RETENTION:
+                        if (parse_retention(optarg, &config.retention) < 0)
+                                return usage_error("invalid --retention '%s': expected e.g. raw=24h,minute=14d,hour=365d "
+                                                   "(each tier at least as long as the finer one)", optarg);
+                        break;
+                case ARG_MAX_DB_SIZE:
+                        if (parse_size(optarg, &config.retention.max_bytes) < 0)
+                                return usage_error("invalid --max-db-size '%s': expected bytes with K, M, G or T, e.g. 256M", optarg);
                         break;
                 case ARG_MAX_MESSAGE_SIZE:
                         if (parse_uint(optarg, 1U << 30, &v) < 0 || v < 4096)

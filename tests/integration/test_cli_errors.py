@@ -86,6 +86,9 @@ class DaemonErrors(unittest.TestCase):
             (["stray"], "unexpected argument 'stray'"),
             (["--disable-source", "page_fault_user,bogus"], "Unknown source 'bogus'"),
             (["--slots", "1000"], "invalid --slots '1000'"),
+            (["--retention", "raw=2d,minute=1d"], "invalid --retention"),
+            (["--retention", "weekly=3w"], "invalid --retention"),
+            (["--max-db-size", "12Q"], "invalid --max-db-size '12Q'"),
         ):
             with self.subTest(args=args):
                 p = self.daemon(*args)

@@ -265,6 +265,152 @@ static void test_traps(void **state) {
         store_free(s);
 }
 
+static int64_t count_rows(Store *s, const char *table) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        char path[256], sql[128];
+        int64_t n;
+
+        (void) s;
+        snprintf(path, sizeof(path), "%s/maintain.db", tmpdir);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s", table);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+static uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution, uint64_t *ret_traps) {
+        StoreHistoryRow *hist;
+        ProcessInfo found;
+        uint64_t user = 0, traps = 0;
+        int64_t id;
+        size_t n;
+
+        assert_int_equal(store_find_process(s, pid, 0, &id, &found), 0);
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, resolution, &hist, &n), 0);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(hist[i].time_usec % resolution, 0);
+                user += hist[i].faults.user;
+                traps += traps_total(&hist[i].traps);
+        }
+        free(hist);
+        if (ret_traps)
+                *ret_traps = traps;
+        return user;
+}
+
+static void maintain_until_done(Store *s, uint64_t now, const StoreRetention *r) {
+        bool more = true;
+
+        for (int i = 0; more; i++) {
+                assert_true(i < 10000);
+                assert_int_equal(store_maintain(s, now, r, &more), 0);
+        }
+}
+
+static void test_rollup_and_retention(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = { .raw_usec = H, .minute_usec = 3 * H, .hour_usec = 240 * H, .batch_rows = 500 };
+        ProcessInfo a = { .pid = 400, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        ProcessInfo b = { .pid = 401, .start_time = 1, .comm = "b", .first_seen_usec = 1 };
+        ProcessInfo c = { .pid = 402, .start_time = 1, .comm = "c", .first_seen_usec = 1, .exited = true };
+        uint64_t all_a = 0, all_b = 0, from3h_a = 0, from5h_a = 0, traps_a = 0, traps;
+        char path[256];
+        StoreRow *rows;
+        Store *s;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/maintain.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+
+        /* Six hours of 10 s buckets; a traps every 10th bucket; c once, at the start. */
+        for (uint64_t i = 0; i < 6 * 360; i++) {
+                uint64_t t = t0 + i * 10 * S;
+                Traps tr = { .vector = { [6] = 1 } };
+                ProcessSample samples[3] = {
+                        { &a, (Faults) { .user = i % 7 + 1 }, i % 10 == 0 ? &tr : NULL },
+                        { &b, (Faults) { .user = 2 }, NULL },
+                        { &c, (Faults) { .user = 5 }, NULL },
+                };
+
+                assert_int_equal(store_flush(s, t, samples, i == 0 ? 3 : 2), 0);
+                all_a += i % 7 + 1;
+                all_b += 2;
+                traps_a += i % 10 == 0;
+                if (t >= t0 + 3 * H)
+                        from3h_a += i % 7 + 1;
+                if (t >= t0 + 5 * H)
+                        from5h_a += i % 7 + 1;
+        }
+        assert_int_equal(history_user(s, 400, 10 * S, &traps), all_a);
+        assert_int_equal(traps, traps_a);
+
+        maintain_until_done(s, t0 + 6 * H + 5 * S, &r);
+
+        /* Rolled up to the last whole minute and hour; raw kept 1 h, minutes 3 h. */
+        assert_int_equal(count_rows(s, "sample_hour"), 2 * 6 + 1); /* c has one sample */
+        assert_int_equal(count_rows(s, "sample_minute"), 2 * 3 * 60);
+        assert_int_equal(count_rows(s, "sample_raw"), 2 * 360);
+        assert_int_equal(count_rows(s, "trap_raw"), 36);
+
+        /* Sums preserved exactly: hours cover everything, minutes the last 3 h, raw the last 1 h. */
+        assert_int_equal(history_user(s, 400, H, &traps), all_a);
+        assert_int_equal(traps, traps_a);
+        assert_int_equal(history_user(s, 401, 2 * H, NULL), all_b);
+        assert_int_equal(history_user(s, 400, 60 * S, NULL), from3h_a);
+        assert_int_equal(history_user(s, 400, 10 * S, NULL), from5h_a);
+
+        /* Top over the whole time reads hours: the same totals. */
+        assert_int_equal(store_top(s, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(rows[0].process.pid, 400); /* about 4 a bucket against b's 2 */
+        assert_int_equal(rows[0].faults.user, all_a);
+        assert_int_equal(rows[0].traps.vector[6], traps_a);
+        assert_int_equal(rows[1].process.pid, 401);
+        assert_int_equal(rows[1].faults.user, all_b);
+        store_rows_free(rows, n);
+        /* And over the last 30 min: raw only. */
+        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rows[1].process.pid, 401);
+        assert_int_equal(rows[1].faults.user, 2 * 180); /* 180 buckets of 2 */
+        store_rows_free(rows, n);
+
+        /* The size cap: everything is over one byte; a batch of the oldest raw rows goes. */
+        {
+                StoreRetention tiny = r;
+                bool more;
+                int64_t before = count_rows(s, "sample_raw");
+
+                tiny.max_bytes = 1;
+                assert_int_equal(store_maintain(s, t0 + 6 * H + 5 * S, &tiny, &more), 0);
+                assert_true(more);
+                assert_true(count_rows(s, "sample_raw") < before);
+                assert_true(count_rows(s, "sample_raw") >= before - 500);
+                assert_int_equal(count_rows(s, "sample_hour"), 2 * 6 + 1); /* c has one sample */
+        }
+
+        /* Eleven days later everything has aged out: c, which exited, is gone; a and b stay. */
+        maintain_until_done(s, t0 + 11 * 24 * H, &r);
+        assert_int_equal(count_rows(s, "sample_raw"), 0);
+        assert_int_equal(count_rows(s, "sample_minute"), 0);
+        assert_int_equal(count_rows(s, "sample_hour"), 0);
+        {
+                ProcessInfo found;
+                int64_t id;
+
+                assert_int_equal(store_find_process(s, 402, 0, &id, &found), -ENOENT);
+                assert_int_equal(store_find_process(s, 400, 0, &id, &found), 0);
+                process_info_done(&found);
+        }
+        store_free(s);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -282,6 +428,7 @@ int main(void) {
                 cmocka_unit_test(test_migrate_refuses_newer),
                 cmocka_unit_test(test_flush_top_history),
                 cmocka_unit_test(test_traps),
+                cmocka_unit_test(test_rollup_and_retention),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
