@@ -411,6 +411,72 @@ static void test_rollup_and_retention(void **state) {
         store_free(s);
 }
 
+static const char *fixture_dir;
+
+/* An older database, migrated by opening it: every count is still there, exactly. */
+static void check_fixture(const char *name, bool has_traps) {
+        char src[512], dst[256], cmd[1024];
+        StoreHistoryRow *hist;
+        ProcessInfo p;
+        Faults total = {};
+        Traps traps = {};
+        sqlite3 *db;
+        int64_t id;
+        size_t n;
+        Store *s;
+
+        snprintf(src, sizeof(src), "%s/%s", fixture_dir, name);
+        snprintf(dst, sizeof(dst), "%s/%s", tmpdir, name);
+        snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, dst);
+        assert_int_equal(system(cmd), 0);
+
+        assert_int_equal(store_open(dst, "boot-b", &s), 0);
+
+        assert_int_equal(store_find_process(s, 100, 0, &id, &p), 0);
+        assert_string_equal(p.comm, "alpha");
+        assert_int_equal(p.start_time, 5000);
+        assert_int_equal(p.uid, 1000);
+        assert_true(p.exited);
+        process_info_done(&p);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(n, 2);
+        for (size_t i = 0; i < n; i++) {
+                faults_add(&total, &hist[i].faults);
+                traps_add(&traps, &hist[i].traps);
+        }
+        free(hist);
+        assert_true(memcmp(&total, &(Faults) { .user = 15, .kernel = 1, .minor = 17, .major = 1, .read = 4, .write = 11,
+                                                .protection = 2 }, sizeof(total)) == 0);
+        assert_int_equal(traps_total(&traps), has_traps ? 3 : 0);
+        if (has_traps) {
+                assert_int_equal(traps.vector[6], 2);
+                assert_int_equal(traps.vector[13], 1);
+                assert_int_equal(traps.signal[fault_signal_index(SIGILL)][si_code_slot(2)], 2);
+                assert_int_equal(traps.signal[fault_signal_index(SIGSEGV)][si_code_slot(0x80)], 1);
+        }
+
+        /* Another boot's process that was running then is not running now. */
+        assert_int_equal(store_find_process(s, 101, 0, &id, &p), 0);
+        assert_string_equal(p.cmdline, "beta --x");
+        assert_string_equal(p.unit, "beta.service");
+        assert_true(p.exited);
+        process_info_done(&p);
+        store_free(s);
+
+        assert_int_equal(sqlite3_open(dst, &db), SQLITE_OK);
+        assert_int_equal(user_version(db), (int) embedded_migrations_count);
+        assert_true(has_table(db, "tier"));
+        sqlite3_close(db);
+}
+
+static void test_migrate_fixture_v1(void **state) {
+        check_fixture("v1.db", false);
+}
+
+static void test_migrate_fixture_v2(void **state) {
+        check_fixture("v2.db", true);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -421,14 +487,21 @@ static int teardown(void **state) {
         return system(cmd);
 }
 
-int main(void) {
+int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_migrate_embedded),
                 cmocka_unit_test(test_migrate_stepwise_and_atomic),
                 cmocka_unit_test(test_migrate_refuses_newer),
+                cmocka_unit_test(test_migrate_fixture_v1),
+                cmocka_unit_test(test_migrate_fixture_v2),
                 cmocka_unit_test(test_flush_top_history),
                 cmocka_unit_test(test_traps),
                 cmocka_unit_test(test_rollup_and_retention),
         };
+        if (argc != 2) {
+                fprintf(stderr, "usage: test-store FIXTURE-DIR\n");
+                return 2;
+        }
+        fixture_dir = argv[1];
         return cmocka_run_group_tests(tests, setup, teardown);
 }
