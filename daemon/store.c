@@ -158,7 +158,7 @@ static int prepare(Store *s, sqlite3_stmt **ret, const char *fmt, ...) {
         va_end(ap);
         if (r < 0)
                 return -ENOMEM;
-        return sqlite_to_errno(sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, ret, NULL));
+        return sqlite_to_errno(sqlite3_prepare_v2(s->db, sql, -1, ret, NULL));
 }
 
 #define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 SKIP = 77  # meson's "skipped": only where the machine truly lacks root or BPF
 
@@ -95,6 +96,18 @@ class Daemon:
             sys.stderr.write(f"--- trapstatd log ---\n{self.read_log()}\n")
         self.cleanup()
         return False
+
+
+class SharedDaemonTest(unittest.TestCase):
+    """Test cases sharing one trapstatd, started once for the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.__exit__(None, None, None)
 
 
 def wait_for(predicate, timeout=15, interval=0.1, what="condition"):

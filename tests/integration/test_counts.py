@@ -12,8 +12,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
-                    trapstat_json, wait_for)
+from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
+                    trapstat, trapstat_json, wait_for)
 
 N = 1000
 VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
@@ -42,15 +42,7 @@ def expected_signals():
     return signals, codes
 
 
-class Counts(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.__exit__(None, None, None)
-
+class Counts(SharedDaemonTest):
     def check_traps(self, threads):
         helper = run("RAISE_TRAPS", N, *(["--threads"] if threads else []))
         self.assertEqual(helper["traps"], {v: N for v in VECTORS})  # the helper's own count

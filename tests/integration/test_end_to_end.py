@@ -8,8 +8,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
-                    trapstat_json, wait_for)
+from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
+                    trapstat, trapstat_json, wait_for)
 
 PAGES = 10000
 
@@ -24,15 +24,7 @@ def history(d, pid):
     return json.loads(proc.stdout) if proc.returncode == 0 else None
 
 
-class EndToEnd(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon().__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.__exit__(None, None, None)
-
+class EndToEnd(SharedDaemonTest):
     def test_history_counts_the_helper_pages(self):
         d = self.daemon
         helper = run_helper()
