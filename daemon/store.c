@@ -226,6 +226,11 @@ int store_open(const char *path, const char *boot_id, Store **ret) {
         if (r < 0)
                 goto fail;
         sqlite3_extended_result_codes(s->db, 1);
+        /* A new database gives freed pages back (the size cap). Only possible before any table
+         * exists and before WAL mode writes the header; a no-op on an existing database. */
+        r = exec_sql(s->db, "PRAGMA auto_vacuum = INCREMENTAL");
+        if (r < 0)
+                goto fail;
         /* WAL: readers never block the writer; synchronous=NORMAL keeps every committed flush
          * across a crash of the daemon (not necessarily of the machine), at a fraction of FULL's
          * fsyncs. */
@@ -234,10 +239,6 @@ int store_open(const char *path, const char *boot_id, Store **ret) {
                 goto fail;
         sqlite3_busy_timeout(s->db, 5000);
 
-        /* A new database gives freed pages back (the size cap); only possible before any table. */
-        r = exec_sql(s->db, "PRAGMA auto_vacuum = INCREMENTAL");
-        if (r < 0)
-                goto fail;
         r = store_migrate(s->db, embedded_migrations, embedded_migrations_count);
         if (r < 0)
                 goto fail;
