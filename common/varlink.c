@@ -5,6 +5,7 @@
 #endif
 
 #include "varlink.h"
+#include "varlink-idl.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -233,11 +234,13 @@ int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret) {
 
 /* ---- server ---- */
 
-typedef struct VarlinkInterface {
+/* A registered interface: its IDL, parsed, is what every call is checked against. */
+typedef struct ServerInterface {
         const char *name, *description;
         const VarlinkMethod *methods;
         void *userdata;
-} VarlinkInterface;
+        VarlinkInterface *idl;
+} ServerInterface;
 
 typedef struct VarlinkConnection VarlinkConnection;
 
@@ -265,8 +268,9 @@ struct VarlinkServer {
         size_t max_message_size;
         unsigned max_connections, idle_timeout_sec;
 
-        VarlinkInterface *interfaces;
+        ServerInterface *interfaces;
         size_t n_interfaces;
+        char error[256]; /* why the last varlink_server_add_interface() failed */
 
         struct evconnlistener **listeners;
         size_t n_listeners;
@@ -281,7 +285,14 @@ static size_t server_output_limit(const VarlinkServer *s) {
         return s->max_message_size * 4;
 }
 
-static const VarlinkInterface *server_find_interface(const VarlinkServer *s, const char *name, size_t len) {
+static const VarlinkMethod *find_handler(const VarlinkMethod *methods, const char *name) {
+        for (const VarlinkMethod *m = methods; m->name; m++)
+                if (strcmp(m->name, name) == 0)
+                        return m;
+        return NULL;
+}
+
+static const ServerInterface *server_find_interface(const VarlinkServer *s, const char *name, size_t len) {
         for (size_t i = 0; i < s->n_interfaces; i++)
                 if (strlen(s->interfaces[i].name) == len && memcmp(s->interfaces[i].name, name, len) == 0)
                         return &s->interfaces[i];
@@ -403,8 +414,9 @@ pid_t varlink_call_peer_pid(VarlinkCall *call) {
 
 /* Runs one call. Returns 0 to go on with the next one, <0 to close the connection. */
 static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
-        const VarlinkInterface *iface;
+        const ServerInterface *iface;
         const VarlinkMethod *m;
+        const char *field = NULL;
         VarlinkCallHeader h;
         VarlinkCall call;
         const char *dot;
@@ -432,11 +444,18 @@ static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
         if (!iface)
                 return call_error_string(&call, "org.varlink.service.InterfaceNotFound", "interface", h.method, iface_len);
 
-        for (m = iface->methods; m->name; m++)
-                if (!strcmp(m->name, dot + 1))
-                        break;
-        if (!m->name)
+        m = find_handler(iface->methods, dot + 1);
+        if (!m)
                 return call_error_string(&call, "org.varlink.service.MethodNotFound", "method", h.method, strlen(h.method));
+
+        /* Streaming methods answer only calls that take their stream. */
+        if ((m->flags & VARLINK_METHOD_MORE) && !h.more && !h.oneway)
+                return varlink_call_error(&call, "org.varlink.service.ExpectedMore", NULL);
+        /* Handlers only see parameters the IDL allows: every member known, of its type, and
+         * every required one present. */
+        r = varlink_interface_validate_input(iface->idl, m->name, h.parameters, &field);
+        if (r < 0)
+                return varlink_call_error_invalid_parameter(&call, field ?: "parameters");
 
         r = m->fn(&call, h.parameters, iface->userdata);
         if (r < 0 && !call.finished)
@@ -624,7 +643,7 @@ static int service_get_info(VarlinkCall *call, json_t *parameters _unused_, void
 static int service_get_interface_description(VarlinkCall *call, json_t *parameters, void *userdata) {
         VarlinkServer *s = userdata;
         json_t *name = json_object_get(parameters, "interface"), *reply;
-        const VarlinkInterface *iface;
+        const ServerInterface *iface;
 
         if (!json_is_string(name))
                 return varlink_call_error_invalid_parameter(call, "interface");
@@ -697,6 +716,8 @@ VarlinkServer *varlink_server_free(VarlinkServer *s) {
         free(s->listeners);
         if (s->accept_retry)
                 event_free(s->accept_retry);
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                varlink_interface_free(s->interfaces[i].idl);
         free(s->interfaces);
         free(s->vendor);
         free(s->product);
@@ -708,24 +729,65 @@ VarlinkServer *varlink_server_free(VarlinkServer *s) {
 
 int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
                                  const VarlinkMethod *methods, void *userdata) {
-        VarlinkInterface *a;
+        VarlinkInterface *idl = NULL;
+        ServerInterface *a;
+        char error[200];
+        int r;
 
         if (!s || !name || !*name || !description || !methods)
                 return -EINVAL;
+        s->error[0] = '\0';
         if (server_find_interface(s, name, strlen(name)))
                 return -EEXIST;
 
+        r = varlink_interface_parse(description, &idl, error, sizeof(error));
+        if (r < 0) {
+                snprintf(s->error, sizeof(s->error), "%s.varlink:%s", name, error);
+                return r;
+        }
+        /* The IDL and the handlers must match exactly: a declared method nobody answers, or
+         * a handler the IDL does not describe, is a bug to catch at start, not at call time. */
+        r = -EINVAL;
+        if (strcmp(varlink_interface_name(idl), name) != 0)
+                snprintf(s->error, sizeof(s->error), "interface %s is described as %s", name, varlink_interface_name(idl));
+        else {
+                r = 0;
+                for (size_t i = 0; r == 0 && i < varlink_interface_n_methods(idl); i++)
+                        if (!find_handler(methods, varlink_interface_method_name(idl, i))) {
+                                snprintf(s->error, sizeof(s->error), "method %s.%s is declared but has no handler", name,
+                                         varlink_interface_method_name(idl, i));
+                                r = -EINVAL;
+                        }
+                for (const VarlinkMethod *m = methods; r == 0 && m->name; m++)
+                        if (!varlink_interface_has_method(idl, m->name)) {
+                                snprintf(s->error, sizeof(s->error), "method %s.%s has a handler but is not declared",
+                                         name, m->name);
+                                r = -EINVAL;
+                        }
+        }
+        if (r < 0) {
+                varlink_interface_free(idl);
+                return r;
+        }
+
         a = realloc(s->interfaces, (s->n_interfaces + 1) * sizeof(*a));
-        if (!a)
+        if (!a) {
+                varlink_interface_free(idl);
                 return -ENOMEM;
+        }
         s->interfaces = a;
-        s->interfaces[s->n_interfaces++] = (VarlinkInterface) {
+        s->interfaces[s->n_interfaces++] = (ServerInterface) {
                 .name = name,
                 .description = description,
                 .methods = methods,
                 .userdata = userdata,
+                .idl = idl,
         };
         return 0;
+}
+
+const char *varlink_server_error(VarlinkServer *s) {
+        return s && s->error[0] ? s->error : "no error";
 }
 
 int varlink_server_listen_fd(VarlinkServer *s, int fd) {

@@ -60,9 +60,15 @@ typedef struct VarlinkCall VarlinkCall;
  * "internal error", so handlers should reply with an error of their interface instead). */
 typedef int (*VarlinkMethodFn)(VarlinkCall *call, json_t *parameters, void *userdata);
 
+enum {
+        /* A streaming method: calls without "more" are answered org.varlink.service.ExpectedMore. */
+        VARLINK_METHOD_MORE = 1 << 0,
+};
+
 typedef struct VarlinkMethod {
         const char *name;  /* unqualified: "Top" */
         VarlinkMethodFn fn;
+        unsigned flags;    /* VARLINK_METHOD_* */
 } VarlinkMethod;
 
 typedef struct VarlinkServerConfig {
@@ -77,9 +83,14 @@ VarlinkServer *varlink_server_free(VarlinkServer *s);
 
 /* Registers an interface: name ("io.trapstat"), its IDL text (served verbatim by
  * org.varlink.service.GetInterfaceDescription), and a NULL-terminated method table.
- * org.varlink.service itself is built in. Strings and table must outlive the server. */
+ * org.varlink.service itself is built in. Strings and table must outlive the server.
+ * The IDL is parsed; every call is checked against it before its handler runs (unknown,
+ * missing or ill-typed member: org.varlink.service.InvalidParameter naming it). Fails with
+ * -EBADMSG when the IDL does not parse and -EINVAL when it does not declare exactly the
+ * methods of the table; varlink_server_error() then says what is wrong. */
 int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
                                  const VarlinkMethod *methods, void *userdata);
+const char *varlink_server_error(VarlinkServer *s);
 
 /* Starts accepting on an already listening socket (e.g. from sd_listen_fds). Takes the fd. */
 int varlink_server_listen_fd(VarlinkServer *s, int fd);

@@ -215,7 +215,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         }
         r = methods_register(m->server, m);
         if (r < 0) {
-                log_error_errno(r, "Failed to register io.trapstat: %m");
+                log_error_errno(r, "Failed to register io.trapstat: %s", varlink_server_error(m->server));
                 goto fail;
         }
         r = listen_socket(m);

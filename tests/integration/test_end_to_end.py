@@ -103,6 +103,24 @@ class EndToEnd(SharedDaemonTest):
         self.assertGreater(st["databaseBytes"], 0)
         self.assertEqual(st["drops"], 0)
 
+    def test_parameters_are_checked_against_the_idl(self):
+        for method, params, field in (
+            ("io.trapstat.Top", '{"windowSec": "x"}', "windowSec"),
+            ("io.trapstat.Top", '{"limit": 5, "bogus": 1}', "bogus"),
+            ("io.trapstat.History", "{}", "pid"),
+            ("io.trapstat.History", '{"pid": null}', "pid"),
+            ("io.trapstat.ListProcesses", '{"includeExited": 1}', "includeExited"),
+        ):
+            with self.subTest(method=method, params=params):
+                p = trapstat(self.daemon.socket, "call", method, params, check=False)
+                self.assertEqual(p.returncode, 1)
+                self.assertIn(f"rejected parameter '{field}'", p.stderr)
+        # Optional members may be null.
+        self.assertIn("rows", trapstat_json(self.daemon.socket, "call", "io.trapstat.Top", '{"sortBy": null}'))
+        p = trapstat(self.daemon.socket, "call", "io.trapstat.Nope", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("org.varlink.service.MethodNotFound", p.stderr)
+
     def test_unknown_pid(self):
         # pid_max on Linux is at most 4194304, so this pid never existed.
         p = trapstat(self.daemon.socket, "history", "4194305", check=False)

@@ -35,7 +35,17 @@ static const char test_description[] =
         "# A test interface.\n"
         "interface org.example.test\n"
         "\n"
-        "method Echo() -> ()\n";
+        "# Returns its parameters.\n"
+        "method Echo(a: ?int, b: ?[]string, n: ?int, alive: ?bool, first: ?bool)\n"
+        "    -> (a: ?int, b: ?[]string, n: ?int, alive: ?bool, first: ?bool)\n"
+        "method Stream() -> (i: int)\n"
+        "method Whoami() -> (uid: int, pid: int, method: string)\n"
+        "method Blob(seq: int) -> (seq: int, data: string)\n"
+        "method Stats() -> (blobs: int, connections: int)\n"
+        "method Misuse() -> (continuesWithoutMore: int)\n"
+        "method Fail() -> ()\n"
+        "method Silent() -> ()\n"
+        "error Late ()\n";
 
 /* ---- helpers ---- */
 
@@ -244,12 +254,11 @@ static int method_echo(VarlinkCall *call, json_t *parameters, void *userdata _un
         return varlink_call_reply(call, json_incref(parameters), false);
 }
 
+/* Declared VARLINK_METHOD_MORE: the server answers calls without "more" itself. */
 static int method_stream(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
         int r;
 
-        if (!varlink_call_more(call))
-                return varlink_call_error(call, "org.varlink.service.ExpectedMore", NULL);
-
+        assert_true(varlink_call_more(call));
         for (int i = 0; i < 3; i++) {
                 r = varlink_call_reply(call, json_pack("{s:i}", "i", i), i < 2);
                 if (r < 0)
@@ -311,7 +320,7 @@ static int method_silent(VarlinkCall *call _unused_, json_t *parameters _unused_
 }
 
 static const VarlinkMethod test_methods[] = {
-        { "Echo", method_echo },     { "Stream", method_stream }, { "Whoami", method_whoami },
+        { "Echo", method_echo },     { "Stream", method_stream, VARLINK_METHOD_MORE }, { "Whoami", method_whoami },
         { "Blob", method_blob },     { "Stats", method_stats },   { "Misuse", method_misuse },
         { "Fail", method_fail },     { "Silent", method_silent }, {},
 };
@@ -506,6 +515,17 @@ static void test_not_found(void **state) {
 
         call_expect_error(c, "org.example.test.Nope", NULL, "org.varlink.service.MethodNotFound",
                           "{\"method\":\"org.example.test.Nope\"}");
+
+        /* Parameters are checked against the IDL before the handler runs. */
+        call_expect_error(c, "org.example.test.Echo", json_pack("{s:s}", "a", "x"), "org.varlink.service.InvalidParameter",
+                          "{\"parameter\":\"a\"}");
+        call_expect_error(c, "org.example.test.Echo", json_pack("{s:i, s:i}", "a", 1, "zzz", 2),
+                          "org.varlink.service.InvalidParameter", "{\"parameter\":\"zzz\"}");
+        call_expect_error(c, "org.example.test.Echo", json_pack("{s:[i]}", "b", 3), "org.varlink.service.InvalidParameter",
+                          "{\"parameter\":\"b\"}");
+        call_expect_error(c, "org.example.test.Blob", NULL, "org.varlink.service.InvalidParameter",
+                          "{\"parameter\":\"seq\"}");
+        call_expect(c, "org.example.test.Echo", json_pack("{s:n}", "a"), "{\"a\":null}");
         call_expect_error(c, "org.example.nope.Echo", NULL, "org.varlink.service.InterfaceNotFound",
                           "{\"interface\":\"org.example.nope\"}");
         /* "org.example" is a prefix of a registered interface, not an interface. */
@@ -753,8 +773,32 @@ static void test_server_setup_errors(void **state _unused_) {
         assert_int_equal(varlink_server_n_connections(s), 0);
 
         assert_int_equal(varlink_server_add_interface(s, "org.varlink.service", "", test_methods, NULL), -EEXIST);
-        assert_int_equal(varlink_server_add_interface(s, "org.example.test", "", test_methods, NULL), 0);
-        assert_int_equal(varlink_server_add_interface(s, "org.example.test", "", test_methods, NULL), -EEXIST);
+
+        /* The IDL must parse, name the interface, and declare exactly the handled methods. */
+        assert_int_equal(varlink_server_add_interface(s, "org.example.test", "", test_methods, NULL), -EBADMSG);
+        assert_non_null(strstr(varlink_server_error(s), "org.example.test.varlink:"));
+        assert_int_equal(varlink_server_add_interface(s, "org.example.test",
+                                                      "interface org.example.other\nmethod Echo() -> ()\n", test_methods,
+                                                      NULL),
+                         -EINVAL);
+        assert_non_null(strstr(varlink_server_error(s), "described as org.example.other"));
+        assert_int_equal(varlink_server_add_interface(s, "org.example.test",
+                                                      "interface org.example.test\nmethod Echo() -> ()\n", test_methods,
+                                                      NULL),
+                         -EINVAL);
+        assert_string_equal(varlink_server_error(s), "method org.example.test.Stream has a handler but is not declared");
+        {
+                static const VarlinkMethod echo_only[] = { { "Echo", method_echo }, {} };
+                assert_int_equal(varlink_server_add_interface(s, "org.example.test",
+                                                              "interface org.example.test\nmethod Echo() -> ()\n"
+                                                              "method Gone() -> ()\n",
+                                                              echo_only, NULL),
+                                 -EINVAL);
+                assert_string_equal(varlink_server_error(s), "method org.example.test.Gone is declared but has no handler");
+        }
+
+        assert_int_equal(varlink_server_add_interface(s, "org.example.test", test_description, test_methods, NULL), 0);
+        assert_int_equal(varlink_server_add_interface(s, "org.example.test", test_description, test_methods, NULL), -EEXIST);
 
         /* Not listening: refused (and the fd is taken either way). */
         fd = socket(AF_UNIX, SOCK_STREAM, 0);
