@@ -303,6 +303,7 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
                 e->maj_flt += BPF_CORE_READ(leader, maj_flt);
         }
         e->args_len = 0;
+        e->uid = 0;
         bpf_ringbuf_submit(e, 0);
         return 0;
 }
@@ -328,7 +329,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct
         e->tgid = BPF_CORE_READ(task, tgid);
         e->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         e->min_flt = e->maj_flt = 0;
-        e->_pad0 = 0;
+        e->uid = BPF_CORE_READ(task, real_cred, uid.val);
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 
         mm = BPF_CORE_READ(task, mm);

@@ -107,7 +107,7 @@ struct ts_event {
         __u64 maj_flt;
         char comm[TS_COMM_LEN]; /* TS_EVENT_EXEC: the new command name */
         __u32 args_len;         /* TS_EVENT_EXEC: bytes used in args */
-        __u32 _pad0;
+        __u32 uid;              /* TS_EVENT_EXEC: real uid after the exec (su, setpriv, ...) */
         char args[TS_ARGS_LEN]; /* TS_EVENT_EXEC: start of the new argument vector */
 };
 _Static_assert(sizeof(struct ts_event) == 312, "struct ts_event layout is shared with BPF");

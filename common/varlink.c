@@ -249,6 +249,8 @@ struct VarlinkConnection {
         VarlinkConnection *prev, *next;
         struct bufferevent *bev;
         struct ucred peer;
+        gid_t *peer_groups;   /* supplementary groups (SO_PEERGROUPS) */
+        size_t n_peer_groups;
         size_t scanned;  /* input bytes already searched for a NUL, without finding one */
         bool throttled;  /* reading paused until the client drains its replies */
         bool closing;    /* reading stopped for good; freed once the output is flushed */
@@ -313,6 +315,7 @@ static void connection_free(VarlinkConnection *c) {
 
         /* Safe from inside the bufferevent's own callbacks: libevent defers the actual free. */
         bufferevent_free(c->bev);
+        free(c->peer_groups);
         free(c);
 }
 
@@ -406,6 +409,20 @@ const char *varlink_call_method(VarlinkCall *call) {
 
 uid_t varlink_call_peer_uid(VarlinkCall *call) {
         return call ? call->connection->peer.uid : (uid_t) -1;
+}
+
+bool varlink_call_peer_in_group(VarlinkCall *call, gid_t gid) {
+        const VarlinkConnection *c;
+
+        if (!call)
+                return false;
+        c = call->connection;
+        if (c->peer.gid == gid)
+                return true;
+        for (size_t i = 0; i < c->n_peer_groups; i++)
+                if (c->peer_groups[i] == gid)
+                        return true;
+        return false;
 }
 
 pid_t varlink_call_peer_pid(VarlinkCall *call) {
@@ -546,11 +563,35 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
                 connection_free(c);
 }
 
+/* The peer's supplementary groups, for access by group membership. */
+static int read_peer_groups(int fd, gid_t **ret, size_t *ret_n) {
+        socklen_t len = 0;
+        gid_t *groups;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &len) == 0 || errno != ERANGE) {
+                /* No supplementary groups (or a kernel without SO_PEERGROUPS: primary only). */
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        groups = malloc(len ? len : 1);
+        if (!groups)
+                return -ENOMEM;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+                free(groups);
+                return -errno;
+        }
+        *ret = groups;
+        *ret_n = len / sizeof(gid_t);
+        return 0;
+}
+
 static int connection_new(VarlinkServer *s, int fd) {
         _cleanup_close_ int fd_close = fd;
         struct timeval idle = { .tv_sec = s->idle_timeout_sec };
         socklen_t len = sizeof(struct ucred);
         VarlinkConnection *c;
+        int r;
 
         c = calloc(1, sizeof(*c));
         if (!c)
@@ -561,9 +602,15 @@ static int connection_new(VarlinkServer *s, int fd) {
                 free(c);
                 return -errno;
         }
+        r = read_peer_groups(fd, &c->peer_groups, &c->n_peer_groups);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
 
         c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
         if (!c->bev) {
+                free(c->peer_groups);
                 free(c);
                 return -ENOMEM;
         }

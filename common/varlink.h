@@ -110,6 +110,8 @@ bool varlink_call_more(VarlinkCall *call);
 const char *varlink_call_method(VarlinkCall *call);
 /* SO_PEERCRED of the connection the call came from. */
 uid_t varlink_call_peer_uid(VarlinkCall *call);
+/* Whether the peer's primary or a supplementary group (SO_PEERGROUPS) is gid. */
+bool varlink_call_peer_in_group(VarlinkCall *call, gid_t gid);
 pid_t varlink_call_peer_pid(VarlinkCall *call);
 
 /* ---- client (blocking) ---- */

@@ -54,6 +54,7 @@ typedef struct LifecycleEvent {
         uint32_t type; /* enum ts_event_type */
         uint32_t tgid;
         uint64_t start_time, min_flt, maj_flt;
+        uint32_t uid;  /* exec: the real uid after it */
         char comm[COMM_MAX];
         char *cmdline; /* exec: from the event's argument bytes, NULL when none */
 } LifecycleEvent;
@@ -172,7 +173,7 @@ static int handle_event(void *ctx, void *data, size_t size) {
         if (size < sizeof(*e) || (e->type != TS_EVENT_EXIT && e->type != TS_EVENT_EXEC))
                 return 0;
         x = (LifecycleEvent) { .type = e->type, .tgid = e->tgid, .start_time = e->start_time,
-                               .min_flt = e->min_flt, .maj_flt = e->maj_flt };
+                               .min_flt = e->min_flt, .maj_flt = e->maj_flt, .uid = e->uid };
         memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
         if (e->type == TS_EVENT_EXEC)
                 (void) proc_cmdline_format(e->args, e->args_len > TS_ARGS_LEN ? TS_ARGS_LEN : e->args_len,
@@ -748,6 +749,10 @@ static int handle_events(Collector *c) {
                          * line while the process lives; the event's copy is cut at
                          * TS_ARGS_LEN but survives a process that is already gone. */
                         memcpy(p->info.comm, e->comm, sizeof(p->info.comm));
+                        /* Changing user and then exec'ing is how processes get their user (su,
+                         * setpriv, service managers): the uid seen at the first fault may be
+                         * the launcher's. */
+                        p->info.uid = e->uid;
                         if (proc_read_cmdline(c->proc_fd, p->info.pid, CMDLINE_MAX, &cmdline) < 0) {
                                 cmdline = e->cmdline;
                                 e->cmdline = NULL;

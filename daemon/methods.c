@@ -2,6 +2,7 @@
 /* The io.trapstat methods: parameters in, store/collector queries, replies out. */
 
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -79,11 +80,22 @@ static int params_parse(VarlinkCall *call, json_t *parameters, const Param *tabl
         return 0;
 }
 
-/* root sees every process; everyone else only their own (access control grows in the
- * varlink service work: group trapstat). -1 means no filter. */
+#define TRAPSTAT_GROUP "trapstat"
+
+/* root and members of group trapstat see every process; everyone else only their own. Returns
+ * the uid to filter by, or -1 for no filter. The group is looked up per call, so creating it
+ * (or adding a user to it) needs no restart. */
 static int64_t visible_uid(VarlinkCall *call) {
         uid_t uid = varlink_call_peer_uid(call);
-        return uid == 0 ? -1 : (int64_t) uid;
+        struct group grp, *found = NULL;
+        char buf[4096];
+
+        if (uid == 0)
+                return -1;
+        if (getgrnam_r(TRAPSTAT_GROUP, &grp, buf, sizeof(buf), &found) == 0 && found &&
+            varlink_call_peer_in_group(call, found->gr_gid))
+                return -1;
+        return (int64_t) uid;
 }
 
 static int reply_database_error(VarlinkCall *call, Store *store, int error) {

@@ -178,7 +178,7 @@ static int prepare_statements(Store *s) {
         r = prepare(s, &s->upsert_process,
                     "INSERT INTO process (boot_id, " PROCESS_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (boot_id, pid, start_time) DO UPDATE SET "
-                    "comm = excluded.comm, cmdline = coalesce(excluded.cmdline, cmdline), "
+                    "comm = excluded.comm, uid = excluded.uid, cmdline = coalesce(excluded.cmdline, cmdline), "
                     "unit = coalesce(excluded.unit, unit), "
                     "last_seen_usec = max(last_seen_usec, excluded.last_seen_usec), "
                     "exited = max(exited, excluded.exited) RETURNING id");

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: MIT
+"""Access by SO_PEERCRED, with a real unprivileged user: others see only their own processes and
+get PermissionDenied for anyone else's; members of group trapstat see everything."""
+import grp
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import Daemon, binary, exited_history, require_root_and_bpf  # noqa: E402
+
+USER = "trapstat-access-test"
+GROUP = "trapstat"
+
+
+class Access(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
+        cls.uid = pwd.getpwnam(USER).pw_uid
+        try:
+            grp.getgrnam(GROUP)
+            cls.created_group = False
+        except KeyError:
+            subprocess.run(["groupadd", "--system", GROUP], check=True)
+            cls.created_group = True
+        cls.daemon = Daemon().__enter__()
+        # The user needs to reach the socket and run the binaries: a world-readable copy.
+        os.chmod(cls.daemon.dir, 0o755)
+        cls.bin = {}
+        for name in ("TRAPSTAT", "FAULT_PAGES"):
+            cls.bin[name] = shutil.copy2(binary(name), os.path.join(cls.daemon.dir, os.path.basename(binary(name))))
+            os.chmod(cls.bin[name], 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.daemon.__exit__(None, None, None)
+        finally:
+            subprocess.run(["userdel", USER], check=False)
+            if cls.created_group:
+                subprocess.run(["groupdel", GROUP], check=False)
+
+    def as_user(self, *args, check=True):
+        # --init-groups: the user's groups as /etc/group has them now.
+        p = subprocess.run(["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--init-groups", *args],
+                           capture_output=True, text=True, timeout=30)
+        if check and p.returncode != 0:
+            raise AssertionError(f"{args} as {USER} exited {p.returncode}: {p.stderr.strip()}")
+        return p
+
+    def trapstat_as_user(self, *args, check=True):
+        return self.as_user(self.bin["TRAPSTAT"], "--socket", self.daemon.socket, *args, check=check)
+
+    def run_helpers(self):
+        root = json.loads(subprocess.run([self.bin["FAULT_PAGES"], "500"], capture_output=True, text=True,
+                                         check=True).stdout)["pid"]
+        user = json.loads(self.as_user(self.bin["FAULT_PAGES"], "500").stdout)["pid"]
+        for pid in (root, user):
+            exited_history(self.daemon, pid)
+        return root, user
+
+    def set_membership(self, member):
+        if member == (USER in grp.getgrnam(GROUP).gr_mem):
+            return
+        subprocess.run(["gpasswd", "--add" if member else "--delete", USER, GROUP], check=True,
+                       capture_output=True)
+
+    def test_other_users_see_only_their_own(self):
+        self.set_membership(False)
+        root, user = self.run_helpers()
+
+        rows = json.loads(self.trapstat_as_user("--json", "top", "-b", "-n", "1", "--limit", "10000").stdout)["rows"]
+        self.assertTrue(rows)
+        self.assertEqual({r["process"]["uid"] for r in rows}, {self.uid})
+        self.assertIn(user, {r["process"]["pid"] for r in rows})
+
+        procs = json.loads(self.trapstat_as_user("call", "io.trapstat.ListProcesses",
+                                                 '{"includeExited": true}').stdout)["processes"]
+        self.assertEqual({p["uid"] for p in procs}, {self.uid})
+
+        self.assertEqual(json.loads(self.trapstat_as_user("--json", "history", str(user)).stdout)["process"]["pid"],
+                         user)
+        p = self.trapstat_as_user("history", str(root), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("permission denied", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1)
+
+    def test_group_trapstat_sees_everything(self):
+        self.set_membership(True)
+        try:
+            root, user = self.run_helpers()
+            rows = json.loads(self.trapstat_as_user("--json", "top", "-b", "-n", "1", "--limit", "10000").stdout)["rows"]
+            pids = {r["process"]["pid"] for r in rows}
+            self.assertIn(root, pids)
+            self.assertIn(user, pids)
+            h = json.loads(self.trapstat_as_user("--json", "history", str(root)).stdout)
+            self.assertEqual(h["process"]["uid"], 0)
+        finally:
+            self.set_membership(False)
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    unittest.main(verbosity=2)
