@@ -27,7 +27,9 @@
  * by clients, there is nobody to return an error to, and a noisy client must not flood the log. */
 #define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
 
-#define LISTEN_BACKLOG 128
+/* Bursts of clients (scripts, many trapstat at once) queue rather than fail; the kernel caps it
+ * at net.core.somaxconn. */
+#define LISTEN_BACKLOG SOMAXCONN
 /* Bytes asked of recv() per read in the client; replies may be megabytes long. */
 #define CLIENT_READ_CHUNK (64U * 1024U)
 
@@ -268,7 +270,7 @@ struct VarlinkServer {
         struct event_base *base;
         char *vendor, *product, *version, *url;
         size_t max_message_size;
-        unsigned max_connections, idle_timeout_sec;
+        unsigned max_connections, max_connections_per_uid, idle_timeout_sec;
 
         ServerInterface *interfaces;
         size_t n_interfaces;
@@ -586,6 +588,14 @@ static int read_peer_groups(int fd, gid_t **ret, size_t *ret_n) {
         return 0;
 }
 
+static unsigned connections_of_uid(const VarlinkServer *s, uid_t uid) {
+        unsigned n = 0;
+
+        for (const VarlinkConnection *c = s->connections; c; c = c->next)
+                n += c->peer.uid == uid;
+        return n;
+}
+
 static int connection_new(VarlinkServer *s, int fd) {
         _cleanup_close_ int fd_close = fd;
         struct timeval idle = { .tv_sec = s->idle_timeout_sec };
@@ -601,6 +611,12 @@ static int connection_new(VarlinkServer *s, int fd) {
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
                 free(c);
                 return -errno;
+        }
+        /* One user cannot take every connection: the others keep theirs. root is counted too. */
+        if (s->max_connections_per_uid > 0 && connections_of_uid(s, c->peer.uid) >= s->max_connections_per_uid) {
+                uid_t uid = c->peer.uid;
+                free(c);
+                return log_debug_errno(EUSERS, "Too many varlink connections of uid %u, refusing a new one.", uid);
         }
         r = read_peer_groups(fd, &c->peer_groups, &c->n_peer_groups);
         if (r < 0) {
@@ -729,6 +745,7 @@ int varlink_server_new(struct event_base *base, const VarlinkServerConfig *confi
         s->base = base;
         s->max_message_size = config->max_message_size ?: VARLINK_DEFAULT_MAX_MESSAGE_SIZE;
         s->max_connections = config->max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS;
+        s->max_connections_per_uid = config->max_connections_per_uid ?: VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID;
         s->idle_timeout_sec = config->idle_timeout_sec ?: VARLINK_DEFAULT_IDLE_TIMEOUT_SEC;
 
         s->vendor = strdup(config->vendor ?: "");

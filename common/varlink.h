@@ -21,6 +21,7 @@ struct evbuffer;
 /* Default limits; every one of them is configurable per server / client. */
 #define VARLINK_DEFAULT_MAX_MESSAGE_SIZE (8U * 1024U * 1024U)
 #define VARLINK_DEFAULT_MAX_CONNECTIONS 256U
+#define VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID 64U
 #define VARLINK_DEFAULT_IDLE_TIMEOUT_SEC 60U
 
 /* ---- framing (pure; unit-tested on their own) ---- */
@@ -75,6 +76,7 @@ typedef struct VarlinkServerConfig {
         const char *vendor, *product, *version, *url;  /* for org.varlink.service.GetInfo */
         size_t max_message_size;                        /* 0: default */
         unsigned max_connections;                       /* 0: default */
+        unsigned max_connections_per_uid;               /* 0: default */
         unsigned idle_timeout_sec;                      /* 0: default */
 } VarlinkServerConfig;
 

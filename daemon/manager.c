@@ -156,6 +156,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 .url = "",
                 .max_message_size = config->max_message_size,
                 .max_connections = config->max_connections,
+                .max_connections_per_uid = config->max_connections_per_uid,
                 .idle_timeout_sec = config->idle_timeout_sec,
         };
         Manager *m;

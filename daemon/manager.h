@@ -23,6 +23,7 @@ typedef struct ManagerConfig {
         StoreRetention retention;
         size_t max_message_size;
         unsigned max_connections;
+        unsigned max_connections_per_uid;
         unsigned idle_timeout_sec;
 } ManagerConfig;
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -31,12 +32,13 @@ static void help(void) {
                "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: 256M; 0: none)\n"
                "      --max-message-size N   largest varlink message accepted, bytes (default: %u)\n"
                "      --max-connections N    concurrent client connections (default: %u)\n"
+               "      --max-connections-per-uid N  of them from one user (default: %u)\n"
                "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
                "  -v, --verbose              debug logging\n"
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
                TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, VARLINK_DEFAULT_MAX_MESSAGE_SIZE,
-               VARLINK_DEFAULT_MAX_CONNECTIONS, VARLINK_DEFAULT_IDLE_TIMEOUT_SEC);
+               VARLINK_DEFAULT_MAX_CONNECTIONS, VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_IDLE_TIMEOUT_SEC);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -123,7 +125,7 @@ static char *first_of_env(const char *name) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -135,6 +137,7 @@ int main(int argc, char *argv[]) {
                 { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
                 { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
+                { "max-connections-per-uid", required_argument, NULL, ARG_MAX_CONNECTIONS_PER_UID },
                 { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
@@ -196,6 +199,11 @@ int main(int argc, char *argv[]) {
                                 return usage_error("invalid --max-connections '%s': expected 1 to 1048576", optarg);
                         config.max_connections = (unsigned) v;
                         break;
+                case ARG_MAX_CONNECTIONS_PER_UID:
+                        if (parse_uint(optarg, 1U << 20, &v) < 0)
+                                return usage_error("invalid --max-connections-per-uid '%s': expected 1 to 1048576", optarg);
+                        config.max_connections_per_uid = (unsigned) v;
+                        break;
                 case ARG_IDLE_TIMEOUT:
                         if (parse_duration_usec(optarg, &usec) < 0 || usec < USEC_PER_SEC || usec > 86400 * USEC_PER_SEC)
                                 return usage_error("invalid --idle-timeout '%s': expected a duration from 1s to 1d", optarg);
@@ -226,6 +234,13 @@ int main(int argc, char *argv[]) {
         }
         /* Under systemd, stderr goes to the journal: tag lines with their priority. */
         log_set_prefix_priority(getenv("JOURNAL_STREAM") != NULL);
+
+        /* Every client is an fd: take the hard limit, as --max-connections may ask for many. */
+        struct rlimit nofile;
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+                nofile.rlim_cur = nofile.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &nofile);
+        }
 
         r = manager_new(&config, &m);
         if (r < 0)
