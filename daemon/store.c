@@ -992,7 +992,6 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         const uint64_t hour = tier_width_usec[TIER_HOUR];
         TierState tiers[_TIER_MAX];
         bool more = false;
-        int64_t oldest;
         int r;
 
         /* Roll-ups: raw buckets before the current minute never change again; at most an hour
@@ -1030,28 +1029,36 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
                 }
         }
 
-        /* The size cap: the oldest rows of the finest tier that has any go first. */
+        /* The size cap: the oldest rows of the finest tier go first, but only what the next
+         * tier has rolled up (else that stretch would be in no tier at all); when the finest
+         * tier has nothing such, the next one. */
         if (ret->max_bytes > 0 && store_used_bytes(s) > ret->max_bytes) {
                 for (int t = TIER_RAW; t < _TIER_MAX; t++) {
-                        _cleanup_free_ char *sql = NULL;
+                        _cleanup_free_ char *first_sql = NULL, *nth_sql = NULL, *last_sql = NULL;
+                        int64_t first, nth;
+                        uint64_t cutoff;
 
-                        if (asprintf(&sql, "SELECT time_usec FROM %s ORDER BY time_usec LIMIT 1 OFFSET ?1",
-                                     sample_tables[t]) < 0)
+                        if (asprintf(&first_sql, "SELECT MIN(time_usec) FROM %s", sample_tables[t]) < 0 ||
+                            asprintf(&nth_sql, "SELECT time_usec FROM %s ORDER BY time_usec LIMIT 1 OFFSET ?1",
+                                     sample_tables[t]) < 0 ||
+                            asprintf(&last_sql, "SELECT MAX(time_usec) + 1 FROM %s", sample_tables[t]) < 0)
                                 return -ENOMEM;
-                        r = query_int(s, sql, (int64_t) ret->batch_rows, &oldest);
-                        if (r < 0)
+                        if ((r = query_int(s, first_sql, 0, &first)) < 0)
                                 return r;
-                        if (oldest == INT64_MIN) {
-                                /* Fewer rows than a batch: take them all if no coarser tier is left. */
-                                if (asprintf(&sql, "SELECT MAX(time_usec) + 1 FROM %s", sample_tables[t]) < 0)
-                                        return -ENOMEM;
-                                r = query_int(s, sql, 0, &oldest);
-                                if (r < 0)
-                                        return r;
-                                if (oldest == INT64_MIN)
-                                        continue; /* empty: the next tier */
-                        }
-                        r = expire_tier(s, t, (uint64_t) oldest, ret->batch_rows, &more);
+                        if (first == INT64_MIN)
+                                continue; /* empty */
+                        /* Up to a batch of rows: the time of the row after it, or past the last. */
+                        if ((r = query_int(s, nth_sql, (int64_t) ret->batch_rows, &nth)) < 0)
+                                return r;
+                        if (nth == INT64_MIN && (r = query_int(s, last_sql, 0, &nth)) < 0)
+                                return r;
+                        cutoff = (uint64_t) nth;
+                        if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
+                                cutoff = tiers[t + 1].rolled_until;
+                        cutoff -= cutoff % tier_width_usec[t];
+                        if (cutoff <= (uint64_t) first)
+                                continue; /* nothing here is rolled up yet */
+                        r = expire_tier(s, t, cutoff, ret->batch_rows, &more);
                         if (r < 0)
                                 return r;
                         more = true;

@@ -479,6 +479,33 @@ static void test_migrate_fixture_v2(void **state) {
         check_fixture("v2.db", true);
 }
 
+/* Over the size cap with nothing rolled up yet: the cap must not delete what is in no other
+ * tier (it did: History lost half of the counts). */
+static void test_size_cap_keeps_what_is_not_rolled_up(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 500, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        char path[256];
+        bool more;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/cap.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < 12; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 1 }, NULL };
+                assert_int_equal(store_flush(s, t0 + i * 10 * S, &sample, 1), 0);
+        }
+        r.max_bytes = 1;
+        /* "now" inside the last minute written: its buckets are not rolled up. */
+        assert_int_equal(store_maintain(s, t0 + 115 * S, &r, &more), 0);
+        /* The 10 buckets already in the minute tier left the raw tier; the 2 that are not stayed.
+         * Nothing is lost at the coarser resolutions. */
+        assert_int_equal(history_user(s, 500, 10 * S, NULL), 2);
+        assert_int_equal(history_user(s, 500, 60 * S, NULL), 12);
+        assert_int_equal(history_user(s, 500, 3600 * S, NULL), 12);
+        store_free(s);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -499,6 +526,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_flush_top_history),
                 cmocka_unit_test(test_traps),
                 cmocka_unit_test(test_rollup_and_retention),
+                cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");
