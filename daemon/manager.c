@@ -91,6 +91,11 @@ static void on_maintenance(evutil_socket_t fd _unused_, short what _unused_, voi
                 log_error_errno(r, "Failed to roll up or expire history in %s: %s", store_path(m->store),
                                 store_errmsg(m->store));
         m->last_maintenance_error = r < 0 ? r : 0;
+
+        /* systemctl status shows this line: what is counted, how big the history is, trouble. */
+        (void) sd_notifyf(0, "STATUS=Tracking %zu processes, history %" PRIu64 " MiB, %" PRIu64 " drops%s",
+                          collector_n_tracked(m->collector), store_size_bytes(m->store) >> 20,
+                          collector_drops(m->collector), m->last_flush_error < 0 ? ", database writes failing" : "");
         tv = usec_to_timeval(more && r >= 0 ? MAINTENANCE_BUSY_USEC : MAINTENANCE_INTERVAL_USEC);
         (void) event_add(m->maintenance, &tv);
 }
