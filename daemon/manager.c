@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "proc-util.h"
+#include "store-recover.h"
 #include "time-util.h"
 #include "varlink.h"
 
@@ -32,6 +33,7 @@ struct Manager {
         VarlinkServer *server;
         int last_flush_error; /* logged once per condition, not once per tick */
         int last_maintenance_error;
+        uint64_t unsaved_samples; /* process-ticks whose counts could not be stored */
 };
 
 static int mkdir_parents(const char *path, mode_t mode) {
@@ -61,11 +63,20 @@ static void tick(Manager *m) {
                 log_error_errno(r, "Failed to drain BPF counters: %m");
                 return;
         }
+        /* Nothing to write says nothing about whether writing works again. */
+        if (n == 0)
+                return;
         r = store_flush(m->store, now_usec(CLOCK_REALTIME), samples, n);
-        if (r < 0 && r != m->last_flush_error)
-                log_error_errno(r, "Failed to write %zu samples to %s: %s", n, store_path(m->store), store_errmsg(m->store));
-        else if (r >= 0 && m->last_flush_error < 0)
-                log_notice("Writing to %s again", store_path(m->store));
+        if (r < 0) {
+                /* The counts of this tick are gone: say how many, in GetStatus and STATUS=. */
+                m->unsaved_samples += n;
+                if (r != m->last_flush_error)
+                        log_error_errno(r, "Failed to write %zu samples to %s: %s (%m); counting what is lost until "
+                                           "writing works again",
+                                        n, store_path(m->store), store_errmsg(m->store));
+        } else if (m->last_flush_error < 0)
+                log_notice("Writing to %s again; %" PRIu64 " samples could not be stored meanwhile", store_path(m->store),
+                           m->unsaved_samples);
         m->last_flush_error = r < 0 ? r : 0;
 }
 
@@ -96,6 +107,7 @@ static void on_maintenance(evutil_socket_t fd _unused_, short what _unused_, voi
         (void) sd_notifyf(0, "STATUS=Tracking %zu processes, history %" PRIu64 " MiB, %" PRIu64 " drops%s",
                           collector_n_tracked(m->collector), store_size_bytes(m->store) >> 20,
                           collector_drops(m->collector), m->last_flush_error < 0 ? ", database writes failing" : "");
+
         tv = usec_to_timeval(more && r >= 0 ? MAINTENANCE_BUSY_USEC : MAINTENANCE_INTERVAL_USEC);
         (void) event_add(m->maintenance, &tv);
 }
@@ -153,7 +165,7 @@ static int listen_socket(Manager *m) {
 }
 
 int manager_new(const ManagerConfig *config, Manager **ret) {
-        _cleanup_free_ char *db_path = NULL;
+        _cleanup_free_ char *db_path = NULL, *moved_to = NULL;
         VarlinkServerConfig server_config = {
                 .vendor = "trapstat",
                 .product = "trapstatd",
@@ -193,7 +205,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
         }
-        r = store_open(db_path, m->boot_id, &m->store);
+        r = store_open_recover(db_path, m->boot_id, now_usec(CLOCK_REALTIME), &m->store, &moved_to);
         if (r == -EPROTO) {
                 log_error("Database %s was written by a newer trapstatd; refusing to touch it", db_path);
                 goto fail;
@@ -202,6 +214,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 log_error_errno(r, "Failed to open database %s: %m", db_path);
                 goto fail;
         }
+        if (moved_to)
+                log_warning("Database %s is corrupt; moved it to %s and started a new one", db_path, moved_to);
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
@@ -306,6 +320,10 @@ Store *manager_store(Manager *m) {
 
 Collector *manager_collector(Manager *m) {
         return m->collector;
+}
+
+uint64_t manager_unsaved_samples(Manager *m) {
+        return m->unsaved_samples;
 }
 
 uint64_t manager_tick_usec(Manager *m) {

@@ -38,6 +38,8 @@ int manager_run(Manager *m);
 Store *manager_store(Manager *m);
 Collector *manager_collector(Manager *m);
 uint64_t manager_tick_usec(Manager *m);
+/* Process-ticks counted but not stored (database writes failing, e.g. disk full). */
+uint64_t manager_unsaved_samples(Manager *m);
 
 /* methods.c: registers io.trapstat on the server. */
 struct VarlinkServer;

@@ -134,7 +134,8 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
                                                       sources[i].active, "reason",
                                                       sources[i].reason ? json_string(sources[i].reason) : json_null()));
         return varlink_call_reply(call,
-                                  json_pack("{s:s, s:o, s:I, s:s, s:I, s:I, s:I}", "version", TRAPSTAT_VERSION,
+                                  json_pack("{s:I, s:s, s:o, s:I, s:s, s:I, s:I, s:I}", "unsavedSamples",
+                                            (json_int_t) manager_unsaved_samples(m), "version", TRAPSTAT_VERSION,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
                                             "databasePath", store_path(manager_store(m)), "databaseBytes",
                                             (json_int_t) store_size_bytes(manager_store(m)), "processesTracked",

@@ -75,6 +75,13 @@ static int exec_sql(sqlite3 *db, const char *sql) {
         return sqlite_to_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
+/* After a failure. SQLite may have rolled back already (e.g. on SQLITE_FULL): then a ROLLBACK
+ * would fail and replace the error message that says why with "no transaction is active". */
+static void rollback(Store *s) {
+        if (!sqlite3_get_autocommit(s->db))
+                (void) exec_sql(s->db, "ROLLBACK");
+}
+
 /* Runs an INSERT with its parameters bound already. */
 static int step_done(sqlite3_stmt *st) {
         int rc = sqlite3_step(st);
@@ -120,7 +127,8 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
                 if (r >= 0)
                         r = exec_sql(db, "COMMIT");
                 if (r < 0) {
-                        (void) exec_sql(db, "ROLLBACK");
+                        if (!sqlite3_get_autocommit(db)) /* SQLite may have rolled back itself */
+                                (void) exec_sql(db, "ROLLBACK");
                         return r;
                 }
                 applied++;
@@ -413,7 +421,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                 goto rollback;
         return 0;
 rollback:
-        (void) exec_sql(s->db, "ROLLBACK");
+        rollback(s);
         return r;
 }
 
@@ -914,7 +922,7 @@ static int roll_up(Store *s, int tier, uint64_t from, uint64_t to) {
         if (r >= 0)
                 r = exec_sql(s->db, "COMMIT");
         if (r < 0)
-                (void) exec_sql(s->db, "ROLLBACK");
+                rollback(s);
         return r;
 }
 
@@ -959,12 +967,15 @@ static int delete_older(Store *s, int tier, const char *const tables[_TIER_MAX],
                                 " LIMIT %4$zu)",
                              tables[tier], key, clamp_i64(cutoff), batch);
         if (r >= 0) {
+                int c;
+
                 r = sqlite3_changes(s->db);
-                if (exec_sql(s->db, "COMMIT") < 0)
-                        r = -EIO;
+                c = exec_sql(s->db, "COMMIT");
+                if (c < 0)
+                        r = c;
         }
         if (r < 0)
-                (void) exec_sql(s->db, "ROLLBACK");
+                rollback(s);
         return r;
 }
 

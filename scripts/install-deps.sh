@@ -11,7 +11,7 @@ packages=(
   libbpf-dev libelf-dev zlib1g-dev libevent-dev libsqlite3-dev libsystemd-dev
   libjansson-dev libncurses-dev
   # tests
-  libcmocka-dev python3 sqlite3 procps passwd util-linux
+  libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
 )
 case ${1:-} in
   --bench) packages+=(bpftrace linux-perf) ;;

@@ -78,6 +78,12 @@ class Daemon:
         self.log.close()
         return self.proc.returncode
 
+    def kill9(self):
+        """SIGKILL: no final flush, no cleanup; the state directory is left as a crash leaves it."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
     def read_log(self):
         with open(self.log_path) as f:
             return f.read()
