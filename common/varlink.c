@@ -945,6 +945,32 @@ int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode) 
         return r;
 }
 
+int varlink_server_add_connection(VarlinkServer *s, int fd) {
+        _cleanup_close_ int fd_close = fd;
+        int domain = 0, type = 0;
+        socklen_t len = sizeof(int);
+
+        if (!s || fd < 0)
+                return -EINVAL;
+
+        /* SO_PEERCRED, on which access control rests, means something only for AF_UNIX. */
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                return -errno;
+        if (domain != AF_UNIX || type != SOCK_STREAM)
+                return -EINVAL;
+
+        /* What accept4() in evconnlistener does for accepted sockets; a blocking write would
+         * stall the whole event loop. */
+        if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
+                return -errno;
+
+        if (s->n_connections >= s->max_connections)
+                return -EUSERS;
+
+        return connection_new(s, TAKE_FD(fd_close));
+}
+
 unsigned varlink_server_n_connections(VarlinkServer *s) {
         return s ? s->n_connections : 0;
 }

@@ -98,6 +98,12 @@ const char *varlink_server_error(VarlinkServer *s);
 int varlink_server_listen_fd(VarlinkServer *s, int fd);
 /* Binds and listens on a Unix socket path (an existing stale socket file is replaced). */
 int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode);
+/* Serves an already connected AF_UNIX stream socket as a client connection, exactly like an
+ * accepted one (peer credentials, limits, idle timeout): e.g. a socket unit with Accept=yes, or a
+ * socketpair() in tests. Takes the fd, also on failure; makes it non-blocking and close-on-exec.
+ * Returns 0; -EINVAL when fd is not an AF_UNIX stream socket; -EUSERS when max_connections or
+ * max_connections_per_uid is reached; -ENOMEM; or the negative errno of getsockopt()/fcntl(). */
+int varlink_server_add_connection(VarlinkServer *s, int fd);
 
 unsigned varlink_server_n_connections(VarlinkServer *s);
 

@@ -12,6 +12,8 @@ packages=(
   libjansson-dev libncurses-dev
   # tests
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
+  # fuzzing (meson -Dfuzz=true): libFuzzer for clang, only a Recommends of clang
+  libclang-rt-dev
 )
 case ${1:-} in
   --bench) packages+=(bpftrace linux-perf) ;;

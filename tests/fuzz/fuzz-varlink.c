@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/* Fuzzes the varlink server with what a client sends on one connection: framing (NUL-terminated
+ * messages, the size limit), JSON parsing, call-header parsing, validation against the
+ * io.trapstat IDL and dispatch, over a real socket and the real event loop.
+ *
+ * The handlers answer with small fixed objects, or with io.trapstat errors for some parameters,
+ * and check their own answers against the IDL: a method added to the IDL without a handler here
+ * makes the server refuse the interface, and a changed reply type makes this target abort, so the
+ * harness cannot silently fall behind the schema.
+ *
+ * Besides the sanitizers, two things are checked: the server ends every connection once the
+ * client has half-closed it and read all replies, and everything it sends is a well-formed reply. */
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "embedded.h"
+#include "fuzz.h"
+#include "json-util.h"
+#include "varlink-idl.h"
+#include "varlink.h"
+
+/* Small, so that the message size limit and the output limit (4 times it: throttling) are
+ * reachable with libFuzzer's default -max_len of 4096. */
+#define FUZZ_MAX_MESSAGE_SIZE 2048U
+/* The input is written in pieces of this size, a prime so that the boundaries fall at varied
+ * offsets: short inputs arrive in one read (pipelined calls), longer ones split inside messages. */
+#define WRITE_PIECE 509U
+/* Event loop iterations in a row without any progress before the connection counts as hung. */
+#define MAX_IDLE_ITERATIONS 100000U
+
+static struct event_base *base;
+static VarlinkServer *server;
+static VarlinkInterface *idl; /* parsed once more, to check the handlers' own replies */
+
+static _Noreturn _printf_(1, 2) void fail(const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+        abort();
+}
+
+static void evbuffer_freep(struct evbuffer **b) {
+        if (*b)
+                evbuffer_free(*b);
+}
+#define _cleanup_evbuffer_ _cleanup_(evbuffer_freep)
+
+/* ---- handlers ---- */
+
+static int reply(VarlinkCall *call, json_t *parameters, bool continues) {
+        const char *method = varlink_call_method(call), *field = NULL;
+
+        if (!parameters)
+                return -ENOMEM;
+        if (varlink_interface_validate_output(idl, method, parameters, &field) < 0)
+                fail("fuzz-varlink: the reply to %s does not match the IDL (%s): update the handler", method,
+                     field ?: "?");
+        return varlink_call_reply(call, parameters, continues);
+}
+
+static int reply_error(VarlinkCall *call, const char *error, json_t *parameters) {
+        const char *field = NULL;
+
+        if (!parameters)
+                return -ENOMEM;
+        if (varlink_interface_validate_error(idl, error, parameters, &field) < 0)
+                fail("fuzz-varlink: error %s does not match the IDL (%s): update the handler", error, field ?: "?");
+        return varlink_call_error(call, error, parameters);
+}
+
+static json_int_t optional_int(json_t *parameters, const char *name, json_int_t fallback) {
+        json_t *v = json_object_get(parameters, name);
+
+        /* The server validated the parameters: an int member is an integer, or null when optional. */
+        return json_is_integer(v) ? json_integer_value(v) : fallback;
+}
+
+static json_t *process_new(json_int_t pid) {
+        return json_pack("{s:I, s:I, s:s, s:n, s:i, s:n, s:I, s:I, s:b}", "pid", pid, "startTime",
+                         (json_int_t) 123456789, "comm", "fuzz", "cmdline", "uid", 0, "unit", "firstSeenUsec",
+                         (json_int_t) 1700000000000000, "lastSeenUsec", (json_int_t) 1700000010000000, "exited", 0);
+}
+
+static json_t *counters_new(void) {
+        return json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:i}, s:{s:i}, s:{s:i}}", "faults", "user",
+                         3, "kernel", 1, "minor", 4, "major", 0, "read", 2, "write", 1, "exec", 0, "protection", 0,
+                         "traps", "UD", 1, "signals", "SIGILL", 1, "signalCodes", "SIGILL/ILL_ILLOPN", 1);
+}
+
+static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
+        return reply(call,
+                     json_pack("{s:s, s:[{s:s, s:b, s:n}, {s:s, s:b, s:s}], s:i, s:s, s:i, s:i, s:i, s:i}",
+                               "version", "fuzz", "sources", "name", "page_fault_user", "active", 1, "reason", "name",
+                               "page_fault_kernel", "active", 0, "reason", "not attached", "tickUsec", 1000000,
+                               "databasePath", "/nonexistent/trapstat.db", "databaseBytes", 4096,
+                               "processesTracked", 1, "drops", 0, "unsavedSamples", 0),
+                     false);
+}
+
+static json_t *top_rows_new(void) {
+        return json_pack("{s:[{s:o, s:o}]}", "rows", "process", process_new(1), "counters", counters_new());
+}
+
+static int method_top(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
+        int r;
+
+        /* A streaming answer when the client asked for one: exercises "continues". */
+        if (varlink_call_more(call)) {
+                r = reply(call, top_rows_new(), true);
+                if (r < 0)
+                        return r;
+        }
+        return reply(call, top_rows_new(), false);
+}
+
+static int method_history(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
+        json_int_t pid = optional_int(parameters, "pid", 0);
+
+        if (pid % 2 != 0)
+                return reply_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", pid));
+        return reply(call,
+                     json_pack("{s:o, s:o, s:[{s:I, s:o}]}", "process", process_new(pid), "total", counters_new(),
+                               "samples", "timeUsec", (json_int_t) 1700000000000000, "counters", counters_new()),
+                     false);
+}
+
+static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
+        json_int_t pid = optional_int(parameters, "pid", 2), limit = optional_int(parameters, "limit", 1000);
+
+        if (pid % 2 != 0)
+                return reply_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", pid));
+        if (limit == 0)
+                return reply_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", "fuzz"));
+        if (limit < 0)
+                return varlink_call_error_invalid_parameter(call, "limit");
+        return reply(call, json_pack("{s:[o]}", "processes", process_new(pid)), false);
+}
+
+/* Every method io.trapstat declares: the server refuses the interface otherwise. */
+static const VarlinkMethod methods[] = {
+        { "GetStatus", method_get_status },
+        { "Top", method_top },
+        { "History", method_history },
+        { "ListProcesses", method_list_processes },
+        {},
+};
+
+/* ---- set-up, once per process ---- */
+
+static void setup(void) {
+        const VarlinkServerConfig config = {
+                .vendor = "trapstat",
+                .product = "fuzz-varlink",
+                .version = "0",
+                .url = "https://example.invalid/trapstat",
+                .max_message_size = FUZZ_MAX_MESSAGE_SIZE,
+        };
+        char error[200];
+        int r;
+
+        /* The server writes to sockets whose peer may be gone. */
+        signal(SIGPIPE, SIG_IGN);
+
+        base = event_base_new();
+        if (!base)
+                fail("fuzz-varlink: event_base_new() failed");
+        r = varlink_server_new(base, &config, &server);
+        if (r < 0)
+                fail("fuzz-varlink: varlink_server_new() failed: %s", strerror(-r));
+        r = varlink_interface_parse(embedded_varlink[0].text, &idl, error, sizeof(error));
+        if (r < 0)
+                fail("fuzz-varlink: io.trapstat.varlink:%s", error);
+        r = varlink_server_add_interface(server, "io.trapstat", embedded_varlink[0].text, methods, NULL);
+        if (r < 0)
+                fail("fuzz-varlink: io.trapstat refused: %s", varlink_server_error(server));
+}
+
+/* ---- one input ---- */
+
+/* Moves whatever the server sent into replies. Returns whether anything arrived; sets *eof once
+ * the server closed its end. */
+static bool receive(int fd, struct evbuffer *replies, bool *eof) {
+        bool progress = false;
+
+        while (!*eof) {
+                int n = evbuffer_read(replies, fd, 64 * 1024);
+
+                if (n > 0) {
+                        progress = true;
+                        continue;
+                }
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        break;
+                /* 0: orderly close. ECONNRESET: the server closed while our calls were unread,
+                 * e.g. after a protocol error; whatever it sent before was read first. */
+                if (n < 0 && errno != ECONNRESET)
+                        fail("fuzz-varlink: recv() failed: %s", strerror(errno));
+                *eof = true;
+                progress = true;
+        }
+        return progress;
+}
+
+/* Everything on the wire must be {"parameters": {...}} plus "continues": true or "error": "name". */
+static void check_replies(struct evbuffer *replies) {
+        for (;;) {
+                _cleanup_json_ json_t *msg = NULL;
+                json_t *parameters, *continues, *error;
+                int r;
+
+                r = varlink_message_read(replies, SIZE_MAX, &msg);
+                if (r == 0)
+                        break;
+                if (r < 0)
+                        fail("fuzz-varlink: the server sent a malformed message: %s", strerror(-r));
+
+                parameters = json_object_get(msg, "parameters");
+                continues = json_object_get(msg, "continues");
+                error = json_object_get(msg, "error");
+                if (!json_is_object(parameters) || (continues && !json_is_true(continues)) ||
+                    (error && (!json_is_string(error) || continues)) ||
+                    json_object_size(msg) != (size_t) (1 + !!continues + !!error)) {
+                        _cleanup_free_ char *s = json_dumps(msg, JSON_COMPACT);
+                        fail("fuzz-varlink: the server sent an invalid reply: %s", s ?: "?");
+                }
+        }
+        if (evbuffer_get_length(replies) > 0)
+                fail("fuzz-varlink: the server sent %zu bytes of an incomplete message",
+                     evbuffer_get_length(replies));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        _cleanup_evbuffer_ struct evbuffer *replies = NULL;
+        _cleanup_close_ int fd = -1;
+        unsigned idle = 0;
+        size_t written = 0;
+        bool eof = false;
+        int pair[2], r;
+
+        if (!server)
+                setup();
+
+        replies = evbuffer_new();
+        if (!replies)
+                fail("fuzz-varlink: out of memory");
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
+                fail("fuzz-varlink: socketpair() failed: %s", strerror(errno));
+        fd = pair[1];
+        r = varlink_server_add_connection(server, pair[0]);
+        if (r < 0)
+                fail("fuzz-varlink: varlink_server_add_connection() failed: %s", strerror(-r));
+
+        /* Writes and serving interleave, so inputs larger than the socket buffer work too. A server
+         * that closed early (protocol error, limit) makes the rest of the input moot. */
+        while (written < size && !eof) {
+                ssize_t n = send(fd, data + written, MIN(size - written, WRITE_PIECE), MSG_NOSIGNAL);
+                bool progress = n > 0;
+
+                if (n > 0)
+                        written += (size_t) n;
+                else if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+                        break;
+                else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                        fail("fuzz-varlink: send() failed: %s", strerror(errno));
+
+                if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
+                        fail("fuzz-varlink: event_base_loop() failed");
+                progress |= receive(fd, replies, &eof);
+                idle = progress ? 0 : idle + 1;
+                if (idle > MAX_IDLE_ITERATIONS)
+                        fail("fuzz-varlink: the server stopped reading (%zu of %zu bytes written)", written, size);
+        }
+
+        /* The client is done: the server must answer what it read, then close. */
+        if (shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
+                fail("fuzz-varlink: shutdown() failed: %s", strerror(errno));
+        idle = 0;
+        while (!eof || varlink_server_n_connections(server) > 0) {
+                bool progress;
+
+                if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
+                        fail("fuzz-varlink: event_base_loop() failed");
+                progress = receive(fd, replies, &eof);
+                idle = progress ? 0 : idle + 1;
+                if (idle > MAX_IDLE_ITERATIONS)
+                        fail("fuzz-varlink: the server did not close a half-closed, drained connection");
+        }
+
+        check_replies(replies);
+        return 0;
+}
