@@ -23,5 +23,6 @@ int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 #define log_notice(...) log_internal(LOG_LEVEL_NOTICE, 0, __VA_ARGS__)
 #define log_warning(...) log_internal(LOG_LEVEL_WARNING, 0, __VA_ARGS__)
 #define log_error(...) log_internal(LOG_LEVEL_ERR, 0, __VA_ARGS__)
+#define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERR, (e), __VA_ARGS__)

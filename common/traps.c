@@ -193,3 +193,13 @@ fail:
         json_decref(codes);
         return -ENOMEM;
 }
+
+json_t *counters_to_json(const Faults *f, const Traps *t) {
+        json_t *o = json_pack("{s:o}", "faults", faults_to_json(f));
+
+        if (o && traps_to_json(t, o) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}

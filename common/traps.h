@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "counters.h"
+
 #define TRAP_VECTORS 32
 /* Index of vector[] for traps whose vector the kernel does not tell (no thread.trap_nr). */
 #define TRAP_VECTOR_UNKNOWN TRAP_VECTORS
@@ -47,3 +49,7 @@ uint64_t traps_total(const Traps *t);
 /* Adds the three JSON maps to counters: "traps" by vector name, "signals" by signal name,
  * "signalCodes" by "SIGNAME/CODE_NAME". Zero entries are omitted. */
 int traps_to_json(const Traps *t, json_t *counters);
+
+/* A varlink Counters object: {"faults": ..., "traps": ..., "signals": ..., "signalCodes": ...}.
+ * NULL on allocation failure. */
+json_t *counters_to_json(const Faults *f, const Traps *t);

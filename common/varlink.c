@@ -23,9 +23,9 @@
 #include "log.h"
 #include "macro.h"
 
-/* Server-side closes (protocol errors, limits) are reported at debug level only: they are caused
- * by clients, there is nobody to return an error to, and a noisy client must not flood the log. */
-#define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
+/* Server-side closes (protocol errors, limits) are reported at debug level only (log_debug_errno):
+ * they are caused by clients, there is nobody to return an error to, and a noisy client must not
+ * flood the log. */
 
 /* Bursts of clients (scripts, many trapstat at once) queue rather than fail; the kernel caps it
  * at net.core.somaxconn. */
@@ -256,14 +256,23 @@ struct VarlinkConnection {
         size_t scanned;  /* input bytes already searched for a NUL, without finding one */
         bool throttled;  /* reading paused until the client drains its replies */
         bool closing;    /* reading stopped for good; freed once the output is flushed */
+        /* A streaming call kept open after its handler returned (varlink_call_keep()). Later
+         * calls wait in the input buffer until it ends, so replies stay in call order. */
+        VarlinkCall *stream;
+        struct event *resume; /* goes on with queued calls once the stream has ended */
 };
 
-/* Lives on the stack of connection_dispatch(): valid only while the handler runs. */
+/* A call lives on the stack of connection_dispatch() and is valid while its handler runs,
+ * unless the handler keeps it: then it is a heap copy, valid until varlink_call_unref(). */
 struct VarlinkCall {
-        VarlinkConnection *connection;
+        VarlinkConnection *connection; /* NULL once a kept call's connection is gone */
         const char *method;
         bool more, oneway;
         bool finished; /* the final reply or error was sent (or dropped, for oneway) */
+        VarlinkCall *kept; /* on the stack copy: the heap copy that replaces it */
+        char *method_buf;  /* a kept call's own copy of the method name */
+        VarlinkCallCloseFn on_close;
+        void *userdata;
 };
 
 struct VarlinkServer {
@@ -303,9 +312,26 @@ static const ServerInterface *server_find_interface(const VarlinkServer *s, cons
         return NULL;
 }
 
+/* Ends the connection's stream, if any, from the connection's side: its owner learns of it
+ * through on_close, and its later replies fail with -ENOTCONN. */
+static void connection_drop_stream(VarlinkConnection *c) {
+        VarlinkCall *k = c->stream;
+
+        if (!k)
+                return;
+        c->stream = NULL;
+        k->connection = NULL;
+        if (k->on_close)
+                k->on_close(k, k->userdata);
+}
+
 static void connection_free(VarlinkConnection *c) {
         if (!c)
                 return;
+
+        connection_drop_stream(c);
+        if (c->resume)
+                event_free(c->resume);
 
         if (c->prev)
                 c->prev->next = c->next;
@@ -325,6 +351,8 @@ static void connection_free(VarlinkConnection *c) {
  * before a protocol error, or before the client half-closed its side, still reach the client.
  * The write timeout bounds how long a client that does not read can keep us waiting. */
 static void connection_close_after_flush(VarlinkConnection *c) {
+        /* An open stream would never let the output drain. */
+        connection_drop_stream(c);
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
                 connection_free(c);
                 return;
@@ -336,13 +364,22 @@ static void connection_close_after_flush(VarlinkConnection *c) {
 static int call_send(VarlinkCall *call, json_t *msg, bool continues) {
         int r;
 
+        if (!call->connection)
+                return -ENOTCONN;
         if (!call->oneway) {
                 r = varlink_message_write(bufferevent_get_output(call->connection->bev), msg);
                 if (r < 0)
                         return r;
         }
-        if (!continues)
+        if (!continues) {
                 call->finished = true;
+                if (call->connection->stream == call) {
+                        /* The stream is over: on with the calls queued behind it, from the event
+                         * loop rather than from inside our caller. */
+                        call->connection->stream = NULL;
+                        event_active(call->connection->resume, 0, 0);
+                }
+        }
         return 0;
 }
 
@@ -410,13 +447,13 @@ const char *varlink_call_method(VarlinkCall *call) {
 }
 
 uid_t varlink_call_peer_uid(VarlinkCall *call) {
-        return call ? call->connection->peer.uid : (uid_t) -1;
+        return call && call->connection ? call->connection->peer.uid : (uid_t) -1;
 }
 
 bool varlink_call_peer_in_group(VarlinkCall *call, gid_t gid) {
         const VarlinkConnection *c;
 
-        if (!call)
+        if (!call || !call->connection)
                 return false;
         c = call->connection;
         if (c->peer.gid == gid)
@@ -428,7 +465,63 @@ bool varlink_call_peer_in_group(VarlinkCall *call, gid_t gid) {
 }
 
 pid_t varlink_call_peer_pid(VarlinkCall *call) {
-        return call ? call->connection->peer.pid : 0;
+        return call && call->connection ? call->connection->peer.pid : 0;
+}
+
+static void on_resume(evutil_socket_t fd _unused_, short what _unused_, void *userdata);
+
+int varlink_call_keep(VarlinkCall *call, VarlinkCallCloseFn on_close, void *userdata, VarlinkCall **ret) {
+        VarlinkConnection *c;
+        VarlinkCall *k;
+
+        if (!call || !ret || call->kept || !call->connection)
+                return -EINVAL;
+        if (!call->more || call->oneway || call->finished)
+                return -EINVAL;
+        c = call->connection;
+
+        if (!c->resume) {
+                c->resume = event_new(c->server->base, -1, 0, on_resume, c);
+                if (!c->resume)
+                        return -ENOMEM;
+        }
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        *k = *call;
+        k->method_buf = strdup(call->method);
+        if (!k->method_buf) {
+                free(k);
+                return -ENOMEM;
+        }
+        k->method = k->method_buf;
+        k->on_close = on_close;
+        k->userdata = userdata;
+
+        call->kept = k;
+        c->stream = k;
+        *ret = k;
+        return 0;
+}
+
+VarlinkCall *varlink_call_unref(VarlinkCall *call) {
+        if (!call)
+                return NULL;
+        /* Dropped in mid-stream: the client waits for more that will never come. It is told by
+         * the connection's end, after what is queued has been written. */
+        if (call->connection && call->connection->stream == call) {
+                call->on_close = NULL;
+                connection_close_after_flush(call->connection);
+        }
+        free(call->method_buf);
+        free(call);
+        return NULL;
+}
+
+size_t varlink_call_queued_bytes(VarlinkCall *call) {
+        if (!call || !call->connection)
+                return 0;
+        return evbuffer_get_length(bufferevent_get_output(call->connection->bev));
 }
 
 /* Runs one call. Returns 0 to go on with the next one, <0 to close the connection. */
@@ -477,6 +570,12 @@ static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
                 return varlink_call_error_invalid_parameter(&call, field ?: "parameters");
 
         r = m->fn(&call, h.parameters, iface->userdata);
+        if (call.kept) {
+                /* The handler keeps the call to answer it later; it owns the kept copy now. */
+                if (r < 0)
+                        log_error_errno(r, "Method %s failed after keeping its call: %m", h.method);
+                return 0;
+        }
         if (r < 0 && !call.finished)
                 return log_error_errno(r, "Method %s failed, closing connection: %m", h.method);
         if (r < 0)
@@ -494,7 +593,9 @@ static void connection_process(VarlinkConnection *c) {
         VarlinkServer *s = c->server;
         struct evbuffer *in = bufferevent_get_input(c->bev), *out = bufferevent_get_output(c->bev);
 
-        while (!c->closing) {
+        /* While a stream is open, later calls wait; the input high watermark bounds how much
+         * of them is buffered. */
+        while (!c->closing && !c->stream) {
                 _cleanup_json_ json_t *msg = NULL;
                 int r;
 
@@ -526,6 +627,10 @@ static void on_read(struct bufferevent *bev _unused_, void *userdata) {
         connection_process(userdata);
 }
 
+static void on_resume(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        connection_process(userdata);
+}
+
 /* Called when the output drains to the low watermark (half the limit) or below. */
 static void on_write(struct bufferevent *bev, void *userdata) {
         VarlinkConnection *c = userdata;
@@ -548,11 +653,12 @@ static void on_write(struct bufferevent *bev, void *userdata) {
 static void on_event(struct bufferevent *bev, short what, void *userdata) {
         VarlinkConnection *c = userdata;
 
-        /* A client still receiving a long reply is not idle even if it sends nothing. libevent
+        /* A client still receiving a long reply, or a stream, is not idle even if it sends
+         * nothing. libevent
          * disabled reading on the timeout; turn it back on. If the client stops reading
          * altogether, the write timeout ends the connection. */
         if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
-            evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+            (evbuffer_get_length(bufferevent_get_output(bev)) > 0 || c->stream)) {
                 bufferevent_enable(bev, EV_READ);
                 return;
         }
@@ -637,6 +743,10 @@ static int connection_new(VarlinkServer *s, int fd) {
          * stopped reading while we wait to flush (reading is paused then, so no read timeout). */
         bufferevent_set_timeouts(c->bev, &idle, &idle);
         bufferevent_setwatermark(c->bev, EV_WRITE, server_output_limit(s) / 2, 0);
+        /* Input is consumed as it arrives, except behind an open stream: then reading pauses
+         * once a message's worth is waiting. One byte more than the limit lets a message of
+         * exactly max_message_size bytes (plus its NUL) in, and shows when one is longer. */
+        bufferevent_setwatermark(c->bev, EV_READ, 0, s->max_message_size + 2);
 
         c->next = s->connections;
         if (c->next)

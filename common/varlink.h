@@ -80,6 +80,8 @@ typedef struct VarlinkServerConfig {
         unsigned idle_timeout_sec;                      /* 0: default */
 } VarlinkServerConfig;
 
+/* The process must ignore SIGPIPE (libevent writes with writev()): a client that closes while a
+ * reply is being written would otherwise kill it. */
 int varlink_server_new(struct event_base *base, const VarlinkServerConfig *config, VarlinkServer **ret);
 VarlinkServer *varlink_server_free(VarlinkServer *s);
 
@@ -113,6 +115,23 @@ int varlink_call_reply(VarlinkCall *call, json_t *parameters, bool continues);
 int varlink_call_error(VarlinkCall *call, const char *error, json_t *parameters);
 /* org.varlink.service.InvalidParameter {"parameter": field} */
 int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *field);
+
+/* Streams. A handler of a method with "more" may keep the call, return, and reply later (e.g.
+ * once per tick) with varlink_call_reply(..., continues=true), ending with continues=false or an
+ * error. The kept call is *ret, owned by the caller until varlink_call_unref(); the handler's
+ * own pointer is invalid once it returns. While a stream is open, later calls on the same
+ * connection wait (replies stay in call order). When the connection goes away first, on_close
+ * runs once (it may unref the call); later replies then fail with -ENOTCONN.
+ * Returns -EINVAL when the call has no "more", is oneway, or was answered already. */
+typedef void (*VarlinkCallCloseFn)(VarlinkCall *call, void *userdata);
+int varlink_call_keep(VarlinkCall *call, VarlinkCallCloseFn on_close, void *userdata, VarlinkCall **ret);
+/* Releases a kept call. Unreffed in mid-stream (no final reply), its connection is closed once
+ * what is queued has been written: the client must not wait for replies that never come. */
+VarlinkCall *varlink_call_unref(VarlinkCall *call);
+/* Bytes of replies queued in user space for the call's connection: the kernel's socket buffer
+ * is full. A stream skips updates while this is non-zero, so a slow reader costs at most one
+ * reply of memory and never holds the others back. */
+size_t varlink_call_queued_bytes(VarlinkCall *call);
 
 bool varlink_call_more(VarlinkCall *call);
 const char *varlink_call_method(VarlinkCall *call);

@@ -21,6 +21,7 @@
 #include "store-recover.h"
 #include "time-util.h"
 #include "varlink.h"
+#include "watch.h"
 
 struct Manager {
         ManagerConfig config;
@@ -31,6 +32,8 @@ struct Manager {
         Collector *collector;
         Store *store;
         VarlinkServer *server;
+        WatchSet *watches;
+        uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
         int last_flush_error; /* logged once per condition, not once per tick */
         int last_maintenance_error;
         uint64_t unsaved_samples; /* process-ticks whose counts could not be stored */
@@ -58,15 +61,21 @@ static void tick(Manager *m) {
         size_t n;
         int r;
 
-        r = collector_drain(m->collector, now_usec(CLOCK_REALTIME), &samples, &n);
+        uint64_t now_mono = now_usec(CLOCK_MONOTONIC), now = now_usec(CLOCK_REALTIME);
+
+        r = collector_drain(m->collector, now, &samples, &n);
         if (r < 0) {
                 log_error_errno(r, "Failed to drain BPF counters: %m");
                 return;
         }
+        /* Live first: a slow disk must not delay the live view. Every tick gets a reply, also an
+         * empty one, so clients see the daemon is alive. */
+        watch_set_broadcast(m->watches, samples, n, now, now_mono - m->last_tick_mono);
+        m->last_tick_mono = now_mono;
         /* Nothing to write says nothing about whether writing works again. */
         if (n == 0)
                 return;
-        r = store_flush(m->store, now_usec(CLOCK_REALTIME), samples, n);
+        r = store_flush(m->store, now, samples, n);
         if (r < 0) {
                 /* The counts of this tick are gone: say how many, in GetStatus and STATUS=. */
                 m->unsaved_samples += n;
@@ -185,6 +194,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         m->config = *config;
         m->proc_fd = -1;
 
+        /* A client that closes while its reply is written must cost an EPIPE, not the daemon. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
         m->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (m->proc_fd < 0) {
                 r = log_error_errno(errno, "Failed to open /proc: %m");
@@ -223,6 +235,13 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         if (r < 0)
                 goto fail; /* collector_new logged why */
 
+        r = watch_set_new(&m->watches);
+        if (r < 0) {
+                log_error_errno(r, "Out of memory");
+                goto fail;
+        }
+        m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
+
         m->base = event_base_new();
         if (!m->base) {
                 r = log_error_errno(ENOMEM, "Failed to create event loop");
@@ -260,6 +279,8 @@ fail:
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        /* The streams before the server: they hold calls of its connections. */
+        watch_set_free(m->watches);
         varlink_server_free(m->server);
         if (m->tick)
                 event_free(m->tick);
@@ -328,4 +349,8 @@ uint64_t manager_unsaved_samples(Manager *m) {
 
 uint64_t manager_tick_usec(Manager *m) {
         return m->config.tick_usec;
+}
+
+WatchSet *manager_watch_set(Manager *m) {
+        return m->watches;
 }

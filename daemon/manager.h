@@ -40,6 +40,8 @@ Collector *manager_collector(Manager *m);
 uint64_t manager_tick_usec(Manager *m);
 /* Process-ticks counted but not stored (database writes failing, e.g. disk full). */
 uint64_t manager_unsaved_samples(Manager *m);
+/* The Watch streams, answered on every tick. */
+struct WatchSet *manager_watch_set(Manager *m);
 
 /* methods.c: registers io.trapstat on the server. */
 struct VarlinkServer;

@@ -14,6 +14,7 @@
 #include "time-util.h"
 #include "traps.h"
 #include "varlink.h"
+#include "watch.h"
 
 #define TOP_DEFAULT_WINDOW_SEC 60
 #define TOP_DEFAULT_LIMIT 20
@@ -103,16 +104,6 @@ static int reply_database_error(VarlinkCall *call, Store *store, int error) {
 
         snprintf(message, sizeof(message), "%s (%s)", store_errmsg(store), strerror(abs(error)));
         return varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
-}
-
-static json_t *counters_to_json(const Faults *f, const Traps *t) {
-        json_t *o = json_pack("{s:o}", "faults", faults_to_json(f));
-
-        if (o && traps_to_json(t, o) < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
 }
 
 static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -258,6 +249,69 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         return r;
 }
 
+static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t limit = TOP_DEFAULT_LIMIT, pid = 0;
+        const char *sort_by = "user";
+        const Param table[] = {
+                { "sortBy", PARAM_STRING, false, 0, &sort_by, NULL },
+                { "limit", PARAM_INT, false, 1, &limit, NULL },
+                { "pid", PARAM_INT, false, 1, &pid, NULL },
+        };
+        const FaultField *field;
+        int r;
+
+        r = params_parse(call, parameters, table, ELEMENTSOF(table));
+        if (r != 0)
+                return r < 0 ? r : 0;
+        /* The filter outlives the parameters: keep the sort name from static storage. */
+        field = fault_field_by_name(sort_by);
+        if (!field && strcmp(sort_by, "traps") != 0)
+                return varlink_call_error_invalid_parameter(call, "sortBy");
+        if (limit > TOP_MAX_LIMIT)
+                return varlink_call_error_invalid_parameter(call, "limit");
+        if (pid > UINT32_MAX)
+                return varlink_call_error_invalid_parameter(call, "pid");
+        /* A oneway Watch would be a stream nobody reads. */
+        if (!varlink_call_more(call))
+                return 0;
+
+        return watch_set_add(manager_watch_set(m), call,
+                             &(WatchFilter) { .sort = field ? field->name : "traps",
+                                              .limit = (size_t) limit,
+                                              .pid = (uint32_t) pid,
+                                              .uid = visible_uid(call) });
+}
+
+#define TRAPS_DEFAULT_WINDOW_SEC 3600
+
+static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t window = TRAPS_DEFAULT_WINDOW_SEC;
+        const Param table[] = {
+                { "windowSec", PARAM_INT, false, 1, &window, NULL },
+        };
+        _cleanup_json_ json_t *reply = NULL;
+        uint64_t now, since, processes;
+        Traps traps;
+        int r;
+
+        r = params_parse(call, parameters, table, ELEMENTSOF(table));
+        if (r != 0)
+                return r < 0 ? r : 0;
+
+        now = now_usec(CLOCK_REALTIME);
+        since = (uint64_t) window >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window * USEC_PER_SEC;
+        r = store_traps(manager_store(m), since, visible_uid(call), &traps, &processes);
+        if (r < 0)
+                return reply_database_error(call, manager_store(m), r);
+
+        reply = json_pack("{s:I}", "processes", (json_int_t) processes);
+        if (!reply || traps_to_json(&traps, reply) < 0)
+                return -ENOMEM;
+        return varlink_call_reply(call, json_incref(reply), false);
+}
+
 #define LIST_DEFAULT_LIMIT 1000
 #define LIST_MAX_LIMIT 100000
 
@@ -265,9 +319,12 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         Manager *m = userdata;
         int64_t pid = 0, limit = LIST_DEFAULT_LIMIT;
         bool include_exited = false;
+        const char *comm = NULL, *unit = NULL;
         const Param table[] = {
                 { "pid", PARAM_INT, false, 1, &pid, NULL },
                 { "includeExited", PARAM_BOOL, false, 0, &include_exited, NULL },
+                { "comm", PARAM_STRING, false, 0, &comm, NULL },
+                { "unit", PARAM_STRING, false, 0, &unit, NULL },
                 { "limit", PARAM_INT, false, 1, &limit, NULL },
         };
         ProcessInfo *list;
@@ -283,7 +340,13 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         if (limit > LIST_MAX_LIMIT)
                 return varlink_call_error_invalid_parameter(call, "limit");
 
-        r = store_list_processes(manager_store(m), (uint32_t) pid, include_exited, visible_uid(call), (size_t) limit,
+        r = store_list_processes(manager_store(m),
+                                 &(StoreProcessFilter) { .pid = (uint32_t) pid,
+                                                         .include_exited = include_exited,
+                                                         .uid = visible_uid(call),
+                                                         .comm_glob = comm,
+                                                         .unit = unit,
+                                                         .limit = (size_t) limit },
                                  &list, &n);
         if (r < 0)
                 return reply_database_error(call, manager_store(m), r);
@@ -299,6 +362,8 @@ static const VarlinkMethod methods[] = {
         { "Top", method_top },
         { "History", method_history },
         { "ListProcesses", method_list_processes },
+        { "Watch", method_watch, VARLINK_METHOD_MORE },
+        { "Traps", method_traps },
         {},
 };
 

@@ -688,27 +688,73 @@ fail:
         return r;
 }
 
+static Traps *single_traps(int64_t key _unused_, void *userdata) {
+        return userdata;
+}
+
+int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes) {
+        _cleanup_finalize_ sqlite3_stmt *traps = NULL, *signals = NULL, *count = NULL;
+        uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
+        const char *where = "(?1 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?1))";
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        Traps t = {};
+        size_t n_seg;
+        int rc, r;
+
+        r = load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
+
+        r = prepare_over(s, &traps, "SELECT 0, vector, SUM(count) FROM (%s) GROUP BY vector", seg, n_seg, trap_tables,
+                         TRAP_COLUMNS, where);
+        if (r >= 0)
+                r = prepare_over(s, &signals, "SELECT 0, signo, si_code, SUM(count) FROM (%s) GROUP BY signo, si_code",
+                                 seg, n_seg, signal_tables, SIGNAL_COLUMNS, where);
+        if (r >= 0)
+                r = prepare_over(s, &count, "SELECT COUNT(DISTINCT process_id) FROM (%s)", seg, n_seg, trap_tables,
+                                 TRAP_COLUMNS, where);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(traps, 1, uid);
+        sqlite3_bind_int64(signals, 1, uid);
+        sqlite3_bind_int64(count, 1, uid);
+
+        r = read_traps(traps, signals, single_traps, &t);
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(count);
+        if (rc != SQLITE_ROW)
+                return sqlite_to_errno(rc) ?: -EIO;
+        *ret_processes = (uint64_t) sqlite3_column_int64(count, 0);
+        *ret = t;
+        return 0;
+}
+
 void process_infos_free(ProcessInfo *p, size_t n) {
         for (size_t i = 0; i < n; i++)
                 process_info_done(&p[i]);
         free(p);
 }
 
-int store_list_processes(Store *s, uint32_t pid, bool include_exited, int64_t uid, size_t limit, ProcessInfo **ret,
-                         size_t *ret_n) {
+int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         ProcessInfo *list = NULL;
         size_t n = 0, capacity = 0;
         int rc, r;
 
         r = prepare(s, &st, "SELECT " PROCESS_COLUMNS " FROM process WHERE (?1 = 0 OR pid = ?1) AND (?2 OR NOT exited) "
-                            "AND (?3 < 0 OR uid = ?3) ORDER BY first_seen_usec DESC, id DESC LIMIT ?4");
+                            "AND (?3 < 0 OR uid = ?3) AND (?5 IS NULL OR comm GLOB ?5) AND (?6 IS NULL OR unit = ?6) "
+                            "ORDER BY first_seen_usec DESC, id DESC LIMIT ?4");
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, pid);
-        sqlite3_bind_int(st, 2, include_exited);
-        sqlite3_bind_int64(st, 3, uid);
-        sqlite3_bind_int64(st, 4, (int64_t) limit);
+        sqlite3_bind_int64(st, 1, filter->pid);
+        sqlite3_bind_int(st, 2, filter->include_exited);
+        sqlite3_bind_int64(st, 3, filter->uid);
+        sqlite3_bind_int64(st, 4, (int64_t) filter->limit);
+        sqlite3_bind_text(st, 5, filter->comm_glob, -1, SQLITE_STATIC); /* NULL binds NULL */
+        sqlite3_bind_text(st, 6, filter->unit, -1, SQLITE_STATIC);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 ProcessInfo *p = grow(list, n, &capacity, sizeof(*list));
                 if (!p) {

@@ -79,10 +79,21 @@ void store_rows_free(StoreRow *rows, size_t n);
  * recently. -ENOENT when there is none. */
 int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret);
 
-/* Processes, newest first (by first seen): all of them or the incarnations of one pid, with
- * or without those that exited, only uid's when uid >= 0. */
-int store_list_processes(Store *s, uint32_t pid, bool include_exited, int64_t uid, size_t limit, ProcessInfo **ret,
-                         size_t *ret_n);
+typedef struct StoreProcessFilter {
+        uint32_t pid;          /* 0: any */
+        bool include_exited;
+        int64_t uid;           /* < 0: any */
+        const char *comm_glob; /* shell glob (SQLite GLOB: case-sensitive); NULL: any */
+        const char *unit;      /* exact unit name; NULL: any */
+        size_t limit;
+} StoreProcessFilter;
+
+/* Processes matching filter, newest first (by first seen). */
+int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n);
+
+/* Traps of all processes (only uid's when uid >= 0) in buckets starting at or after the bucket
+ * holding since_usec, summed; *ret_processes: how many processes trapped. */
+int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes);
 void process_infos_free(ProcessInfo *p, size_t n);
 
 typedef struct StoreHistoryRow {

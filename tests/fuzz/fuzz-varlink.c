@@ -148,12 +148,45 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         return reply(call, json_pack("{s:[o]}", "processes", process_new(pid)), false);
 }
 
+/* Streams the way trapstatd's Watch does, through a kept call, but ends after two replies so that
+ * calls pipelined behind it are served too. */
+static int method_watch(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
+        VarlinkCall *kept = NULL;
+        int r;
+
+        if (!varlink_call_more(call))
+                return 0; /* oneway */
+        r = varlink_call_keep(call, NULL, NULL, &kept);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < 2 && r >= 0; i++) {
+                _cleanup_json_ json_t *top = top_rows_new();
+
+                r = reply(kept,
+                          json_pack("{s:I, s:I, s:o, s:O, s:i}", "timeUsec", (json_int_t) 1700000000000000,
+                                    "intervalUsec", (json_int_t) 1000000, "total", counters_new(), "rows",
+                                    json_object_get(top, "rows"), "missedTicks", i),
+                          i == 0);
+        }
+        varlink_call_unref(kept);
+        return r;
+}
+
+static int method_traps(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
+        return reply(call,
+                     json_pack("{s:{s:i}, s:{s:i}, s:{s:i}, s:i}", "traps", "UD", 1, "signals", "SIGILL", 1, "signalCodes",
+                               "SIGILL/ILL_ILLOPN", 1, "processes", 1),
+                     false);
+}
+
 /* Every method io.trapstat declares: the server refuses the interface otherwise. */
 static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
         { "History", method_history },
         { "ListProcesses", method_list_processes },
+        { "Watch", method_watch, VARLINK_METHOD_MORE },
+        { "Traps", method_traps },
         {},
 };
 

@@ -472,5 +472,6 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "usage: varlink-cert-server SOCKET-PATH\n");
                 return 2;
         }
+        signal(SIGPIPE, SIG_IGN); /* clients may close while a reply is written */
         return run(argv[1]) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

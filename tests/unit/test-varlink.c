@@ -18,6 +18,7 @@
 
 /* cmocka.h needs these first. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,10 @@ static const char test_description[] =
         "method Misuse() -> (continuesWithoutMore: int)\n"
         "method Fail() -> ()\n"
         "method Silent() -> ()\n"
+        "# A stream answered by a timer after the handler returned; ends after `count` replies\n"
+        "# (0: never), each with `size` bytes of data.\n"
+        "method Ticks(count: int, size: int) -> (i: int, data: string)\n"
+        "method TickStats() -> (sent: int, skipped: int, closed: int, maxQueued: int)\n"
         "error Late ()\n";
 
 /* ---- helpers ---- */
@@ -247,6 +252,11 @@ typedef struct TestServer {
         pthread_t thread;
 
         unsigned n_blobs;            /* server thread only */
+        /* Ticks: the kept call, fed every TICK_USEC by a timer (server thread only). */
+        VarlinkCall *kept;
+        struct event *tick;
+        int tick_count, tick_size, sent, skipped, closed;
+        size_t max_queued;
         atomic_int after_final[2];   /* results of replying after the final reply (Misuse) */
 } TestServer;
 
@@ -319,10 +329,76 @@ static int method_silent(VarlinkCall *call _unused_, json_t *parameters _unused_
         return 0;
 }
 
+#define TICK_USEC 10000
+
+static void on_kept_close(VarlinkCall *call, void *userdata) {
+        TestServer *t = userdata;
+
+        assert_ptr_equal(call, t->kept);
+        t->closed++;
+        t->kept = varlink_call_unref(t->kept);
+}
+
+/* One tick of the Ticks stream: skipped while the client has not taken the last reply. */
+static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        TestServer *t = userdata;
+        size_t queued;
+        bool last;
+        char *data;
+
+        if (!t->kept)
+                return;
+        queued = varlink_call_queued_bytes(t->kept);
+        t->max_queued = queued > t->max_queued ? queued : t->max_queued;
+        if (queued > 0) {
+                t->skipped++;
+                return;
+        }
+        data = calloc(1, (size_t) t->tick_size + 1);
+        assert_non_null(data);
+        memset(data, 'x', (size_t) t->tick_size);
+        last = t->tick_count > 0 && t->sent + 1 == t->tick_count;
+        assert_int_equal(varlink_call_reply(t->kept, json_pack("{s:i, s:s}", "i", t->sent, "data", data), !last), 0);
+        free(data);
+        t->sent++;
+        if (last)
+                t->kept = varlink_call_unref(t->kept);
+}
+
+static int method_ticks(VarlinkCall *call, json_t *parameters, void *userdata) {
+        TestServer *t = userdata;
+        struct timeval tv = { .tv_usec = TICK_USEC };
+
+        if (t->kept) /* one stream at a time in this test server */
+                return varlink_call_error(call, "org.example.test.Late", NULL);
+        t->tick_count = (int) json_integer_value(json_object_get(parameters, "count"));
+        t->tick_size = (int) json_integer_value(json_object_get(parameters, "size"));
+        t->sent = t->skipped = 0;
+        t->max_queued = 0;
+        assert_int_equal(varlink_call_keep(call, on_kept_close, t, &t->kept), 0);
+        /* Keeping twice, or replying to the handler's own pointer, is the caller's bug. */
+        assert_int_equal(varlink_call_keep(call, on_kept_close, t, &(VarlinkCall *) { NULL }), -EINVAL);
+        if (!t->tick) {
+                t->tick = event_new(t->base, -1, EV_PERSIST, on_tick, t);
+                assert_non_null(t->tick);
+        }
+        return event_add(t->tick, &tv) < 0 ? -ENOMEM : 0;
+}
+
+static int method_tick_stats(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
+        TestServer *t = userdata;
+
+        return varlink_call_reply(call,
+                                  json_pack("{s:i, s:i, s:i, s:I}", "sent", t->sent, "skipped", t->skipped, "closed",
+                                            t->closed, "maxQueued", (json_int_t) t->max_queued),
+                                  false);
+}
+
 static const VarlinkMethod test_methods[] = {
         { "Echo", method_echo },     { "Stream", method_stream, VARLINK_METHOD_MORE }, { "Whoami", method_whoami },
         { "Blob", method_blob },     { "Stats", method_stats },   { "Misuse", method_misuse },
-        { "Fail", method_fail },     { "Silent", method_silent }, {},
+        { "Fail", method_fail },     { "Silent", method_silent }, { "Ticks", method_ticks, VARLINK_METHOD_MORE },
+        { "TickStats", method_tick_stats }, {},
 };
 
 static void on_stop(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
@@ -399,7 +475,10 @@ static int teardown_server(void **state) {
         assert_int_equal(write(t->stop_pipe[1], "x", 1), 1);
         assert_int_equal(pthread_join(t->thread, NULL), 0);
 
+        varlink_call_unref(t->kept);
         varlink_server_free(t->server);
+        if (t->tick)
+                event_free(t->tick);
         event_free(t->stop);
         event_base_free(t->base);
         close(t->stop_pipe[0]);
@@ -755,6 +834,65 @@ static void test_backpressure(void **state) {
         assert_int_equal(json_integer_value(json_object_get(stats, "blobs")), sent);
 }
 
+/* A kept call streams after its handler returned; a call pipelined behind it is answered only
+ * after the stream's final reply. */
+static void test_kept_stream(void **state) {
+        static const char calls[] = "{\"method\":\"org.example.test.Ticks\",\"parameters\":{\"count\":5,\"size\":10},"
+                                    "\"more\":true}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":7}}";
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+        _cleanup_close_ int fd = raw_connect(*state);
+
+        raw_send(fd, calls, sizeof(calls));
+        for (int i = 0; i < 5; i++) {
+                _cleanup_json_ json_t *r = raw_read(fd, b);
+                json_t *p = json_object_get(r, "parameters");
+
+                assert_non_null(r);
+                assert_int_equal(json_integer_value(json_object_get(p, "i")), i);
+                assert_true(json_is_true(json_object_get(r, "continues")) == (i < 4));
+        }
+        _cleanup_json_ json_t *echo = raw_read(fd, b);
+        assert_json_equal(echo, "{\"parameters\":{\"n\":7}}");
+}
+
+/* A client that never reads: the stream skips ticks instead of queueing them, so at most one
+ * reply waits in user space; when the client goes, the owner of the call is told. */
+static void test_kept_stream_not_read(void **state) {
+        static const char call_ticks[] = "{\"method\":\"org.example.test.Ticks\",\"parameters\":{\"count\":0,"
+                                         "\"size\":3000},\"more\":true}";
+        TestServer *t = *state;
+        _cleanup_client_ VarlinkClient *other = client_new(t, CLIENT_TIMEOUT_USEC);
+        int fd = raw_connect(t), rcvbuf = 4096;
+        json_t *stats = NULL;
+
+        assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+        raw_send(fd, call_ticks, sizeof(call_ticks));
+        /* Long enough for the kernel's socket buffer to fill and many ticks to be skipped. */
+        for (int i = 0; i < 100; i++) {
+                json_decref(stats);
+                call(other, "org.example.test.TickStats", NULL, 0, &stats, NULL, NULL);
+                if (json_integer_value(json_object_get(stats, "skipped")) >= 50)
+                        break;
+                usleep(50000);
+        }
+        assert_true(json_integer_value(json_object_get(stats, "skipped")) >= 50);
+        /* Never more than the one reply that did not fit the socket. */
+        assert_true(json_integer_value(json_object_get(stats, "maxQueued")) <= 3100);
+        assert_int_equal(json_integer_value(json_object_get(stats, "closed")), 0);
+
+        close(fd);
+        for (int i = 0; i < 100; i++) {
+                json_decref(stats);
+                call(other, "org.example.test.TickStats", NULL, 0, &stats, NULL, NULL);
+                if (json_integer_value(json_object_get(stats, "closed")) == 1)
+                        break;
+                usleep(20000);
+        }
+        assert_int_equal(json_integer_value(json_object_get(stats, "closed")), 1);
+        json_decref(stats);
+}
+
 static void test_idle_timeout(void **state) {
         _cleanup_client_ VarlinkClient *c = client_new(*state, CLIENT_TIMEOUT_USEC);
 
@@ -819,6 +957,8 @@ static void test_client_errors(void **state _unused_) {
 }
 
 int main(void) {
+        /* As in trapstatd: the server writes to clients that may have closed. */
+        signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_read_partial),
                 cmocka_unit_test(test_read_two),
@@ -845,6 +985,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_max_connections, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_backpressure, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_idle_timeout, setup_server_idle, teardown_server),
+                cmocka_unit_test_setup_teardown(test_kept_stream, setup_server, teardown_server),
+                cmocka_unit_test_setup_teardown(test_kept_stream_not_read, setup_server, teardown_server),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+#include "watch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "log.h"
+#include "macro.h"
+#include "traps.h"
+#include "varlink.h"
+
+static bool sample_counted(const ProcessSample *s) {
+        return !faults_is_zero(&s->delta) || (s->traps && !traps_is_zero(s->traps));
+}
+
+static uint64_t sample_key(const ProcessSample *s, const FaultField *field) {
+        if (!field)
+                return s->traps ? traps_total(s->traps) : 0;
+        return faults_get(&s->delta, field);
+}
+
+typedef struct SortItem {
+        const ProcessSample *sample;
+        uint64_t key;
+} SortItem;
+
+static int sort_item_compare(const void *a, const void *b) {
+        const SortItem *x = a, *y = b;
+
+        if (x->key != y->key)
+                return x->key < y->key ? 1 : -1;
+        return x->sample->process->pid < y->sample->process->pid ? -1 : x->sample->process->pid > y->sample->process->pid;
+}
+
+json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
+                          uint64_t interval_usec, uint64_t missed_ticks) {
+        const FaultField *field = strcmp(filter->sort, "traps") == 0 ? NULL : fault_field_by_name(filter->sort);
+        _cleanup_free_ SortItem *items = calloc(n ? n : 1, sizeof(*items));
+        _cleanup_json_ json_t *rows = json_array();
+        Faults total = {};
+        Traps total_traps = {};
+        size_t m = 0;
+
+        if (!items || !rows)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                const ProcessSample *s = &samples[i];
+
+                if (!sample_counted(s))
+                        continue;
+                if (filter->pid && s->process->pid != filter->pid)
+                        continue;
+                if (filter->uid >= 0 && s->process->uid != (uint64_t) filter->uid)
+                        continue;
+                faults_add(&total, &s->delta);
+                if (s->traps)
+                        traps_add(&total_traps, s->traps);
+                items[m++] = (SortItem) { s, sample_key(s, field) };
+        }
+        qsort(items, m, sizeof(*items), sort_item_compare);
+
+        for (size_t i = 0; i < m && i < filter->limit; i++) {
+                static const Traps no_traps;
+                const ProcessSample *s = items[i].sample;
+                json_t *row = json_pack("{s:o, s:o}", "process", process_info_to_json(s->process), "counters",
+                                        counters_to_json(&s->delta, s->traps ?: &no_traps));
+
+                if (!row || json_array_append_new(rows, row) < 0)
+                        return NULL;
+        }
+        return json_pack("{s:I, s:I, s:o, s:O, s:I}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
+                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_traps), "rows", rows,
+                         "missedTicks", (json_int_t) missed_ticks);
+}
+
+typedef struct Watcher Watcher;
+struct Watcher {
+        WatchSet *set;
+        Watcher *prev, *next;
+        VarlinkCall *call;
+        WatchFilter filter;
+        uint64_t missed; /* ticks skipped since the last reply sent */
+};
+
+struct WatchSet {
+        Watcher *watchers;
+        size_t n;
+};
+
+static void watcher_free(Watcher *w) {
+        if (w->prev)
+                w->prev->next = w->next;
+        else
+                w->set->watchers = w->next;
+        if (w->next)
+                w->next->prev = w->prev;
+        w->set->n--;
+        varlink_call_unref(w->call);
+        free(w);
+}
+
+/* The client went away. */
+static void on_call_close(VarlinkCall *call _unused_, void *userdata) {
+        watcher_free(userdata);
+}
+
+int watch_set_new(WatchSet **ret) {
+        WatchSet *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return -ENOMEM;
+        *ret = w;
+        return 0;
+}
+
+WatchSet *watch_set_free(WatchSet *w) {
+        if (!w)
+                return NULL;
+        while (w->watchers)
+                watcher_free(w->watchers);
+        free(w);
+        return NULL;
+}
+
+int watch_set_add(WatchSet *w, VarlinkCall *call, const WatchFilter *filter) {
+        Watcher *x = calloc(1, sizeof(*x));
+        int r;
+
+        if (!x)
+                return -ENOMEM;
+        r = varlink_call_keep(call, on_call_close, x, &x->call);
+        if (r < 0) {
+                free(x);
+                return r;
+        }
+        x->set = w;
+        x->filter = *filter;
+        x->next = w->watchers;
+        if (x->next)
+                x->next->prev = x;
+        w->watchers = x;
+        w->n++;
+        return 0;
+}
+
+void watch_set_broadcast(WatchSet *w, const ProcessSample *samples, size_t n, uint64_t time_usec,
+                         uint64_t interval_usec) {
+        Watcher *next;
+
+        for (Watcher *x = w->watchers; x; x = next) {
+                json_t *reply;
+                int r;
+
+                next = x->next;
+                /* The client has not taken the last reply yet: it misses this one rather than
+                 * making us queue without bound. */
+                if (varlink_call_queued_bytes(x->call) > 0) {
+                        x->missed++;
+                        continue;
+                }
+                reply = watch_reply_build(samples, n, &x->filter, time_usec, interval_usec, x->missed);
+                if (!reply) {
+                        x->missed++;
+                        continue;
+                }
+                r = varlink_call_reply(x->call, reply, true);
+                if (r < 0) {
+                        log_debug_errno(r, "Failed to send a Watch reply, ending the stream: %m");
+                        watcher_free(x);
+                        continue;
+                }
+                x->missed = 0;
+        }
+}
+
+size_t watch_set_size(WatchSet *w) {
+        return w ? w->n : 0;
+}

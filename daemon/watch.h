@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The Watch streams: varlink calls kept open, each answered once per tick with that tick's
+ * counts, filtered by what the caller may see and sorted as it asked. */
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+
+struct VarlinkCall;
+
+/* What one Watch call asked for. */
+typedef struct WatchFilter {
+        const char *sort; /* a Faults member name or "traps"; borrowed, static storage */
+        size_t limit;     /* rows per reply */
+        uint32_t pid;     /* 0: every process */
+        int64_t uid;      /* < 0: every user's processes */
+} WatchFilter;
+
+/* Builds one Watch reply from a tick's samples (pure; unit-tested): the rows the filter lets
+ * through that counted something, sorted descending by filter->sort (pid ascending on ties), at
+ * most filter->limit, and the total over all of them. NULL on allocation failure. */
+json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
+                          uint64_t interval_usec, uint64_t missed_ticks);
+
+typedef struct WatchSet WatchSet;
+
+int watch_set_new(WatchSet **ret);
+/* Ends every stream (their connections close) and frees the set. */
+WatchSet *watch_set_free(WatchSet *w);
+/* Keeps call (a Watch call with "more") and answers it on every tick from now on. */
+int watch_set_add(WatchSet *w, struct VarlinkCall *call, const WatchFilter *filter);
+/* Sends the tick to every stream whose client has taken the previous reply; the others miss
+ * it and are told how many they missed in their next reply. */
+void watch_set_broadcast(WatchSet *w, const ProcessSample *samples, size_t n, uint64_t time_usec,
+                         uint64_t interval_usec);
+size_t watch_set_size(WatchSet *w);
