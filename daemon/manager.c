@@ -146,8 +146,15 @@ static int listen_socket(Manager *m) {
         n = sd_listen_fds(1);
         if (n < 0)
                 return log_error_errno(n, "Failed to read sockets passed by systemd: %m");
-        if (n > 1)
-                return log_error_errno(EINVAL, "Expected at most one socket from systemd, got %d", n);
+        if (n > 1) {
+                /* Which one would be ours? None: a misconfigured socket unit should not take
+                 * the service down, and clients know the socket path, not the unit. */
+                log_warning("Expected one socket from systemd, got %d; closing them and listening on %s", n,
+                            m->config.socket_path);
+                for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++)
+                        (void) close(fd);
+                n = 0;
+        }
         if (n == 1) {
                 r = varlink_server_listen_fd(m->server, SD_LISTEN_FDS_START);
                 if (r < 0)

@@ -12,6 +12,7 @@ packages=(
   libjansson-dev libncurses-dev
   # tests
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
+  systemd  # systemd-socket-activate
   # fuzzing (meson -Dfuzz=true): libFuzzer for clang, only a Recommends of clang
   libclang-rt-dev
 )
