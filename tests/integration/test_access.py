@@ -90,6 +90,36 @@ class Access(unittest.TestCase):
         self.assertIn("permission denied", p.stderr)
         self.assertEqual(p.stderr.count("\n"), 1)
 
+    def test_watch_streams_only_their_own(self):
+        self.set_membership(False)
+        # A Watch client running as the user: prints the rows' (pid, uid) of 15 ticks after the first.
+        client = ("import json, socket, sys\n"
+                  "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)\n"
+                  "s.sendall(json.dumps({'method': 'io.trapstat.Watch', 'parameters': {'limit': 10000},"
+                  " 'more': True}).encode() + b'\\0')\n"
+                  "buf = b''\n"
+                  "for i in range(16):\n"
+                  "    while b'\\0' not in buf: buf += s.recv(65536)\n"
+                  "    msg, buf = buf.split(b'\\0', 1)\n"
+                  "    if i == 0: print('streaming', flush=True)\n"
+                  "    for r in json.loads(msg)['parameters']['rows']:\n"
+                  "        print(r['process']['pid'], r['process']['uid'], flush=True)\n")
+        watcher = subprocess.Popen(["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--init-groups",
+                                    sys.executable, "-c", client, self.daemon.socket],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # The workload runs only once the stream is running, so no tick of it is missed.
+            self.assertEqual(watcher.stdout.readline().strip(), "streaming")
+            root, user = self.run_helpers()
+            out, err = watcher.communicate(timeout=30)
+        finally:
+            watcher.kill()
+        self.assertEqual(watcher.returncode, 0, err)
+        seen = [tuple(map(int, line.split())) for line in out.splitlines()]
+        self.assertEqual({uid for _, uid in seen}, {self.uid})
+        self.assertIn(user, {pid for pid, _ in seen})
+        self.assertNotIn(root, {pid for pid, _ in seen})
+
     def test_group_trapstat_sees_everything(self):
         self.set_membership(True)
         try:
