@@ -60,6 +60,25 @@ class Counts(SharedDaemonTest):
     def test_every_vector_exactly_from_two_threads(self):
         self.check_traps(threads=True)
 
+    def test_system_wide_traps_are_the_sum_over_processes(self):
+        with Daemon() as d:
+            helper = run("RAISE_TRAPS", N)
+            exited_history(d, helper["pid"])
+            traps = json.loads(trapstat(d.socket, "call", "io.trapstat.Traps", '{"windowSec": 3600}').stdout)
+            rows = json.loads(trapstat(d.socket, "call", "io.trapstat.Top",
+                                       '{"windowSec": 3600, "sortBy": "traps", "limit": 10000}').stdout)["rows"]
+        trapped = [r for r in rows if r["counters"]["traps"]]
+        self.assertIn(helper["pid"], {r["process"]["pid"] for r in trapped})
+        self.assertEqual(traps["processes"], len(trapped))
+        for key in ("traps", "signals", "signalCodes"):
+            total = {}
+            for r in trapped:
+                for name, count in r["counters"][key].items():
+                    total[name] = total.get(name, 0) + count
+            self.assertEqual(traps[key], total, key)
+        for v in VECTORS:
+            self.assertGreaterEqual(traps["traps"][v], N)
+
     def test_kill_is_not_a_trap(self):
         # A SIGSEGV sent with kill(2) has si_code SI_USER: a signal, but no CPU exception.
         p = subprocess.Popen(["sleep", "60"])

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "macro.h"
 #include "store.h"
 
 static char tmpdir[] = "/tmp/test-store-XXXXXX";
@@ -262,6 +263,70 @@ static void test_traps(void **state) {
         assert_int_equal(hist[0].traps.vector[6], 10);
         assert_int_equal(traps_total(&hist[0].traps), 14);
         free(hist);
+
+        /* System-wide: the trapper's traps only (b never trapped); from the second bucket on,
+         * half; for uid 1000's processes (none here), nothing. */
+        {
+                Traps sum;
+                uint64_t processes;
+
+                assert_int_equal(store_traps(s, t0, -1, &sum, &processes), 0);
+                assert_int_equal(processes, 1);
+                assert_int_equal(sum.vector[6], 10);
+                assert_int_equal(sum.vector[13], 4);
+                assert_int_equal(sum.signal[fault_signal_index(SIGILL)][si_code_slot(2)], 10);
+                assert_int_equal(traps_total(&sum), 14);
+                assert_int_equal(store_traps(s, t0 + 10000000, -1, &sum, &processes), 0);
+                assert_int_equal(traps_total(&sum), 7);
+                assert_int_equal(store_traps(s, t0, 1000, &sum, &processes), 0);
+                assert_int_equal(processes, 0);
+                assert_true(traps_is_zero(&sum));
+        }
+        store_free(s);
+}
+
+static void test_list_filters(void **state) {
+        ProcessInfo procs[] = {
+                { .pid = 10, .start_time = 1, .comm = "postgres", .uid = 0, .unit = (char *) "postgresql.service", .first_seen_usec = 1 },
+                { .pid = 11, .start_time = 1, .comm = "postgres", .uid = 1000, .unit = (char *) "postgresql.service", .first_seen_usec = 2 },
+                { .pid = 12, .start_time = 1, .comm = "nginx", .uid = 0, .unit = (char *) "nginx.service", .first_seen_usec = 3 },
+                { .pid = 13, .start_time = 1, .comm = "Postman", .uid = 0, .first_seen_usec = 4, .exited = true },
+        };
+        const uint64_t t0 = 1700000000000000ULL;
+        ProcessSample samples[ELEMENTSOF(procs)];
+        ProcessInfo *list;
+        char path[256];
+        Store *s;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/list.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (size_t i = 0; i < ELEMENTSOF(procs); i++)
+                samples[i] = (ProcessSample) { &procs[i], make_faults(1), NULL };
+        assert_int_equal(store_flush(s, t0, samples, ELEMENTSOF(samples)), 0);
+
+#define LIST(...) store_list_processes(s, &(StoreProcessFilter) { .limit = 100, __VA_ARGS__ }, &list, &n)
+        /* GLOB is case-sensitive: "Postman" is not a "post*". Exited ones only when asked. */
+        assert_int_equal(LIST(.comm_glob = "post*", .uid = -1), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(list[0].pid, 11); /* newest first */
+        assert_int_equal(list[1].pid, 10);
+        process_infos_free(list, n);
+        assert_int_equal(LIST(.comm_glob = "[Pp]ost*", .include_exited = true, .uid = -1), 0);
+        assert_int_equal(n, 3);
+        process_infos_free(list, n);
+        assert_int_equal(LIST(.unit = "nginx.service", .uid = -1), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(list[0].comm, "nginx");
+        process_infos_free(list, n);
+        assert_int_equal(LIST(.unit = "postgresql.service", .uid = 1000), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(list[0].pid, 11);
+        process_infos_free(list, n);
+        assert_int_equal(LIST(.unit = "nginx", .uid = -1), 0); /* exact unit names, no prefix match */
+        assert_int_equal(n, 0);
+        process_infos_free(list, n);
+#undef LIST
         store_free(s);
 }
 
@@ -525,6 +590,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_migrate_fixture_v2),
                 cmocka_unit_test(test_flush_top_history),
                 cmocka_unit_test(test_traps),
+                cmocka_unit_test(test_list_filters),
                 cmocka_unit_test(test_rollup_and_retention),
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
         };
