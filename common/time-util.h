@@ -16,3 +16,12 @@ uint64_t now_usec(clockid_t clock);
  * e.g. "1s", "250ms", "1h30m". A bare number means seconds. Returns 0, -EINVAL on bad syntax,
  * -ERANGE on overflow. */
 int parse_duration_usec(const char *s, uint64_t *ret);
+
+/* Parses a point in time, for --since and --until:
+ *   relative to now: a duration as above, optionally followed by " ago" ("2h", "90s ago");
+ *   "now"; "@SECONDS" since the Unix epoch;
+ *   absolute, in local time unless followed by "Z" or an offset ("+01:00", "-0500"):
+ *   "2026-11-22", "2026-11-22T10:00", "2026-11-22 10:00:00", "10:00" (today).
+ * now is microseconds since the epoch. Returns 0; -EINVAL on bad syntax or an invalid date
+ * (e.g. February 30); -ERANGE for a time before the epoch or out of range. */
+int parse_timestamp_usec(const char *s, uint64_t now, uint64_t *ret);
