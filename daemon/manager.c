@@ -180,6 +180,18 @@ static int listen_socket(Manager *m) {
         return 0;
 }
 
+/* Whether pid still is the process that started at start_time (ns since boot): /proc has its
+ * start in clock ticks. */
+static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
+        Manager *m = userdata;
+        long hz = sysconf(_SC_CLK_TCK);
+        ProcStat st;
+
+        if (hz <= 0 || proc_read_stat(m->proc_fd, pid, &st) < 0)
+                return false;
+        return st.start_ticks == start_time / (NSEC_PER_SEC / (uint64_t) hz);
+}
+
 int manager_new(const ManagerConfig *config, Manager **ret) {
         _cleanup_free_ char *db_path = NULL, *moved_to = NULL;
         VarlinkServerConfig server_config = {
@@ -235,6 +247,16 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         }
         if (moved_to)
                 log_warning("Database %s is corrupt; moved it to %s and started a new one", db_path, moved_to);
+        else {
+                size_t gone = 0;
+
+                r = store_mark_gone(m->store, process_alive, m, &gone);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to mark processes that ended while trapstatd was not running: %s (%m)",
+                                          store_errmsg(m->store));
+                else if (gone > 0)
+                        log_info("%zu processes ended while trapstatd was not running; marked them exited", gone);
+        }
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },

@@ -732,6 +732,46 @@ int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t
         return 0;
 }
 
+int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, void *userdata), void *userdata,
+                    size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *list = NULL, *mark = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        r = prepare(s, &list, "SELECT id, pid, start_time FROM process WHERE boot_id = ?1 AND NOT exited");
+        if (r >= 0)
+                r = prepare(s, &mark, "UPDATE process SET exited = 1 WHERE id = ?1");
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(list, 1, s->boot_id, -1, SQLITE_STATIC);
+
+        r = exec_sql(s->db, "BEGIN");
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
+                if (alive((uint32_t) sqlite3_column_int64(list, 1), (uint64_t) sqlite3_column_int64(list, 2), userdata))
+                        continue;
+                sqlite3_bind_int64(mark, 1, sqlite3_column_int64(list, 0));
+                r = step_done(mark);
+                sqlite3_reset(mark);
+                if (r < 0)
+                        goto rollback;
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                r = sqlite_to_errno(rc) ?: -EIO;
+                goto rollback;
+        }
+        r = exec_sql(s->db, "COMMIT");
+        if (r < 0)
+                goto rollback;
+        *ret_n = n;
+        return 0;
+rollback:
+        (void) exec_sql(s->db, "ROLLBACK");
+        return r;
+}
+
 void process_infos_free(ProcessInfo *p, size_t n) {
         for (size_t i = 0; i < n; i++)
                 process_info_done(&p[i]);

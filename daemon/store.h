@@ -96,6 +96,11 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
 int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes);
 void process_infos_free(ProcessInfo *p, size_t n);
 
+/* Marks exited every process of this boot not marked so for which alive() says no: those that
+ * ended while no daemon was running to see it. One transaction; *ret_n: how many. */
+int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, void *userdata), void *userdata,
+                    size_t *ret_n);
+
 typedef struct StoreHistoryRow {
         uint64_t time_usec;
         Faults faults;

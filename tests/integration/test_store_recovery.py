@@ -131,6 +131,41 @@ class KillNine(unittest.TestCase):
             d.cleanup()
 
 
+class GoneWhileDown(unittest.TestCase):
+    def test_processes_that_ended_while_the_daemon_was_down_are_exited(self):
+        d = Daemon(tick="100ms")
+        sleepers = []
+        try:
+            d.start()
+            # Started after the daemon: their start-up faults are counted, so they are known.
+            sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+            ends, stays = sleepers
+
+            def process(pid):
+                p = trapstat(d.socket, "call", "io.trapstat.ListProcesses",
+                             json.dumps({"pid": pid, "includeExited": True}))
+                found = json.loads(p.stdout)["processes"]
+                return found[0] if found else None
+
+            for p in sleepers:
+                self.assertFalse(wait_for(lambda: process(p.pid), what=f"sleep {p.pid} listed")["exited"])
+            d.kill9()  # no exit event will reach this daemon
+            ends.kill()
+            ends.wait()
+
+            d.start()
+            self.assertTrue(process(ends.pid)["exited"], "a process that ended while the daemon was down")
+            self.assertFalse(process(stays.pid)["exited"], "a process that still runs")
+            self.assertTrue(log_lines(d, r"\d+ processes ended while trapstatd was not running"))
+        finally:
+            for p in sleepers:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            d.stop()
+            d.cleanup()
+
+
 class CorruptAtStart(unittest.TestCase):
     GARBAGE = b"this is not an SQLite database, whatever its name says\n" * 1000
 
