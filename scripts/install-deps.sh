@@ -12,6 +12,8 @@ packages=(
   libjansson-dev libncurses-dev
   # tests
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
+  # system suite: a real systemd booted in a container (systemd-nspawn)
+  systemd-container
   systemd  # systemd-socket-activate
   # fuzzing (meson -Dfuzz=true): libFuzzer for clang, only a Recommends of clang
   libclang-rt-dev
