@@ -30,7 +30,9 @@ struct Manager {
         int proc_fd;
         char boot_id[37];
         Collector *collector;
-        Store *store;
+        Store *store;        /* NULL while the database cannot be opened (e.g. disk full at start) */
+        char *db_path;
+        int store_open_error; /* why store is NULL; logged once per condition */
         VarlinkServer *server;
         WatchSet *watches;
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
@@ -75,6 +77,10 @@ static void tick(Manager *m) {
         /* Nothing to write says nothing about whether writing works again. */
         if (n == 0)
                 return;
+        if (!m->store) {
+                m->unsaved_samples += n;
+                return;
+        }
         r = store_flush(m->store, now, samples, n);
         if (r < 0) {
                 /* The counts of this tick are gone: say how many, in GetStatus and STATUS=. */
@@ -100,22 +106,34 @@ static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *user
 
 static struct timeval usec_to_timeval(uint64_t usec);
 
+static int manager_open_store(Manager *m);
+
 static void on_maintenance(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
         Manager *m = userdata;
         struct timeval tv;
         bool more = false;
-        int r;
+        int r = 0;
 
-        r = store_maintain(m->store, now_usec(CLOCK_REALTIME), &m->config.retention, &more);
-        if (r < 0 && r != m->last_maintenance_error)
-                log_error_errno(r, "Failed to roll up or expire history in %s: %s", store_path(m->store),
-                                store_errmsg(m->store));
-        m->last_maintenance_error = r < 0 ? r : 0;
+        /* Without a database, retry opening it; nothing to maintain until then. */
+        if (!m->store && manager_open_store(m) >= 0)
+                log_notice("Opened database %s; writing history again, %" PRIu64 " samples could not be stored meanwhile",
+                           m->db_path, m->unsaved_samples);
+
+        if (m->store) {
+                r = store_maintain(m->store, now_usec(CLOCK_REALTIME), &m->config.retention, &more);
+                if (r < 0 && r != m->last_maintenance_error)
+                        log_error_errno(r, "Failed to roll up or expire history in %s: %s", store_path(m->store),
+                                        store_errmsg(m->store));
+                m->last_maintenance_error = r < 0 ? r : 0;
+        }
 
         /* systemctl status shows this line: what is counted, how big the history is, trouble. */
         (void) sd_notifyf(0, "STATUS=Tracking %zu processes, history %" PRIu64 " MiB, %" PRIu64 " drops%s",
-                          collector_n_tracked(m->collector), store_size_bytes(m->store) >> 20,
-                          collector_drops(m->collector), m->last_flush_error < 0 ? ", database writes failing" : "");
+                          collector_n_tracked(m->collector), m->store ? store_size_bytes(m->store) >> 20 : 0,
+                          collector_drops(m->collector),
+                          !m->store                    ? ", database unavailable"
+                          : m->last_flush_error < 0 ? ", database writes failing"
+                                                    : "");
 
         tv = usec_to_timeval(more && r >= 0 ? MAINTENANCE_BUSY_USEC : MAINTENANCE_INTERVAL_USEC);
         (void) event_add(m->maintenance, &tv);
@@ -192,8 +210,40 @@ static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
         return st.start_ticks == start_time / (NSEC_PER_SEC / (uint64_t) hz);
 }
 
+/* Opens (or, when corrupt, moves aside and recreates) the database. Logs a failure once per
+ * condition; returns -EPROTO when the database is newer than this daemon. */
+static int manager_open_store(Manager *m) {
+        _cleanup_free_ char *moved_to = NULL;
+        size_t gone = 0;
+        int r;
+
+        r = store_open_recover(m->db_path, m->boot_id, now_usec(CLOCK_REALTIME), &m->store, &moved_to);
+        if (r == -EPROTO) {
+                log_error("Database %s was written by a newer trapstatd; refusing to touch it", m->db_path);
+                return r;
+        }
+        if (r < 0) {
+                if (r != m->store_open_error)
+                        log_error_errno(r, "Failed to open database %s: %m; serving live counts only, retrying every %u s",
+                                        m->db_path, (unsigned) (MAINTENANCE_INTERVAL_USEC / USEC_PER_SEC));
+                m->store_open_error = r;
+                return r;
+        }
+        m->store_open_error = 0;
+        if (moved_to) {
+                log_warning("Database %s is corrupt; moved it to %s and started a new one", m->db_path, moved_to);
+                return 0;
+        }
+        r = store_mark_gone(m->store, process_alive, m, &gone);
+        if (r < 0)
+                log_warning_errno(r, "Failed to mark processes that ended while trapstatd was not running: %s (%m)",
+                                  store_errmsg(m->store));
+        else if (gone > 0)
+                log_info("%zu processes ended while trapstatd was not running; marked them exited", gone);
+        return 0;
+}
+
 int manager_new(const ManagerConfig *config, Manager **ret) {
-        _cleanup_free_ char *db_path = NULL, *moved_to = NULL;
         VarlinkServerConfig server_config = {
                 .vendor = "trapstat",
                 .product = "trapstatd",
@@ -232,31 +282,15 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 log_error_errno(r, "Failed to create state directory %s: %m", config->state_dir);
                 goto fail;
         }
-        if (asprintf(&db_path, "%s/trapstat.db", config->state_dir) < 0) {
+        if (asprintf(&m->db_path, "%s/trapstat.db", config->state_dir) < 0) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
         }
-        r = store_open_recover(db_path, m->boot_id, now_usec(CLOCK_REALTIME), &m->store, &moved_to);
-        if (r == -EPROTO) {
-                log_error("Database %s was written by a newer trapstatd; refusing to touch it", db_path);
+        /* A database newer than us is left alone; any other failure (a full disk, say) leaves
+         * the live view working while maintenance retries. */
+        r = manager_open_store(m);
+        if (r == -EPROTO)
                 goto fail;
-        }
-        if (r < 0) {
-                log_error_errno(r, "Failed to open database %s: %m", db_path);
-                goto fail;
-        }
-        if (moved_to)
-                log_warning("Database %s is corrupt; moved it to %s and started a new one", db_path, moved_to);
-        else {
-                size_t gone = 0;
-
-                r = store_mark_gone(m->store, process_alive, m, &gone);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to mark processes that ended while trapstatd was not running: %s (%m)",
-                                          store_errmsg(m->store));
-                else if (gone > 0)
-                        log_info("%zu processes ended while trapstatd was not running; marked them exited", gone);
-        }
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
@@ -325,6 +359,7 @@ Manager *manager_free(Manager *m) {
                 event_base_free(m->base);
         collector_free(m->collector);
         store_free(m->store);
+        free(m->db_path);
         if (m->proc_fd >= 0)
                 close(m->proc_fd);
         free(m);
@@ -352,9 +387,9 @@ int manager_run(Manager *m) {
         }
 
         (void) sd_notifyf(0, "READY=1\nSTATUS=Counting page faults, tick %" PRIu64 " ms, database %s",
-                          m->config.tick_usec / USEC_PER_MSEC, store_path(m->store));
+                          m->config.tick_usec / USEC_PER_MSEC, m->db_path);
         log_info("trapstatd %s ready: tick %" PRIu64 " ms, database %s", TRAPSTAT_VERSION,
-                 m->config.tick_usec / USEC_PER_MSEC, store_path(m->store));
+                 m->config.tick_usec / USEC_PER_MSEC, m->db_path);
 
         if (event_base_dispatch(m->base) < 0)
                 return log_error_errno(EIO, "Event loop failed");
@@ -362,6 +397,10 @@ int manager_run(Manager *m) {
         /* The final drain: whatever was counted since the last tick reaches the database. */
         tick(m);
         return 0;
+}
+
+const char *manager_database_path(Manager *m) {
+        return m->db_path;
 }
 
 Store *manager_store(Manager *m) {

@@ -35,7 +35,9 @@ Manager *manager_free(Manager *m);
 int manager_run(Manager *m);
 
 /* For the method handlers (methods.c). */
+/* NULL while the database cannot be opened: methods answer DatabaseError then. */
 Store *manager_store(Manager *m);
+const char *manager_database_path(Manager *m);
 Collector *manager_collector(Manager *m);
 uint64_t manager_tick_usec(Manager *m);
 /* Process-ticks counted but not stored (database writes failing, e.g. disk full). */

@@ -106,6 +106,19 @@ static int reply_database_error(VarlinkCall *call, Store *store, int error) {
         return varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
 }
 
+/* The history needs the database; while it cannot be opened, say so (live Watch still works). */
+static Store *need_store(VarlinkCall *call, Manager *m, int *ret) {
+        char message[512];
+        Store *store = manager_store(m);
+
+        if (!store) {
+                snprintf(message, sizeof(message), "database %s is not available; only live counts (Watch) are",
+                         manager_database_path(m));
+                *ret = varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
+        }
+        return store;
+}
+
 static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
@@ -128,8 +141,9 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
                                   json_pack("{s:I, s:s, s:o, s:I, s:s, s:I, s:I, s:I}", "unsavedSamples",
                                             (json_int_t) manager_unsaved_samples(m), "version", TRAPSTAT_VERSION,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
-                                            "databasePath", store_path(manager_store(m)), "databaseBytes",
-                                            (json_int_t) store_size_bytes(manager_store(m)), "processesTracked",
+                                            "databasePath", manager_database_path(m), "databaseBytes",
+                                            (json_int_t) (manager_store(m) ? store_size_bytes(manager_store(m)) : 0),
+                                            "processesTracked",
                                             (json_int_t) collector_n_tracked(c), "drops",
                                             (json_int_t) collector_drops(c)),
                                   false);
@@ -145,6 +159,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { "limit", PARAM_INT, false, 1, &limit, NULL },
         };
         StoreRow *rows;
+        Store *store;
         uint64_t now, since;
         json_t *list;
         size_t n;
@@ -158,11 +173,14 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (limit > TOP_MAX_LIMIT)
                 return varlink_call_error_invalid_parameter(call, "limit");
 
+        store = need_store(call, m, &r);
+        if (!store)
+                return r;
         now = now_usec(CLOCK_REALTIME);
         since = (uint64_t) window * USEC_PER_SEC >= now ? 0 : now - (uint64_t) window * USEC_PER_SEC;
-        r = store_top(manager_store(m), since, sort_by, (size_t) limit, visible_uid(call), &rows, &n);
+        r = store_top(store, since, sort_by, (size_t) limit, visible_uid(call), &rows, &n);
         if (r < 0)
-                return reply_database_error(call, manager_store(m), r);
+                return reply_database_error(call, store, r);
 
         list = json_array();
         for (size_t i = 0; i < n; i++)
@@ -187,7 +205,7 @@ static int64_t default_resolution_sec(const ProcessInfo *p, uint64_t since, uint
 
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        Store *store = manager_store(m);
+        Store *store;
         int64_t pid = 0, start_time = 0, since = 0, until = INT64_MAX, resolution = 0;
         bool have_resolution = false;
         const Param table[] = {
@@ -215,6 +233,9 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                                 ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0))
                 return varlink_call_error_invalid_parameter(call, "resolutionSec");
 
+        store = need_store(call, m, &r);
+        if (!store)
+                return r;
         r = store_find_process(store, (uint32_t) pid, (uint64_t) start_time, &id, &process);
         if (r == -ENOENT)
                 return varlink_call_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) pid));
@@ -293,6 +314,7 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         };
         _cleanup_json_ json_t *reply = NULL;
         uint64_t now, since, processes;
+        Store *store;
         Traps traps;
         int r;
 
@@ -300,11 +322,14 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         if (r != 0)
                 return r < 0 ? r : 0;
 
+        store = need_store(call, m, &r);
+        if (!store)
+                return r;
         now = now_usec(CLOCK_REALTIME);
         since = (uint64_t) window >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window * USEC_PER_SEC;
-        r = store_traps(manager_store(m), since, visible_uid(call), &traps, &processes);
+        r = store_traps(store, since, visible_uid(call), &traps, &processes);
         if (r < 0)
-                return reply_database_error(call, manager_store(m), r);
+                return reply_database_error(call, store, r);
 
         reply = json_pack("{s:I}", "processes", (json_int_t) processes);
         if (!reply || traps_to_json(&traps, reply) < 0)
@@ -328,6 +353,7 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                 { "limit", PARAM_INT, false, 1, &limit, NULL },
         };
         ProcessInfo *list;
+        Store *store;
         json_t *array;
         size_t n;
         int r;
@@ -340,7 +366,10 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         if (limit > LIST_MAX_LIMIT)
                 return varlink_call_error_invalid_parameter(call, "limit");
 
-        r = store_list_processes(manager_store(m),
+        store = need_store(call, m, &r);
+        if (!store)
+                return r;
+        r = store_list_processes(store,
                                  &(StoreProcessFilter) { .pid = (uint32_t) pid,
                                                          .include_exited = include_exited,
                                                          .uid = visible_uid(call),
@@ -349,7 +378,7 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                                                          .limit = (size_t) limit },
                                  &list, &n);
         if (r < 0)
-                return reply_database_error(call, manager_store(m), r);
+                return reply_database_error(call, store, r);
         array = json_array();
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(array, process_info_to_json(&list[i]));

@@ -298,7 +298,7 @@ class DiskFull(unittest.TestCase):
             self.assertEqual(len(log_lines(d, self.AGAIN)), 1, d.read_log())
 
     # SQLite fails on a full disk with I/O errors, not with corruption: the database stays.
-    def test_full_disk_at_start_moves_nothing(self):
+    def test_full_disk_at_start_serves_live_counts_and_recovers(self):
         with daemon_on_small_disk() as d:
             db = os.path.join(d.state_dir, "trapstat.db")
             helper = run_helper()
@@ -307,17 +307,29 @@ class DiskFull(unittest.TestCase):
 
             filler = os.path.join(d.state_dir, "filler")
             fill(filler)
-            try:
-                d.start()  # serving or refusing to start are both fair on a full disk
-            except AssertionError:
-                d.stop()  # it exited; closes its log
+            # SQLite cannot even create its shared-memory file: the daemon starts anyway and
+            # serves what does not need the database, never moving the database aside.
+            d.start()
             self.assertEqual(moved_aside(db), [])
             self.assertEqual(log_lines(d, r"corrupt"), [])
+            self.assertEqual(len(log_lines(d, r"Failed to open database .*serving live counts only")), 1)
+            status = trapstat_json(d.socket, "status")
+            self.assertEqual(status["databaseBytes"], 0)
+            p = trapstat(d.socket, "history", str(helper["pid"]), check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("not available", p.stderr)
+            run_helper()  # counted live, but lost for the history: said so in unsavedSamples
+            self.assertGreater(wait_for(lambda: trapstat_json(d.socket, "status")["unsavedSamples"],
+                                        what="unsaved samples counted"), 0)
 
+            # Space returns: within a maintenance interval (10 s) the history is back, intact.
             os.unlink(filler)
-            if d.proc.poll() is not None:
-                d.start()
-            self.assertGreaterEqual(history(d, helper["pid"], start_time)["total"]["faults"]["user"], 1000)
+            h = wait_for(lambda: history(d, helper["pid"], start_time), timeout=25, interval=0.5,
+                         what="the database reopened")
+            self.assertGreaterEqual(h["total"]["faults"]["user"], 1000)
+            self.assertEqual(len(log_lines(d, r"Opened database .* writing history again")), 1)
+            after = run_helper()
+            self.assertGreaterEqual(exited_history(d, after["pid"])["total"]["faults"]["user"], 1000)
 
     def test_failure_line_names_the_cause(self):
         with daemon_on_small_disk() as d:
