@@ -119,6 +119,14 @@ static Store *need_store(VarlinkCall *call, Manager *m, int *ret) {
         return store;
 }
 
+/* now - window_sec, or 0 when the window reaches back before the epoch (no overflow for any
+ * positive int64 window). */
+static uint64_t window_start_usec(int64_t window_sec) {
+        uint64_t now = now_usec(CLOCK_REALTIME);
+
+        return (uint64_t) window_sec >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window_sec * USEC_PER_SEC;
+}
+
 static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
@@ -160,7 +168,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         };
         StoreRow *rows;
         Store *store;
-        uint64_t now, since;
+        uint64_t since;
         json_t *list;
         size_t n;
         int r;
@@ -176,8 +184,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         store = need_store(call, m, &r);
         if (!store)
                 return r;
-        now = now_usec(CLOCK_REALTIME);
-        since = (uint64_t) window * USEC_PER_SEC >= now ? 0 : now - (uint64_t) window * USEC_PER_SEC;
+        since = window_start_usec(window);
         r = store_top(store, since, sort_by, (size_t) limit, visible_uid(call), &rows, &n);
         if (r < 0)
                 return reply_database_error(call, store, r);
@@ -313,7 +320,7 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { "windowSec", PARAM_INT, false, 1, &window, NULL },
         };
         _cleanup_json_ json_t *reply = NULL;
-        uint64_t now, since, processes;
+        uint64_t since, processes;
         Store *store;
         Traps traps;
         int r;
@@ -325,8 +332,7 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         store = need_store(call, m, &r);
         if (!store)
                 return r;
-        now = now_usec(CLOCK_REALTIME);
-        since = (uint64_t) window >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window * USEC_PER_SEC;
+        since = window_start_usec(window);
         r = store_traps(store, since, visible_uid(call), &traps, &processes);
         if (r < 0)
                 return reply_database_error(call, store, r);

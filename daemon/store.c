@@ -768,7 +768,7 @@ int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, v
         *ret_n = n;
         return 0;
 rollback:
-        (void) exec_sql(s->db, "ROLLBACK");
+        rollback(s);
         return r;
 }
 

@@ -73,6 +73,17 @@ class EndToEnd(SharedDaemonTest):
         text = trapstat(d.socket, "top", "-b", "-n", "1", "--limit", "1000").stdout
         self.assertRegex(text, rf"(?m)^\s*{pid} fault-pages\s")
 
+    def test_windows_reaching_before_the_epoch(self):
+        # The largest windowSec there is means "everything", not an overflowed start time.
+        d = self.daemon
+        pid = run_helper()["pid"]
+        for method in ("Top", "Traps"):
+            p = trapstat(d.socket, "call", f"io.trapstat.{method}", json.dumps({"windowSec": 2**63 - 1}))
+            self.assertEqual(p.returncode, 0, p.stderr)
+        wait_for(lambda: pid in {r["process"]["pid"] for r in json.loads(
+            trapstat(d.socket, "call", "io.trapstat.Top", json.dumps({"windowSec": 2**63 - 1, "limit": 10000})).stdout)
+            ["rows"]}, what=f"pid {pid} in Top over the largest window")
+
     def test_two_runs_are_two_processes(self):
         d = self.daemon
         a, b = run_helper(2000), run_helper(3000)
