@@ -2,54 +2,38 @@
 #include "output.h"
 
 #include <inttypes.h>
-#include <stdbool.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/types.h>
 
+#include "client.h"
 #include "counters.h"
-#include "traps.h"
-#include "time-util.h"
 #include "macro.h"
+#include "time-util.h"
+#include "traps.h"
 
-const char *format_count(uint64_t n, char buf[static 16]) {
-        static const char units[] = "kMGTPE";
+#define BOLD "\033[1m"
+#define RED "\033[31m"
+#define GREEN "\033[32m"
+#define YELLOW "\033[33m"
+#define RESET "\033[0m"
 
-        if (n < 1000) {
-                snprintf(buf, 16, "%" PRIu64, n);
-                return buf;
-        }
-        double v = (double) n;
-        size_t u = 0;
-        for (v /= 1000.0; v >= 999.95 && u + 1 < sizeof(units) - 1; u++)
-                v /= 1000.0;
-        snprintf(buf, 16, v < 9.995 ? "%.2f%c" : v < 99.95 ? "%.1f%c" : "%.0f%c", v, units[u]);
-        return buf;
+static const char *on(const OutputStyle *s, const char *code) {
+        return s->color ? code : "";
 }
 
-const char *format_time_usec(uint64_t usec, char buf[static 32]) {
-        time_t t = (time_t) (usec / USEC_PER_SEC);
-        struct tm tm;
-
-        if (!localtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%d %H:%M:%S", &tm) == 0)
-                snprintf(buf, 32, "@%" PRIu64, usec / USEC_PER_SEC);
-        return buf;
+static const char *off(const OutputStyle *s) {
+        return s->color ? RESET : "";
 }
 
-const char *format_duration_usec(uint64_t usec, char buf[static 32]) {
-        uint64_t s = usec / USEC_PER_SEC;
+static json_int_t int_member(json_t *o, const char *key) {
+        return json_integer_value(json_object_get(o, key));
+}
 
-        if (usec < USEC_PER_SEC)
-                snprintf(buf, 32, "%" PRIu64 "ms", usec / USEC_PER_MSEC);
-        else if (s < 60)
-                snprintf(buf, 32, "%" PRIu64 "s", s);
-        else if (s < 3600)
-                snprintf(buf, 32, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
-        else if (s < 86400)
-                snprintf(buf, 32, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
-        else
-                snprintf(buf, 32, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, s / 3600 % 24);
-        return buf;
+static const char *string_member(json_t *o, const char *key, const char *fallback) {
+        const char *s = json_string_value(json_object_get(o, key));
+        return s ? s : fallback;
 }
 
 static const char *faults_header = "   USER  KERNEL   MINOR   MAJOR    READ   WRITE    EXEC    PROT";
@@ -66,8 +50,7 @@ static void print_faults(FILE *f, json_t *counters) {
                 fprintf(f, " %7s", format_count(faults_get(&faults, &fault_fields[i]), buf));
 }
 
-/* Sum of a JSON map of counts. */
-static uint64_t map_total(json_t *map) {
+uint64_t map_total(json_t *map) {
         const char *key;
         uint64_t n = 0;
         json_t *v;
@@ -78,133 +61,448 @@ static uint64_t map_total(json_t *map) {
         return n;
 }
 
-/* The busiest entries of a map of counts, most first: "UD:1.0k GP:12". */
-static void print_busiest(FILE *f, json_t *map, size_t max) {
-        const char *printed[8] = {};
+/* Keys of a map of counts, largest count first, ties by name; a malloc'd array of n borrowed
+ * keys (NULL when empty or on allocation failure). */
+static const char **keys_by_count(json_t *map, size_t *ret_n) {
+        size_t n = json_object_size(map), k = 0;
+        const char **keys, *key;
+        json_t *v;
 
-        for (size_t k = 0; k < max && k < ELEMENTSOF(printed); k++) {
-                const char *best = NULL, *key;
-                json_int_t best_n = 0;
-                json_t *v;
+        *ret_n = 0;
+        if (n == 0 || !(keys = calloc(n, sizeof(*keys))))
+                return NULL;
+        json_object_foreach (map, key, v)
+                keys[k++] = key;
+        /* Insertion sort: maps hold a few dozen keys at most. */
+        for (size_t i = 1; i < k; i++)
+                for (size_t j = i; j > 0; j--) {
+                        json_int_t a = json_integer_value(json_object_get(map, keys[j - 1]));
+                        json_int_t b = json_integer_value(json_object_get(map, keys[j]));
 
-                json_object_foreach (map, key, v) {
-                        bool seen = false;
-
-                        for (size_t j = 0; j < k; j++)
-                                seen = seen || strcmp(printed[j], key) == 0;
-                        if (!seen && json_is_integer(v) && json_integer_value(v) > best_n) {
-                                best = key;
-                                best_n = json_integer_value(v);
-                        }
+                        if (a > b || (a == b && strcmp(keys[j - 1], keys[j]) <= 0))
+                                break;
+                        const char *t = keys[j];
+                        keys[j] = keys[j - 1];
+                        keys[j - 1] = t;
                 }
-                if (!best)
-                        break;
-                char buf[16];
-                fprintf(f, "%s%s:%s", k ? " " : "", best, format_count((uint64_t) best_n, buf));
-                printed[k] = best;
-        }
+        *ret_n = k;
+        return keys;
 }
 
-void print_top_table(FILE *f, json_t *rows, int max_rows) {
+void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size) {
+        _cleanup_free_ const char **keys = NULL;
+        size_t n, used = 0;
+
+        buf[0] = '\0';
+        keys = keys_by_count(map, &n);
+        for (size_t i = 0; i < n && i < max; i++) {
+                json_int_t v = json_integer_value(json_object_get(map, keys[i]));
+                char num[16];
+                int l;
+
+                if (v <= 0)
+                        break;
+                if (per == 1.0)
+                        format_count((uint64_t) v, num);
+                else
+                        format_rate((double) v / per, num);
+                l = snprintf(buf + used, size - used, "%s%s:%s", used ? " " : "", keys[i], num);
+                if (l < 0 || (size_t) l >= size - used) {
+                        buf[used] = '\0';
+                        break;
+                }
+                used += (size_t) l;
+        }
+        if (!buf[0])
+                snprintf(buf, size, "-");
+}
+
+const char *format_user(uint64_t uid, char buf[static 32]) {
+        struct passwd pw, *result = NULL;
+        char scratch[1024];
+
+        if (uid <= UINT32_MAX && getpwuid_r((uid_t) uid, &pw, scratch, sizeof(scratch), &result) == 0 && result &&
+            strlen(result->pw_name) < 32)
+                snprintf(buf, 32, "%s", result->pw_name);
+        else
+                snprintf(buf, 32, "%" PRIu64, uid);
+        return buf;
+}
+
+void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows) {
         size_t i;
         json_t *row;
 
-        fprintf(f, "    PID COMM           %s   TRAPS  VECTORS          UNIT\n", faults_header);
+        fprintf(f, "%s    PID COMM           %s   TRAPS  VECTORS          UNIT%s\n", on(style, BOLD), faults_header,
+                off(style));
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
-                json_t *unit = json_object_get(p, "unit");
+                json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
+                char buf[16], vectors[64];
 
                 if (max_rows >= 0 && (int) i >= max_rows)
                         break;
-                fprintf(f, "%7" JSON_INTEGER_FORMAT " %-15.15s", json_integer_value(json_object_get(p, "pid")),
-                        json_string_value(json_object_get(p, "comm")) ?: "?");
-                json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
-                char buf[16], *vectors = NULL;
-                size_t size = 0;
-                FILE *v;
-
+                fprintf(f, "%7" JSON_INTEGER_FORMAT " %-15.15s", int_member(p, "pid"), string_member(p, "comm", "?"));
                 print_faults(f, json_object_get(row, "counters"));
-                v = open_memstream(&vectors, &size);
-                if (v) {
-                        print_busiest(v, traps, 2);
-                        fclose(v);
-                }
-                fprintf(f, " %7s  %-16s %s\n", format_count(map_total(traps), buf), vectors && *vectors ? vectors : "-",
-                        json_is_string(unit) ? json_string_value(unit) : "-");
-                free(vectors);
+                format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
+                fprintf(f, " %7s  %-16s %s\n", format_count(map_total(traps), buf), vectors,
+                        string_member(p, "unit", "-"));
         }
 }
 
-void print_history(FILE *f, json_t *reply) {
-        json_t *p = json_object_get(reply, "process"), *samples = json_object_get(reply, "samples"), *sample;
-        json_t *cmdline = json_object_get(p, "cmdline"), *unit = json_object_get(p, "unit");
-        char first[32], last[32], lifetime[32];
-        uint64_t first_usec = (uint64_t) json_integer_value(json_object_get(p, "firstSeenUsec"));
-        uint64_t last_usec = (uint64_t) json_integer_value(json_object_get(p, "lastSeenUsec"));
+/* The greatest common divisor of the gaps between sample times: the sample width when the
+ * caller did not choose one (samples are only sent when non-zero, so gaps are multiples). */
+static uint64_t samples_step(json_t *samples) {
+        uint64_t g = 0, prev = 0;
         size_t i;
+        json_t *s;
 
-        fprintf(f, "pid %" JSON_INTEGER_FORMAT " (%s), uid %" JSON_INTEGER_FORMAT ", start time %" JSON_INTEGER_FORMAT " ns after boot, %s\n",
-                json_integer_value(json_object_get(p, "pid")), json_string_value(json_object_get(p, "comm")) ?: "?",
-                json_integer_value(json_object_get(p, "uid")), json_integer_value(json_object_get(p, "startTime")),
-                json_is_true(json_object_get(p, "exited")) ? "exited" : "running");
-        if (json_is_string(cmdline))
-                fprintf(f, "command: %s\n", json_string_value(cmdline));
-        if (json_is_string(unit))
-                fprintf(f, "unit: %s\n", json_string_value(unit));
-        fprintf(f, "seen: %s to %s (%s)\n\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
-                format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime));
+        json_array_foreach (samples, i, s) {
+                uint64_t t = (uint64_t) int_member(s, "timeUsec");
 
-        fprintf(f, "TIME               %s\n", faults_header);
-        json_array_foreach (samples, i, sample) {
-                char t[32];
+                if (i > 0 && t > prev) {
+                        uint64_t a = t - prev, b = g;
 
-                fprintf(f, "%-19s", format_time_usec((uint64_t) json_integer_value(json_object_get(sample, "timeUsec")), t));
-                print_faults(f, json_object_get(sample, "counters"));
-                fputc('\n', f);
+                        while (b) {
+                                uint64_t r = a % b;
+                                a = b;
+                                b = r;
+                        }
+                        g = a;
+                }
+                prev = t;
         }
-        fprintf(f, "%-19s", "total");
-        print_faults(f, json_object_get(reply, "total"));
-        fputc('\n', f);
+        return g ?: 10 * USEC_PER_SEC;
+}
+
+/* One sparkline row: the counter's value in each step from the first sample to the last. */
+static void print_sparkline(FILE *f, const OutputStyle *style, const char *label, json_t *samples,
+                            uint64_t first, uint64_t step, size_t n_steps, uint64_t (*get)(json_t *counters, const void *what),
+                            const void *what) {
+        _cleanup_free_ uint64_t *values = calloc(n_steps, sizeof(uint64_t));
+        _cleanup_free_ char *line = NULL;
+        uint64_t total = 0, max = 0;
+        size_t i, width;
+        json_t *s;
+        char a[16], b[16];
+
+        if (!values)
+                return;
+        json_array_foreach (samples, i, s) {
+                uint64_t t = (uint64_t) int_member(s, "timeUsec"), v;
+                size_t k;
+
+                if (t < first)
+                        continue;
+                k = (size_t) ((t - first) / step);
+                if (k >= n_steps)
+                        continue;
+                v = get(json_object_get(s, "counters"), what);
+                values[k] += v;
+                total += v;
+                max = MAX(max, v);
+        }
+        if (total == 0)
+                return;
+        width = style->columns > 54 ? style->columns - 46 : 8;
+        line = sparkline(values, n_steps, width, style->utf8);
+        if (line)
+                fprintf(f, "  %-26.26s %s%s%s  max %s  total %s\n", label, on(style, BOLD), line, off(style),
+                        format_count(max, a), format_count(total, b));
+}
+
+static uint64_t get_fault(json_t *counters, const void *what) {
+        Faults faults;
+
+        if (faults_from_json(json_object_get(counters, "faults"), &faults) < 0)
+                return 0;
+        return faults_get(&faults, what);
+}
+
+static uint64_t get_trap(json_t *counters, const void *what) {
+        json_int_t v = json_integer_value(json_object_get(json_object_get(counters, "traps"), what));
+        return v > 0 ? (uint64_t) v : 0;
+}
+
+static const char *vector_label(const char *key, char buf[static 48]) {
+        unsigned vector;
+        const char *what = trap_vector_from_name(key, &vector) >= 0 ? trap_vector_description(vector) : NULL;
+
+        if (strcmp(key, "unknown") == 0)
+                snprintf(buf, 48, "unknown vector");
+        else
+                snprintf(buf, 48, "#%s %s", key, what ?: "");
+        return buf;
+}
+
+static void print_incarnations(FILE *f, const OutputStyle *style, json_t *process, json_t *processes) {
+        size_t i;
+        json_t *p;
+
+        if (json_array_size(processes) < 2)
+                return;
+        fprintf(f, "%snote:%s pid %" JSON_INTEGER_FORMAT " had %zu incarnations; this is the one started at %" JSON_INTEGER_FORMAT
+                   " ns after boot. Select another with --start-time:\n",
+                on(style, YELLOW), off(style), int_member(process, "pid"), json_array_size(processes),
+                int_member(process, "startTime"));
+        json_array_foreach (processes, i, p) {
+                char first[32], last[32];
+
+                fprintf(f, "  %s --start-time %-18" JSON_INTEGER_FORMAT " %-15.15s %s to %s%s\n",
+                        int_member(p, "startTime") == int_member(process, "startTime") ? "*" : " ",
+                        int_member(p, "startTime"), string_member(p, "comm", "?"),
+                        format_time_usec((uint64_t) int_member(p, "firstSeenUsec"), first),
+                        format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last),
+                        json_is_true(json_object_get(p, "exited")) ? ", exited" : ", running");
+        }
+}
+
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step) {
+        json_t *p = json_object_get(reply, "process"), *samples = json_object_get(reply, "samples"), *sample;
+        json_t *total = json_object_get(reply, "total");
+        uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
+        uint64_t last_usec = (uint64_t) int_member(p, "lastSeenUsec");
+        char first[32], last[32], lifetime[32], user[32], width[32];
+        size_t i, n_samples = json_array_size(samples);
+
+        fprintf(f, "%spid %" JSON_INTEGER_FORMAT " (%s)%s, uid %" JSON_INTEGER_FORMAT " (%s), start time %" JSON_INTEGER_FORMAT
+                   " ns after boot, %s\n",
+                on(style, BOLD), int_member(p, "pid"), string_member(p, "comm", "?"), off(style), int_member(p, "uid"),
+                format_user((uint64_t) int_member(p, "uid"), user), int_member(p, "startTime"),
+                json_is_true(json_object_get(p, "exited")) ? "exited" : "running");
+        fprintf(f, "command:  %s\n", string_member(p, "cmdline", "(unknown)"));
+        fprintf(f, "unit:     %s\n", string_member(p, "unit", "(none)"));
+        fprintf(f, "lifetime: %s to %s (%s%s)\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
+                format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime),
+                json_is_true(json_object_get(p, "exited")) ? ", exited" : ", still running");
+        print_incarnations(f, style, p, processes);
+
+        if (step == 0)
+                step = samples_step(samples);
+        fprintf(f, "\n%sTIME               %s   TRAPS%s   (counts per %s)\n", on(style, BOLD), faults_header, off(style),
+                format_duration_usec(step, width));
+        json_array_foreach (samples, i, sample) {
+                json_t *counters = json_object_get(sample, "counters");
+                char t[32], buf[16];
+
+                fprintf(f, "%-19s", format_time_usec((uint64_t) int_member(sample, "timeUsec"), t));
+                print_faults(f, counters);
+                fprintf(f, " %7s\n", format_count(map_total(json_object_get(counters, "traps")), buf));
+        }
+        if (n_samples == 0)
+                fprintf(f, "(no samples in this window)\n");
+        {
+                char buf[16];
+
+                fprintf(f, "%s%-19s", on(style, BOLD), "total");
+                print_faults(f, total);
+                fprintf(f, " %7s%s\n", format_count(map_total(json_object_get(total, "traps")), buf), off(style));
+        }
+
+        /* A sparkline per non-zero counter over the whole span of the samples. */
+        if (n_samples > 0) {
+                uint64_t t0 = (uint64_t) int_member(json_array_get(samples, 0), "timeUsec");
+                uint64_t t1 = (uint64_t) int_member(json_array_get(samples, n_samples - 1), "timeUsec");
+                json_t *traps = json_object_get(total, "traps");
+                _cleanup_free_ const char **keys = NULL;
+                size_t n_steps, n_keys;
+                Faults faults = {};
+                char a[32], b[32], label[48];
+
+                /* Bound the work for absurd spans: at most 100000 steps. */
+                while ((t1 - t0) / step >= 100000)
+                        step *= 10;
+                n_steps = (size_t) ((t1 - t0) / step) + 1;
+                fprintf(f, "\n%s to %s, one character per %s or more:\n", format_time_usec(t0, a),
+                        format_time_usec(t1 + step, b), format_duration_usec(step, width));
+                (void) faults_from_json(json_object_get(total, "faults"), &faults);
+                for (i = 0; i < n_fault_fields; i++)
+                        if (faults_get(&faults, &fault_fields[i]) > 0)
+                                print_sparkline(f, style, fault_fields[i].name, samples, t0, step, n_steps, get_fault,
+                                                &fault_fields[i]);
+                keys = keys_by_count(traps, &n_keys);
+                for (i = 0; i < n_keys; i++)
+                        print_sparkline(f, style, vector_label(keys[i], label), samples, t0, step, n_steps, get_trap,
+                                        keys[i]);
+        }
 
         /* Traps by vector with their names, then by signal and si_code. */
-        json_t *traps = json_object_get(json_object_get(reply, "total"), "traps");
-        json_t *codes = json_object_get(json_object_get(reply, "total"), "signalCodes");
-        if (json_object_size(traps) > 0) {
-                const char *key;
-                json_t *v;
+        if (json_object_size(json_object_get(total, "traps")) > 0) {
+                _cleanup_free_ const char **keys = NULL, **codes = NULL;
+                json_t *signal_codes = json_object_get(total, "signalCodes");
+                size_t n;
+                char label[48];
 
-                fprintf(f, "\ntraps:\n");
-                json_object_foreach (traps, key, v) {
-                        unsigned vector;
-                        const char *what = trap_vector_from_name(key, &vector) >= 0 ? trap_vector_description(vector) : NULL;
-
-                        fprintf(f, "  #%-8s %-24s %" JSON_INTEGER_FORMAT "\n", key, what ?: "", json_integer_value(v));
-                }
-                fprintf(f, "signals:\n");
-                json_object_foreach (codes, key, v)
-                        fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", key, json_integer_value(v));
+                fprintf(f, "\n%straps%s\n", on(style, BOLD), off(style));
+                keys = keys_by_count(json_object_get(total, "traps"), &n);
+                for (i = 0; i < n; i++)
+                        fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", vector_label(keys[i], label),
+                                json_integer_value(json_object_get(json_object_get(total, "traps"), keys[i])));
+                fprintf(f, "%ssignals%s\n", on(style, BOLD), off(style));
+                codes = keys_by_count(signal_codes, &n);
+                for (i = 0; i < n; i++)
+                        fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", codes[i],
+                                json_integer_value(json_object_get(signal_codes, codes[i])));
         }
 }
 
-void print_status(FILE *f, json_t *reply) {
+static int compare_strings(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Sorted keys of a map, borrowed; NULL when empty. */
+static const char **sorted_keys(json_t *map, size_t *ret_n) {
+        size_t n = json_object_size(map), k = 0;
+        const char **keys, *key;
+        json_t *v;
+
+        *ret_n = 0;
+        if (n == 0 || !(keys = calloc(n, sizeof(*keys))))
+                return NULL;
+        json_object_foreach (map, key, v)
+                keys[k++] = key;
+        qsort(keys, k, sizeof(*keys), compare_strings);
+        *ret_n = k;
+        return keys;
+}
+
+void print_history_csv(FILE *f, json_t *reply) {
+        json_t *total = json_object_get(reply, "total"), *samples = json_object_get(reply, "samples"), *sample;
+        json_t *p = json_object_get(reply, "process");
+        _cleanup_free_ const char **traps = NULL, **signals = NULL;
+        size_t i, n_traps, n_signals;
+
+        /* Columns for every vector and signal of the total, so every line has the same ones. */
+        traps = sorted_keys(json_object_get(total, "traps"), &n_traps);
+        signals = sorted_keys(json_object_get(total, "signals"), &n_signals);
+
+        fputs("pid,startTime,timeUsec,time", f);
+        for (i = 0; i < n_fault_fields; i++)
+                fprintf(f, ",%s", fault_fields[i].name);
+        fputs(",traps", f);
+        for (i = 0; i < n_traps; i++) {
+                fputs(",", f);
+                fprintf(f, "traps.");
+                csv_field(f, traps[i]);
+        }
+        for (i = 0; i < n_signals; i++) {
+                fputs(",signals.", f);
+                csv_field(f, signals[i]);
+        }
+        fputc('\n', f);
+
+        json_array_foreach (samples, i, sample) {
+                json_t *counters = json_object_get(sample, "counters");
+                Faults faults = {};
+                char t[32];
+
+                (void) faults_from_json(json_object_get(counters, "faults"), &faults);
+                fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s",
+                        int_member(p, "pid"), int_member(p, "startTime"), int_member(sample, "timeUsec"),
+                        format_time_iso8601((uint64_t) int_member(sample, "timeUsec"), t));
+                for (size_t k = 0; k < n_fault_fields; k++)
+                        fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));
+                fprintf(f, ",%" PRIu64, map_total(json_object_get(counters, "traps")));
+                for (size_t k = 0; k < n_traps; k++)
+                        fprintf(f, ",%" JSON_INTEGER_FORMAT, int_member(json_object_get(counters, "traps"), traps[k]));
+                for (size_t k = 0; k < n_signals; k++)
+                        fprintf(f, ",%" JSON_INTEGER_FORMAT, int_member(json_object_get(counters, "signals"), signals[k]));
+                fputc('\n', f);
+        }
+}
+
+void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
+        size_t i;
+        json_t *p;
+
+        fprintf(f, "%s    PID START-TIME         COMM            USER     UNIT                     LAST SEEN           STATE   COMMAND%s\n",
+                on(style, BOLD), off(style));
+        json_array_foreach (processes, i, p) {
+                bool exited = json_is_true(json_object_get(p, "exited"));
+                char user[32], last[32];
+                int used;
+
+                used = fprintf(f, "%7" JSON_INTEGER_FORMAT " %-18" JSON_INTEGER_FORMAT " %-15.15s %-8.8s %-24.24s %-19s %s%-7s%s ",
+                               int_member(p, "pid"), int_member(p, "startTime"), string_member(p, "comm", "?"),
+                               format_user((uint64_t) int_member(p, "uid"), user), string_member(p, "unit", "-"),
+                               format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last),
+                               exited ? "" : on(style, GREEN), exited ? "exited" : "running", exited ? "" : off(style));
+                if (!exited && style->color)
+                        used -= (int) (strlen(GREEN) + strlen(RESET));
+                /* On a terminal the command line is cut at its width, as ps does. */
+                const char *cmd = string_member(p, "cmdline", "-");
+                if (style->tty && used >= 0 && (unsigned) used < style->columns)
+                        fprintf(f, "%.*s\n", (int) (style->columns - (unsigned) used), cmd);
+                else
+                        fprintf(f, "%s\n", cmd);
+        }
+}
+
+void print_processes_csv(FILE *f, json_t *processes) {
+        size_t i;
+        json_t *p;
+
+        fputs("pid,startTime,comm,uid,unit,firstSeenUsec,lastSeenUsec,exited,cmdline\n", f);
+        json_array_foreach (processes, i, p) {
+                fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",", int_member(p, "pid"), int_member(p, "startTime"));
+                csv_field(f, string_member(p, "comm", ""));
+                fprintf(f, ",%" JSON_INTEGER_FORMAT ",", int_member(p, "uid"));
+                csv_field(f, string_member(p, "unit", ""));
+                fprintf(f, ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,", int_member(p, "firstSeenUsec"),
+                        int_member(p, "lastSeenUsec"), json_is_true(json_object_get(p, "exited")) ? "true" : "false");
+                csv_field(f, string_member(p, "cmdline", ""));
+                fputc('\n', f);
+        }
+}
+
+void print_traps(FILE *f, const OutputStyle *style, json_t *reply, uint64_t window_usec) {
+        json_t *traps = json_object_get(reply, "traps"), *codes = json_object_get(reply, "signalCodes");
+        _cleanup_free_ const char **vectors = NULL, **code_keys = NULL;
+        char window[32], label[48], buf[16];
+        size_t i, n;
+
+        fprintf(f, "traps over the last %s, %" JSON_INTEGER_FORMAT " process%s trapped\n",
+                format_duration_usec(window_usec, window), int_member(reply, "processes"),
+                int_member(reply, "processes") == 1 ? "" : "es");
+        if (json_object_size(traps) == 0) {
+                fprintf(f, "(no traps)\n");
+                return;
+        }
+        fprintf(f, "\n%sVECTOR                               COUNT%s\n", on(style, BOLD), off(style));
+        vectors = keys_by_count(traps, &n);
+        for (i = 0; i < n; i++)
+                fprintf(f, "%-33s %8s\n", vector_label(vectors[i], label),
+                        format_count((uint64_t) int_member(traps, vectors[i]), buf));
+        fprintf(f, "\n%sSIGNAL/CODE                          COUNT%s\n", on(style, BOLD), off(style));
+        code_keys = keys_by_count(codes, &n);
+        for (i = 0; i < n; i++)
+                fprintf(f, "%-33s %8s\n", code_keys[i], format_count((uint64_t) int_member(codes, code_keys[i]), buf));
+}
+
+void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         json_t *sources = json_object_get(reply, "sources"), *s;
         char tick[32], size[16];
         size_t i;
 
-        fprintf(f, "trapstatd %s\n", json_string_value(json_object_get(reply, "version")) ?: "?");
-        fprintf(f, "tick:      %s\n",
-                format_duration_usec((uint64_t) json_integer_value(json_object_get(reply, "tickUsec")), tick));
-        fprintf(f, "database:  %s (%sB)\n", json_string_value(json_object_get(reply, "databasePath")) ?: "?",
-                format_count((uint64_t) json_integer_value(json_object_get(reply, "databaseBytes")), size));
-        fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked\n",
-                json_integer_value(json_object_get(reply, "processesTracked")));
-        fprintf(f, "drops:     %" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(reply, "drops")));
+        fprintf(f, "%strapstatd %s%s\n", on(style, BOLD), string_member(reply, "version", "?"), off(style));
+        fprintf(f, "socket:    %s\n", arg_socket);
+        fprintf(f, "tick:      %s\n", format_duration_usec((uint64_t) int_member(reply, "tickUsec"), tick));
+        fprintf(f, "database:  %s (%sB)\n", string_member(reply, "databasePath", "?"),
+                format_count((uint64_t) int_member(reply, "databaseBytes"), size));
+        fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked\n", int_member(reply, "processesTracked"));
+        fprintf(f, "drops:     %s%" JSON_INTEGER_FORMAT "%s\n", int_member(reply, "drops") ? on(style, RED) : "",
+                int_member(reply, "drops"), int_member(reply, "drops") ? off(style) : "");
+        if (json_object_get(reply, "unsavedSamples"))
+                fprintf(f, "unsaved:   %s%" JSON_INTEGER_FORMAT "%s samples (database writes failed)\n",
+                        int_member(reply, "unsavedSamples") ? on(style, RED) : "", int_member(reply, "unsavedSamples"),
+                        int_member(reply, "unsavedSamples") ? off(style) : "");
         fprintf(f, "sources:\n");
         json_array_foreach (sources, i, s) {
+                bool active = json_is_true(json_object_get(s, "active"));
                 json_t *reason = json_object_get(s, "reason");
 
-                fprintf(f, "  %-24s %s%s%s\n", json_string_value(json_object_get(s, "name")) ?: "?",
-                        json_is_true(json_object_get(s, "active")) ? "active" : "inactive",
-                        json_is_string(reason) ? ": " : "", json_is_string(reason) ? json_string_value(reason) : "");
+                fprintf(f, "  %-24s %s%s%s%s%s\n", string_member(s, "name", "?"), on(style, active ? GREEN : YELLOW),
+                        active ? "active" : "inactive", off(style), json_is_string(reason) ? ": " : "",
+                        json_is_string(reason) ? json_string_value(reason) : "");
         }
 }

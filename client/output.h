@@ -1,19 +1,46 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* Human tables and CSV for the replies of trapstatd. JSON output is the reply itself. */
+
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* 1234 -> "1.2k", 5 -> "5"; buf must hold 16 bytes. */
-const char *format_count(uint64_t n, char buf[static 16]);
-/* Microseconds since the epoch -> "2026-11-22 04:05:06" in local time; buf 32 bytes. */
-const char *format_time_usec(uint64_t usec, char buf[static 32]);
-/* A duration in µs -> "2h03m", "45s", "120ms"; buf 32 bytes. */
-const char *format_duration_usec(uint64_t usec, char buf[static 32]);
+#include "format-util.h"
 
-/* Header line and one row per Top row: PID COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT UNIT. */
-void print_top_table(FILE *f, json_t *rows, int max_rows);
-/* A process header, then one line per sample and a total. */
-void print_history(FILE *f, json_t *reply);
-void print_status(FILE *f, json_t *reply);
+/* How a table is printed: colored (ANSI, only on a TTY without NO_COLOR), Unicode sparklines,
+ * whether stdout is a terminal, and its width. */
+typedef struct OutputStyle {
+        bool tty;
+        bool color;
+        bool utf8;
+        unsigned columns;
+} OutputStyle;
+
+/* Top rows (counts over a window): PID COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT TRAPS
+ * VECTORS UNIT. At most max_rows rows, all when negative. */
+void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows);
+
+/* The busiest entries of a JSON map of counts, most first, as "UD:1.00k GP:12"; counts divided
+ * by per (1 for plain counts, seconds for rates). Writes at most size bytes to buf. */
+void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size);
+/* Sum of a JSON map of non-negative counts. */
+uint64_t map_total(json_t *map);
+/* User name of uid, or the number; buf 32 bytes. */
+const char *format_user(uint64_t uid, char buf[static 32]);
+
+/* History: a process header, the incarnations of its pid when there are several (processes is
+ * the ListProcesses reply's array, or NULL), the samples, the totals and a sparkline per
+ * non-zero counter. step_usec is the width of a sample (0: derived from the samples). */
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step_usec);
+/* The same samples as CSV, exact: a header line, then one line per sample. */
+void print_history_csv(FILE *f, json_t *reply);
+
+/* ListProcesses: one line per process. */
+void print_processes(FILE *f, const OutputStyle *style, json_t *processes);
+void print_processes_csv(FILE *f, json_t *processes);
+/* Traps: per vector with its name, per signal and si_code. */
+void print_traps(FILE *f, const OutputStyle *style, json_t *reply, uint64_t window_usec);
+void print_status(FILE *f, const OutputStyle *style, json_t *reply);

@@ -2,38 +2,31 @@
 /* trapstat: the command line client of trapstatd. A verb table; each verb makes varlink calls
  * and prints the replies as tables (or, with --json, as the reply objects themselves).
  *
- * Exit codes: 0 success, 1 failure (daemon unreachable, error reply), 2 usage error. */
+ * Exit codes: 0 success, 1 failure (daemon unreachable, permission denied, unknown pid, error
+ * reply), 2 usage error. */
 
-#include <curses.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
+#include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "counters.h"
 #include "json-util.h"
-#include "macro.h"
 #include "output.h"
 #include "time-util.h"
-#include "varlink.h"
 
-#define DEFAULT_SOCKET "/run/trapstatd/io.trapstat"
-#define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
+const char *arg_socket = DEFAULT_SOCKET;
+bool arg_json = false;
 
-enum { EXIT_USAGE = 2 };
-
-static const char *arg_socket = DEFAULT_SOCKET;
-static bool arg_json = false;
-
-static void usage_line(FILE *f) {
-        fprintf(f, "Usage: trapstat [--socket PATH] [--json] {top|history|status|call} [ARGS]...\n");
-}
+static const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|procs|traps|status|call} [ARGS]...";
 
 static void print_error(const char *fmt, va_list ap) {
         fputs("trapstat: ", stderr);
@@ -41,21 +34,17 @@ static void print_error(const char *fmt, va_list ap) {
         fputc('\n', stderr);
 }
 
-/* Bad arguments: the message, the usage line, exit status 2. */
-static int usage_error(const char *fmt, ...) _printf_(1, 2);
-static int usage_error(const char *fmt, ...) {
+int usage_error(const char *usage, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
         print_error(fmt, ap);
         va_end(ap);
-        usage_line(stderr);
+        fprintf(stderr, "%s\n", usage ?: global_usage);
         return EXIT_USAGE;
 }
 
-/* Anything else that went wrong: one line, exit status 1. */
-static int fail(const char *fmt, ...) _printf_(1, 2);
-static int fail(const char *fmt, ...) {
+int fail(const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
@@ -64,39 +53,58 @@ static int fail(const char *fmt, ...) {
         return EXIT_FAILURE;
 }
 
-/* One call, one reply. On an error reply prints it and returns EXIT_FAILURE. */
-static int call(const char *method, json_t *parameters, json_t **ret) {
+int client_connect(uint64_t timeout_usec, VarlinkClient **ret) {
+        int r = varlink_client_connect(arg_socket, timeout_usec, ret);
+
+        if (r >= 0)
+                return 0;
+        if (r == -EACCES || r == -EPERM)
+                return fail("cannot reach trapstatd at %s: permission denied (the socket or its directory is not accessible to you)",
+                            arg_socket);
+        return fail("cannot reach trapstatd at %s: %s (is it running? try: systemctl start trapstatd; or pass --socket PATH)",
+                    arg_socket, strerror(-r));
+}
+
+int client_error_reply(const char *method, const char *error, json_t *reply) {
+        json_t *param = json_object_get(reply, "parameter");
+        json_t *message = json_object_get(reply, "message");
+
+        if (strcmp(error, "io.trapstat.NoSuchProcess") == 0)
+                return fail("no process with pid %" JSON_INTEGER_FORMAT " is known to trapstatd (trapstat procs --exited lists the known ones)",
+                            json_integer_value(json_object_get(reply, "pid")));
+        if (strcmp(error, "org.varlink.service.PermissionDenied") == 0)
+                return fail("permission denied: that process belongs to another user (root and members of group trapstat see all)");
+        if (strcmp(error, "org.varlink.service.InvalidParameter") == 0 && json_is_string(param))
+                return fail("trapstatd rejected parameter '%s' of %s", json_string_value(param), method);
+        if (strcmp(error, "org.varlink.service.MethodNotFound") == 0)
+                return fail("%s failed: %s (trapstatd has no such method; is it older than this trapstat? see trapstat status)",
+                            method, error);
+        if (strcmp(error, "org.varlink.service.InterfaceNotFound") == 0)
+                return fail("%s failed: %s (trapstatd has no such interface)", method, error);
+        return fail("%s failed: %s%s%s", method, error, json_is_string(message) ? ": " : "",
+                    json_is_string(message) ? json_string_value(message) : "");
+}
+
+int client_call(const char *method, json_t *parameters, json_t **ret) {
         _cleanup_free_ char *error = NULL;
         VarlinkClient *c = NULL;
         json_t *reply = NULL;
         bool continues;
         int r;
 
-        r = varlink_client_connect(arg_socket, CALL_TIMEOUT_USEC, &c);
-        if (r < 0)
-                return fail("cannot reach trapstatd at %s: %s (is it running? try: systemctl start trapstatd)",
-                            arg_socket, strerror(-r));
+        r = client_connect(CALL_TIMEOUT_USEC, &c);
+        if (r != 0)
+                return r;
         r = varlink_client_call(c, method, parameters, 0);
         if (r >= 0)
                 r = varlink_client_read_reply(c, &reply, &error, &continues);
         varlink_client_free(c);
+        if (r == -ECONNRESET)
+                return fail("trapstatd closed the connection during %s (see its log: journalctl -u trapstatd)", method);
         if (r < 0)
                 return fail("%s on %s failed: %s", method, arg_socket, strerror(-r));
-
         if (error) {
-                json_t *pid = json_object_get(reply, "pid");
-                json_t *param = json_object_get(reply, "parameter");
-                json_t *message = json_object_get(reply, "message");
-
-                if (strcmp(error, "io.trapstat.NoSuchProcess") == 0)
-                        r = fail("no process with pid %" JSON_INTEGER_FORMAT " is known to trapstatd", json_integer_value(pid));
-                else if (strcmp(error, "org.varlink.service.PermissionDenied") == 0)
-                        r = fail("permission denied: that process belongs to another user (root and group trapstat see all)");
-                else if (strcmp(error, "org.varlink.service.InvalidParameter") == 0 && json_is_string(param))
-                        r = fail("trapstatd rejected parameter '%s' of %s", json_string_value(param), method);
-                else
-                        r = fail("%s failed: %s%s%s", method, error, json_is_string(message) ? ": " : "",
-                                 json_is_string(message) ? json_string_value(message) : "");
+                r = client_error_reply(method, error, reply);
                 json_decref(reply);
                 return r;
         }
@@ -104,7 +112,7 @@ static int call(const char *method, json_t *parameters, json_t **ret) {
         return 0;
 }
 
-static void print_json(json_t *reply) {
+void print_json(json_t *reply) {
         char *s = json_dumps(reply, JSON_COMPACT);
 
         if (s) {
@@ -114,8 +122,7 @@ static void print_json(json_t *reply) {
         fflush(stdout);
 }
 
-/* Whole numbers only, within [min, max]. */
-static int parse_int_arg(const char *s, long long min, long long max, long long *ret) {
+int parse_int_arg(const char *s, long long min, long long max, long long *ret) {
         char *end;
         long long v;
 
@@ -129,254 +136,415 @@ static int parse_int_arg(const char *s, long long min, long long max, long long 
         return 0;
 }
 
-static volatile sig_atomic_t quit = 0;
+bool use_color(FILE *f) {
+        const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
 
-static void on_quit(int sig _unused_) {
-        quit = 1;
+        /* https://no-color.org: any non-empty NO_COLOR disables color. */
+        if (no_color && *no_color)
+                return false;
+        if (!term || strcmp(term, "dumb") == 0)
+                return false;
+        return isatty(fileno(f));
 }
 
-/* Full-screen view: redraws every delay seconds, q quits. */
-static int top_live(json_t *params, uint64_t delay_usec) {
-        int r = 0;
+unsigned terminal_columns(void) {
+        struct winsize ws;
+        long long v;
 
-        signal(SIGINT, on_quit);
-        signal(SIGTERM, on_quit);
-        initscr();
-        cbreak();
-        noecho();
-        curs_set(0);
-        timeout((int) (delay_usec / USEC_PER_MSEC));
-
-        while (!quit) {
-                json_t *reply = NULL;
-                char *text = NULL, now[32];
-                size_t size = 0;
-                FILE *f;
-                int ch;
-
-                r = call("io.trapstat.Top", params, &reply);
-                if (r != 0)
-                        break;
-                f = open_memstream(&text, &size);
-                if (!f) {
-                        json_decref(reply);
-                        r = EXIT_FAILURE;
-                        break;
-                }
-                fprintf(f, "trapstat top - %s - faults over the last %" JSON_INTEGER_FORMAT "s, sorted by %s   (q: quit)\n\n",
-                        format_time_usec(now_usec(CLOCK_REALTIME), now),
-                        json_integer_value(json_object_get(params, "windowSec")),
-                        json_string_value(json_object_get(params, "sortBy")));
-                print_top_table(f, json_object_get(reply, "rows"), LINES > 3 ? LINES - 3 : 0);
-                fclose(f);
-                json_decref(reply);
-                erase();
-                mvaddnstr(0, 0, text, (int) size);
-                free(text);
-                refresh();
-
-                ch = getch();
-                if (ch == 'q' || ch == 'Q')
-                        break;
-        }
-        endwin();
-        return r;
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                return ws.ws_col;
+        if (parse_int_arg(getenv("COLUMNS"), 20, 10000, &v) == 0)
+                return (unsigned) v;
+        return 80;
 }
 
-static int verb_top(int argc, char *argv[]) {
-        static const struct option options[] = {
-                { "batch", no_argument, NULL, 'b' },  { "iterations", required_argument, NULL, 'n' },
-                { "delay", required_argument, NULL, 'd' }, { "window", required_argument, NULL, 'w' },
-                { "sort", required_argument, NULL, 's' }, { "limit", required_argument, NULL, 'l' },
-                { "help", no_argument, NULL, 'h' },   {},
+static OutputStyle output_style(void) {
+        return (OutputStyle) {
+                .tty = isatty(STDOUT_FILENO),
+                .color = use_color(stdout),
+                .utf8 = locale_is_utf8(),
+                .columns = terminal_columns(),
         };
-        long long iterations = -1, limit = 20, v;
-        uint64_t delay = 2 * USEC_PER_SEC, window = 60 * USEC_PER_SEC;
-        const char *sort = "user";
-        _cleanup_json_ json_t *params = NULL;
-        bool batch = false;
-        int c;
+}
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "bn:d:w:s:l:h", options, NULL)) >= 0)
-                switch (c) {
-                case 'b':
-                        batch = true;
-                        break;
-                case 'n':
-                        if (parse_int_arg(optarg, 1, INT32_MAX, &iterations) < 0)
-                                return usage_error("invalid -n '%s': expected a positive count", optarg);
-                        break;
-                case 'd':
-                        if (parse_duration_usec(optarg, &delay) < 0 || delay < 100 * USEC_PER_MSEC)
-                                return usage_error("invalid -d '%s': expected seconds (at least 0.1s), e.g. 2 or 500ms", optarg);
-                        break;
-                case 'w':
-                        if (parse_duration_usec(optarg, &window) < 0 || window < USEC_PER_SEC)
-                                return usage_error("invalid --window '%s': expected a duration of 1s or more", optarg);
-                        break;
-                case 's':
-                        if (!fault_field_by_name(optarg) && strcmp(optarg, "traps") != 0)
-                                return usage_error("invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection or traps", optarg);
-                        sort = optarg;
-                        break;
-                case 'l':
-                        if (parse_int_arg(optarg, 1, 10000, &limit) < 0)
-                                return usage_error("invalid --limit '%s': expected 1 to 10000", optarg);
-                        break;
-                case 'h':
-                        printf("Usage: trapstat top [-b] [-n N] [-d DELAY] [--window DURATION] [--sort FIELD] [--limit N]\n"
-                               "Processes with the most page faults over the window (default 60s), refreshed every DELAY (2s).\n"
-                               "  -b, --batch        plain tables on stdout, as top -b\n"
-                               "  -n, --iterations N stop after N refreshes\n");
-                        return 0;
-                default:
-                        usage_line(stderr);
-                        return EXIT_USAGE;
-                }
-        if (optind < argc)
-                return usage_error("top: unexpected argument '%s'", argv[optind]);
+/* Parses --since/--until; prints the usage error itself. */
+static int parse_time_arg(const char *usage, const char *option, const char *value, uint64_t now, uint64_t *ret) {
+        int r = parse_timestamp_usec(value, now, ret);
 
-        params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (window / USEC_PER_SEC), "sortBy", sort,
-                           "limit", (json_int_t) limit);
-        if (!batch && !arg_json && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO))
-                return top_live(params, delay);
-
-        for (v = 0; iterations < 0 || v < iterations; v++) {
-                json_t *reply;
-                char now[32];
-                int r;
-
-                if (v > 0)
-                        usleep((useconds_t) delay);
-                r = call("io.trapstat.Top", params, &reply);
-                if (r != 0)
-                        return r;
-                if (arg_json)
-                        print_json(reply);
-                else {
-                        printf("%strapstat top - %s - faults over the last %" PRIu64 "s, sorted by %s\n", v > 0 ? "\n" : "",
-                               format_time_usec(now_usec(CLOCK_REALTIME), now), window / USEC_PER_SEC, sort);
-                        print_top_table(stdout, json_object_get(reply, "rows"), -1);
-                        fflush(stdout);
-                }
-                json_decref(reply);
-        }
+        if (r == -ERANGE)
+                return usage_error(usage, "invalid %s '%s': out of range", option, value);
+        if (r < 0)
+                return usage_error(usage, "invalid %s '%s': expected a duration before now (90s, 15m, 2h, 3d) or a local time "
+                                          "(2026-11-22T10:00, \"2026-11-22 10:00:00\", 10:00)",
+                                   option, value);
         return 0;
 }
+
+static const char *const history_usage =
+        "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--json|--csv]";
 
 static int verb_history(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "step", required_argument, NULL, 't' },  { "start-time", required_argument, NULL, 'T' },
+                { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, 'c' },
                 { "help", no_argument, NULL, 'h' },        {},
         };
         uint64_t since = 0, until = 0, step = 0, now = now_usec(CLOCK_REALTIME);
-        long long pid, start_time = 0;
-        _cleanup_json_ json_t *params = NULL, *reply = NULL;
+        bool has_since = false, has_until = false, csv = false;
+        long long pid, start_time = -1;
+        _cleanup_json_ json_t *params = NULL, *reply = NULL, *list = NULL;
         int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 's':
-                        if (parse_duration_usec(optarg, &since) < 0)
-                                return usage_error("invalid --since '%s': expected a duration such as 90s, 15m, 2h, 3d", optarg);
+                        if ((r = parse_time_arg(history_usage, "--since", optarg, now, &since)) != 0)
+                                return r;
+                        has_since = true;
                         break;
                 case 'u':
-                        if (parse_duration_usec(optarg, &until) < 0)
-                                return usage_error("invalid --until '%s': expected a duration such as 90s, 15m, 2h, 3d", optarg);
+                        if ((r = parse_time_arg(history_usage, "--until", optarg, now, &until)) != 0)
+                                return r;
+                        has_until = true;
                         break;
                 case 't':
-                        if (parse_duration_usec(optarg, &step) < 0 || step == 0 || step % (10 * USEC_PER_SEC) != 0)
-                                return usage_error("invalid --step '%s': expected a multiple of 10s, e.g. 10s, 1m, 1h", optarg);
+                        if (parse_duration_usec(optarg, &step) < 0 || step == 0 || step % (10 * USEC_PER_SEC) != 0 ||
+                            step / USEC_PER_SEC > INT32_MAX)
+                                return usage_error(history_usage, "invalid --step '%s': expected a multiple of 10s, e.g. 10s, 1m, 1h",
+                                                   optarg);
                         break;
                 case 'T':
-                        if (parse_int_arg(optarg, 1, INT64_MAX, &start_time) < 0)
-                                return usage_error("invalid --start-time '%s': expected nanoseconds since boot", optarg);
+                        if (parse_int_arg(optarg, 0, INT64_MAX, &start_time) < 0)
+                                return usage_error(history_usage,
+                                                   "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
+                                                   optarg);
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'c':
+                        csv = true;
                         break;
                 case 'h':
-                        printf("Usage: trapstat history PID [--since DURATION] [--until DURATION] [--step DURATION] [--start-time NS]\n"
-                               "What process PID did over time; --since/--until are durations before now (e.g. 2h).\n");
+                        printf("%s\n\n"
+                               "What process PID did over time, also after it exited: a header, one line per sample,\n"
+                               "totals, and a sparkline per non-zero counter.\n\n"
+                               "  --since TIME        samples from TIME on (default: the whole history)\n"
+                               "  --until TIME        samples before TIME (default: now)\n"
+                               "  --step DURATION     width of a sample, a multiple of 10s (default: by the window:\n"
+                               "                      10s up to 6h, 1m up to 7d, else 1h)\n"
+                               "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
+                               "  --json              the varlink reply as one JSON object\n"
+                               "  --csv               one line per sample, exact counts\n\n"
+                               "TIME is a duration before now (90s, 15m, 2h, 3d), or a local time: 2026-11-22T10:00,\n"
+                               "\"2026-11-22 10:00:00\", 10:00 (today); Z or +01:00 after it for another zone; @EPOCH.\n",
+                               history_usage);
                         return 0;
                 default:
-                        usage_line(stderr);
+                        fprintf(stderr, "%s\n", history_usage);
                         return EXIT_USAGE;
                 }
         if (optind >= argc)
-                return usage_error("history: missing PID");
+                return usage_error(history_usage, "history: missing PID");
         if (parse_int_arg(argv[optind], 1, UINT32_MAX, &pid) < 0)
-                return usage_error("history: invalid pid '%s': expected a process id (a positive integer)", argv[optind]);
+                return usage_error(history_usage, "history: invalid pid '%s': expected a process id (a positive integer)",
+                                   argv[optind]);
+        /* getopt moved the options after the pid ("history 4242 --since 2h") before it. */
         if (optind + 1 < argc)
-                return usage_error("history: unexpected argument '%s'", argv[optind + 1]);
+                return usage_error(history_usage, "history: unexpected argument '%s'", argv[optind + 1]);
+        if (csv && arg_json)
+                return usage_error(history_usage, "history: --json and --csv exclude each other");
+        if (has_since && has_until && since >= until)
+                return usage_error(history_usage, "history: --since must be before --until");
 
         params = json_pack("{s:I}", "pid", (json_int_t) pid);
-        if (start_time)
+        if (!params)
+                return fail("out of memory");
+        if (start_time >= 0)
                 json_object_set_new(params, "startTime", json_integer(start_time));
-        if (since)
-                json_object_set_new(params, "sinceUsec", json_integer_u64(since < now ? now - since : 0));
-        if (until)
-                json_object_set_new(params, "untilUsec", json_integer_u64(until < now ? now - until : 0));
+        if (has_since)
+                json_object_set_new(params, "sinceUsec", json_integer_u64(since));
+        if (has_until)
+                json_object_set_new(params, "untilUsec", json_integer_u64(until));
         if (step)
                 json_object_set_new(params, "resolutionSec", json_integer_u64(step / USEC_PER_SEC));
 
-        r = call("io.trapstat.History", params, &reply);
+        r = client_call("io.trapstat.History", params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json) {
+                print_json(reply);
+                return 0;
+        }
+        if (csv) {
+                print_history_csv(stdout, reply);
+                return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+        }
+
+        /* Other incarnations of the pid, to say how to select them; not worth failing over. */
+        {
+                _cleanup_json_ json_t *lp = json_pack("{s:I, s:b}", "pid", (json_int_t) pid, "includeExited", 1);
+                json_t *l = NULL;
+                VarlinkClient *vc = NULL;
+                char *error = NULL;
+                bool continues;
+
+                if (lp && varlink_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc) >= 0 &&
+                    varlink_client_call(vc, "io.trapstat.ListProcesses", lp, 0) >= 0 &&
+                    varlink_client_read_reply(vc, &l, &error, &continues) >= 0 && !error)
+                        list = json_incref(json_object_get(l, "processes"));
+                json_decref(l);
+                free(error);
+                varlink_client_free(vc);
+        }
+
+        OutputStyle style = output_style();
+        print_history(stdout, &style, reply, list, step);
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
+static const char *const procs_usage =
+        "Usage: trapstat procs [--exited] [--comm GLOB] [--unit NAME] [--pid PID] [--limit N] [--json|--csv]";
+
+static int verb_procs(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "exited", no_argument, NULL, 'a' },    { "all", no_argument, NULL, 'a' },
+                { "comm", required_argument, NULL, 'c' }, { "unit", required_argument, NULL, 'u' },
+                { "pid", required_argument, NULL, 'p' },  { "limit", required_argument, NULL, 'l' },
+                { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, 'C' },
+                { "help", no_argument, NULL, 'h' },       {},
+        };
+        _cleanup_json_ json_t *params = json_object(), *reply = NULL;
+        long long v;
+        bool csv = false;
+        int c, r;
+
+        if (!params)
+                return fail("out of memory");
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "ac:u:p:l:h", options, NULL)) >= 0)
+                switch (c) {
+                case 'a':
+                        json_object_set_new(params, "includeExited", json_true());
+                        break;
+                case 'c':
+                        if (!*optarg)
+                                return usage_error(procs_usage, "invalid --comm '': expected a command name or shell glob");
+                        json_object_set_new(params, "comm", json_string(optarg));
+                        break;
+                case 'u':
+                        if (!*optarg)
+                                return usage_error(procs_usage, "invalid --unit '': expected a unit name, e.g. nginx.service");
+                        json_object_set_new(params, "unit", json_string(optarg));
+                        break;
+                case 'p':
+                        if (parse_int_arg(optarg, 1, UINT32_MAX, &v) < 0)
+                                return usage_error(procs_usage, "invalid --pid '%s': expected a process id", optarg);
+                        json_object_set_new(params, "pid", json_integer(v));
+                        break;
+                case 'l':
+                        if (parse_int_arg(optarg, 1, 100000, &v) < 0)
+                                return usage_error(procs_usage, "invalid --limit '%s': expected 1 to 100000", optarg);
+                        json_object_set_new(params, "limit", json_integer(v));
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'C':
+                        csv = true;
+                        break;
+                case 'h':
+                        printf("%s\n\n"
+                               "Processes trapstatd has counted, newest first (running ones unless --exited).\n\n"
+                               "  -a, --exited        also processes that have exited\n"
+                               "  -c, --comm GLOB     only commands matching a shell glob, e.g. 'postgres*'\n"
+                               "  -u, --unit NAME     only processes of this systemd unit, e.g. nginx.service\n"
+                               "  -p, --pid PID       only the incarnations of this pid\n"
+                               "  -l, --limit N       at most N processes (default 1000)\n"
+                               "      --json          the varlink reply as one JSON object\n"
+                               "      --csv           one line per process\n",
+                               procs_usage);
+                        return 0;
+                default:
+                        fprintf(stderr, "%s\n", procs_usage);
+                        return EXIT_USAGE;
+                }
+        if (optind < argc)
+                return usage_error(procs_usage, "procs: unexpected argument '%s'", argv[optind]);
+        if (csv && arg_json)
+                return usage_error(procs_usage, "procs: --json and --csv exclude each other");
+
+        r = client_call("io.trapstat.ListProcesses", params, &reply);
         if (r != 0)
                 return r;
         if (arg_json)
                 print_json(reply);
-        else
-                print_history(stdout, reply);
-        return 0;
+        else if (csv)
+                print_processes_csv(stdout, json_object_get(reply, "processes"));
+        else {
+                OutputStyle style = output_style();
+                print_processes(stdout, &style, json_object_get(reply, "processes"));
+        }
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
+static const char *const traps_usage = "Usage: trapstat traps [--since TIME] [--json]";
+
+static int verb_traps(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "since", required_argument, NULL, 's' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        uint64_t now = now_usec(CLOCK_REALTIME), since = now - 3600 * USEC_PER_SEC, window;
+        _cleanup_json_ json_t *params = NULL, *reply = NULL;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "s:h", options, NULL)) >= 0)
+                switch (c) {
+                case 's':
+                        if ((r = parse_time_arg(traps_usage, "--since", optarg, now, &since)) != 0)
+                                return r;
+                        if (since >= now)
+                                return usage_error(traps_usage, "invalid --since '%s': not in the past", optarg);
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'h':
+                        printf("%s\n\n"
+                               "CPU exceptions of every process you may see, summed, by x86 vector (\"#UD invalid\n"
+                               "opcode\") and by signal and si_code, since TIME (default 1h ago).\n"
+                               "TIME as for trapstat history: 90s, 15m, 2h, 3d, 2026-11-22T10:00, ...\n",
+                               traps_usage);
+                        return 0;
+                default:
+                        fprintf(stderr, "%s\n", traps_usage);
+                        return EXIT_USAGE;
+                }
+        if (optind < argc)
+                return usage_error(traps_usage, "traps: unexpected argument '%s'", argv[optind]);
+
+        /* Whole seconds, rounded up so the window covers --since. */
+        window = (now - since + USEC_PER_SEC - 1) / USEC_PER_SEC;
+        if (window > INT32_MAX)
+                window = INT32_MAX;
+        params = json_pack("{s:I}", "windowSec", (json_int_t) window);
+        r = client_call("io.trapstat.Traps", params, &reply);
+        if (r != 0)
+                return r;
+        if (arg_json)
+                print_json(reply);
+        else {
+                OutputStyle style = output_style();
+                print_traps(stdout, &style, reply, window * USEC_PER_SEC);
+        }
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
 static int verb_status(int argc, char *argv[]) {
         _cleanup_json_ json_t *reply = NULL;
         int r;
 
-        if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-                printf("Usage: trapstat status\nState of trapstatd: sources, database, tick.\n");
-                return 0;
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        printf("Usage: trapstat status [--json]\n\n"
+                               "State of trapstatd: version, event sources (and why one is inactive), tick,\n"
+                               "database, tracked processes, drops.\n");
+                        return 0;
+                }
+                if (strcmp(argv[i], "--json") == 0)
+                        arg_json = true;
+                else
+                        return usage_error("Usage: trapstat status [--json]", "status: unexpected argument '%s'", argv[i]);
         }
-        if (argc > 1)
-                return usage_error("status: unexpected argument '%s'", argv[1]);
-        r = call("io.trapstat.GetStatus", NULL, &reply);
+        r = client_call("io.trapstat.GetStatus", NULL, &reply);
         if (r != 0)
                 return r;
         if (arg_json)
                 print_json(reply);
-        else
-                print_status(stdout, reply);
-        return 0;
+        else {
+                OutputStyle style = output_style();
+                print_status(stdout, &style, reply);
+        }
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
-/* Raw varlink, for debugging and scripts: prints the reply's parameters as JSON. */
-static int verb_call(int argc, char *argv[]) {
-        _cleanup_json_ json_t *params = NULL, *reply = NULL;
-        json_error_t error;
-        int r;
+static const char *const call_usage = "Usage: trapstat call [--more] METHOD [PARAMETERS-JSON]";
 
-        if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-                printf("Usage: trapstat call METHOD [PARAMETERS-JSON]\n"
-                       "Calls a varlink method, e.g. trapstat call io.trapstat.ListProcesses '{\"pid\": 1}'.\n");
-                return 0;
-        }
+/* Raw varlink, for debugging and scripts: prints each reply's parameters as JSON. */
+static int verb_call(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "more", no_argument, NULL, 'm' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        _cleanup_json_ json_t *params = NULL;
+        VarlinkClient *vc = NULL;
+        bool more = false, continues = true;
+        json_error_t error;
+        int c, r = 0;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "+mh", options, NULL)) >= 0)
+                switch (c) {
+                case 'm':
+                        more = true;
+                        break;
+                case 'h':
+                        printf("%s\n\n"
+                               "Calls a varlink method of trapstatd and prints the reply parameters as JSON, e.g.\n"
+                               "  trapstat call io.trapstat.ListProcesses '{\"pid\": 1}'\n"
+                               "  trapstat call --more io.trapstat.Watch '{\"limit\": 5}'\n\n"
+                               "  -m, --more    a streaming call: print every reply, one per line\n",
+                               call_usage);
+                        return 0;
+                default:
+                        fprintf(stderr, "%s\n", call_usage);
+                        return EXIT_USAGE;
+                }
+        argc -= optind - 1;
+        argv += optind - 1;
         if (argc < 2)
-                return usage_error("call: missing METHOD");
+                return usage_error(call_usage, "call: missing METHOD");
         if (argc > 3)
-                return usage_error("call: unexpected argument '%s'", argv[3]);
-        if (!strchr(argv[1], '.'))
-                return usage_error("call: '%s' is not a qualified method name (interface.Method)", argv[1]);
+                return usage_error(call_usage, "call: unexpected argument '%s'", argv[3]);
+        if (!strchr(argv[1], '.') || argv[1][0] == '.' || argv[1][strlen(argv[1]) - 1] == '.')
+                return usage_error(call_usage, "call: '%s' is not a qualified method name (interface.Method)", argv[1]);
         if (argc == 3) {
                 params = json_loads(argv[2], JSON_REJECT_DUPLICATES, &error);
                 if (!json_is_object(params))
-                        return usage_error("call: parameters must be a JSON object: %s",
+                        return usage_error(call_usage, "call: parameters must be a JSON object: %s",
                                            params ? "not an object" : error.text);
         }
-        r = call(argv[1], params, &reply);
+
+        /* A stream has no end of its own: no timeout between its replies. */
+        r = client_connect(more ? 0 : CALL_TIMEOUT_USEC, &vc);
         if (r != 0)
                 return r;
-        print_json(reply);
+        r = varlink_client_call(vc, argv[1], params, more ? VARLINK_CALL_MORE : 0);
+        while (r >= 0 && continues) {
+                _cleanup_free_ char *err = NULL;
+                _cleanup_json_ json_t *reply = NULL;
+
+                r = varlink_client_read_reply(vc, &reply, &err, &continues);
+                if (r < 0)
+                        break;
+                if (err) {
+                        varlink_client_free(vc);
+                        return client_error_reply(argv[1], err, reply);
+                }
+                print_json(reply);
+        }
+        varlink_client_free(vc);
+        if (r == -ECONNRESET)
+                return fail("trapstatd closed the connection during %s", argv[1]);
+        if (r < 0)
+                return fail("%s on %s failed: %s", argv[1], arg_socket, strerror(-r));
         return 0;
 }
 
@@ -385,21 +553,25 @@ static const struct {
         int (*run)(int argc, char *argv[]);
         const char *help;
 } verbs[] = {
-        { "top", verb_top, "processes with the most page faults, live or in batch (-b)" },
+        { "top", verb_top, "live view of the processes faulting and trapping now; -b for plain tables" },
         { "history", verb_history, "what one process did over time, also after it exited" },
+        { "procs", verb_procs, "processes trapstatd has counted (--exited: also the gone ones)" },
+        { "traps", verb_traps, "CPU exceptions of all processes by vector, signal and si_code" },
         { "status", verb_status, "state of the daemon and its event sources" },
         { "call", verb_call, "call a varlink method and print the reply as JSON" },
 };
 
 static void help(void) {
-        usage_line(stdout);
-        printf("\nCPU traps and page faults per process, from trapstatd.\n\n");
+        printf("%s\n\nCPU traps and page faults per process, from trapstatd.\n\n", global_usage);
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 printf("  %-8s %s\n", verbs[i].name, verbs[i].help);
         printf("\n  -S, --socket PATH  trapstatd's socket (default %s)\n"
                "  -j, --json         print the replies as JSON, one object per line\n"
                "  -h, --help         this help; 'trapstat VERB --help' for a verb's\n"
-               "\nExit status: 0 success, 1 failure, 2 usage error.\n",
+               "  -V, --version      print the version\n"
+               "\nColor only on a terminal, never when NO_COLOR is set.\n"
+               "Exit status: 0 success; 1 failure (daemon unreachable, permission denied, unknown pid,\n"
+               "error reply); 2 usage error. See trapstat(1).\n",
                DEFAULT_SOCKET);
 }
 
@@ -408,14 +580,20 @@ int main(int argc, char *argv[]) {
                 { "socket", required_argument, NULL, 'S' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
                 {},
         };
         int c;
 
+        /* Only the character set: numbers stay in the C locale, as scripts expect. */
+        setlocale(LC_CTYPE, "");
+
         /* "+": stop at the verb; its own options follow it. */
-        while ((c = getopt_long(argc, argv, "+S:jh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+S:jhV", options, NULL)) >= 0)
                 switch (c) {
                 case 'S':
+                        if (!*optarg)
+                                return usage_error(NULL, "invalid --socket '': expected a path");
                         arg_socket = optarg;
                         break;
                 case 'j':
@@ -424,15 +602,22 @@ int main(int argc, char *argv[]) {
                 case 'h':
                         help();
                         return 0;
+                case 'V':
+                        printf("trapstat %s\n", TRAPSTAT_VERSION);
+                        return 0;
                 default:
-                        usage_line(stderr);
+                        fprintf(stderr, "%s\n", global_usage);
                         return EXIT_USAGE;
                 }
         if (optind >= argc)
-                return usage_error("missing command");
+                return usage_error(NULL, "missing command");
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (strcmp(argv[optind], verbs[i].name) == 0)
                         return verbs[i].run(argc - optind, argv + optind);
-        return usage_error("unknown command '%s'", argv[optind]);
+        if (strcmp(argv[optind], "help") == 0) {
+                help();
+                return 0;
+        }
+        return usage_error(NULL, "unknown command '%s'", argv[optind]);
 }
