@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,7 @@ typedef struct CollectorProc {
         uint64_t minflt_seen;          /* the kernel's min_flt/maj_flt already reported */
         uint64_t majflt_seen;
         uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
+        int stat_fd;                   /* its /proc/PID/stat, kept open: read every active tick */
         Faults delta;                  /* this tick's */
         Traps traps_delta;
         bool has_traps_delta;
@@ -92,6 +94,7 @@ struct Collector {
         long ticks_per_sec;          /* USER_HZ, the unit of /proc/PID/stat start time */
         uint64_t attached_boottime;  /* ns since boot when counting started */
         uint64_t last_gc_usec;
+        size_t n_stat_fds, max_stat_fds; /* /proc/PID/stat fds kept open, and how many may be */
 
         uint32_t n_slots;
         uint32_t *owners;            /* this tick's copy of slot_owner */
@@ -133,6 +136,8 @@ static void proc_free(void *p) {
                 return;
         process_info_done(&proc->info);
         free(proc->traps_seen);
+        if (proc->stat_fd >= 0)
+                close(proc->stat_fd);
         free(proc);
 }
 
@@ -276,6 +281,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         struct bpf_program *progs[_SOURCE_MAX] = {};
         bool disabled[_SOURCE_MAX] = {};
         struct btf *vmlinux = NULL;
+        struct rlimit nofile;
         Collector *c;
         int r;
 
@@ -287,6 +293,10 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c->proc_fd = config->proc_fd;
         c->n_slots = config->slots ?: TS_DEFAULT_SLOTS;
         c->ticks_per_sec = sysconf(_SC_CLK_TCK);
+        /* Half of the fd limit for the stat fds of tracked processes, the rest for clients,
+         * the database and BPF; below 2048 fds, none (read by path). */
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur >= 2048)
+                c->max_stat_fds = (size_t) nofile.rlim_cur / 2;
         c->n_cpus = libbpf_num_possible_cpus();
         if (c->n_cpus <= 0 || c->ticks_per_sec <= 0 || !is_power_of_two(c->n_slots)) {
                 r = c->n_cpus < 0 ? c->n_cpus : -EINVAL;
@@ -447,6 +457,35 @@ static uint64_t start_ticks(Collector *c, uint64_t start_time_ns) {
         return start_time_ns / (NSEC_PER_SEC / (uint64_t) c->ticks_per_sec);
 }
 
+/* The kernel's view of a tracked process, if it still is the process we track. Reading an fd
+ * kept open costs a third of open, read, close by path (bench/daemon-cost.py); fds are kept
+ * while the limit leaves room for clients, else read by path. */
+static int proc_stat(Collector *c, CollectorProc *p, ProcStat *ret) {
+        ProcStat st;
+        int r;
+
+        if (p->stat_fd < 0 && c->n_stat_fds < c->max_stat_fds) {
+                p->stat_fd = proc_open_stat(c->proc_fd, p->info.pid);
+                if (p->stat_fd >= 0)
+                        c->n_stat_fds++;
+        }
+        r = p->stat_fd >= 0 ? proc_pread_stat(p->stat_fd, &st) : proc_read_stat(c->proc_fd, p->info.pid, &st);
+        if (r < 0)
+                return r;
+        if (st.start_ticks != start_ticks(c, p->info.start_time))
+                return -ESRCH; /* the pid is someone else's now */
+        *ret = st;
+        return 0;
+}
+
+static void proc_close_stat(Collector *c, CollectorProc *p) {
+        if (p->stat_fd < 0)
+                return;
+        close(p->stat_fd);
+        p->stat_fd = -1;
+        c->n_stat_fds--;
+}
+
 static CollectorProc *proc_find(Collector *c, uint32_t pid, uint64_t start_time) {
         CollectorProc key = { .info.pid = pid, .info.start_time = start_time };
         CollectorProc **found = tfind(&key, &c->procs, proc_compare);
@@ -467,6 +506,7 @@ static int proc_retire(Collector *c, CollectorProc *p) {
 
         tdelete(p, &c->procs, proc_compare);
         c->n_procs--;
+        proc_close_stat(c, p);
         if (p->slot >= 0 && c->slot_procs[p->slot] == p)
                 c->slot_procs[p->slot] = NULL;
         p->info.exited = true;
@@ -488,11 +528,12 @@ static int proc_new(Collector *c, uint32_t pid, uint64_t start_time, const struc
         if (!p)
                 return -ENOMEM;
         p->slot = -1;
+        p->stat_fd = -1;
         p->info.pid = pid;
         p->info.start_time = start_time;
         p->info.first_seen_usec = now;
         p->last_counted_usec = now;
-        have_stat = proc_read_stat(c->proc_fd, pid, &st) >= 0 && st.start_ticks == start_ticks(c, start_time);
+        have_stat = proc_stat(c, p, &st) >= 0;
         if (id) {
                 p->info.uid = id->uid;
                 memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
@@ -517,6 +558,7 @@ static int proc_new(Collector *c, uint32_t pid, uint64_t start_time, const struc
         }
 
         if (!tsearch(p, &c->procs, proc_compare)) {
+                proc_close_stat(c, p);
                 proc_free(p);
                 return -ENOMEM;
         }
@@ -796,7 +838,7 @@ static void gc_visit(const void *node, VISIT which, void *userdata) {
                 return;
         if (w->now - p->last_counted_usec < GC_INTERVAL_USEC)
                 return;
-        if (proc_read_stat(w->c->proc_fd, p->info.pid, &st) >= 0 && st.start_ticks == start_ticks(w->c, p->info.start_time))
+        if (proc_stat(w->c, p, &st) >= 0)
                 return;
         r = append((void **) &w->victims, &w->n, &w->capacity, sizeof(p), &p);
         if (r < 0)
@@ -857,7 +899,7 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
                 CollectorProc *p = c->touched[i];
                 ProcStat st;
 
-                if (proc_read_stat(c->proc_fd, p->info.pid, &st) >= 0 && st.start_ticks == start_ticks(c, p->info.start_time))
+                if (proc_stat(c, p, &st) >= 0)
                         account_minmaj(p, st.minflt, st.majflt);
         }
         if ((r = handle_events(c)) < 0 || (r = gc(c, now_usec)) < 0)

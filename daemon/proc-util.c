@@ -89,6 +89,28 @@ int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret) {
         return proc_stat_parse(text, ret);
 }
 
+int proc_open_stat(int proc_fd, uint32_t pid) {
+        char path[32];
+        int fd;
+
+        snprintf(path, sizeof(path), "%" PRIu32 "/stat", pid);
+        fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int proc_pread_stat(int fd, ProcStat *ret) {
+        /* The line is a few hundred bytes; comm is at most 64. */
+        char buf[2048];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+        if (n < 0)
+                return -errno;
+        if (n == 0 || (size_t) n == sizeof(buf) - 1)
+                return -EBADMSG;
+        buf[n] = '\0';
+        return proc_stat_parse(buf, ret);
+}
+
 int proc_cmdline_format(const char *args, size_t n, bool cut, char **ret) {
         char *text;
 

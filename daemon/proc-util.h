@@ -21,6 +21,11 @@ typedef struct ProcStat {
 int proc_stat_parse(const char *text, ProcStat *ret);
 /* -ENOENT (or -ESRCH) once the process is gone. */
 int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret);
+/* For reading one process's stat every tick without the path lookup: an fd of /proc/PID/stat
+ * (or negative errno), then proc_pread_stat() on it as often as needed. The fd stays bound to
+ * that process: once it is gone, reads fail with -ESRCH, even if its pid is reused. */
+int proc_open_stat(int proc_fd, uint32_t pid);
+int proc_pread_stat(int fd, ProcStat *ret);
 
 /* Turns a NUL-separated argument vector (the format of /proc/PID/cmdline) of n bytes into one
  * line, arguments separated by spaces. With cut, the bytes may end inside a UTF-8 character,

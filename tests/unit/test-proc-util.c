@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <signal.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,42 @@ static void test_stat(void **state) {
         assert_int_equal(proc_stat_parse("12 (x) S 1 2", &st), -EBADMSG);
         assert_int_equal(proc_stat_parse("garbage", &st), -EBADMSG);
         assert_int_equal(proc_stat_parse("", &st), -EBADMSG);
+}
+
+/* The kept-open fd reads the same as the path, as often as asked; a real process's fd fails
+ * with ESRCH once the process is reaped. */
+static void test_stat_fd(void **state) {
+        ProcStat st;
+        pid_t child;
+        int fd, self;
+
+        fd = proc_open_stat(proc_fd, 4242);
+        assert_true(fd >= 0);
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(proc_pread_stat(fd, &st), 0);
+                assert_string_equal(st.comm, "evil) (name");
+                assert_int_equal(st.minflt, 5123);
+                assert_int_equal(st.start_ticks, 987654);
+        }
+        close(fd);
+        assert_int_equal(proc_open_stat(proc_fd, 99999), -ENOENT);
+
+        self = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(self >= 0);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        fd = proc_open_stat(self, (uint32_t) child);
+        assert_true(fd >= 0);
+        assert_int_equal(proc_pread_stat(fd, &st), 0);
+        kill(child, SIGKILL);
+        assert_int_equal(waitpid(child, NULL, 0), child);
+        assert_int_equal(proc_pread_stat(fd, &st), -ESRCH);
+        close(fd);
+        close(self);
 }
 
 static void test_cmdline(void **state) {
@@ -99,6 +137,7 @@ static void test_boot_id(void **state) {
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
+                cmocka_unit_test(test_stat_fd),
                 cmocka_unit_test(test_cmdline),
                 cmocka_unit_test(test_cmdline_format),
                 cmocka_unit_test(test_unit),
