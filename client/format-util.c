@@ -13,7 +13,7 @@ static const char *format_scaled(double v, char buf[static 16]) {
         static const char units[] = "kMGTPE";
         size_t u = 0;
 
-        for (v /= 1000.0; v >= 999.95 && u + 1 < sizeof(units) - 1; u++)
+        for (v /= 1000.0; v >= 999.5 && u + 1 < sizeof(units) - 1; u++)
                 v /= 1000.0;
         snprintf(buf, 16, v < 9.995 ? "%.2f%c" : v < 99.95 ? "%.1f%c" : "%.0f%c", v, units[u]);
         return buf;
