@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: MIT
+"""trapstat's verbs against a real trapstatd and known workloads: batch tables, JSON and CSV,
+with exact counts where the workload makes them exact."""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import (SharedDaemonTest, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
+                    trapstat_json, wait_for)
+
+N = 200
+VECTORS = ("DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM")
+
+
+def run(helper, *args):
+    out = subprocess.run([binary(helper), *map(str, args)], capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+class Cli(SharedDaemonTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.traps = run("RAISE_TRAPS", N)
+        cls.pages = run("FAULT_PAGES", 5000)
+        exited_history(cls.daemon, cls.traps["pid"])
+        exited_history(cls.daemon, cls.pages["pid"])
+
+    def cli(self, *args, **kw):
+        return trapstat(self.daemon.socket, *args, **kw)
+
+    def test_history_json_exact_traps(self):
+        h = trapstat_json(self.daemon.socket, "history", str(self.traps["pid"]))
+        self.assertEqual(h["process"]["comm"], "raise-traps")
+        self.assertEqual(h["total"]["traps"], {v: N for v in VECTORS})
+        self.assertEqual(h["total"]["signals"], self.traps["signals"])
+        # --json also after the verb.
+        self.assertEqual(json.loads(self.cli("history", str(self.traps["pid"]), "--json").stdout), h)
+
+    def test_history_csv_matches_json(self):
+        pid = self.traps["pid"]
+        h = trapstat_json(self.daemon.socket, "history", str(pid))
+        rows = list(csv.DictReader(io.StringIO(self.cli("history", str(pid), "--csv").stdout)))
+        self.assertEqual(len(rows), len(h["samples"]))
+        for field in ("user", "kernel", "minor", "major", "read", "write", "exec", "protection"):
+            self.assertEqual(sum(int(r[field]) for r in rows), h["total"]["faults"][field], field)
+        for v in VECTORS:
+            self.assertEqual(sum(int(r[f"traps.{v}"]) for r in rows), N, v)
+        self.assertEqual(sum(int(r["traps"]) for r in rows), N * len(VECTORS))
+        self.assertEqual(sum(int(r["signals.SIGILL"]) for r in rows), N)
+        for r, s in zip(rows, h["samples"]):
+            self.assertEqual(int(r["timeUsec"]), s["timeUsec"])
+            self.assertEqual(int(r["pid"]), pid)
+            self.assertRegex(r["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$")
+
+    def test_history_table(self):
+        pid = self.pages["pid"]
+        text = self.cli("history", str(pid)).stdout
+        self.assertIn(f"pid {pid} (fault-pages)", text)
+        self.assertIn("exited", text)
+        self.assertIn("fault-pages 5000", text)  # the command line
+        self.assertRegex(text, r"(?m)^lifetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d to ")
+        self.assertRegex(text, r"(?m)^total\s+\d")
+        # A sparkline per non-zero counter; without a UTF-8 locale (meson's env has none set
+        # here, so force it) in ASCII.
+        env = dict(os.environ, LC_ALL="C")
+        p = subprocess.run([binary("TRAPSTAT"), "--socket", self.daemon.socket, "history", str(pid)], env=env,
+                           capture_output=True, text=True, check=True)
+        self.assertRegex(p.stdout, r"(?m)^  user\s+[ .:=+*#@-]*@[ .:=+*#@-]*  max ")
+        self.assertNotIn("#UD", p.stdout)  # no traps: no trap lines
+        env["LC_ALL"] = "C.UTF-8"
+        p = subprocess.run([binary("TRAPSTAT"), "--socket", self.daemon.socket, "history", str(pid)], env=env,
+                           capture_output=True, text=True, check=True)
+        self.assertRegex(p.stdout, "(?m)^  user\\s+[ \u2581-\u2588]*\u2588")
+        self.assertNotIn("\033[", p.stdout)  # not a terminal: no color
+
+        text = self.cli("history", str(self.traps["pid"])).stdout
+        self.assertRegex(text, rf"(?m)^  #UD invalid opcode\s+{N}$")
+        self.assertRegex(text, rf"(?m)^  SIGILL/ILL_ILLOPN\s+{N}$")
+
+    def test_history_times(self):
+        pid = self.traps["pid"]
+        full = trapstat_json(self.daemon.socket, "history", str(pid))
+        t0 = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 3600))
+        for since in ("1h", t0, time.strftime("%Y-%m-%d %H:%M", time.localtime(time.time() - 3600)), "2h ago"):
+            h = trapstat_json(self.daemon.socket, "history", str(pid), "--since", since, "--until", "now")
+            self.assertEqual(h["total"], full["total"], since)
+        # A window after the process: nothing in it.
+        h = trapstat_json(self.daemon.socket, "history", str(pid), "--since", "@" + str(int(time.time()) + 60))
+        self.assertEqual(h["samples"], [])
+        h = trapstat_json(self.daemon.socket, "history", str(pid), "--step", "1m")
+        self.assertEqual(h["total"]["traps"]["UD"], N)
+        for bad in ("yesterdayish", "2026-02-30", "25:00"):
+            p = self.cli("history", str(pid), "--since", bad, check=False)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn("invalid --since", p.stderr)
+            self.assertIn("Usage: trapstat history", p.stderr)
+
+    def test_unknown_pid(self):
+        p = self.cli("history", "4194305", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no process with pid 4194305", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1)
+        self.assertEqual(p.stdout, "")
+
+    def test_top_batch(self):
+        pid = self.traps["pid"]
+        rows = trapstat_json(self.daemon.socket, "top", "-b", "-n", "1", "--sort", "traps", "--limit", "1000")["rows"]
+        row = next(r for r in rows if r["process"]["pid"] == pid)
+        self.assertEqual(row["counters"]["traps"]["UD"], N)
+        text = self.cli("top", "-b", "-n", "2", "-d", "200ms", "--sort", "traps", "--limit", "1000").stdout
+        self.assertEqual(text.count("trapstat top - "), 2)
+        # Tables in human units: 1800 traps are "1.80k".
+        self.assertRegex(text, rf"(?m)^\s*{pid} raise-traps\s.*\s1\.80k\s+[A-Z]{{2}}:{N}\s[A-Z]{{2}}:{N}\s")
+
+    def test_top_json_stream_counts_a_workload(self):
+        """--json top: one Watch reply per tick; the ticks sum to the history, to the fault."""
+        proc = subprocess.Popen([binary("TRAPSTAT"), "--socket", self.daemon.socket, "--json", "top", "-n", "40",
+                                 "--limit", "10000"], stdout=subprocess.PIPE, text=True)
+        first = proc.stdout.readline()  # the stream runs before the workload starts
+        lines = [first]
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout))
+        reader.start()
+        helper = run("FAULT_PAGES", 3000)
+        reader.join(timeout=60)
+        self.assertEqual(proc.wait(timeout=10), 0)
+        replies = [json.loads(line) for line in lines]
+        self.assertEqual(len(replies), 40)
+        for r in replies:
+            self.assertEqual(set(r), {"timeUsec", "intervalUsec", "total", "rows", "missedTicks"})
+        streamed = sum(row["counters"]["faults"]["user"] for r in replies for row in r["rows"]
+                       if row["process"]["pid"] == helper["pid"])
+        h = exited_history(self.daemon, helper["pid"])
+        self.assertGreaterEqual(streamed, 3000)
+        self.assertEqual(streamed, h["total"]["faults"]["user"])
+
+    def test_top_batch_stream_rates(self):
+        stop = threading.Event()
+
+        def loop():
+            while not stop.is_set():
+                run("FAULT_PAGES", 2000)
+
+        t = threading.Thread(target=loop)
+        t.start()
+        try:
+            text = self.cli("top", "-b", "--stream", "-n", "2", "-d", "1s", "--limit", "100").stdout
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(text.count("trapstat top - "), 2)
+        self.assertRegex(text, r"rates over 1s \([5-9] ticks\)")
+        self.assertIn("USER/s", text)
+        self.assertRegex(text, r"(?m)^\s*\d+ fault-pages\s+\d")
+
+    def test_procs(self):
+        pid = self.traps["pid"]
+        procs = trapstat_json(self.daemon.socket, "procs", "--exited", "--comm", "raise-tr*")["processes"]
+        self.assertIn(pid, [p["pid"] for p in procs])
+        self.assertTrue(all(p["comm"].startswith("raise-tr") for p in procs))
+        self.assertEqual(trapstat_json(self.daemon.socket, "procs", "--exited", "--comm", "no-such-comm*")["processes"], [])
+        # Exited: only with --exited.
+        self.assertNotIn(pid, [p["pid"] for p in trapstat_json(self.daemon.socket, "procs", "--comm", "raise-tr*")["processes"]])
+        self.assertEqual(trapstat_json(self.daemon.socket, "procs", "--exited", "--unit", "no-such.service")["processes"], [])
+        text = self.cli("procs", "--exited", "--pid", str(pid)).stdout
+        self.assertRegex(text, rf"(?m)^\s*{pid} {self.traps_start()}\s+raise-traps\s.*exited")
+        rows = list(csv.DictReader(io.StringIO(self.cli("procs", "--exited", "--pid", str(pid), "--csv").stdout)))
+        self.assertEqual([(int(r["pid"]), r["comm"], r["exited"]) for r in rows], [(pid, "raise-traps", "true")])
+
+    def traps_start(self):
+        return trapstat_json(self.daemon.socket, "history", str(self.traps["pid"]))["process"]["startTime"]
+
+    def test_traps(self):
+        t = trapstat_json(self.daemon.socket, "traps", "--since", "1h")
+        for v in VECTORS:  # other processes on the machine may trap too
+            self.assertGreaterEqual(t["traps"][v], N)
+        self.assertGreaterEqual(t["processes"], 1)
+        text = self.cli("traps", "--since", "15m").stdout
+        self.assertRegex(text, r"(?m)^#UD invalid opcode\s+\S+$")
+        self.assertRegex(text, r"(?m)^#XM SIMD floating point\s+\S+$")
+        self.assertRegex(text, r"(?m)^SIGILL/ILL_ILLOPN\s+\S+$")
+
+    def test_status_and_call(self):
+        text = self.cli("status").stdout
+        self.assertRegex(text, r"(?m)^trapstatd \d+\.\d+\.\d+")
+        self.assertRegex(text, r"(?m)^  page_fault_user\s+active")
+        self.assertIn(self.daemon.socket, text)
+        p = self.cli("call", "io.trapstat.ListProcesses", json.dumps({"pid": self.traps["pid"], "includeExited": True}))
+        self.assertEqual(json.loads(p.stdout)["processes"][0]["comm"], "raise-traps")
+        # A stream does not end by itself: read three replies, then stop the client.
+        lines = subprocess.Popen([binary("TRAPSTAT"), "--socket", self.daemon.socket, "call", "--more",
+                                  "io.trapstat.Watch", '{"limit": 1}'], stdout=subprocess.PIPE, text=True)
+        try:
+            for _ in range(3):
+                self.assertIn("intervalUsec", json.loads(lines.stdout.readline()))
+        finally:
+            lines.terminate()
+            lines.wait()
+
+    def test_usage_errors(self):
+        for args, message in (
+            (["procs", "--limit", "0"], "invalid --limit"),
+            (["procs", "stray"], "unexpected argument"),
+            (["traps", "--since", "later"], "invalid --since"),
+            (["history", "1", "--json", "--csv"], "exclude each other"),
+            (["history", "1", "--since", "1h", "--until", "2h"], "--since must be before --until"),
+            (["top", "--stream"], "--stream goes with -b"),
+            (["call", "NoDots"], "not a qualified method name"),
+            (["call", "io.trapstat.Top", "[1]"], "must be a JSON object"),
+        ):
+            with self.subTest(args=args):
+                p = self.cli(*args, check=False)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertIn("Usage: trapstat", p.stderr)
+
+    def test_help_of_every_verb(self):
+        for verb in ("top", "history", "procs", "traps", "status", "call"):
+            p = self.cli(verb, "--help")
+            self.assertIn(f"Usage: trapstat {verb}", p.stdout)
+        self.assertIn("Exit status", self.cli("--help").stdout)
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    unittest.main(verbosity=2)
