@@ -7,11 +7,14 @@ set -euo pipefail
 packages=(
   # build
   meson ninja-build pkg-config gcc clang llvm bpftool
+  # man pages (scdoc) and where bash completion is installed (bash-completion.pc)
+  scdoc bash-completion
   # libraries (found through pkg-config by meson)
   libbpf-dev libelf-dev zlib1g-dev libevent-dev libsqlite3-dev libsystemd-dev
   libjansson-dev libncurses-dev
   # tests
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
+  tmux  # drives the live view of trapstat top in tests/integration/test_cli_top.py
   # system suite: a real systemd booted in a container (systemd-nspawn)
   systemd-container
   systemd  # systemd-socket-activate
