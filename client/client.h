@@ -25,6 +25,9 @@ extern bool arg_json;
 int usage_error(const char *usage, const char *fmt, ...) _printf_(2, 3);
 /* Anything else: "trapstat: <message>", returns EXIT_FAILURE. */
 int fail(const char *fmt, ...) _printf_(1, 2);
+/* Between the two, messages are kept back and then printed: for while curses owns the screen. */
+void errors_hold(void);
+void errors_release(void);
 
 /* Connects to trapstatd; on failure prints what to do about it and returns EXIT_FAILURE. */
 int client_connect(uint64_t timeout_usec, VarlinkClient **ret);

@@ -204,13 +204,13 @@ static void format_row(char *buf, size_t size, const TopRow *r, uint64_t interva
 static void format_summary(char *buf, size_t size, const TopFrame *f) {
         char user[16], kernel[16], minor[16], major[16], traps[16];
 
-        snprintf(buf, size, "all: user %s/s  kernel %s/s  minor %s/s  major %s/s  traps %s/s  %zu processes%s",
+        snprintf(buf, size, "all: user %s/s  kernel %s/s  minor %s/s  major %s/s  traps %s/s  %zu process%s%s",
                  format_rate(per_sec(f->total.user, f->interval_usec), user),
                  format_rate(per_sec(f->total.kernel, f->interval_usec), kernel),
                  format_rate(per_sec(f->total.minor, f->interval_usec), minor),
                  format_rate(per_sec(f->total.major, f->interval_usec), major),
                  format_rate(per_sec(f->total_traps, f->interval_usec), traps), f->n_rows,
-                 f->missed ? "  (ticks missed: reading too slowly)" : "");
+                 f->n_rows == 1 ? "" : "es", f->missed ? "  (ticks missed: reading too slowly)" : "");
 }
 
 /* Opens a Watch stream. Returns 0 or EXIT_FAILURE (reported). */
@@ -358,6 +358,7 @@ static int top_live(const TopOptions *o) {
                 varlink_client_free(c);
                 return fail("cannot initialize the terminal (TERM=%s)", getenv("TERM") ?: "");
         }
+        errors_hold();
         cbreak();
         noecho();
         nodelay(stdscr, TRUE);
@@ -386,7 +387,6 @@ static int top_live(const TopOptions *o) {
                         r = top_frame_add_tick(&pending, reply);
                         json_decref(reply);
                         if (r < 0) {
-                                endwin();
                                 ret = fail("trapstatd sent a malformed Watch reply");
                                 break;
                         }
@@ -469,6 +469,7 @@ static int top_live(const TopOptions *o) {
         }
 
         endwin();
+        errors_release();
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         varlink_client_free(c);

@@ -28,10 +28,33 @@ bool arg_json = false;
 
 static const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|procs|traps|status|call} [ARGS]...";
 
+/* While the live view owns the terminal, messages written to it would vanish with the screen
+ * at endwin(): they are held here and printed after it (errors_hold, errors_release). */
+static FILE *held_errors;
+static char *held_buf;
+static size_t held_size;
+
+void errors_hold(void) {
+        if (!held_errors)
+                held_errors = open_memstream(&held_buf, &held_size); /* NULL: print at once */
+}
+
+void errors_release(void) {
+        if (!held_errors)
+                return;
+        fclose(held_errors);
+        held_errors = NULL;
+        fputs(held_buf, stderr);
+        free(held_buf);
+        held_buf = NULL;
+}
+
 static void print_error(const char *fmt, va_list ap) {
-        fputs("trapstat: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        FILE *f = held_errors ?: stderr;
+
+        fputs("trapstat: ", f);
+        vfprintf(f, fmt, ap);
+        fputc('\n', f);
 }
 
 int usage_error(const char *usage, const char *fmt, ...) {
@@ -613,8 +636,14 @@ int main(int argc, char *argv[]) {
                 return usage_error(NULL, "missing command");
 
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (strcmp(argv[optind], verbs[i].name) == 0)
+                if (strcmp(argv[optind], verbs[i].name) == 0) {
+                        /* getopt names the program by argv[0] in its messages: "trapstat top: ...". */
+                        char name[32];
+
+                        snprintf(name, sizeof(name), "trapstat %s", verbs[i].name);
+                        argv[optind] = name;
                         return verbs[i].run(argc - optind, argv + optind);
+                }
         if (strcmp(argv[optind], "help") == 0) {
                 help();
                 return 0;

@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import SharedDaemonTest, binary, require_root_and_bpf, wait_for  # noqa: E402
+from daemon import Daemon, SharedDaemonTest, binary, require_root_and_bpf, wait_for  # noqa: E402
 
 
 class Tmux:
@@ -137,6 +137,19 @@ class LiveTop(SharedDaemonTest):
         self.assertNotRegex(t.screen(escapes=True), r"\x1b\[(3[0-7]|9[0-7]|38;)")
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit")
+
+    def test_daemon_stops_under_the_live_view(self):
+        """The stream ends: trapstat leaves the screen, exits 1, and the reason is still there to
+        read (not drawn into the curses screen and wiped with it)."""
+        with Daemon() as d:
+            cmd = f"{binary('TRAPSTAT')} --socket {d.socket} top"
+            t = Tmux(f"trapstat-test-{os.getpid()}-stopped", cmd, env={"TERM": "xterm-256color"})
+            self.addCleanup(t.close)
+            t.wait(lambda s: "sorted by user" in s, "the live view")
+        s = t.wait(lambda s: s if "TRAPSTAT-EXIT=1" in s else None, "exit 1 after the daemon stopped")
+        self.assertNotIn("PID COMM", s)
+        self.assertIn("trapstat: trapstatd closed the Watch stream", s)
+        self.assertEqual(s.count("trapstat: "), 1, s)
 
     def test_unreachable_daemon(self):
         cmd = f"{binary('TRAPSTAT')} --socket /nonexistent/io.trapstat top"
