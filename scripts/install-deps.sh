@@ -9,6 +9,7 @@ packages=(
   meson ninja-build pkg-config gcc clang llvm bpftool
   # man pages (scdoc) and where bash completion is installed (bash-completion.pc)
   scdoc bash-completion
+  man-db  # renders the built man pages in tests/integration/test_cli_docs.py
   # libraries (found through pkg-config by meson)
   libbpf-dev libelf-dev zlib1g-dev libevent-dev libsqlite3-dev libsystemd-dev
   libjansson-dev libncurses-dev

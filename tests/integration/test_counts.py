@@ -143,6 +143,16 @@ class Counts(SharedDaemonTest):
             self.assertGreaterEqual(user, pages)
             self.assertLess(user, pages + 200, "the two histories were merged")
 
+        # The table says the pid was reused and how to select each incarnation.
+        old_start, new_start = sorted(p["startTime"] for p in procs)
+        text = trapstat(d.socket, "history", str(pid)).stdout
+        self.assertIn(f"pid {pid} had 2 incarnations; this is the one started at {new_start} ns after boot", text)
+        self.assertRegex(text, rf"(?m)^  \* --start-time {new_start}\s+fault-pages\s.*, exited$")
+        self.assertRegex(text, rf"(?m)^    --start-time {old_start}\s+fault-pages\s.*, exited$")
+        text = trapstat(d.socket, "history", str(pid), "--start-time", str(old_start)).stdout
+        self.assertIn(f"start time {old_start} ns after boot", text)
+        self.assertRegex(text, rf"(?m)^  \* --start-time {old_start}\s")
+
 
 def daemon_maps(pid):
     """{name: id} of the BPF maps a process holds, from the map_id lines of its fds' fdinfo."""
