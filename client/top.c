@@ -340,7 +340,7 @@ static int top_live(const TopOptions *o) {
         const char *sort = o->sort;
         VarlinkClient *c = NULL;
         bool paused = false, color, help = false;
-        long long limit;
+        long long limit, refreshes = 0;
         int r, ret = 0;
 
         /* Without SA_RESTART: a blocked read ends early so the screen is restored promptly. */
@@ -396,6 +396,9 @@ static int top_live(const TopOptions *o) {
                                         shown = pending;
                                         top_frame_sort(&shown, sort);
                                         redraw = true;
+                                        /* -n: like top, leave after that many refreshes. */
+                                        if (o->iterations > 0 && ++refreshes >= o->iterations)
+                                                quit = 1;
                                 } else
                                         top_frame_clear(&pending);
                                 pending = (TopFrame) {};
@@ -642,7 +645,7 @@ int verb_top(int argc, char *argv[]) {
                                "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
                                "                      from the history (also processes that exited), every -d\n"
                                "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
-                               "  -n, --iterations N  stop after N tables (with --json: N replies)\n"
+                               "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
                                "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
                                "  -w, --window DURATION  with -b: look-back of each table (default 60s)\n"
                                "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps\n"

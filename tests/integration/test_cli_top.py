@@ -138,6 +138,13 @@ class LiveTop(SharedDaemonTest):
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit")
 
+    def test_iterations_end_the_live_view(self):
+        # Each refresh is one tick of the shared daemon (200 ms): -n 10 ends after about 2 s.
+        t = self.top("iterations", "-n 10")
+        t.wait(lambda s: "sorted by user" in s, "the live view")
+        s = t.wait(lambda s: s if "TRAPSTAT-EXIT=0" in s else None, "exit 0 after 10 refreshes")
+        self.assertNotIn("PID COMM", s)
+
     def test_daemon_stops_under_the_live_view(self):
         """The stream ends: trapstat leaves the screen, exits 1, and the reason is still there to
         read (not drawn into the curses screen and wiped with it)."""
