@@ -59,6 +59,7 @@ typedef struct TopFrame {
         Faults total;
         uint64_t total_traps;
         uint64_t interval_usec, time_usec, missed;
+        uint64_t processes; /* most in one tick, also those past the limit */
         unsigned ticks;
 } TopFrame;
 
@@ -102,6 +103,7 @@ static int top_frame_add_tick(TopFrame *f, json_t *reply) {
         f->interval_usec += json_u64(json_object_get(reply, "intervalUsec"));
         f->time_usec = json_u64(json_object_get(reply, "timeUsec"));
         f->missed += json_u64(json_object_get(reply, "missedTicks"));
+        f->processes = MAX(f->processes, json_u64(json_object_get(reply, "processes")));
         f->ticks++;
 
         json_array_foreach (rows, i, row) {
@@ -203,14 +205,16 @@ static void format_row(char *buf, size_t size, const TopRow *r, uint64_t interva
 
 static void format_summary(char *buf, size_t size, const TopFrame *f) {
         char user[16], kernel[16], minor[16], major[16], traps[16];
+        /* Over several ticks, the rows (every process up to the limit) or the busiest tick. */
+        uint64_t processes = MAX((uint64_t) f->n_rows, f->processes);
 
-        snprintf(buf, size, "all: user %s/s  kernel %s/s  minor %s/s  major %s/s  traps %s/s  %zu process%s%s",
+        snprintf(buf, size, "all: user %s/s  kernel %s/s  minor %s/s  major %s/s  traps %s/s  %" PRIu64 " process%s%s",
                  format_rate(per_sec(f->total.user, f->interval_usec), user),
                  format_rate(per_sec(f->total.kernel, f->interval_usec), kernel),
                  format_rate(per_sec(f->total.minor, f->interval_usec), minor),
                  format_rate(per_sec(f->total.major, f->interval_usec), major),
-                 format_rate(per_sec(f->total_traps, f->interval_usec), traps), f->n_rows,
-                 f->n_rows == 1 ? "" : "es", f->missed ? "  (ticks missed: reading too slowly)" : "");
+                 format_rate(per_sec(f->total_traps, f->interval_usec), traps), processes,
+                 processes == 1 ? "" : "es", f->missed ? "  (ticks missed: reading too slowly)" : "");
 }
 
 /* Opens a Watch stream. Returns 0 or EXIT_FAILURE (reported). */

@@ -70,9 +70,9 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
         }
-        return json_pack("{s:I, s:I, s:o, s:O, s:I}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
-                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_traps), "rows", rows,
-                         "missedTicks", (json_int_t) missed_ticks);
+        return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
+                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_traps), "processes",
+                         (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks);
 }
 
 typedef struct Watcher Watcher;

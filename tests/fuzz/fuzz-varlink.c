@@ -163,8 +163,9 @@ static int method_watch(VarlinkCall *call, json_t *parameters _unused_, void *us
                 _cleanup_json_ json_t *top = top_rows_new();
 
                 r = reply(kept,
-                          json_pack("{s:I, s:I, s:o, s:O, s:i}", "timeUsec", (json_int_t) 1700000000000000,
-                                    "intervalUsec", (json_int_t) 1000000, "total", counters_new(), "rows",
+                          json_pack("{s:I, s:I, s:o, s:i, s:O, s:i}", "timeUsec", (json_int_t) 1700000000000000,
+                                    "intervalUsec", (json_int_t) 1000000, "total", counters_new(), "processes",
+                                    (int) json_array_size(json_object_get(top, "rows")), "rows",
                                     json_object_get(top, "rows"), "missedTicks", i),
                           i == 0);
         }

@@ -116,15 +116,29 @@ class Watch(unittest.TestCase):
             try:
                 s = Stream(d.socket)
                 s.call("io.trapstat.Watch", {"sortBy": "kernel", "limit": 3}, more=True)
-                nonempty = 0
+                every = Stream(d.socket)  # the same ticks without a limit
+                every.call("io.trapstat.Watch", {"limit": 10000}, more=True)
+                nonempty, limited, unlimited = 0, {}, {}
                 for _ in range(10):
                     p = s.read()["parameters"]
                     self.assertLessEqual(len(p["rows"]), 3)
                     kernel = [row["counters"]["faults"]["kernel"] for row in p["rows"]]
                     self.assertEqual(kernel, sorted(kernel, reverse=True))
                     nonempty += bool(p["rows"])
+                    limited[p["timeUsec"]] = p
+                    u = every.read()["parameters"]
+                    unlimited[u["timeUsec"]] = u
                 self.assertGreater(nonempty, 0, "the churn never showed")
+                # processes counts every process of the tick, also those past the limit.
+                both = set(limited) & set(unlimited)
+                self.assertGreaterEqual(len(both), 5)
+                for t in both:
+                    self.assertEqual(limited[t]["processes"], len(unlimited[t]["rows"]))
+                    self.assertEqual(unlimited[t]["processes"], len(unlimited[t]["rows"]))
+                    self.assertEqual(limited[t]["total"], unlimited[t]["total"])
+                self.assertTrue(any(limited[t]["processes"] > 3 for t in both), "never more processes than the limit")
                 s.close()
+                every.close()
 
                 s = Stream(d.socket)
                 s.call("io.trapstat.Watch", {"pid": churn.pid}, more=True)
