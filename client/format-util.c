@@ -39,13 +39,21 @@ const char *format_rate(double per_sec, char buf[static 16]) {
         return buf;
 }
 
-const char *format_time_usec(uint64_t usec, char buf[static 32]) {
+static const char *format_local_time(uint64_t usec, const char *format, char buf[static 32]) {
         time_t t = (time_t) (usec / USEC_PER_SEC);
         struct tm tm;
 
-        if (!localtime_r(&t, &tm) || strftime(buf, 32, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        if (!localtime_r(&t, &tm) || strftime(buf, 32, format, &tm) == 0)
                 snprintf(buf, 32, "@%" PRIu64, usec / USEC_PER_SEC);
         return buf;
+}
+
+const char *format_time_usec(uint64_t usec, char buf[static 32]) {
+        return format_local_time(usec, "%Y-%m-%d %H:%M:%S", buf);
+}
+
+const char *format_time_usec_short(uint64_t usec, char buf[static 32]) {
+        return format_local_time(usec, "%m-%d %H:%M:%S", buf);
 }
 
 const char *format_time_iso8601(uint64_t usec, char buf[static 32]) {

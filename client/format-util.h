@@ -15,6 +15,8 @@ const char *format_count(uint64_t n, char buf[static 16]);
 const char *format_rate(double per_sec, char buf[static 16]);
 /* Microseconds since the epoch -> "2026-11-22 04:05:06" in local time; buf 32 bytes. */
 const char *format_time_usec(uint64_t usec, char buf[static 32]);
+/* The same without the year, for table rows under a header that has it: "11-22 04:05:06". */
+const char *format_time_usec_short(uint64_t usec, char buf[static 32]);
 /* The same as ISO 8601 with the UTC offset: "2026-11-22T04:05:06+01:00"; buf 32 bytes. */
 const char *format_time_iso8601(uint64_t usec, char buf[static 32]);
 /* A duration in µs -> "2h03m", "45s", "120ms"; buf 32 bytes. */

@@ -36,18 +36,19 @@ static const char *string_member(json_t *o, const char *key, const char *fallbac
         return s ? s : fallback;
 }
 
-static const char *faults_header = "   USER  KERNEL   MINOR   MAJOR    READ   WRITE    EXEC    PROT";
+/* Counts take at most 5 characters ("999", "1.23k", "123M"): 7 per column keeps history in 80. */
+static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
 
 static void print_faults(FILE *f, json_t *counters) {
         Faults faults;
         char buf[16];
 
         if (faults_from_json(json_object_get(counters, "faults"), &faults) < 0) {
-                fputs("       (malformed counters)", f);
+                fputs(" (malformed counters)", f);
                 return;
         }
         for (size_t i = 0; i < n_fault_fields; i++)
-                fprintf(f, " %7s", format_count(faults_get(&faults, &fault_fields[i]), buf));
+                fprintf(f, " %6s", format_count(faults_get(&faults, &fault_fields[i]), buf));
 }
 
 uint64_t map_total(json_t *map) {
@@ -133,7 +134,7 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
         size_t i;
         json_t *row;
 
-        fprintf(f, "%s    PID COMM           %s   TRAPS  VECTORS          UNIT%s\n", on(style, BOLD), faults_header,
+        fprintf(f, "%s    PID COMM           %s  TRAPS  VECTORS          UNIT%s\n", on(style, BOLD), faults_header,
                 off(style));
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
@@ -145,7 +146,7 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
                 fprintf(f, "%7" JSON_INTEGER_FORMAT " %-15.15s", int_member(p, "pid"), string_member(p, "comm", "?"));
                 print_faults(f, json_object_get(row, "counters"));
                 format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
-                fprintf(f, " %7s  %-16s %s\n", format_count(map_total(traps), buf), vectors,
+                fprintf(f, " %6s  %-16s %s\n", format_count(map_total(traps), buf), vectors,
                         string_member(p, "unit", "-"));
         }
 }
@@ -265,13 +266,13 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
         char first[32], last[32], lifetime[32], user[32], width[32];
         size_t i, n_samples = json_array_size(samples);
 
-        fprintf(f, "%spid %" JSON_INTEGER_FORMAT " (%s)%s, uid %" JSON_INTEGER_FORMAT " (%s), start time %" JSON_INTEGER_FORMAT
-                   " ns after boot, %s\n",
-                on(style, BOLD), int_member(p, "pid"), string_member(p, "comm", "?"), off(style), int_member(p, "uid"),
-                format_user((uint64_t) int_member(p, "uid"), user), int_member(p, "startTime"),
+        fprintf(f, "%spid %" JSON_INTEGER_FORMAT " (%s)%s, user %s (uid %" JSON_INTEGER_FORMAT "), %s\n", on(style, BOLD),
+                int_member(p, "pid"), string_member(p, "comm", "?"), off(style),
+                format_user((uint64_t) int_member(p, "uid"), user), int_member(p, "uid"),
                 json_is_true(json_object_get(p, "exited")) ? "exited" : "running");
         fprintf(f, "command:  %s\n", string_member(p, "cmdline", "(unknown)"));
         fprintf(f, "unit:     %s\n", string_member(p, "unit", "(none)"));
+        fprintf(f, "started:  %" JSON_INTEGER_FORMAT " ns after boot (its --start-time)\n", int_member(p, "startTime"));
         fprintf(f, "lifetime: %s to %s (%s%s)\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
                 format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime),
                 json_is_true(json_object_get(p, "exited")) ? ", exited" : ", still running");
@@ -279,24 +280,24 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
 
         if (step == 0)
                 step = samples_step(samples);
-        fprintf(f, "\n%sTIME               %s   TRAPS%s   (counts per %s)\n", on(style, BOLD), faults_header, off(style),
-                format_duration_usec(step, width));
+        fprintf(f, "\ncounts per %s:\n%sTIME          %s  TRAPS%s\n", format_duration_usec(step, width), on(style, BOLD),
+                faults_header, off(style));
         json_array_foreach (samples, i, sample) {
                 json_t *counters = json_object_get(sample, "counters");
                 char t[32], buf[16];
 
-                fprintf(f, "%-19s", format_time_usec((uint64_t) int_member(sample, "timeUsec"), t));
+                fprintf(f, "%-14s", format_time_usec_short((uint64_t) int_member(sample, "timeUsec"), t));
                 print_faults(f, counters);
-                fprintf(f, " %7s\n", format_count(map_total(json_object_get(counters, "traps")), buf));
+                fprintf(f, " %6s\n", format_count(map_total(json_object_get(counters, "traps")), buf));
         }
         if (n_samples == 0)
                 fprintf(f, "(no samples in this window)\n");
         {
                 char buf[16];
 
-                fprintf(f, "%s%-19s", on(style, BOLD), "total");
+                fprintf(f, "%s%-14s", on(style, BOLD), "total");
                 print_faults(f, total);
-                fprintf(f, " %7s%s\n", format_count(map_total(json_object_get(total, "traps")), buf), off(style));
+                fprintf(f, " %6s%s\n", format_count(map_total(json_object_get(total, "traps")), buf), off(style));
         }
 
         /* A sparkline per non-zero counter over the whole span of the samples. */
@@ -411,30 +412,57 @@ void print_history_csv(FILE *f, json_t *reply) {
         }
 }
 
+/* Prints s, on a terminal at most *budget bytes of it (not splitting a UTF-8 character), so
+ * that a line is cut at the terminal's width as ps cuts it rather than wrapped. */
+static void fput_cut(FILE *f, const OutputStyle *style, const char *s, size_t *budget) {
+        size_t n = strlen(s);
+
+        if (style->tty && n > *budget) {
+                n = *budget;
+                while (n > 0 && ((unsigned char) s[n] & 0xC0) == 0x80)
+                        n--;
+        }
+        fwrite(s, 1, n, f);
+        *budget = *budget > n ? *budget - n : 0;
+}
+
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
         size_t i;
         json_t *p;
 
-        fprintf(f, "%s    PID START-TIME         COMM            USER     UNIT                     LAST SEEN           STATE   COMMAND%s\n",
-                on(style, BOLD), off(style));
+        size_t budget = style->columns;
+        int unit_width = 4; /* "UNIT"; as wide as the longest unit, up to 32 */
+        char header[160];
+
+        json_array_foreach (processes, i, p)
+                unit_width = MAX(unit_width, MIN(32, (int) strlen(string_member(p, "unit", "-"))));
+
+        /* What tells processes apart comes first: 80 columns show up to START-TIME. */
+        snprintf(header, sizeof(header), "    PID COMM            USER     STATE   LAST SEEN           START-TIME        %-*s COMMAND",
+                 unit_width, "UNIT");
+        fputs(on(style, BOLD), f);
+        fput_cut(f, style, header, &budget);
+        fprintf(f, "%s\n", off(style));
         json_array_foreach (processes, i, p) {
                 bool exited = json_is_true(json_object_get(p, "exited"));
-                char user[32], last[32];
-                int used;
+                char head[64], tail[96], user[32], last[32];
 
-                used = fprintf(f, "%7" JSON_INTEGER_FORMAT " %-18" JSON_INTEGER_FORMAT " %-15.15s %-8.8s %-24.24s %-19s %s%-7s%s ",
-                               int_member(p, "pid"), int_member(p, "startTime"), string_member(p, "comm", "?"),
-                               format_user((uint64_t) int_member(p, "uid"), user), string_member(p, "unit", "-"),
-                               format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last),
-                               exited ? "" : on(style, GREEN), exited ? "exited" : "running", exited ? "" : off(style));
-                if (!exited && style->color)
-                        used -= (int) (strlen(GREEN) + strlen(RESET));
-                /* On a terminal the command line is cut at its width, as ps does. */
-                const char *cmd = string_member(p, "cmdline", "-");
-                if (style->tty && used >= 0 && (unsigned) used < style->columns)
-                        fprintf(f, "%.*s\n", (int) (style->columns - (unsigned) used), cmd);
-                else
-                        fprintf(f, "%s\n", cmd);
+                budget = style->columns;
+
+                snprintf(head, sizeof(head), "%7" JSON_INTEGER_FORMAT " %-15.15s %-8.8s ", int_member(p, "pid"),
+                         string_member(p, "comm", "?"), format_user((uint64_t) int_member(p, "uid"), user));
+                snprintf(tail, sizeof(tail), " %-19s %-17" JSON_INTEGER_FORMAT " %-*.*s ",
+                         format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last), int_member(p, "startTime"),
+                         unit_width, unit_width, string_member(p, "unit", "-"));
+                fput_cut(f, style, head, &budget);
+                if (!exited && budget > 0)
+                        fputs(on(style, GREEN), f);
+                fput_cut(f, style, exited ? "exited " : "running", &budget);
+                if (!exited)
+                        fputs(off(style), f);
+                fput_cut(f, style, tail, &budget);
+                fput_cut(f, style, string_member(p, "cmdline", "-"), &budget);
+                fputc('\n', f);
         }
 }
 

@@ -2,9 +2,14 @@
 """trapstat's verbs against a real trapstatd and known workloads: batch tables, JSON and CSV,
 with exact counts where the workload makes them exact."""
 import csv
+import fcntl
 import io
 import json
 import os
+import pty
+import re
+import struct
+import termios
 import subprocess
 import sys
 import threading
@@ -22,6 +27,30 @@ VECTORS = ("DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM")
 def run(helper, *args):
     out = subprocess.run([binary(helper), *map(str, args)], capture_output=True, text=True, check=True, timeout=60)
     return json.loads(out.stdout)
+
+
+def on_terminal(socket, *args, columns=80):
+    """Runs trapstat with stdout on a pseudo-terminal of that width; its lines, without colors."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.ONLCR  # keep "\n" as it is
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    proc = subprocess.Popen([binary("TRAPSTAT"), "--socket", socket, *args], stdout=slave, stderr=subprocess.PIPE,
+                            env=dict(os.environ, TERM="xterm", LC_ALL="C.UTF-8"))
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    return re.sub(r"\x1b\[[0-9;]*m", "", out.decode()).split("\n")
 
 
 class Cli(SharedDaemonTest):
@@ -171,9 +200,30 @@ class Cli(SharedDaemonTest):
         self.assertNotIn(pid, [p["pid"] for p in trapstat_json(self.daemon.socket, "procs", "--comm", "raise-tr*")["processes"]])
         self.assertEqual(trapstat_json(self.daemon.socket, "procs", "--exited", "--unit", "no-such.service")["processes"], [])
         text = self.cli("procs", "--exited", "--pid", str(pid)).stdout
-        self.assertRegex(text, rf"(?m)^\s*{pid} {self.traps_start()}\s+raise-traps\s.*exited")
+        self.assertRegex(text, rf"(?m)^\s*{pid} raise-traps\s+root\s+exited\s+\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d "
+                               rf"{self.traps_start()}\s+-\s+\S*raise-traps {N}$")
         rows = list(csv.DictReader(io.StringIO(self.cli("procs", "--exited", "--pid", str(pid), "--csv").stdout)))
         self.assertEqual([(int(r["pid"]), r["comm"], r["exited"]) for r in rows], [(pid, "raise-traps", "true")])
+
+    def test_tables_fit_the_terminal(self):
+        """On an 80-column terminal history fits as it is and procs is cut at the width, as ps
+        does; through a pipe nothing is cut."""
+        pid = self.traps["pid"]
+        lines = on_terminal(self.daemon.socket, "history", str(pid))
+        table = lines[lines.index(next(l for l in lines if l.startswith("TIME "))):]
+        self.assertRegex(table[1], r"^\d\d-\d\d \d\d:\d\d:\d\d ")
+        long = [l for l in lines if len(l) > 80 and not l.startswith("command:  ")]  # printed whole
+        self.assertEqual(long, [])
+        self.assertTrue(any(l.startswith("  #UD invalid opcode") for l in lines))
+
+        lines = on_terminal(self.daemon.socket, "procs", "--exited", "--limit", "50")
+        self.assertEqual(max(len(l) for l in lines), 80)
+        self.assertTrue(all(len(l) <= 80 for l in lines))
+        self.assertTrue(lines[0].startswith("    PID COMM            USER     STATE   LAST SEEN           START-TIME"))
+        wide = on_terminal(self.daemon.socket, "procs", "--exited", "--pid", str(pid), columns=200)
+        self.assertRegex(wide[1], rf"^\s*{pid} raise-traps .* \S*raise-traps {N}$")
+        piped = self.cli("procs", "--exited", "--limit", "50").stdout
+        self.assertGreater(max(len(l) for l in piped.splitlines()), 80)
 
     def traps_start(self):
         return trapstat_json(self.daemon.socket, "history", str(self.traps["pid"]))["process"]["startTime"]

@@ -150,7 +150,7 @@ class Counts(SharedDaemonTest):
         self.assertRegex(text, rf"(?m)^  \* --start-time {new_start}\s+fault-pages\s.*, exited$")
         self.assertRegex(text, rf"(?m)^    --start-time {old_start}\s+fault-pages\s.*, exited$")
         text = trapstat(d.socket, "history", str(pid), "--start-time", str(old_start)).stdout
-        self.assertIn(f"start time {old_start} ns after boot", text)
+        self.assertIn(f"started:  {old_start} ns after boot", text)
         self.assertRegex(text, rf"(?m)^  \* --start-time {old_start}\s")
 
 

@@ -46,6 +46,7 @@ static void test_format_times(void **state) {
         tzset();
         /* 2026-11-22 10:00:00 UTC */
         assert_string_equal(format_time_usec(UINT64_C(1795341600000000), buf), "2026-11-22 11:00:00");
+        assert_string_equal(format_time_usec_short(UINT64_C(1795341600000000), buf), "11-22 11:00:00");
         assert_string_equal(format_time_iso8601(UINT64_C(1795341600000000), buf), "2026-11-22T11:00:00+01:00");
         setenv("TZ", "UTC0", 1);
         tzset();
