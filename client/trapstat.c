@@ -108,20 +108,29 @@ int client_error_reply(const char *method, const char *error, json_t *reply) {
                     json_is_string(message) ? json_string_value(message) : "");
 }
 
+/* One call on c and its one reply, reported by the caller: negative errno, or 0 with the reply
+ * and, for an error reply, its name in *ret_error. Frees c. */
+static int call_and_free(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret, char **ret_error) {
+        bool continues;
+        int r;
+
+        r = varlink_client_call(c, method, parameters, 0);
+        if (r >= 0)
+                r = varlink_client_read_reply(c, ret, ret_error, &continues);
+        varlink_client_free(c);
+        return r < 0 ? r : 0;
+}
+
 int client_call(const char *method, json_t *parameters, json_t **ret) {
         _cleanup_free_ char *error = NULL;
         VarlinkClient *c = NULL;
         json_t *reply = NULL;
-        bool continues;
         int r;
 
         r = client_connect(CALL_TIMEOUT_USEC, &c);
         if (r != 0)
                 return r;
-        r = varlink_client_call(c, method, parameters, 0);
-        if (r >= 0)
-                r = varlink_client_read_reply(c, &reply, &error, &continues);
-        varlink_client_free(c);
+        r = call_and_free(c, method, parameters, &reply, &error);
         if (r == -ECONNRESET)
                 return fail("trapstatd closed the connection during %s (see its log: journalctl -u trapstatd)", method);
         if (r < 0)
@@ -309,18 +318,13 @@ static int verb_history(int argc, char *argv[]) {
         /* Other incarnations of the pid, to say how to select them; not worth failing over. */
         {
                 _cleanup_json_ json_t *lp = json_pack("{s:I, s:b}", "pid", (json_int_t) pid, "includeExited", 1);
-                json_t *l = NULL;
+                _cleanup_json_ json_t *l = NULL;
+                _cleanup_free_ char *error = NULL;
                 VarlinkClient *vc = NULL;
-                char *error = NULL;
-                bool continues;
 
                 if (lp && varlink_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc) >= 0 &&
-                    varlink_client_call(vc, "io.trapstat.ListProcesses", lp, 0) >= 0 &&
-                    varlink_client_read_reply(vc, &l, &error, &continues) >= 0 && !error)
+                    call_and_free(vc, "io.trapstat.ListProcesses", lp, &l, &error) >= 0 && !error)
                         list = json_incref(json_object_get(l, "processes"));
-                json_decref(l);
-                free(error);
-                varlink_client_free(vc);
         }
 
         OutputStyle style = output_style();
