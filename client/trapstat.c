@@ -50,11 +50,13 @@ void errors_release(void) {
 }
 
 static void print_error(const char *fmt, va_list ap) {
-        FILE *f = held_errors ?: stderr;
+        _cleanup_free_ char *message = NULL;
 
-        fputs("trapstat: ", f);
-        vfprintf(f, fmt, ap);
-        fputc('\n', f);
+        /* The line in one write. (Also: gcc 12 with -fsanitize=undefined warns of a "null format
+         * string" when vfprintf and fputc go to a stream chosen at run time.) */
+        if (vasprintf(&message, fmt, ap) < 0)
+                message = NULL;
+        fprintf(held_errors ?: stderr, "trapstat: %s\n", message ?: "(out of memory formatting the message)");
 }
 
 int usage_error(const char *usage, const char *fmt, ...) {

@@ -271,6 +271,16 @@ class System(unittest.TestCase):
         print(f"systemd-analyze security: exposure {m.group(1)}", file=sys.stderr)
         self.assertLessEqual(float(m.group(1)), 2.0)
 
+    def test_1_installed_man_pages_and_completion(self):
+        # Where `meson install` put them, man and bash-completion find them with no setup.
+        for page, section in (("trapstat", "1"), ("trapstatd", "8")):
+            path = self.c.run("man", "-w", section, page).stdout.strip()
+            self.assertTrue(path.startswith(env("PREFIX") + "/"), path)
+            self.assertTrue(path.endswith(f"/man{section}/{page}.{section}"), path)
+        p = self.c.run("bash", "-c", ". /usr/share/bash-completion/bash_completion && __load_completion trapstat && "
+                       "complete -p trapstat")
+        self.assertEqual(p.stdout.strip(), "complete -F _trapstat trapstat")
+
     def test_2_socket_activation(self):
         self.systemctl("enable", "--now", "trapstatd.socket")
         self.assertEqual(self.show("ActiveState", "trapstatd.socket"), "active")
