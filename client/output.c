@@ -427,10 +427,8 @@ static void fput_cut(FILE *f, const OutputStyle *style, const char *s, size_t *b
 }
 
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
-        size_t i;
+        size_t i, budget = style->columns;
         json_t *p;
-
-        size_t budget = style->columns;
         int unit_width = 4; /* "UNIT"; as wide as the longest unit, up to 32 */
         char header[160];
 
@@ -444,21 +442,21 @@ void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
         fput_cut(f, style, header, &budget);
         fprintf(f, "%s\n", off(style));
         json_array_foreach (processes, i, p) {
-                bool exited = json_is_true(json_object_get(p, "exited"));
+                bool exited = json_is_true(json_object_get(p, "exited")), green;
                 char head[64], tail[96], user[32], last[32];
 
                 budget = style->columns;
-
                 snprintf(head, sizeof(head), "%7" JSON_INTEGER_FORMAT " %-15.15s %-8.8s ", int_member(p, "pid"),
                          string_member(p, "comm", "?"), format_user((uint64_t) int_member(p, "uid"), user));
                 snprintf(tail, sizeof(tail), " %-19s %-17" JSON_INTEGER_FORMAT " %-*.*s ",
                          format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last), int_member(p, "startTime"),
                          unit_width, unit_width, string_member(p, "unit", "-"));
                 fput_cut(f, style, head, &budget);
-                if (!exited && budget > 0)
+                green = !exited && budget > 0;
+                if (green)
                         fputs(on(style, GREEN), f);
                 fput_cut(f, style, exited ? "exited " : "running", &budget);
-                if (!exited)
+                if (green)
                         fputs(off(style), f);
                 fput_cut(f, style, tail, &budget);
                 fput_cut(f, style, string_member(p, "cmdline", "-"), &budget);
