@@ -19,6 +19,10 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* slots - 1; set by user space before load together with the slot maps' max_entries. */
 const volatile __u32 slot_mask = TS_DEFAULT_SLOTS - 1;
+/* Lifecycle events wake user space only once this many bytes wait in the ring buffer (it is
+ * also read every tick): a storm of exits costs the daemon a wake-up per batch, not per exit.
+ * Set by user space with the ring buffer's size. */
+const volatile __u32 wakeup_bytes = TS_DEFAULT_EVENT_BUFFER / 16;
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -58,7 +62,7 @@ struct {
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
-        __uint(max_entries, 256 * 1024);
+        __uint(max_entries, TS_DEFAULT_EVENT_BUFFER);
 } events SEC(".maps");
 
 struct {
@@ -77,8 +81,9 @@ static __always_inline void count_drop(__u32 what) {
 
 static __always_inline void ident_fill(struct ts_ident *id, struct task_struct *task) {
         id->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+        id->parent_start_time = BPF_CORE_READ(task, real_parent, group_leader, start_boottime);
         id->uid = BPF_CORE_READ(task, real_cred, uid.val);
-        id->_pad0 = 0;
+        id->ppid = BPF_CORE_READ(task, real_parent, tgid);
         /* The leader's comm, not the thread's: that is the process's name. */
         BPF_CORE_READ_STR_INTO(&id->comm, task, group_leader, comm);
 }
@@ -242,6 +247,11 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
                         count_drop(TS_DROP_TRAPS_FULL);
                         return 0;
                 }
+                /* A process may trap before it faults, and die of the trap: its identity must
+                 * not depend on a counting slot or on /proc. Another CPU filling it at the same
+                 * time writes the same values. */
+                if (!t->id.start_time)
+                        ident_fill(&t->id, task);
         }
 
         if (bpf_core_field_exists(task->thread.trap_nr)) {
@@ -260,15 +270,81 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
         return 0;
 }
 
+/* The kernel's minor and major faults of a whole process, as getrusage(RUSAGE_SELF) and wait4()
+ * count them: those of every thread still in the thread group plus those of threads already
+ * reaped (signal->min_flt). Reaping a thread moves its counts into signal and unlinks it under
+ * signal->stats_lock, a seqlock: a sum that saw a writer is taken again. This stays exact when a
+ * thread that already passed its own exit is slow to finish it (a large file table to close),
+ * which adding up the exiting thread, the leader and signal alone is not. */
+struct fault_sum {
+        struct list_head *head, *pos;
+        __u64 min_flt, maj_flt;
+};
+
+static long add_thread(__u32 index, void *ctx) {
+        struct fault_sum *s = ctx;
+        struct list_head *pos = s->pos, *next = BPF_CORE_READ(pos, next);
+        struct task_struct *t;
+
+        if (!next || next == s->head)
+                return 1;
+        t = (void *) next - bpf_core_field_offset(struct task_struct, thread_node);
+        s->min_flt += BPF_CORE_READ(t, min_flt);
+        s->maj_flt += BPF_CORE_READ(t, maj_flt);
+        s->pos = next;
+        return 0;
+}
+
+static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __u64 *ret_maj) {
+        struct signal_struct *sig = BPF_CORE_READ(task, signal);
+        struct task_struct *leader;
+        struct fault_sum s = {};
+
+        if (!sig) {
+                *ret_min = *ret_maj = 0;
+                return;
+        }
+        if (bpf_core_field_exists(sig->thread_head) && bpf_core_field_exists(task->thread_node)) {
+                for (int attempt = 0; attempt < 4; attempt++) {
+                        unsigned int seq = BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence);
+
+                        s.head = (void *) sig + bpf_core_field_offset(struct signal_struct, thread_head);
+                        s.pos = s.head;
+                        s.min_flt = BPF_CORE_READ(sig, min_flt);
+                        s.maj_flt = BPF_CORE_READ(sig, maj_flt);
+                        bpf_loop(TS_MAX_THREADS, add_thread, &s, 0);
+                        if (!(seq & 1) && seq == BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence))
+                                break;
+                }
+                *ret_min = s.min_flt;
+                *ret_maj = s.maj_flt;
+                return;
+        }
+
+        /* Kernels before 6.6 keep threads on another list: count this thread, the leader and
+         * those reaped. */
+        *ret_min = BPF_CORE_READ(task, min_flt) + BPF_CORE_READ(sig, min_flt);
+        *ret_maj = BPF_CORE_READ(task, maj_flt) + BPF_CORE_READ(sig, maj_flt);
+        leader = BPF_CORE_READ(task, group_leader);
+        if (leader != task) {
+                *ret_min += BPF_CORE_READ(leader, min_flt);
+                *ret_maj += BPF_CORE_READ(leader, maj_flt);
+        }
+}
+
+/* Lifecycle events wake user space in batches (see wakeup_bytes). */
+static __always_inline __u64 submit_flags(void) {
+        return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 /* The last thread of a process is exiting. Mark its slot exited, so that a new process with
  * the same pid cannot count into it, and tell user space to drain the process one last time
  * and free what it used. signal->live reached zero before this tracepoint on every kernel that
  * has it (newer kernels also pass group_dead, older ones don't). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *task) {
-        struct task_struct *leader;
+        struct ts_exit_event *e;
         struct ts_proc_key key;
-        struct ts_event *e;
         bool tracked = false;
         __u32 slot, *owner;
 
@@ -287,24 +363,17 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
 
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
-                count_drop(TS_DROP_RINGBUF_FULL);
+                count_drop(TS_DROP_EXIT_EVENT);
                 return 0;
         }
-        e->type = TS_EVENT_EXIT;
-        e->tgid = key.tgid;
-        e->start_time = key.start_time;
-        leader = BPF_CORE_READ(task, group_leader);
-        e->min_flt = BPF_CORE_READ(task, min_flt) + BPF_CORE_READ(task, signal, min_flt);
-        e->maj_flt = BPF_CORE_READ(task, maj_flt) + BPF_CORE_READ(task, signal, maj_flt);
-        /* A leader that exited before its last thread is a zombie whose counts are not yet
-         * folded into signal. */
-        if (leader != task) {
-                e->min_flt += BPF_CORE_READ(leader, min_flt);
-                e->maj_flt += BPF_CORE_READ(leader, maj_flt);
-        }
-        e->args_len = 0;
-        e->uid = 0;
-        bpf_ringbuf_submit(e, 0);
+        e->h.type = TS_EVENT_EXIT;
+        e->h.tgid = key.tgid;
+        e->h.start_time = key.start_time;
+        group_faults(task, &e->min_flt, &e->maj_flt);
+        e->uid = BPF_CORE_READ(task, group_leader, real_cred, uid.val);
+        e->_pad0 = 0;
+        BPF_CORE_READ_STR_INTO(&e->comm, task, group_leader, comm);
+        bpf_ringbuf_submit(e, submit_flags());
         return 0;
 }
 
@@ -315,20 +384,19 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
         unsigned long arg_start, arg_end, len;
-        struct ts_event *e;
+        struct ts_exec_event *e;
         struct mm_struct *mm;
 
         if (!current_counters())
                 return 0;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
-                count_drop(TS_DROP_RINGBUF_FULL);
+                count_drop(TS_DROP_EXEC_EVENT);
                 return 0;
         }
-        e->type = TS_EVENT_EXEC;
-        e->tgid = BPF_CORE_READ(task, tgid);
-        e->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
-        e->min_flt = e->maj_flt = 0;
+        e->h.type = TS_EVENT_EXEC;
+        e->h.tgid = BPF_CORE_READ(task, tgid);
+        e->h.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         e->uid = BPF_CORE_READ(task, real_cred, uid.val);
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 
@@ -341,6 +409,35 @@ int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct
         if (bpf_probe_read_user(e->args, len, (void *) arg_start) < 0)
                 len = 0;
         e->args_len = len;
-        bpf_ringbuf_submit(e, 0);
+        bpf_ringbuf_submit(e, submit_flags());
+        return 0;
+}
+
+/* Every tick user space reads this iterator: one record per tracked process with the kernel's
+ * fault accounting, current name and user. It costs a fraction of a microsecond per task, where
+ * formatting /proc/PID/stat costs about ten per process. */
+SEC("iter/task")
+int tracked_tasks(struct bpf_iter__task *ctx) {
+        struct task_struct *task = ctx->task;
+        struct ts_task_record r;
+        struct ts_proc_key key;
+        __u32 slot, *owner;
+
+        /* One record per process: its group leader (threads are summed by group_faults). */
+        if (!task || task != task->group_leader)
+                return 0;
+        proc_key_fill(&key, task);
+        slot = key.tgid & slot_mask;
+        owner = bpf_map_lookup_elem(&slot_owner, &slot);
+        if (!(owner && (*owner & ~TS_OWNER_EXITED) == key.tgid) && !bpf_map_lookup_elem(&processes, &key) &&
+            !bpf_map_lookup_elem(&traps, &key))
+                return 0;
+
+        r.tgid = key.tgid;
+        r.start_time = key.start_time;
+        r.uid = BPF_CORE_READ(task, real_cred, uid.val);
+        group_faults(task, &r.min_flt, &r.maj_flt);
+        BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
+        bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
         return 0;
 }

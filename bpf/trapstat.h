@@ -41,14 +41,17 @@ struct ts_counters {
 };
 _Static_assert(sizeof(struct ts_counters) == 48, "struct ts_counters layout is shared with BPF");
 
-/* Who a slot or hash entry counts for, written once when it is created. */
+/* Who a process is, written when it is first counted (slot, fallback hash or trap hash), so that
+ * a process is known however short its life. The parent's identity is for a child that never
+ * exec'd: its command line is its parent's, and it may be gone before user space reads /proc. */
 struct ts_ident {
-        __u64 start_time; /* group leader's start_boottime, ns since boot (/proc/PID/stat field 22) */
-        __u32 uid;
-        __u32 _pad0;
-        char comm[TS_COMM_LEN];
+        __u64 start_time;        /* group leader's start_boottime, ns since boot (/proc/PID/stat field 22) */
+        __u64 parent_start_time; /* the same of the parent process */
+        __u32 uid;               /* real uid */
+        __u32 ppid;              /* parent's tgid */
+        char comm[TS_COMM_LEN];  /* the group leader's: the process's name */
 };
-_Static_assert(sizeof(struct ts_ident) == 32, "struct ts_ident layout is shared with BPF");
+_Static_assert(sizeof(struct ts_ident) == 40, "struct ts_ident layout is shared with BPF");
 
 /* Key of the fallback hash and of the trap hash: a process incarnation, never a bare pid. */
 struct ts_proc_key {
@@ -63,7 +66,7 @@ struct ts_proc {
         struct ts_ident id;
         struct ts_counters c;
 };
-_Static_assert(sizeof(struct ts_proc) == 80, "struct ts_proc layout is shared with BPF");
+_Static_assert(sizeof(struct ts_proc) == 88, "struct ts_proc layout is shared with BPF");
 
 /* The fault signals kernel code sends for CPU exceptions, in this order. */
 #define TS_SIGNALS(X) X(SIGILL, 4) X(SIGTRAP, 5) X(SIGBUS, 7) X(SIGFPE, 8) X(SIGSEGV, 11)
@@ -83,39 +86,77 @@ enum ts_signal_index {
 /* Value of the trap hash: kernel-generated fault signals of one process, by the CPU exception
  * vector that raised them (task->thread.trap_nr) and by signal and si_code. Atomic adds. */
 struct ts_traps {
+        struct ts_ident id;
         __u64 vector[TS_N_VECTORS];
         __u64 vector_unknown; /* the kernel has no thread.trap_nr (not x86) */
         __u64 _pad0;
         __u64 signal[TS_N_SIGNALS][TS_N_SI_CODES];
 };
-_Static_assert(sizeof(struct ts_traps) == 8 * (32 + 2 + 5 * 16), "struct ts_traps layout is shared with BPF");
+_Static_assert(sizeof(struct ts_traps) == 40 + 8 * (32 + 2 + 5 * 16), "struct ts_traps layout is shared with BPF");
 
 enum ts_event_type {
         TS_EVENT_EXIT = 1,
         TS_EVENT_EXEC = 2,
 };
 
-/* Ring buffer record: rare lifecycle events only, never one per fault. */
-struct ts_event {
+/* Ring buffer records: rare lifecycle events only, never one per fault. Each starts with the
+ * type and the process. */
+struct ts_event_header {
         __u32 type; /* enum ts_event_type */
         __u32 tgid;
         __u64 start_time;
-        /* TS_EVENT_EXIT: the kernel's fault accounting of the whole process at exit (what
-         * /proc/PID/stat showed last): the exiting thread's, the leader's, and that of threads
-         * already reaped. */
+};
+_Static_assert(sizeof(struct ts_event_header) == 16, "struct ts_event_header layout is shared with BPF");
+
+/* The last thread of a process exited: its final fault accounting and identity. */
+struct ts_exit_event {
+        struct ts_event_header h;
+        /* The kernel's minor/major faults of the whole process, as getrusage() and wait4() count
+         * them: every thread still in the thread group plus those already reaped. */
         __u64 min_flt;
         __u64 maj_flt;
-        char comm[TS_COMM_LEN]; /* TS_EVENT_EXEC: the new command name */
-        __u32 args_len;         /* TS_EVENT_EXEC: bytes used in args */
-        __u32 uid;              /* TS_EVENT_EXEC: real uid after the exec (su, setpriv, ...) */
-        char args[TS_ARGS_LEN]; /* TS_EVENT_EXEC: start of the new argument vector */
+        __u32 uid;              /* real uid at exit */
+        __u32 _pad0;
+        char comm[TS_COMM_LEN]; /* the final command name (prctl(PR_SET_NAME) after fork shows) */
 };
-_Static_assert(sizeof(struct ts_event) == 312, "struct ts_event layout is shared with BPF");
+_Static_assert(sizeof(struct ts_exit_event) == 56, "struct ts_exit_event layout is shared with BPF");
 
-/* Indices of the `drops` per-CPU array: what could not be counted, never lost silently. */
+/* A process ran execve(): its new name, user and the start of its argument vector. */
+struct ts_exec_event {
+        struct ts_event_header h;
+        __u32 uid;              /* real uid after the exec (su, setpriv, ...) */
+        __u32 args_len;         /* bytes used in args */
+        char comm[TS_COMM_LEN];
+        char args[TS_ARGS_LEN]; /* NUL-separated, as in /proc/PID/cmdline */
+};
+_Static_assert(sizeof(struct ts_exec_event) == 296, "struct ts_exec_event layout is shared with BPF");
+
+/* Ring buffer size (bytes, a power of two and a multiple of the page size), configurable at
+ * load time. 4 MiB hold about 70000 exit events: a storm of exits while the daemon is busy. */
+#define TS_DEFAULT_EVENT_BUFFER (4U << 20)
+
+/* One record per tracked process from the task iterator, read every tick: the kernel's fault
+ * accounting (what /proc/PID/stat shows as minflt and majflt) and the current name and user,
+ * without formatting /proc/PID/stat. */
+struct ts_task_record {
+        __u32 tgid;
+        __u32 uid;
+        __u64 start_time;
+        __u64 min_flt;
+        __u64 maj_flt;
+        char comm[TS_COMM_LEN];
+};
+_Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layout is shared with BPF");
+
+/* Threads of one process summed at most, when its fault accounting is read. */
+#define TS_MAX_THREADS 65536
+
+/* Indices of the `drops` per-CPU array: what could not be counted, never lost silently. The
+ * daemon describes each kind (daemon/collector.c) and GetStatus reports them. */
 enum ts_drop {
-        TS_DROP_MAP_FULL = 0,     /* a process found neither a slot nor room in the fallback hash */
-        TS_DROP_RINGBUF_FULL = 1, /* a lifecycle event did not fit in the ring buffer */
-        TS_DROP_TRAPS_FULL = 2,   /* a trapping process did not fit in the trap hash */
+        TS_DROP_MAP_FULL = 0,   /* a fault of a process that found neither a slot nor room in the fallback hash */
+        TS_DROP_TRAPS_FULL = 1, /* a trap of a process that did not fit in the trap hash */
+        TS_DROP_EXIT_EVENT = 2, /* an exit event did not fit in the ring buffer */
+        TS_DROP_EXEC_EVENT = 3, /* an exec event did not fit in the ring buffer */
         TS_DROP_MAX,
 };

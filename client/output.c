@@ -518,6 +518,11 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked\n", int_member(reply, "processesTracked"));
         fprintf(f, "drops:     %s%" JSON_INTEGER_FORMAT "%s\n", int_member(reply, "drops") ? on(style, RED) : "",
                 int_member(reply, "drops"), int_member(reply, "drops") ? off(style) : "");
+        /* Each kind that happened, with what one occurrence lost. */
+        json_array_foreach (json_object_get(reply, "dropsByKind"), i, s)
+                if (int_member(s, "count") > 0)
+                        fprintf(f, "  %-16s %s%" JSON_INTEGER_FORMAT "%s: %s\n", string_member(s, "kind", "?"),
+                                on(style, RED), int_member(s, "count"), off(style), string_member(s, "lost", ""));
         if (json_object_get(reply, "unsavedSamples"))
                 fprintf(f, "unsaved:   %s%" JSON_INTEGER_FORMAT "%s samples (database writes failed)\n",
                         int_member(reply, "unsavedSamples") ? on(style, RED) : "", int_member(reply, "unsavedSamples"),

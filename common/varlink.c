@@ -1016,6 +1016,26 @@ static int sockaddr_un_set(struct sockaddr_un *sa, const char *path, socklen_t *
         return 0;
 }
 
+/* 1 if a server accepts on the socket at sa, 0 if the socket is stale (nobody listens). The
+ * connect is non-blocking: a full listen backlog (EAGAIN) means a live server as well. */
+static int socket_probe_listening(const struct sockaddr_un *sa, socklen_t sa_len) {
+        _cleanup_close_ int fd = -1;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (const struct sockaddr *) sa, sa_len) == 0)
+                return 1;
+        if (errno == EAGAIN || errno == EINPROGRESS)
+                return 1;
+        if (errno == ECONNREFUSED)
+                return 0;
+        /* Gone meanwhile: nothing to remove, bind() takes the path. */
+        if (errno == ENOENT)
+                return 0;
+        return -errno;
+}
+
 int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode) {
         _cleanup_close_ int fd = -1;
         struct sockaddr_un sa;
@@ -1034,9 +1054,19 @@ int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode) 
                 return -errno;
 
         /* A socket file left by an earlier run would make bind() fail with EADDRINUSE. Only a
-         * socket is removed, never some other file that happens to have the name. */
-        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+         * stale socket is removed: never some other file that happens to have the name, and
+         * never the socket of a server that still accepts on it, whose clients would otherwise
+         * silently end up with us. */
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return -EEXIST;
+                r = socket_probe_listening(&sa, sa_len);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return -EADDRINUSE;
                 (void) unlink(path);
+        }
 
         if (bind(fd, (struct sockaddr *) &sa, sa_len) < 0)
                 return -errno;

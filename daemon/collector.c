@@ -30,6 +30,10 @@
 #define BATCH_ENTRIES 256
 /* How often processes that stopped being counted are checked against /proc. */
 #define GC_INTERVAL_USEC (30 * USEC_PER_SEC)
+/* Slot counters read per bpf_map_lookup_batch() call; chunks without an owner are skipped. */
+#define SLOT_CHUNK 256U
+/* uid of a process whose user cannot be known: (uid_t) -1, which no client has. */
+#define UID_UNKNOWN UINT32_MAX
 
 _Static_assert(TS_N_SIGNALS == FAULT_SIGNALS && TS_N_SI_CODES == SI_CODE_SLOTS && TS_N_VECTORS == TRAP_VECTORS,
                "bpf/trapstat.h and common/traps.h agree on the trap layout");
@@ -43,8 +47,9 @@ typedef struct CollectorProc {
         Traps *traps_seen;             /* the same for its trap hash entry; NULL until it trapped */
         uint64_t minflt_seen;          /* the kernel's min_flt/maj_flt already reported */
         uint64_t majflt_seen;
+        bool minmaj_baseline;          /* started before counting did: its first reading is the baseline */
         uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
-        int stat_fd;                   /* its /proc/PID/stat, kept open: read every active tick */
+        int stat_fd;                   /* its /proc/PID/stat, kept open when that is the min/maj source */
         Faults delta;                  /* this tick's */
         Traps traps_delta;
         bool has_traps_delta;
@@ -55,10 +60,11 @@ typedef struct CollectorProc {
 typedef struct LifecycleEvent {
         uint32_t type; /* enum ts_event_type */
         uint32_t tgid;
-        uint64_t start_time, min_flt, maj_flt;
-        uint32_t uid;  /* exec: the real uid after it */
-        char comm[COMM_MAX];
-        char *cmdline; /* exec: from the event's argument bytes, NULL when none */
+        uint64_t start_time;
+        uint64_t min_flt, maj_flt; /* exit: the final figures */
+        uint32_t uid;              /* the real uid after the exec, at the exit */
+        char comm[COMM_MAX];       /* the new name, the final name */
+        char *cmdline;             /* exec: from the event's argument bytes, NULL when none */
 } LifecycleEvent;
 
 enum {
@@ -69,7 +75,8 @@ enum {
         SOURCE_SIGNAL_GENERATE,
         SOURCE_PROCESS_EXIT,
         SOURCE_PROCESS_EXEC,
-        SOURCE_PROC_STAT,
+        SOURCE_TASK_ITERATOR, /* minor/major faults, name and user of tracked processes */
+        SOURCE_PROC_STAT,     /* its fallback */
         _SOURCE_MAX
 };
 
@@ -81,7 +88,23 @@ static const char *const source_names[_SOURCE_MAX] = {
         [SOURCE_SIGNAL_GENERATE] = "signal_generate",
         [SOURCE_PROCESS_EXIT] = "sched_process_exit",
         [SOURCE_PROCESS_EXEC] = "sched_process_exec",
+        [SOURCE_TASK_ITERATOR] = "task_iterator",
         [SOURCE_PROC_STAT] = "proc_pid_stat",
+};
+
+/* Every kind of loss BPF counts (enum ts_drop), named and explained for GetStatus. */
+static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
+        [TS_DROP_MAP_FULL] = { "fault_map_full",
+                               "one page fault not counted: its process found no free counting slot and the fallback "
+                               "map was full (--slots, --max-processes)" },
+        [TS_DROP_TRAPS_FULL] = { "trap_map_full",
+                                 "one trap not counted: the map of trapping processes was full (--max-processes)" },
+        [TS_DROP_EXIT_EVENT] = { "exit_event_lost",
+                                 "one process exit: the event buffer was full (--event-buffer); the process is marked "
+                                 "exited up to 30 s late and its last minor/major faults are not counted" },
+        [TS_DROP_EXEC_EVENT] = { "exec_event_lost",
+                                 "one exec: the event buffer was full (--event-buffer); the new name and command line "
+                                 "are read from /proc, and are missing if the process is already gone" },
 };
 
 struct Collector {
@@ -89,6 +112,9 @@ struct Collector {
         struct bpf_link *links[_SOURCE_MAX]; /* attached programs; detached when destroyed */
         struct bpf_link **perf_links;        /* SOURCE_PERF_*: 2 * n_cpus, one per CPU each */
         struct ring_buffer *ringbuf;
+        struct bpf_link *iter_link;          /* SOURCE_TASK_ITERATOR */
+        struct ts_task_record *records;      /* read from it every tick */
+        size_t records_capacity;
         int proc_fd;
         int n_cpus;
         long ticks_per_sec;          /* USER_HZ, the unit of /proc/PID/stat start time */
@@ -100,7 +126,8 @@ struct Collector {
         uint32_t *owners;            /* this tick's copy of slot_owner */
         uint32_t *owner_keys;
         CollectorProc **slot_procs;  /* who user space believes owns each slot */
-        struct ts_counters *percpu;  /* n_cpus values: one slot's counters */
+        uint32_t *chunk_keys;        /* SLOT_CHUNK: slot counters are read a chunk of slots at a time */
+        struct ts_counters *percpu;  /* SLOT_CHUNK * n_cpus values */
 
         void *procs;                 /* tsearch() tree of CollectorProc by (pid, start_time) */
         size_t n_procs;
@@ -171,18 +198,29 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 static int handle_event(void *ctx, void *data, size_t size) {
         Collector *c = ctx;
-        const struct ts_event *e = data;
+        const struct ts_event_header *h = data;
         LifecycleEvent x;
         int r;
 
-        if (size < sizeof(*e) || (e->type != TS_EVENT_EXIT && e->type != TS_EVENT_EXEC))
+        if (size < sizeof(*h))
                 return 0;
-        x = (LifecycleEvent) { .type = e->type, .tgid = e->tgid, .start_time = e->start_time,
-                               .min_flt = e->min_flt, .maj_flt = e->maj_flt, .uid = e->uid };
-        memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
-        if (e->type == TS_EVENT_EXEC)
+        x = (LifecycleEvent) { .type = h->type, .tgid = h->tgid, .start_time = h->start_time };
+        if (h->type == TS_EVENT_EXIT && size >= sizeof(struct ts_exit_event)) {
+                const struct ts_exit_event *e = data;
+
+                x.min_flt = e->min_flt;
+                x.maj_flt = e->maj_flt;
+                x.uid = e->uid;
+                memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
+        } else if (h->type == TS_EVENT_EXEC && size >= sizeof(struct ts_exec_event)) {
+                const struct ts_exec_event *e = data;
+
+                x.uid = e->uid;
+                memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
                 (void) proc_cmdline_format(e->args, e->args_len > TS_ARGS_LEN ? TS_ARGS_LEN : e->args_len,
                                            e->args_len >= TS_ARGS_LEN, &x.cmdline);
+        } else
+                return 0;
         r = append((void **) &c->events, &c->n_events, &c->events_capacity, sizeof(x), &x);
         if (r < 0)
                 free(x.cmdline);
@@ -278,6 +316,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 SOURCE_PROCESS_EXIT,    SOURCE_PROCESS_EXEC,
         };
         uint32_t max_processes = config->max_processes ?: TS_DEFAULT_MAX_PROCESSES;
+        uint32_t event_buffer = config->event_buffer ?: TS_DEFAULT_EVENT_BUFFER;
         struct bpf_program *progs[_SOURCE_MAX] = {};
         bool disabled[_SOURCE_MAX] = {};
         struct btf *vmlinux = NULL;
@@ -293,12 +332,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c->proc_fd = config->proc_fd;
         c->n_slots = config->slots ?: TS_DEFAULT_SLOTS;
         c->ticks_per_sec = sysconf(_SC_CLK_TCK);
-        /* Half of the fd limit for the stat fds of tracked processes, the rest for clients,
-         * the database and BPF; below 2048 fds, none (read by path). */
-        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur >= 2048)
-                c->max_stat_fds = (size_t) nofile.rlim_cur / 2;
         c->n_cpus = libbpf_num_possible_cpus();
-        if (c->n_cpus <= 0 || c->ticks_per_sec <= 0 || !is_power_of_two(c->n_slots)) {
+        if (c->n_cpus <= 0 || c->ticks_per_sec <= 0 || !is_power_of_two(c->n_slots) ||
+            !collector_event_buffer_valid(event_buffer)) {
                 r = c->n_cpus < 0 ? c->n_cpus : -EINVAL;
                 goto fail;
         }
@@ -308,13 +344,14 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c->owners = calloc(c->n_slots, sizeof(uint32_t));
         c->owner_keys = calloc(c->n_slots, sizeof(uint32_t));
         c->slot_procs = calloc(c->n_slots, sizeof(CollectorProc *));
-        c->percpu = calloc((size_t) c->n_cpus, sizeof(struct ts_counters));
+        c->chunk_keys = calloc(SLOT_CHUNK, sizeof(uint32_t));
+        c->percpu = calloc((size_t) SLOT_CHUNK * (size_t) c->n_cpus, sizeof(struct ts_counters));
         c->perf_links = calloc(2 * (size_t) c->n_cpus, sizeof(struct bpf_link *));
         c->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         c->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * (size_t) c->n_cpus, sizeof(struct ts_traps)));
-        if (!c->owners || !c->owner_keys || !c->slot_procs || !c->percpu || !c->perf_links || !c->batch_keys ||
-            !c->batch_values) {
+        if (!c->owners || !c->owner_keys || !c->slot_procs || !c->chunk_keys || !c->percpu || !c->perf_links ||
+            !c->batch_keys || !c->batch_values) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -325,7 +362,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 goto fail;
         }
         c->skel->rodata->slot_mask = c->n_slots - 1;
-        if ((r = bpf_map__set_max_entries(c->skel->maps.slot_owner, c->n_slots)) < 0 ||
+        c->skel->rodata->wakeup_bytes = event_buffer / 16;
+        if ((r = bpf_map__set_max_entries(c->skel->maps.events, event_buffer)) < 0 ||
+            (r = bpf_map__set_max_entries(c->skel->maps.slot_owner, c->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(c->skel->maps.slot_ident, c->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(c->skel->maps.slot_counters, c->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(c->skel->maps.processes, max_processes)) < 0 ||
@@ -339,6 +378,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         progs[SOURCE_SIGNAL_GENERATE] = c->skel->progs.signal_generate;
         progs[SOURCE_PROCESS_EXIT] = c->skel->progs.sched_process_exit;
         progs[SOURCE_PROCESS_EXEC] = c->skel->progs.sched_process_exec;
+        progs[SOURCE_TASK_ITERATOR] = c->skel->progs.tracked_tasks;
 
         /* Decide before loading what is loaded: a tracepoint the kernel lacks or that is
          * disabled is not; the perf fallback only where its tracepoint is not used. */
@@ -356,6 +396,11 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 progs[s] = NULL;
         }
         btf__free(vmlinux);
+        if (disabled[SOURCE_TASK_ITERATOR]) {
+                set_source(c, SOURCE_TASK_ITERATOR, -ECANCELED, "disabled by --disable-source");
+                bpf_program__set_autoload(progs[SOURCE_TASK_ITERATOR], false);
+                progs[SOURCE_TASK_ITERATOR] = NULL;
+        }
         for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
                 int tracepoint = s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL;
 
@@ -397,8 +442,24 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                         log_info("Counting page faults with the perf software event instead of %s",
                                  source_names[s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL]);
         }
-        /* /proc/PID/stat minflt/majflt is read for active processes; it is always there. */
-        set_source(c, SOURCE_PROC_STAT, 0, NULL);
+        /* Minor/major faults: the task iterator, else /proc/PID/stat of the active processes. */
+        if (progs[SOURCE_TASK_ITERATOR]) {
+                c->iter_link = bpf_program__attach_iter(progs[SOURCE_TASK_ITERATOR], NULL);
+                r = c->iter_link ? 0 : -errno;
+                set_source(c, SOURCE_TASK_ITERATOR, r, "attach failed");
+                if (r < 0)
+                        log_warning_errno(r, "Failed to attach the task iterator, reading /proc/PID/stat instead: %m");
+        }
+        if (c->iter_link)
+                set_source(c, SOURCE_PROC_STAT, -ECANCELED, "not needed: the task iterator is used");
+        else {
+                set_source(c, SOURCE_PROC_STAT, 0, NULL);
+                /* Half of the fd limit for the stat fds of tracked processes, the rest for
+                 * clients, the database and BPF; below 2048 fds, none (read by path). */
+                if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+                    nofile.rlim_cur >= 2048)
+                        c->max_stat_fds = (size_t) nofile.rlim_cur / 2;
+        }
 
         if (!c->sources[SOURCE_PAGE_FAULT_USER].active && !c->sources[SOURCE_PERF_USER].active) {
                 r = log_error_errno(ENOTSUP, "No page fault source could be attached: %s; %s",
@@ -424,6 +485,8 @@ Collector *collector_free(Collector *c) {
         if (!c)
                 return NULL;
         ring_buffer__free(c->ringbuf);
+        bpf_link__destroy(c->iter_link);
+        free(c->records);
         for (size_t i = 0; i < _SOURCE_MAX; i++)
                 bpf_link__destroy(c->links[i]);
         for (size_t i = 0; c->perf_links && i < 2 * (size_t) c->n_cpus; i++)
@@ -442,6 +505,7 @@ Collector *collector_free(Collector *c) {
         free(c->owners);
         free(c->owner_keys);
         free(c->slot_procs);
+        free(c->chunk_keys);
         free(c->percpu);
         free(c->batch_keys);
         free(c->batch_values);
@@ -516,13 +580,44 @@ static int proc_retire(Collector *c, CollectorProc *p) {
         return append((void **) &c->dead, &c->n_dead, &c->dead_capacity, sizeof(p), &p);
 }
 
-/* A process seen for the first time. id may be NULL (known only from the trap hash): then
- * comm and uid come from /proc. */
+/* Whether pid is the process that started at start_time, by /proc (for processes not in the
+ * tree, e.g. a parent not counted yet). */
+static bool proc_alive(Collector *c, uint32_t pid, uint64_t start_time) {
+        ProcStat st;
+
+        return proc_read_stat(c->proc_fd, pid, &st) >= 0 && st.start_ticks == start_ticks(c, start_time);
+}
+
+/* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
+ * gone its parent is the one to ask (as ps shows a forked child with its parent's command line),
+ * and it starts in its parent's unit. */
+static void proc_inherit(Collector *c, CollectorProc *p, uint32_t ppid, uint64_t parent_start_time) {
+        CollectorProc *parent = proc_find(c, ppid, parent_start_time);
+
+        if (parent) {
+                if (!p->info.cmdline && parent->info.cmdline)
+                        p->info.cmdline = strdup(parent->info.cmdline);
+                if (!p->info.unit && parent->info.unit)
+                        p->info.unit = strdup(parent->info.unit);
+                return;
+        }
+        if (ppid == 0 || !proc_alive(c, ppid, parent_start_time))
+                return;
+        if (!p->info.cmdline)
+                (void) proc_read_cmdline(c->proc_fd, ppid, CMDLINE_MAX, &p->info.cmdline);
+        if (!p->info.unit)
+                (void) proc_read_unit(c->proc_fd, ppid, &p->info.unit);
+}
+
+/* A process seen for the first time. id is what BPF recorded when the process was first counted,
+ * so uid and comm are known however short its life; it is NULL only for an entry that carries
+ * none (a per-CPU hash entry read while being created): then /proc tells, and a process already
+ * gone is stored with an unknown user, never as root. */
 static int proc_new(Collector *c, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
                     CollectorProc **ret) {
         CollectorProc *p;
         ProcStat st;
-        bool have_stat;
+        bool alive;
 
         p = calloc(1, sizeof(*p));
         if (!p)
@@ -531,30 +626,39 @@ static int proc_new(Collector *c, uint32_t pid, uint64_t start_time, const struc
         p->stat_fd = -1;
         p->info.pid = pid;
         p->info.start_time = start_time;
+        p->info.uid = UID_UNKNOWN;
         p->info.first_seen_usec = now;
         p->last_counted_usec = now;
-        have_stat = proc_stat(c, p, &st) >= 0;
-        if (id) {
+        alive = proc_stat(c, p, &st) >= 0;
+        if (id && id->start_time == start_time) {
                 p->info.uid = id->uid;
                 memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
-        } else {
+        } else if (alive) {
                 char path[32];
                 struct stat sb;
 
+                memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
                 snprintf(path, sizeof(path), "%u", pid);
-                if (have_stat)
-                        memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
                 if (fstatat(c->proc_fd, path, &sb, 0) == 0)
                         p->info.uid = sb.st_uid;
         }
-        (void) proc_read_cmdline(c->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
-        (void) proc_read_unit(c->proc_fd, pid, &p->info.unit);
+        /* /proc/PID/ is read only while it is this process, not one that got its pid since. */
+        if (alive) {
+                (void) proc_read_cmdline(c->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
+                (void) proc_read_unit(c->proc_fd, pid, &p->info.unit);
+        }
+        if (id && id->start_time == start_time && (!p->info.cmdline || !p->info.unit))
+                proc_inherit(c, p, id->ppid, id->parent_start_time);
 
         /* A process started after counting began has all of its min_flt/maj_flt in our window;
-         * for an older one only what comes after this first look counts. */
-        if (start_time < c->attached_boottime && have_stat) {
-                p->minflt_seen = st.minflt;
-                p->majflt_seen = st.majflt;
+         * for an older one only what comes after the first reading counts. */
+        if (start_time < c->attached_boottime) {
+                if (c->iter_link)
+                        p->minmaj_baseline = true;
+                else if (alive) {
+                        p->minflt_seen = st.minflt;
+                        p->majflt_seen = st.majflt;
+                }
         }
 
         if (!tsearch(p, &c->procs, proc_compare)) {
@@ -578,16 +682,41 @@ static int proc_get(Collector *c, uint32_t pid, uint64_t start_time, const struc
         return proc_new(c, pid, start_time, id, now, ret);
 }
 
-static void account_minmaj(CollectorProc *p, uint64_t minflt, uint64_t majflt) {
+/* Adds what the kernel's min_flt/maj_flt grew by to the tick's delta. Returns whether they did. */
+static bool account_minmaj(CollectorProc *p, uint64_t minflt, uint64_t majflt) {
+        bool grew = false;
+
+        if (p->minmaj_baseline) {
+                p->minmaj_baseline = false;
+                p->minflt_seen = minflt;
+                p->majflt_seen = majflt;
+                return false;
+        }
         /* The kernel's counters only grow; guard anyway against a mismatched reading. */
-        if (minflt >= p->minflt_seen) {
+        if (minflt > p->minflt_seen) {
                 p->delta.minor += minflt - p->minflt_seen;
                 p->minflt_seen = minflt;
+                grew = true;
         }
-        if (majflt >= p->majflt_seen) {
+        if (majflt > p->majflt_seen) {
                 p->delta.major += majflt - p->majflt_seen;
                 p->majflt_seen = majflt;
+                grew = true;
         }
+        return grew;
+}
+
+/* The process's latest name and user, as the kernel has them now (a rename after fork, a
+ * setuid). Returns whether they changed. */
+static bool proc_set_ident(CollectorProc *p, uint32_t uid, const char *comm) {
+        char name[COMM_MAX] = {};
+        bool changed;
+
+        memcpy(name, comm, COMM_MAX - 1);
+        changed = p->info.uid != uid || strcmp(p->info.comm, name) != 0;
+        p->info.uid = uid;
+        memcpy(p->info.comm, name, COMM_MAX);
+        return changed;
 }
 
 static void counters_sum(const struct ts_counters *v, struct ts_counters *sum) {
@@ -635,53 +764,130 @@ static void slot_free(Collector *c, uint32_t slot) {
         c->slot_procs[slot] = NULL;
 }
 
+static bool owner_is_process(uint32_t owner) {
+        return owner != TS_OWNER_FREE && owner != TS_OWNER_CLAIMING;
+}
+
+/* One owned slot, its counters summed over the CPUs in sum. */
+static int drain_slot(Collector *c, uint32_t slot, uint32_t owner, const struct ts_counters *sum, uint64_t now) {
+        CollectorProc *p = c->slot_procs[slot];
+        uint32_t tgid = owner & ~TS_OWNER_EXITED;
+        int r;
+
+        if (!p || p->info.pid != tgid) {
+                struct ts_ident id;
+
+                /* Claimed since the last tick: the identity was written before the owner. */
+                if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.slot_ident), &slot, &id) < 0)
+                        return 0;
+                if (p)
+                        p->slot = -1;
+                r = proc_get(c, tgid, id.start_time, &id, now, &p);
+                if (r < 0)
+                        return r;
+                c->slot_procs[slot] = p;
+                p->slot = (int) slot;
+                p->slot_seen = (struct ts_counters) {};
+        }
+        r = account_counters(c, p, sum, &p->slot_seen, now);
+        if (r < 0)
+                return r;
+        if (owner & TS_OWNER_EXITED)
+                slot_free(c, slot);
+        return 0;
+}
+
+/* The owners of all slots in one call, then the counters of each chunk of SLOT_CHUNK slots that
+ * has an owner in one call: a few system calls per tick, not one per process. */
 static int drain_slots(Collector *c, uint64_t now) {
-        int owner_fd = bpf_map__fd(c->skel->maps.slot_owner);
-        int ident_fd = bpf_map__fd(c->skel->maps.slot_ident);
         int counters_fd = bpf_map__fd(c->skel->maps.slot_counters);
         uint32_t out_batch = 0, count = c->n_slots;
         int r;
 
-        /* All owners in one call: an array of n_slots u32. */
-        r = bpf_map_lookup_batch(owner_fd, NULL, &out_batch, c->owner_keys, c->owners, &count, NULL);
+        r = bpf_map_lookup_batch(bpf_map__fd(c->skel->maps.slot_owner), NULL, &out_batch, c->owner_keys, c->owners,
+                                 &count, NULL);
         if (r < 0 && errno != ENOENT)
                 return -errno;
+        /* An array is read in key order: owners[slot]. */
+        if (count != c->n_slots)
+                return -EIO;
 
-        for (uint32_t i = 0; i < count; i++) {
-                uint32_t slot = c->owner_keys[i], owner = c->owners[i], tgid;
-                CollectorProc *p = c->slot_procs[slot];
-                struct ts_counters sum = {};
+        for (uint32_t start = 0; start < c->n_slots; start += SLOT_CHUNK) {
+                uint32_t n = MIN(SLOT_CHUNK, c->n_slots - start), in_batch = start, got = n;
+                bool owned = false;
 
-                if (owner == TS_OWNER_FREE || owner == TS_OWNER_CLAIMING || slot >= c->n_slots)
+                for (uint32_t slot = start; slot < start + n && !owned; slot++)
+                        owned = owner_is_process(c->owners[slot]);
+                if (!owned)
                         continue;
-                tgid = owner & ~TS_OWNER_EXITED;
+                r = bpf_map_lookup_batch(counters_fd, start == 0 ? NULL : &in_batch, &out_batch, c->chunk_keys,
+                                         c->percpu, &got, NULL);
+                if (r < 0 && errno != ENOENT)
+                        return -errno;
+                for (uint32_t i = 0; i < got; i++) {
+                        uint32_t slot = c->chunk_keys[i];
+                        struct ts_counters sum = {};
 
-                if (!p || p->info.pid != tgid) {
-                        struct ts_ident id;
-
-                        /* Claimed since the last tick: the identity was written before the owner. */
-                        if (bpf_map_lookup_elem(ident_fd, &slot, &id) < 0)
+                        if (slot >= c->n_slots || !owner_is_process(c->owners[slot]))
                                 continue;
-                        if (p)
-                                p->slot = -1;
-                        r = proc_get(c, tgid, id.start_time, &id, now, &p);
+                        for (int cpu = 0; cpu < c->n_cpus; cpu++)
+                                counters_sum(&c->percpu[(size_t) i * (size_t) c->n_cpus + (size_t) cpu], &sum);
+                        r = drain_slot(c, slot, c->owners[slot], &sum, now);
                         if (r < 0)
                                 return r;
-                        c->slot_procs[slot] = p;
-                        p->slot = (int) slot;
-                        p->slot_seen = (struct ts_counters) {};
                 }
+        }
+        return 0;
+}
 
-                if (bpf_map_lookup_elem(counters_fd, &slot, c->percpu) < 0)
+/* The task iterator: the kernel's minor/major faults, name and user of every tracked process,
+ * read in one pass over the tasks. */
+static int read_tasks(Collector *c) {
+        _cleanup_close_ int fd = -1;
+        size_t used = 0, n;
+
+        fd = bpf_iter_create(bpf_link__fd(c->iter_link));
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t k;
+
+                if (used == c->records_capacity * sizeof(*c->records)) {
+                        size_t cap = c->records_capacity ? c->records_capacity * 2 : 256;
+                        struct ts_task_record *p = reallocarray(c->records, cap, sizeof(*p));
+
+                        if (!p)
+                                return -ENOMEM;
+                        c->records = p;
+                        c->records_capacity = cap;
+                }
+                k = read(fd, (char *) c->records + used, c->records_capacity * sizeof(*c->records) - used);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                used += (size_t) k;
+        }
+
+        n = used / sizeof(*c->records);
+        for (size_t i = 0; i < n; i++) {
+                const struct ts_task_record *rec = &c->records[i];
+                CollectorProc *p = proc_find(c, rec->tgid, rec->start_time);
+                bool changed;
+
+                /* Not drained yet (first counted since): next tick. */
+                if (!p)
                         continue;
-                for (int cpu = 0; cpu < c->n_cpus; cpu++)
-                        counters_sum(&c->percpu[cpu], &sum);
-                r = account_counters(c, p, &sum, &p->slot_seen, now);
-                if (r < 0)
-                        return r;
-
-                if (owner & TS_OWNER_EXITED)
-                        slot_free(c, slot);
+                changed = proc_set_ident(p, rec->uid, rec->comm);
+                changed = account_minmaj(p, rec->min_flt, rec->maj_flt) || changed;
+                if (changed) {
+                        int r = touch(c, p);
+                        if (r < 0)
+                                return r;
+                }
         }
         return 0;
 }
@@ -807,8 +1013,10 @@ static int handle_events(Collector *c) {
 
                 /* Exit. The maps were drained after this event was read, and a dead process
                  * counts no more: its counts are complete. Remove its entries so the maps stay
-                 * bounded (its slot was freed when drained, being marked exited). */
-                account_minmaj(p, e->min_flt, e->maj_flt);
+                 * bounded (its slot was freed when drained, being marked exited). The event
+                 * has the final figures, name and user. */
+                (void) account_minmaj(p, e->min_flt, e->maj_flt);
+                (void) proc_set_ident(p, e->uid, e->comm);
                 (void) bpf_map_delete_elem(bpf_map__fd(c->skel->maps.processes), &key);
                 (void) bpf_map_delete_elem(bpf_map__fd(c->skel->maps.traps), &key);
                 r = proc_retire(c, p);
@@ -884,8 +1092,9 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
         c->n_dead = 0;
 
         /* Lifecycle events first, then the maps: every count of a process whose exit we saw is
-         * in the maps by the time we read them. */
-        r = ring_buffer__consume(c->ringbuf);
+         * in the maps by the time we read them. (Events are also read as they arrive, see
+         * collector_read_events(), so the ring buffer does not fill up between ticks.) */
+        r = collector_read_events(c);
         if (r < 0)
                 return r;
         if ((r = drain_slots(c, now_usec)) < 0 ||
@@ -894,14 +1103,20 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
             (r = for_each_entry(c, c->skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now_usec)) < 0)
                 return r;
 
-        /* Minor/major faults of the processes still running, from the kernel's accounting. */
-        for (size_t i = 0; i < c->n_touched; i++) {
-                CollectorProc *p = c->touched[i];
-                ProcStat st;
+        /* Minor/major faults of the processes still running, from the kernel's accounting: of
+         * every tracked process from the task iterator, else of the active ones from /proc. */
+        if (c->iter_link) {
+                r = read_tasks(c);
+                if (r < 0)
+                        return r;
+        } else
+                for (size_t i = 0; i < c->n_touched; i++) {
+                        CollectorProc *p = c->touched[i];
+                        ProcStat st;
 
-                if (proc_stat(c, p, &st) >= 0)
-                        account_minmaj(p, st.minflt, st.majflt);
-        }
+                        if (proc_stat(c, p, &st) >= 0)
+                                (void) account_minmaj(p, st.minflt, st.majflt);
+                }
         if ((r = handle_events(c)) < 0 || (r = gc(c, now_usec)) < 0)
                 return r;
 
@@ -938,17 +1153,39 @@ size_t collector_n_tracked(Collector *c) {
         return c->n_procs;
 }
 
-uint64_t collector_drops(Collector *c) {
-        int fd = bpf_map__fd(c->skel->maps.drops);
-        uint64_t total = 0;
+int collector_read_events(Collector *c) {
+        int r = ring_buffer__consume(c->ringbuf);
 
+        return r < 0 ? r : 0;
+}
+
+bool collector_event_buffer_valid(uint64_t bytes) {
+        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+
+        return bytes >= page && bytes <= (UINT64_C(1) << 30) && (bytes & (bytes - 1)) == 0;
+}
+
+size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {
+        int fd = bpf_map__fd(c->skel->maps.drops);
+
+        _Static_assert(COLLECTOR_DROP_KINDS == TS_DROP_MAX, "every drop kind of bpf/trapstat.h is reported");
         for (uint32_t k = 0; k < TS_DROP_MAX; k++) {
                 uint64_t values[c->n_cpus];
 
+                ret[k] = (CollectorDrop) { .kind = drop_kinds[k] };
                 if (bpf_map_lookup_elem(fd, &k, values) < 0)
                         continue;
                 for (int i = 0; i < c->n_cpus; i++)
-                        total += values[i];
+                        ret[k].count += values[i];
         }
+        return TS_DROP_MAX;
+}
+
+uint64_t collector_drops_total(Collector *c) {
+        CollectorDrop drops[COLLECTOR_DROP_KINDS];
+        uint64_t total = 0;
+
+        for (size_t i = 0, n = collector_drops(c, drops); i < n; i++)
+                total += drops[i].count;
         return total;
 }

@@ -16,6 +16,7 @@ typedef struct Collector Collector;
 typedef struct CollectorConfig {
         uint32_t slots;         /* counting slots, a power of two; 0: default */
         uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
+        uint32_t event_buffer;  /* bytes of the lifecycle event ring buffer; 0: default (4 MiB) */
         int proc_fd;            /* the proc root (borrowed) */
         const char *disable;    /* comma-separated source names not to use; NULL: none */
 } CollectorConfig;
@@ -34,8 +35,14 @@ Collector *collector_free(Collector *c);
 /* Checks a --disable-source list; logs and returns -EINVAL for an unknown source name. */
 int collector_check_sources(const char *list);
 
-/* fd to watch for readability: lifecycle events are waiting in the ring buffer. */
+/* A valid --event-buffer size: a power of two from the page size to 1 GiB. */
+bool collector_event_buffer_valid(uint64_t bytes);
+
+/* fd to watch for readability: lifecycle events are waiting in the ring buffer. BPF wakes it
+ * when the buffer is 1/16 full; collector_drain() reads it too. */
 int collector_event_fd(Collector *c);
+/* Takes the waiting lifecycle events out of the ring buffer, to be applied at the next drain. */
+int collector_read_events(Collector *c);
 
 /* Drains everything counted since the last call. *ret_samples holds every process with a
  * non-zero delta, that exec'd or that exited; it and what it points to stay valid until the
@@ -44,5 +51,18 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 size_t collector_n_tracked(Collector *c);
-/* Events that could not be counted, since the start. */
-uint64_t collector_drops(Collector *c);
+/* What could not be counted since the start, by kind. */
+typedef struct CollectorDropKind {
+        const char *name; /* e.g. "fault_map_full" */
+        const char *lost; /* what one occurrence lost, in words */
+} CollectorDropKind;
+
+typedef struct CollectorDrop {
+        CollectorDropKind kind;
+        uint64_t count;
+} CollectorDrop;
+
+#define COLLECTOR_DROP_KINDS 4
+/* Fills ret with every kind, also those at zero; returns how many. */
+size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
+uint64_t collector_drops_total(Collector *c);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -27,7 +28,9 @@ struct Manager {
         ManagerConfig config;
         struct event_base *base;
         struct event *tick, *maintenance, *watchdog, *sigterm, *sigint;
+        struct event *lifecycle; /* the ring buffer of exit and exec events has a batch waiting */
         int proc_fd;
+        int lock_fd; /* flock()ed STATE_DIR/trapstatd.lock: one daemon per state directory */
         char boot_id[37];
         Collector *collector;
         Store *store;        /* NULL while the database cannot be opened (e.g. disk full at start) */
@@ -55,6 +58,67 @@ static int mkdir_parents(const char *path, mode_t mode) {
                 }
         if (mkdir(buf, mode) < 0 && errno != EEXIST)
                 return -errno;
+        return 0;
+}
+
+/* The pid the holder of the lock wrote into it ("1234\n"), or 0 when there is none: the file
+ * may be empty while the holder is starting, or hold anything after a crash. */
+static pid_t lock_file_read_pid(int fd) {
+        char buf[16], *end;
+        unsigned long v;
+        ssize_t n;
+
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        if (buf[0] < '0' || buf[0] > '9')
+                return 0;
+        errno = 0;
+        v = strtoul(buf, &end, 10);
+        if (errno != 0 || v == 0 || v > INT_MAX || strcmp(end, "\n") != 0)
+                return 0;
+        return (pid_t) v;
+}
+
+/* A second daemon on one state directory would count every fault again into the same
+ * database. The flock() belongs to the open file, so the kernel drops it however we exit and a
+ * lock file left by a crash never blocks a start. */
+static int manager_lock_state_dir(Manager *m) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+        char pid[24];
+        pid_t holder;
+        int n;
+
+        if (asprintf(&path, "%s/trapstatd.lock", m->config.state_dir) < 0)
+                return log_error_errno(ENOMEM, "Out of memory");
+        /* A link planted here would have us (root, possibly) truncate and rewrite its target. */
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == ELOOP)
+                return log_error_errno(errno, "Lock file %s is a symbolic link; refusing to follow it", path);
+        if (fd < 0)
+                return log_error_errno(errno, "Failed to open lock file %s: %m", path);
+
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno != EWOULDBLOCK)
+                        return log_error_errno(errno, "Failed to lock %s: %m", path);
+                holder = lock_file_read_pid(fd);
+                if (holder > 0)
+                        log_error("Another trapstatd (pid %d) is running on state directory %s; exiting", (int) holder,
+                                  m->config.state_dir);
+                else
+                        log_error("Another trapstatd is running on state directory %s; exiting", m->config.state_dir);
+                return -EBUSY;
+        }
+
+        /* Only so that a second instance can name us. Written over the old pid before cutting the
+         * rest, so that on a full disk the page the file already has is reused. */
+        n = snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
+        if (pwrite(fd, pid, (size_t) n, 0) != n || ftruncate(fd, n) < 0)
+                log_warning_errno(errno, "Failed to write our pid to %s: %m", path);
+
+        m->lock_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -99,6 +163,17 @@ static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *user
         tick(userdata);
 }
 
+/* Exit and exec events are taken out of the ring buffer as they come, so that a storm of exits
+ * between two ticks does not overflow it; they are applied at the next tick. */
+static void on_lifecycle(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        r = collector_read_events(m->collector);
+        if (r < 0)
+                log_error_errno(r, "Failed to read lifecycle events: %m");
+}
+
 /* Roll-ups and retention, in short steps between ticks: every MAINTENANCE_INTERVAL, and
  * right again while a step says more is pending. */
 #define MAINTENANCE_INTERVAL_USEC (10 * USEC_PER_SEC)
@@ -130,7 +205,7 @@ static void on_maintenance(evutil_socket_t fd _unused_, short what _unused_, voi
         /* systemctl status shows this line: what is counted, how big the history is, trouble. */
         (void) sd_notifyf(0, "STATUS=Tracking %zu processes, history %" PRIu64 " MiB, %" PRIu64 " drops%s",
                           collector_n_tracked(m->collector), m->store ? store_size_bytes(m->store) >> 20 : 0,
-                          collector_drops(m->collector),
+                          collector_drops_total(m->collector),
                           !m->store                    ? ", database unavailable"
                           : m->last_flush_error < 0 ? ", database writes failing"
                                                     : "");
@@ -192,6 +267,12 @@ static int listen_socket(Manager *m) {
                         return log_error_errno(r, "Failed to create socket directory %s: %m", dir);
         }
         r = varlink_server_listen_unix(m->server, m->config.socket_path, 0666);
+        if (r == -EADDRINUSE)
+                return log_error_errno(r, "Failed to listen on %s: another server is accepting on it",
+                                       m->config.socket_path);
+        if (r == -EEXIST)
+                return log_error_errno(r, "Failed to listen on %s: a file that is not a socket is in the way",
+                                       m->config.socket_path);
         if (r < 0)
                 return log_error_errno(r, "Failed to listen on %s: %m", m->config.socket_path);
         log_info("Listening on %s", m->config.socket_path);
@@ -262,6 +343,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 return log_error_errno(ENOMEM, "Out of memory");
         m->config = *config;
         m->proc_fd = -1;
+        m->lock_fd = -1;
 
         /* A client that closes while its reply is written must cost an EPIPE, not the daemon. */
         (void) signal(SIGPIPE, SIG_IGN);
@@ -282,6 +364,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 log_error_errno(r, "Failed to create state directory %s: %m", config->state_dir);
                 goto fail;
         }
+        /* Before the database and the socket: a second daemon must touch neither. */
+        r = manager_lock_state_dir(m);
+        if (r < 0)
+                goto fail;
         if (asprintf(&m->db_path, "%s/trapstat.db", config->state_dir) < 0) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
@@ -293,6 +379,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 goto fail;
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
+                                               .event_buffer = config->event_buffer,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
                           &m->collector);
         if (r < 0)
@@ -325,10 +412,11 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 goto fail;
 
         m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
+        m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);
         m->maintenance = evtimer_new(m->base, on_maintenance, m);
         m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
         m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
-        if (!m->tick || !m->maintenance || !m->sigterm || !m->sigint) {
+        if (!m->tick || !m->lifecycle || !m->maintenance || !m->sigterm || !m->sigint) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
         }
@@ -347,6 +435,8 @@ Manager *manager_free(Manager *m) {
         varlink_server_free(m->server);
         if (m->tick)
                 event_free(m->tick);
+        if (m->lifecycle)
+                event_free(m->lifecycle);
         if (m->maintenance)
                 event_free(m->maintenance);
         if (m->watchdog)
@@ -362,6 +452,9 @@ Manager *manager_free(Manager *m) {
         free(m->db_path);
         if (m->proc_fd >= 0)
                 close(m->proc_fd);
+        /* Last: the next daemon may start as soon as the lock is gone, and the database is closed. */
+        if (m->lock_fd >= 0)
+                close(m->lock_fd);
         free(m);
         return NULL;
 }
@@ -372,7 +465,7 @@ int manager_run(Manager *m) {
 
         struct timeval now_tv = { 0, 0 };
 
-        if (event_add(m->tick, &tv) < 0 || event_add(m->maintenance, &now_tv) < 0 || event_add(m->sigterm, NULL) < 0 ||
+        if (event_add(m->tick, &tv) < 0 || event_add(m->lifecycle, NULL) < 0 || event_add(m->maintenance, &now_tv) < 0 || event_add(m->sigterm, NULL) < 0 ||
             event_add(m->sigint, NULL) < 0)
                 return log_error_errno(ENOMEM, "Failed to arm event loop");
 

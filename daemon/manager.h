@@ -19,6 +19,7 @@ typedef struct ManagerConfig {
         uint64_t tick_usec;
         uint32_t slots;
         uint32_t max_processes;
+        uint32_t event_buffer; /* bytes; 0: the collector's default */
         const char *disable_sources;
         StoreRetention retention;
         size_t max_message_size;

@@ -130,8 +130,10 @@ static uint64_t window_start_usec(int64_t window_sec) {
 static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
+        CollectorDrop drops[COLLECTOR_DROP_KINDS];
         const CollectorSource *sources;
-        json_t *list;
+        uint64_t total_drops = 0;
+        json_t *list, *drop_list;
         size_t n;
         int r;
 
@@ -145,15 +147,20 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
                 json_array_append_new(list, json_pack("{s:s, s:b, s:o}", "name", sources[i].name, "active",
                                                       sources[i].active, "reason",
                                                       sources[i].reason ? json_string(sources[i].reason) : json_null()));
+        drop_list = json_array();
+        for (size_t i = 0, k = collector_drops(c, drops); i < k; i++) {
+                json_array_append_new(drop_list, json_pack("{s:s, s:I, s:s}", "kind", drops[i].kind.name, "count",
+                                                           (json_int_t) drops[i].count, "lost", drops[i].kind.lost));
+                total_drops += drops[i].count;
+        }
         return varlink_call_reply(call,
-                                  json_pack("{s:I, s:s, s:o, s:I, s:s, s:I, s:I, s:I}", "unsavedSamples",
+                                  json_pack("{s:I, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o}", "unsavedSamples",
                                             (json_int_t) manager_unsaved_samples(m), "version", TRAPSTAT_VERSION,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
                                             "databasePath", manager_database_path(m), "databaseBytes",
                                             (json_int_t) (manager_store(m) ? store_size_bytes(manager_store(m)) : 0),
-                                            "processesTracked",
-                                            (json_int_t) collector_n_tracked(c), "drops",
-                                            (json_int_t) collector_drops(c)),
+                                            "processesTracked", (json_int_t) collector_n_tracked(c), "drops",
+                                            (json_int_t) total_drops, "dropsByKind", drop_list),
                                   false);
 }
 

@@ -27,6 +27,8 @@ static void help(void) {
                "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
                "      --slots N              fast counting slots in the kernel, a power of two (default: 8192)\n"
                "      --max-processes N      processes counted outside slots at once (default: 16384)\n"
+               "      --event-buffer SIZE    buffer of exit and exec events in the kernel, a power of two,\n"
+               "                             e.g. 4M (default: 4M; page size to 1G)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --retention LIST       how long each tier keeps history (default: raw=24h,minute=14d,hour=365d)\n"
                "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: 256M; 0: none)\n"
@@ -125,13 +127,14 @@ static char *first_of_env(const char *name) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
                 { "tick", required_argument, NULL, 't' },
                 { "slots", required_argument, NULL, ARG_SLOTS },
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
+                { "event-buffer", required_argument, NULL, ARG_EVENT_BUFFER },
                 { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
                 { "retention", required_argument, NULL, ARG_RETENTION },
                 { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
@@ -175,6 +178,15 @@ int main(int argc, char *argv[]) {
                                 return usage_error("invalid --max-processes '%s': expected 1 to 4194304", optarg);
                         config.max_processes = (uint32_t) v;
                         break;
+                case ARG_EVENT_BUFFER: {
+                        uint64_t bytes;
+
+                        if (parse_size(optarg, &bytes) < 0 || !collector_event_buffer_valid(bytes))
+                                return usage_error("invalid --event-buffer '%s': expected a power of two from the page "
+                                                   "size to 1G, e.g. 4M", optarg);
+                        config.event_buffer = (uint32_t) bytes;
+                        break;
+                }
                 case ARG_DISABLE_SOURCE:
                         if (collector_check_sources(optarg) < 0)
                                 return usage_error("invalid --disable-source '%s'", optarg);

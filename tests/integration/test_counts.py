@@ -245,7 +245,8 @@ class Sources(unittest.TestCase):
             self.assertIn("not needed", sources["perf_page_faults_user"]["reason"])
             self.assertTrue(all(sources[n]["active"] for n in ("page_fault_user", "page_fault_kernel",
                                                                "signal_generate", "sched_process_exit",
-                                                               "sched_process_exec")))
+                                                               "sched_process_exec", "task_iterator")))
+            self.assertIn("not needed", sources["proc_pid_stat"]["reason"])
 
     def test_what_does_not_fit_is_counted_as_dropped(self):
         # One slot and room for one process in each hash: concurrent processes cannot all fit.
@@ -257,6 +258,30 @@ class Sources(unittest.TestCase):
                 self.assertEqual(p.wait(timeout=60), 0)
             drops = wait_for(lambda: trapstat_json(d.socket, "status")["drops"] or None, what="drops to be reported")
             self.assertGreater(drops, 0)
+            # By kind: the faults and traps that did not fit, none of the events; the total is their sum.
+            st = trapstat_json(d.socket, "status")
+            kinds = {k["kind"]: k for k in st["dropsByKind"]}
+            self.assertEqual(set(kinds), {"fault_map_full", "trap_map_full", "exit_event_lost", "exec_event_lost"})
+            self.assertGreater(kinds["fault_map_full"]["count"], 0)
+            self.assertGreater(kinds["trap_map_full"]["count"], 0)
+            self.assertEqual(kinds["exit_event_lost"]["count"] + kinds["exec_event_lost"]["count"], 0)
+            self.assertEqual(st["drops"], sum(k["count"] for k in kinds.values()))
+            self.assertIn("one page fault not counted", kinds["fault_map_full"]["lost"])
+            status = trapstat(d.socket, "status").stdout
+            self.assertRegex(status, r"\n  fault_map_full +\d+: one page fault not counted")
+            self.assertNotIn("exit_event_lost", status)  # kinds at zero are not printed
+
+    def test_proc_stat_replaces_the_task_iterator(self):
+        # As on a kernel where the task iterator cannot attach: minor/major from /proc/PID/stat.
+        with Daemon(extra_args=["--disable-source", "task_iterator"]) as d:
+            sources = {s["name"]: s for s in trapstat_json(d.socket, "status")["sources"]}
+            self.assertFalse(sources["task_iterator"]["active"])
+            self.assertTrue(sources["proc_pid_stat"]["active"], sources["proc_pid_stat"])
+            pages = run("FAULT_PAGES", 10000)
+            h = exited_history(d, pages["pid"])
+            delta = pages["minfltAfter"] - pages["minfltBefore"]
+            self.assertGreaterEqual(h["total"]["faults"]["minor"], pages["minfltAfter"])
+            self.assertLessEqual(h["total"]["faults"]["minor"] - pages["minfltAfter"], delta * 0.01)
 
 
 if __name__ == "__main__":

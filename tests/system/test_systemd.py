@@ -292,7 +292,7 @@ class System(unittest.TestCase):
         # Every source attached under the unit's sandbox, none refused for want of a privilege.
         sources = {s["name"]: s for s in status["sources"]}
         for name in ("page_fault_user", "page_fault_kernel", "signal_generate", "sched_process_exit",
-                     "sched_process_exec", "proc_pid_stat"):
+                     "sched_process_exec", "task_iterator"):
             self.assertTrue(sources[name]["active"], sources[name])
 
         # The daemon runs as its own user, with exactly CAP_BPF and CAP_PERFMON.

@@ -688,12 +688,20 @@ static void test_validate_trapstat_output(void **state) {
                      "{\"version\": \"0.1.0\", \"sources\": [{\"name\": \"page_fault_user\", \"active\": true, \"reason\": null},"
                      " {\"name\": \"signal_generate\", \"active\": false, \"reason\": \"no BTF\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0}",
+                     " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0,"
+                     " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2, \"lost\": \"one page fault\"}]}",
                      NULL);
+        /* Every drop kind says what it lost. */
+        check_output(i, "GetStatus",
+                     "{\"version\": \"0.1.0\", \"sources\": [],"
+                     " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
+                     " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0,"
+                     " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2}]}",
+                     "dropsByKind");
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"sources\": [{\"name\": \"page_fault_user\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0}",
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
                      "sources");
         check_output(i, "Top", "{\"rows\": []}", NULL);
         check_output(i, "Top", "{}", "rows");
