@@ -813,7 +813,8 @@ static int drain_slots(Collector *c, uint64_t now) {
                 return -EIO;
 
         for (uint32_t start = 0; start < c->n_slots; start += SLOT_CHUNK) {
-                uint32_t n = MIN(SLOT_CHUNK, c->n_slots - start), in_batch = start, got = n;
+                /* A batch continues after in_batch: the chunk starts after its previous slot. */
+                uint32_t n = MIN(SLOT_CHUNK, c->n_slots - start), in_batch = start - 1, got = n;
                 bool owned = false;
 
                 for (uint32_t slot = start; slot < start + n && !owned; slot++)
