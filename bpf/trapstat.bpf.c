@@ -26,13 +26,15 @@ const volatile __u32 wakeup_bytes = TS_DEFAULT_EVENT_BUFFER / 16;
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
         __uint(max_entries, TS_DEFAULT_SLOTS);
         __type(key, __u32);
-        __type(value, __u32); /* tgid, or TS_OWNER_* */
+        __type(value, struct ts_owner);
 } slot_owner SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
         __uint(max_entries, TS_DEFAULT_SLOTS);
         __type(key, __u32);
         __type(value, struct ts_ident);
@@ -120,13 +122,14 @@ static __noinline struct ts_counters *hash_counters(void) {
 
 /* The slow path: claim the slot when it is free, else count in the hash. */
 static __noinline struct ts_counters *claim_or_hash(__u32 tgid, __u32 slot) {
+        struct ts_owner *owner;
         struct ts_ident *id;
-        __u32 *owner;
 
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
         if (!owner)
                 return NULL;
-        if (*owner != TS_OWNER_FREE || __sync_val_compare_and_swap(owner, TS_OWNER_FREE, TS_OWNER_CLAIMING) != TS_OWNER_FREE)
+        if (owner->tgid != TS_OWNER_FREE ||
+            __sync_val_compare_and_swap(&owner->tgid, TS_OWNER_FREE, TS_OWNER_CLAIMING) != TS_OWNER_FREE)
                 return hash_counters();
 
         /* Ours. Identity first, then publish the owner with a full barrier (xchg), so user space
@@ -135,16 +138,16 @@ static __noinline struct ts_counters *claim_or_hash(__u32 tgid, __u32 slot) {
         id = bpf_map_lookup_elem(&slot_ident, &slot);
         if (id)
                 ident_fill(id, bpf_get_current_task_btf());
-        __sync_lock_test_and_set(owner, tgid);
+        __sync_lock_test_and_set(&owner->tgid, tgid);
         return bpf_map_lookup_elem(&slot_counters, &slot);
 }
 
 static __always_inline struct ts_counters *current_counters(void) {
         __u32 tgid = bpf_get_current_pid_tgid() >> 32;
         __u32 slot = tgid & slot_mask;
-        __u32 *owner = bpf_map_lookup_elem(&slot_owner, &slot);
+        struct ts_owner *owner = bpf_map_lookup_elem(&slot_owner, &slot);
 
-        if (owner && *owner == tgid)
+        if (owner && owner->tgid == tgid)
                 return bpf_map_lookup_elem(&slot_counters, &slot);
         return claim_or_hash(tgid, slot);
 }
@@ -344,17 +347,18 @@ static __always_inline __u64 submit_flags(void) {
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *task) {
         struct ts_exit_event *e;
+        struct ts_owner *owner;
         struct ts_proc_key key;
         bool tracked = false;
-        __u32 slot, *owner;
+        __u32 slot;
 
         if (BPF_CORE_READ(task, signal, live.counter) != 0)
                 return 0;
         proc_key_fill(&key, task);
         slot = key.tgid & slot_mask;
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
-        if (owner && *owner == key.tgid) {
-                __sync_lock_test_and_set(owner, key.tgid | TS_OWNER_EXITED);
+        if (owner && owner->tgid == key.tgid) {
+                __sync_lock_test_and_set(&owner->tgid, key.tgid | TS_OWNER_EXITED);
                 tracked = true;
         }
         tracked = tracked || bpf_map_lookup_elem(&processes, &key) || bpf_map_lookup_elem(&traps, &key);
@@ -420,8 +424,9 @@ SEC("iter/task")
 int tracked_tasks(struct bpf_iter__task *ctx) {
         struct task_struct *task = ctx->task;
         struct ts_task_record r;
+        struct ts_owner *owner;
         struct ts_proc_key key;
-        __u32 slot, *owner;
+        __u32 slot;
 
         /* One record per process: its group leader (threads are summed by group_faults). */
         if (!task || task != task->group_leader)
@@ -429,7 +434,7 @@ int tracked_tasks(struct bpf_iter__task *ctx) {
         proc_key_fill(&key, task);
         slot = key.tgid & slot_mask;
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
-        if (!(owner && (*owner & ~TS_OWNER_EXITED) == key.tgid) && !bpf_map_lookup_elem(&processes, &key) &&
+        if (!(owner && (owner->tgid & ~TS_OWNER_EXITED) == key.tgid) && !bpf_map_lookup_elem(&processes, &key) &&
             !bpf_map_lookup_elem(&traps, &key))
                 return 0;
 

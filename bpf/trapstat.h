@@ -18,6 +18,14 @@
 /* Processes the fallback hash and the trap hash hold at once; configurable at load time. */
 #define TS_DEFAULT_MAX_PROCESSES 16384
 
+/* A counting slot's owner: a tgid or one of the TS_OWNER_* values. The slot maps are mmap'd by
+ * user space, which reads owners and identities without a system call. */
+struct ts_owner {
+        __u32 tgid;
+        __u32 _pad0;
+};
+_Static_assert(sizeof(struct ts_owner) == 8, "struct ts_owner layout is shared with BPF");
+
 /* slot_owner values besides a tgid: */
 #define TS_OWNER_FREE 0U
 #define TS_OWNER_CLAIMING 0xFFFFFFFFU  /* being claimed: identity not written yet */

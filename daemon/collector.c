@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,6 +35,7 @@
 #define SLOT_CHUNK 256U
 /* uid of a process whose user cannot be known: (uid_t) -1, which no client has. */
 #define UID_UNKNOWN UINT32_MAX
+#define ALIGN8(x) (((x) + 7) & ~(size_t) 7)
 
 _Static_assert(TS_N_SIGNALS == FAULT_SIGNALS && TS_N_SI_CODES == SI_CODE_SLOTS && TS_N_VECTORS == TRAP_VECTORS,
                "bpf/trapstat.h and common/traps.h agree on the trap layout");
@@ -123,11 +125,14 @@ struct Collector {
         size_t n_stat_fds, max_stat_fds; /* /proc/PID/stat fds kept open, and how many may be */
 
         uint32_t n_slots;
-        uint32_t *owners;            /* this tick's copy of slot_owner */
-        uint32_t *owner_keys;
+        struct ts_owner *owner_map;  /* slot_owner and slot_ident, mmap'd */
+        struct ts_ident *ident_map;
+        size_t owner_map_size, ident_map_size;
+        uint32_t *owners;            /* this tick's copy of the owners */
         CollectorProc **slot_procs;  /* who user space believes owns each slot */
         uint32_t *chunk_keys;        /* SLOT_CHUNK: slot counters are read a chunk of slots at a time */
         struct ts_counters *percpu;  /* SLOT_CHUNK * n_cpus values */
+        struct ts_counters *zero_percpu; /* n_cpus zeroed values */
 
         void *procs;                 /* tsearch() tree of CollectorProc by (pid, start_time) */
         size_t n_procs;
@@ -306,6 +311,28 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
+/* An mmap'able BPF array of n elements of size bytes (arrays round elements up to 8 bytes). */
+static void *map_array(struct bpf_map *map, uint32_t n, size_t size, size_t *ret_size) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE), bytes = ((size_t) n * ALIGN8(size) + page - 1) / page * page;
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+
+        if (p == MAP_FAILED)
+                return NULL;
+        *ret_size = bytes;
+        return p;
+}
+
+/* Owners and identities of the slots are read in place every tick, without a system call. */
+static int map_slots(Collector *c) {
+        c->owner_map = map_array(c->skel->maps.slot_owner, c->n_slots, sizeof(struct ts_owner), &c->owner_map_size);
+        if (!c->owner_map)
+                return -errno;
+        c->ident_map = map_array(c->skel->maps.slot_ident, c->n_slots, sizeof(struct ts_ident), &c->ident_map_size);
+        if (!c->ident_map)
+                return -errno;
+        return 0;
+}
+
 static bool is_power_of_two(uint32_t x) {
         return x && !(x & (x - 1));
 }
@@ -342,15 +369,15 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         if (r < 0)
                 goto fail;
         c->owners = calloc(c->n_slots, sizeof(uint32_t));
-        c->owner_keys = calloc(c->n_slots, sizeof(uint32_t));
         c->slot_procs = calloc(c->n_slots, sizeof(CollectorProc *));
         c->chunk_keys = calloc(SLOT_CHUNK, sizeof(uint32_t));
         c->percpu = calloc((size_t) SLOT_CHUNK * (size_t) c->n_cpus, sizeof(struct ts_counters));
+        c->zero_percpu = calloc((size_t) c->n_cpus, sizeof(struct ts_counters));
         c->perf_links = calloc(2 * (size_t) c->n_cpus, sizeof(struct bpf_link *));
         c->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         c->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * (size_t) c->n_cpus, sizeof(struct ts_traps)));
-        if (!c->owners || !c->owner_keys || !c->slot_procs || !c->chunk_keys || !c->percpu || !c->perf_links ||
+        if (!c->owners || !c->slot_procs || !c->chunk_keys || !c->percpu || !c->zero_percpu || !c->perf_links ||
             !c->batch_keys || !c->batch_values) {
                 r = -ENOMEM;
                 goto fail;
@@ -415,6 +442,11 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = trapstat_bpf__load(c->skel);
         if (r < 0) {
                 r = log_error_errno(r, "Failed to load BPF programs: %m");
+                goto fail;
+        }
+        r = map_slots(c);
+        if (r < 0) {
+                log_error_errno(r, "Failed to map the counting slots: %m");
                 goto fail;
         }
 
@@ -502,11 +534,15 @@ Collector *collector_free(Collector *c) {
         free(c->dead);
         free(c->touched);
         free(c->samples);
+        if (c->owner_map)
+                (void) munmap(c->owner_map, c->owner_map_size);
+        if (c->ident_map)
+                (void) munmap(c->ident_map, c->ident_map_size);
         free(c->owners);
-        free(c->owner_keys);
         free(c->slot_procs);
         free(c->chunk_keys);
         free(c->percpu);
+        free(c->zero_percpu);
         free(c->batch_keys);
         free(c->batch_values);
         free(c);
@@ -752,13 +788,10 @@ static int account_counters(Collector *c, CollectorProc *p, const struct ts_coun
  * before the owner is released, so the next owner starts from zero. No BPF program writes the
  * slot meanwhile: its owner is marked exited, which matches no tgid. */
 static void slot_free(Collector *c, uint32_t slot) {
-        struct ts_ident zero_id = {};
-        uint32_t free_owner = TS_OWNER_FREE;
-
-        memset(c->percpu, 0, (size_t) c->n_cpus * sizeof(*c->percpu));
-        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_counters), &slot, c->percpu, BPF_ANY);
-        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_ident), &slot, &zero_id, BPF_ANY);
-        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_owner), &slot, &free_owner, BPF_ANY);
+        (void) bpf_map_update_elem(bpf_map__fd(c->skel->maps.slot_counters), &slot, c->zero_percpu, BPF_ANY);
+        memset(&c->ident_map[slot], 0, sizeof(c->ident_map[slot]));
+        /* Release: the zeroed counters and identity are visible before the slot is free. */
+        __atomic_store_n(&c->owner_map[slot].tgid, TS_OWNER_FREE, __ATOMIC_RELEASE);
         if (c->slot_procs[slot])
                 c->slot_procs[slot]->slot = -1;
         c->slot_procs[slot] = NULL;
@@ -775,11 +808,10 @@ static int drain_slot(Collector *c, uint32_t slot, uint32_t owner, const struct 
         int r;
 
         if (!p || p->info.pid != tgid) {
-                struct ts_ident id;
+                /* Claimed since the last tick: the identity was written before the owner, which
+                 * was read with acquire semantics. */
+                struct ts_ident id = c->ident_map[slot];
 
-                /* Claimed since the last tick: the identity was written before the owner. */
-                if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.slot_ident), &slot, &id) < 0)
-                        return 0;
                 if (p)
                         p->slot = -1;
                 r = proc_get(c, tgid, id.start_time, &id, now, &p);
@@ -797,30 +829,53 @@ static int drain_slot(Collector *c, uint32_t slot, uint32_t owner, const struct 
         return 0;
 }
 
-/* The owners of all slots in one call, then the counters of each chunk of SLOT_CHUNK slots that
- * has an owner in one call: a few system calls per tick, not one per process. */
+/* The counters of one slot, summed over the CPUs. */
+static int slot_read(Collector *c, uint32_t slot, struct ts_counters *ret) {
+        if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.slot_counters), &slot, c->percpu) < 0)
+                return -errno;
+        *ret = (struct ts_counters) {};
+        for (int cpu = 0; cpu < c->n_cpus; cpu++)
+                counters_sum(&c->percpu[cpu], ret);
+        return 0;
+}
+
+/* The owners are read in place; the counters of a chunk of SLOT_CHUNK slots take one system call
+ * for the chunk where it is densely owned, one per owned slot where it is sparse (a batch costs
+ * per slot read, owned or not: about a third of a single lookup). */
 static int drain_slots(Collector *c, uint64_t now) {
         int counters_fd = bpf_map__fd(c->skel->maps.slot_counters);
-        uint32_t out_batch = 0, count = c->n_slots;
         int r;
 
-        r = bpf_map_lookup_batch(bpf_map__fd(c->skel->maps.slot_owner), NULL, &out_batch, c->owner_keys, c->owners,
-                                 &count, NULL);
-        if (r < 0 && errno != ENOENT)
-                return -errno;
-        /* An array is read in key order: owners[slot]. */
-        if (count != c->n_slots)
-                return -EIO;
+        for (uint32_t slot = 0; slot < c->n_slots; slot++)
+                c->owners[slot] = __atomic_load_n(&c->owner_map[slot].tgid, __ATOMIC_ACQUIRE);
 
         for (uint32_t start = 0; start < c->n_slots; start += SLOT_CHUNK) {
-                /* A batch continues after in_batch: the chunk starts after its previous slot. */
-                uint32_t n = MIN(SLOT_CHUNK, c->n_slots - start), in_batch = start - 1, got = n;
-                bool owned = false;
+                uint32_t n = MIN(SLOT_CHUNK, c->n_slots - start), owned = 0, in_batch, out_batch, got;
 
-                for (uint32_t slot = start; slot < start + n && !owned; slot++)
-                        owned = owner_is_process(c->owners[slot]);
-                if (!owned)
+                for (uint32_t slot = start; slot < start + n; slot++)
+                        owned += owner_is_process(c->owners[slot]);
+                if (owned == 0)
                         continue;
+
+                if (owned * 3 < n) {
+                        for (uint32_t slot = start; slot < start + n; slot++) {
+                                struct ts_counters sum;
+
+                                if (!owner_is_process(c->owners[slot]))
+                                        continue;
+                                r = slot_read(c, slot, &sum);
+                                if (r < 0)
+                                        return r;
+                                r = drain_slot(c, slot, c->owners[slot], &sum, now);
+                                if (r < 0)
+                                        return r;
+                        }
+                        continue;
+                }
+
+                /* A batch continues after in_batch: the chunk starts after its previous slot. */
+                in_batch = start - 1;
+                got = n;
                 r = bpf_map_lookup_batch(counters_fd, start == 0 ? NULL : &in_batch, &out_batch, c->chunk_keys,
                                          c->percpu, &got, NULL);
                 if (r < 0 && errno != ENOENT)
