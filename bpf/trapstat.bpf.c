@@ -315,7 +315,13 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
                         s.pos = s.head;
                         s.min_flt = BPF_CORE_READ(sig, min_flt);
                         s.maj_flt = BPF_CORE_READ(sig, maj_flt);
-                        bpf_loop(TS_MAX_THREADS, add_thread, &s, 0);
+                        /* Most processes have one thread: then it is task itself (a leader that
+                         * exited early stays in the list until the process is reaped). */
+                        if (BPF_CORE_READ(sig, nr_threads) == 1) {
+                                s.min_flt += BPF_CORE_READ(task, min_flt);
+                                s.maj_flt += BPF_CORE_READ(task, maj_flt);
+                        } else
+                                bpf_loop(TS_MAX_THREADS, add_thread, &s, 0);
                         if (!(seq & 1) && seq == BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence))
                                 break;
                 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,35 @@ struct Store {
         char *sums;         /* "SUM(f_user), SUM(f_kernel), ..." */
         char *sums_as;      /* "SUM(f_user) AS f_user, ..." */
         sqlite3_stmt *upsert_process;
+        sqlite3_stmt *update_process; /* by id, for a process in `known` */
         sqlite3_stmt *upsert_sample;
+        sqlite3_stmt *update_sample;  /* a raw row this store has written in this bucket already */
         sqlite3_stmt *find_process;
         sqlite3_stmt *find_newest_process;
         sqlite3_stmt *add_trap, *add_signal;
+        void *known;                  /* tsearch() tree of KnownProcess by (pid, start_time) */
+        uint64_t swept_bucket;        /* raw bucket in which `known` was last swept */
 };
+
+/* A process row as this store last wrote it, so that a tick writes the row only when something
+ * in it changes: comm, uid, cmdline, unit, exited, or last seen moving into another raw bucket.
+ * Rewriting every live process's row every tick was most of the cost of a flush. Entries go at
+ * exit, after KNOWN_IDLE_USEC without a sample, and all of them when a transaction fails (the
+ * ids it created are rolled back) or when rows are marked exited behind the collector's back. */
+typedef struct KnownProcess {
+        uint32_t pid;
+        uint64_t start_time;
+        int64_t id;                 /* process.id */
+        char comm[COMM_MAX];        /* comm and uid as in the row */
+        uint32_t uid;
+        char *cmdline, *unit;       /* the last non-NULL ones written; NULL: none written */
+        uint64_t last_seen_written; /* last_seen_usec as in the row */
+        uint64_t last_seen;         /* the newest the caller passed: written when it leaves */
+        uint64_t sample_bucket;     /* the raw bucket of its last sample_raw row written, 0: none */
+        uint64_t flushed_usec;      /* the last flush it was in */
+} KnownProcess;
+
+#define KNOWN_IDLE_USEC (60 * UINT64_C(1000000))
 
 /* Tables of each tier (index: TIER_RAW, TIER_MINUTE, TIER_HOUR). */
 static const char *const sample_tables[_TIER_MAX] = { "sample_raw", "sample_minute", "sample_hour" };
@@ -136,7 +161,9 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
         return applied;
 }
 
-static char *join_fault_columns(const char *fmt) {
+/* fmt once per Faults member, comma-separated; it gets the member's name (%1$s) and, for SQL
+ * parameters, first + its index (%2$zu). */
+static char *join_numbered_columns(const char *fmt, size_t first) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
@@ -146,13 +173,17 @@ static char *join_fault_columns(const char *fmt) {
         for (size_t i = 0; i < n_fault_fields; i++) {
                 if (i > 0)
                         fputs(", ", f);
-                fprintf(f, fmt, fault_fields[i].name, fault_fields[i].name);
+                fprintf(f, fmt, fault_fields[i].name, first + i);
         }
         if (fclose(f) != 0) {
                 free(buf);
                 return NULL;
         }
         return buf;
+}
+
+static char *join_fault_columns(const char *fmt) {
+        return join_numbered_columns(fmt, 0);
 }
 
 static int prepare(Store *s, sqlite3_stmt **ret, const char *fmt, ...) _printf_(3, 4);
@@ -172,15 +203,16 @@ static int prepare(Store *s, sqlite3_stmt **ret, const char *fmt, ...) {
 #define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"
 
 static int prepare_statements(Store *s) {
-        _cleanup_free_ char *placeholders = NULL, *increments = NULL;
+        _cleanup_free_ char *placeholders = NULL, *increments = NULL, *adds = NULL;
         int r;
 
         placeholders = join_fault_columns("?");
         increments = join_fault_columns("f_%1$s = f_%1$s + excluded.f_%1$s");
+        adds = join_numbered_columns("f_%1$s = f_%1$s + ?%2$zu", 3);
         s->columns = join_fault_columns("f_%s");
         s->sums = join_fault_columns("SUM(f_%s)");
-        s->sums_as = join_fault_columns("SUM(f_%s) AS f_%s");
-        if (!placeholders || !increments || !s->columns || !s->sums || !s->sums_as)
+        s->sums_as = join_fault_columns("SUM(f_%1$s) AS f_%1$s");
+        if (!placeholders || !increments || !adds || !s->columns || !s->sums || !s->sums_as)
                 return -ENOMEM;
 
         r = prepare(s, &s->upsert_process,
@@ -192,10 +224,19 @@ static int prepare_statements(Store *s) {
                     "exited = max(exited, excluded.exited) RETURNING id");
         if (r < 0)
                 return r;
+        r = prepare(s, &s->update_process,
+                    "UPDATE process SET comm = ?2, uid = ?3, cmdline = coalesce(?4, cmdline), unit = coalesce(?5, unit), "
+                    "last_seen_usec = max(last_seen_usec, ?6), exited = max(exited, ?7) WHERE id = ?1");
+        if (r < 0)
+                return r;
         r = prepare(s, &s->upsert_sample,
                     "INSERT INTO sample_raw (process_id, time_usec, %s, traps) VALUES (?, ?, %s, ?) "
                     "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s, traps = traps + excluded.traps",
                     s->columns, placeholders, increments);
+        if (r < 0)
+                return r;
+        r = prepare(s, &s->update_sample, "UPDATE sample_raw SET %s, traps = traps + ?%zu WHERE process_id = ?1 AND time_usec = ?2",
+                    adds, n_fault_fields + 3);
         if (r < 0)
                 return r;
         r = prepare(s, &s->find_process, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? AND start_time = ? "
@@ -271,11 +312,19 @@ fail:
         return r;
 }
 
+/* Defined with the rest of the known-process cache, by store_flush(). */
+static void known_write_all(Store *s);
+static void known_clear(Store *s);
+
 Store *store_free(Store *s) {
         if (!s)
                 return NULL;
+        known_write_all(s);
+        known_clear(s);
         sqlite3_finalize(s->upsert_process);
+        sqlite3_finalize(s->update_process);
         sqlite3_finalize(s->upsert_sample);
+        sqlite3_finalize(s->update_sample);
         sqlite3_finalize(s->find_process);
         sqlite3_finalize(s->find_newest_process);
         sqlite3_finalize(s->add_trap);
@@ -345,8 +394,13 @@ static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         return 0;
 }
 
-static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta, uint64_t traps) {
-        sqlite3_stmt *st = s->upsert_sample;
+/* Adds delta and traps to the process's raw row of the bucket. A row this store wrote in this
+ * bucket already (exists) gets a plain UPDATE, cheaper than the upsert's conflict path; when it
+ * turns out to be gone, the upsert creates it again. */
+static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta, uint64_t traps,
+                      bool exists) {
+        sqlite3_stmt *st = exists ? s->update_sample : s->upsert_sample;
+        int r;
 
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, process_id);
@@ -354,7 +408,10 @@ static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const 
         for (size_t i = 0; i < n_fault_fields; i++)
                 sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(delta, &fault_fields[i]));
         sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) traps);
-        return step_done(st);
+        r = step_done(st);
+        if (r >= 0 && exists && sqlite3_changes(s->db) == 0)
+                return add_sample(s, process_id, bucket_usec, delta, traps, false);
+        return r;
 }
 
 static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const Traps *t) {
@@ -387,6 +444,237 @@ static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const T
         return 0;
 }
 
+static int known_compare(const void *a, const void *b) {
+        const KnownProcess *x = a, *y = b;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+static void known_free(void *p) {
+        KnownProcess *k = p;
+
+        free(k->cmdline);
+        free(k->unit);
+        free(k);
+}
+
+static void known_forget(Store *s, KnownProcess *k) {
+        tdelete(k, &s->known, known_compare);
+        known_free(k);
+}
+
+static void known_clear(Store *s) {
+        tdestroy(s->known, known_free);
+        s->known = NULL;
+}
+
+static KnownProcess *known_find(Store *s, const ProcessInfo *p) {
+        KnownProcess key = { .pid = p->pid, .start_time = p->start_time };
+        KnownProcess **k = tfind(&key, &s->known, known_compare);
+
+        return k ? *k : NULL;
+}
+
+static bool text_changes(const char *cached, const char *v) {
+        /* NULL keeps what the row has (coalesce in the statements). */
+        return v && (!cached || strcmp(cached, v) != 0);
+}
+
+static int text_update(char **cached, const char *v) {
+        char *copy;
+
+        if (!text_changes(*cached, v))
+                return 0;
+        copy = strdup(v);
+        if (!copy)
+                return -ENOMEM;
+        free(*cached);
+        *cached = copy;
+        return 0;
+}
+
+/* Whether the row needs writing: what the UPDATE would change, except a last seen that stays in
+ * the raw bucket last written (precision: see store_flush() in store.h). */
+static bool known_differs(const KnownProcess *k, const ProcessInfo *p) {
+        return p->exited || strcmp(k->comm, p->comm) != 0 || k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
+               text_changes(k->unit, p->unit) ||
+               (p->last_seen_usec > k->last_seen_written &&
+                p->last_seen_usec / STORE_RAW_BUCKET_USEC != k->last_seen_written / STORE_RAW_BUCKET_USEC);
+}
+
+/* Records that the row now holds p's identity. */
+static int known_update(KnownProcess *k, const ProcessInfo *p) {
+        int r;
+
+        snprintf(k->comm, sizeof(k->comm), "%s", p->comm);
+        k->uid = p->uid;
+        k->last_seen_written = MAX(k->last_seen_written, p->last_seen_usec);
+        k->last_seen = MAX(k->last_seen, p->last_seen_usec);
+        r = text_update(&k->cmdline, p->cmdline);
+        if (r >= 0)
+                r = text_update(&k->unit, p->unit);
+        return r;
+}
+
+static int known_add(Store *s, const ProcessInfo *p, int64_t id, KnownProcess **ret) {
+        KnownProcess *k;
+        int r;
+
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        *k = (KnownProcess) { .pid = p->pid, .start_time = p->start_time, .id = id };
+        r = known_update(k, p);
+        if (r < 0 || !tsearch(k, &s->known, known_compare)) {
+                known_free(k);
+                return -ENOMEM;
+        }
+        *ret = k;
+        return 0;
+}
+
+/* Writes identity, last seen and exited into the row with this id; -ENOENT when it is gone. */
+static int update_process(Store *s, int64_t id, const ProcessInfo *p) {
+        sqlite3_stmt *st = s->update_process;
+        int r;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, p->comm, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, p->uid);
+        bind_text_or_null(st, 4, p->cmdline);
+        bind_text_or_null(st, 5, p->unit);
+        sqlite3_bind_int64(st, 6, (int64_t) p->last_seen_usec);
+        sqlite3_bind_int(st, 7, p->exited);
+        r = step_done(st);
+        if (r >= 0 && sqlite3_changes(s->db) == 0)
+                return -ENOENT;
+        return r;
+}
+
+/* Writes the last seen that is newer than the row's (only its raw bucket was written). */
+static int known_write_last_seen(Store *s, KnownProcess *k) {
+        ProcessInfo p = { .uid = k->uid, .last_seen_usec = k->last_seen };
+        int r;
+
+        if (k->last_seen <= k->last_seen_written)
+                return 0;
+        snprintf(p.comm, sizeof(p.comm), "%s", k->comm);
+        r = update_process(s, k->id, &p);
+        if (r == -ENOENT)
+                return 0; /* nothing left to update */
+        if (r >= 0)
+                k->last_seen_written = k->last_seen;
+        return r;
+}
+
+/* The process's row id, the row created or updated as needed; *ret_known: its cache entry. */
+static int process_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProcess **ret_known) {
+        KnownProcess *k = known_find(s, p);
+        int64_t id = 0;
+        int r;
+
+        if (k) {
+                if (!known_differs(k, p)) {
+                        k->last_seen = MAX(k->last_seen, p->last_seen_usec);
+                        *ret_id = k->id;
+                        *ret_known = k;
+                        return 0;
+                }
+                r = update_process(s, k->id, p);
+                if (r >= 0) {
+                        r = known_update(k, p);
+                        if (r < 0)
+                                return r;
+                        *ret_id = k->id;
+                        *ret_known = k;
+                        return 0;
+                }
+                if (r != -ENOENT)
+                        return r;
+                known_forget(s, k); /* the row is gone: create it again */
+        }
+        r = upsert_process(s, p, &id);
+        if (r < 0)
+                return r;
+        r = known_add(s, p, id, &k);
+        if (r < 0)
+                return r;
+        *ret_id = id;
+        *ret_known = k;
+        return 0;
+}
+
+typedef struct KnownSweep {
+        uint64_t before_usec;
+        KnownProcess **idle;
+        size_t n, capacity;
+        bool failed;
+} KnownSweep;
+
+static void known_sweep_visit(const void *node, VISIT which, void *userdata) {
+        KnownProcess *k = *(KnownProcess *const *) node;
+        KnownSweep *w = userdata;
+
+        if ((which != postorder && which != leaf) || k->flushed_usec >= w->before_usec)
+                return;
+        if (w->n == w->capacity) {
+                size_t c = w->capacity ? w->capacity * 2 : 64;
+                KnownProcess **a = reallocarray(w->idle, c, sizeof(*a));
+                if (!a) {
+                        w->failed = true;
+                        return;
+                }
+                w->idle = a;
+                w->capacity = c;
+        }
+        w->idle[w->n++] = k;
+}
+
+/* Forgets the processes that had no sample for KNOWN_IDLE_USEC, writing their last seen first.
+ * Part of the caller's transaction. */
+static int known_sweep(Store *s, uint64_t now_usec) {
+        KnownSweep w = { .before_usec = now_usec > KNOWN_IDLE_USEC ? now_usec - KNOWN_IDLE_USEC : 0 };
+        int r = 0;
+
+        twalk_r(s->known, known_sweep_visit, &w);
+        if (w.failed)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < w.n; i++) {
+                r = known_write_last_seen(s, w.idle[i]);
+                if (r >= 0)
+                        known_forget(s, w.idle[i]);
+        }
+        free(w.idle);
+        return r;
+}
+
+typedef struct KnownWrite {
+        Store *s;
+        int r;
+} KnownWrite;
+
+static void known_write_visit(const void *node, VISIT which, void *userdata) {
+        KnownWrite *w = userdata;
+
+        if ((which == postorder || which == leaf) && w->r >= 0)
+                w->r = known_write_last_seen(w->s, *(KnownProcess *const *) node);
+}
+
+/* At close, the exact last seen of the processes still known: their rows have only the raw
+ * bucket of it. Best effort: a store that cannot write has lost more than that already. */
+static void known_write_all(Store *s) {
+        KnownWrite w = { .s = s };
+
+        if (!s->known || !s->update_process || exec_sql(s->db, "BEGIN IMMEDIATE") < 0)
+                return;
+        twalk_r(s->known, known_write_visit, &w);
+        if (w.r < 0 || exec_sql(s->db, "COMMIT") < 0)
+                rollback(s);
+}
+
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
         uint64_t bucket = now_usec - now_usec % STORE_RAW_BUCKET_USEC;
         int r;
@@ -396,25 +684,38 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         r = exec_sql(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++) {
-                int64_t id = 0;
-
-                r = upsert_process(s, samples[i].process, &id);
+        if (bucket != s->swept_bucket) {
+                r = known_sweep(s, now_usec);
                 if (r < 0)
                         goto rollback;
+                s->swept_bucket = bucket;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const ProcessInfo *p = samples[i].process;
+                KnownProcess *k;
+                int64_t id = 0;
+
+                r = process_row(s, p, &id, &k);
+                if (r < 0)
+                        goto rollback;
+                k->flushed_usec = now_usec;
 
                 uint64_t traps = samples[i].traps ? traps_total(samples[i].traps) : 0;
 
                 if (!faults_is_zero(&samples[i].delta) || traps > 0) {
-                        r = add_sample(s, id, bucket, &samples[i].delta, traps);
+                        r = add_sample(s, id, bucket, &samples[i].delta, traps, k->sample_bucket == bucket);
                         if (r < 0)
                                 goto rollback;
+                        k->sample_bucket = bucket;
                 }
                 if (traps > 0) {
                         r = add_traps(s, id, bucket, samples[i].traps);
                         if (r < 0)
                                 goto rollback;
                 }
+                /* Its row is final: exited, last seen exact. */
+                if (p->exited)
+                        known_forget(s, k);
         }
         r = exec_sql(s->db, "COMMIT");
         if (r < 0)
@@ -422,6 +723,8 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         return 0;
 rollback:
         rollback(s);
+        /* What the cache says may have been rolled back with it. */
+        known_clear(s);
         return r;
 }
 
@@ -738,6 +1041,9 @@ int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, v
         size_t n = 0;
         int rc, r;
 
+        /* Rows marked exited here may be deleted by maintenance: no entry may point at them. */
+        known_write_all(s);
+        known_clear(s);
         r = prepare(s, &list, "SELECT id, pid, start_time FROM process WHERE boot_id = ?1 AND NOT exited");
         if (r >= 0)
                 r = prepare(s, &mark, "UPDATE process SET exited = 1 WHERE id = ?1");

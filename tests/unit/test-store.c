@@ -571,6 +571,113 @@ static void test_size_cap_keeps_what_is_not_rolled_up(void **state) {
         store_free(s);
 }
 
+static ProcessInfo found_process(Store *s, uint32_t pid) {
+        ProcessInfo found;
+        int64_t id;
+
+        assert_int_equal(store_find_process(s, pid, 0, &id, &found), 0);
+        return found;
+}
+
+static uint64_t found_last_seen(Store *s, uint32_t pid) {
+        ProcessInfo found = found_process(s, pid);
+        uint64_t v = found.last_seen_usec;
+
+        process_info_done(&found);
+        return v;
+}
+
+static void flush_one(Store *s, ProcessInfo *p, uint64_t now, uint64_t user) {
+        ProcessSample sample = { p, (Faults) { .user = user }, NULL };
+
+        p->last_seen_usec = now;
+        assert_int_equal(store_flush(s, now, &sample, 1), 0);
+}
+
+/* The process row is written when something in it changes, last seen only when it moves into
+ * another raw bucket; exact at exit, when the process goes idle and at close. Counts are exact
+ * whichever way a tick's row is written. */
+static void test_process_row_writes(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL; /* a bucket boundary */
+        ProcessInfo a = { .pid = 600, .start_time = 7, .comm = "a", .uid = 1000, .first_seen_usec = t0 };
+        ProcessInfo b = { .pid = 601, .start_time = 7, .comm = "b", .uid = 1000, .first_seen_usec = t0 };
+        char path[256];
+        ProcessInfo found;
+        sqlite3 *db;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/rows.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+
+        /* Ticks 1..9 s after the bucket's first: last seen stays at the bucket's first tick. */
+        for (uint64_t i = 0; i < 10; i++)
+                flush_one(s, &a, t0 + 500000 + i * S, i + 1);
+        assert_int_equal(found_last_seen(s, 600), t0 + 500000);
+        assert_int_equal(history_user(s, 600, 10 * S, NULL), 55);
+        /* The next bucket moves it. */
+        flush_one(s, &a, t0 + 10 * S, 1);
+        assert_int_equal(found_last_seen(s, 600), t0 + 10 * S);
+
+        /* A rename, a new user, a command line and a unit are written at once, mid-bucket. */
+        snprintf(a.comm, sizeof(a.comm), "a-renamed");
+        a.uid = 1001;
+        a.cmdline = (char *) "a --x";
+        a.unit = (char *) "a.service";
+        flush_one(s, &a, t0 + 11 * S, 1);
+        found = found_process(s, 600);
+        assert_string_equal(found.comm, "a-renamed");
+        assert_int_equal(found.uid, 1001);
+        assert_string_equal(found.cmdline, "a --x");
+        assert_string_equal(found.unit, "a.service");
+        assert_int_equal(found.last_seen_usec, t0 + 11 * S);
+        process_info_done(&found);
+        /* Unknown (NULL) ones keep what the row has. */
+        a.cmdline = a.unit = NULL;
+        flush_one(s, &a, t0 + 12 * S, 1);
+        found = found_process(s, 600);
+        assert_string_equal(found.cmdline, "a --x");
+        assert_string_equal(found.unit, "a.service");
+        process_info_done(&found);
+
+        /* Rows removed behind the store's back are written again, counts exact. */
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "DELETE FROM sample_raw", NULL, NULL, NULL), SQLITE_OK);
+        flush_one(s, &a, t0 + 13 * S, 5);
+        assert_int_equal(history_user(s, 600, 10 * S, NULL), 5);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM process WHERE pid = 600", NULL, NULL, NULL), SQLITE_OK);
+        snprintf(a.comm, sizeof(a.comm), "a-again");
+        flush_one(s, &a, t0 + 14 * S, 3);
+        assert_int_equal(history_user(s, 600, 10 * S, NULL), 3);
+        sqlite3_close(db);
+
+        /* b is seen once, then idle for more than a minute: its exact last seen is written when
+         * it leaves the cache (at the first flush of a later bucket). */
+        flush_one(s, &b, t0 + 15 * S, 1);
+        flush_one(s, &b, t0 + 16 * S, 1);
+        assert_int_equal(found_last_seen(s, 601), t0 + 15 * S);
+        flush_one(s, &a, t0 + 80 * S, 1);
+        assert_int_equal(found_last_seen(s, 601), t0 + 16 * S);
+
+        /* At exit: exited and the exact last seen, at once. */
+        a.exited = true;
+        flush_one(s, &a, t0 + 81 * S, 1);
+        found = found_process(s, 600);
+        assert_true(found.exited);
+        assert_int_equal(found.last_seen_usec, t0 + 81 * S);
+        process_info_done(&found);
+        assert_int_equal(history_user(s, 600, 10 * S, NULL), 3 + 1 + 1);
+
+        /* At close: the exact last seen of the ones still running. */
+        flush_one(s, &b, t0 + 90 * S, 1);
+        flush_one(s, &b, t0 + 93 * S, 1);
+        assert_int_equal(found_last_seen(s, 601), t0 + 90 * S);
+        store_free(s);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        assert_int_equal(found_last_seen(s, 601), t0 + 93 * S);
+        assert_int_equal(history_user(s, 601, 10 * S, NULL), 4);
+        store_free(s);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -593,6 +700,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_list_filters),
                 cmocka_unit_test(test_rollup_and_retention),
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
+                cmocka_unit_test(test_process_row_writes),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");
