@@ -103,7 +103,8 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
                                  "one trap not counted: the map of trapping processes was full (--max-processes)" },
         [TS_DROP_EXIT_EVENT] = { "exit_event_lost",
                                  "one process exit: the event buffer was full (--event-buffer); the process is marked "
-                                 "exited up to 30 s late and its last minor/major faults are not counted" },
+                                 "exited up to 30 s late, its last minor/major faults and a rename since its last tick "
+                                 "are missing" },
         [TS_DROP_EXEC_EVENT] = { "exec_event_lost",
                                  "one exec: the event buffer was full (--event-buffer); the new name and command line "
                                  "are read from /proc, and are missing if the process is already gone" },
