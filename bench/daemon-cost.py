@@ -5,8 +5,11 @@ system, with N live processes that fault every tick, and with Watch clients atta
 scenarios in one run, side by side. The budget (DESIGN "Performance budget"): under 1 % of one
 core and under 32 MiB RSS, idle or with 1000 live processes.
 
-usage: sudo python3 bench/daemon-cost.py [--build DIR] [--procs 1000] [--seconds 60] [--warmup 10]
-Run from the source tree after `meson compile -C build`. Needs root (BPF)."""
+usage: sudo python3 bench/daemon-cost.py [--build DIR] [--baseline-build DIR] [--procs 1000] [--seconds 60]
+                                        [--warmup 10] [--only TEXT]
+Run from the source tree after `meson compile -C build`. Needs root (BPF). With --baseline-build,
+every scenario also runs with that build's trapstatd (and its live-procs), right before the one
+of --build, and the table shows both side by side: before (baseline) and after (--build)."""
 import argparse
 import json
 import os
@@ -67,11 +70,11 @@ class Watcher(threading.Thread):
         self.sock.close()
 
 
-def run_scenario(args, name, procs, interval_ms, watchers):
+def run_scenario(args, build, name, procs, interval_ms, watchers):
     tmp = tempfile.mkdtemp(prefix="trapstat-cost-")
     sock = os.path.join(tmp, "io.trapstat")
     log = open(os.path.join(tmp, "trapstatd.log"), "w")
-    daemon = subprocess.Popen([os.path.join(args.build, "daemon", "trapstatd"), "--state-dir", tmp, "--socket", sock],
+    daemon = subprocess.Popen([os.path.join(build, "daemon", "trapstatd"), "--state-dir", tmp, "--socket", sock],
                               stdout=log, stderr=subprocess.STDOUT)
     workload, clients = None, []
     try:
@@ -81,7 +84,7 @@ def run_scenario(args, name, procs, interval_ms, watchers):
                 raise SystemExit(f"trapstatd did not start; see {log.name}")
             time.sleep(0.05)
         if procs:
-            workload = subprocess.Popen([os.path.join(args.build, "bench", "live-procs"), str(procs), str(interval_ms),
+            workload = subprocess.Popen([os.path.join(build, "bench", "live-procs"), str(procs), str(interval_ms),
                                          "10"],
                                         stdout=subprocess.PIPE, text=True)
             if not workload.stdout.readline().startswith("ready"):
@@ -116,12 +119,19 @@ def run_scenario(args, name, procs, interval_ms, watchers):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
+    ap.add_argument("--baseline-build", metavar="DIR",
+                    help="also run every scenario with this build (e.g. of the last landed main), side by side")
     ap.add_argument("--procs", type=int, default=1000)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--warmup", type=float, default=10)
+    ap.add_argument("--only", metavar="TEXT", help="run only the scenarios whose name contains TEXT")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("daemon-cost: needs root (trapstatd loads BPF programs)")
+    for build in filter(None, (args.build, args.baseline_build)):
+        for tool in ("daemon/trapstatd", "bench/live-procs"):
+            if not os.access(os.path.join(build, tool), os.X_OK):
+                sys.exit(f"daemon-cost: no {tool} in {build}; run meson compile -C {build}")
 
     n = args.procs
     scenarios = [
@@ -131,15 +141,31 @@ def main():
         (f"{n} every 1 s + Watch (limit 20)", n, 1000, [20]),
         (f"{n} every 1 s + Watch (limit 10000)", n, 1000, [10000]),
     ]
+    scenarios = [s for s in scenarios if not args.only or args.only in s[0]]
     print(f"daemon-cost: trapstatd at the default tick (1 s), {args.seconds:.0f} s measured after "
           f"{args.warmup:.0f} s warm-up; each process writes 10 fresh pages per round")
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, kernel {os.uname().release}, "
           f"{os.cpu_count()} CPUs")
     print()
-    print(f"| {'scenario':40} | CPU % of one core | RSS MiB | peak RSS MiB | database KiB | Watch |")
-    print(f"|{'-' * 42}|------------------|---------|--------------|--------------|-------|")
+    if args.baseline_build:
+        print(f"before: {args.baseline_build}, after: {args.build}")
+        print()
+        print(f"| {'scenario':40} | CPU % before | CPU % after | RSS MiB before | RSS MiB after | "
+              f"peak RSS MiB before | peak RSS MiB after | database KiB before | database KiB after | Watch (after) |")
+        print(f"|{'-' * 42}|--------------|-------------|----------------|---------------|"
+              f"---------------------|--------------------|---------------------|--------------------|---------------|")
+    else:
+        print(f"| {'scenario':40} | CPU % of one core | RSS MiB | peak RSS MiB | database KiB | Watch |")
+        print(f"|{'-' * 42}|------------------|---------|--------------|--------------|-------|")
     for name, procs, interval_ms, watchers in scenarios:
-        r = run_scenario(args, name, procs, interval_ms, watchers)
+        if args.baseline_build:
+            b = run_scenario(args, args.baseline_build, name, procs, interval_ms, watchers)
+            a = run_scenario(args, args.build, name, procs, interval_ms, watchers)
+            print(f"| {name:40} | {b['cpu']:12.2f} | {a['cpu']:11.2f} | {b['rss']:14.1f} | {a['rss']:13.1f} | "
+                  f"{b['hwm']:19.1f} | {a['hwm']:18.1f} | {b['db']:19.0f} | {a['db']:18.0f} | {a['watch'] or '-'} |",
+                  flush=True)
+            continue
+        r = run_scenario(args, args.build, name, procs, interval_ms, watchers)
         print(f"| {r['name']:40} | {r['cpu']:16.2f} | {r['rss']:7.1f} | {r['hwm']:12.1f} | {r['db']:12.0f} | "
               f"{r['watch'] or '-'} |", flush=True)
 

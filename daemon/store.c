@@ -235,8 +235,9 @@ static int prepare_statements(Store *s) {
                     s->columns, placeholders, increments);
         if (r < 0)
                 return r;
-        r = prepare(s, &s->update_sample, "UPDATE sample_raw SET %s, traps = traps + ?%zu WHERE process_id = ?1 AND time_usec = ?2",
-                    adds, n_fault_fields + 3);
+        r = prepare(s, &s->update_sample,
+                    "UPDATE sample_raw SET %s, traps = traps + ?%zu WHERE process_id = ?1 AND time_usec = ?2", adds,
+                    n_fault_fields + 3);
         if (r < 0)
                 return r;
         r = prepare(s, &s->find_process, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? AND start_time = ? "

@@ -47,9 +47,14 @@ const char *store_path(Store *s);
 /* Database file plus write-ahead log, in bytes. */
 uint64_t store_size_bytes(Store *s);
 
-/* Writes one tick in one transaction: each process row is created or updated (last seen,
- * exited, comm), each non-zero delta (faults, traps) is added to the raw bucket holding
- * now_usec. */
+/* Writes one tick in one transaction: each non-zero delta (faults, traps) is added to the raw
+ * bucket holding now_usec, and each process row is created, or updated when its comm, uid,
+ * cmdline, unit or exited changed. Last seen is written when it moves into another raw bucket:
+ * while a process runs, the row's last_seen_usec is its first tick in the newest bucket, less
+ * than 10 s behind the newest tick (still >= the start of every bucket the process has rows in);
+ * it is exact at exit, at store_free(), and at the first flush in a later bucket once the
+ * process has had no sample for a minute. The samples' ProcessInfo need to live only for the
+ * call: the store keeps copies of what it wrote. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 
 /* One step of maintenance, each part in its own short transaction so that queries wait at most

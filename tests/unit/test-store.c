@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -640,6 +641,7 @@ static void test_process_row_writes(void **state) {
         process_info_done(&found);
 
         /* Rows removed behind the store's back are written again, counts exact. */
+        assert_int_equal(history_user(s, 600, 10 * S, NULL), 55 + 3);
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
         assert_int_equal(sqlite3_exec(db, "DELETE FROM sample_raw", NULL, NULL, NULL), SQLITE_OK);
         flush_one(s, &a, t0 + 13 * S, 5);
@@ -678,6 +680,42 @@ static void test_process_row_writes(void **state) {
         store_free(s);
 }
 
+/* A daemon killed between ticks loses none it committed: a child flushes 25 ticks over three
+ * buckets and is killed without closing the store. */
+static void test_killed_keeps_committed_ticks(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo a = { .pid = 700, .start_time = 7, .comm = "a", .first_seen_usec = t0 };
+        char path[256];
+        int status;
+        Store *s;
+        pid_t pid;
+
+        snprintf(path, sizeof(path), "%s/killed.db", tmpdir);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                if (store_open(path, "boot-1", &s) < 0)
+                        _exit(1);
+                for (uint64_t i = 0; i < 25; i++) {
+                        ProcessSample sample = { &a, (Faults) { .user = i + 1, .major = 1 }, NULL };
+
+                        a.last_seen_usec = t0 + i * S;
+                        if (store_flush(s, t0 + i * S, &sample, 1) < 0)
+                                _exit(1);
+                }
+                raise(SIGKILL);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        assert_int_equal(history_user(s, 700, 10 * S, NULL), 25 * 26 / 2);
+        assert_int_equal(history_user(s, 700, 60 * S, NULL), 25 * 26 / 2);
+        /* Last seen is kept to its raw bucket: the newest tick's bucket. */
+        assert_int_equal(found_last_seen(s, 700), t0 + 20 * S);
+        store_free(s);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -701,6 +739,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_rollup_and_retention),
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
                 cmocka_unit_test(test_process_row_writes),
+                cmocka_unit_test(test_killed_keeps_committed_ticks),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");
