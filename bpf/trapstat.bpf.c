@@ -299,7 +299,9 @@ static long add_thread(__u32 index, void *ctx) {
 }
 
 static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __u64 *ret_maj) {
-        struct signal_struct *sig = BPF_CORE_READ(task, signal);
+        /* task is a trusted pointer (iterator, tracepoint): fields are read directly, which
+         * costs a load where bpf_probe_read_kernel() costs a call. */
+        struct signal_struct *sig = task->signal;
         struct task_struct *leader;
         struct fault_sum s = {};
 
@@ -309,19 +311,23 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
         }
         if (bpf_core_field_exists(sig->thread_head) && bpf_core_field_exists(task->thread_node)) {
                 for (int attempt = 0; attempt < 4; attempt++) {
+                        /* Through bpf_probe_read_kernel(): a call, so not merged with the
+                         * read after the sum. */
                         unsigned int seq = BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence);
 
-                        s.head = (void *) sig + bpf_core_field_offset(struct signal_struct, thread_head);
-                        s.pos = s.head;
-                        s.min_flt = BPF_CORE_READ(sig, min_flt);
-                        s.maj_flt = BPF_CORE_READ(sig, maj_flt);
+                        s.min_flt = sig->min_flt;
+                        s.maj_flt = sig->maj_flt;
                         /* Most processes have one thread: then it is task itself (a leader that
                          * exited early stays in the list until the process is reaped). */
-                        if (BPF_CORE_READ(sig, nr_threads) == 1) {
-                                s.min_flt += BPF_CORE_READ(task, min_flt);
-                                s.maj_flt += BPF_CORE_READ(task, maj_flt);
-                        } else
+                        if (sig->nr_threads == 1) {
+                                s.min_flt += task->min_flt;
+                                s.maj_flt += task->maj_flt;
+                        } else {
+                                s.head = (void *) BPF_CORE_READ(task, signal) +
+                                         bpf_core_field_offset(struct signal_struct, thread_head);
+                                s.pos = s.head;
                                 bpf_loop(TS_MAX_THREADS, add_thread, &s, 0);
+                        }
                         if (!(seq & 1) && seq == BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence))
                                 break;
                 }
@@ -332,12 +338,12 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
 
         /* Kernels before 6.6 keep threads on another list: count this thread, the leader and
          * those reaped. */
-        *ret_min = BPF_CORE_READ(task, min_flt) + BPF_CORE_READ(sig, min_flt);
-        *ret_maj = BPF_CORE_READ(task, maj_flt) + BPF_CORE_READ(sig, maj_flt);
-        leader = BPF_CORE_READ(task, group_leader);
+        *ret_min = task->min_flt + sig->min_flt;
+        *ret_maj = task->maj_flt + sig->maj_flt;
+        leader = task->group_leader;
         if (leader != task) {
-                *ret_min += BPF_CORE_READ(leader, min_flt);
-                *ret_maj += BPF_CORE_READ(leader, maj_flt);
+                *ret_min += leader->min_flt;
+                *ret_maj += leader->maj_flt;
         }
 }
 
@@ -437,7 +443,9 @@ int tracked_tasks(struct bpf_iter__task *ctx) {
         /* One record per process: its group leader (threads are summed by group_faults). */
         if (!task || task != task->group_leader)
                 return 0;
-        proc_key_fill(&key, task);
+        key.tgid = task->tgid;
+        key._pad0 = 0;
+        key.start_time = task->start_boottime; /* task is the leader */
         slot = key.tgid & slot_mask;
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
         if (!(owner && (owner->tgid & ~TS_OWNER_EXITED) == key.tgid) && !bpf_map_lookup_elem(&processes, &key) &&
@@ -446,9 +454,9 @@ int tracked_tasks(struct bpf_iter__task *ctx) {
 
         r.tgid = key.tgid;
         r.start_time = key.start_time;
-        r.uid = BPF_CORE_READ(task, real_cred, uid.val);
+        r.uid = task->real_cred->uid.val;
         group_faults(task, &r.min_flt, &r.maj_flt);
-        BPF_CORE_READ_STR_INTO(&r.comm, task, comm);
+        __builtin_memcpy(r.comm, task->comm, sizeof(r.comm));
         bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
         return 0;
 }

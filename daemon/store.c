@@ -22,13 +22,16 @@ struct Store {
         char *sums_as;      /* "SUM(f_user) AS f_user, ..." */
         sqlite3_stmt *upsert_process;
         sqlite3_stmt *update_process; /* by id, for a process in `known` */
-        sqlite3_stmt *upsert_sample;
-        sqlite3_stmt *update_sample;  /* a raw row this store has written in this bucket already */
+        sqlite3_stmt *add_pending, *fold_sample;
         sqlite3_stmt *find_process;
         sqlite3_stmt *find_newest_process;
         sqlite3_stmt *add_trap, *add_signal;
         void *known;                  /* tsearch() tree of KnownProcess by (pid, start_time) */
         uint64_t swept_bucket;        /* raw bucket in which `known` was last swept */
+        uint8_t *packed;              /* a tick's deltas for sample_pending */
+        size_t packed_size, packed_capacity;
+        bool pending;                 /* sample_pending may have rows */
+        uint64_t pending_bucket;      /* the raw bucket they all are in; 0: not known */
 };
 
 /* A process row as this store last wrote it, so that a tick writes the row only when something
@@ -45,7 +48,6 @@ typedef struct KnownProcess {
         char *cmdline, *unit;       /* the last non-NULL ones written; NULL: none written */
         uint64_t last_seen_written; /* last_seen_usec as in the row */
         uint64_t last_seen;         /* the newest the caller passed: written when it leaves */
-        uint64_t sample_bucket;     /* the raw bucket of its last sample_raw row written, 0: none */
         uint64_t flushed_usec;      /* the last flush it was in */
 } KnownProcess;
 
@@ -203,16 +205,15 @@ static int prepare(Store *s, sqlite3_stmt **ret, const char *fmt, ...) {
 #define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"
 
 static int prepare_statements(Store *s) {
-        _cleanup_free_ char *placeholders = NULL, *increments = NULL, *adds = NULL;
+        _cleanup_free_ char *increments = NULL, *numbered = NULL;
         int r;
 
-        placeholders = join_fault_columns("?");
         increments = join_fault_columns("f_%1$s = f_%1$s + excluded.f_%1$s");
-        adds = join_numbered_columns("f_%1$s = f_%1$s + ?%2$zu", 3);
+        numbered = join_numbered_columns("?%2$zu", 3);
         s->columns = join_fault_columns("f_%s");
         s->sums = join_fault_columns("SUM(f_%s)");
         s->sums_as = join_fault_columns("SUM(f_%1$s) AS f_%1$s");
-        if (!placeholders || !increments || !adds || !s->columns || !s->sums || !s->sums_as)
+        if (!increments || !numbered || !s->columns || !s->sums || !s->sums_as)
                 return -ENOMEM;
 
         r = prepare(s, &s->upsert_process,
@@ -229,15 +230,13 @@ static int prepare_statements(Store *s) {
                     "last_seen_usec = max(last_seen_usec, ?6), exited = max(exited, ?7) WHERE id = ?1");
         if (r < 0)
                 return r;
-        r = prepare(s, &s->upsert_sample,
-                    "INSERT INTO sample_raw (process_id, time_usec, %s, traps) VALUES (?, ?, %s, ?) "
-                    "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s, traps = traps + excluded.traps",
-                    s->columns, placeholders, increments);
+        r = prepare(s, &s->add_pending, "INSERT INTO sample_pending (time_usec, data) VALUES (?, ?)");
         if (r < 0)
                 return r;
-        r = prepare(s, &s->update_sample,
-                    "UPDATE sample_raw SET %s, traps = traps + ?%zu WHERE process_id = ?1 AND time_usec = ?2", adds,
-                    n_fault_fields + 3);
+        r = prepare(s, &s->fold_sample,
+                    "INSERT INTO sample_raw (process_id, time_usec, %s, traps) VALUES (?1, ?2, %s, ?%zu) "
+                    "ON CONFLICT (process_id, time_usec) DO UPDATE SET %s, traps = traps + excluded.traps",
+                    s->columns, numbered, n_fault_fields + 3, increments);
         if (r < 0)
                 return r;
         r = prepare(s, &s->find_process, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? AND start_time = ? "
@@ -257,6 +256,11 @@ static int prepare_statements(Store *s) {
                        "INSERT INTO signal_raw (process_id, time_usec, signo, si_code, count) VALUES (?, ?, ?, ?, ?) "
                        "ON CONFLICT (process_id, time_usec, signo, si_code) DO UPDATE SET count = count + excluded.count");
 }
+
+/* Defined with the rest of the known-process cache and the pending ticks, by store_flush(). */
+static void known_write_all(Store *s);
+static void known_clear(Store *s);
+static int pending_settle(Store *s);
 
 int store_open(const char *path, const char *boot_id, Store **ret) {
         Store *s;
@@ -305,6 +309,11 @@ int store_open(const char *path, const char *boot_id, Store **ret) {
         r = prepare_statements(s);
         if (r < 0)
                 goto fail;
+        /* Ticks the last daemon committed but had not folded (it was killed, say). */
+        s->pending = true;
+        r = pending_settle(s);
+        if (r < 0)
+                goto fail;
 
         *ret = s;
         return 0;
@@ -313,19 +322,18 @@ fail:
         return r;
 }
 
-/* Defined with the rest of the known-process cache, by store_flush(). */
-static void known_write_all(Store *s);
-static void known_clear(Store *s);
-
 Store *store_free(Store *s) {
         if (!s)
                 return NULL;
+        if (s->fold_sample)
+                (void) pending_settle(s);
         known_write_all(s);
         known_clear(s);
         sqlite3_finalize(s->upsert_process);
         sqlite3_finalize(s->update_process);
-        sqlite3_finalize(s->upsert_sample);
-        sqlite3_finalize(s->update_sample);
+        sqlite3_finalize(s->add_pending);
+        sqlite3_finalize(s->fold_sample);
+        free(s->packed);
         sqlite3_finalize(s->find_process);
         sqlite3_finalize(s->find_newest_process);
         sqlite3_finalize(s->add_trap);
@@ -393,26 +401,6 @@ static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         *ret_id = sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
         return 0;
-}
-
-/* Adds delta and traps to the process's raw row of the bucket. A row this store wrote in this
- * bucket already (exists) gets a plain UPDATE, cheaper than the upsert's conflict path; when it
- * turns out to be gone, the upsert creates it again. */
-static int add_sample(Store *s, int64_t process_id, uint64_t bucket_usec, const Faults *delta, uint64_t traps,
-                      bool exists) {
-        sqlite3_stmt *st = exists ? s->update_sample : s->upsert_sample;
-        int r;
-
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, process_id);
-        sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
-        for (size_t i = 0; i < n_fault_fields; i++)
-                sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(delta, &fault_fields[i]));
-        sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) traps);
-        r = step_done(st);
-        if (r >= 0 && exists && sqlite3_changes(s->db) == 0)
-                return add_sample(s, process_id, bucket_usec, delta, traps, false);
-        return r;
 }
 
 static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const Traps *t) {
@@ -676,8 +664,202 @@ static void known_write_all(Store *s) {
                 rollback(s);
 }
 
+/* ---- pending ticks ----
+ * A tick's deltas go into one sample_pending row, not one sample_raw row per process: packed,
+ * for each process with a non-zero delta its row id, a mask of its non-zero members (bit i:
+ * fault_fields[i], bit n_fault_fields: traps), then those members, every number an unsigned
+ * LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
+ * transaction: when a tick falls into a later bucket, and before anything reads the samples. */
+
+static void *grow(void *array, size_t n, size_t *capacity, size_t elem);
+
+static int pack_u64(Store *s, uint64_t v) {
+        if (s->packed_capacity - s->packed_size < 10) {
+                size_t c = MAX(s->packed_capacity * 2, (size_t) 4096);
+                uint8_t *p = realloc(s->packed, c);
+
+                if (!p)
+                        return -ENOMEM;
+                s->packed = p;
+                s->packed_capacity = c;
+        }
+        do {
+                uint8_t b = v & 0x7f;
+
+                v >>= 7;
+                s->packed[s->packed_size++] = b | (v ? 0x80 : 0);
+        } while (v);
+        return 0;
+}
+
+static int pack_sample(Store *s, int64_t process_id, const Faults *delta, uint64_t traps) {
+        uint64_t mask = traps ? UINT64_C(1) << n_fault_fields : 0;
+        int r;
+
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (faults_get(delta, &fault_fields[i]))
+                        mask |= UINT64_C(1) << i;
+        r = pack_u64(s, (uint64_t) process_id);
+        if (r >= 0)
+                r = pack_u64(s, mask);
+        for (size_t i = 0; r >= 0 && i < n_fault_fields; i++)
+                if (mask & (UINT64_C(1) << i))
+                        r = pack_u64(s, faults_get(delta, &fault_fields[i]));
+        if (r >= 0 && traps)
+                r = pack_u64(s, traps);
+        return r;
+}
+
+static int unpack_u64(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+                uint8_t b = *(*p)++;
+
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -EUCLEAN;
+}
+
+typedef struct PendingSample {
+        uint64_t bucket_usec;
+        int64_t process_id;
+        Faults delta;
+        uint64_t traps;
+} PendingSample;
+
+/* Appends the samples packed in one pending row to *array. */
+static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, PendingSample **array, size_t *n,
+                          size_t *capacity) {
+        const uint8_t *end = p + size;
+
+        while (p < end) {
+                PendingSample x = { .bucket_usec = bucket_usec };
+                uint64_t id, mask;
+                PendingSample *a;
+                int r;
+
+                if ((r = unpack_u64(&p, end, &id)) < 0 || (r = unpack_u64(&p, end, &mask)) < 0)
+                        return r;
+                if (id > INT64_MAX || mask >> (n_fault_fields + 1))
+                        return -EUCLEAN;
+                x.process_id = (int64_t) id;
+                for (size_t i = 0; i < n_fault_fields; i++)
+                        if ((mask & (UINT64_C(1) << i)) &&
+                            (r = unpack_u64(&p, end, faults_field(&x.delta, &fault_fields[i]))) < 0)
+                                return r;
+                if ((mask & (UINT64_C(1) << n_fault_fields)) && (r = unpack_u64(&p, end, &x.traps)) < 0)
+                        return r;
+                a = grow(*array, *n, capacity, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                *array = a;
+                a[(*n)++] = x;
+        }
+        return 0;
+}
+
+static int pending_compare(const void *a, const void *b) {
+        const PendingSample *x = a, *y = b;
+
+        if (x->bucket_usec != y->bucket_usec)
+                return x->bucket_usec < y->bucket_usec ? -1 : 1;
+        return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
+}
+
+static int fold_sample(Store *s, const PendingSample *x) {
+        sqlite3_stmt *st = s->fold_sample;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, x->process_id);
+        sqlite3_bind_int64(st, 2, (int64_t) x->bucket_usec);
+        for (size_t i = 0; i < n_fault_fields; i++)
+                sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(&x->delta, &fault_fields[i]));
+        sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) x->traps);
+        return step_done(st);
+}
+
+/* Adds every pending tick to its raw bucket, one upsert per process and bucket, and deletes
+ * them; in the caller's transaction. */
+static int fold_pending(Store *s) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ PendingSample *a = NULL;
+        size_t n = 0, capacity = 0;
+        int rc, r;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT time_usec, data FROM sample_pending", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                uint64_t t = (uint64_t) sqlite3_column_int64(st, 0);
+                const uint8_t *data = sqlite3_column_blob(st, 1);
+                size_t before = n;
+
+                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, &a, &n,
+                                   &capacity);
+                if (r == -EUCLEAN)
+                        n = before; /* a row that does not decode is dropped, alone */
+                else if (r < 0)
+                        return r;
+        }
+        if (rc != SQLITE_DONE)
+                return sqlite_to_errno(rc) ?: -EIO;
+
+        /* In key order: a process's ticks of one bucket become one upsert, and the upserts
+         * walk the raw tier's b-tree in order. */
+        qsort(a, n, sizeof(*a), pending_compare);
+        for (size_t i = 0, j; i < n; i = j) {
+                PendingSample sum = a[i];
+
+                for (j = i + 1; j < n && pending_compare(&a[j], &sum) == 0; j++) {
+                        faults_add(&sum.delta, &a[j].delta);
+                        sum.traps += a[j].traps;
+                }
+                r = fold_sample(s, &sum);
+                /* A process row that is gone (nothing of ours deletes one with ticks pending)
+                 * takes its counts with it, rather than failing every fold after. */
+                if (r < 0 && sqlite3_extended_errcode(s->db) != SQLITE_CONSTRAINT_FOREIGNKEY)
+                        return r;
+        }
+        return exec_sql(s->db, "DELETE FROM sample_pending");
+}
+
+/* Before anything reads the samples: the pending ticks are folded in, in a transaction. */
+static int pending_settle(Store *s) {
+        int r;
+
+        if (!s->pending)
+                return 0;
+        r = exec_sql(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        r = fold_pending(s);
+        if (r >= 0)
+                r = exec_sql(s->db, "COMMIT");
+        if (r < 0) {
+                rollback(s);
+                return r;
+        }
+        s->pending = false;
+        return 0;
+}
+
+static int add_pending(Store *s, uint64_t now_usec) {
+        sqlite3_stmt *st = s->add_pending;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, (int64_t) now_usec);
+        sqlite3_bind_blob(st, 2, s->packed, (int) s->packed_size, SQLITE_STATIC);
+        return step_done(st);
+}
+
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
         uint64_t bucket = now_usec - now_usec % STORE_RAW_BUCKET_USEC;
+        bool folded = false;
         int r;
 
         if (n == 0)
@@ -691,6 +873,13 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                         goto rollback;
                 s->swept_bucket = bucket;
         }
+        if (s->pending && s->pending_bucket != bucket) {
+                r = fold_pending(s);
+                if (r < 0)
+                        goto rollback;
+                folded = true;
+        }
+        s->packed_size = 0;
         for (size_t i = 0; i < n; i++) {
                 const ProcessInfo *p = samples[i].process;
                 KnownProcess *k;
@@ -704,10 +893,9 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                 uint64_t traps = samples[i].traps ? traps_total(samples[i].traps) : 0;
 
                 if (!faults_is_zero(&samples[i].delta) || traps > 0) {
-                        r = add_sample(s, id, bucket, &samples[i].delta, traps, k->sample_bucket == bucket);
+                        r = pack_sample(s, id, &samples[i].delta, traps);
                         if (r < 0)
                                 goto rollback;
-                        k->sample_bucket = bucket;
                 }
                 if (traps > 0) {
                         r = add_traps(s, id, bucket, samples[i].traps);
@@ -718,14 +906,28 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                 if (p->exited)
                         known_forget(s, k);
         }
+        if (s->packed_size > 0) {
+                r = add_pending(s, now_usec);
+                if (r < 0)
+                        goto rollback;
+        }
         r = exec_sql(s->db, "COMMIT");
         if (r < 0)
                 goto rollback;
+        if (folded)
+                s->pending = false;
+        if (s->packed_size > 0) {
+                s->pending = true;
+                s->pending_bucket = bucket;
+        }
         return 0;
 rollback:
         rollback(s);
-        /* What the cache says may have been rolled back with it. */
+        /* What the cache says may have been rolled back with it, and the pending rows are
+         * not known any more. */
         known_clear(s);
+        s->pending = true;
+        s->pending_bucket = 0;
         return r;
 }
 
@@ -940,6 +1142,10 @@ int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int
                 snprintf(column, sizeof(column), "f_%s", fault_field_by_name(sort)->name);
         else
                 return -EINVAL;
+
+        /* The pending ticks too. Should folding fail (a full disk, say), the answer lacks at
+         * most the newest bucket's counts, which are not being kept either then. */
+        (void) pending_settle(s);
 
         /* Whole hours and minutes of the window from the coarse tiers, the edges from finer
          * ones: a day is a few dozen rows per process, not thousands. */
@@ -1183,6 +1389,8 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
         if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
                 return -EINVAL;
 
+        (void) pending_settle(s); /* as in store_top() */
+
         /* The coarsest tiers that still give this resolution: their intervals nest in it. */
         r = load_tiers(s, tiers);
         if (r < 0)
@@ -1397,6 +1605,11 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         TierState tiers[_TIER_MAX];
         bool more = false;
         int r;
+
+        /* Nothing is rolled up, and no process without samples deleted, with ticks pending. */
+        r = pending_settle(s);
+        if (r < 0)
+                return r;
 
         /* Roll-ups: raw buckets before the current minute never change again; at most an hour
          * of raw or a day of minutes per step. */

@@ -54,7 +54,10 @@ uint64_t store_size_bytes(Store *s);
  * than 10 s behind the newest tick (still >= the start of every bucket the process has rows in);
  * it is exact at exit, at store_free(), and at the first flush in a later bucket once the
  * process has had no sample for a minute. The samples' ProcessInfo need to live only for the
- * call: the store keeps copies of what it wrote. */
+ * call: the store keeps copies of what it wrote.
+ * The deltas of a tick are committed as one packed row of sample_pending and folded into the
+ * raw buckets when a tick falls into a later bucket, and before store_top(), store_history(),
+ * store_maintain() and at store_open() and store_free(): queries see every committed tick. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 
 /* One step of maintenance, each part in its own short transaction so that queries wait at most
