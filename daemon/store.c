@@ -811,7 +811,8 @@ static int fold_pending(Store *s) {
 
         /* In key order: a process's ticks of one bucket become one upsert, and the upserts
          * walk the raw tier's b-tree in order. */
-        qsort(a, n, sizeof(*a), pending_compare);
+        if (n > 0)
+                qsort(a, n, sizeof(*a), pending_compare);
         for (size_t i = 0, j; i < n; i = j) {
                 PendingSample sum = a[i];
 
