@@ -20,6 +20,7 @@ GROUP = "trapstat"
 class Access(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        subprocess.run(["userdel", USER], capture_output=True)  # left over by an interrupted run
         subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
         cls.uid = pwd.getpwnam(USER).pw_uid
         try:
