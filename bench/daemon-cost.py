@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """What trapstatd itself costs: CPU (% of one core) and memory, at the default tick, on an idle
 system, with N live processes that fault every tick, and with Watch clients attached — all
-scenarios in one run, side by side. The budget (DESIGN "Performance budget"): under 1 % of one
+scenarios in one run, side by side. The budget (README "Performance"): under 1 % of one
 core and under 32 MiB RSS, idle or with 1000 live processes.
 
 usage: sudo python3 bench/daemon-cost.py [--build DIR] [--baseline-build DIR] [--procs 1000] [--seconds 60]

@@ -25,8 +25,8 @@ typedef struct Traps {
         uint64_t signal[FAULT_SIGNALS][SI_CODE_SLOTS];
 } Traps;
 
-/* "DE", "DB", "BP", ... as in the DESIGN contract; "V<n>" for vectors without a mnemonic,
- * "unknown" for TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
+/* "DE", "DB", "BP", ... as in schema/io.trapstat.varlink; "V<n>" for vectors without a
+ * mnemonic, "unknown" for TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
 const char *trap_vector_name(unsigned vector, char buf[static 16]);
 /* "divide error", "invalid opcode", ... for people; NULL when there is none. */
 const char *trap_vector_description(unsigned vector);

@@ -19,7 +19,7 @@
 
 typedef struct Store Store;
 
-/* How long each tier keeps its rows, and the size cap (DESIGN: Storage and retention). */
+/* How long each tier keeps its rows, and the size cap (README: history and retention). */
 typedef struct StoreRetention {
         uint64_t raw_usec, minute_usec, hour_usec;
         uint64_t max_bytes;  /* pages in use, file and free pages aside */
