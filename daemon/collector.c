@@ -617,14 +617,6 @@ static int proc_retire(Collector *c, CollectorProc *p) {
         return append((void **) &c->dead, &c->n_dead, &c->dead_capacity, sizeof(p), &p);
 }
 
-/* Whether pid is the process that started at start_time, by /proc (for processes not in the
- * tree, e.g. a parent not counted yet). */
-static bool proc_alive(Collector *c, uint32_t pid, uint64_t start_time) {
-        ProcStat st;
-
-        return proc_read_stat(c->proc_fd, pid, &st) >= 0 && st.start_ticks == start_ticks(c, start_time);
-}
-
 /* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
  * gone its parent is the one to ask (as ps shows a forked child with its parent's command line),
  * and it starts in its parent's unit. */
@@ -638,7 +630,7 @@ static void proc_inherit(Collector *c, CollectorProc *p, uint32_t ppid, uint64_t
                         p->info.unit = strdup(parent->info.unit);
                 return;
         }
-        if (ppid == 0 || !proc_alive(c, ppid, parent_start_time))
+        if (ppid == 0 || !proc_is_alive(c->proc_fd, ppid, parent_start_time))
                 return;
         if (!p->info.cmdline)
                 (void) proc_read_cmdline(c->proc_fd, ppid, CMDLINE_MAX, &p->info.cmdline);
@@ -830,13 +822,20 @@ static int drain_slot(Collector *c, uint32_t slot, uint32_t owner, const struct 
         return 0;
 }
 
+/* One slot's per-CPU counters (n_cpus values from values), summed. */
+static struct ts_counters slot_sum(Collector *c, const struct ts_counters *values) {
+        struct ts_counters sum = {};
+
+        for (int cpu = 0; cpu < c->n_cpus; cpu++)
+                counters_sum(&values[cpu], &sum);
+        return sum;
+}
+
 /* The counters of one slot, summed over the CPUs. */
 static int slot_read(Collector *c, uint32_t slot, struct ts_counters *ret) {
         if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.slot_counters), &slot, c->percpu) < 0)
                 return -errno;
-        *ret = (struct ts_counters) {};
-        for (int cpu = 0; cpu < c->n_cpus; cpu++)
-                counters_sum(&c->percpu[cpu], ret);
+        *ret = slot_sum(c, c->percpu);
         return 0;
 }
 
@@ -883,12 +882,11 @@ static int drain_slots(Collector *c, uint64_t now) {
                         return -errno;
                 for (uint32_t i = 0; i < got; i++) {
                         uint32_t slot = c->chunk_keys[i];
-                        struct ts_counters sum = {};
+                        struct ts_counters sum;
 
                         if (slot >= c->n_slots || !owner_is_process(c->owners[slot]))
                                 continue;
-                        for (int cpu = 0; cpu < c->n_cpus; cpu++)
-                                counters_sum(&c->percpu[(size_t) i * (size_t) c->n_cpus + (size_t) cpu], &sum);
+                        sum = slot_sum(c, &c->percpu[(size_t) i * (size_t) c->n_cpus]);
                         r = drain_slot(c, slot, c->owners[slot], &sum, now);
                         if (r < 0)
                                 return r;
@@ -1219,7 +1217,7 @@ int collector_read_events(Collector *c) {
 bool collector_event_buffer_valid(uint64_t bytes) {
         uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
 
-        return bytes >= page && bytes <= (UINT64_C(1) << 30) && (bytes & (bytes - 1)) == 0;
+        return bytes >= page && bytes <= (UINT64_C(1) << 30) && is_power_of_two((uint32_t) bytes);
 }
 
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {

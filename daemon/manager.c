@@ -279,16 +279,10 @@ static int listen_socket(Manager *m) {
         return 0;
 }
 
-/* Whether pid still is the process that started at start_time (ns since boot): /proc has its
- * start in clock ticks. */
 static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
         Manager *m = userdata;
-        long hz = sysconf(_SC_CLK_TCK);
-        ProcStat st;
 
-        if (hz <= 0 || proc_read_stat(m->proc_fd, pid, &st) < 0)
-                return false;
-        return st.start_ticks == start_time / (NSEC_PER_SEC / (uint64_t) hz);
+        return proc_is_alive(m->proc_fd, pid, start_time);
 }
 
 /* Opens (or, when corrupt, moves aside and recreates) the database. Logs a failure once per

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "time-util.h"
 
 /* Reads a whole small file below proc_fd into a NUL-terminated buffer (contents may hold NULs;
  * *ret_size excludes the terminator). Files in /proc report size 0, so read until EOF. */
@@ -87,6 +88,15 @@ int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret) {
         if (r < 0)
                 return r;
         return proc_stat_parse(text, ret);
+}
+
+bool proc_is_alive(int proc_fd, uint32_t pid, uint64_t start_time_ns) {
+        long hz = sysconf(_SC_CLK_TCK);
+        ProcStat st;
+
+        if (hz <= 0 || proc_read_stat(proc_fd, pid, &st) < 0)
+                return false;
+        return st.start_ticks == start_time_ns / (NSEC_PER_SEC / (uint64_t) hz);
 }
 
 int proc_open_stat(int proc_fd, uint32_t pid) {

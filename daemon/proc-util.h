@@ -21,6 +21,9 @@ typedef struct ProcStat {
 int proc_stat_parse(const char *text, ProcStat *ret);
 /* -ENOENT (or -ESRCH) once the process is gone. */
 int proc_read_stat(int proc_fd, uint32_t pid, ProcStat *ret);
+/* Whether pid still is the process that started at start_time_ns (ns since boot, as BPF and the
+ * store have it; /proc has the start in clock ticks). */
+bool proc_is_alive(int proc_fd, uint32_t pid, uint64_t start_time_ns);
 /* For reading one process's stat every tick without the path lookup: an fd of /proc/PID/stat
  * (or negative errno), then proc_pread_stat() on it as often as needed. The fd stays bound to
  * that process: once it is gone, reads fail with -ESRCH, even if its pid is reused. */

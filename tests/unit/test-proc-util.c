@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "proc-util.h"
+#include "time-util.h"
 
 static int proc_fd = -1;
 
@@ -36,6 +37,17 @@ static void test_stat(void **state) {
         assert_int_equal(proc_stat_parse("12 (x) S 1 2", &st), -EBADMSG);
         assert_int_equal(proc_stat_parse("garbage", &st), -EBADMSG);
         assert_int_equal(proc_stat_parse("", &st), -EBADMSG);
+}
+
+/* A start time in ns since boot names the process only if it falls in its start tick. */
+static void test_is_alive(void **state) {
+        uint64_t tick = NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK);
+
+        assert_true(proc_is_alive(proc_fd, 4242, 987654 * tick));
+        assert_true(proc_is_alive(proc_fd, 4242, 987654 * tick + tick - 1));
+        assert_false(proc_is_alive(proc_fd, 4242, 987655 * tick));
+        assert_false(proc_is_alive(proc_fd, 4242, 987653 * tick));
+        assert_false(proc_is_alive(proc_fd, 99999, 987654 * tick));
 }
 
 /* The kept-open fd reads the same as the path, as often as asked; a real process's fd fails
@@ -137,6 +149,7 @@ static void test_boot_id(void **state) {
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
+                cmocka_unit_test(test_is_alive),
                 cmocka_unit_test(test_stat_fd),
                 cmocka_unit_test(test_cmdline),
                 cmocka_unit_test(test_cmdline_format),
