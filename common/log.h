@@ -5,6 +5,7 @@
  * style) carries the priority when stderr is the journal. */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "macro.h"
 
@@ -26,3 +27,22 @@ int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 #define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERR, (e), __VA_ARGS__)
+
+/* At most `burst` messages per `interval_usec` pass; the rest are counted, and the next message
+ * that passes says how many were suppressed. For what clients can trigger at will: a noisy or
+ * hostile client must not flood the log. */
+typedef struct RateLimit {
+        uint64_t interval_usec;
+        unsigned burst;
+        uint64_t begin_usec;
+        unsigned n;
+        unsigned suppressed;
+} RateLimit;
+
+#define RATELIMIT_CLIENT ((RateLimit) { .interval_usec = 10 * UINT64_C(1000000), .burst = 10 })
+
+/* True when a message may be logged now. */
+bool ratelimit_below(RateLimit *rl);
+
+/* Logs like log_internal() when rl lets it through; returns -abs(error) either way. */
+int log_ratelimited(RateLimit *rl, int level, int error, const char *fmt, ...) _printf_(4, 5);

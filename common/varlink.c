@@ -12,6 +12,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,9 +24,15 @@
 #include "log.h"
 #include "macro.h"
 
-/* Server-side closes (protocol errors, limits) are reported at debug level only (log_debug_errno):
+/* Server-side closes (protocol errors, limits) are reported at debug level only, rate-limited:
  * they are caused by clients, there is nobody to return an error to, and a noisy client must not
  * flood the log. */
+static RateLimit client_log_ratelimit = RATELIMIT_CLIENT;
+#define log_client(error, ...) log_ratelimited(&client_log_ratelimit, LOG_LEVEL_DEBUG, (error), __VA_ARGS__)
+/* Failures of our own handlers (out of memory, say) are errors, but any client can trigger the
+ * call that fails: rate-limited too. */
+static RateLimit handler_log_ratelimit = RATELIMIT_CLIENT;
+#define log_handler(error, ...) log_ratelimited(&handler_log_ratelimit, LOG_LEVEL_ERR, (error), __VA_ARGS__)
 
 /* Bursts of clients (scripts, many trapstat at once) queue rather than fail; the kernel caps it
  * at net.core.somaxconn. */
@@ -72,6 +79,54 @@ static const char service_description[] =
 
 /* ---- framing ---- */
 
+#define OUT_OF_RANGE "\"out of range\""
+#define OUT_OF_RANGE_MAX 64 /* numbers replaced per message; a message with more is refused */
+
+static bool is_number_char(char c) {
+        return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* data failed to parse only because of a number out of range: parses it again with each such
+ * number replaced by the string OUT_OF_RANGE. jansson reports the offset just past the number. */
+static json_t *load_out_of_range(const char *data, size_t len) {
+        _cleanup_free_ char *copy = NULL;
+        json_error_t error;
+        size_t size = len;
+
+        copy = malloc(len ? len : 1);
+        if (!copy)
+                return NULL;
+        memcpy(copy, data, len);
+
+        for (unsigned i = 0; i < OUT_OF_RANGE_MAX; i++) {
+                size_t end, start;
+                json_t *msg;
+                char *next;
+
+                msg = json_loadb(copy, size, JSON_REJECT_DUPLICATES, &error);
+                if (msg || json_error_code(&error) != json_error_numeric_overflow)
+                        return msg;
+                if (error.position <= 0 || (size_t) error.position > size)
+                        return NULL;
+                end = start = (size_t) error.position;
+                while (start > 0 && is_number_char(copy[start - 1]))
+                        start--;
+                if (start == end)
+                        return NULL;
+
+                next = malloc(size - (end - start) + strlen(OUT_OF_RANGE));
+                if (!next)
+                        return NULL;
+                memcpy(next, copy, start);
+                memcpy(next + start, OUT_OF_RANGE, strlen(OUT_OF_RANGE));
+                memcpy(next + start + strlen(OUT_OF_RANGE), copy + end, size - end);
+                size = size - (end - start) + strlen(OUT_OF_RANGE);
+                free(copy);
+                copy = next;
+        }
+        return NULL;
+}
+
 int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret) {
         struct evbuffer_ptr nul;
         json_error_t error;
@@ -100,6 +155,8 @@ int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret) {
          * So is "\u0000" in strings (jansson's default): every consumer uses them as C strings,
          * where it would silently cut off the rest. */
         msg = json_loadb(data, len, JSON_REJECT_DUPLICATES, &error);
+        if (!msg && json_error_code(&error) == json_error_numeric_overflow)
+                msg = load_out_of_range(data, len);
         evbuffer_drain(buf, len + 1);
         if (!msg)
                 return -EBADMSG;
@@ -253,13 +310,15 @@ struct VarlinkConnection {
         struct ucred peer;
         gid_t *peer_groups;   /* supplementary groups (SO_PEERGROUPS) */
         size_t n_peer_groups;
+        bool privileged; /* root or a member of the server's privileged group */
         size_t scanned;  /* input bytes already searched for a NUL, without finding one */
-        bool throttled;  /* reading paused until the client drains its replies */
+        bool throttled;  /* reading paused until the client has taken its reply */
+        bool waiting;    /* reading paused until the server's buffers are below max_buffer */
         bool closing;    /* reading stopped for good; freed once the output is flushed */
-        /* A streaming call kept open after its handler returned (varlink_call_keep()). Later
-         * calls wait in the input buffer until it ends, so replies stay in call order. */
-        VarlinkCall *stream;
-        struct event *resume; /* goes on with queued calls once the stream has ended */
+        /* A call kept after its handler returned (varlink_call_keep()): a deferred reply or a
+         * stream. Later calls wait until it ends, so replies stay in call order. */
+        VarlinkCall *kept;
+        struct event *resume; /* goes on with waiting calls from the event loop */
 };
 
 /* A call lives on the stack of connection_dispatch() and is valid while its handler runs,
@@ -278,8 +337,9 @@ struct VarlinkCall {
 struct VarlinkServer {
         struct event_base *base;
         char *vendor, *product, *version, *url;
-        size_t max_message_size;
-        unsigned max_connections, max_connections_per_uid, idle_timeout_sec;
+        size_t max_message_size, max_buffer;
+        unsigned max_connections, max_connections_per_uid, reserved_connections, idle_timeout_sec;
+        char *privileged_group, *refused_error;
 
         ServerInterface *interfaces;
         size_t n_interfaces;
@@ -291,12 +351,9 @@ struct VarlinkServer {
 
         VarlinkConnection *connections;
         unsigned n_connections;
+        size_t buffered;  /* bytes in every connection's input and output buffers */
+        unsigned n_waiting; /* connections with `waiting` set */
 };
-
-/* Replies a connection may have queued before we stop reading its requests. */
-static size_t server_output_limit(const VarlinkServer *s) {
-        return s->max_message_size * 4;
-}
 
 static const VarlinkMethod *find_handler(const VarlinkMethod *methods, const char *name) {
         for (const VarlinkMethod *m = methods; m->name; m++)
@@ -312,26 +369,41 @@ static const ServerInterface *server_find_interface(const VarlinkServer *s, cons
         return NULL;
 }
 
-/* Ends the connection's stream, if any, from the connection's side: its owner learns of it
+/* Ends the connection's kept call, if any, from the connection's side: its owner learns of it
  * through on_close, and its later replies fail with -ENOTCONN. */
-static void connection_drop_stream(VarlinkConnection *c) {
-        VarlinkCall *k = c->stream;
+static void connection_drop_kept(VarlinkConnection *c) {
+        VarlinkCall *k = c->kept;
 
         if (!k)
                 return;
-        c->stream = NULL;
+        c->kept = NULL;
         k->connection = NULL;
         if (k->on_close)
                 k->on_close(k, k->userdata);
 }
 
+/* Counts what goes in and out of a connection's buffers towards max_buffer. */
+static void on_buffer_change(struct evbuffer *b _unused_, const struct evbuffer_cb_info *info, void *userdata) {
+        VarlinkServer *s = userdata;
+
+        s->buffered += info->n_added;
+        s->buffered -= MIN(info->n_deleted, s->buffered);
+}
+
+static void server_resume_waiting(VarlinkServer *s);
+
 static void connection_free(VarlinkConnection *c) {
+        VarlinkServer *s;
+
         if (!c)
                 return;
+        s = c->server;
 
-        connection_drop_stream(c);
+        connection_drop_kept(c);
         if (c->resume)
                 event_free(c->resume);
+        if (c->waiting)
+                s->n_waiting--;
 
         if (c->prev)
                 c->prev->next = c->next;
@@ -341,10 +413,16 @@ static void connection_free(VarlinkConnection *c) {
                 c->next->prev = c->prev;
         c->server->n_connections--;
 
+        /* What the buffers still hold is not ours to count any more: libevent frees them later. */
+        evbuffer_remove_cb(bufferevent_get_input(c->bev), on_buffer_change, s);
+        evbuffer_remove_cb(bufferevent_get_output(c->bev), on_buffer_change, s);
+        s->buffered -= MIN(s->buffered, evbuffer_get_length(bufferevent_get_input(c->bev)) +
+                                                evbuffer_get_length(bufferevent_get_output(c->bev)));
         /* Safe from inside the bufferevent's own callbacks: libevent defers the actual free. */
         bufferevent_free(c->bev);
         free(c->peer_groups);
         free(c);
+        server_resume_waiting(s);
 }
 
 /* Stops reading and closes once the queued replies are written, so that replies to calls that came
@@ -352,13 +430,23 @@ static void connection_free(VarlinkConnection *c) {
  * The write timeout bounds how long a client that does not read can keep us waiting. */
 static void connection_close_after_flush(VarlinkConnection *c) {
         /* An open stream would never let the output drain. */
-        connection_drop_stream(c);
+        connection_drop_kept(c);
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
                 connection_free(c);
                 return;
         }
         bufferevent_disable(c->bev, EV_READ);
         c->closing = true;
+}
+
+static void call_finish(VarlinkCall *call) {
+        call->finished = true;
+        if (call->connection && call->connection->kept == call) {
+                /* The kept call is answered: on with the calls waiting behind it, from the event
+                 * loop rather than from inside our caller. */
+                call->connection->kept = NULL;
+                event_active(call->connection->resume, 0, 0);
+        }
 }
 
 static int call_send(VarlinkCall *call, json_t *msg, bool continues) {
@@ -371,15 +459,8 @@ static int call_send(VarlinkCall *call, json_t *msg, bool continues) {
                 if (r < 0)
                         return r;
         }
-        if (!continues) {
-                call->finished = true;
-                if (call->connection->stream == call) {
-                        /* The stream is over: on with the calls queued behind it, from the event
-                         * loop rather than from inside our caller. */
-                        call->connection->stream = NULL;
-                        event_active(call->connection->resume, 0, 0);
-                }
-        }
+        if (!continues)
+                call_finish(call);
         return 0;
 }
 
@@ -476,15 +557,10 @@ int varlink_call_keep(VarlinkCall *call, VarlinkCallCloseFn on_close, void *user
 
         if (!call || !ret || call->kept || !call->connection)
                 return -EINVAL;
-        if (!call->more || call->oneway || call->finished)
+        if (call->oneway || call->finished)
                 return -EINVAL;
         c = call->connection;
 
-        if (!c->resume) {
-                c->resume = event_new(c->server->base, -1, 0, on_resume, c);
-                if (!c->resume)
-                        return -ENOMEM;
-        }
         k = calloc(1, sizeof(*k));
         if (!k)
                 return -ENOMEM;
@@ -499,7 +575,7 @@ int varlink_call_keep(VarlinkCall *call, VarlinkCallCloseFn on_close, void *user
         k->userdata = userdata;
 
         call->kept = k;
-        c->stream = k;
+        c->kept = k;
         *ret = k;
         return 0;
 }
@@ -507,9 +583,9 @@ int varlink_call_keep(VarlinkCall *call, VarlinkCallCloseFn on_close, void *user
 VarlinkCall *varlink_call_unref(VarlinkCall *call) {
         if (!call)
                 return NULL;
-        /* Dropped in mid-stream: the client waits for more that will never come. It is told by
-         * the connection's end, after what is queued has been written. */
-        if (call->connection && call->connection->stream == call) {
+        /* Dropped unanswered or in mid-stream: the client waits for more that will never come.
+         * It is told by the connection's end, after what is queued has been written. */
+        if (call->connection && call->connection->kept == call) {
                 call->on_close = NULL;
                 connection_close_after_flush(call->connection);
         }
@@ -522,6 +598,161 @@ size_t varlink_call_queued_bytes(VarlinkCall *call) {
         if (!call || !call->connection)
                 return 0;
         return evbuffer_get_length(bufferevent_get_output(call->connection->bev));
+}
+
+/* ---- replies formatted ahead ---- */
+
+struct VarlinkReply {
+        struct evbuffer *text; /* the message as it goes on the wire */
+        char *error;           /* the error name of an error reply */
+        bool array_open;       /* varlink_reply_new_array() until varlink_reply_finish() */
+        bool first;            /* no element appended yet */
+};
+
+static int reply_alloc(VarlinkReply **ret) {
+        VarlinkReply *r = calloc(1, sizeof(*r));
+
+        if (!r)
+                return -ENOMEM;
+        r->text = evbuffer_new();
+        if (!r->text) {
+                free(r);
+                return -ENOMEM;
+        }
+        *ret = r;
+        return 0;
+}
+
+/* Appends v as compact JSON. */
+static int reply_add_json(VarlinkReply *r, const json_t *v) {
+        _cleanup_free_ char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+        if (!s)
+                return -ENOMEM;
+        return evbuffer_add(r->text, s, strlen(s)) < 0 ? -ENOMEM : 0;
+}
+
+static int reply_new_message(json_t *msg, const char *error, VarlinkReply **ret) {
+        _cleanup_json_ json_t *m = msg;
+        VarlinkReply *r;
+
+        if (!m || reply_alloc(&r) < 0)
+                return -ENOMEM;
+        if ((error && !(r->error = strdup(error))) || varlink_message_write(r->text, m) < 0) {
+                varlink_reply_free(r);
+                return -ENOMEM;
+        }
+        *ret = r;
+        return 0;
+}
+
+int varlink_reply_new(json_t *parameters, VarlinkReply **ret) {
+        _cleanup_json_ json_t *p = parameters;
+
+        if (!ret || (p && !json_is_object(p)))
+                return -EINVAL;
+        return reply_new_message(p ? json_pack("{s:O}", "parameters", p) : json_pack("{s:{}}", "parameters"), NULL, ret);
+}
+
+int varlink_reply_new_error(const char *error, json_t *parameters, VarlinkReply **ret) {
+        _cleanup_json_ json_t *p = parameters;
+
+        if (!error || !ret || (p && !json_is_object(p)))
+                return -EINVAL;
+        return reply_new_message(p ? json_pack("{s:s, s:O}", "error", error, "parameters", p)
+                                   : json_pack("{s:s, s:{}}", "error", error, "parameters"),
+                                 error, ret);
+}
+
+int varlink_reply_new_array(const char *member, VarlinkReply **ret) {
+        _cleanup_json_ json_t *name = NULL;
+        VarlinkReply *r;
+
+        if (!member || !ret)
+                return -EINVAL;
+        name = json_string(member);
+        if (!name || reply_alloc(&r) < 0)
+                return -ENOMEM;
+        if (evbuffer_add_printf(r->text, "{\"parameters\":{") < 0 || reply_add_json(r, name) < 0 ||
+            evbuffer_add_printf(r->text, ":[") < 0) {
+                varlink_reply_free(r);
+                return -ENOMEM;
+        }
+        r->array_open = r->first = true;
+        *ret = r;
+        return 0;
+}
+
+int varlink_reply_append(VarlinkReply *r, json_t *element) {
+        _cleanup_json_ json_t *e = element;
+
+        if (!r || !e || !r->array_open)
+                return -EINVAL;
+        if (!r->first && evbuffer_add(r->text, ",", 1) < 0)
+                return -ENOMEM;
+        r->first = false;
+        return reply_add_json(r, e);
+}
+
+int varlink_reply_finish(VarlinkReply *r, json_t *members) {
+        _cleanup_json_ json_t *m = members;
+        _cleanup_free_ char *s = NULL;
+        size_t len;
+
+        if (!r || !r->array_open || (m && !json_is_object(m)))
+                return -EINVAL;
+        if (evbuffer_add(r->text, "]", 1) < 0)
+                return -ENOMEM;
+        /* The other members follow the array: "{...}" without its braces, after a comma. */
+        if (m && json_object_size(m) > 0) {
+                s = json_dumps(m, JSON_COMPACT);
+                if (!s)
+                        return -ENOMEM;
+                len = strlen(s);
+                if (evbuffer_add(r->text, ",", 1) < 0 || evbuffer_add(r->text, s + 1, len - 2) < 0)
+                        return -ENOMEM;
+        }
+        /* The closing braces of parameters and of the message, and the message's NUL. */
+        if (evbuffer_add(r->text, "}}", 3) < 0)
+                return -ENOMEM;
+        r->array_open = false;
+        return 0;
+}
+
+size_t varlink_reply_size(const VarlinkReply *r) {
+        return r ? evbuffer_get_length(r->text) : 0;
+}
+
+const char *varlink_reply_error(const VarlinkReply *r) {
+        return r ? r->error : NULL;
+}
+
+VarlinkReply *varlink_reply_free(VarlinkReply *r) {
+        if (!r)
+                return NULL;
+        if (r->text)
+                evbuffer_free(r->text);
+        free(r->error);
+        free(r);
+        return NULL;
+}
+
+int varlink_call_send_reply(VarlinkCall *call, VarlinkReply *r) {
+        int k = 0;
+
+        if (!call || !r || r->array_open)
+                k = -EINVAL;
+        else if (call->finished)
+                k = -EALREADY;
+        else if (!call->connection)
+                k = -ENOTCONN;
+        else if (!call->oneway && evbuffer_add_buffer(bufferevent_get_output(call->connection->bev), r->text) < 0)
+                /* Moves the text's memory into the output; nothing is copied. */
+                k = -ENOMEM;
+        else
+                call_finish(call);
+        varlink_reply_free(r);
+        return k;
 }
 
 /* Runs one call. Returns 0 to go on with the next one, <0 to close the connection. */
@@ -538,15 +769,20 @@ static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
         /* A malformed call header is a client bug like malformed JSON: close, without a reply. */
         r = varlink_call_header_parse(msg, &h);
         if (r < 0)
-                return log_debug_errno(r, "Received an invalid varlink call, closing connection: %m");
+                return log_client(r, "Received an invalid varlink call, closing connection: %m");
 
         call = (VarlinkCall) {
                 .connection = c,
                 .method = h.method,
                 .more = h.more,
-                .oneway = h.oneway,
+                /* A client that asks for more replies and for none is told so: it set "more", so
+                 * it reads. */
+                .oneway = h.oneway && !h.more,
         };
 
+        if (h.oneway && h.more)
+                return varlink_call_error_invalid_parameter(&call, "oneway");
+        /* No method here upgrades the connection to another protocol. */
         if (h.upgrade)
                 return varlink_call_error_invalid_parameter(&call, "upgrade");
 
@@ -573,45 +809,82 @@ static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
         if (call.kept) {
                 /* The handler keeps the call to answer it later; it owns the kept copy now. */
                 if (r < 0)
-                        log_error_errno(r, "Method %s failed after keeping its call: %m", h.method);
+                        log_handler(r, "Method %s failed after keeping its call: %m", h.method);
                 return 0;
         }
         if (r < 0 && !call.finished)
-                return log_error_errno(r, "Method %s failed, closing connection: %m", h.method);
+                return log_handler(r, "Method %s failed, closing connection: %m", h.method);
         if (r < 0)
-                log_error_errno(r, "Method %s failed after replying: %m", h.method);
+                log_handler(r, "Method %s failed after replying: %m", h.method);
         else if (!call.finished && !call.oneway)
                 /* The client would wait forever for an answer; better it sees the connection end. */
-                return log_error_errno(EPROTO, "Method %s returned without replying, closing connection.", h.method);
+                return log_handler(EPROTO, "Method %s returned without replying, closing connection.", h.method);
 
         return 0;
 }
 
-/* Answers the complete calls in the input buffer, in order, until it runs dry, the output limit is
- * reached, or the connection is closed (c is then freed: callers must not touch it afterwards). */
+/* Pauses reading until the server's buffers are below max_buffer again. */
+static void connection_wait(VarlinkConnection *c) {
+        if (!c->waiting) {
+                c->waiting = true;
+                c->server->n_waiting++;
+        }
+        bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Lets the waiting connections go on once the buffers are below max_buffer. Each goes on from
+ * the event loop; the first ones may fill the buffers again, and the others wait again. */
+static void server_resume_waiting(VarlinkServer *s) {
+        if (s->n_waiting == 0 || s->buffered > s->max_buffer)
+                return;
+        for (VarlinkConnection *c = s->connections; c; c = c->next)
+                if (c->waiting) {
+                        c->waiting = false;
+                        s->n_waiting--;
+                        bufferevent_enable(c->bev, EV_READ);
+                        event_active(c->resume, 0, 0);
+                }
+}
+
+/* Answers the complete calls in the input buffer, one at a time, until it runs dry, a reply is
+ * in flight, or the connection is closed (c is then freed: callers must not touch it
+ * afterwards). */
 static void connection_process(VarlinkConnection *c) {
         VarlinkServer *s = c->server;
         struct evbuffer *in = bufferevent_get_input(c->bev), *out = bufferevent_get_output(c->bev);
 
-        /* While a stream is open, later calls wait; the input high watermark bounds how much
-         * of them is buffered. */
-        while (!c->closing && !c->stream) {
+        /* While a call is kept, later calls wait; the input high watermark bounds how much of
+         * them is buffered. */
+        while (!c->closing && !c->kept && !c->waiting) {
                 _cleanup_json_ json_t *msg = NULL;
                 int r;
 
-                /* A client that sends calls but does not read replies must not make us buffer
-                 * without bound: pause reading until on_write() sees the output drained. */
-                if (evbuffer_get_length(out) > server_output_limit(s)) {
+                /* One reply in flight: until the client has taken it, its next calls stay in the
+                 * kernel's socket buffer. on_write() goes on once the output is empty. */
+                if (evbuffer_get_length(out) > 0) {
                         c->throttled = true;
                         bufferevent_disable(c->bev, EV_READ);
                         return;
                 }
+                /* Replies of all connections together fill max_buffer: no new call starts. */
+                if (s->buffered > s->max_buffer && evbuffer_get_length(in) > 0) {
+                        connection_wait(c);
+                        return;
+                }
 
                 r = message_read_incremental(in, s->max_message_size, &c->scanned, &msg);
-                if (r == 0)
+                if (r == 0) {
+                        /* Part of a call, while the buffers are full: the one thing that would
+                         * have us buffer more for a client that has not finished asking. */
+                        if (evbuffer_get_length(in) > 0 && s->buffered > s->max_buffer) {
+                                log_client(ENOBUFS, "Buffers of all connections are full, closing a connection "
+                                                    "that sent part of a call");
+                                connection_close_after_flush(c);
+                        }
                         return;
+                }
                 if (r < 0) {
-                        log_debug_errno(r, "Received an invalid varlink message, closing connection: %m");
+                        log_client(r, "Received an invalid varlink message, closing connection: %m");
                         connection_close_after_flush(c);
                         return;
                 }
@@ -631,7 +904,7 @@ static void on_resume(evutil_socket_t fd _unused_, short what _unused_, void *us
         connection_process(userdata);
 }
 
-/* Called when the output drains to the low watermark (half the limit) or below. */
+/* Called when the output is empty: the client has taken its reply. */
 static void on_write(struct bufferevent *bev, void *userdata) {
         VarlinkConnection *c = userdata;
 
@@ -641,6 +914,7 @@ static void on_write(struct bufferevent *bev, void *userdata) {
                 return;
         }
 
+        server_resume_waiting(c->server);
         if (c->throttled) {
                 c->throttled = false;
                 bufferevent_enable(bev, EV_READ);
@@ -658,7 +932,7 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
          * disabled reading on the timeout; turn it back on. If the client stops reading
          * altogether, the write timeout ends the connection. */
         if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
-            (evbuffer_get_length(bufferevent_get_output(bev)) > 0 || c->stream)) {
+            (evbuffer_get_length(bufferevent_get_output(bev)) > 0 || c->kept)) {
                 bufferevent_enable(bev, EV_READ);
                 return;
         }
@@ -702,11 +976,59 @@ static unsigned connections_of_uid(const VarlinkServer *s, uid_t uid) {
         return n;
 }
 
+/* Root, or a member (primary or supplementary group) of the server's privileged group. The group
+ * is looked up now, so creating it or adding a user to it needs no restart. */
+static bool peer_privileged(const VarlinkServer *s, const struct ucred *peer, const gid_t *groups, size_t n) {
+        struct group grp, *found = NULL;
+        char buf[4096];
+
+        if (peer->uid == 0)
+                return true;
+        if (!s->privileged_group || getgrnam_r(s->privileged_group, &grp, buf, sizeof(buf), &found) != 0 || !found)
+                return false;
+        if (peer->gid == found->gr_gid)
+                return true;
+        for (size_t i = 0; i < n; i++)
+                if (groups[i] == found->gr_gid)
+                        return true;
+        return false;
+}
+
+/* Tells a refused client why, in one error message, before closing. The socket is new and empty,
+ * so the message fits in its buffer; if not, the client only sees the close. */
+static void connection_refuse(VarlinkServer *s, int fd, unsigned limit) {
+        _cleanup_json_ json_t *msg = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+
+        if (!s->refused_error)
+                return;
+        msg = json_pack("{s:s, s:{s:I}}", "error", s->refused_error, "parameters", "limit", (json_int_t) limit);
+        if (msg && message_format(msg, &text, &size) >= 0)
+                (void) send(fd, text, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* The limit a new connection of this peer would exceed, or 0 when there is room for it. */
+static unsigned connection_limit_reached(VarlinkServer *s, const VarlinkConnection *c) {
+        if (s->n_connections >= s->max_connections)
+                return s->max_connections;
+        if (c->privileged)
+                return 0;
+        /* The last reserved_connections are for root and the privileged group. */
+        if (s->n_connections >= s->max_connections - s->reserved_connections)
+                return s->max_connections - s->reserved_connections;
+        /* One user cannot take every connection: the others keep theirs. */
+        if (connections_of_uid(s, c->peer.uid) >= s->max_connections_per_uid)
+                return s->max_connections_per_uid;
+        return 0;
+}
+
 static int connection_new(VarlinkServer *s, int fd) {
         _cleanup_close_ int fd_close = fd;
         struct timeval idle = { .tv_sec = s->idle_timeout_sec };
         socklen_t len = sizeof(struct ucred);
         VarlinkConnection *c;
+        unsigned limit;
         int r;
 
         c = calloc(1, sizeof(*c));
@@ -718,20 +1040,29 @@ static int connection_new(VarlinkServer *s, int fd) {
                 free(c);
                 return -errno;
         }
-        /* One user cannot take every connection: the others keep theirs. root is counted too. */
-        if (s->max_connections_per_uid > 0 && connections_of_uid(s, c->peer.uid) >= s->max_connections_per_uid) {
-                uid_t uid = c->peer.uid;
-                free(c);
-                return log_debug_errno(EUSERS, "Too many varlink connections of uid %u, refusing a new one.", uid);
-        }
         r = read_peer_groups(fd, &c->peer_groups, &c->n_peer_groups);
         if (r < 0) {
                 free(c);
                 return r;
         }
+        c->privileged = peer_privileged(s, &c->peer, c->peer_groups, c->n_peer_groups);
 
-        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        limit = connection_limit_reached(s, c);
+        if (limit > 0) {
+                uid_t uid = c->peer.uid;
+
+                connection_refuse(s, fd, limit);
+                free(c->peer_groups);
+                free(c);
+                return log_client(EUSERS, "Too many varlink connections (limit %u reached for uid %u), refusing a new one.",
+                                  limit, (unsigned) uid);
+        }
+
+        c->resume = event_new(s->base, -1, 0, on_resume, c);
+        c->bev = c->resume ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
         if (!c->bev) {
+                if (c->resume)
+                        event_free(c->resume);
                 free(c->peer_groups);
                 free(c);
                 return -ENOMEM;
@@ -742,7 +1073,10 @@ static int connection_new(VarlinkServer *s, int fd) {
         /* The read timeout is the idle timeout; the write timeout ends a connection whose client
          * stopped reading while we wait to flush (reading is paused then, so no read timeout). */
         bufferevent_set_timeouts(c->bev, &idle, &idle);
-        bufferevent_setwatermark(c->bev, EV_WRITE, server_output_limit(s) / 2, 0);
+        /* on_write() runs once the output is empty: the reply in flight is taken. */
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        evbuffer_add_cb(bufferevent_get_input(c->bev), on_buffer_change, s);
+        evbuffer_add_cb(bufferevent_get_output(c->bev), on_buffer_change, s);
         /* Input is consumed as it arrives, except behind an open stream: then reading pauses
          * once a message's worth is waiting. One byte more than the limit lets a message of
          * exactly max_message_size bytes (plus its NUL) in, and shows when one is longer. */
@@ -766,15 +1100,9 @@ static void on_accept(struct evconnlistener *l _unused_, evutil_socket_t fd, str
         VarlinkServer *s = userdata;
         int r;
 
-        if (s->n_connections >= s->max_connections) {
-                log_debug("Too many varlink connections (%u), refusing a new one.", s->n_connections);
-                close(fd);
-                return;
-        }
-
         r = connection_new(s, fd);
-        if (r < 0)
-                log_debug_errno(r, "Failed to set up varlink connection: %m");
+        if (r < 0 && r != -EUSERS)
+                log_client(r, "Failed to set up varlink connection: %m");
 }
 
 static void on_accept_error(struct evconnlistener *l _unused_, void *userdata) {
@@ -782,7 +1110,7 @@ static void on_accept_error(struct evconnlistener *l _unused_, void *userdata) {
 
         /* Typically EMFILE/ENFILE. The pending connection stays in the backlog, so the listener
          * would fire again at once and spin; pause accepting for a second instead. */
-        log_debug_errno(EVUTIL_SOCKET_ERROR(), "Failed to accept varlink connection, pausing: %m");
+        log_client(EVUTIL_SOCKET_ERROR(), "Failed to accept varlink connection, pausing: %m");
         for (size_t i = 0; i < s->n_listeners; i++)
                 evconnlistener_disable(s->listeners[i]);
         evtimer_add(s->accept_retry, &(struct timeval) { .tv_sec = 1 });
@@ -854,16 +1182,28 @@ int varlink_server_new(struct event_base *base, const VarlinkServerConfig *confi
 
         s->base = base;
         s->max_message_size = config->max_message_size ?: VARLINK_DEFAULT_MAX_MESSAGE_SIZE;
+        s->max_buffer = config->max_buffer ?: VARLINK_DEFAULT_MAX_BUFFER;
         s->max_connections = config->max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS;
         s->max_connections_per_uid = config->max_connections_per_uid ?: VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID;
+        /* The default reserve is a 16th of the connections at most: a small limit stays usable. */
+        s->reserved_connections = config->reserved_connections == (unsigned) -1 ? 0
+                                  : config->reserved_connections
+                                          ?: MIN(VARLINK_DEFAULT_RESERVED_CONNECTIONS, s->max_connections / 16);
+        if (s->reserved_connections >= s->max_connections) {
+                free(s);
+                return -EINVAL;
+        }
         s->idle_timeout_sec = config->idle_timeout_sec ?: VARLINK_DEFAULT_IDLE_TIMEOUT_SEC;
 
         s->vendor = strdup(config->vendor ?: "");
         s->product = strdup(config->product ?: "");
         s->version = strdup(config->version ?: "");
         s->url = strdup(config->url ?: "");
+        s->privileged_group = config->privileged_group ? strdup(config->privileged_group) : NULL;
+        s->refused_error = config->refused_error ? strdup(config->refused_error) : NULL;
         s->accept_retry = evtimer_new(base, on_accept_retry, s);
-        if (!s->vendor || !s->product || !s->version || !s->url || !s->accept_retry) {
+        if (!s->vendor || !s->product || !s->version || !s->url || !s->accept_retry ||
+            (config->privileged_group && !s->privileged_group) || (config->refused_error && !s->refused_error)) {
                 varlink_server_free(s);
                 return -ENOMEM;
         }
@@ -897,6 +1237,8 @@ VarlinkServer *varlink_server_free(VarlinkServer *s) {
         free(s->product);
         free(s->version);
         free(s->url);
+        free(s->privileged_group);
+        free(s->refused_error);
         free(s);
         return NULL;
 }
@@ -1105,9 +1447,6 @@ int varlink_server_add_connection(VarlinkServer *s, int fd) {
         if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
                 return -errno;
 
-        if (s->n_connections >= s->max_connections)
-                return -EUSERS;
-
         return connection_new(s, TAKE_FD(fd_close));
 }
 
@@ -1164,7 +1503,7 @@ int varlink_client_connect(const char *path, uint64_t timeout_usec, VarlinkClien
                 return -ENOMEM;
         }
         /* Replies (e.g. a large query result) may be bigger than any call a server accepts. */
-        c->max_message_size = VARLINK_DEFAULT_MAX_MESSAGE_SIZE * 4;
+        c->max_message_size = VARLINK_CLIENT_DEFAULT_MAX_MESSAGE_SIZE;
         c->fd = TAKE_FD(fd);
 
         *ret = c;
@@ -1185,7 +1524,7 @@ VarlinkClient *varlink_client_free(VarlinkClient *c) {
 
 void varlink_client_set_max_message_size(VarlinkClient *c, size_t max) {
         if (c)
-                c->max_message_size = max ?: VARLINK_DEFAULT_MAX_MESSAGE_SIZE * 4;
+                c->max_message_size = max ?: VARLINK_CLIENT_DEFAULT_MAX_MESSAGE_SIZE;
 }
 
 static int client_send(VarlinkClient *c, const char *p, size_t n) {
@@ -1231,7 +1570,11 @@ int varlink_client_call(VarlinkClient *c, const char *method, const json_t *para
         r = message_format(msg, &s, &size);
         if (r < 0)
                 return r;
-        return client_send(c, s, size);
+        r = client_send(c, s, size);
+        /* The server closed: what it said before, if anything, is waiting to be read. */
+        if (r == -EPIPE || r == -ECONNRESET)
+                return 0;
+        return r;
 }
 
 /* Reads whatever the socket has (blocking up to the timeout) into the input buffer. */

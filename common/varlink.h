@@ -18,11 +18,16 @@
 struct event_base;
 struct evbuffer;
 
-/* Default limits; every one of them is configurable per server / client. */
-#define VARLINK_DEFAULT_MAX_MESSAGE_SIZE (8U * 1024U * 1024U)
-#define VARLINK_DEFAULT_MAX_CONNECTIONS 256U
-#define VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID 64U
+/* Default limits; every one of them is configurable per server / client. The connection limits
+ * are sd-varlink's. A call is small (parameters, not data), so the server accepts calls up to
+ * 64 KiB; replies may be large, so the client accepts replies up to 64 MiB. */
+#define VARLINK_DEFAULT_MAX_MESSAGE_SIZE (64U * 1024U)
+#define VARLINK_DEFAULT_MAX_BUFFER (32U * 1024U * 1024U)
+#define VARLINK_DEFAULT_MAX_CONNECTIONS 4096U
+#define VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID 1024U
+#define VARLINK_DEFAULT_RESERVED_CONNECTIONS 64U
 #define VARLINK_DEFAULT_IDLE_TIMEOUT_SEC 60U
+#define VARLINK_CLIENT_DEFAULT_MAX_MESSAGE_SIZE (64U * 1024U * 1024U)
 
 /* ---- framing (pure; unit-tested on their own) ---- */
 
@@ -31,7 +36,10 @@ struct evbuffer;
  * 0 when buf holds only part of a message (nothing is consumed),
  * -EMSGSIZE when more than max_size bytes are pending without a NUL, or the complete message
  *  is longer than max_size,
- * -EBADMSG when the message is not valid JSON or not an object (the message is consumed). */
+ * -EBADMSG when the message is not valid JSON or not an object (the message is consumed).
+ * A number JSON allows but a 64-bit integer or a double cannot hold (9223372036854775808, 1e400)
+ * is read as the string "out of range" in its place: the message is valid JSON, and whoever
+ * checks that member's type names it in an InvalidParameter error. */
 int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret);
 
 /* Appends msg as compact JSON plus the terminating NUL. Returns 0 or negative errno. */
@@ -72,12 +80,26 @@ typedef struct VarlinkMethod {
         unsigned flags;    /* VARLINK_METHOD_* */
 } VarlinkMethod;
 
+/* Limits. Each connection has at most one reply in flight: while a reply is unsent or a call is
+ * being answered (a kept call, see varlink_call_keep()), the connection is not read further, so
+ * pipelined calls wait in the kernel's socket buffer, not in ours. max_buffer bounds what all
+ * connections hold together: past it, no connection starts a new call until replies drain, and a
+ * connection that sends part of a call is closed. Connections: at most max_connections; peers
+ * that are not privileged (root, or a member of privileged_group) get at most
+ * max_connections - reserved_connections of them together and max_connections_per_uid each, so
+ * other users can never lock the privileged ones out. A refused connection is sent the error
+ * refused_error {"limit": N} (when set) before it is closed. */
 typedef struct VarlinkServerConfig {
         const char *vendor, *product, *version, *url;  /* for org.varlink.service.GetInfo */
-        size_t max_message_size;                        /* 0: default */
+        size_t max_message_size;                        /* largest call; 0: default */
+        size_t max_buffer;                              /* 0: default */
         unsigned max_connections;                       /* 0: default */
         unsigned max_connections_per_uid;               /* 0: default */
+        unsigned reserved_connections;                  /* (unsigned) -1: none; 0: default, 64 or
+                                                         * max_connections / 16 if less */
         unsigned idle_timeout_sec;                      /* 0: default */
+        const char *privileged_group;                   /* NULL: root only */
+        const char *refused_error;                      /* e.g. "io.trapstat.TooManyConnections" */
 } VarlinkServerConfig;
 
 /* The process must ignore SIGPIPE (libevent writes with writev()): a client that closes while a
@@ -116,13 +138,13 @@ int varlink_call_error(VarlinkCall *call, const char *error, json_t *parameters)
 /* org.varlink.service.InvalidParameter {"parameter": field} */
 int varlink_call_error_invalid_parameter(VarlinkCall *call, const char *field);
 
-/* Streams. A handler of a method with "more" may keep the call, return, and reply later (e.g.
- * once per tick) with varlink_call_reply(..., continues=true), ending with continues=false or an
- * error. The kept call is *ret, owned by the caller until varlink_call_unref(); the handler's
- * own pointer is invalid once it returns. While a stream is open, later calls on the same
- * connection wait (replies stay in call order). When the connection goes away first, on_close
- * runs once (it may unref the call); later replies then fail with -ENOTCONN.
- * Returns -EINVAL when the call has no "more", is oneway, or was answered already. */
+/* Deferred replies and streams. A handler may keep the call, return, and reply later: once, from
+ * a worker's result, or (a call with "more") once per tick with varlink_call_reply(...,
+ * continues=true), ending with continues=false or an error. The kept call is *ret, owned by the
+ * caller until varlink_call_unref(); the handler's own pointer is invalid once it returns. While
+ * a call is kept, later calls on the same connection wait (replies stay in call order). When the
+ * connection goes away first, on_close runs once (it may unref the call); later replies then
+ * fail with -ENOTCONN. Returns -EINVAL when the call is oneway or was answered already. */
 typedef void (*VarlinkCallCloseFn)(VarlinkCall *call, void *userdata);
 int varlink_call_keep(VarlinkCall *call, VarlinkCallCloseFn on_close, void *userdata, VarlinkCall **ret);
 /* Releases a kept call. Unreffed in mid-stream (no final reply), its connection is closed once
@@ -132,6 +154,26 @@ VarlinkCall *varlink_call_unref(VarlinkCall *call);
  * is full. A stream skips updates while this is non-zero, so a slow reader costs at most one
  * reply of memory and never holds the others back. */
 size_t varlink_call_queued_bytes(VarlinkCall *call);
+
+/* A reply formatted away from the event loop, e.g. by a worker thread (nothing in it touches the
+ * server), and sent later with varlink_call_send_reply(). A reply whose parameters hold one large
+ * array is built element by element, so that the whole JSON tree never exists at once:
+ *     varlink_reply_new_array("rows", &r); varlink_reply_append(r, row)...;
+ *     varlink_reply_finish(r, other_members);
+ * Every function steals its json_t reference, also on failure. */
+typedef struct VarlinkReply VarlinkReply;
+int varlink_reply_new(json_t *parameters, VarlinkReply **ret);
+int varlink_reply_new_error(const char *error, json_t *parameters, VarlinkReply **ret);
+int varlink_reply_new_array(const char *member, VarlinkReply **ret);
+int varlink_reply_append(VarlinkReply *r, json_t *element);
+/* members: an object of the parameters' other members, or NULL. */
+int varlink_reply_finish(VarlinkReply *r, json_t *members);
+size_t varlink_reply_size(const VarlinkReply *r);
+/* The error name of an error reply, NULL for a normal one. */
+const char *varlink_reply_error(const VarlinkReply *r);
+VarlinkReply *varlink_reply_free(VarlinkReply *r);
+/* Sends a complete reply as the call's final answer. Takes r in every case. */
+int varlink_call_send_reply(VarlinkCall *call, VarlinkReply *r);
 
 bool varlink_call_more(VarlinkCall *call);
 const char *varlink_call_method(VarlinkCall *call);
@@ -156,7 +198,9 @@ int varlink_client_connect(const char *path, uint64_t timeout_usec, VarlinkClien
 VarlinkClient *varlink_client_free(VarlinkClient *c);
 void varlink_client_set_max_message_size(VarlinkClient *c, size_t max);
 
-/* Sends one call; parameters is borrowed and may be NULL. */
+/* Sends one call; parameters is borrowed and may be NULL. When the server has closed the
+ * connection, the call still succeeds: a server that refuses a connection says why before it
+ * closes, and varlink_client_read_reply() returns what it said (or -ECONNRESET). */
 int varlink_client_call(VarlinkClient *c, const char *method, const json_t *parameters, unsigned flags);
 
 /* Reads the next reply. On success returns 0 and sets:

@@ -1208,6 +1208,26 @@ size_t collector_n_tracked(Collector *c) {
         return c->n_procs;
 }
 
+typedef struct CountUid {
+        uint32_t uid;
+        size_t n;
+} CountUid;
+
+static void count_uid_visit(const void *node, VISIT which, void *userdata) {
+        const CollectorProc *p = *(CollectorProc *const *) node;
+        CountUid *count = userdata;
+
+        if (which == postorder || which == leaf)
+                count->n += p->info.uid == count->uid;
+}
+
+size_t collector_n_tracked_uid(Collector *c, uint32_t uid) {
+        CountUid count = { .uid = uid };
+
+        twalk_r(c->procs, count_uid_visit, &count);
+        return count.n;
+}
+
 int collector_read_events(Collector *c) {
         int r = ring_buffer__consume(c->ringbuf);
 

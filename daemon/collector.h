@@ -51,6 +51,8 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 size_t collector_n_tracked(Collector *c);
+/* Of them, those of one user (what an unprivileged caller of GetStatus is told). */
+size_t collector_n_tracked_uid(Collector *c, uint32_t uid);
 /* What could not be counted since the start, by kind. */
 typedef struct CollectorDropKind {
         const char *name; /* e.g. "fault_map_full" */

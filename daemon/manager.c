@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "proc-util.h"
+#include "query.h"
 #include "store-recover.h"
 #include "time-util.h"
 #include "varlink.h"
@@ -37,6 +38,7 @@ struct Manager {
         char *db_path;
         int store_open_error; /* why store is NULL; logged once per condition */
         VarlinkServer *server;
+        QueryPool *queries;
         WatchSet *watches;
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
         int last_flush_error; /* logged once per condition, not once per tick */
@@ -58,6 +60,57 @@ static int mkdir_parents(const char *path, mode_t mode) {
                 }
         if (mkdir(buf, mode) < 0 && errno != EEXIST)
                 return -errno;
+        return 0;
+}
+
+/* The state directory holds every command line the daemon has seen: it must be ours and
+ * writable by nobody else, or another user could read the database or plant links in it. */
+static int check_state_dir(const char *path) {
+        struct stat st;
+
+        if (stat(path, &st) < 0)
+                return log_error_errno(errno, "Failed to check state directory %s: %m", path);
+        if (!S_ISDIR(st.st_mode))
+                return log_error_errno(ENOTDIR, "State directory %s is not a directory; refusing to use it", path);
+        if (st.st_uid != geteuid())
+                return log_error_errno(EPERM, "State directory %s belongs to uid %u, not to us (uid %u); refusing to use it",
+                                       path, (unsigned) st.st_uid, (unsigned) geteuid());
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return log_error_errno(EPERM, "State directory %s is writable by group or others (mode %04o); refusing to use it",
+                                       path, (unsigned) (st.st_mode & 07777));
+        return 0;
+}
+
+/* The database and its companions: never through a link, ours, and private. A missing database
+ * is created here, 0600, so that SQLite gives its log and shared-memory files the same mode. */
+static int check_database_files(const char *db_path) {
+        static const char *const suffixes[] = { "", "-wal", "-shm" };
+
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                _cleanup_free_ char *path = NULL;
+                _cleanup_close_ int fd = -1;
+                struct stat st;
+
+                if (asprintf(&path, "%s%s", db_path, suffixes[i]) < 0)
+                        return log_error_errno(ENOMEM, "Out of memory");
+                fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (i == 0 ? O_CREAT : 0), 0600);
+                if (fd < 0 && errno == ENOENT)
+                        continue;
+                if (fd < 0 && errno == ELOOP)
+                        return log_error_errno(ELOOP, "Database file %s is a symbolic link; refusing to follow it", path);
+                if (fd < 0)
+                        return log_error_errno(errno, "Failed to open database file %s: %m", path);
+                if (fstat(fd, &st) < 0)
+                        return log_error_errno(errno, "Failed to check database file %s: %m", path);
+                if (!S_ISREG(st.st_mode))
+                        return log_error_errno(EINVAL, "Database file %s is not a regular file; refusing to use it", path);
+                if (st.st_uid != geteuid())
+                        return log_error_errno(EPERM, "Database file %s belongs to uid %u, not to us; refusing to use it",
+                                               path, (unsigned) st.st_uid);
+                /* Written by an older trapstatd, or copied in with another mode. */
+                if ((st.st_mode & 077) && fchmod(fd, 0600) < 0)
+                        return log_error_errno(errno, "Failed to make database file %s private: %m", path);
+        }
         return 0;
 }
 
@@ -99,6 +152,10 @@ static int manager_lock_state_dir(Manager *m) {
                 return log_error_errno(errno, "Lock file %s is a symbolic link; refusing to follow it", path);
         if (fd < 0)
                 return log_error_errno(errno, "Failed to open lock file %s: %m", path);
+
+        /* A lock file of an older trapstatd may be 0644: the pid in it is nobody else's business
+         * either. */
+        (void) fchmod(fd, 0600);
 
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
                 if (errno != EWOULDBLOCK)
@@ -297,6 +354,8 @@ static int manager_open_store(Manager *m) {
                 log_error("Database %s was written by a newer trapstatd; refusing to touch it", m->db_path);
                 return r;
         }
+        if (r == -ELOOP)
+                return log_error_errno(r, "Database %s is a symbolic link; refusing to follow it", m->db_path);
         if (r < 0) {
                 if (r != m->store_open_error)
                         log_error_errno(r, "Failed to open database %s: %m; serving live counts only, retrying every %u s",
@@ -325,9 +384,13 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 .version = TRAPSTAT_VERSION,
                 .url = "",
                 .max_message_size = config->max_message_size,
+                .max_buffer = config->max_buffer,
                 .max_connections = config->max_connections,
                 .max_connections_per_uid = config->max_connections_per_uid,
+                .reserved_connections = config->reserved_connections,
                 .idle_timeout_sec = config->idle_timeout_sec,
+                .privileged_group = TRAPSTAT_GROUP,
+                .refused_error = "io.trapstat.TooManyConnections",
         };
         Manager *m;
         int r;
@@ -353,11 +416,14 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 goto fail;
         }
 
-        r = mkdir_parents(config->state_dir, 0755);
+        r = mkdir_parents(config->state_dir, 0700);
         if (r < 0) {
                 log_error_errno(r, "Failed to create state directory %s: %m", config->state_dir);
                 goto fail;
         }
+        r = check_state_dir(config->state_dir);
+        if (r < 0)
+                goto fail;
         /* Before the database and the socket: a second daemon must touch neither. */
         r = manager_lock_state_dir(m);
         if (r < 0)
@@ -366,10 +432,13 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
         }
+        r = check_database_files(m->db_path);
+        if (r < 0)
+                goto fail;
         /* A database newer than us is left alone; any other failure (a full disk, say) leaves
          * the live view working while maintenance retries. */
         r = manager_open_store(m);
-        if (r == -EPROTO)
+        if (r == -EPROTO || r == -ELOOP)
                 goto fail;
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
@@ -394,6 +463,17 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = varlink_server_new(m->base, &server_config, &m->server);
         if (r < 0) {
                 log_error_errno(r, "Failed to create varlink server: %m");
+                goto fail;
+        }
+        r = query_pool_new(m->base,
+                           &(QueryPoolConfig) { .db_path = m->db_path,
+                                                .boot_id = m->boot_id,
+                                                .threads = config->query_threads,
+                                                .per_uid = config->queries_per_uid,
+                                                .cost_limit = config->query_cost_limit },
+                           &m->queries);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start query threads: %m");
                 goto fail;
         }
         r = methods_register(m->server, m);
@@ -424,8 +504,9 @@ fail:
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        /* The streams before the server: they hold calls of its connections. */
+        /* The streams and queries before the server: they hold calls of its connections. */
         watch_set_free(m->watches);
+        query_pool_free(m->queries);
         varlink_server_free(m->server);
         if (m->tick)
                 event_free(m->tick);
@@ -508,4 +589,8 @@ uint64_t manager_tick_usec(Manager *m) {
 
 WatchSet *manager_watch_set(Manager *m) {
         return m->watches;
+}
+
+QueryPool *manager_query_pool(Manager *m) {
+        return m->queries;
 }

@@ -12,6 +12,8 @@
 #define TRAPSTAT_DEFAULT_STATE_DIR "/var/lib/trapstatd"
 #define TRAPSTAT_DEFAULT_SOCKET "/run/trapstatd/io.trapstat"
 #define TRAPSTAT_DEFAULT_TICK_USEC (1000 * UINT64_C(1000))
+/* Members of this group see every process, as root does, and share root's reserved connections. */
+#define TRAPSTAT_GROUP "trapstat"
 
 typedef struct ManagerConfig {
         const char *state_dir;
@@ -23,9 +25,13 @@ typedef struct ManagerConfig {
         const char *disable_sources;
         StoreRetention retention;
         size_t max_message_size;
+        size_t max_buffer;
         unsigned max_connections;
         unsigned max_connections_per_uid;
+        unsigned reserved_connections; /* (unsigned) -1: none; 0: default */
         unsigned idle_timeout_sec;
+        unsigned query_threads, queries_per_uid;
+        uint64_t query_cost_limit;
 } ManagerConfig;
 
 typedef struct Manager Manager;
@@ -45,6 +51,8 @@ uint64_t manager_tick_usec(Manager *m);
 uint64_t manager_unsaved_samples(Manager *m);
 /* The Watch streams, answered on every tick. */
 struct WatchSet *manager_watch_set(Manager *m);
+/* The workers that answer history queries. */
+struct QueryPool *manager_query_pool(Manager *m);
 
 /* methods.c: registers io.trapstat on the server. */
 struct VarlinkServer;

@@ -11,6 +11,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "manager.h"
+#include "query.h"
 #include "time-util.h"
 #include "traps.h"
 #include "varlink.h"
@@ -19,6 +20,10 @@
 #define TOP_DEFAULT_WINDOW_SEC 60
 #define TOP_DEFAULT_LIMIT 20
 #define TOP_MAX_LIMIT 10000
+/* Longer windows (Top, Traps) are answered as this one: the hour tier keeps a year. */
+#define MAX_WINDOW_SEC (366 * 24 * 3600)
+/* Longest unit name a filter may give (systemd's own limit is 255 bytes plus the suffix). */
+#define MAX_UNIT_NAME 256
 
 typedef enum ParamType { PARAM_INT, PARAM_STRING, PARAM_BOOL } ParamType;
 
@@ -81,8 +86,6 @@ static int params_parse(VarlinkCall *call, json_t *parameters, const Param *tabl
         return 0;
 }
 
-#define TRAPSTAT_GROUP "trapstat"
-
 /* root and members of group trapstat see every process; everyone else only their own. Returns
  * the uid to filter by, or -1 for no filter. The group is looked up per call, so creating it
  * (or adding a user to it) needs no restart. */
@@ -99,11 +102,15 @@ static int64_t visible_uid(VarlinkCall *call) {
         return (int64_t) uid;
 }
 
-static int reply_database_error(VarlinkCall *call, Store *store, int error) {
+/* A query's failure, as the reply a worker sends. -ECANCELED (the query was stopped) is passed
+ * on: the pool answers it. */
+static int database_error(Store *store, int error, VarlinkReply **ret) {
         char message[512];
 
+        if (error == -ECANCELED)
+                return error;
         snprintf(message, sizeof(message), "%s (%s)", store_errmsg(store), strerror(abs(error)));
-        return varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
+        return varlink_reply_new_error("io.trapstat.DatabaseError", json_pack("{s:s}", "message", message), ret);
 }
 
 /* The history needs the database; while it cannot be opened, say so (live Watch still works). */
@@ -124,7 +131,16 @@ static Store *need_store(VarlinkCall *call, Manager *m, int *ret) {
 static uint64_t window_start_usec(int64_t window_sec) {
         uint64_t now = now_usec(CLOCK_REALTIME);
 
+        window_sec = MIN(window_sec, MAX_WINDOW_SEC);
         return (uint64_t) window_sec >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window_sec * USEC_PER_SEC;
+}
+
+/* Hands the call to a worker. Top and History read the samples: the ticks the writer has not
+ * folded into the raw tier yet go in first (at most once per tick, however many calls come). */
+static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, void *args, void (*free_args)(void *)) {
+        if (samples)
+                (void) store_settle(manager_store(m));
+        return query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), run, args, free_args);
 }
 
 static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -159,9 +175,47 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
                                             "databasePath", manager_database_path(m), "databaseBytes",
                                             (json_int_t) (manager_store(m) ? store_size_bytes(manager_store(m)) : 0),
-                                            "processesTracked", (json_int_t) collector_n_tracked(c), "drops",
+                                            "processesTracked",
+                                            (json_int_t) (visible_uid(call) < 0
+                                                                  ? collector_n_tracked(c)
+                                                                  : collector_n_tracked_uid(c, (uint32_t) visible_uid(call))),
+                                            "drops",
                                             (json_int_t) total_drops, "dropsByKind", drop_list),
                                   false);
+}
+
+typedef struct TopArgs {
+        uint64_t since_usec;
+        const char *sort;
+        size_t limit;
+        int64_t uid;
+} TopArgs;
+
+/* In a worker: the rows go into the reply one at a time, never as one JSON tree. */
+static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
+        const TopArgs *a = userdata;
+        VarlinkReply *reply = NULL;
+        StoreRow *rows;
+        size_t n;
+        int r;
+
+        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, &rows, &n);
+        if (r < 0)
+                return database_error(reader, r, ret);
+
+        r = varlink_reply_new_array("rows", &reply);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
+                                                          "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
+        store_rows_free(rows, n);
+        if (r >= 0)
+                r = varlink_reply_finish(reply, NULL);
+        if (r < 0) {
+                varlink_reply_free(reply);
+                return r;
+        }
+        *ret = reply;
+        return 0;
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -173,35 +227,30 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 { "sortBy", PARAM_STRING, false, 0, &sort_by, NULL },
                 { "limit", PARAM_INT, false, 1, &limit, NULL },
         };
-        StoreRow *rows;
-        Store *store;
-        uint64_t since;
-        json_t *list;
-        size_t n;
+        const FaultField *field;
+        TopArgs *args;
         int r;
 
         r = params_parse(call, parameters, table, ELEMENTSOF(table));
         if (r != 0)
                 return r < 0 ? r : 0;
-        if (!fault_field_by_name(sort_by) && strcmp(sort_by, "traps") != 0)
+        field = fault_field_by_name(sort_by);
+        if (!field && strcmp(sort_by, "traps") != 0)
                 return varlink_call_error_invalid_parameter(call, "sortBy");
         if (limit > TOP_MAX_LIMIT)
                 return varlink_call_error_invalid_parameter(call, "limit");
-
-        store = need_store(call, m, &r);
-        if (!store)
+        if (!need_store(call, m, &r))
                 return r;
-        since = window_start_usec(window);
-        r = store_top(store, since, sort_by, (size_t) limit, visible_uid(call), &rows, &n);
-        if (r < 0)
-                return reply_database_error(call, store, r);
 
-        list = json_array();
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(list, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
-                                                      "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
-        store_rows_free(rows, n);
-        return varlink_call_reply(call, json_pack("{s:o}", "rows", list), false);
+        args = malloc(sizeof(*args));
+        if (!args)
+                return -ENOMEM;
+        /* The sort name from static storage: the parameters are gone when the worker runs. */
+        *args = (TopArgs) { .since_usec = window_start_usec(window),
+                            .sort = field ? field->name : "traps",
+                            .limit = (size_t) limit,
+                            .uid = visible_uid(call) };
+        return submit(call, m, true, run_top, args, free);
 }
 
 /* Without resolutionSec: fine enough to see the window's shape, coarse enough to be read from
@@ -217,9 +266,66 @@ static int64_t default_resolution_sec(const ProcessInfo *p, uint64_t since, uint
         return 3600;
 }
 
+typedef struct HistoryArgs {
+        uint32_t pid;
+        uint64_t start_time, since_usec, until_usec;
+        int64_t resolution_sec; /* 0: chosen by the process's lifetime */
+        int64_t uid;
+} HistoryArgs;
+
+static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
+        const HistoryArgs *a = userdata;
+        VarlinkReply *reply = NULL;
+        StoreHistoryRow *rows;
+        ProcessInfo process;
+        Faults total = {};
+        Traps total_traps = {};
+        int64_t id, resolution = a->resolution_sec;
+        size_t n;
+        int r;
+
+        r = store_find_process(reader, a->pid, a->start_time, &id, &process);
+        if (r == -ENOENT)
+                return varlink_reply_new_error("io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) a->pid),
+                                               ret);
+        if (r < 0)
+                return database_error(reader, r, ret);
+        if (a->uid >= 0 && process.uid != a->uid) {
+                process_info_done(&process);
+                return varlink_reply_new_error("org.varlink.service.PermissionDenied", NULL, ret);
+        }
+
+        if (resolution == 0)
+                resolution = default_resolution_sec(&process, a->since_usec, a->until_usec);
+        r = store_history(reader, id, a->since_usec, a->until_usec, (uint64_t) resolution * USEC_PER_SEC, &rows, &n);
+        if (r < 0) {
+                process_info_done(&process);
+                return database_error(reader, r, ret);
+        }
+
+        /* The samples go into the reply one at a time; the process and the totals after them. */
+        r = varlink_reply_new_array("samples", &reply);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                faults_add(&total, &rows[i].faults);
+                traps_add(&total_traps, &rows[i].traps);
+                r = varlink_reply_append(reply, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) rows[i].time_usec,
+                                                          "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
+        }
+        free(rows);
+        if (r >= 0)
+                r = varlink_reply_finish(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
+                                                          counters_to_json(&total, &total_traps)));
+        process_info_done(&process);
+        if (r < 0) {
+                varlink_reply_free(reply);
+                return r;
+        }
+        *ret = reply;
+        return 0;
+}
+
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        Store *store;
         int64_t pid = 0, start_time = 0, since = 0, until = INT64_MAX, resolution = 0;
         bool have_resolution = false;
         const Param table[] = {
@@ -229,13 +335,7 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 { "untilUsec", PARAM_INT, false, 0, &until, NULL },
                 { "resolutionSec", PARAM_INT, false, 1, &resolution, &have_resolution },
         };
-        _cleanup_json_ json_t *samples = NULL;
-        StoreHistoryRow *rows;
-        ProcessInfo process;
-        Faults total = {};
-        Traps total_traps = {};
-        int64_t id;
-        size_t n;
+        HistoryArgs *args;
         int r;
 
         r = params_parse(call, parameters, table, ELEMENTSOF(table));
@@ -243,45 +343,25 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 return r < 0 ? r : 0;
         if (pid > UINT32_MAX)
                 return varlink_call_error_invalid_parameter(call, "pid");
+        /* An empty range is a mistake to point out, not a question with an empty answer. */
+        if (since > until)
+                return varlink_call_error_invalid_parameter(call, "untilUsec");
         if (have_resolution && ((uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
                                 ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0))
                 return varlink_call_error_invalid_parameter(call, "resolutionSec");
-
-        store = need_store(call, m, &r);
-        if (!store)
+        if (!need_store(call, m, &r))
                 return r;
-        r = store_find_process(store, (uint32_t) pid, (uint64_t) start_time, &id, &process);
-        if (r == -ENOENT)
-                return varlink_call_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) pid));
-        if (r < 0)
-                return reply_database_error(call, store, r);
-        if (visible_uid(call) >= 0 && process.uid != visible_uid(call)) {
-                process_info_done(&process);
-                return varlink_call_error(call, "org.varlink.service.PermissionDenied", NULL);
-        }
 
-        if (!have_resolution)
-                resolution = default_resolution_sec(&process, (uint64_t) since, (uint64_t) until);
-        r = store_history(store, id, (uint64_t) since, (uint64_t) until, (uint64_t) resolution * USEC_PER_SEC, &rows, &n);
-        if (r < 0) {
-                process_info_done(&process);
-                return reply_database_error(call, store, r);
-        }
-        samples = json_array();
-        for (size_t i = 0; i < n; i++) {
-                faults_add(&total, &rows[i].faults);
-                traps_add(&total_traps, &rows[i].traps);
-                json_array_append_new(samples, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) rows[i].time_usec,
-                                                         "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
-        }
-        free(rows);
-
-        r = varlink_call_reply(call,
-                               json_pack("{s:o, s:o, s:O}", "process", process_info_to_json(&process), "total",
-                                         counters_to_json(&total, &total_traps), "samples", samples),
-                               false);
-        process_info_done(&process);
-        return r;
+        args = malloc(sizeof(*args));
+        if (!args)
+                return -ENOMEM;
+        *args = (HistoryArgs) { .pid = (uint32_t) pid,
+                                .start_time = (uint64_t) start_time,
+                                .since_usec = (uint64_t) since,
+                                .until_usec = (uint64_t) until,
+                                .resolution_sec = have_resolution ? resolution : 0,
+                                .uid = visible_uid(call) };
+        return submit(call, m, true, run_history, args, free);
 }
 
 static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -320,38 +400,91 @@ static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
 
 #define TRAPS_DEFAULT_WINDOW_SEC 3600
 
+typedef struct TrapsArgs {
+        uint64_t since_usec;
+        int64_t uid;
+} TrapsArgs;
+
+static int run_traps(Store *reader, void *userdata, VarlinkReply **ret) {
+        const TrapsArgs *a = userdata;
+        _cleanup_json_ json_t *reply = NULL;
+        uint64_t processes;
+        Traps traps;
+        int r;
+
+        r = store_traps(reader, a->since_usec, a->uid, &traps, &processes);
+        if (r < 0)
+                return database_error(reader, r, ret);
+
+        reply = json_pack("{s:I}", "processes", (json_int_t) processes);
+        if (!reply || traps_to_json(&traps, reply) < 0)
+                return -ENOMEM;
+        return varlink_reply_new(TAKE_PTR(reply), ret);
+}
+
 static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         int64_t window = TRAPS_DEFAULT_WINDOW_SEC;
         const Param table[] = {
                 { "windowSec", PARAM_INT, false, 1, &window, NULL },
         };
-        _cleanup_json_ json_t *reply = NULL;
-        uint64_t since, processes;
-        Store *store;
-        Traps traps;
+        TrapsArgs *args;
         int r;
 
         r = params_parse(call, parameters, table, ELEMENTSOF(table));
         if (r != 0)
                 return r < 0 ? r : 0;
-
-        store = need_store(call, m, &r);
-        if (!store)
+        if (!need_store(call, m, &r))
                 return r;
-        since = window_start_usec(window);
-        r = store_traps(store, since, visible_uid(call), &traps, &processes);
-        if (r < 0)
-                return reply_database_error(call, store, r);
 
-        reply = json_pack("{s:I}", "processes", (json_int_t) processes);
-        if (!reply || traps_to_json(&traps, reply) < 0)
+        args = malloc(sizeof(*args));
+        if (!args)
                 return -ENOMEM;
-        return varlink_call_reply(call, json_incref(reply), false);
+        *args = (TrapsArgs) { .since_usec = window_start_usec(window), .uid = visible_uid(call) };
+        return submit(call, m, false, run_traps, args, free);
 }
 
 #define LIST_DEFAULT_LIMIT 1000
 #define LIST_MAX_LIMIT 100000
+
+typedef struct ListArgs {
+        StoreProcessFilter filter; /* comm_glob and unit point into the strings below */
+        char *comm, *unit;
+} ListArgs;
+
+static void list_args_free(void *userdata) {
+        ListArgs *a = userdata;
+
+        if (a) {
+                free(a->comm);
+                free(a->unit);
+                free(a);
+        }
+}
+
+static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret) {
+        const ListArgs *a = userdata;
+        VarlinkReply *reply = NULL;
+        ProcessInfo *list;
+        size_t n;
+        int r;
+
+        r = store_list_processes(reader, &a->filter, &list, &n);
+        if (r < 0)
+                return database_error(reader, r, ret);
+        r = varlink_reply_new_array("processes", &reply);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = varlink_reply_append(reply, process_info_to_json(&list[i]));
+        process_infos_free(list, n);
+        if (r >= 0)
+                r = varlink_reply_finish(reply, NULL);
+        if (r < 0) {
+                varlink_reply_free(reply);
+                return r;
+        }
+        *ret = reply;
+        return 0;
+}
 
 static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
@@ -365,10 +498,7 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                 { "unit", PARAM_STRING, false, 0, &unit, NULL },
                 { "limit", PARAM_INT, false, 1, &limit, NULL },
         };
-        ProcessInfo *list;
-        Store *store;
-        json_t *array;
-        size_t n;
+        ListArgs *args;
         int r;
 
         r = params_parse(call, parameters, table, ELEMENTSOF(table));
@@ -378,25 +508,25 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                 return varlink_call_error_invalid_parameter(call, "pid");
         if (limit > LIST_MAX_LIMIT)
                 return varlink_call_error_invalid_parameter(call, "limit");
-
-        store = need_store(call, m, &r);
-        if (!store)
+        if (comm && strlen(comm) > STORE_MAX_GLOB)
+                return varlink_call_error_invalid_parameter(call, "comm");
+        if (unit && strlen(unit) > MAX_UNIT_NAME)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        if (!need_store(call, m, &r))
                 return r;
-        r = store_list_processes(store,
-                                 &(StoreProcessFilter) { .pid = (uint32_t) pid,
-                                                         .include_exited = include_exited,
-                                                         .uid = visible_uid(call),
-                                                         .comm_glob = comm,
-                                                         .unit = unit,
-                                                         .limit = (size_t) limit },
-                                 &list, &n);
-        if (r < 0)
-                return reply_database_error(call, store, r);
-        array = json_array();
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(array, process_info_to_json(&list[i]));
-        process_infos_free(list, n);
-        return varlink_call_reply(call, json_pack("{s:o}", "processes", array), false);
+
+        args = calloc(1, sizeof(*args));
+        if (!args || (comm && !(args->comm = strdup(comm))) || (unit && !(args->unit = strdup(unit)))) {
+                list_args_free(args);
+                return -ENOMEM;
+        }
+        args->filter = (StoreProcessFilter) { .pid = (uint32_t) pid,
+                                              .include_exited = include_exited,
+                                              .uid = visible_uid(call),
+                                              .comm_glob = args->comm,
+                                              .unit = args->unit,
+                                              .limit = (size_t) limit };
+        return submit(call, m, false, run_list_processes, args, list_args_free);
 }
 
 static const VarlinkMethod methods[] = {

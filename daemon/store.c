@@ -93,6 +93,8 @@ static int sqlite_to_errno(int rc) {
                 return -EEXIST;
         case SQLITE_TOOBIG:
                 return -E2BIG;
+        case SQLITE_INTERRUPT:
+                return -ECANCELED;
         default:
                 return -EIO;
         }
@@ -262,7 +264,9 @@ static void known_write_all(Store *s);
 static void known_clear(Store *s);
 static int pending_settle(Store *s);
 
-int store_open(const char *path, const char *boot_id, Store **ret) {
+/* Opens the connection; never through a symbolic link (-ELOOP): one planted in the state
+ * directory would have us turn its target into a database. */
+static int store_new(const char *path, const char *boot_id, int flags, Store **ret) {
         Store *s;
         int r;
 
@@ -272,14 +276,65 @@ int store_open(const char *path, const char *boot_id, Store **ret) {
         s->path = strdup(path);
         s->boot_id = strdup(boot_id);
         if (!s->path || !s->boot_id) {
-                r = -ENOMEM;
-                goto fail;
+                store_free(s);
+                return -ENOMEM;
         }
-
-        r = sqlite_to_errno(sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL));
-        if (r < 0)
-                goto fail;
+        r = sqlite_to_errno(sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL));
+        if (r < 0) {
+                /* SQLite says "cannot open" for a link it refused to follow; tell it apart. */
+                struct stat st;
+                if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+                        r = -ELOOP;
+                store_free(s);
+                return r;
+        }
         sqlite3_extended_result_codes(s->db, 1);
+        /* Globs are ListProcesses filters on a 16-byte comm: a longer one is an abuse, and SQLite's
+         * own limit (50000) lets one glob run for seconds. */
+        sqlite3_limit(s->db, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, STORE_MAX_GLOB);
+        *ret = s;
+        return 0;
+}
+
+int store_open_reader(const char *path, const char *boot_id, Store **ret) {
+        Store *s;
+        int version = 0, r;
+
+        r = store_new(path, boot_id, SQLITE_OPEN_READONLY, &s);
+        if (r < 0)
+                return r;
+        sqlite3_busy_timeout(s->db, 5000);
+        /* The writer migrates; a reader only checks it has the schema it knows. */
+        r = get_user_version(s->db, &version);
+        if (r >= 0 && (size_t) version != embedded_migrations_count)
+                r = -EPROTO;
+        if (r >= 0)
+                r = exec_sql(s->db, "PRAGMA query_only = 1");
+        if (r >= 0)
+                r = prepare_statements(s);
+        if (r < 0) {
+                store_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+void store_set_progress_handler(Store *s, int (*fn)(void *userdata), void *userdata) {
+        sqlite3_progress_handler(s->db, STORE_PROGRESS_STEPS, fn, userdata);
+}
+
+int store_settle(Store *s) {
+        return pending_settle(s);
+}
+
+int store_open(const char *path, const char *boot_id, Store **ret) {
+        Store *s;
+        int r;
+
+        r = store_new(path, boot_id, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &s);
+        if (r < 0)
+                return r;
         /* A new database gives freed pages back (the size cap). Only possible before any table
          * exists and before WAL mode writes the header; a no-op on an existing database. */
         r = exec_sql(s->db, "PRAGMA auto_vacuum = INCREMENTAL");

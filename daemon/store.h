@@ -38,9 +38,26 @@ typedef struct StoreRetention {
  * -EPROTO when the database is newer than the list (user_version > n), or another -errno. */
 int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 
+/* Longest comm glob a query accepts (ListProcesses). */
+#define STORE_MAX_GLOB 256
+/* The progress handler runs every this many SQLite virtual machine steps. */
+#define STORE_PROGRESS_STEPS 1000
+
 /* Opens (creating if needed) the database at path and migrates it to the embedded schema.
- * boot_id identifies this boot in process identities. */
+ * boot_id identifies this boot in process identities. Never follows a symbolic link at path:
+ * -ELOOP. */
 int store_open(const char *path, const char *boot_id, Store **ret);
+/* A second, read-only connection to the database a store_open() has migrated, for queries on
+ * another thread: store_top(), store_find_process(), store_history(), store_list_processes(),
+ * store_traps(). It sees what the writer had committed when each query began (WAL); the
+ * writer's pending ticks only after store_settle() on the writer. -EPROTO when the schema is
+ * not the one this build knows. */
+int store_open_reader(const char *path, const char *boot_id, Store **ret);
+/* Folds the pending ticks into the raw tier (queries on this connection do it themselves). */
+int store_settle(Store *s);
+/* fn runs every STORE_PROGRESS_STEPS virtual machine steps of a query; when it returns non-zero
+ * the query stops and fails with -ECANCELED. fn NULL removes it. */
+void store_set_progress_handler(Store *s, int (*fn)(void *userdata), void *userdata);
 Store *store_free(Store *s);
 const char *store_errmsg(Store *s);
 const char *store_path(Store *s);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "query.h"
 #include "time-util.h"
 #include "varlink.h"
 
@@ -32,15 +34,26 @@ static void help(void) {
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --retention LIST       how long each tier keeps history (default: raw=24h,minute=14d,hour=365d)\n"
                "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: 256M; 0: none)\n"
-               "      --max-message-size N   largest varlink message accepted, bytes (default: %u)\n"
+               "      --max-message-size SIZE  largest varlink call accepted (default: %uK)\n"
+               "      --max-buffer SIZE      calls and replies buffered for all clients together\n"
+               "                             (default: %uM)\n"
                "      --max-connections N    concurrent client connections (default: %u)\n"
-               "      --max-connections-per-uid N  of them from one user (default: %u)\n"
+               "      --max-connections-per-uid N  of them from one user other than root and group\n"
+               "                             trapstat (default: %u)\n"
+               "      --reserved-connections N  of --max-connections only for root and group trapstat\n"
+               "                             (default: %u)\n"
                "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
+               "      --query-threads N      threads answering history queries (default: %u)\n"
+               "      --queries-per-uid N    queries of one user running at once (default: %u)\n"
+               "      --query-cost-limit N   SQLite steps one query may take (default: %llu)\n"
                "  -v, --verbose              debug logging\n"
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
-               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, VARLINK_DEFAULT_MAX_MESSAGE_SIZE,
-               VARLINK_DEFAULT_MAX_CONNECTIONS, VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_IDLE_TIMEOUT_SEC);
+               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
+               VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
+               VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_RESERVED_CONNECTIONS,
+               VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, QUERY_DEFAULT_THREADS, QUERY_DEFAULT_PER_UID,
+               (unsigned long long) QUERY_DEFAULT_COST_LIMIT);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -127,7 +140,8 @@ static char *first_of_env(const char *name) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION };
+        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -142,6 +156,11 @@ int main(int argc, char *argv[]) {
                 { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "max-connections-per-uid", required_argument, NULL, ARG_MAX_CONNECTIONS_PER_UID },
                 { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
+                { "max-buffer", required_argument, NULL, ARG_MAX_BUFFER },
+                { "reserved-connections", required_argument, NULL, ARG_RESERVED_CONNECTIONS },
+                { "query-threads", required_argument, NULL, ARG_QUERY_THREADS },
+                { "queries-per-uid", required_argument, NULL, ARG_QUERIES_PER_UID },
+                { "query-cost-limit", required_argument, NULL, ARG_QUERY_COST_LIMIT },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -201,10 +220,44 @@ int main(int argc, char *argv[]) {
                         if (parse_size(optarg, &config.retention.max_bytes) < 0)
                                 return usage_error("invalid --max-db-size '%s': expected bytes with K, M, G or T, e.g. 256M", optarg);
                         break;
-                case ARG_MAX_MESSAGE_SIZE:
-                        if (parse_uint(optarg, 1U << 30, &v) < 0 || v < 4096)
-                                return usage_error("invalid --max-message-size '%s': expected 4096 to 1073741824", optarg);
-                        config.max_message_size = (size_t) v;
+                case ARG_MAX_MESSAGE_SIZE: {
+                        uint64_t bytes;
+
+                        if (parse_size(optarg, &bytes) < 0 || bytes < 4096 || bytes > (UINT64_C(1) << 30))
+                                return usage_error("invalid --max-message-size '%s': expected 4K to 1G", optarg);
+                        config.max_message_size = (size_t) bytes;
+                        break;
+                }
+                case ARG_MAX_BUFFER: {
+                        uint64_t bytes;
+
+                        if (parse_size(optarg, &bytes) < 0 || bytes < 65536 || bytes > (UINT64_C(1) << 34))
+                                return usage_error("invalid --max-buffer '%s': expected 64K to 16G", optarg);
+                        config.max_buffer = (size_t) bytes;
+                        break;
+                }
+                case ARG_RESERVED_CONNECTIONS:
+                        /* 0 is allowed here: no reserve. */
+                        if (strcmp(optarg, "0") == 0)
+                                v = 0;
+                        else if (parse_uint(optarg, 1U << 20, &v) < 0)
+                                return usage_error("invalid --reserved-connections '%s': expected 0 to 1048576", optarg);
+                        config.reserved_connections = v == 0 ? (unsigned) -1 : (unsigned) v;
+                        break;
+                case ARG_QUERY_THREADS:
+                        if (parse_uint(optarg, 64, &v) < 0)
+                                return usage_error("invalid --query-threads '%s': expected 1 to 64", optarg);
+                        config.query_threads = (unsigned) v;
+                        break;
+                case ARG_QUERIES_PER_UID:
+                        if (parse_uint(optarg, 64, &v) < 0)
+                                return usage_error("invalid --queries-per-uid '%s': expected 1 to 64", optarg);
+                        config.queries_per_uid = (unsigned) v;
+                        break;
+                case ARG_QUERY_COST_LIMIT:
+                        if (parse_uint(optarg, UINT64_C(1) << 50, &v) < 0)
+                                return usage_error("invalid --query-cost-limit '%s': expected 1 to 2^50", optarg);
+                        config.query_cost_limit = v;
                         break;
                 case ARG_MAX_CONNECTIONS:
                         if (parse_uint(optarg, 1U << 20, &v) < 0)
@@ -246,6 +299,19 @@ int main(int argc, char *argv[]) {
         }
         /* Under systemd, stderr goes to the journal: tag lines with their priority. */
         log_set_prefix_priority(getenv("JOURNAL_STREAM") != NULL);
+
+        /* An explicit reserve must leave room for everyone else; the default one shrinks itself. */
+        if (config.reserved_connections != 0 && config.reserved_connections != (unsigned) -1 &&
+            config.reserved_connections >= (config.max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS)) {
+                fprintf(stderr, "trapstatd: --reserved-connections must be less than --max-connections\n");
+                return 2;
+        }
+
+        /* Large allocations (replies, query results) come from mmap and go back when freed,
+         * instead of raising glibc's threshold to the largest one seen and keeping that much
+         * heap once the clients are gone. Two arenas: the workers' allocations need no more. */
+        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        (void) mallopt(M_ARENA_MAX, 2);
 
         /* Every client is an fd: take the hard limit, as --max-connections may ask for many. */
         struct rlimit nofile;

@@ -50,6 +50,8 @@ static const char test_description[] =
         "# (0: never), each with `size` bytes of data.\n"
         "method Ticks(count: int, size: int) -> (i: int, data: string)\n"
         "method TickStats() -> (sent: int, skipped: int, closed: int, maxQueued: int)\n"
+        "# Answered later, from a timer, with a reply built element by element.\n"
+        "method Deferred(n: int) -> (items: []int, n: int)\n"
         "error Late ()\n";
 
 /* ---- helpers ---- */
@@ -145,6 +147,25 @@ static void test_read_bad(void **state _unused_) {
         assert_null(m);
         assert_int_equal(varlink_message_read(b, 1024, &m), 1);
         assert_json_equal(m, "{\"ok\":true}");
+}
+
+/* Numbers JSON allows but int64/double cannot hold become a marker string, so that the IDL check
+ * can name the member instead of the whole message being refused. */
+static void test_read_out_of_range(void **state _unused_) {
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+        _cleanup_json_ json_t *m = NULL, *m2 = NULL, *m3 = NULL;
+
+        add_string(b, "{\"pid\":9223372036854775808,\"n\":[1,-9223372036854775809],\"r\":1e400,"
+                      "\"ok\":9223372036854775807}");
+        assert_int_equal(varlink_message_read(b, 1024, &m), 1);
+        assert_json_equal(m, "{\"pid\":\"out of range\",\"n\":[1,\"out of range\"],\"r\":\"out of range\","
+                             "\"ok\":9223372036854775807}");
+        /* Still invalid JSON around it: refused as before. */
+        add_string(b, "{\"pid\":99999999999999999999,}");
+        assert_int_equal(varlink_message_read(b, 1024, &m2), -EBADMSG);
+        add_string(b, "{\"after\":true}");
+        assert_int_equal(varlink_message_read(b, 1024, &m3), 1);
+        assert_json_equal(m3, "{\"after\":true}");
 }
 
 static void test_write_read(void **state _unused_) {
@@ -255,6 +276,9 @@ typedef struct TestServer {
         /* Ticks: the kept call, fed every TICK_USEC by a timer (server thread only). */
         VarlinkCall *kept;
         struct event *tick;
+        VarlinkCall *deferred; /* Deferred: answered by the `later` timer */
+        int deferred_n;
+        struct event *later;
         int tick_count, tick_size, sent, skipped, closed;
         size_t max_queued;
         atomic_int after_final[2];   /* results of replying after the final reply (Misuse) */
@@ -394,11 +418,48 @@ static int method_tick_stats(VarlinkCall *call, json_t *parameters _unused_, voi
                                   false);
 }
 
+static void on_later(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        TestServer *t = userdata;
+        VarlinkReply *r = NULL;
+
+        if (!t->deferred)
+                return;
+        assert_int_equal(varlink_reply_new_array("items", &r), 0);
+        for (int i = 0; i < t->deferred_n; i++)
+                assert_int_equal(varlink_reply_append(r, json_integer(i)), 0);
+        assert_int_equal(varlink_reply_finish(r, json_pack("{s:i}", "n", t->deferred_n)), 0);
+        assert_null(varlink_reply_error(r));
+        assert_int_equal(varlink_call_send_reply(t->deferred, r), 0);
+        t->deferred = varlink_call_unref(t->deferred);
+}
+
+static void on_deferred_close(VarlinkCall *call _unused_, void *userdata) {
+        TestServer *t = userdata;
+
+        t->deferred = varlink_call_unref(t->deferred);
+}
+
+/* A call without "more" kept and answered after the handler returned. */
+static int method_deferred(VarlinkCall *call, json_t *parameters, void *userdata) {
+        TestServer *t = userdata;
+        struct timeval tv = { .tv_usec = TICK_USEC };
+
+        if (t->deferred)
+                return varlink_call_error(call, "org.example.test.Late", NULL);
+        t->deferred_n = (int) json_integer_value(json_object_get(parameters, "n"));
+        assert_int_equal(varlink_call_keep(call, on_deferred_close, t, &t->deferred), 0);
+        if (!t->later) {
+                t->later = evtimer_new(t->base, on_later, t);
+                assert_non_null(t->later);
+        }
+        return evtimer_add(t->later, &tv) < 0 ? -ENOMEM : 0;
+}
+
 static const VarlinkMethod test_methods[] = {
         { "Echo", method_echo },     { "Stream", method_stream, VARLINK_METHOD_MORE }, { "Whoami", method_whoami },
         { "Blob", method_blob },     { "Stats", method_stats },   { "Misuse", method_misuse },
         { "Fail", method_fail },     { "Silent", method_silent }, { "Ticks", method_ticks, VARLINK_METHOD_MORE },
-        { "TickStats", method_tick_stats }, {},
+        { "TickStats", method_tick_stats }, { "Deferred", method_deferred }, {},
 };
 
 static void on_stop(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
@@ -434,6 +495,7 @@ static int server_start(void **state, unsigned idle_timeout_sec) {
                 .max_message_size = TEST_MAX_MESSAGE_SIZE,
                 .max_connections = TEST_MAX_CONNECTIONS,
                 .idle_timeout_sec = idle_timeout_sec,
+                .refused_error = "org.example.test.TooMany",
         };
         TestServer *t = calloc(1, sizeof(*t));
 
@@ -476,9 +538,12 @@ static int teardown_server(void **state) {
         assert_int_equal(pthread_join(t->thread, NULL), 0);
 
         varlink_call_unref(t->kept);
+        varlink_call_unref(t->deferred);
         varlink_server_free(t->server);
         if (t->tick)
                 event_free(t->tick);
+        if (t->later)
+                event_free(t->later);
         event_free(t->stop);
         event_base_free(t->base);
         close(t->stop_pipe[0]);
@@ -691,6 +756,65 @@ static void test_oneway(void **state) {
                          -EINVAL);
 }
 
+/* "more" and "oneway" together: the client reads (it asked for more), so it is told. A number
+ * out of range is an InvalidParameter naming its member too, and the connection goes on. */
+static void test_odd_calls_answered(void **state) {
+        static const char calls[] = "{\"method\":\"org.example.test.Echo\",\"more\":true,\"oneway\":true}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"a\":9223372036854775808}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"a\":-1e999}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"a\":9223372036854775807}}";
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+        _cleanup_close_ int fd = raw_connect(*state);
+        _cleanup_json_ json_t *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+
+        raw_send(fd, calls, sizeof(calls));
+        r1 = raw_read(fd, b);
+        r2 = raw_read(fd, b);
+        r3 = raw_read(fd, b);
+        r4 = raw_read(fd, b);
+        assert_json_equal(r1, "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"oneway\"}}");
+        assert_json_equal(r2, "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"a\"}}");
+        assert_json_equal(r3, "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"a\"}}");
+        assert_json_equal(r4, "{\"parameters\":{\"a\":9223372036854775807}}");
+}
+
+/* A kept call without "more" answered later with a reply built element by element; the calls
+ * pipelined behind it wait for it. */
+static void test_deferred_reply(void **state) {
+        static const char calls[] = "{\"method\":\"org.example.test.Deferred\",\"parameters\":{\"n\":3}}\0"
+                                    "{\"method\":\"org.example.test.Deferred\",\"parameters\":{\"n\":0}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":7}}";
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+        _cleanup_close_ int fd = raw_connect(*state);
+        _cleanup_json_ json_t *r1 = NULL, *r2 = NULL, *r3 = NULL;
+
+        raw_send(fd, calls, sizeof(calls));
+        r1 = raw_read(fd, b);
+        r2 = raw_read(fd, b);
+        r3 = raw_read(fd, b);
+        assert_json_equal(r1, "{\"parameters\":{\"items\":[0,1,2],\"n\":3}}");
+        assert_json_equal(r2, "{\"parameters\":{\"items\":[],\"n\":0}}");
+        assert_json_equal(r3, "{\"parameters\":{\"n\":7}}");
+}
+
+static void test_reply_builder(void **state _unused_) {
+        VarlinkReply *r = NULL;
+
+        /* Misuse is refused, not turned into broken JSON. */
+        assert_int_equal(varlink_reply_new(json_array(), &r), -EINVAL);
+        assert_int_equal(varlink_reply_new_array("rows", &r), 0);
+        assert_int_equal(varlink_reply_finish(r, json_array()), -EINVAL);
+        assert_int_equal(varlink_reply_append(r, json_pack("{s:s}", "s", "\"quoted\"\n")), 0);
+        assert_int_equal(varlink_reply_finish(r, NULL), 0);
+        assert_int_equal(varlink_reply_append(r, json_integer(1)), -EINVAL);
+        assert_true(varlink_reply_size(r) > 0);
+        r = varlink_reply_free(r);
+
+        assert_int_equal(varlink_reply_new_error("a.B", json_pack("{s:i}", "limit", 5), &r), 0);
+        assert_string_equal(varlink_reply_error(r), "a.B");
+        r = varlink_reply_free(r);
+}
+
 static void test_reply_rules(void **state) {
         TestServer *t = *state;
         _cleanup_client_ VarlinkClient *c = client_new(t, CLIENT_TIMEOUT_USEC);
@@ -773,6 +897,8 @@ static void test_max_connections(void **state) {
         TestServer *t = *state;
         VarlinkClient *c[TEST_MAX_CONNECTIONS] = {};
         _cleanup_client_ VarlinkClient *extra = NULL;
+        _cleanup_json_ json_t *refusal = NULL;
+        _cleanup_free_ char *error = NULL;
         int r;
 
         /* A round trip on each makes sure the server has accepted all of them. */
@@ -782,13 +908,16 @@ static void test_max_connections(void **state) {
         }
         call_expect(c[0], "org.example.test.Stats", NULL, "{\"blobs\":0,\"connections\":4}");
 
-        /* connect() succeeds (the kernel queues it), then the server closes it. Depending on the
-         * timing, the send already sees the close. */
+        /* connect() succeeds (the kernel queues it), then the server says why it refuses and
+         * closes. The call "succeeds" whether or not the send saw the close: the refusal is
+         * what the client reads. */
         extra = client_new(t, CLIENT_TIMEOUT_USEC);
-        r = varlink_client_call(extra, "org.example.test.Echo", NULL, 0);
-        if (r == 0)
-                r = varlink_client_read_reply(extra, NULL, NULL, NULL);
-        assert_true(r == -ECONNRESET || r == -EPIPE);
+        assert_int_equal(varlink_client_call(extra, "org.example.test.Echo", NULL, 0), 0);
+        assert_int_equal(varlink_client_read_reply(extra, &refusal, &error, NULL), 0);
+        assert_string_equal(error, "org.example.test.TooMany");
+        assert_json_equal(refusal, "{\"limit\":4}");
+        r = varlink_client_read_reply(extra, NULL, NULL, NULL);
+        assert_int_equal(r, -ECONNRESET);
 
         call_expect(c[1], "org.example.test.Stats", NULL, "{\"blobs\":0,\"connections\":4}");
         for (unsigned i = 0; i < TEST_MAX_CONNECTIONS; i++)
@@ -818,8 +947,8 @@ static void test_backpressure(void **state) {
         /* Another client is served meanwhile, and the server has not run every call sent. */
         call(other, "org.example.test.Stats", NULL, 0, &stats, NULL, NULL);
         assert_true(json_integer_value(json_object_get(stats, "blobs")) < (json_int_t) sent);
-        /* At most the output limit plus what the kernel buffers (a few hundred KiB). */
-        assert_true(json_integer_value(json_object_get(stats, "blobs")) * BLOB_SIZE < 4U * 1024U * 1024U);
+        /* One reply in flight: at most what the kernel buffers (a few hundred KiB) plus one. */
+        assert_true(json_integer_value(json_object_get(stats, "blobs")) * BLOB_SIZE < 512U * 1024U);
 
         for (unsigned i = 0; i < sent; i++) {
                 _cleanup_json_ json_t *reply = NULL;
@@ -964,7 +1093,9 @@ int main(void) {
                 cmocka_unit_test(test_read_two),
                 cmocka_unit_test(test_read_too_big),
                 cmocka_unit_test(test_read_bad),
+                cmocka_unit_test(test_read_out_of_range),
                 cmocka_unit_test(test_write_read),
+                cmocka_unit_test(test_reply_builder),
                 cmocka_unit_test(test_header_valid),
                 cmocka_unit_test(test_header_invalid),
                 cmocka_unit_test(test_server_setup_errors),
@@ -978,6 +1109,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_upgrade, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_oneway, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_reply_rules, setup_server, teardown_server),
+                cmocka_unit_test_setup_teardown(test_odd_calls_answered, setup_server, teardown_server),
+                cmocka_unit_test_setup_teardown(test_deferred_reply, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_handler_failure, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_too_large, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_bad_messages, setup_server, teardown_server),

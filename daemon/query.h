@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Queries off the event loop. A small pool of worker threads, each with its own read-only
+ * connection to the database (store_open_reader()), answers the calls that read the history
+ * (Top, History, ListProcesses, Traps). The event loop only hands a call over and sends the
+ * reply a worker formatted, so ticks, Watch and cheap calls never wait for a query.
+ *
+ * Fairness and cost: at most per_uid queries of one uid run at once (the rest of that uid's
+ * wait while other users' queries go first), and every query stops after cost_limit SQLite
+ * virtual machine steps with io.trapstat.QueryTooExpensive. A query whose client went away is
+ * dropped from the queue, or interrupted if it runs. */
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "store.h"
+#include "varlink.h"
+
+struct event_base;
+
+#define QUERY_DEFAULT_THREADS 4U
+#define QUERY_DEFAULT_PER_UID 2U
+/* About 2 s of one core here; Top over a day of 1000 processes takes a small fraction of it. */
+#define QUERY_DEFAULT_COST_LIMIT UINT64_C(500000000)
+
+typedef struct QueryPoolConfig {
+        const char *db_path, *boot_id;
+        unsigned threads;    /* 0: default */
+        unsigned per_uid;    /* 0: default */
+        uint64_t cost_limit; /* virtual machine steps; 0: default */
+} QueryPoolConfig;
+
+/* Runs in a worker with that worker's reader. Returns 0 and the complete reply (a normal one or
+ * an error of the interface) in *ret, or a negative errno: -ECANCELED when the progress handler
+ * stopped it, else the pool answers io.trapstat.DatabaseError with the errno's text. */
+typedef int (*QueryRunFn)(Store *reader, void *args, VarlinkReply **ret);
+
+typedef struct QueryPool QueryPool;
+
+int query_pool_new(struct event_base *base, const QueryPoolConfig *config, QueryPool **ret);
+/* Stops the workers (running queries are interrupted) and drops the queued calls. */
+QueryPool *query_pool_free(QueryPool *p);
+
+/* Answers call (the handler's, not kept yet) from a worker: run(reader, args). args is freed
+ * with free_args when the query is done or dropped, also when this fails. */
+int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, QueryRunFn run, void *args,
+                      void (*free_args)(void *args));
+
+/* Queries waiting and running. */
+unsigned query_pool_queued(QueryPool *p);
+unsigned query_pool_running(QueryPool *p);
