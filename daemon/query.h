@@ -21,8 +21,9 @@ struct event_base;
 
 #define QUERY_DEFAULT_THREADS 4U
 #define QUERY_DEFAULT_PER_UID 2U
-/* About 2 s of one core here; Top over a day of 1000 processes takes a small fraction of it. */
-#define QUERY_DEFAULT_COST_LIMIT UINT64_C(500000000)
+/* About 2 s of one core here (100 million steps a second); Top over a day or a year of a
+ * database of 1000 processes takes 1 to 4 million. */
+#define QUERY_DEFAULT_COST_LIMIT UINT64_C(200000000)
 
 typedef struct QueryPoolConfig {
         const char *db_path, *boot_id;
