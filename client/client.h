@@ -36,7 +36,7 @@ int client_error_reply(const char *method, const char *error, json_t *parameters
 /* One call, one reply; 0 or EXIT_FAILURE (already reported). */
 int client_call(const char *method, json_t *parameters, json_t **ret);
 
-/* Compact JSON and a newline, flushed: one object per line. */
+/* Compact JSON and a newline, flushed: one object per line; on a terminal ASCII only (\uXXXX). */
 void print_json(json_t *j);
 /* Whole numbers in [min, max]; -EINVAL otherwise. */
 int parse_int_arg(const char *s, long long min, long long max, long long *ret);

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #include "format-util.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <langinfo.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wchar.h>
 
+#include "macro.h"
 #include "time-util.h"
+#include "utf8-util.h"
 
 static const char *format_scaled(double v, char buf[static 16]) {
         static const char units[] = "kMGTPE";
@@ -135,6 +139,143 @@ char *sparkline(const uint64_t *values, size_t n, size_t width, bool utf8) {
         *p = '\0';
         free(sums);
         return s;
+}
+
+static const char hex[] = "0123456789abcdef";
+
+static char *escape_byte(char *p, unsigned char c) {
+        *p++ = '\\';
+        *p++ = 'x';
+        *p++ = hex[c >> 4];
+        *p++ = hex[c & 0xF];
+        return p;
+}
+
+int escape_untrusted(const char *s, bool utf8, char **ret) {
+        /* The C names of control characters, by value; 0: none. */
+        static const char names[0x20] = { ['\a'] = 'a', ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n',
+                                          ['\v'] = 'v', ['\f'] = 'f', ['\r'] = 'r', [0x1b] = 'e' };
+        size_t n = strlen(s);
+        char *e, *p;
+
+        /* At worst a byte becomes four ("\xNN"); "\u0080" is six for two. */
+        if (n > (SIZE_MAX - 1) / 4)
+                return -ENOMEM;
+        e = malloc(n * 4 + 1);
+        if (!e)
+                return -ENOMEM;
+        for (p = e; n > 0;) {
+                unsigned char c = (unsigned char) *s;
+                uint32_t cp;
+                int l;
+
+                if (c < 0x20 || c == 0x7f || c == '\\') {
+                        if (c == '\\' || (c < 0x20 && names[c])) {
+                                *p++ = '\\';
+                                *p++ = c == '\\' ? '\\' : names[c];
+                        } else
+                                p = escape_byte(p, c);
+                        s++;
+                        n--;
+                        continue;
+                }
+                l = utf8_decode(s, n, &cp);
+                if (l < 0 || !utf8) {
+                        /* Byte by byte: an ill-formed one, or any non-ASCII one for a terminal
+                         * that does not read UTF-8 (where 0x80..0x9f may be C1 controls). */
+                        if (c < 0x80)
+                                *p++ = (char) c;
+                        else
+                                p = escape_byte(p, c);
+                        s++;
+                        n--;
+                        continue;
+                }
+                if (cp >= 0x80 && cp <= 0x9f) {
+                        memcpy(p, "\\u00", 4);
+                        p[4] = hex[cp >> 4];
+                        p[5] = hex[cp & 0xF];
+                        p += 6;
+                } else {
+                        memcpy(p, s, (size_t) l);
+                        p += l;
+                }
+                s += l;
+                n -= (size_t) l;
+        }
+        *p = '\0';
+        *ret = e;
+        return 0;
+}
+
+/* The next unit of escaped text: an escape sequence or a character; returns its bytes (at least
+ * 1, s not at its end) and its columns in *ret_width. */
+static size_t text_unit(const char *s, size_t *ret_width) {
+        uint32_t cp;
+        int l, w;
+
+        if (s[0] == '\\' && s[1] != '\0') {
+                size_t want = s[1] == 'x' ? 4 : s[1] == 'u' ? 6 : 2;
+                size_t have = strnlen(s, want);
+
+                *ret_width = have;
+                return have;
+        }
+        l = utf8_decode(s, strnlen(s, 4), &cp);
+        if (l < 0) {
+                *ret_width = 1;
+                return 1;
+        }
+        /* Where the locale does not know the character (the C locale), one column. */
+        w = wcwidth((wchar_t) cp);
+        *ret_width = w < 0 ? 1 : (size_t) w;
+        return (size_t) l;
+}
+
+size_t text_width(const char *s) {
+        size_t width = 0, w;
+
+        while (*s) {
+                s += text_unit(s, &w);
+                width += w;
+        }
+        return width;
+}
+
+size_t text_prefix(const char *s, size_t width, size_t *ret_width) {
+        size_t n = 0, used = 0, l, w;
+
+        while (s[n]) {
+                l = text_unit(s + n, &w);
+                if (used + w > width)
+                        break;
+                n += l;
+                used += w;
+        }
+        if (ret_width)
+                *ret_width = used;
+        return n;
+}
+
+int format_cell(const char *s, bool utf8, size_t min, size_t max, char **ret) {
+        _cleanup_free_ char *e = NULL;
+        size_t n, width, pad;
+        char *cell;
+        int r;
+
+        r = escape_untrusted(s, utf8, &e);
+        if (r < 0)
+                return r;
+        n = text_prefix(e, max, &width);
+        pad = min > width ? min - width : 0;
+        cell = malloc(n + pad + 1);
+        if (!cell)
+                return -ENOMEM;
+        memcpy(cell, e, n);
+        memset(cell + n, ' ', pad);
+        cell[n + pad] = '\0';
+        *ret = cell;
+        return 0;
 }
 
 void csv_field(FILE *f, const char *s) {

@@ -28,7 +28,37 @@ const char *format_duration_usec(uint64_t usec, char buf[static 32]);
  * else ASCII ".:-=+*#@". Returns a malloc'd string, NULL on allocation failure or width 0. */
 char *sparkline(const uint64_t *values, size_t n, size_t width, bool utf8);
 
-/* Writes s as one CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
+/* Text that comes from a monitored process (comm, command line, unit) is untrusted: printed as
+ * it is, "\033[2J" clears the screen, an OSC sequence sets the window title, a newline forges a
+ * table row. escape_untrusted() makes it safe for a terminal, in the manner of ps and of
+ * systemd's cescape():
+ *
+ *   control characters (0x00..0x1f, 0x7f)  \a \b \t \n \v \f \r \e (GNU C's names), else \xNN
+ *   a backslash                             \\ (so that the escapes read back unambiguously)
+ *   C1 controls U+0080..U+009F              \u0080 .. \u009f (terminals may take U+009B for CSI)
+ *   bytes that are not well-formed UTF-8    \xNN each (overlong forms, surrogates, > U+10FFFF,
+ *                                           stray continuation bytes, truncated sequences)
+ *   other well-formed UTF-8                 as it is when utf8 (the terminal's locale is UTF-8),
+ *                                           else \xNN per byte: output that is pure ASCII
+ *
+ * Hex digits are lowercase. The result holds no byte below 0x20 and no 0x7f; with utf8 no C1
+ * control character, without it no byte above 0x7f. It reads back to the exact bytes. Returns 0
+ * and a malloc'd string, or -ENOMEM. */
+int escape_untrusted(const char *s, bool utf8, char **ret);
+
+/* Columns that text (as escape_untrusted() returns it) takes on a terminal: wcwidth() of each
+ * character where the locale knows it (2 for wide CJK, 0 for combining marks), else 1. */
+size_t text_width(const char *s);
+/* Bytes of the longest prefix of such text at most width columns wide that ends neither inside a
+ * UTF-8 character nor inside an escape sequence; its width in *ret_width (may be NULL). */
+size_t text_prefix(const char *s, size_t width, size_t *ret_width);
+/* A table cell of untrusted text: escape_untrusted(), cut to at most max columns (SIZE_MAX: no
+ * limit) as text_prefix() cuts, then padded with spaces to min columns; unlike printf's
+ * "%-15.15s" it counts columns, not bytes, so that columns stay aligned. 0 or -ENOMEM. */
+int format_cell(const char *s, bool utf8, size_t min, size_t max, char **ret);
+
+/* Writes s as one CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+ * Exact otherwise: CSV is for programs, which get the text as it is. */
 void csv_field(FILE *f, const char *s);
 
 /* Whether the LC_CTYPE locale (as set by setlocale()) uses UTF-8. */

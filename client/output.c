@@ -36,6 +36,14 @@ static const char *string_member(json_t *o, const char *key, const char *fallbac
         return s ? s : fallback;
 }
 
+/* Text from a process (comm, cmdline, unit) for a table: escaped, cut to at most max columns and
+ * padded to min (see format_cell); NULL only when out of memory, never the raw text. */
+static char *untrusted_cell(const OutputStyle *style, const char *s, size_t min, size_t max) {
+        char *cell = NULL;
+
+        return format_cell(s, style->utf8, min, max, &cell) < 0 ? NULL : cell;
+}
+
 /* Counts take at most 5 characters ("999", "1.23k", "123M"): 7 per column keeps history in 80. */
 static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
 
@@ -139,15 +147,17 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
                 json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
+                _cleanup_free_ char *comm = NULL, *unit = NULL;
                 char buf[16], vectors[64];
 
                 if (max_rows >= 0 && (int) i >= max_rows)
                         break;
-                fprintf(f, "%7" JSON_INTEGER_FORMAT " %-15.15s", int_member(p, "pid"), string_member(p, "comm", "?"));
+                comm = untrusted_cell(style, string_member(p, "comm", "?"), 15, 15);
+                unit = untrusted_cell(style, string_member(p, "unit", "-"), 0, SIZE_MAX);
+                fprintf(f, "%7" JSON_INTEGER_FORMAT " %s", int_member(p, "pid"), comm ?: "?");
                 print_faults(f, json_object_get(row, "counters"));
                 format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
-                fprintf(f, " %6s  %-16s %s\n", format_count(map_total(traps), buf), vectors,
-                        string_member(p, "unit", "-"));
+                fprintf(f, " %6s  %-16s %s\n", format_count(map_total(traps), buf), vectors, unit ?: "?");
         }
 }
 
@@ -247,11 +257,12 @@ static void print_incarnations(FILE *f, const OutputStyle *style, json_t *proces
                 on(style, YELLOW), off(style), int_member(process, "pid"), json_array_size(processes),
                 int_member(process, "startTime"));
         json_array_foreach (processes, i, p) {
+                _cleanup_free_ char *comm = untrusted_cell(style, string_member(p, "comm", "?"), 15, 15);
                 char first[32], last[32];
 
-                fprintf(f, "  %s --start-time %-18" JSON_INTEGER_FORMAT " %-15.15s %s to %s%s\n",
+                fprintf(f, "  %s --start-time %-18" JSON_INTEGER_FORMAT " %s %s to %s%s\n",
                         int_member(p, "startTime") == int_member(process, "startTime") ? "*" : " ",
-                        int_member(p, "startTime"), string_member(p, "comm", "?"),
+                        int_member(p, "startTime"), comm ?: "?",
                         format_time_usec((uint64_t) int_member(p, "firstSeenUsec"), first),
                         format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last),
                         json_is_true(json_object_get(p, "exited")) ? ", exited" : ", running");
@@ -263,15 +274,17 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
         json_t *total = json_object_get(reply, "total");
         uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
         uint64_t last_usec = (uint64_t) int_member(p, "lastSeenUsec");
+        _cleanup_free_ char *comm = untrusted_cell(style, string_member(p, "comm", "?"), 0, SIZE_MAX);
+        _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "(unknown)"), 0, SIZE_MAX);
+        _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "(none)"), 0, SIZE_MAX);
         char first[32], last[32], lifetime[32], user[32], width[32];
         size_t i, n_samples = json_array_size(samples);
 
         fprintf(f, "%spid %" JSON_INTEGER_FORMAT " (%s)%s, user %s (uid %" JSON_INTEGER_FORMAT "), %s\n", on(style, BOLD),
-                int_member(p, "pid"), string_member(p, "comm", "?"), off(style),
-                format_user((uint64_t) int_member(p, "uid"), user), int_member(p, "uid"),
-                json_is_true(json_object_get(p, "exited")) ? "exited" : "running");
-        fprintf(f, "command:  %s\n", string_member(p, "cmdline", "(unknown)"));
-        fprintf(f, "unit:     %s\n", string_member(p, "unit", "(none)"));
+                int_member(p, "pid"), comm ?: "?", off(style), format_user((uint64_t) int_member(p, "uid"), user),
+                int_member(p, "uid"), json_is_true(json_object_get(p, "exited")) ? "exited" : "running");
+        fprintf(f, "command:  %s\n", cmdline ?: "?");
+        fprintf(f, "unit:     %s\n", unit ?: "?");
         fprintf(f, "started:  %" JSON_INTEGER_FORMAT " ns after boot (its --start-time)\n", int_member(p, "startTime"));
         fprintf(f, "lifetime: %s to %s (%s%s)\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
                 format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime),
@@ -412,28 +425,28 @@ void print_history_csv(FILE *f, json_t *reply) {
         }
 }
 
-/* Prints s, on a terminal at most *budget bytes of it (not splitting a UTF-8 character), so
- * that a line is cut at the terminal's width as ps cuts it rather than wrapped. */
+/* Prints s (escaped text: see text_prefix), on a terminal at most *budget columns of it (not
+ * splitting a character or an escape), so that a line is cut at the terminal's width as ps cuts
+ * it rather than wrapped. */
 static void fput_cut(FILE *f, const OutputStyle *style, const char *s, size_t *budget) {
-        size_t n = strlen(s);
+        size_t width, n = text_prefix(s, style->tty ? *budget : SIZE_MAX, &width);
 
-        if (style->tty && n > *budget) {
-                n = *budget;
-                while (n > 0 && ((unsigned char) s[n] & 0xC0) == 0x80)
-                        n--;
-        }
         fwrite(s, 1, n, f);
-        *budget = *budget > n ? *budget - n : 0;
+        *budget = *budget > width ? *budget - width : 0;
 }
 
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
         size_t i, budget = style->columns;
         json_t *p;
-        int unit_width = 4; /* "UNIT"; as wide as the longest unit, up to 32 */
+        int unit_width = 4; /* "UNIT"; as wide as the longest unit (escaped), up to 32 */
         char header[160];
 
-        json_array_foreach (processes, i, p)
-                unit_width = MAX(unit_width, MIN(32, (int) strlen(string_member(p, "unit", "-"))));
+        json_array_foreach (processes, i, p) {
+                _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "-"), 0, 32);
+
+                if (unit)
+                        unit_width = MAX(unit_width, (int) text_width(unit));
+        }
 
         /* What tells processes apart comes first: 80 columns show up to START-TIME. */
         snprintf(header, sizeof(header), "    PID COMM            USER     STATE   LAST SEEN           START-TIME        %-*s COMMAND",
@@ -443,15 +456,20 @@ void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
         fprintf(f, "%s\n", off(style));
         json_array_foreach (processes, i, p) {
                 bool exited = json_is_true(json_object_get(p, "exited")), green;
-                char head[64], tail[96], user[32], last[32];
+                _cleanup_free_ char *comm = untrusted_cell(style, string_member(p, "comm", "?"), 15, 15);
+                _cleanup_free_ char *unit =
+                        untrusted_cell(style, string_member(p, "unit", "-"), (size_t) unit_width, (size_t) unit_width);
+                _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "-"), 0, SIZE_MAX);
+                char pid[32], user[32], user_column[32], tail[64], last[32];
 
                 budget = style->columns;
-                snprintf(head, sizeof(head), "%7" JSON_INTEGER_FORMAT " %-15.15s %-8.8s ", int_member(p, "pid"),
-                         string_member(p, "comm", "?"), format_user((uint64_t) int_member(p, "uid"), user));
-                snprintf(tail, sizeof(tail), " %-19s %-17" JSON_INTEGER_FORMAT " %-*.*s ",
-                         format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last), int_member(p, "startTime"),
-                         unit_width, unit_width, string_member(p, "unit", "-"));
-                fput_cut(f, style, head, &budget);
+                snprintf(pid, sizeof(pid), "%7" JSON_INTEGER_FORMAT " ", int_member(p, "pid"));
+                snprintf(user_column, sizeof(user_column), " %-8.8s ", format_user((uint64_t) int_member(p, "uid"), user));
+                snprintf(tail, sizeof(tail), " %-19s %-17" JSON_INTEGER_FORMAT " ",
+                         format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last), int_member(p, "startTime"));
+                fput_cut(f, style, pid, &budget);
+                fput_cut(f, style, comm ?: "?", &budget);
+                fput_cut(f, style, user_column, &budget);
                 green = !exited && budget > 0;
                 if (green)
                         fputs(on(style, GREEN), f);
@@ -459,7 +477,9 @@ void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
                 if (green)
                         fputs(off(style), f);
                 fput_cut(f, style, tail, &budget);
-                fput_cut(f, style, string_member(p, "cmdline", "-"), &budget);
+                fput_cut(f, style, unit ?: "?", &budget);
+                fput_cut(f, style, " ", &budget);
+                fput_cut(f, style, cmdline ?: "?", &budget);
                 fputc('\n', f);
         }
 }

@@ -191,16 +191,24 @@ static void format_header(char *buf, size_t size, const char *sort, bool marks) 
                  "VECTORS/s", "UNIT");
 }
 
-static void format_row(char *buf, size_t size, const TopRow *r, uint64_t interval) {
+/* One row of the rate table, malloc'd. comm and unit come from the process: escaped (for a
+ * terminal that reads UTF-8 when utf8), comm fitted to its column by width, not bytes. */
+static int format_row(const TopRow *r, uint64_t interval, bool utf8, char **ret) {
         char user[16], kernel[16], major[16], traps[16], vectors[64];
         const char *unit = json_string_value(json_object_get(r->process, "unit"));
         const char *comm = json_string_value(json_object_get(r->process, "comm"));
+        _cleanup_free_ char *comm_cell = NULL, *unit_cell = NULL;
 
+        if (format_cell(comm ?: "?", utf8, 15, 15, &comm_cell) < 0 || escape_untrusted(unit ?: "-", utf8, &unit_cell) < 0)
+                return -ENOMEM;
         format_busiest(r->traps, 2, interval ? (double) interval / (double) USEC_PER_SEC : 1.0, vectors, sizeof(vectors));
-        snprintf(buf, size, "%7" PRId64 " %-15.15s %9s %9s %9s %9s  %-20s %s", r->pid, comm ?: "?",
-                 format_rate(per_sec(r->faults.user, interval), user), format_rate(per_sec(r->faults.kernel, interval), kernel),
-                 format_rate(per_sec(r->faults.major, interval), major), format_rate(per_sec(r->n_traps, interval), traps),
-                 vectors, unit ?: "-");
+        if (asprintf(ret, "%7" PRId64 " %s %9s %9s %9s %9s  %-20s %s", r->pid, comm_cell,
+                     format_rate(per_sec(r->faults.user, interval), user),
+                     format_rate(per_sec(r->faults.kernel, interval), kernel),
+                     format_rate(per_sec(r->faults.major, interval), major), format_rate(per_sec(r->n_traps, interval), traps),
+                     vectors, unit_cell) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 static void format_summary(char *buf, size_t size, const TopFrame *f) {
@@ -280,7 +288,7 @@ typedef struct TopOptions {
         bool limit_set;
 } TopOptions;
 
-static void draw_live(const TopFrame *f, const char *sort, bool paused, bool color, const char *message) {
+static void draw_live(const TopFrame *f, const char *sort, bool paused, bool color, bool utf8, const char *message) {
         char line[512], now[32];
         int sorted = column_of(sort);
 
@@ -318,10 +326,14 @@ static void draw_live(const TopFrame *f, const char *sort, bool paused, bool col
         attroff(A_REVERSE);
 
         for (size_t i = 0; i < f->n_rows && (int) i + 4 < LINES - 1; i++) {
-                format_row(line, sizeof(line), &f->rows[i], f->interval_usec);
+                _cleanup_free_ char *row = NULL;
+
+                if (format_row(&f->rows[i], f->interval_usec, utf8, &row) < 0)
+                        continue;
                 if (color && f->rows[i].n_traps > 0)
                         attron(COLOR_PAIR(2));
-                mvaddnstr((int) i + 4, 0, line, COLS);
+                /* Cut at the screen's width in columns, never inside a character or an escape. */
+                mvaddnstr((int) i + 4, 0, row, (int) text_prefix(row, (size_t) MAX(COLS, 0), NULL));
                 if (color && f->rows[i].n_traps > 0)
                         attroff(COLOR_PAIR(2));
         }
@@ -343,7 +355,7 @@ static int top_live(const TopOptions *o) {
         TopFrame shown = {}, pending = {};
         const char *sort = o->sort;
         VarlinkClient *c = NULL;
-        bool paused = false, color, help = false;
+        bool paused = false, color, help = false, utf8 = locale_is_utf8();
         long long limit, refreshes = 0;
         int r, ret = 0;
 
@@ -375,7 +387,7 @@ static int top_live(const TopOptions *o) {
                 init_pair(1, COLOR_CYAN, -1);
                 init_pair(2, COLOR_RED, -1);
         }
-        draw_live(&shown, sort, paused, color, NULL);
+        draw_live(&shown, sort, paused, color, utf8, NULL);
 
         while (!quit) {
                 json_t *reply = NULL;
@@ -470,9 +482,9 @@ static int top_live(const TopOptions *o) {
                         }
                 }
                 if (help)
-                        draw_live(&shown, sort, paused, color, live_help);
+                        draw_live(&shown, sort, paused, color, utf8, live_help);
                 else if (redraw && !quit)
-                        draw_live(&shown, sort, paused, color, NULL);
+                        draw_live(&shown, sort, paused, color, utf8, NULL);
         }
 
         endwin();
@@ -487,7 +499,7 @@ static int top_live(const TopOptions *o) {
 
 /* Watch replies as they come (--json), or summed into a rate table every delay (-b --stream). */
 static int top_stream(const TopOptions *o) {
-        OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout) };
+        OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
         VarlinkClient *c = NULL;
         TopFrame frame = {};
         long long printed = 0;
@@ -529,12 +541,18 @@ static int top_stream(const TopOptions *o) {
                                 format_header(line, sizeof(line), o->sort, false);
                                 printf("%s%s%s\n", style.color ? "\033[1m" : "", line, style.color ? "\033[0m" : "");
                                 for (size_t i = 0; i < frame.n_rows && (!o->limit_set || (long long) i < o->limit); i++) {
-                                        format_row(line, sizeof(line), &frame.rows[i], frame.interval_usec);
-                                        printf("%s\n", line);
+                                        _cleanup_free_ char *row = NULL;
+
+                                        if (format_row(&frame.rows[i], frame.interval_usec, style.utf8, &row) < 0) {
+                                                ret = fail("out of memory");
+                                                break;
+                                        }
+                                        printf("%s\n", row);
                                 }
-                                if (fflush(stdout) != 0) {
-                                        json_decref(reply);
+                                if (ret == 0 && fflush(stdout) != 0)
                                         ret = fail("writing to stdout failed: %m");
+                                if (ret != 0) {
+                                        json_decref(reply);
                                         break;
                                 }
                                 top_frame_clear(&frame);
@@ -552,7 +570,7 @@ static int top_stream(const TopOptions *o) {
 
 /* Top over the window, every delay. */
 static int top_batch(const TopOptions *o) {
-        OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout) };
+        OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
         _cleanup_json_ json_t *params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (o->window_usec / USEC_PER_SEC),
                                                   "sortBy", o->sort, "limit", (json_int_t) o->limit);
 

@@ -147,7 +147,9 @@ int client_call(const char *method, json_t *parameters, json_t **ret) {
 }
 
 void print_json(json_t *reply) {
-        char *s = json_dumps(reply, JSON_COMPACT);
+        /* On a terminal, everything beyond ASCII as \uXXXX: the same JSON, but a C1 control in a
+         * process's name (U+009B is CSI to some terminals) does not reach the terminal raw. */
+        char *s = json_dumps(reply, JSON_COMPACT | (isatty(STDOUT_FILENO) ? JSON_ENSURE_ASCII : 0));
 
         if (s) {
                 puts(s);

@@ -5,12 +5,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "format-util.h"
+#include "macro.h"
+#include "utf8-util.h"
 
 static void test_format_count(void **state) {
         char buf[16];
@@ -108,11 +112,286 @@ static void test_csv_field(void **state) {
         free(text);
 }
 
+static char *escaped(const char *s, bool utf8) {
+        char *e = NULL;
+
+        assert_int_equal(escape_untrusted(s, utf8, &e), 0);
+        assert_non_null(e);
+        return e;
+}
+
+#define assert_escapes(s, utf8, expected)                                                          \
+        do {                                                                                       \
+                char *_e = escaped(s, utf8);                                                       \
+                assert_string_equal(_e, expected);                                                 \
+                free(_e);                                                                          \
+        } while (0)
+
+static void test_escape_controls(void **state) {
+        static const char *const expected[0x20] = {
+                [0x01] = "\\x01", [0x02] = "\\x02", [0x03] = "\\x03", [0x04] = "\\x04", [0x05] = "\\x05",
+                [0x06] = "\\x06", [0x07] = "\\a",   [0x08] = "\\b",   [0x09] = "\\t",   [0x0a] = "\\n",
+                [0x0b] = "\\v",   [0x0c] = "\\f",   [0x0d] = "\\r",   [0x0e] = "\\x0e", [0x0f] = "\\x0f",
+                [0x10] = "\\x10", [0x11] = "\\x11", [0x12] = "\\x12", [0x13] = "\\x13", [0x14] = "\\x14",
+                [0x15] = "\\x15", [0x16] = "\\x16", [0x17] = "\\x17", [0x18] = "\\x18", [0x19] = "\\x19",
+                [0x1a] = "\\x1a", [0x1b] = "\\e",   [0x1c] = "\\x1c", [0x1d] = "\\x1d", [0x1e] = "\\x1e",
+                [0x1f] = "\\x1f",
+        };
+
+        /* Every control character, alone, in both modes. */
+        for (unsigned c = 1; c < 0x20; c++) {
+                char in[2] = { (char) c, '\0' };
+
+                assert_escapes(in, true, expected[c]);
+                assert_escapes(in, false, expected[c]);
+        }
+        assert_escapes("\x7f", true, "\\x7f");
+        assert_escapes("", true, "");
+        assert_escapes("plain-ASCII text 0123 ~!@#$%^&*()", true, "plain-ASCII text 0123 ~!@#$%^&*()");
+        /* A backslash is doubled, so that a literal "\e" cannot pass for an escape. */
+        assert_escapes("a\\b", true, "a\\\\b");
+        assert_escapes("\\e[2J", false, "\\\\e[2J");
+        /* The hostile names of the issue. */
+        assert_escapes("\x1b[2Jx", true, "\\e[2Jx");
+        assert_escapes("a\nb", true, "a\\nb");
+        assert_escapes("\x1b]0;pwn\x07", true, "\\e]0;pwn\\a");
+        assert_escapes("\x1b]0;pwn\x1b\\", true, "\\e]0;pwn\\e\\\\");
+        assert_escapes("tab\there\r\n", true, "tab\\there\\r\\n");
+}
+
+static void test_escape_c1(void **state) {
+        /* U+0080..U+009F as \u00NN: U+009B is CSI, U+009D OSC, U+0090 DCS to some terminals. */
+        assert_escapes("\xc2\x80", true, "\\u0080");
+        assert_escapes("\xc2\x9b" "31mred", true, "\\u009b31mred");
+        assert_escapes("\xc2\x9d" "0;t\xc2\x9c", true, "\\u009d0;t\\u009c");
+        assert_escapes("\xc2\x9f", true, "\\u009f");
+        /* U+00A0 (no-break space) and U+00BF are printable: as they are. */
+        assert_escapes("\xc2\xa0\xc2\xbf", true, "\xc2\xa0\xc2\xbf");
+        /* Without UTF-8, byte by byte. */
+        assert_escapes("\xc2\x9b", false, "\\xc2\\x9b");
+}
+
+static void test_escape_invalid_utf8(void **state) {
+        assert_escapes("\xff", true, "\\xff");
+        assert_escapes("\xfe\xff", true, "\\xfe\\xff");
+        assert_escapes("a\x80z", true, "a\\x80z");                             /* stray continuation */
+        assert_escapes("\xc0\xaf", true, "\\xc0\\xaf");                          /* overlong '/' */
+        assert_escapes("\xc1\xbf", true, "\\xc1\\xbf");                          /* overlong U+007F */
+        assert_escapes("\xe0\x80\xaf", true, "\\xe0\\x80\\xaf");                  /* overlong, 3 bytes */
+        assert_escapes("\xf0\x80\x80\xaf", true, "\\xf0\\x80\\x80\\xaf");          /* overlong, 4 bytes */
+        assert_escapes("\xed\xa0\x80", true, "\\xed\\xa0\\x80");                  /* surrogate U+D800 */
+        assert_escapes("\xed\xbf\xbf", true, "\\xed\\xbf\\xbf");                  /* surrogate U+DFFF */
+        assert_escapes("\xf4\x90\x80\x80", true, "\\xf4\\x90\\x80\\x80");          /* U+110000 */
+        assert_escapes("\xf8\x88\x80\x80\x80", true, "\\xf8\\x88\\x80\\x80\\x80"); /* 5 bytes */
+        assert_escapes("\xe6\x97x", true, "\\xe6\\x97x");                        /* truncated by a byte */
+        assert_escapes("ab\xe6", true, "ab\\xe6");                                /* truncated by the end */
+        assert_escapes("\xf0\x9f\x98", true, "\\xf0\\x9f\\x98");
+        /* A truncated sequence does not swallow the control character that cut it. */
+        assert_escapes("\xe6\x1b[2J", true, "\\xe6\\e[2J");
+        assert_escapes("\xc2\n", true, "\\xc2\\n");
+}
+
+static void test_escape_valid_utf8(void **state) {
+        /* Printable UTF-8 of every length passes, up to U+10FFFF and right after the surrogates. */
+        assert_escapes("ünïcödé", true, "ünïcödé");
+        assert_escapes("\xdf\xbf", true, "\xdf\xbf");                 /* U+07FF */
+        assert_escapes("日本語", true, "日本語");
+        assert_escapes("\xed\x9f\xbf\xee\x80\x80", true, "\xed\x9f\xbf\xee\x80\x80"); /* U+D7FF U+E000 */
+        assert_escapes("\xf0\x9f\x98\x80", true, "\xf0\x9f\x98\x80"); /* U+1F600 */
+        assert_escapes("\xf4\x8f\xbf\xbf", true, "\xf4\x8f\xbf\xbf"); /* U+10FFFF */
+        /* Not for a terminal that does not read UTF-8: pure ASCII out. */
+        assert_escapes("é日", false, "\\xc3\\xa9\\xe6\\x97\\xa5");
+}
+
+/* Reads escaped text back into bytes; the exact inverse of escape_untrusted(). */
+static size_t unescape(const char *e, char *out) {
+        static const char names[] = "a\ab\bt\tn\nv\vf\fr\re\x1b\\\\";
+        size_t n = 0;
+
+        while (*e) {
+                if (*e != '\\') {
+                        out[n++] = *e++;
+                        continue;
+                }
+                if (e[1] == 'x' || e[1] == 'u') {
+                        size_t digits = e[1] == 'x' ? 2 : 4;
+                        char hex[5] = {};
+                        unsigned long v;
+
+                        memcpy(hex, e + 2, digits);
+                        v = strtoul(hex, NULL, 16);
+                        if (e[1] == 'x')
+                                out[n++] = (char) v;
+                        else {
+                                assert_in_range(v, 0x80, 0x9f);
+                                out[n++] = (char) 0xc2;
+                                out[n++] = (char) v;
+                        }
+                        e += 2 + digits;
+                        continue;
+                }
+                const char *k = strchr(names, e[1]);
+                assert_non_null(k);
+                assert_int_equal((k - names) % 2, 0);
+                out[n++] = k[1];
+                e += 2;
+        }
+        return n;
+}
+
+static void assert_safe(const char *s, bool utf8) {
+        _cleanup_free_ char *e = escaped(s, utf8);
+        char back[4096];
+        size_t n;
+
+        for (const char *p = e; *p;) {
+                unsigned char c = (unsigned char) *p;
+                uint32_t cp;
+                int l;
+
+                assert_true(c >= 0x20 && c != 0x7f);
+                if (!utf8)
+                        assert_true(c < 0x80);
+                /* Well-formed UTF-8 without C1 controls. */
+                l = utf8_decode(p, strlen(p), &cp);
+                assert_true(l > 0);
+                assert_false(cp >= 0x80 && cp <= 0x9f);
+                p += l;
+        }
+        assert_true(strlen(e) < sizeof(back));
+        n = unescape(e, back);
+        assert_int_equal(n, strlen(s));
+        assert_memory_equal(back, s, n);
+}
+
+static void test_escape_round_trip(void **state) {
+        char s[512];
+
+        /* Every byte after every byte: all pairs, also each byte alone and before a NUL. */
+        for (unsigned a = 1; a < 256; a++)
+                for (unsigned b = 0; b < 256; b++) {
+                        s[0] = (char) a;
+                        s[1] = (char) b;
+                        s[2] = '\0';
+                        assert_safe(s, true);
+                        assert_safe(s, false);
+                }
+        /* Random strings, biased towards the interesting bytes. */
+        srand(42);
+        for (int i = 0; i < 20000; i++) {
+                static const unsigned char pick[] = { 0x1b, '\n', '\\', 0x07, 0x7f, 0x80, 0x9b, 0xbf,
+                                                      0xc2, 0xe0, 0xed, 0xf0, 0xf4, 0xff, 'a', 'x' };
+                size_t n = (size_t) (rand() % 40);
+
+                for (size_t k = 0; k < n; k++) {
+                        int c = rand() % 3 ? pick[rand() % sizeof(pick)] : rand() % 255 + 1;
+                        s[k] = (char) c;
+                }
+                s[n] = '\0';
+                assert_safe(s, true);
+                assert_safe(s, false);
+        }
+}
+
+static void test_text_width(void **state) {
+        size_t w;
+
+        assert_int_equal(text_width(""), 0);
+        assert_int_equal(text_width("abc"), 3);
+        assert_int_equal(text_width("\\e[2Jx"), 6);
+        /* An escape sequence is never cut in two. */
+        assert_int_equal(text_prefix("ab\\x1bcd", 3, &w), 2);
+        assert_int_equal(w, 2);
+        assert_int_equal(text_prefix("ab\\x1bcd", 6, &w), 6);
+        assert_int_equal(text_prefix("a\\u009bz", 6, &w), 1);
+        assert_int_equal(text_prefix("a\\u009bz", 7, &w), 7);
+        assert_int_equal(text_prefix("\\\\e", 1, &w), 0);
+        assert_int_equal(text_prefix("\\\\e", 2, &w), 2);
+        assert_int_equal(text_prefix("abc", SIZE_MAX, &w), 3);
+        assert_int_equal(w, 3);
+        /* Nor a UTF-8 character: "ü" is two bytes, one column. */
+        assert_int_equal(text_width("ünï"), 3);
+        assert_int_equal(text_prefix("ünï", 2, &w), 3);
+        assert_int_equal(w, 2);
+
+        if (!setlocale(LC_CTYPE, "C.UTF-8"))
+                skip();
+        /* Wide characters take two columns, combining marks none. */
+        assert_int_equal(text_width("日本語"), 6);
+        assert_int_equal(text_prefix("日本語", 5, &w), 6);
+        assert_int_equal(w, 4);
+        assert_int_equal(text_width("e\xcc\x81"), 1); /* e + U+0301 */
+        setlocale(LC_CTYPE, "C");
+}
+
+static void test_format_cell(void **state) {
+        char *c = NULL;
+
+        assert_int_equal(format_cell("a\nb", true, 15, 15, &c), 0);
+        assert_string_equal(c, "a\\nb           ");
+        free(c);
+        /* Cut at 15 columns, at an escape's boundary: "\e[2J" x3 is 5 columns each. */
+        assert_int_equal(format_cell("\x1b[2J\x1b[2J\x1b[2J\x1b[2J", true, 15, 15, &c), 0);
+        assert_string_equal(c, "\\e[2J\\e[2J\\e[2J");
+        free(c);
+        assert_int_equal(format_cell("\xff\xff\xff\xff", true, 15, 15, &c), 0);
+        assert_string_equal(c, "\\xff\\xff\\xff   ");
+        free(c);
+        /* Padding counts columns, not bytes. */
+        assert_int_equal(format_cell("ünï", true, 5, 5, &c), 0);
+        assert_string_equal(c, "ünï  ");
+        free(c);
+        assert_int_equal(format_cell("ünï", false, 0, SIZE_MAX, &c), 0);
+        assert_string_equal(c, "\\xc3\\xbcn\\xc3\\xaf");
+        free(c);
+        /* No limit, no padding: as escape_untrusted(). */
+        assert_int_equal(format_cell("x\ty", true, 0, SIZE_MAX, &c), 0);
+        assert_string_equal(c, "x\\ty");
+        free(c);
+}
+
+static void test_utf8(void **state) {
+        uint32_t cp = 0;
+        char *s = NULL;
+
+        assert_int_equal(utf8_decode("a", 1, &cp), 1);
+        assert_int_equal(cp, 'a');
+        assert_int_equal(utf8_decode("\xc3\xa9", 2, &cp), 2);
+        assert_int_equal(cp, 0xe9);
+        assert_int_equal(utf8_decode("\xe6\x97\xa5", 3, &cp), 3);
+        assert_int_equal(cp, 0x65e5);
+        assert_int_equal(utf8_decode("\xf4\x8f\xbf\xbf", 4, &cp), 4);
+        assert_int_equal(cp, 0x10ffff);
+        /* n bounds the read: a character longer than what may be read is cut short. */
+        assert_int_equal(utf8_decode("\xe6\x97\xa5", 2, &cp), -EILSEQ);
+        assert_int_equal(utf8_decode("\xc0\x80", 2, &cp), -EILSEQ);
+        assert_int_equal(utf8_decode("\xed\xa0\x80", 3, &cp), -EILSEQ);
+        assert_int_equal(utf8_decode("\xf4\x90\x80\x80", 4, &cp), -EILSEQ);
+        assert_int_equal(utf8_decode("\x80", 1, NULL), -EILSEQ);
+        assert_int_equal(utf8_decode("a", 0, NULL), -EILSEQ);
+
+        /* U+FFFD per maximal ill-formed subpart, as Python's bytes.decode("utf-8", "replace"). */
+        assert_int_equal(utf8_replace_invalid("valid ünï", &s), 0);
+        assert_string_equal(s, "valid ünï");
+        free(s);
+        assert_int_equal(utf8_replace_invalid("a\xff" "b\xc0\xaf|\xed\xa0\x80|\xf0\x9f\x98 |\xe6\x97", &s), 0);
+        assert_string_equal(s, "a\ufffdb\ufffd\ufffd|\ufffd\ufffd\ufffd|\ufffd |\ufffd");
+        free(s);
+        /* A name the kernel cut inside a character (comm is 15 bytes). */
+        assert_int_equal(utf8_replace_invalid("aaaaaaaaaaaaaa\xc3", &s), 0);
+        assert_string_equal(s, "aaaaaaaaaaaaaa\ufffd");
+        free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format_count),  cmocka_unit_test(test_format_rate),
                 cmocka_unit_test(test_format_times),  cmocka_unit_test(test_sparkline),
-                cmocka_unit_test(test_csv_field),
+                cmocka_unit_test(test_csv_field),     cmocka_unit_test(test_escape_controls),
+                cmocka_unit_test(test_escape_c1),     cmocka_unit_test(test_escape_invalid_utf8),
+                cmocka_unit_test(test_escape_valid_utf8), cmocka_unit_test(test_escape_round_trip),
+                cmocka_unit_test(test_text_width),    cmocka_unit_test(test_format_cell),
+                cmocka_unit_test(test_utf8),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
