@@ -101,6 +101,14 @@ int client_error_reply(const char *method, const char *error, json_t *reply) {
                 return fail("permission denied: that process belongs to another user (root and members of group trapstat see all)");
         if (strcmp(error, "org.varlink.service.InvalidParameter") == 0 && json_is_string(param))
                 return fail("trapstatd rejected parameter '%s' of %s", json_string_value(param), method);
+        if (strcmp(error, "io.trapstat.TooManyConnections") == 0)
+                return fail("trapstatd refused the connection: too many connections (limit %" JSON_INTEGER_FORMAT
+                            "; trapstatd --max-connections, --max-connections-per-uid)",
+                            json_integer_value(json_object_get(reply, "limit")));
+        if (strcmp(error, "io.trapstat.QueryTooExpensive") == 0)
+                return fail("%s was stopped after %" JSON_INTEGER_FORMAT
+                            " database steps (trapstatd --query-cost-limit): ask for a shorter window or fewer rows",
+                            method, json_integer_value(json_object_get(reply, "limit")));
         if (strcmp(error, "org.varlink.service.MethodNotFound") == 0)
                 return fail("%s failed: %s (trapstatd has no such method; is it older than this trapstat? see trapstat status)",
                             method, error);
