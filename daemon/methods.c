@@ -184,6 +184,21 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
                                   false);
 }
 
+/* Ends a reply built row by row, whose last step returned r, with the other members, and hands
+ * it out; or frees it. */
+static int reply_finish(VarlinkReply *reply, int r, json_t *members, VarlinkReply **ret) {
+        if (r >= 0)
+                r = varlink_reply_finish(reply, members);
+        else
+                json_decref(members);
+        if (r < 0) {
+                varlink_reply_free(reply);
+                return r;
+        }
+        *ret = reply;
+        return 0;
+}
+
 typedef struct TopArgs {
         uint64_t since_usec;
         const char *sort;
@@ -208,14 +223,7 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
                 r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
                                                           "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
         store_rows_free(rows, n);
-        if (r >= 0)
-                r = varlink_reply_finish(reply, NULL);
-        if (r < 0) {
-                varlink_reply_free(reply);
-                return r;
-        }
-        *ret = reply;
-        return 0;
+        return reply_finish(reply, r, NULL, ret);
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -280,6 +288,7 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         ProcessInfo process;
         Faults total = {};
         Traps total_traps = {};
+        json_t *members;
         int64_t id, resolution = a->resolution_sec;
         size_t n;
         int r;
@@ -312,16 +321,10 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
                                                           "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
         }
         free(rows);
-        if (r >= 0)
-                r = varlink_reply_finish(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
-                                                          counters_to_json(&total, &total_traps)));
+        members = json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
+                            counters_to_json(&total, &total_traps));
         process_info_done(&process);
-        if (r < 0) {
-                varlink_reply_free(reply);
-                return r;
-        }
-        *ret = reply;
-        return 0;
+        return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -476,14 +479,7 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, process_info_to_json(&list[i]));
         process_infos_free(list, n);
-        if (r >= 0)
-                r = varlink_reply_finish(reply, NULL);
-        if (r < 0) {
-                varlink_reply_free(reply);
-                return r;
-        }
-        *ret = reply;
-        return 0;
+        return reply_finish(reply, r, NULL, ret);
 }
 
 static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata) {
