@@ -48,6 +48,7 @@ struct QueryPool {
         char *db_path, *boot_id;
         unsigned per_uid;
         uint64_t cost_limit;
+        unsigned progress_every; /* steps between two progress callbacks: a tenth of the limit */
 
         int done_fd; /* eventfd: workers tell the event loop that jobs are done */
         struct event *done_event;
@@ -111,8 +112,8 @@ static int on_progress(void *userdata) {
 
         if (__atomic_load_n(&j->cancelled, __ATOMIC_RELAXED))
                 return 1;
-        j->steps += STORE_PROGRESS_STEPS;
-        if (j->steps > j->pool->cost_limit) {
+        j->steps += j->pool->progress_every;
+        if (j->steps >= j->pool->cost_limit) {
                 j->over_budget = true;
                 return 1;
         }
@@ -130,9 +131,9 @@ static void worker_run(Worker *w, QueryJob *j) {
                         return;
                 }
         }
-        store_set_progress_handler(w->reader, on_progress, j);
+        store_set_progress_handler(w->reader, p->progress_every, on_progress, j);
         r = j->run(w->reader, j->args, &j->reply);
-        store_set_progress_handler(w->reader, NULL, NULL);
+        store_set_progress_handler(w->reader, 0, NULL, NULL);
         /* Whatever went wrong, a fresh connection for the next query: the database may have been
          * moved aside and recreated meanwhile. */
         if (r < 0 && r != -ECANCELED)
@@ -292,6 +293,8 @@ int query_pool_new(struct event_base *base, const QueryPoolConfig *config, Query
         p->queue_tail = &p->queue;
         p->per_uid = config->per_uid ?: QUERY_DEFAULT_PER_UID;
         p->cost_limit = config->cost_limit ?: QUERY_DEFAULT_COST_LIMIT;
+        /* Often enough that the limit holds to a tenth, rarely enough to cost nothing. */
+        p->progress_every = (unsigned) MAX(UINT64_C(1), MIN(UINT64_C(1000), p->cost_limit / 10));
         p->n_workers = config->threads ?: QUERY_DEFAULT_THREADS;
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->wake, NULL);

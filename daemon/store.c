@@ -320,8 +320,8 @@ int store_open_reader(const char *path, const char *boot_id, Store **ret) {
         return 0;
 }
 
-void store_set_progress_handler(Store *s, int (*fn)(void *userdata), void *userdata) {
-        sqlite3_progress_handler(s->db, STORE_PROGRESS_STEPS, fn, userdata);
+void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userdata), void *userdata) {
+        sqlite3_progress_handler(s->db, (int) MIN(every, (unsigned) INT32_MAX), fn, userdata);
 }
 
 int store_settle(Store *s) {

@@ -40,8 +40,6 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 
 /* Longest comm glob a query accepts (ListProcesses). */
 #define STORE_MAX_GLOB 256
-/* The progress handler runs every this many SQLite virtual machine steps. */
-#define STORE_PROGRESS_STEPS 1000
 
 /* Opens (creating if needed) the database at path and migrates it to the embedded schema.
  * boot_id identifies this boot in process identities. Never follows a symbolic link at path:
@@ -55,9 +53,9 @@ int store_open(const char *path, const char *boot_id, Store **ret);
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
 /* Folds the pending ticks into the raw tier (queries on this connection do it themselves). */
 int store_settle(Store *s);
-/* fn runs every STORE_PROGRESS_STEPS virtual machine steps of a query; when it returns non-zero
- * the query stops and fails with -ECANCELED. fn NULL removes it. */
-void store_set_progress_handler(Store *s, int (*fn)(void *userdata), void *userdata);
+/* fn runs every `every` virtual machine steps of each SQL statement of a query; when it returns
+ * non-zero the query stops and fails with -ECANCELED. fn NULL removes it. */
+void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userdata), void *userdata);
 Store *store_free(Store *s);
 const char *store_errmsg(Store *s);
 const char *store_path(Store *s);
