@@ -716,6 +716,64 @@ static void test_killed_keeps_committed_ticks(void **state) {
         store_free(s);
 }
 
+static int count_calls(void *userdata) {
+        (*(unsigned *) userdata)++;
+        return 0;
+}
+
+static int stop_at_once(void *userdata _unused_) {
+        return 1;
+}
+
+/* A reader sees what the writer committed, the pending ticks once the writer settled them;
+ * it cannot write; its progress handler can stop a query. Neither follows a symbolic link. */
+static void test_reader(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo a = { .pid = 800, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
+        char path[256], link_path[256];
+        Store *w, *r, *ignored = NULL;
+        StoreRow *rows;
+        unsigned calls = 0;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/reader.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        for (uint64_t i = 0; i < 3; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
+                assert_int_equal(store_flush(w, t0 + i * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        /* The ticks are pending in the writer: not in the raw tier yet. */
+        assert_int_equal(store_top(r, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 0);
+        store_rows_free(rows, n);
+        assert_int_equal(store_settle(w), 0);
+        assert_int_equal(history_user(r, 800, 10 * S, NULL), 30);
+
+        /* Read-only: the reader's own settle has nothing to do, and a write fails. */
+        assert_int_equal(store_settle(r), 0);
+        {
+                ProcessSample sample = { &a, (Faults) { .user = 1 }, NULL };
+                assert_int_equal(store_flush(r, t0 + 20 * S, &sample, 1), -EROFS);
+        }
+
+        store_set_progress_handler(r, 10, count_calls, &calls);
+        assert_int_equal(store_top(r, 0, "user", 10, -1, &rows, &n), 0);
+        store_rows_free(rows, n);
+        assert_true(calls > 0);
+        store_set_progress_handler(r, 1, stop_at_once, NULL);
+        assert_int_equal(store_top(r, 0, "user", 10, -1, &rows, &n), -ECANCELED);
+        store_set_progress_handler(r, 0, NULL, NULL);
+        store_free(r);
+        store_free(w);
+
+        snprintf(link_path, sizeof(link_path), "%s/link.db", tmpdir);
+        assert_int_equal(symlink(path, link_path), 0);
+        assert_int_equal(store_open(link_path, "boot-1", &ignored), -ELOOP);
+        assert_int_equal(store_open_reader(link_path, "boot-1", &ignored), -ELOOP);
+        assert_null(ignored);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -740,6 +798,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
+                cmocka_unit_test(test_reader),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");
