@@ -25,6 +25,22 @@ const FaultField *fault_field_by_name(const char *name) {
         return NULL;
 }
 
+int sort_key_from_name(const char *name, SortKey *ret) {
+        const FaultField *field;
+
+        if (!name)
+                return -EINVAL;
+        if (strcmp(name, SORT_KEY_TRAPS_NAME) == 0) {
+                *ret = (SortKey) { .name = SORT_KEY_TRAPS_NAME };
+                return 0;
+        }
+        field = fault_field_by_name(name);
+        if (!field)
+                return -EINVAL;
+        *ret = (SortKey) { .name = field->name, .field = field };
+        return 0;
+}
+
 void faults_add(Faults *a, const Faults *b) {
         for (size_t i = 0; i < n_fault_fields; i++)
                 *faults_field(a, &fault_fields[i]) += faults_get(b, &fault_fields[i]);

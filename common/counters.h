@@ -38,6 +38,18 @@ static inline uint64_t faults_get(const Faults *f, const FaultField *field) {
 }
 const FaultField *fault_field_by_name(const char *name);
 
+/* What rows are sorted by (IDL: sortBy of Top and Watch, trapstat top --sort): a Faults member,
+ * or "traps", all traps together. The one place that tells the two apart. */
+typedef struct SortKey {
+        const char *name;        /* static storage: outlives the text it was parsed from */
+        const FaultField *field; /* NULL for "traps" */
+} SortKey;
+
+#define SORT_KEY_TRAPS_NAME "traps"
+
+/* 0 and *ret for a known name; -EINVAL for any other. */
+int sort_key_from_name(const char *name, SortKey *ret);
+
 void faults_add(Faults *a, const Faults *b);
 bool faults_is_zero(const Faults *f);
 json_t *faults_to_json(const Faults *f);
