@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "defaults.h"
 #include "macro.h"
 #include "varlink.h"
 
-#define DEFAULT_SOCKET "/run/trapstatd/io.trapstat"
 #define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
 enum { EXIT_USAGE = 2 };

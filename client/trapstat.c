@@ -23,7 +23,7 @@
 #include "output.h"
 #include "time-util.h"
 
-const char *arg_socket = DEFAULT_SOCKET;
+const char *arg_socket = TRAPSTAT_DEFAULT_SOCKET;
 bool arg_json = false;
 
 static const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|procs|traps|status|call} [ARGS]...";
@@ -611,7 +611,7 @@ static void help(void) {
                "\nColor only on a terminal, never when NO_COLOR is set.\n"
                "Exit status: 0 success; 1 failure (daemon unreachable, permission denied, unknown pid,\n"
                "error reply); 2 usage error. See trapstat(1).\n",
-               DEFAULT_SOCKET);
+               TRAPSTAT_DEFAULT_SOCKET);
 }
 
 int main(int argc, char *argv[]) {

@@ -7,13 +7,9 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "defaults.h"
 #include "store.h"
 
-#define TRAPSTAT_DEFAULT_STATE_DIR "/var/lib/trapstatd"
-#define TRAPSTAT_DEFAULT_SOCKET "/run/trapstatd/io.trapstat"
-#define TRAPSTAT_DEFAULT_TICK_USEC (1000 * UINT64_C(1000))
-/* Members of this group see every process, as root does, and share root's reserved connections. */
-#define TRAPSTAT_GROUP "trapstat"
 
 typedef struct ManagerConfig {
         const char *state_dir;

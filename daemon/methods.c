@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "defaults.h"
 #include "embedded.h"
 #include "json-util.h"
 #include "log.h"
@@ -17,13 +18,6 @@
 #include "varlink.h"
 #include "watch.h"
 
-#define TOP_DEFAULT_WINDOW_SEC 60
-#define TOP_DEFAULT_LIMIT 20
-#define TOP_MAX_LIMIT 10000
-/* Longer windows (Top, Traps) are answered as this one: the hour tier keeps a year. */
-#define MAX_WINDOW_SEC (366 * 24 * 3600)
-/* Longest unit name a filter may give (systemd's own limit is 255 bytes plus the suffix). */
-#define MAX_UNIT_NAME 256
 
 typedef enum ParamType { PARAM_INT, PARAM_STRING, PARAM_BOOL } ParamType;
 
@@ -401,8 +395,6 @@ static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
                                               .uid = visible_uid(call) });
 }
 
-#define TRAPS_DEFAULT_WINDOW_SEC 3600
-
 typedef struct TrapsArgs {
         uint64_t since_usec;
         int64_t uid;
@@ -446,9 +438,6 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         *args = (TrapsArgs) { .since_usec = window_start_usec(window), .uid = visible_uid(call) };
         return submit(call, m, false, run_traps, args, free);
 }
-
-#define LIST_DEFAULT_LIMIT 1000
-#define LIST_MAX_LIMIT 100000
 
 typedef struct ListArgs {
         StoreProcessFilter filter; /* comm_glob and unit point into the strings below */

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Names and defaults that more than one program or layer knows: the daemon, the client, the
+ * tests and the benchmarks take them from here, and --help prints them from here. Limits of one
+ * layer stay in that layer's header (varlink.h, query.h, store.h). */
+
+#include <stdint.h>
+
+/* Where trapstatd keeps its database and listens, unless told otherwise (or given
+ * $STATE_DIRECTORY / $RUNTIME_DIRECTORY, or a socket by systemd). */
+#define TRAPSTAT_DEFAULT_STATE_DIR "/var/lib/trapstatd"
+#define TRAPSTAT_DEFAULT_SOCKET "/run/trapstatd/io.trapstat"
+#define TRAPSTAT_DEFAULT_TICK_USEC (1000 * UINT64_C(1000))
+
+/* Members of this group see every process, as root does, and share root's reserved
+ * connections. */
+#define TRAPSTAT_GROUP "trapstat"
+
+/* The io.trapstat methods' defaults and bounds (schema/io.trapstat.varlink says the same). */
+#define TOP_DEFAULT_WINDOW_SEC 60
+#define TOP_DEFAULT_LIMIT 20
+#define TOP_MAX_LIMIT 10000
+#define TRAPS_DEFAULT_WINDOW_SEC 3600
+#define LIST_DEFAULT_LIMIT 1000
+#define LIST_MAX_LIMIT 100000
+/* Longer windows (Top, Traps) are answered as this one: the hour tier keeps a year. */
+#define MAX_WINDOW_SEC (366 * 24 * 3600)
+/* Longest unit name a filter may give (systemd's own limit is 255 bytes plus the suffix). */
+#define MAX_UNIT_NAME 256
