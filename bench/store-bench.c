@@ -34,6 +34,7 @@
 
 #include "macro.h"
 #include "store.h"
+#include "tier-util.h"
 #include "time-util.h"
 
 #define BUCKET STORE_RAW_BUCKET_USEC
@@ -696,18 +697,6 @@ static int generate_raw(Bench *b) {
 
 /* ---- queries ---- */
 
-/* daemon/methods.c's default_resolution_sec(), which History uses without resolutionSec. */
-static uint64_t default_resolution_sec(const ProcessInfo *p, uint64_t since, uint64_t until) {
-        uint64_t from = MAX(since, p->first_seen_usec), to = MIN(until, MAX(p->last_seen_usec, from));
-        uint64_t span = to - from;
-
-        if (span <= 6 * HOUR)
-                return 10;
-        if (span <= 7 * DAY)
-                return 60;
-        return 3600;
-}
-
 typedef struct Timing {
         const char *name;
         double *ms;
@@ -744,7 +733,7 @@ static int history_once(Bench *b, uint32_t pid, uint64_t window, uint64_t *ret_r
         r = store_find_process(b->store, pid, 0, &id, &process);
         if (r < 0)
                 return r;
-        res = default_resolution_sec(&process, since, until);
+        res = tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec, since, until);
         r = store_history(b->store, id, since, until, res * USEC_PER_SEC, &rows, &n);
         process_info_done(&process);
         if (r < 0)

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "manager.h"
 #include "query.h"
+#include "tier-util.h"
 #include "time-util.h"
 #include "traps.h"
 #include "varlink.h"
@@ -255,19 +256,6 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         return submit(call, m, true, run_top, args, free);
 }
 
-/* Without resolutionSec: fine enough to see the window's shape, coarse enough to be read from
- * the tiers that still hold it (raw is kept a day, minutes two weeks). */
-static int64_t default_resolution_sec(const ProcessInfo *p, uint64_t since, uint64_t until) {
-        uint64_t from = MAX(since, p->first_seen_usec), to = MIN(until, MAX(p->last_seen_usec, from));
-        uint64_t span = to - from;
-
-        if (span <= 6 * 3600 * USEC_PER_SEC)
-                return 10;
-        if (span <= 7 * 24 * 3600 * USEC_PER_SEC)
-                return 60;
-        return 3600;
-}
-
 typedef struct HistoryArgs {
         uint32_t pid;
         uint64_t start_time, since_usec, until_usec;
@@ -299,7 +287,8 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         }
 
         if (resolution == 0)
-                resolution = default_resolution_sec(&process, a->since_usec, a->until_usec);
+                resolution = (int64_t) tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec,
+                                                                   a->since_usec, a->until_usec);
         r = store_history(reader, id, a->since_usec, a->until_usec, (uint64_t) resolution * USEC_PER_SEC, &rows, &n);
         if (r < 0) {
                 process_info_done(&process);

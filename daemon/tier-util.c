@@ -89,3 +89,17 @@ const char *tier_name(int tier) {
         static const char *const names[_TIER_MAX] = { "raw", "minute", "hour" };
         return tier >= 0 && tier < _TIER_MAX ? names[tier] : "?";
 }
+
+uint64_t tier_default_resolution_sec(uint64_t first_seen, uint64_t last_seen, uint64_t since, uint64_t until) {
+        const uint64_t hour = 3600 * UINT64_C(1000000);
+        uint64_t from = since > first_seen ? since : first_seen;
+        uint64_t to = last_seen > from ? last_seen : from;
+
+        if (until < to)
+                to = until < from ? from : until;
+        if (to - from <= 6 * hour)
+                return 10;
+        if (to - from <= 7 * 24 * hour)
+                return 60;
+        return 3600;
+}

@@ -40,3 +40,9 @@ size_t tier_plan(const TierState tiers[_TIER_MAX], unsigned allowed, uint64_t si
 unsigned tier_allowed_for_resolution(const TierState tiers[_TIER_MAX], uint64_t resolution_usec);
 
 const char *tier_name(int tier); /* "raw", "minute", "hour" */
+
+/* The step of a history without one asked for (History without resolutionSec, trapstat history
+ * without --step), in seconds: fine enough to see the shape of the part of [since, until) the
+ * process lived (first_seen to last_seen), coarse enough to be read from the tiers that still
+ * hold it by default: 10 s up to 6 hours, 60 s up to 7 days, else 3600 s. */
+uint64_t tier_default_resolution_sec(uint64_t first_seen, uint64_t last_seen, uint64_t since, uint64_t until);

@@ -35,6 +35,22 @@ static void assert_covers(const TierSegment *seg, size_t n, uint64_t since, uint
         assert_int_equal(at, until);
 }
 
+static void test_default_resolution(void **state_) {
+        const uint64_t t0 = 1700000000000000ULL; /* H: an hour, defined above */
+
+        (void) state_;
+        /* The part of the window the process lived decides, not the window. */
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + 6 * H, 0, UINT64_MAX), 10);
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + 6 * H + 1, 0, UINT64_MAX), 60);
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + 7 * 24 * H, 0, UINT64_MAX), 60);
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + 7 * 24 * H + 1, 0, UINT64_MAX), 3600);
+        /* A year-long life seen through a 2 h window. */
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + 8760 * H, t0 + 100 * H, t0 + 102 * H), 10);
+        /* A window after the process's end, and an empty one. */
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + H, t0 + 10 * H, UINT64_MAX), 10);
+        assert_int_equal(tier_default_resolution_sec(t0, t0 + 30 * 24 * H, t0 + 2 * H, t0 + 2 * H), 10);
+}
+
 static void test_short_window_is_raw(void **state_) {
         TierState t[_TIER_MAX];
         TierSegment seg[TIER_MAX_SEGMENTS];
@@ -116,6 +132,7 @@ static void test_nothing_rolled_yet(void **state_) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_default_resolution),
                 cmocka_unit_test(test_short_window_is_raw),
                 cmocka_unit_test(test_day_uses_hours_in_the_middle),
                 cmocka_unit_test(test_old_edges_take_the_coarse_interval),
