@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the parts of the store share. NOT a public header: only daemon/store*.c include it (and
+ * the unit tests of the store's internals); everything else uses store.h, the store's contract.
+ *
+ * The parts, by job:
+ *   store.c          opening and closing, migrations, writing ticks, the known-process cache
+ *   store-pending.c  the pending ticks: a tick's deltas as one row, folded into the raw tier
+ *   store-query.c    the reads: Top, History, Traps, ListProcesses, finding a process; and
+ *                    marking gone the processes that ended unseen
+ *   store-maintain.c roll-up, retention, the size cap, deleting processes left without rows
+ *   store-kind.c     the kinds of counts and the SQL made from them (store-kind.h)
+ *   store-util.c     the helpers below
+ * Like store.h: negative errno, no logging; the caller logs once, with store_errmsg(). */
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "store-kind.h"
+#include "store.h"
+#include "tier-util.h"
+
+struct Store {
+        sqlite3 *db;
+        char *path;
+        char *boot_id;
+        /* Column lists built from fault_fields, so the SQL that reads a Faults names every
+         * member in order. */
+        char *columns; /* "f_user, f_kernel, ..." */
+        char *sums;    /* "SUM(f_user), SUM(f_kernel), ..." */
+        char *sums_as; /* "SUM(f_user) AS f_user, ..." */
+        sqlite3_stmt *upsert_process;
+        sqlite3_stmt *update_process; /* by id, for a process in `known` */
+        sqlite3_stmt *add_pending;
+        /* store_kind_upsert() into each kind's raw table; the sample kind's folds the pending
+         * ticks, the others take a tick's Traps at once. */
+        sqlite3_stmt *add_raw[_STORE_KIND_MAX];
+        sqlite3_stmt *find_process;
+        sqlite3_stmt *find_newest_process;
+        void *known;             /* tsearch() tree of KnownProcess by (pid, start_time) */
+        uint64_t swept_bucket;   /* raw bucket in which `known` was last swept */
+        uint8_t *packed;         /* a tick's deltas for sample_pending */
+        size_t packed_size, packed_capacity;
+        bool pending;            /* sample_pending may have rows */
+        uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
+};
+
+/* The process table's columns that make a ProcessInfo, in the order store-query.c reads them. */
+#define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"
+
+static inline void sqlite3_finalizep(sqlite3_stmt **s) {
+        sqlite3_finalize(*s);
+}
+#define _cleanup_finalize_ _cleanup_(sqlite3_finalizep)
+
+static inline int64_t clamp_i64(uint64_t v) {
+        return v > INT64_MAX ? INT64_MAX : (int64_t) v;
+}
+
+/* ---- store-util.c ---- */
+
+/* The one place SQLite result codes become errno values. */
+int sqlite_to_errno(int rc);
+int sql_exec(sqlite3 *db, const char *sql);
+int sql_exec_fmt(sqlite3 *db, const char *fmt, ...) _printf_(2, 3);
+int sql_prepare(sqlite3 *db, sqlite3_stmt **ret, const char *fmt, ...) _printf_(3, 4);
+/* Runs a statement that returns no rows, its parameters bound already, and resets it. */
+int sql_step_done(sqlite3_stmt *st);
+/* The first column of the first row, with ?1 bound to arg; INT64_MIN for no row or NULL. */
+int sql_query_int(sqlite3 *db, const char *sql, int64_t arg, int64_t *ret);
+/* After a failure inside a transaction. */
+void store_rollback(Store *s);
+/* The tiers' marks (table tier), for tier_plan(). */
+int store_load_tiers(Store *s, TierState ret[_TIER_MAX]);
+/* Makes room for one more element of size elem after n, doubling the capacity; NULL when out
+ * of memory (array is left as it was). */
+void *grow_array(void *array, size_t n, size_t *capacity, size_t elem);
+
+/* ---- store-pending.c: a tick's deltas as one row of sample_pending ---- */
+
+/* Appends a process's delta to the tick being packed (s->packed; store_flush() empties it). */
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps);
+/* Commits what was packed as one pending row; in the caller's transaction. */
+int store_pending_add(Store *s, uint64_t now_usec);
+/* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
+ * in the caller's transaction. A row that does not decode is dropped, alone. */
+int store_pending_fold(Store *s);
+/* Before anything reads the samples: store_pending_fold() in a transaction of its own, when
+ * s->pending says there may be rows. */
+int store_pending_settle(Store *s);
+
+/* ---- store.c ---- */
+
+/* Writes the exact last seen of the processes in the known-process cache and empties it: before
+ * their rows may change or go behind its back. */
+void store_known_reset(Store *s);

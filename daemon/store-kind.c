@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+#include "store-kind.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "counters.h"
+#include "macro.h"
+#include "store.h"
+
+static bool trap_next(const Traps *t, size_t *cursor, int64_t *keys, uint64_t *values) {
+        for (size_t v = *cursor; v < ELEMENTSOF(t->vector); v++)
+                if (t->vector[v]) {
+                        keys[0] = (int64_t) v;
+                        values[0] = t->vector[v];
+                        *cursor = v + 1;
+                        return true;
+                }
+        *cursor = ELEMENTSOF(t->vector);
+        return false;
+}
+
+static void trap_add(Traps *t, const int64_t *keys, const uint64_t *values) {
+        if (keys[0] >= 0 && (uint64_t) keys[0] < ELEMENTSOF(t->vector))
+                t->vector[keys[0]] += values[0];
+}
+
+static bool signal_next(const Traps *t, size_t *cursor, int64_t *keys, uint64_t *values) {
+        for (size_t i = *cursor; i < FAULT_SIGNALS * SI_CODE_SLOTS; i++) {
+                unsigned sig = (unsigned) (i / SI_CODE_SLOTS), slot = (unsigned) (i % SI_CODE_SLOTS);
+
+                if (t->signal[sig][slot]) {
+                        keys[0] = fault_signal_number(sig);
+                        keys[1] = si_code_of_slot(slot);
+                        values[0] = t->signal[sig][slot];
+                        *cursor = i + 1;
+                        return true;
+                }
+        }
+        *cursor = FAULT_SIGNALS * SI_CODE_SLOTS;
+        return false;
+}
+
+static void signal_add(Traps *t, const int64_t *keys, const uint64_t *values) {
+        int sig = fault_signal_index((int) keys[0]);
+
+        if (sig >= 0)
+                t->signal[sig][si_code_slot((int) keys[1])] += values[0];
+}
+
+/* The tables are created by schema/sql/ (0001, 0002, 0003); test-store-kinds checks that each
+ * has the columns named here, with the key as its primary key. */
+const StoreKind store_kinds[_STORE_KIND_MAX] = {
+        [STORE_KIND_SAMPLE] = {
+                .name = "sample",
+                .tables = { "sample_raw", "sample_minute", "sample_hour" },
+                .fault_values = true,
+                .values = { "traps" }, /* all traps of the interval, so that Top sorts by them */
+        },
+        [STORE_KIND_TRAP] = {
+                .name = "trap",
+                .tables = { "trap_raw", "trap_minute", "trap_hour" },
+                .keys = { "vector" },
+                .values = { "count" },
+                .traps_next = trap_next,
+                .traps_add = trap_add,
+        },
+        [STORE_KIND_SIGNAL] = {
+                .name = "signal",
+                .tables = { "signal_raw", "signal_minute", "signal_hour" },
+                .keys = { "signo", "si_code" },
+                .values = { "count" },
+                .traps_next = signal_next,
+                .traps_add = signal_add,
+        },
+};
+
+const uint64_t store_tier_width_usec[_TIER_MAX] = { STORE_RAW_BUCKET_USEC, 60 * UINT64_C(1000000),
+                                                    3600 * UINT64_C(1000000) };
+
+size_t store_kind_n_keys(const StoreKind *k) {
+        size_t n = 0;
+
+        while (n < STORE_KIND_MAX_KEYS && k->keys[n])
+                n++;
+        return n;
+}
+
+static size_t n_own_values(const StoreKind *k) {
+        size_t n = 0;
+
+        while (n < STORE_KIND_MAX_VALUES && k->values[n])
+                n++;
+        return n;
+}
+
+size_t store_kind_n_values(const StoreKind *k) {
+        return (k->fault_values ? n_fault_fields : 0) + n_own_values(k);
+}
+
+const char *store_kind_value(const StoreKind *k, size_t i, char buf[static STORE_COLUMN_MAX]) {
+        if (!k->fault_values)
+                return k->values[i];
+        if (i >= n_fault_fields)
+                return k->values[i - n_fault_fields];
+        snprintf(buf, STORE_COLUMN_MAX, "f_%s", fault_fields[i].name);
+        return buf;
+}
+
+/* Closes a stream of open_memstream(&buf, ...); buf is only set by then. */
+static char *memstream_done(FILE *f, char **buf) {
+        if (fclose(f) != 0) {
+                free(*buf);
+                return NULL;
+        }
+        return *buf;
+}
+
+char *store_kind_join_keys(const StoreKind *k, const char *fmt, const char *sep) {
+        size_t n = store_kind_n_keys(k), size = 0;
+        char *buf = NULL;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        fputs(sep, f);
+                fprintf(f, fmt, k->keys[i]);
+        }
+        return memstream_done(f, &buf);
+}
+
+char *store_kind_join_values(const StoreKind *k, const char *fmt, const char *sep) {
+        size_t n = store_kind_n_values(k), size = 0;
+        char *buf = NULL;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                char column[STORE_COLUMN_MAX];
+
+                if (i > 0)
+                        fputs(sep, f);
+                fprintf(f, fmt, store_kind_value(k, i, column));
+        }
+        return memstream_done(f, &buf);
+}
+
+/* ", <key>, <key>": the keys where they follow other columns. */
+static char *keys_after(const StoreKind *k) {
+        return store_kind_join_keys(k, ", %1$s", "");
+}
+
+char *store_kind_columns(const StoreKind *k) {
+        _cleanup_free_ char *keys = keys_after(k), *values = store_kind_join_values(k, "%1$s", ", ");
+        char *sql;
+
+        if (!keys || !values || asprintf(&sql, "process_id, time_usec%s, %s", keys, values) < 0)
+                return NULL;
+        return sql;
+}
+
+static int64_t clamp_i64(uint64_t v) {
+        return v > INT64_MAX ? INT64_MAX : (int64_t) v;
+}
+
+char *store_kind_union(const StoreKind *k, const TierSegment *seg, size_t n, const char *where) {
+        _cleanup_free_ char *columns = store_kind_columns(k);
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        if (!columns)
+                return NULL;
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%sSELECT %s FROM %s WHERE %s AND time_usec >= %" PRId64 " AND time_usec < %" PRId64,
+                        i ? " UNION ALL " : "", columns, k->tables[seg[i].tier], where, clamp_i64(seg[i].from),
+                        clamp_i64(seg[i].to));
+        if (n == 0)
+                fprintf(f, "SELECT %s FROM %s WHERE 0", columns, k->tables[TIER_RAW]);
+        return memstream_done(f, &buf);
+}
+
+char *store_kind_sum(const StoreKind *k, const char *group, const char *from) {
+        _cleanup_free_ char *keys = keys_after(k), *sums = store_kind_join_values(k, "SUM(%1$s)", ", ");
+        char *sql;
+
+        if (!keys || !sums ||
+            asprintf(&sql, "SELECT %s AS g%s, %s FROM (%s) GROUP BY g%s", group, keys, sums, from, keys) < 0)
+                return NULL;
+        return sql;
+}
+
+/* "v = v + excluded.v, ...": what a row whose key exists already adds to it. */
+static char *increments(const StoreKind *k) {
+        return store_kind_join_values(k, "%1$s = %1$s + excluded.%1$s", ", ");
+}
+
+char *store_kind_upsert(const StoreKind *k, int tier) {
+        _cleanup_free_ char *keys = keys_after(k), *values = store_kind_join_values(k, "%1$s", ", "),
+                            *adds = increments(k);
+        size_t n = store_kind_n_keys(k) + store_kind_n_values(k), size = 0;
+        char *params = NULL, *sql;
+        FILE *f;
+
+        if (!keys || !values || !adds)
+                return NULL;
+        f = open_memstream(&params, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, ", ?%zu", i + 3);
+        params = memstream_done(f, &params);
+        if (!params)
+                return NULL;
+        if (asprintf(&sql,
+                     "INSERT INTO %s (process_id, time_usec%s, %s) VALUES (?1, ?2%s) "
+                     "ON CONFLICT (process_id, time_usec%s) DO UPDATE SET %s",
+                     k->tables[tier], keys, values, params, keys, adds) < 0)
+                sql = NULL;
+        free(params);
+        return sql;
+}
+
+char *store_kind_roll_up(const StoreKind *k, int tier, uint64_t from, uint64_t to) {
+        _cleanup_free_ char *keys = keys_after(k), *values = store_kind_join_values(k, "%1$s", ", "),
+                            *sums = store_kind_join_values(k, "SUM(%1$s)", ", "), *adds = increments(k);
+        uint64_t w = store_tier_width_usec[tier];
+        char *sql;
+
+        if (!keys || !values || !sums || !adds ||
+            asprintf(&sql,
+                     "INSERT INTO %s (process_id, time_usec%s, %s) "
+                     "SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64 " AS t%s, %s FROM %s "
+                     "WHERE time_usec >= %" PRId64 " AND time_usec < %" PRId64 " GROUP BY process_id, t%s "
+                     "ON CONFLICT (process_id, time_usec%s) DO UPDATE SET %s",
+                     k->tables[tier], keys, values, w, w, keys, sums, k->tables[tier - 1], clamp_i64(from),
+                     clamp_i64(to), keys, keys, adds) < 0)
+                return NULL;
+        return sql;
+}
+
+char *store_kind_expire(const StoreKind *k, int tier, uint64_t cutoff, size_t batch) {
+        _cleanup_free_ char *keys = keys_after(k);
+        char *sql;
+
+        if (!keys ||
+            asprintf(&sql,
+                     "DELETE FROM %1$s WHERE (process_id, time_usec%2$s) IN "
+                     "(SELECT process_id, time_usec%2$s FROM %1$s WHERE time_usec < %3$" PRId64 " LIMIT %4$zu)",
+                     k->tables[tier], keys, clamp_i64(cutoff), batch) < 0)
+                return NULL;
+        return sql;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The kinds of counts the store keeps, one descriptor each, and the SQL made from them.
+ * Internal to the store (daemon/store*.c); pure: builds text, touches no database. Unit-tested
+ * on its own and against the migrated schema.
+ *
+ * A kind is a table per tier (schema/sql/) whose rows are counts of one process in one
+ * interval: the key (process_id, time_usec, then the kind's own key columns) and value columns,
+ * each of them a count. Rolling a tier up into a coarser one sums the values of the rows that
+ * share a key once time_usec is cut down to the coarser interval; retention and the size cap
+ * delete rows by age; a query reads each instant from one tier (tier-util.h). All of that is
+ * written once, here, from the descriptors: a new kind is a descriptor in store_kinds[] plus
+ * the migration that creates its tables. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tier-util.h"
+#include "traps.h"
+
+/* Index into store_kinds[]. The sample kind is the one every other kind's rows have a row in
+ * (same process and interval): it is what Top sorts, what the size cap measures its batches on,
+ * where a roll-up starts, and a process without rows in it has none. */
+enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, _STORE_KIND_MAX };
+
+#define STORE_KIND_MAX_KEYS 4
+#define STORE_KIND_MAX_VALUES 16
+/* Longest column name, with its NUL. */
+#define STORE_COLUMN_MAX 32
+
+typedef struct StoreKind {
+        const char *name;                                /* "sample", "trap", "signal" */
+        const char *tables[_TIER_MAX];                   /* by TIER_RAW, TIER_MINUTE, TIER_HOUR */
+        const char *keys[STORE_KIND_MAX_KEYS + 1];       /* beyond (process_id, time_usec); NULL-ended */
+        /* Its values start with one column f_<name> per Faults member, in fault_fields order;
+         * then come values[]. */
+        bool fault_values;
+        const char *values[STORE_KIND_MAX_VALUES + 1];   /* NULL-ended */
+        /* For the kinds that are part of a Traps (NULL for the others): the next row of t with
+         * a non-zero count at or after *cursor, its keys and values (false: no more), and its
+         * inverse, that adds one row to t (keys it has no place for are ignored). */
+        bool (*traps_next)(const Traps *t, size_t *cursor, int64_t *keys, uint64_t *values);
+        void (*traps_add)(Traps *t, const int64_t *keys, const uint64_t *values);
+} StoreKind;
+
+extern const StoreKind store_kinds[_STORE_KIND_MAX];
+
+/* Width of each tier's intervals: 10 s, 1 min, 1 h. */
+extern const uint64_t store_tier_width_usec[_TIER_MAX];
+
+size_t store_kind_n_keys(const StoreKind *k);
+size_t store_kind_n_values(const StoreKind *k);
+/* The name of value column i (< store_kind_n_values()), in buf or static storage. */
+const char *store_kind_value(const StoreKind *k, size_t i, char buf[static STORE_COLUMN_MAX]);
+
+/* Column lists, malloc'd; NULL when out of memory. fmt is printed once per column with its
+ * name as %1$s; sep comes between two of them. "" for a kind without such columns. */
+char *store_kind_join_keys(const StoreKind *k, const char *fmt, const char *sep);
+char *store_kind_join_values(const StoreKind *k, const char *fmt, const char *sep);
+
+/* All columns: "process_id, time_usec, <keys>, <values>". */
+char *store_kind_columns(const StoreKind *k);
+
+/* "SELECT <all columns> FROM <tier table> WHERE (where) AND <segment> UNION ALL ..." over the
+ * segments: each instant of the planned range read from exactly one tier. With no segment a
+ * query of the same columns that returns no rows. */
+char *store_kind_union(const StoreKind *k, const TierSegment *seg, size_t n, const char *where);
+
+/* "SELECT <group> AS g, <keys>, SUM(<value>)... FROM (<from>) GROUP BY g, <keys>": the values
+ * summed per group (an SQL expression over the columns of from) and key. */
+char *store_kind_sum(const StoreKind *k, const char *group, const char *from);
+
+/* Adds a count to the tier's row of (?1 process_id, ?2 time_usec, keys from ?3 on, then the
+ * values), creating it if needed. */
+char *store_kind_upsert(const StoreKind *k, int tier);
+
+/* Sums the rows of the next finer tier in [from, to) into tier (> TIER_RAW). */
+char *store_kind_roll_up(const StoreKind *k, int tier, uint64_t from, uint64_t to);
+
+/* Deletes at most batch of the tier's rows older than cutoff. */
+char *store_kind_expire(const StoreKind *k, int tier, uint64_t cutoff, size_t batch);

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* The store's maintenance: roll-up into the coarser tiers, retention by age, the size cap, and
+ * deleting exited processes left without rows. Every part works on all kinds of store-kind.h. */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+uint64_t store_used_bytes(Store *s) {
+        int64_t pages, free_pages, page_size;
+
+        if (sql_query_int(s->db, "PRAGMA page_count", 0, &pages) < 0 ||
+            sql_query_int(s->db, "PRAGMA freelist_count", 0, &free_pages) < 0 ||
+            sql_query_int(s->db, "PRAGMA page_size", 0, &page_size) < 0 || pages < free_pages)
+                return 0;
+        return (uint64_t) (pages - free_pages) * (uint64_t) page_size;
+}
+
+/* Runs SQL made by store-kind.c; NULL: it was out of memory. */
+static int exec_made(Store *s, char *sql) {
+        _cleanup_free_ char *p = sql;
+
+        return p ? sql_exec(s->db, p) : -ENOMEM;
+}
+
+/* Sums the finer tier's rows in [from, to) of every kind into tier, and moves its mark, in one
+ * transaction: a crash leaves either all or none. */
+static int roll_up(Store *s, int tier, uint64_t from, uint64_t to) {
+        int r;
+
+        r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        for (int k = 0; r >= 0 && k < _STORE_KIND_MAX; k++)
+                r = exec_made(s, store_kind_roll_up(&store_kinds[k], tier, from, to));
+        if (r >= 0)
+                r = sql_exec_fmt(s->db, "UPDATE tier SET rolled_until_usec = %" PRId64 " WHERE name = '%s'",
+                                 clamp_i64(to), tier_name(tier));
+        if (r >= 0)
+                r = sql_exec(s->db, "COMMIT");
+        if (r < 0)
+                store_rollback(s);
+        return r;
+}
+
+/* Rolls the next complete stretch (at most max_span) of the finer tier into tier. */
+static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t complete_until, uint64_t max_span,
+                     bool *more) {
+        uint64_t w = store_tier_width_usec[tier], from = tiers[tier].rolled_until, to;
+        int64_t oldest;
+        int r;
+
+        complete_until -= complete_until % w;
+        if (from == 0) {
+                _cleanup_free_ char *sql = NULL;
+
+                /* First roll-up: start at the finer tier's oldest row (of the sample kind, which
+                 * has a row wherever any kind has one). */
+                if (asprintf(&sql, "SELECT MIN(time_usec) FROM %s",
+                             store_kinds[STORE_KIND_SAMPLE].tables[tier - 1]) < 0)
+                        return -ENOMEM;
+                r = sql_query_int(s->db, sql, 0, &oldest);
+                if (r < 0)
+                        return r;
+                from = oldest == INT64_MIN ? complete_until : (uint64_t) oldest - (uint64_t) oldest % w;
+        }
+        if (from >= complete_until)
+                return from == tiers[tier].rolled_until ? 0 : roll_up(s, tier, from, from);
+        to = complete_until - from > max_span ? from + max_span : complete_until;
+        if (to < complete_until)
+                *more = true;
+        return roll_up(s, tier, from, to);
+}
+
+/* Deletes at most batch rows of the kind's table of tier older than cutoff; first moves the
+ * tier's kept_from, so no query reads a half-deleted stretch from this tier. Returns the rows
+ * deleted. */
+static int delete_older(Store *s, int tier, const StoreKind *kind, uint64_t cutoff, size_t batch) {
+        int r;
+
+        r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        r = sql_exec_fmt(s->db, "UPDATE tier SET kept_from_usec = max(kept_from_usec, %" PRId64 ") WHERE name = '%s'",
+                         clamp_i64(cutoff), tier_name(tier));
+        if (r >= 0)
+                r = exec_made(s, store_kind_expire(kind, tier, cutoff, batch));
+        if (r >= 0) {
+                int c;
+
+                r = sqlite3_changes(s->db);
+                c = sql_exec(s->db, "COMMIT");
+                if (c < 0)
+                        r = c;
+        }
+        if (r < 0)
+                store_rollback(s);
+        return r;
+}
+
+static int expire_tier(Store *s, int tier, uint64_t cutoff, size_t batch, bool *more) {
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                int r = delete_older(s, tier, &store_kinds[k], cutoff, batch);
+                if (r < 0)
+                        return r;
+                if ((size_t) r >= batch)
+                        *more = true;
+        }
+        return 0;
+}
+
+/* The size cap: the oldest rows of the finest tier go first, but only what the next tier has
+ * rolled up (else that stretch would be in no tier at all); when the finest tier has nothing
+ * such, the next one. A batch is measured on the sample kind: every other kind's rows have one
+ * of its rows beside them. */
+static int cap_size(Store *s, const TierState tiers[_TIER_MAX], size_t batch, bool *more) {
+        for (int t = TIER_RAW; t < _TIER_MAX; t++) {
+                const char *table = store_kinds[STORE_KIND_SAMPLE].tables[t];
+                _cleanup_free_ char *first_sql = NULL, *nth_sql = NULL, *last_sql = NULL;
+                int64_t first, nth;
+                uint64_t cutoff;
+                int r;
+
+                if (asprintf(&first_sql, "SELECT MIN(time_usec) FROM %s", table) < 0 ||
+                    asprintf(&nth_sql, "SELECT time_usec FROM %s ORDER BY time_usec LIMIT 1 OFFSET ?1", table) < 0 ||
+                    asprintf(&last_sql, "SELECT MAX(time_usec) + 1 FROM %s", table) < 0)
+                        return -ENOMEM;
+                if ((r = sql_query_int(s->db, first_sql, 0, &first)) < 0)
+                        return r;
+                if (first == INT64_MIN)
+                        continue; /* empty */
+                /* Up to a batch of rows: the time of the row after it, or past the last. */
+                if ((r = sql_query_int(s->db, nth_sql, (int64_t) batch, &nth)) < 0)
+                        return r;
+                if (nth == INT64_MIN && (r = sql_query_int(s->db, last_sql, 0, &nth)) < 0)
+                        return r;
+                cutoff = (uint64_t) nth;
+                if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
+                        cutoff = tiers[t + 1].rolled_until;
+                cutoff -= cutoff % store_tier_width_usec[t];
+                if (cutoff <= (uint64_t) first)
+                        continue; /* nothing here is rolled up yet */
+                r = expire_tier(s, t, cutoff, batch, more);
+                if (r < 0)
+                        return r;
+                *more = true;
+                break;
+        }
+        /* Give the freed pages back to the file system. */
+        (void) sql_exec(s->db, "PRAGMA incremental_vacuum(1000)");
+        return 0;
+}
+
+/* Exited processes whose rows have all aged out: none in any tier of the sample kind. */
+static int delete_gone_processes(Store *s, size_t batch, bool *more) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        fputs("DELETE FROM process WHERE id IN (SELECT id FROM process p WHERE exited", f);
+        for (int t = TIER_RAW; t < _TIER_MAX; t++)
+                fprintf(f, " AND NOT EXISTS (SELECT 1 FROM %s WHERE process_id = p.id)",
+                        store_kinds[STORE_KIND_SAMPLE].tables[t]);
+        fprintf(f, " LIMIT %zu)", batch);
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        r = exec_made(s, buf);
+        if (r < 0)
+                return r;
+        if ((size_t) sqlite3_changes(s->db) >= batch)
+                *more = true;
+        return 0;
+}
+
+int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool *ret_more) {
+        const uint64_t hour = store_tier_width_usec[TIER_HOUR];
+        TierState tiers[_TIER_MAX];
+        bool more = false;
+        int r;
+
+        /* Nothing is rolled up, and no process without samples deleted, with ticks pending. */
+        r = store_pending_settle(s);
+        if (r < 0)
+                return r;
+
+        /* Roll-ups: raw buckets before the current minute never change again; at most an hour
+         * of raw or a day of minutes per step. */
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        r = roll_step(s, tiers, TIER_MINUTE, now_usec, hour, &more);
+        if (r < 0)
+                return r;
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        r = roll_step(s, tiers, TIER_HOUR, tiers[TIER_MINUTE].rolled_until, 24 * hour, &more);
+        if (r < 0)
+                return r;
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+
+        /* Retention by age, never past what the next coarser tier has rolled up. */
+        for (int t = TIER_RAW; t < _TIER_MAX; t++) {
+                uint64_t keep = t == TIER_RAW ? ret->raw_usec : t == TIER_MINUTE ? ret->minute_usec : ret->hour_usec;
+                uint64_t cutoff = now_usec > keep ? now_usec - keep : 0;
+
+                if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
+                        cutoff = tiers[t + 1].rolled_until;
+                cutoff -= cutoff % store_tier_width_usec[t];
+                /* Also when kept_from is there already: an earlier step may have stopped at a
+                 * batch. Nothing left to delete is one index seek. */
+                if (cutoff > 0 && cutoff >= tiers[t].kept_from) {
+                        r = expire_tier(s, t, cutoff, ret->batch_rows, &more);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        if (ret->max_bytes > 0 && store_used_bytes(s) > ret->max_bytes) {
+                r = cap_size(s, tiers, ret->batch_rows, &more);
+                if (r < 0)
+                        return r;
+        }
+
+        r = delete_gone_processes(s, ret->batch_rows, &more);
+        if (r < 0)
+                return r;
+
+        *ret_more = more;
+        return 0;
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* The pending ticks. A tick's deltas go into one sample_pending row, not one sample_raw row per
+ * process: packed, for each process with a non-zero delta its row id, a mask of its non-zero
+ * members (bit i: fault_fields[i], bit n_fault_fields: traps), then those members, every number
+ * an unsigned LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
+ * transaction: when a tick falls into a later bucket, and before anything reads the samples. */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int pack_u64(Store *s, uint64_t v) {
+        if (s->packed_capacity - s->packed_size < 10) {
+                size_t c = MAX(s->packed_capacity * 2, (size_t) 4096);
+                uint8_t *p = realloc(s->packed, c);
+
+                if (!p)
+                        return -ENOMEM;
+                s->packed = p;
+                s->packed_capacity = c;
+        }
+        do {
+                uint8_t b = v & 0x7f;
+
+                v >>= 7;
+                s->packed[s->packed_size++] = b | (v ? 0x80 : 0);
+        } while (v);
+        return 0;
+}
+
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps) {
+        uint64_t mask = traps ? UINT64_C(1) << n_fault_fields : 0;
+        int r;
+
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (faults_get(delta, &fault_fields[i]))
+                        mask |= UINT64_C(1) << i;
+        r = pack_u64(s, (uint64_t) process_id);
+        if (r >= 0)
+                r = pack_u64(s, mask);
+        for (size_t i = 0; r >= 0 && i < n_fault_fields; i++)
+                if (mask & (UINT64_C(1) << i))
+                        r = pack_u64(s, faults_get(delta, &fault_fields[i]));
+        if (r >= 0 && traps)
+                r = pack_u64(s, traps);
+        return r;
+}
+
+static int unpack_u64(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+                uint8_t b = *(*p)++;
+
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -EUCLEAN;
+}
+
+typedef struct PendingSample {
+        uint64_t bucket_usec;
+        int64_t process_id;
+        Faults delta;
+        uint64_t traps;
+} PendingSample;
+
+/* Appends the samples packed in one pending row to *array. */
+static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, PendingSample **array, size_t *n,
+                          size_t *capacity) {
+        const uint8_t *end = p + size;
+
+        while (p < end) {
+                PendingSample x = { .bucket_usec = bucket_usec };
+                uint64_t id, mask;
+                PendingSample *a;
+                int r;
+
+                if ((r = unpack_u64(&p, end, &id)) < 0 || (r = unpack_u64(&p, end, &mask)) < 0)
+                        return r;
+                if (id > INT64_MAX || mask >> (n_fault_fields + 1))
+                        return -EUCLEAN;
+                x.process_id = (int64_t) id;
+                for (size_t i = 0; i < n_fault_fields; i++)
+                        if ((mask & (UINT64_C(1) << i)) &&
+                            (r = unpack_u64(&p, end, faults_field(&x.delta, &fault_fields[i]))) < 0)
+                                return r;
+                if ((mask & (UINT64_C(1) << n_fault_fields)) && (r = unpack_u64(&p, end, &x.traps)) < 0)
+                        return r;
+                a = grow_array(*array, *n, capacity, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                *array = a;
+                a[(*n)++] = x;
+        }
+        return 0;
+}
+
+static int pending_compare(const void *a, const void *b) {
+        const PendingSample *x = a, *y = b;
+
+        if (x->bucket_usec != y->bucket_usec)
+                return x->bucket_usec < y->bucket_usec ? -1 : 1;
+        return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
+}
+
+static int fold_sample(Store *s, const PendingSample *x) {
+        sqlite3_stmt *st = s->add_raw[STORE_KIND_SAMPLE];
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, x->process_id);
+        sqlite3_bind_int64(st, 2, (int64_t) x->bucket_usec);
+        for (size_t i = 0; i < n_fault_fields; i++)
+                sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(&x->delta, &fault_fields[i]));
+        sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) x->traps);
+        return sql_step_done(st);
+}
+
+/* Adds every pending tick to its raw bucket, one upsert per process and bucket, and deletes
+ * them; in the caller's transaction. */
+int store_pending_fold(Store *s) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ PendingSample *a = NULL;
+        size_t n = 0, capacity = 0;
+        int rc, r;
+
+        rc = sqlite3_prepare_v2(s->db, "SELECT time_usec, data FROM sample_pending", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                uint64_t t = (uint64_t) sqlite3_column_int64(st, 0);
+                const uint8_t *data = sqlite3_column_blob(st, 1);
+                size_t before = n;
+
+                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, &a, &n,
+                                   &capacity);
+                if (r == -EUCLEAN)
+                        n = before; /* a row that does not decode is dropped, alone */
+                else if (r < 0)
+                        return r;
+        }
+        if (rc != SQLITE_DONE)
+                return sqlite_to_errno(rc) ?: -EIO;
+
+        /* In key order: a process's ticks of one bucket become one upsert, and the upserts
+         * walk the raw tier's b-tree in order. */
+        if (n > 0)
+                qsort(a, n, sizeof(*a), pending_compare);
+        for (size_t i = 0, j; i < n; i = j) {
+                PendingSample sum = a[i];
+
+                for (j = i + 1; j < n && pending_compare(&a[j], &sum) == 0; j++) {
+                        faults_add(&sum.delta, &a[j].delta);
+                        sum.traps += a[j].traps;
+                }
+                r = fold_sample(s, &sum);
+                /* A process row that is gone (nothing of ours deletes one with ticks pending)
+                 * takes its counts with it, rather than failing every fold after. */
+                if (r < 0 && sqlite3_extended_errcode(s->db) != SQLITE_CONSTRAINT_FOREIGNKEY)
+                        return r;
+        }
+        return sql_exec(s->db, "DELETE FROM sample_pending");
+}
+
+int store_pending_settle(Store *s) {
+        int r;
+
+        if (!s->pending)
+                return 0;
+        r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        r = store_pending_fold(s);
+        if (r >= 0)
+                r = sql_exec(s->db, "COMMIT");
+        if (r < 0) {
+                store_rollback(s);
+                return r;
+        }
+        s->pending = false;
+        return 0;
+}
+
+int store_pending_add(Store *s, uint64_t now_usec) {
+        sqlite3_stmt *st = s->add_pending;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, (int64_t) now_usec);
+        sqlite3_bind_blob(st, 2, s->packed, (int) s->packed_size, SQLITE_STATIC);
+        return sql_step_done(st);
+}

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: MIT */
+/* The store's reads: Top, History, Traps, ListProcesses, finding a process; and marking gone the
+ * processes that ended while no daemon saw them. */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *column_strdup(sqlite3_stmt *st, int i) {
+        const unsigned char *t = sqlite3_column_text(st, i);
+        return t ? strdup((const char *) t) : NULL;
+}
+
+/* Reads PROCESS_COLUMNS starting at column `first`. */
+static int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
+        ProcessInfo p = {};
+        const unsigned char *comm;
+
+        p.pid = (uint32_t) sqlite3_column_int64(st, first);
+        p.start_time = (uint64_t) sqlite3_column_int64(st, first + 1);
+        comm = sqlite3_column_text(st, first + 2);
+        snprintf(p.comm, sizeof(p.comm), "%s", comm ? (const char *) comm : "");
+        p.uid = (uint32_t) sqlite3_column_int64(st, first + 4);
+        p.first_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 6);
+        p.last_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 7);
+        p.exited = sqlite3_column_int(st, first + 8) != 0;
+        if ((sqlite3_column_type(st, first + 3) != SQLITE_NULL && !(p.cmdline = column_strdup(st, first + 3))) ||
+            (sqlite3_column_type(st, first + 5) != SQLITE_NULL && !(p.unit = column_strdup(st, first + 5)))) {
+                process_info_done(&p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+static void read_faults(sqlite3_stmt *st, int first, Faults *ret) {
+        for (size_t i = 0; i < n_fault_fields; i++)
+                *faults_field(ret, &fault_fields[i]) = (uint64_t) sqlite3_column_int64(st, first + (int) i);
+}
+
+void store_rows_free(StoreRow *rows, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                process_info_done(&rows[i].process);
+        free(rows);
+}
+
+/* Prepares fmt with its %s replaced by the union of the kind's tables over the segments. */
+static int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, int kind, const TierSegment *seg, size_t n,
+                        const char *where) {
+        _cleanup_free_ char *u = store_kind_union(&store_kinds[kind], seg, n, where);
+
+        if (!u)
+                return -ENOMEM;
+        return sql_prepare(s->db, ret, fmt, u);
+}
+
+/* What read_traps() reads of the kinds that are part of a Traps. */
+typedef struct TrapsQuery {
+        const char *group; /* SQL over process_id and time_usec: what the counts are summed by */
+        const char *where; /* the rows; its ?1 is bound to text, or to value when text is NULL */
+        const char *text;
+        int64_t value;
+        /* The Traps a group's counts are added to; NULL: they are skipped. */
+        Traps *(*find)(int64_t group, void *userdata);
+        void *userdata;
+} TrapsQuery;
+
+/* Sums the rows of every kind that is part of a Traps over the segments, per group and key, and
+ * adds them to the Traps of their group. */
+static int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q) {
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
+                _cleanup_finalize_ sqlite3_stmt *st = NULL;
+                _cleanup_free_ char *u = NULL, *sql = NULL;
+                int rc;
+
+                if (!kind->traps_add)
+                        continue;
+                u = store_kind_union(kind, seg, n_seg, q->where);
+                sql = u ? store_kind_sum(kind, q->group, u) : NULL;
+                if (!sql)
+                        return -ENOMEM;
+                rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+                if (rc != SQLITE_OK)
+                        return sqlite_to_errno(rc);
+                if (q->text)
+                        sqlite3_bind_text(st, 1, q->text, -1, SQLITE_STATIC);
+                else
+                        sqlite3_bind_int64(st, 1, q->value);
+
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        Traps *t = q->find(sqlite3_column_int64(st, 0), q->userdata);
+                        int64_t keys[STORE_KIND_MAX_KEYS];
+                        uint64_t values[STORE_KIND_MAX_VALUES];
+
+                        if (!t)
+                                continue;
+                        for (size_t i = 0; i < n_keys; i++)
+                                keys[i] = sqlite3_column_int64(st, 1 + (int) i);
+                        for (size_t i = 0; i < n_values; i++)
+                                values[i] = (uint64_t) sqlite3_column_int64(st, 1 + (int) (n_keys + i));
+                        kind->traps_add(t, keys, values);
+                }
+                if (rc != SQLITE_DONE)
+                        return sqlite_to_errno(rc) ?: -EIO;
+        }
+        return 0;
+}
+
+typedef struct RowsById {
+        StoreRow *rows;
+        size_t n;
+} RowsById;
+
+static Traps *row_traps_by_id(int64_t id, void *userdata) {
+        RowsById *r = userdata;
+
+        for (size_t i = 0; i < r->n; i++)
+                if (r->rows[i].id == id)
+                        return &r->rows[i].traps;
+        return NULL;
+}
+
+static int top_fill_traps(Store *s, const TierSegment *seg, size_t n_seg, StoreRow *rows, size_t n) {
+        _cleanup_free_ char *ids = NULL;
+        RowsById by_id = { rows, n };
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&ids, &size);
+        if (!f)
+                return -ENOMEM;
+        fputc('[', f);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%" PRId64, i ? "," : "", rows[i].id);
+        fputc(']', f);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+
+        return read_traps(s, seg, n_seg,
+                          &(TrapsQuery) { .group = "process_id",
+                                          .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                          .text = ids,
+                                          .find = row_traps_by_id,
+                                          .userdata = &by_id });
+}
+
+int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
+              size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *fmt = NULL;
+        uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        StoreRow *rows = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        char column[32];
+        int rc, r;
+
+        /* The sort column comes from fault_fields or is "traps", never the caller's text. */
+        if (strcmp(sort, "traps") == 0)
+                snprintf(column, sizeof(column), "traps");
+        else if (fault_field_by_name(sort))
+                snprintf(column, sizeof(column), "f_%s", fault_field_by_name(sort)->name);
+        else
+                return -EINVAL;
+
+        /* The pending ticks too. Should folding fail (a full disk, say), the answer lacks at
+         * most the newest bucket's counts, which are not being kept either then. */
+        (void) store_pending_settle(s);
+
+        /* Whole hours and minutes of the window from the coarse tiers, the edges from finer
+         * ones: a day is a few dozen rows per process, not thousands. */
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
+
+        if (asprintf(&fmt,
+                     "SELECT process.id, " PROCESS_COLUMNS ", %s FROM "
+                     "(SELECT process_id, %s, SUM(traps) AS traps FROM (%%s) GROUP BY process_id "
+                     " ORDER BY SUM(%s) DESC, process_id DESC LIMIT ?2) AS t "
+                     "JOIN process ON process.id = t.process_id ORDER BY t.%s DESC, process.id DESC",
+                     s->columns, s->sums_as, column, column) < 0)
+                return -ENOMEM;
+        r = prepare_over(s, &st, fmt, STORE_KIND_SAMPLE, seg, n_seg,
+                         "(?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3))");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 2, (int64_t) limit);
+        sqlite3_bind_int64(st, 3, uid);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreRow *p = grow_array(rows, n, &capacity, sizeof(*rows));
+                if (!p) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                rows = p;
+                memset(&rows[n], 0, sizeof(rows[n]));
+                rows[n].id = sqlite3_column_int64(st, 0);
+                r = read_process(st, 1, &rows[n].process);
+                if (r < 0)
+                        goto fail;
+                read_faults(st, 10, &rows[n].faults);
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                r = sqlite_to_errno(rc) ?: -EIO;
+                goto fail;
+        }
+        if (n > 0 && (r = top_fill_traps(s, seg, n_seg, rows, n)) < 0)
+                goto fail;
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+fail:
+        store_rows_free(rows, n);
+        return r;
+}
+
+static Traps *single_traps(int64_t key _unused_, void *userdata) {
+        return userdata;
+}
+
+int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes) {
+        _cleanup_finalize_ sqlite3_stmt *count = NULL;
+        uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
+        const char *where = "(?1 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?1))";
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        Traps t = {};
+        size_t n_seg;
+        int rc, r;
+
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
+
+        r = read_traps(s, seg, n_seg,
+                       &(TrapsQuery) { .group = "0", .where = where, .value = uid, .find = single_traps, .userdata = &t });
+        if (r < 0)
+                return r;
+        /* Processes that trapped: those with rows of the trap kind. */
+        r = prepare_over(s, &count, "SELECT COUNT(DISTINCT process_id) FROM (%s)", STORE_KIND_TRAP, seg, n_seg, where);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(count, 1, uid);
+        rc = sqlite3_step(count);
+        if (rc != SQLITE_ROW)
+                return sqlite_to_errno(rc) ?: -EIO;
+        *ret_processes = (uint64_t) sqlite3_column_int64(count, 0);
+        *ret = t;
+        return 0;
+}
+
+int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, void *userdata), void *userdata,
+                    size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *list = NULL, *mark = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        /* Rows marked exited here may be deleted by maintenance: no entry may point at them. */
+        store_known_reset(s);
+        r = sql_prepare(s->db, &list, "SELECT id, pid, start_time FROM process WHERE boot_id = ?1 AND NOT exited");
+        if (r >= 0)
+                r = sql_prepare(s->db, &mark, "UPDATE process SET exited = 1 WHERE id = ?1");
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(list, 1, s->boot_id, -1, SQLITE_STATIC);
+
+        r = sql_exec(s->db, "BEGIN");
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
+                if (alive((uint32_t) sqlite3_column_int64(list, 1), (uint64_t) sqlite3_column_int64(list, 2), userdata))
+                        continue;
+                sqlite3_bind_int64(mark, 1, sqlite3_column_int64(list, 0));
+                r = sql_step_done(mark);
+                sqlite3_reset(mark);
+                if (r < 0)
+                        goto rollback;
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                r = sqlite_to_errno(rc) ?: -EIO;
+                goto rollback;
+        }
+        r = sql_exec(s->db, "COMMIT");
+        if (r < 0)
+                goto rollback;
+        *ret_n = n;
+        return 0;
+rollback:
+        store_rollback(s);
+        return r;
+}
+
+void process_infos_free(ProcessInfo *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                process_info_done(&p[i]);
+        free(p);
+}
+
+int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        ProcessInfo *list = NULL;
+        size_t n = 0, capacity = 0;
+        int rc, r;
+
+        r = sql_prepare(s->db, &st,
+                        "SELECT " PROCESS_COLUMNS " FROM process WHERE (?1 = 0 OR pid = ?1) AND (?2 OR NOT exited) "
+                        "AND (?3 < 0 OR uid = ?3) AND (?5 IS NULL OR comm GLOB ?5) AND (?6 IS NULL OR unit = ?6) "
+                        "ORDER BY first_seen_usec DESC, id DESC LIMIT ?4");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, filter->pid);
+        sqlite3_bind_int(st, 2, filter->include_exited);
+        sqlite3_bind_int64(st, 3, filter->uid);
+        sqlite3_bind_int64(st, 4, (int64_t) filter->limit);
+        sqlite3_bind_text(st, 5, filter->comm_glob, -1, SQLITE_STATIC); /* NULL binds NULL */
+        sqlite3_bind_text(st, 6, filter->unit, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                ProcessInfo *p = grow_array(list, n, &capacity, sizeof(*list));
+                if (!p) {
+                        process_infos_free(list, n);
+                        return -ENOMEM;
+                }
+                list = p;
+                r = read_process(st, 0, &list[n]);
+                if (r < 0) {
+                        process_infos_free(list, n);
+                        return r;
+                }
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                process_infos_free(list, n);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret) {
+        sqlite3_stmt *st = start_time ? s->find_process : s->find_newest_process;
+        int rc, r;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, pid);
+        if (start_time)
+                sqlite3_bind_int64(st, 2, (int64_t) start_time);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+                sqlite3_reset(st);
+                return -ENOENT;
+        }
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(st);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret_id = sqlite3_column_int64(st, 0);
+        r = read_process(st, 1, ret);
+        sqlite3_reset(st);
+        return r;
+}
+
+typedef struct RowsByTime {
+        StoreHistoryRow *rows;
+        size_t n;
+} RowsByTime;
+
+/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row. */
+static Traps *history_traps_by_time(int64_t t, void *userdata) {
+        RowsByTime *r = userdata;
+        size_t lo = 0, hi = r->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if ((int64_t) r->rows[mid].time_usec < t)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < r->n && (int64_t) r->rows[lo].time_usec == t ? &r->rows[lo].traps : NULL;
+}
+
+int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
+                  StoreHistoryRow **ret, size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *fmt = NULL, *group = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        StoreHistoryRow *rows = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        uint64_t r_usec = resolution_usec;
+        int rc, r;
+
+        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
+                return -EINVAL;
+
+        (void) store_pending_settle(s); /* as in store_top() */
+
+        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
+
+        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0 ||
+            asprintf(&fmt, "SELECT %s AS t, %s FROM (%%s) GROUP BY t ORDER BY t", group, s->sums) < 0)
+                return -ENOMEM;
+        r = prepare_over(s, &st, fmt, STORE_KIND_SAMPLE, seg, n_seg, "process_id = ?1");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, process_id);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreHistoryRow *p = grow_array(rows, n, &capacity, sizeof(*rows));
+                if (!p) {
+                        free(rows);
+                        return -ENOMEM;
+                }
+                rows = p;
+                memset(&rows[n], 0, sizeof(rows[n]));
+                rows[n].time_usec = (uint64_t) sqlite3_column_int64(st, 0);
+                read_faults(st, 1, &rows[n].faults);
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                free(rows);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        r = read_traps(s, seg, n_seg,
+                       &(TrapsQuery) { .group = group,
+                                       .where = "process_id = ?1",
+                                       .value = process_id,
+                                       .find = history_traps_by_time,
+                                       .userdata = &(RowsByTime) { rows, n } });
+        if (r < 0) {
+                free(rows);
+                return r;
+        }
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}
