@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "client.h"
+#include "cli.h"
 #include "counters.h"
 #include "macro.h"
 #include "time-util.h"
@@ -531,6 +531,7 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         size_t i;
 
         fprintf(f, "%strapstatd %s%s\n", on(style, BOLD), string_member(reply, "version", "?"), off(style));
+        fprintf(f, "arch:      %s\n", string_member(reply, "arch", "?"));
         fprintf(f, "socket:    %s\n", arg_socket);
         fprintf(f, "tick:      %s\n", format_duration_usec((uint64_t) int_member(reply, "tickUsec"), tick));
         fprintf(f, "database:  %s (%sB)\n", string_member(reply, "databasePath", "?"),

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "cli.h"
 #include "counters.h"
 #include "json-util.h"
 #include "output.h"
@@ -28,6 +28,11 @@
 
 /* How long a read of the stream blocks before the live view looks at the keyboard again. */
 #define LIVE_POLL_USEC (100 * USEC_PER_MSEC)
+/* Rows asked of the stream when --limit does not say: sorting is done here over the summed
+ * ticks, so enough to fill any screen (live), or every process that matters in a table summed
+ * over several ticks (-b --stream). */
+#define LIVE_LIMIT 200
+#define STREAM_LIMIT 1000
 
 /* The sort columns of the rate table, in screen order, for the < and > keys. */
 static const struct {
@@ -146,10 +151,8 @@ static int top_frame_add_tick(TopFrame *f, json_t *reply) {
         return 0;
 }
 
-static uint64_t row_key(const TopRow *r, const char *sort) {
-        const FaultField *field = fault_field_by_name(sort);
-
-        return field ? faults_get(&r->faults, field) : r->n_traps;
+static uint64_t row_key(const TopRow *r, const SortKey *sort) {
+        return sort->field ? faults_get(&r->faults, sort->field) : r->n_traps;
 }
 
 static int compare_rows(const void *a, const void *b, void *userdata) {
@@ -164,7 +167,7 @@ static int compare_rows(const void *a, const void *b, void *userdata) {
         return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static void top_frame_sort(TopFrame *f, const char *sort) {
+static void top_frame_sort(TopFrame *f, const SortKey *sort) {
         if (f->n_rows > 1)
                 qsort_r(f->rows, f->n_rows, sizeof(TopRow), compare_rows, (void *) sort);
 }
@@ -173,15 +176,15 @@ static double per_sec(uint64_t n, uint64_t interval_usec) {
         return interval_usec ? (double) n * (double) USEC_PER_SEC / (double) interval_usec : 0.0;
 }
 
-static int column_of(const char *sort) {
+static int column_of(const SortKey *sort) {
         for (size_t i = 0; i < ELEMENTSOF(columns); i++)
-                if (strcmp(columns[i].sort, sort) == 0)
+                if (strcmp(columns[i].sort, sort->name) == 0)
                         return (int) i;
         return -1;
 }
 
 /* The column header; the sorted column is marked with a '*' when marks is set (no colors). */
-static void format_header(char *buf, size_t size, const char *sort, bool marks) {
+static void format_header(char *buf, size_t size, const SortKey *sort, bool marks) {
         char cells[ELEMENTSOF(columns)][16];
         int sorted = column_of(sort);
 
@@ -225,51 +228,40 @@ static void format_summary(char *buf, size_t size, const TopFrame *f) {
                  processes == 1 ? "" : "es", f->missed ? "  (ticks missed: reading too slowly)" : "");
 }
 
-/* Opens a Watch stream. Returns 0 or EXIT_FAILURE (reported). */
-static int watch_open(const char *sort, long long limit, uint64_t timeout_usec, VarlinkClient **ret) {
-        _cleanup_json_ json_t *params = json_pack("{s:s, s:I}", "sortBy", sort, "limit", (json_int_t) limit);
-        VarlinkClient *c = NULL;
+/* Opens a Watch stream; 0, or a negative errno, reported. */
+static int watch_open(const SortKey *sort, long long limit, uint64_t timeout_usec, TrapstatClient **ret) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
         int r;
 
-        if (!params)
-                return fail("out of memory");
-        r = client_connect(timeout_usec, &c);
-        if (r != 0)
+        r = cli_connect(timeout_usec, &c);
+        if (r < 0)
                 return r;
-        r = varlink_client_call(c, "io.trapstat.Watch", params, VARLINK_CALL_MORE);
-        if (r < 0) {
-                varlink_client_free(c);
-                return fail("io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
-        }
-        *ret = c;
+        r = trapstat_client_watch(c, sort, (unsigned) limit);
+        if (r == -ENOMEM)
+                return report_errno(r, "out of memory");
+        if (r < 0)
+                return report_errno(r, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
+        *ret = TAKE_PTR(c);
         return 0;
 }
 
-/* Reads the next reply of a stream. Returns 1 for a reply (*ret set), 0 on timeout, or
- * EXIT_FAILURE-style negative: the error is reported and -1 returned. */
-static int watch_read(VarlinkClient *c, json_t **ret, bool *ret_continues) {
-        _cleanup_free_ char *error = NULL;
-        json_t *reply = NULL;
+/* Reads the next reply of a stream: 0 and *ret; -ETIMEDOUT when none came within the
+ * connection's timeout, not reported (the live view polls); or another negative errno,
+ * reported. */
+static int watch_read(TrapstatClient *c, json_t **ret, bool *ret_continues) {
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
         int r;
 
-        r = varlink_client_read_reply(c, &reply, &error, ret_continues);
+        r = trapstat_client_read(c, ret, ret_continues, &error);
         if (r == -ETIMEDOUT)
-                return 0;
-        if (r == -ECONNRESET) {
-                fail("trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
-                return -1;
-        }
-        if (r < 0) {
-                fail("io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
-                return -1;
-        }
-        if (error) {
-                client_error_reply("io.trapstat.Watch", error, reply);
-                json_decref(reply);
-                return -1;
-        }
-        *ret = reply;
-        return 1;
+                return r;
+        if (r == -ECONNRESET)
+                return report_errno(r, "trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
+        if (r < 0)
+                return report_errno(r, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
+        if (r == TRAPSTAT_ERROR_REPLY)
+                return report_error_reply("io.trapstat.Watch", &error);
+        return 0;
 }
 
 static volatile sig_atomic_t quit = 0;
@@ -283,12 +275,12 @@ typedef struct TopOptions {
         long long iterations; /* -1: no end */
         uint64_t delay_usec;  /* 0: every tick (live) */
         uint64_t window_usec;
-        const char *sort;
+        SortKey sort;
         long long limit;
         bool limit_set;
 } TopOptions;
 
-static void draw_live(const TopFrame *f, const char *sort, bool paused, bool color, bool utf8, const char *message) {
+static void draw_live(const TopFrame *f, const SortKey *sort, bool paused, bool color, bool utf8, const char *message) {
         char line[512], now[32];
         int sorted = column_of(sort);
 
@@ -298,7 +290,7 @@ static void draw_live(const TopFrame *f, const char *sort, bool paused, bool col
 
                 snprintf(line, sizeof(line), "trapstat top - %s - %u tick%s over %s, sorted by %s%s",
                          format_time_usec(f->time_usec, now), f->ticks, f->ticks == 1 ? "" : "s",
-                         format_duration_usec(f->interval_usec, span), sort, paused ? "   [PAUSED]" : "");
+                         format_duration_usec(f->interval_usec, span), sort->name, paused ? "   [PAUSED]" : "");
         } else
                 snprintf(line, sizeof(line), "trapstat top - waiting for the first tick from %s%s", arg_socket,
                          paused ? "   [PAUSED]" : "");
@@ -353,8 +345,8 @@ static const char *live_help =
 static int top_live(const TopOptions *o) {
         struct sigaction sa = { .sa_handler = on_quit }, old_int, old_term;
         TopFrame shown = {}, pending = {};
-        const char *sort = o->sort;
-        VarlinkClient *c = NULL;
+        SortKey sort = o->sort;
+        TrapstatClient *c = NULL;
         bool paused = false, color, help = false, utf8 = locale_is_utf8();
         long long limit, refreshes = 0;
         int r, ret = 0;
@@ -364,14 +356,12 @@ static int top_live(const TopOptions *o) {
         sigaction(SIGINT, &sa, &old_int);
         sigaction(SIGTERM, &sa, &old_term);
 
-        /* Sorting is done here over the summed ticks; ask for enough rows to fill any screen. */
-        limit = o->limit_set ? o->limit : 200;
-        r = watch_open(sort, limit, LIVE_POLL_USEC, &c);
-        if (r != 0)
-                return r;
+        limit = o->limit_set ? o->limit : LIVE_LIMIT;
+        if (watch_open(&sort, limit, LIVE_POLL_USEC, &c) < 0)
+                return EXIT_FAILURE;
 
         if (!initscr()) {
-                varlink_client_free(c);
+                trapstat_client_free(c);
                 return fail("cannot initialize the terminal (TERM=%s)", getenv("TERM") ?: "");
         }
         errors_hold();
@@ -387,7 +377,7 @@ static int top_live(const TopOptions *o) {
                 init_pair(1, COLOR_CYAN, -1);
                 init_pair(2, COLOR_RED, -1);
         }
-        draw_live(&shown, sort, paused, color, utf8, NULL);
+        draw_live(&shown, &sort, paused, color, utf8, NULL);
 
         while (!quit) {
                 json_t *reply = NULL;
@@ -395,11 +385,11 @@ static int top_live(const TopOptions *o) {
                 int ch;
 
                 r = watch_read(c, &reply, &continues);
-                if (r < 0) {
+                if (r < 0 && r != -ETIMEDOUT) {
                         ret = EXIT_FAILURE;
                         break;
                 }
-                if (r > 0) {
+                if (r >= 0) {
                         r = top_frame_add_tick(&pending, reply);
                         json_decref(reply);
                         if (r < 0) {
@@ -410,7 +400,7 @@ static int top_live(const TopOptions *o) {
                                 if (!paused) {
                                         top_frame_clear(&shown);
                                         shown = pending;
-                                        top_frame_sort(&shown, sort);
+                                        top_frame_sort(&shown, &sort);
                                         redraw = true;
                                         /* -n: like top, leave after that many refreshes. */
                                         if (o->iterations > 0 && ++refreshes >= o->iterations)
@@ -424,8 +414,8 @@ static int top_live(const TopOptions *o) {
                 }
 
                 while ((ch = getch()) != ERR) {
-                        int col = column_of(sort);
-                        const char *new_sort = sort;
+                        int col = column_of(&sort);
+                        const char *new_sort = sort.name;
 
                         if (help) {
                                 help = false;
@@ -462,36 +452,33 @@ static int top_live(const TopOptions *o) {
                                         if (ch == columns[i].key || ch == columns[i].key - 'a' + 'A')
                                                 new_sort = columns[i].sort;
                         }
-                        if (new_sort != sort) {
+                        /* The sort already shown changes nothing; columns[] names only sort keys, so
+                         * the parse cannot fail. */
+                        if (strcmp(new_sort, sort.name) != 0 && sort_key_from_name(new_sort, &sort) == 0) {
                                 /* The daemon picks each tick's rows by the sort: restart the stream,
                                  * and re-sort what is on screen right away. */
-                                VarlinkClient *n = NULL;
-
-                                sort = new_sort;
-                                top_frame_sort(&shown, sort);
+                                top_frame_sort(&shown, &sort);
                                 top_frame_clear(&pending);
-                                varlink_client_free(c);
-                                c = NULL;
-                                if (watch_open(sort, limit, LIVE_POLL_USEC, &n) != 0) {
+                                c = trapstat_client_free(c);
+                                if (watch_open(&sort, limit, LIVE_POLL_USEC, &c) < 0) {
                                         ret = EXIT_FAILURE;
                                         quit = 1;
                                         break;
                                 }
-                                c = n;
                                 redraw = true;
                         }
                 }
                 if (help)
-                        draw_live(&shown, sort, paused, color, utf8, live_help);
+                        draw_live(&shown, &sort, paused, color, utf8, live_help);
                 else if (redraw && !quit)
-                        draw_live(&shown, sort, paused, color, utf8, NULL);
+                        draw_live(&shown, &sort, paused, color, utf8, NULL);
         }
 
         endwin();
         errors_release();
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
-        varlink_client_free(c);
+        trapstat_client_free(c);
         top_frame_clear(&shown);
         top_frame_clear(&pending);
         return ret;
@@ -500,21 +487,22 @@ static int top_live(const TopOptions *o) {
 /* Watch replies as they come (--json), or summed into a rate table every delay (-b --stream). */
 static int top_stream(const TopOptions *o) {
         OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
-        VarlinkClient *c = NULL;
+        TrapstatClient *c = NULL;
         TopFrame frame = {};
         long long printed = 0;
         int r, ret = 0;
 
-        r = watch_open(o->sort, o->limit_set ? o->limit : arg_json ? 20 : 1000, CALL_TIMEOUT_USEC, &c);
-        if (r != 0)
-                return r;
+        /* With --json the replies are the output: as many rows as a Watch gives by default. */
+        if (watch_open(&o->sort, o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT, CALL_TIMEOUT_USEC,
+                       &c) < 0)
+                return EXIT_FAILURE;
         while (o->iterations < 0 || printed < o->iterations) {
                 json_t *reply = NULL;
                 bool continues = true;
 
                 r = watch_read(c, &reply, &continues);
-                if (r <= 0) {
-                        if (r == 0)
+                if (r < 0) {
+                        if (r == -ETIMEDOUT)
                                 fail("no reply from trapstatd's Watch stream in %" PRIu64 "s", CALL_TIMEOUT_USEC / USEC_PER_SEC);
                         ret = EXIT_FAILURE;
                         break;
@@ -532,13 +520,13 @@ static int top_stream(const TopOptions *o) {
                         if (frame.interval_usec >= o->delay_usec) {
                                 char line[512], now[32], span[32];
 
-                                top_frame_sort(&frame, o->sort);
+                                top_frame_sort(&frame, &o->sort);
                                 printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s\n", printed ? "\n" : "",
                                        format_time_usec(frame.time_usec, now), format_duration_usec(frame.interval_usec, span),
-                                       frame.ticks, frame.ticks == 1 ? "" : "s", o->sort);
+                                       frame.ticks, frame.ticks == 1 ? "" : "s", o->sort.name);
                                 format_summary(line, sizeof(line), &frame);
                                 printf("%s\n", line);
-                                format_header(line, sizeof(line), o->sort, false);
+                                format_header(line, sizeof(line), &o->sort, false);
                                 printf("%s%s%s\n", style.color ? "\033[1m" : "", line, style.color ? "\033[0m" : "");
                                 for (size_t i = 0; i < frame.n_rows && (!o->limit_set || (long long) i < o->limit); i++) {
                                         _cleanup_free_ char *row = NULL;
@@ -564,7 +552,7 @@ static int top_stream(const TopOptions *o) {
                         break;
         }
         top_frame_clear(&frame);
-        varlink_client_free(c);
+        trapstat_client_free(c);
         return ret;
 }
 
@@ -572,14 +560,13 @@ static int top_stream(const TopOptions *o) {
 static int top_batch(const TopOptions *o) {
         OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
         _cleanup_json_ json_t *params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (o->window_usec / USEC_PER_SEC),
-                                                  "sortBy", o->sort, "limit", (json_int_t) o->limit);
+                                                  "sortBy", o->sort.name, "limit", (json_int_t) o->limit);
 
         if (!params)
                 return fail("out of memory");
         for (long long v = 0; o->iterations < 0 || v < o->iterations; v++) {
                 json_t *reply;
                 char now[32], window[32];
-                int r;
 
                 if (v > 0) {
                         struct timespec ts = { .tv_sec = (time_t) (o->delay_usec / USEC_PER_SEC),
@@ -587,15 +574,14 @@ static int top_batch(const TopOptions *o) {
                         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                                 ;
                 }
-                r = client_call("io.trapstat.Top", params, &reply);
-                if (r != 0)
-                        return r;
+                if (cli_call("io.trapstat.Top", params, &reply) < 0)
+                        return EXIT_FAILURE;
                 if (arg_json)
                         print_json(reply);
                 else {
                         printf("%strapstat top - %s - counts over the last %s, sorted by %s\n", v > 0 ? "\n" : "",
                                format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window),
-                               o->sort);
+                               o->sort.name);
                         print_top_table(stdout, &style, json_object_get(reply, "rows"), -1);
                 }
                 json_decref(reply);
@@ -613,11 +599,13 @@ int verb_top(int argc, char *argv[]) {
                 { "stream", no_argument, NULL, 'S' },      { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },        {},
         };
-        TopOptions o = { .iterations = -1, .window_usec = 60 * USEC_PER_SEC, .sort = "user", .limit = 20 };
+        TopOptions o = { .iterations = -1, .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC, .limit = TOP_DEFAULT_LIMIT };
         bool delay_set = false;
         uint64_t delay = 0;
         int c;
 
+        /* The default sort, a Faults member: this cannot fail. */
+        (void) sort_key_from_name("user", &o.sort);
         optind = 0;
         while ((c = getopt_long(argc, argv, "bn:d:w:s:l:h", options, NULL)) >= 0)
                 switch (c) {
@@ -645,15 +633,14 @@ int verb_top(int argc, char *argv[]) {
                                 return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
                         break;
                 case 's':
-                        if (!fault_field_by_name(optarg) && strcmp(optarg, "traps") != 0)
+                        if (sort_key_from_name(optarg, &o.sort) < 0)
                                 return usage_error(top_usage,
                                                    "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection or traps",
                                                    optarg);
-                        o.sort = optarg;
                         break;
                 case 'l':
-                        if (parse_int_arg(optarg, 1, 10000, &o.limit) < 0)
-                                return usage_error(top_usage, "invalid --limit '%s': expected 1 to 10000", optarg);
+                        if (parse_int_arg(optarg, 1, TOP_MAX_LIMIT, &o.limit) < 0)
+                                return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
                         o.limit_set = true;
                         break;
                 case 'h':
@@ -669,13 +656,13 @@ int verb_top(int argc, char *argv[]) {
                                "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
                                "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
                                "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
-                               "  -w, --window DURATION  with -b: look-back of each table (default 60s)\n"
+                               "  -w, --window DURATION  with -b: look-back of each table (default %ds)\n"
                                "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps\n"
-                               "  -l, --limit N       at most N rows (default 20 with -b)\n"
+                               "  -l, --limit N       at most N rows (default %d with -b)\n"
                                "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
                                "                      the Top reply per table\n\n"
                                "Without a terminal on stdin and stdout, top behaves as with -b.\n",
-                               top_usage);
+                               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT);
                         return 0;
                 default:
                         fprintf(stderr, "%s\n", top_usage);

@@ -9,198 +9,17 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <locale.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "cli.h"
 #include "counters.h"
 #include "json-util.h"
 #include "output.h"
 #include "time-util.h"
-
-const char *arg_socket = TRAPSTAT_DEFAULT_SOCKET;
-bool arg_json = false;
-
-static const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|procs|traps|status|call} [ARGS]...";
-
-/* While the live view owns the terminal, messages written to it would vanish with the screen
- * at endwin(): they are held here and printed after it (errors_hold, errors_release). */
-static FILE *held_errors;
-static char *held_buf;
-static size_t held_size;
-
-void errors_hold(void) {
-        if (!held_errors)
-                held_errors = open_memstream(&held_buf, &held_size); /* NULL: print at once */
-}
-
-void errors_release(void) {
-        if (!held_errors)
-                return;
-        fclose(held_errors);
-        held_errors = NULL;
-        fputs(held_buf, stderr);
-        free(held_buf);
-        held_buf = NULL;
-}
-
-static void print_error(const char *fmt, va_list ap) {
-        _cleanup_free_ char *message = NULL;
-
-        /* The line in one write. (Also: gcc 12 with -fsanitize=undefined warns of a "null format
-         * string" when vfprintf and fputc go to a stream chosen at run time.) */
-        if (vasprintf(&message, fmt, ap) < 0)
-                message = NULL;
-        fprintf(held_errors ?: stderr, "trapstat: %s\n", message ?: "(out of memory formatting the message)");
-}
-
-int usage_error(const char *usage, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        print_error(fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "%s\n", usage ?: global_usage);
-        return EXIT_USAGE;
-}
-
-int fail(const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        print_error(fmt, ap);
-        va_end(ap);
-        return EXIT_FAILURE;
-}
-
-int client_connect(uint64_t timeout_usec, VarlinkClient **ret) {
-        int r = varlink_client_connect(arg_socket, timeout_usec, ret);
-
-        if (r >= 0)
-                return 0;
-        if (r == -EACCES || r == -EPERM)
-                return fail("cannot reach trapstatd at %s: permission denied (the socket or its directory is not accessible to you)",
-                            arg_socket);
-        return fail("cannot reach trapstatd at %s: %s (is it running? try: systemctl start trapstatd; or pass --socket PATH)",
-                    arg_socket, strerror(-r));
-}
-
-int client_error_reply(const char *method, const char *error, json_t *reply) {
-        json_t *param = json_object_get(reply, "parameter");
-        json_t *message = json_object_get(reply, "message");
-
-        if (strcmp(error, "io.trapstat.NoSuchProcess") == 0)
-                return fail("no process with pid %" JSON_INTEGER_FORMAT " is known to trapstatd (trapstat procs --exited lists the known ones)",
-                            json_integer_value(json_object_get(reply, "pid")));
-        if (strcmp(error, "org.varlink.service.PermissionDenied") == 0)
-                return fail("permission denied: that process belongs to another user (root and members of group trapstat see all)");
-        if (strcmp(error, "org.varlink.service.InvalidParameter") == 0 && json_is_string(param))
-                return fail("trapstatd rejected parameter '%s' of %s", json_string_value(param), method);
-        if (strcmp(error, "io.trapstat.TooManyConnections") == 0)
-                return fail("trapstatd refused the connection: too many connections (limit %" JSON_INTEGER_FORMAT
-                            "; trapstatd --max-connections, --max-connections-per-uid)",
-                            json_integer_value(json_object_get(reply, "limit")));
-        if (strcmp(error, "io.trapstat.QueryTooExpensive") == 0)
-                return fail("%s was stopped after %" JSON_INTEGER_FORMAT
-                            " database steps (trapstatd --query-cost-limit): ask for a shorter window or fewer rows",
-                            method, json_integer_value(json_object_get(reply, "limit")));
-        if (strcmp(error, "org.varlink.service.MethodNotFound") == 0)
-                return fail("%s failed: %s (trapstatd has no such method; is it older than this trapstat? see trapstat status)",
-                            method, error);
-        if (strcmp(error, "org.varlink.service.InterfaceNotFound") == 0)
-                return fail("%s failed: %s (trapstatd has no such interface)", method, error);
-        return fail("%s failed: %s%s%s", method, error, json_is_string(message) ? ": " : "",
-                    json_is_string(message) ? json_string_value(message) : "");
-}
-
-/* One call on c and its one reply, reported by the caller: negative errno, or 0 with the reply
- * and, for an error reply, its name in *ret_error. Frees c. */
-static int call_and_free(VarlinkClient *c, const char *method, json_t *parameters, json_t **ret, char **ret_error) {
-        bool continues;
-        int r;
-
-        r = varlink_client_call(c, method, parameters, 0);
-        if (r >= 0)
-                r = varlink_client_read_reply(c, ret, ret_error, &continues);
-        varlink_client_free(c);
-        return r < 0 ? r : 0;
-}
-
-int client_call(const char *method, json_t *parameters, json_t **ret) {
-        _cleanup_free_ char *error = NULL;
-        VarlinkClient *c = NULL;
-        json_t *reply = NULL;
-        int r;
-
-        r = client_connect(CALL_TIMEOUT_USEC, &c);
-        if (r != 0)
-                return r;
-        r = call_and_free(c, method, parameters, &reply, &error);
-        if (r == -ECONNRESET)
-                return fail("trapstatd closed the connection during %s (see its log: journalctl -u trapstatd)", method);
-        if (r < 0)
-                return fail("%s on %s failed: %s", method, arg_socket, strerror(-r));
-        if (error) {
-                r = client_error_reply(method, error, reply);
-                json_decref(reply);
-                return r;
-        }
-        *ret = reply;
-        return 0;
-}
-
-void print_json(json_t *reply) {
-        /* On a terminal, everything beyond ASCII as \uXXXX: the same JSON, but a C1 control in a
-         * process's name (U+009B is CSI to some terminals) does not reach the terminal raw. */
-        char *s = json_dumps(reply, JSON_COMPACT | (isatty(STDOUT_FILENO) ? JSON_ENSURE_ASCII : 0));
-
-        if (s) {
-                puts(s);
-                free(s);
-        }
-        fflush(stdout);
-}
-
-int parse_int_arg(const char *s, long long min, long long max, long long *ret) {
-        char *end;
-        long long v;
-
-        errno = 0;
-        if (!s || !*s)
-                return -EINVAL;
-        v = strtoll(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
-bool use_color(FILE *f) {
-        const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
-
-        /* https://no-color.org: any non-empty NO_COLOR disables color. */
-        if (no_color && *no_color)
-                return false;
-        if (!term || strcmp(term, "dumb") == 0)
-                return false;
-        return isatty(fileno(f));
-}
-
-unsigned terminal_columns(void) {
-        struct winsize ws;
-        long long v;
-
-        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-                return ws.ws_col;
-        if (parse_int_arg(getenv("COLUMNS"), 20, 10000, &v) == 0)
-                return (unsigned) v;
-        return 80;
-}
 
 static OutputStyle output_style(void) {
         return (OutputStyle) {
@@ -211,17 +30,17 @@ static OutputStyle output_style(void) {
         };
 }
 
-/* Parses --since/--until; prints the usage error itself. */
+/* Parses --since/--until; 0, or -EINVAL when the usage error is printed. */
 static int parse_time_arg(const char *usage, const char *option, const char *value, uint64_t now, uint64_t *ret) {
         int r = parse_timestamp_usec(value, now, ret);
 
         if (r == -ERANGE)
-                return usage_error(usage, "invalid %s '%s': out of range", option, value);
-        if (r < 0)
-                return usage_error(usage, "invalid %s '%s': expected a duration before now (90s, 15m, 2h, 3d) or a local time "
-                                          "(2026-11-22T10:00, \"2026-11-22 10:00:00\", 10:00)",
-                                   option, value);
-        return 0;
+                usage_error(usage, "invalid %s '%s': out of range", option, value);
+        else if (r < 0)
+                usage_error(usage, "invalid %s '%s': expected a duration before now (90s, 15m, 2h, 3d) or a local time "
+                                   "(2026-11-22T10:00, \"2026-11-22 10:00:00\", 10:00)",
+                            option, value);
+        return r < 0 ? -EINVAL : 0;
 }
 
 static const char *const history_usage =
@@ -238,19 +57,19 @@ static int verb_history(int argc, char *argv[]) {
         bool has_since = false, has_until = false, csv = false;
         long long pid, start_time = -1;
         _cleanup_json_ json_t *params = NULL, *reply = NULL, *list = NULL;
-        int c, r;
+        int c;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case 's':
-                        if ((r = parse_time_arg(history_usage, "--since", optarg, now, &since)) != 0)
-                                return r;
+                        if (parse_time_arg(history_usage, "--since", optarg, now, &since) < 0)
+                                return EXIT_USAGE;
                         has_since = true;
                         break;
                 case 'u':
-                        if ((r = parse_time_arg(history_usage, "--until", optarg, now, &until)) != 0)
-                                return r;
+                        if (parse_time_arg(history_usage, "--until", optarg, now, &until) < 0)
+                                return EXIT_USAGE;
                         has_until = true;
                         break;
                 case 't':
@@ -315,9 +134,8 @@ static int verb_history(int argc, char *argv[]) {
         if (step)
                 json_object_set_new(params, "resolutionSec", json_integer_u64(step / USEC_PER_SEC));
 
-        r = client_call("io.trapstat.History", params, &reply);
-        if (r != 0)
-                return r;
+        if (cli_call("io.trapstat.History", params, &reply) < 0)
+                return EXIT_FAILURE;
         if (arg_json) {
                 print_json(reply);
                 return 0;
@@ -331,11 +149,11 @@ static int verb_history(int argc, char *argv[]) {
         {
                 _cleanup_json_ json_t *lp = json_pack("{s:I, s:b}", "pid", (json_int_t) pid, "includeExited", 1);
                 _cleanup_json_ json_t *l = NULL;
-                _cleanup_free_ char *error = NULL;
-                VarlinkClient *vc = NULL;
+                _cleanup_(trapstat_error_done) TrapstatError error = {};
+                _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
 
-                if (lp && varlink_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc) >= 0 &&
-                    call_and_free(vc, "io.trapstat.ListProcesses", lp, &l, &error) >= 0 && !error)
+                if (lp && trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc) >= 0 &&
+                    trapstat_client_call(vc, "io.trapstat.ListProcesses", lp, &l, &error) == 0)
                         list = json_incref(json_object_get(l, "processes"));
         }
 
@@ -358,7 +176,7 @@ static int verb_procs(int argc, char *argv[]) {
         _cleanup_json_ json_t *params = json_object(), *reply = NULL;
         long long v;
         bool csv = false;
-        int c, r;
+        int c;
 
         if (!params)
                 return fail("out of memory");
@@ -384,8 +202,8 @@ static int verb_procs(int argc, char *argv[]) {
                         json_object_set_new(params, "pid", json_integer(v));
                         break;
                 case 'l':
-                        if (parse_int_arg(optarg, 1, 100000, &v) < 0)
-                                return usage_error(procs_usage, "invalid --limit '%s': expected 1 to 100000", optarg);
+                        if (parse_int_arg(optarg, 1, LIST_MAX_LIMIT, &v) < 0)
+                                return usage_error(procs_usage, "invalid --limit '%s': expected 1 to %d", optarg, LIST_MAX_LIMIT);
                         json_object_set_new(params, "limit", json_integer(v));
                         break;
                 case 'j':
@@ -401,10 +219,10 @@ static int verb_procs(int argc, char *argv[]) {
                                "  -c, --comm GLOB     only commands matching a shell glob, e.g. 'postgres*'\n"
                                "  -u, --unit NAME     only processes of this systemd unit, e.g. nginx.service\n"
                                "  -p, --pid PID       only the incarnations of this pid\n"
-                               "  -l, --limit N       at most N processes (default 1000)\n"
+                               "  -l, --limit N       at most N processes (default %d)\n"
                                "      --json          the varlink reply as one JSON object\n"
                                "      --csv           one line per process\n",
-                               procs_usage);
+                               procs_usage, LIST_DEFAULT_LIMIT);
                         return 0;
                 default:
                         fprintf(stderr, "%s\n", procs_usage);
@@ -415,9 +233,8 @@ static int verb_procs(int argc, char *argv[]) {
         if (csv && arg_json)
                 return usage_error(procs_usage, "procs: --json and --csv exclude each other");
 
-        r = client_call("io.trapstat.ListProcesses", params, &reply);
-        if (r != 0)
-                return r;
+        if (cli_call("io.trapstat.ListProcesses", params, &reply) < 0)
+                return EXIT_FAILURE;
         if (arg_json)
                 print_json(reply);
         else if (csv)
@@ -438,16 +255,16 @@ static int verb_traps(int argc, char *argv[]) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        uint64_t now = now_usec(CLOCK_REALTIME), since = now - 3600 * USEC_PER_SEC, window;
+        uint64_t now = now_usec(CLOCK_REALTIME), since = now - TRAPS_DEFAULT_WINDOW_SEC * USEC_PER_SEC, window;
         _cleanup_json_ json_t *params = NULL, *reply = NULL;
-        int c, r;
+        int c;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "s:h", options, NULL)) >= 0)
                 switch (c) {
                 case 's':
-                        if ((r = parse_time_arg(traps_usage, "--since", optarg, now, &since)) != 0)
-                                return r;
+                        if (parse_time_arg(traps_usage, "--since", optarg, now, &since) < 0)
+                                return EXIT_USAGE;
                         if (since >= now)
                                 return usage_error(traps_usage, "invalid --since '%s': not in the past", optarg);
                         break;
@@ -473,9 +290,8 @@ static int verb_traps(int argc, char *argv[]) {
         if (window > INT32_MAX)
                 window = INT32_MAX;
         params = json_pack("{s:I}", "windowSec", (json_int_t) window);
-        r = client_call("io.trapstat.Traps", params, &reply);
-        if (r != 0)
-                return r;
+        if (cli_call("io.trapstat.Traps", params, &reply) < 0)
+                return EXIT_FAILURE;
         if (arg_json)
                 print_json(reply);
         else {
@@ -487,7 +303,6 @@ static int verb_traps(int argc, char *argv[]) {
 
 static int verb_status(int argc, char *argv[]) {
         _cleanup_json_ json_t *reply = NULL;
-        int r;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -501,9 +316,8 @@ static int verb_status(int argc, char *argv[]) {
                 else
                         return usage_error("Usage: trapstat status [--json]", "status: unexpected argument '%s'", argv[i]);
         }
-        r = client_call("io.trapstat.GetStatus", NULL, &reply);
-        if (r != 0)
-                return r;
+        if (cli_call("io.trapstat.GetStatus", NULL, &reply) < 0)
+                return EXIT_FAILURE;
         if (arg_json)
                 print_json(reply);
         else {
@@ -523,7 +337,7 @@ static int verb_call(int argc, char *argv[]) {
                 {},
         };
         _cleanup_json_ json_t *params = NULL;
-        VarlinkClient *vc = NULL;
+        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
         bool more = false, continues = true;
         json_error_t error;
         int c, r = 0;
@@ -562,24 +376,22 @@ static int verb_call(int argc, char *argv[]) {
         }
 
         /* A stream has no end of its own: no timeout between its replies. */
-        r = client_connect(more ? 0 : CALL_TIMEOUT_USEC, &vc);
-        if (r != 0)
-                return r;
-        r = varlink_client_call(vc, argv[1], params, more ? VARLINK_CALL_MORE : 0);
+        if (cli_connect(more ? 0 : CALL_TIMEOUT_USEC, &vc) < 0)
+                return EXIT_FAILURE;
+        r = trapstat_client_start(vc, argv[1], params, more);
         while (r >= 0 && continues) {
-                _cleanup_free_ char *err = NULL;
+                _cleanup_(trapstat_error_done) TrapstatError reply_error = {};
                 _cleanup_json_ json_t *reply = NULL;
 
-                r = varlink_client_read_reply(vc, &reply, &err, &continues);
+                r = trapstat_client_read(vc, &reply, &continues, &reply_error);
+                if (r == TRAPSTAT_ERROR_REPLY) {
+                        report_error_reply(argv[1], &reply_error);
+                        return EXIT_FAILURE;
+                }
                 if (r < 0)
                         break;
-                if (err) {
-                        varlink_client_free(vc);
-                        return client_error_reply(argv[1], err, reply);
-                }
                 print_json(reply);
         }
-        varlink_client_free(vc);
         if (r == -ECONNRESET)
                 return fail("trapstatd closed the connection during %s", argv[1]);
         if (r < 0)

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* What the verbs of trapstat share: global options, varlink calls with errors a person can act
- * on, and argument parsing. Exit codes: 0 success, 1 failure, 2 usage error. */
+/* What the verbs of trapstat share (cli.c): global options, the calls of trapstat-client.h with
+ * their failures told to the person at the terminal, and argument parsing.
+ *
+ * Exit codes (0 success, 1 failure, 2 usage error) are the verbs' and main()'s alone: the verbs
+ * return them, usage_error() and fail() hand them over. Every other function here returns 0 or a
+ * negative errno; those that say "reported" have printed why already. */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -11,7 +15,8 @@
 
 #include "defaults.h"
 #include "macro.h"
-#include "varlink.h"
+#include "time-util.h"
+#include "trapstat-client.h"
 
 #define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
@@ -20,21 +25,27 @@ enum { EXIT_USAGE = 2 };
 extern const char *arg_socket;
 extern bool arg_json;
 
+extern const char *const global_usage;
+
 /* Bad arguments: "trapstat: <message>", then the usage line (the verb's, or the global one when
  * NULL); returns EXIT_USAGE. */
 int usage_error(const char *usage, const char *fmt, ...) _printf_(2, 3);
 /* Anything else: "trapstat: <message>", returns EXIT_FAILURE. */
 int fail(const char *fmt, ...) _printf_(1, 2);
+/* The same, returning r (a negative errno) instead: for the functions below the verbs. */
+int report_errno(int r, const char *fmt, ...) _printf_(2, 3);
 /* Between the two, messages are kept back and then printed: for while curses owns the screen. */
 void errors_hold(void);
 void errors_release(void);
 
-/* Connects to trapstatd; on failure prints what to do about it and returns EXIT_FAILURE. */
-int client_connect(uint64_t timeout_usec, VarlinkClient **ret);
-/* Prints an error reply of method as one line; returns EXIT_FAILURE. */
-int client_error_reply(const char *method, const char *error, json_t *parameters);
-/* One call, one reply; 0 or EXIT_FAILURE (already reported). */
-int client_call(const char *method, json_t *parameters, json_t **ret);
+/* Connects to trapstatd at arg_socket; 0, or a negative errno, reported with what to do about
+ * it. */
+int cli_connect(uint64_t timeout_usec, TrapstatClient **ret);
+/* Reports the daemon's error reply to a call of method; returns -EBADR. */
+int report_error_reply(const char *method, const TrapstatError *error);
+/* One call on a connection of its own, one reply in *ret; 0, or a negative errno (-EBADR for an
+ * error reply), reported. */
+int cli_call(const char *method, json_t *parameters, json_t **ret);
 
 /* Compact JSON and a newline, flushed: one object per line; on a terminal ASCII only (\uXXXX). */
 void print_json(json_t *j);

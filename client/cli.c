@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* What the verbs of trapstat share: messages on stderr, the calls of trapstat-client.h with
+ * their failures told in words a person can act on, and parsing of arguments. */
+
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+const char *arg_socket = TRAPSTAT_DEFAULT_SOCKET;
+bool arg_json = false;
+
+const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|procs|traps|status|call} [ARGS]...";
+
+/* While the live view owns the terminal, messages written to it would vanish with the screen
+ * at endwin(): they are held here and printed after it (errors_hold, errors_release). */
+static FILE *held_errors;
+static char *held_buf;
+static size_t held_size;
+
+void errors_hold(void) {
+        if (!held_errors)
+                held_errors = open_memstream(&held_buf, &held_size); /* NULL: print at once */
+}
+
+void errors_release(void) {
+        if (!held_errors)
+                return;
+        fclose(held_errors);
+        held_errors = NULL;
+        fputs(held_buf, stderr);
+        free(held_buf);
+        held_buf = NULL;
+}
+
+static void print_error(const char *fmt, va_list ap) {
+        _cleanup_free_ char *message = NULL;
+
+        /* The line in one write. (Also: gcc 12 with -fsanitize=undefined warns of a "null format
+         * string" when vfprintf and fputc go to a stream chosen at run time.) */
+        if (vasprintf(&message, fmt, ap) < 0)
+                message = NULL;
+        fprintf(held_errors ?: stderr, "trapstat: %s\n", message ?: "(out of memory formatting the message)");
+}
+
+int usage_error(const char *usage, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        print_error(fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "%s\n", usage ?: global_usage);
+        return EXIT_USAGE;
+}
+
+int fail(const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        print_error(fmt, ap);
+        va_end(ap);
+        return EXIT_FAILURE;
+}
+
+int report_errno(int r, const char *fmt, ...) {
+        va_list ap;
+
+        /* For a %m in fmt. */
+        errno = -r;
+        va_start(ap, fmt);
+        print_error(fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int cli_connect(uint64_t timeout_usec, TrapstatClient **ret) {
+        int r = trapstat_client_connect(arg_socket, timeout_usec, ret);
+
+        if (r >= 0)
+                return 0;
+        if (r == -EACCES || r == -EPERM)
+                return report_errno(r, "cannot reach trapstatd at %s: permission denied (the socket or its directory is not accessible to you)",
+                                    arg_socket);
+        return report_errno(r, "cannot reach trapstatd at %s: %s (is it running? try: systemctl start trapstatd; or pass --socket PATH)",
+                            arg_socket, strerror(-r));
+}
+
+int report_error_reply(const char *method, const TrapstatError *error) {
+        _cleanup_free_ char *message = NULL;
+
+        if (trapstat_error_message(method, error, &message) < 0)
+                return report_errno(-EBADR, "%s failed: %s", method, error->name);
+        return report_errno(-EBADR, "%s", message);
+}
+
+int cli_call(const char *method, json_t *parameters, json_t **ret) {
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        TrapstatClient *c = NULL;
+        int r;
+
+        r = cli_connect(CALL_TIMEOUT_USEC, &c);
+        if (r < 0)
+                return r;
+        r = trapstat_client_call(c, method, parameters, ret, &error);
+        trapstat_client_free(c);
+        if (r == -ECONNRESET)
+                return report_errno(r, "trapstatd closed the connection during %s (see its log: journalctl -u trapstatd)", method);
+        if (r < 0)
+                return report_errno(r, "%s on %s failed: %s", method, arg_socket, strerror(-r));
+        if (r == TRAPSTAT_ERROR_REPLY)
+                return report_error_reply(method, &error);
+        return 0;
+}
+
+void print_json(json_t *reply) {
+        /* On a terminal, everything beyond ASCII as \uXXXX: the same JSON, but a C1 control in a
+         * process's name (U+009B is CSI to some terminals) does not reach the terminal raw. */
+        char *s = json_dumps(reply, JSON_COMPACT | (isatty(STDOUT_FILENO) ? JSON_ENSURE_ASCII : 0));
+
+        if (s) {
+                puts(s);
+                free(s);
+        }
+        fflush(stdout);
+}
+
+int parse_int_arg(const char *s, long long min, long long max, long long *ret) {
+        char *end;
+        long long v;
+
+        errno = 0;
+        if (!s || !*s)
+                return -EINVAL;
+        v = strtoll(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+bool use_color(FILE *f) {
+        const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+
+        /* https://no-color.org: any non-empty NO_COLOR disables color. */
+        if (no_color && *no_color)
+                return false;
+        if (!term || strcmp(term, "dumb") == 0)
+                return false;
+        return isatty(fileno(f));
+}
+
+unsigned terminal_columns(void) {
+        struct winsize ws;
+        long long v;
+
+        if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+                return ws.ws_col;
+        if (parse_int_arg(getenv("COLUMNS"), 20, 10000, &v) == 0)
+                return (unsigned) v;
+        return 80;
+}

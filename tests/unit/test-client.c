@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests for the client library (client/trapstat-client.c): the line for each error reply of the
+ * daemon, then connect, call, stream and timeout against a socket this test answers itself. No
+ * daemon and no thread: the kernel's socket buffers hold the call and the canned replies, so the
+ * test writes a reply before the client reads it, and cmocka's asserts stay in one thread. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* cmocka.h needs these first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "json-util.h"
+#include "macro.h"
+#include "trapstat-client.h"
+
+#define TIMEOUT_USEC (5U * 1000000U)
+
+/* The line for error name with parameters (JSON text), in reply to a call of method. */
+static char *message_of(const char *method, const char *name, const char *parameters) {
+        TrapstatError e = { .name = strdup(name), .parameters = json_loads(parameters, 0, NULL) };
+        char *m = NULL;
+
+        assert_non_null(e.name);
+        assert_non_null(e.parameters);
+        assert_int_equal(trapstat_error_message(method, &e, &m), 0);
+        assert_non_null(m);
+        trapstat_error_done(&e);
+        assert_null(e.name);
+        assert_null(e.parameters);
+        return m;
+}
+
+static void assert_message(const char *method, const char *name, const char *parameters, const char *expected) {
+        _cleanup_free_ char *m = message_of(method, name, parameters);
+
+        assert_string_equal(m, expected);
+}
+
+static void test_error_message(void **state) {
+        assert_message("io.trapstat.History", TRAPSTAT_ERROR_NO_SUCH_PROCESS, "{\"pid\": 4242}",
+                       "no process with pid 4242 is known to trapstatd (trapstat procs --exited lists the known ones)");
+        assert_message("io.trapstat.History", TRAPSTAT_ERROR_PERMISSION_DENIED, "{}",
+                       "permission denied: that process belongs to another user (root and members of group trapstat see all)");
+        assert_message("io.trapstat.Top", TRAPSTAT_ERROR_INVALID_PARAMETER, "{\"parameter\": \"sortBy\"}",
+                       "trapstatd rejected parameter 'sortBy' of io.trapstat.Top");
+        assert_message("io.trapstat.GetStatus", TRAPSTAT_ERROR_TOO_MANY_CONNECTIONS, "{\"limit\": 4096}",
+                       "trapstatd refused the connection: too many connections (limit 4096; trapstatd --max-connections, "
+                       "--max-connections-per-uid)");
+        assert_message("io.trapstat.Top", TRAPSTAT_ERROR_QUERY_TOO_EXPENSIVE, "{\"limit\": 200000000}",
+                       "io.trapstat.Top was stopped after 200000000 database steps (trapstatd --query-cost-limit): ask for a "
+                       "shorter window or fewer rows");
+        assert_message("io.trapstat.Nope", TRAPSTAT_ERROR_METHOD_NOT_FOUND, "{\"method\": \"io.trapstat.Nope\"}",
+                       "io.trapstat.Nope failed: org.varlink.service.MethodNotFound (trapstatd has no such method; is it older "
+                       "than this trapstat? see trapstat status)");
+        assert_message("org.example.X", TRAPSTAT_ERROR_INTERFACE_NOT_FOUND, "{\"interface\": \"org.example\"}",
+                       "org.example.X failed: org.varlink.service.InterfaceNotFound (trapstatd has no such interface)");
+}
+
+/* Errors the library has no words of its own for: the name, and the message when there is one. */
+static void test_error_message_other(void **state) {
+        assert_message("io.trapstat.Top", TRAPSTAT_ERROR_DATABASE, "{\"message\": \"disk I/O error\"}",
+                       "io.trapstat.Top failed: io.trapstat.DatabaseError: disk I/O error");
+        assert_message("io.trapstat.Top", "org.example.Odd", "{}", "io.trapstat.Top failed: org.example.Odd");
+        assert_message("io.trapstat.Top", "org.example.Odd", "{\"message\": 7}", "io.trapstat.Top failed: org.example.Odd");
+        /* An InvalidParameter that does not name one is no parameter to name. */
+        assert_message("io.trapstat.Top", TRAPSTAT_ERROR_INVALID_PARAMETER, "{}",
+                       "io.trapstat.Top failed: org.varlink.service.InvalidParameter");
+        /* Missing or ill-typed numbers read as 0 rather than failing. */
+        assert_message("io.trapstat.History", TRAPSTAT_ERROR_NO_SUCH_PROCESS, "{\"pid\": \"x\"}",
+                       "no process with pid 0 is known to trapstatd (trapstat procs --exited lists the known ones)");
+}
+
+static void test_error_done(void **state) {
+        TrapstatError e = {};
+
+        /* Twice, and on nothing: both harmless. */
+        trapstat_error_done(&e);
+        trapstat_error_done(NULL);
+        e.name = strdup("org.example.Odd");
+        e.parameters = json_object();
+        trapstat_error_done(&e);
+        trapstat_error_done(&e);
+        assert_null(e.name);
+}
+
+/* ---- against a socket of the test's own ---- */
+
+typedef struct Peer {
+        char dir[64];
+        char path[96];
+        int listen_fd;
+        int fd; /* the accepted connection */
+} Peer;
+
+static void peer_listen(Peer *p) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        *p = (Peer) { .listen_fd = -1, .fd = -1 };
+        snprintf(p->dir, sizeof(p->dir), "/tmp/test-client-XXXXXX");
+        assert_non_null(mkdtemp(p->dir));
+        snprintf(p->path, sizeof(p->path), "%s/socket", p->dir);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->path);
+        p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(p->listen_fd >= 0);
+        assert_int_equal(bind(p->listen_fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        assert_int_equal(listen(p->listen_fd, 4), 0);
+}
+
+static void peer_accept(Peer *p) {
+        p->fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(p->fd >= 0);
+}
+
+static void peer_close(Peer *p) {
+        if (p->fd >= 0)
+                close(p->fd);
+        if (p->listen_fd >= 0)
+                close(p->listen_fd);
+        unlink(p->path);
+        rmdir(p->dir);
+        *p = (Peer) { .listen_fd = -1, .fd = -1 };
+}
+
+/* The next call the client sent, up to its NUL. */
+static json_t *peer_read_call(Peer *p) {
+        char buf[4096];
+        size_t n = 0;
+
+        for (;;) {
+                ssize_t k;
+
+                assert_true(n < sizeof(buf));
+                k = read(p->fd, buf + n, 1); /* byte by byte: never past this call's NUL */
+                assert_int_equal(k, 1);
+                if (buf[n] == '\0')
+                        break;
+                n++;
+        }
+        return json_loads(buf, 0, NULL);
+}
+
+/* Sends bytes as they are: part of a message. */
+static void peer_write(Peer *p, const char *s) {
+        size_t n = strlen(s);
+
+        assert_int_equal(write(p->fd, s, n), (ssize_t) n);
+}
+
+/* Sends (the end of) a message, a JSON text, and its NUL. */
+static void peer_send(Peer *p, const char *message) {
+        size_t n = strlen(message) + 1;
+
+        assert_int_equal(write(p->fd, message, n), (ssize_t) n);
+}
+
+static void assert_json(const json_t *j, const char *expected) {
+        _cleanup_json_ json_t *e = json_loads(expected, 0, NULL);
+
+        assert_non_null(e);
+        assert_true(json_equal(j, e));
+}
+
+static void test_connect_missing(void **state) {
+        TrapstatClient *c = NULL;
+
+        assert_int_equal(trapstat_client_connect("/nonexistent/trapstat-test/socket", TIMEOUT_USEC, &c), -ENOENT);
+        assert_null(c);
+        assert_int_equal(trapstat_client_connect(NULL, TIMEOUT_USEC, &c), -EINVAL);
+        assert_null(trapstat_client_free(NULL));
+}
+
+static void test_call(void **state) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        _cleanup_json_ json_t *call = NULL, *reply = NULL;
+        TrapstatError error = {};
+        Peer p;
+
+        peer_listen(&p);
+        assert_int_equal(trapstat_client_connect(p.path, TIMEOUT_USEC, &c), 0);
+        peer_accept(&p);
+
+        /* A reply. */
+        peer_send(&p, "{\"parameters\": {\"version\": \"1\"}}");
+        assert_int_equal(trapstat_client_call(c, "io.trapstat.GetStatus", NULL, &reply, &error), 0);
+        assert_json(reply, "{\"version\": \"1\"}");
+        assert_null(error.name);
+        call = peer_read_call(&p);
+        assert_json(call, "{\"method\": \"io.trapstat.GetStatus\"}");
+
+        /* An error reply: the error, no reply. */
+        json_decref(TAKE_PTR(reply));
+        json_decref(TAKE_PTR(call));
+        peer_send(&p, "{\"error\": \"io.trapstat.NoSuchProcess\", \"parameters\": {\"pid\": 42}}");
+        {
+                _cleanup_json_ json_t *params = json_pack("{s:i}", "pid", 42);
+
+                assert_int_equal(trapstat_client_call(c, "io.trapstat.History", params, &reply, &error), TRAPSTAT_ERROR_REPLY);
+        }
+        assert_null(reply);
+        assert_string_equal(error.name, TRAPSTAT_ERROR_NO_SUCH_PROCESS);
+        assert_json(error.parameters, "{\"pid\": 42}");
+        trapstat_error_done(&error);
+        call = peer_read_call(&p);
+        assert_json(call, "{\"method\": \"io.trapstat.History\", \"parameters\": {\"pid\": 42}}");
+
+        /* Not varlink: a failure to talk, not an error of the daemon. */
+        peer_send(&p, "[1]");
+        assert_int_equal(trapstat_client_call(c, "io.trapstat.GetStatus", NULL, &reply, &error), -EBADMSG);
+        assert_null(error.name);
+
+        /* The daemon went away. */
+        close(TAKE_FD(p.fd));
+        assert_int_equal(trapstat_client_call(c, "io.trapstat.GetStatus", NULL, &reply, &error), -ECONNRESET);
+        assert_null(reply);
+        assert_null(error.name);
+        peer_close(&p);
+}
+
+static void test_watch(void **state) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        _cleanup_json_ json_t *call = NULL;
+        TrapstatError error = {};
+        bool continues = false;
+        json_t *reply = NULL;
+        SortKey sort;
+        Peer p;
+
+        peer_listen(&p);
+        /* A short timeout, as the live view's. */
+        assert_int_equal(trapstat_client_connect(p.path, 100 * 1000, &c), 0);
+        peer_accept(&p);
+
+        assert_int_equal(sort_key_from_name("traps", &sort), 0);
+        assert_int_equal(trapstat_client_watch(c, &sort, 7), 0);
+        call = peer_read_call(&p);
+        assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"traps\", \"limit\": 7}}");
+
+        /* Nothing yet: a timeout, which ends nothing. */
+        assert_int_equal(trapstat_client_read(c, &reply, &continues, &error), -ETIMEDOUT);
+        assert_null(reply);
+
+        /* One reply in two pieces, with a timeout between them. */
+        peer_write(&p, "{\"parameters\": {\"tick\"");
+        assert_int_equal(trapstat_client_read(c, &reply, &continues, &error), -ETIMEDOUT);
+        peer_send(&p, ": 1}, \"continues\": true}");
+        assert_int_equal(trapstat_client_read(c, &reply, &continues, &error), 0);
+        assert_json(reply, "{\"tick\": 1}");
+        assert_true(continues);
+        json_decref(TAKE_PTR(reply));
+
+        /* The stream ends with an error. */
+        peer_send(&p, "{\"error\": \"io.trapstat.QueryTooExpensive\", \"parameters\": {\"limit\": 5}}");
+        assert_int_equal(trapstat_client_read(c, &reply, &continues, &error), TRAPSTAT_ERROR_REPLY);
+        assert_null(reply);
+        assert_string_equal(error.name, TRAPSTAT_ERROR_QUERY_TOO_EXPENSIVE);
+        trapstat_error_done(&error);
+
+        /* The default limit is the daemon's: none sent. */
+        json_decref(TAKE_PTR(call));
+        assert_int_equal(sort_key_from_name("major", &sort), 0);
+        assert_int_equal(trapstat_client_watch(c, &sort, 0), 0);
+        call = peer_read_call(&p);
+        assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\"}}");
+        assert_int_equal(trapstat_client_watch(c, &(SortKey) {}, 0), -EINVAL);
+        peer_close(&p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_error_message), cmocka_unit_test(test_error_message_other),
+                cmocka_unit_test(test_error_done),    cmocka_unit_test(test_connect_missing),
+                cmocka_unit_test(test_call),          cmocka_unit_test(test_watch),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
