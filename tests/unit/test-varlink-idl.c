@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for common/varlink-idl.c: the project's own interface (path in argv[1]), the standard
- * org.varlink.service and org.varlink.certification interfaces, one interface exercising every
- * construct, validation rule by rule, and malformed definitions with their error positions. */
+/* Tests for common/varlink-idl.c and varlink-idl-validate.c: the project's own interface (path in
+ * argv[1]), the standard org.varlink.service and org.varlink.certification interfaces, one
+ * interface exercising every construct, validation rule by rule, and malformed definitions with
+ * their error positions. */
 
 #include <errno.h>
 #include <stdio.h>
