@@ -15,6 +15,10 @@ typedef struct EmbeddedFile {
 extern const EmbeddedFile embedded_varlink[];
 extern const size_t embedded_varlink_count;
 
+/* schema/org.varlink.service.varlink: served by every varlink server; in libcommon. */
+extern const EmbeddedFile embedded_varlink_service[];
+extern const size_t embedded_varlink_service_count;
+
 /* schema/sql/NNNN-*.sql, in order; migration N is embedded_migrations[N - 1]. */
 extern const EmbeddedFile embedded_migrations[];
 extern const size_t embedded_migrations_count;

@@ -25,7 +25,7 @@ TIMEOUT = 20
 
 
 def get_interface_description(path, interface):
-    """org.varlink.service.GetInterfaceDescription over a raw socket: independent of common/varlink.c."""
+    """org.varlink.service.GetInterfaceDescription over a raw socket: independent of common/varlink-*.c."""
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(TIMEOUT)
         s.connect(path)
@@ -109,7 +109,7 @@ class CertificationTest(unittest.TestCase):
         return p
 
     def test_certification_reference_client(self):
-        """The reference client certifies our server (common/varlink.c's server side)."""
+        """The reference client certifies our server (common/varlink-server.c, varlink-connection.c)."""
         path = os.path.join(self.dir, "cert-server")
         server = self.start([binary("VARLINK_CERT_SERVER"), path], "varlink-cert-server")
         server.wait_for_line("ready")
@@ -138,7 +138,7 @@ class CertificationTest(unittest.TestCase):
         self.assertEqual(get_interface_description(ours, INTERFACE), get_interface_description(reference, INTERFACE))
 
     def test_certification_reference_server(self):
-        """Our client (common/varlink.c's blocking client and varlink-idl.c) against the reference server."""
+        """Our client (common/varlink-client.c and varlink-idl*.c) against the reference server."""
         path = os.path.join(self.dir, "reference-server")
         tool = self.start([TOOL, f"-varlink=unix:{path}"], "reference-server")
         tool.wait_for_socket(path)

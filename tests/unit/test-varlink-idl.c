@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests for common/varlink-idl.c and varlink-idl-validate.c: the project's own interface (path in
- * argv[1]), the standard org.varlink.service and org.varlink.certification interfaces, one
- * interface exercising every construct, validation rule by rule, and malformed definitions with
- * their error positions. */
+ * argv[1]), the standard org.varlink.service (schema/org.varlink.service.varlink, embedded) and
+ * org.varlink.certification interfaces, one interface exercising every construct, validation rule
+ * by rule, and malformed definitions with their error positions. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,48 +16,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "embedded.h"
 #include "json-util.h"
 #include "varlink-idl.h"
 
 static const char *trapstat_idl_path;
-
-/* Copy of the description served by common/varlink.c (kept there as a C string). */
-static const char service_idl[] =
-        "# The Varlink Service Interface is provided by every varlink service. It\n"
-        "# describes the service and the interfaces it implements.\n"
-        "interface org.varlink.service\n"
-        "\n"
-        "# Get a list of all the interfaces a service provides and information\n"
-        "# about the implementation.\n"
-        "method GetInfo() -> (\n"
-        "  vendor: string,\n"
-        "  product: string,\n"
-        "  version: string,\n"
-        "  url: string,\n"
-        "  interfaces: []string\n"
-        ")\n"
-        "\n"
-        "# Get the description of an interface that is implemented by this service.\n"
-        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
-        "\n"
-        "# The requested interface was not found.\n"
-        "error InterfaceNotFound (interface: string)\n"
-        "\n"
-        "# The requested method was not found\n"
-        "error MethodNotFound (method: string)\n"
-        "\n"
-        "# The interface defines the requested method, but the service does not\n"
-        "# implement it.\n"
-        "error MethodNotImplemented (method: string)\n"
-        "\n"
-        "# One of the passed parameters is invalid.\n"
-        "error InvalidParameter (parameter: string)\n"
-        "\n"
-        "# Client is denied access\n"
-        "error PermissionDenied ()\n"
-        "\n"
-        "# Method is expected to be called with 'more' set to true, but wasn't\n"
-        "error ExpectedMore ()\n";
 
 /* The declarations of the varlink certification interface (as in varlink/rust's
  * varlink-certification/src/org.varlink.certification.varlink; its long header comment is
@@ -291,7 +254,8 @@ static void test_parse_trapstat(void **state) {
 }
 
 static void test_parse_service(void **state) {
-        VarlinkInterface *i = parse_ok(service_idl);
+        /* schema/org.varlink.service.varlink, embedded exactly as the server serves it. */
+        VarlinkInterface *i = parse_ok(embedded_varlink_service[0].text);
         static const char *const errors[] = { "InterfaceNotFound", "MethodNotFound", "MethodNotImplemented",
                                               "InvalidParameter",  "PermissionDenied", "ExpectedMore" };
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for common/varlink.c: framing and call-header parsing on their own, then the server and
- * client end to end. The server's event loop runs in a thread; the (blocking) client and every
- * assertion stay in the main thread, because cmocka's failure longjmp must not cross threads. */
+/* Tests for the varlink library (common/varlink-*.c): framing and call-header parsing on their own,
+ * then the server and client end to end. The server's event loop runs in a thread; the (blocking)
+ * client and every assertion stay in the main thread, because cmocka's failure longjmp must not
+ * cross threads. */
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -24,6 +25,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "embedded.h"
 #include "json-util.h"
 #include "varlink.h"
 
@@ -647,6 +649,9 @@ static void test_get_interface_description(void **state) {
         assert_non_null(text);
         assert_non_null(strstr(text, "\ninterface org.varlink.service\n"));
         assert_non_null(strstr(text, "error ExpectedMore ()\n"));
+        /* Served verbatim: schema/org.varlink.service.varlink as embedded at build time. */
+        assert_string_equal(text, embedded_varlink_service[0].text);
+        assert_int_equal(strlen(text), embedded_varlink_service[0].size);
 
         call_expect_error(c, "org.varlink.service.GetInterfaceDescription", json_pack("{s:s}", "interface", "org.example.nope"),
                           "org.varlink.service.InterfaceNotFound", "{\"interface\":\"org.example.nope\"}");
