@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A test-only client for org.varlink.certification, built from the same common/varlink.c as the
- * trapstat CLI, run against the reference server (`varlink-go-certification -varlink=unix:PATH`,
- * Debian package varlink-go) to certify our client side and IDL parser.
+/* A test-only client for org.varlink.certification, built from the same varlink library
+ * (common/varlink-*.c) as the trapstat CLI, run against the reference server
+ * (`varlink-go-certification -varlink=unix:PATH`, Debian package varlink-go) to certify our client
+ * side and IDL parser.
  *
  * usage: varlink-cert-client SOCKET-PATH
  *
@@ -18,6 +19,7 @@
 
 #include "json-util.h"
 #include "macro.h"
+#include "varlink-cert-json.h"
 #include "varlink-idl.h"
 #include "varlink.h"
 
@@ -51,44 +53,6 @@ static const struct {
         { "Test08", "{\"set\":{\"one\":{},\"two\":{},\"three\":{}}}" },
         { "Test09", "{\"mytype\":" MYTYPE "}" },
 };
-
-/* Structural equality, except that numbers compare by value (1 == 1.0: Go sends the float 1.0 as
- * 1) and an object member that is null counts as absent (varlink's optional fields). */
-static bool json_equivalent(const json_t *a, const json_t *b) {
-        const char *key;
-        json_t *v;
-
-        if (json_is_number(a) && json_is_number(b)) {
-                if (json_is_integer(a) && json_is_integer(b))
-                        return json_integer_value(a) == json_integer_value(b);
-                return json_number_value(a) == json_number_value(b);
-        }
-        if (json_typeof(a) != json_typeof(b))
-                return false;
-        if (json_is_array(a)) {
-                if (json_array_size(a) != json_array_size(b))
-                        return false;
-                for (size_t i = 0; i < json_array_size(a); i++)
-                        if (!json_equivalent(json_array_get(a, i), json_array_get(b, i)))
-                                return false;
-                return true;
-        }
-        if (json_is_object(a)) {
-                json_object_foreach((json_t *) a, key, v) {
-                        json_t *w = json_object_get(b, key);
-
-                        if (!json_is_null(v) && (!w || !json_equivalent(v, w)))
-                                return false;
-                        if (json_is_null(v) && w && !json_is_null(w))
-                                return false;
-                }
-                json_object_foreach((json_t *) b, key, v)
-                        if (!json_is_null(v) && !json_object_get(a, key))
-                                return false;
-                return true;
-        }
-        return json_equal(a, b);
-}
 
 static void print_json(const char *prefix, const json_t *j) {
         _cleanup_free_ char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A test-only server for org.varlink.certification, built from the same common/varlink.c as
- * trapstatd, so that the reference client (`varlink-go-certification -client`, Debian package
- * varlink-go) can certify our server side: framing, IDL validation, "more" streams and "oneway".
+/* A test-only server for org.varlink.certification, built from the same varlink library
+ * (common/varlink-*.c) as trapstatd, so that the reference client (`varlink-go-certification
+ * -client`, Debian package varlink-go) can certify our server side: framing, IDL validation, "more"
+ * streams and "oneway".
  *
  * usage: varlink-cert-server SOCKET-PATH
  * Prints "ready" on stdout once listening; runs until SIGTERM or SIGINT, then exits 0.
@@ -22,6 +23,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
+#include "varlink-cert-json.h"
 #include "varlink.h"
 
 #define INTERFACE "org.varlink.certification"
@@ -178,44 +180,6 @@ typedef struct CertServer {
         CertClient clients[MAX_CLIENTS];
         unsigned n_started; /* picks the slot of the next Start, round robin */
 } CertServer;
-
-/* Structural equality, except that numbers compare by value (1 == 1.0) and an object member that
- * is null counts as absent (varlink's optional fields). */
-static bool json_equivalent(const json_t *a, const json_t *b) {
-        const char *key;
-        json_t *v;
-
-        if (json_is_number(a) && json_is_number(b)) {
-                if (json_is_integer(a) && json_is_integer(b))
-                        return json_integer_value(a) == json_integer_value(b);
-                return json_number_value(a) == json_number_value(b);
-        }
-        if (json_typeof(a) != json_typeof(b))
-                return false;
-        if (json_is_array(a)) {
-                if (json_array_size(a) != json_array_size(b))
-                        return false;
-                for (size_t i = 0; i < json_array_size(a); i++)
-                        if (!json_equivalent(json_array_get(a, i), json_array_get(b, i)))
-                                return false;
-                return true;
-        }
-        if (json_is_object(a)) {
-                json_object_foreach((json_t *) a, key, v) {
-                        json_t *w = json_object_get(b, key);
-
-                        if (!json_is_null(v) && (!w || !json_equivalent(v, w)))
-                                return false;
-                        if (json_is_null(v) && w && !json_is_null(w))
-                                return false;
-                }
-                json_object_foreach((json_t *) b, key, v)
-                        if (!json_is_null(v) && !json_object_get(a, key))
-                                return false;
-                return true;
-        }
-        return json_equal(a, b);
-}
 
 static int step_index(const char *method) {
         const char *name = method + strlen(INTERFACE ".");
