@@ -15,6 +15,14 @@
 
 #include "trapstat.h"
 
+/* What only some architectures tell: the access kind of a page fault and the exception vector
+ * of a trap. -D__TARGET_ARCH_<arch> comes from bpf/meson.build. */
+#if defined(__TARGET_ARCH_x86)
+#include "arch/x86.h"
+#else
+#include "arch/generic.h"
+#endif
+
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* slots - 1; set by user space before load together with the slot maps' max_entries. */
@@ -152,6 +160,9 @@ static __always_inline struct ts_counters *current_counters(void) {
         return claim_or_hash(tgid, slot);
 }
 
+/* Faults taken in user mode: x86's exceptions:page_fault_user. Every architecture builds it (the
+ * daemon leaves it unloaded where the kernel lacks the tracepoint); the access breakdown from the
+ * error code is the architecture header's. */
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
         struct ts_counters *c = current_counters();
@@ -159,14 +170,7 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
         if (!c)
                 return 0;
         c->user_faults++;
-        if (error_code & TS_PF_INSTR)
-                c->fault_exec++;
-        else if (error_code & TS_PF_WRITE)
-                c->fault_write++;
-        else
-                c->fault_read++;
-        if (error_code & TS_PF_PROT)
-                c->fault_protection++;
+        ts_arch_fault_access(c, error_code);
         return 0;
 }
 
@@ -233,6 +237,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
         struct ts_traps *t;
         struct ts_proc_key key;
         int index, code, code_index;
+        __u32 vector;
 
         index = signal_index(sig);
         if (index < 0 || (unsigned long) info <= 1 /* SEND_SIG_NOINFO, SEND_SIG_PRIV */)
@@ -257,14 +262,10 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
                         ident_fill(&t->id, task);
         }
 
-        if (bpf_core_field_exists(task->thread.trap_nr)) {
-                __u32 vector = BPF_CORE_READ(task, thread.trap_nr);
-
-                if (vector < TS_N_VECTORS)
-                        __sync_fetch_and_add(&t->vector[vector], 1);
-                else
-                        __sync_fetch_and_add(&t->vector_unknown, 1);
-        } else
+        vector = ts_arch_trap_vector(task);
+        if (vector < TS_N_VECTORS)
+                __sync_fetch_and_add(&t->vector[vector], 1);
+        else
                 __sync_fetch_and_add(&t->vector_unknown, 1);
 
         code_index = code == TS_SI_KERNEL ? 0 : code < TS_SI_CODE_OTHER ? code : TS_SI_CODE_OTHER;

@@ -31,14 +31,10 @@ _Static_assert(sizeof(struct ts_owner) == 8, "struct ts_owner layout is shared w
 #define TS_OWNER_CLAIMING 0xFFFFFFFFU  /* being claimed: identity not written yet */
 #define TS_OWNER_EXITED (1U << 31)     /* ORed to the tgid when the process exited */
 
-/* x86 page fault error code bits (arch/x86/include/asm/trap_pf.h). */
-#define TS_PF_PROT (1U << 0)
-#define TS_PF_WRITE (1U << 1)
-#define TS_PF_USER (1U << 2)
-#define TS_PF_INSTR (1U << 4)
-
 /* Page fault counters of one process on one CPU, monotonic since the process was first
- * counted; user space sums the CPUs and subtracts what it drained before. */
+ * counted; user space sums the CPUs and subtracts what it drained before. The read / write /
+ * exec / protection breakdown of user faults comes from the architecture header (bpf/arch/):
+ * zero where it cannot be told (no x86 error code, or the perf event counts the faults). */
 struct ts_counters {
         __u64 user_faults;
         __u64 kernel_faults;
@@ -84,6 +80,8 @@ enum ts_signal_index {
 #undef TS_SIGNAL_INDEX
         TS_N_SIGNALS,
 };
+/* Trap vector slots: the x86 exception vectors 0..31 (common/trap-vectors.h names them). An
+ * architecture header that cannot tell the vector counts every trap as vector_unknown. */
 #define TS_N_VECTORS 32
 /* si_code slots per signal: 1..14 are the codes themselves, 0 holds SI_KERNEL (0x80) and
  * TS_SI_CODE_OTHER any other positive code. */
@@ -92,11 +90,12 @@ enum ts_signal_index {
 #define TS_SI_KERNEL 0x80
 
 /* Value of the trap hash: kernel-generated fault signals of one process, by the CPU exception
- * vector that raised them (task->thread.trap_nr) and by signal and si_code. Atomic adds. */
+ * vector that raised them (on x86 task->thread.trap_nr, bpf/arch/x86.h) and by signal and
+ * si_code. Atomic adds. */
 struct ts_traps {
         struct ts_ident id;
         __u64 vector[TS_N_VECTORS];
-        __u64 vector_unknown; /* the kernel has no thread.trap_nr (not x86) */
+        __u64 vector_unknown; /* the vector is not known: not x86, or the kernel has no thread.trap_nr */
         __u64 _pad0;
         __u64 signal[TS_N_SIGNALS][TS_N_SI_CODES];
 };

@@ -10,30 +10,13 @@
 #include "json-util.h"
 #include "macro.h"
 
-/* x86 exception vectors (arch/x86/include/asm/trapnr.h). */
+/* The names of common/trap-vectors.h by number. */
 static const struct {
         const char *name, *description;
 } vectors[TRAP_VECTORS] = {
-        [0] = { "DE", "divide error" },
-        [1] = { "DB", "debug" },
-        [2] = { "NMI", "non-maskable interrupt" },
-        [3] = { "BP", "breakpoint" },
-        [4] = { "OF", "overflow" },
-        [5] = { "BR", "bound range exceeded" },
-        [6] = { "UD", "invalid opcode" },
-        [7] = { "NM", "device not available" },
-        [8] = { "DF", "double fault" },
-        [10] = { "TS", "invalid TSS" },
-        [11] = { "NP", "segment not present" },
-        [12] = { "SS", "stack segment fault" },
-        [13] = { "GP", "general protection" },
-        [14] = { "PF", "page fault" },
-        [16] = { "MF", "x87 floating point" },
-        [17] = { "AC", "alignment check" },
-        [18] = { "MC", "machine check" },
-        [19] = { "XM", "SIMD floating point" },
-        [20] = { "VE", "virtualization exception" },
-        [21] = { "CP", "control protection" },
+#define TRAP_VECTOR_ENTRY(number, mnemonic, description) [number] = { #mnemonic, description },
+        TRAP_VECTOR_TABLE(TRAP_VECTOR_ENTRY)
+#undef TRAP_VECTOR_ENTRY
 };
 
 const char *trap_vector_name(unsigned vector, char buf[static 16]) {

@@ -9,10 +9,7 @@
 #include <stdint.h>
 
 #include "counters.h"
-
-#define TRAP_VECTORS 32
-/* Index of vector[] for traps whose vector the kernel does not tell (no thread.trap_nr). */
-#define TRAP_VECTOR_UNKNOWN TRAP_VECTORS
+#include "trap-vectors.h" /* TRAP_VECTORS, TRAP_VECTOR_UNKNOWN and the names */
 
 /* The kernel's fault signals, in the order of TS_SIGNALS in bpf/trapstat.h. */
 #define FAULT_SIGNALS 5
@@ -25,8 +22,8 @@ typedef struct Traps {
         uint64_t signal[FAULT_SIGNALS][SI_CODE_SLOTS];
 } Traps;
 
-/* "DE", "DB", "BP", ... as in schema/io.trapstat.varlink; "V<n>" for vectors without a
- * mnemonic, "unknown" for TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
+/* "DE", "DB", "BP", ... (common/trap-vectors.h) as in schema/io.trapstat.varlink; "V<n>" for
+ * vectors without a mnemonic, "unknown" for TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
 const char *trap_vector_name(unsigned vector, char buf[static 16]);
 /* "divide error", "invalid opcode", ... for people; NULL when there is none. */
 const char *trap_vector_description(unsigned vector);

@@ -2,6 +2,7 @@
 """Runs a real trapstatd on a temporary state directory and socket for integration tests."""
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-SKIP = 77  # meson's "skipped": only where the machine truly lacks root or BPF
+SKIP = 77  # meson's "skipped": only where the machine truly lacks root or BPF (or x86-64, for traps)
 
 
 def require_root_and_bpf():
@@ -19,6 +20,14 @@ def require_root_and_bpf():
         sys.exit(SKIP)
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
         print("SKIP: kernel has no BTF (/sys/kernel/btf/vmlinux)", file=sys.stderr)
+        sys.exit(SKIP)
+
+
+def require_x86_64():
+    """The trap workloads (tests/helpers/raise-traps.c, storm.c) raise x86 exceptions: elsewhere
+    they exit 77 themselves, and the tests that need them are skipped."""
+    if platform.machine() != "x86_64":
+        print(f"SKIP: the trap workloads are x86-64 only, this machine is {platform.machine()}", file=sys.stderr)
         sys.exit(SKIP)
 
 

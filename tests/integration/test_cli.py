@@ -17,8 +17,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (SharedDaemonTest, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
-                    trapstat_json, wait_for)
+from daemon import (SharedDaemonTest, binary, exited_history, require_root_and_bpf, require_x86_64,  # noqa: E402
+                    trapstat, trapstat_json, wait_for)
 
 N = 200
 VECTORS = ("DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM")
@@ -280,4 +280,5 @@ class Cli(SharedDaemonTest):
 
 if __name__ == "__main__":
     require_root_and_bpf()
+    require_x86_64()  # the trap workloads
     unittest.main(verbosity=2)

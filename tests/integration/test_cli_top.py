@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, SharedDaemonTest, binary, require_root_and_bpf, wait_for  # noqa: E402
+from daemon import Daemon, SharedDaemonTest, binary, require_root_and_bpf, require_x86_64, wait_for  # noqa: E402
 
 
 class Tmux:
@@ -169,4 +169,5 @@ class LiveTop(SharedDaemonTest):
 
 if __name__ == "__main__":
     require_root_and_bpf()
+    require_x86_64()  # the trap workloads
     unittest.main(verbosity=2)

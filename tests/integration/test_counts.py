@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    trapstat, trapstat_json, wait_for)
+                    require_x86_64, trapstat, trapstat_json, wait_for)
 
 N = 1000
 VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
@@ -286,4 +286,5 @@ class Sources(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
+    require_x86_64()  # the trap workloads
     unittest.main(verbosity=2)

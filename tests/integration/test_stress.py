@@ -18,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    wait_for)
+                    require_x86_64, wait_for)
 
 USER = "trapstat-stress-test"
 
@@ -411,4 +411,5 @@ class LiveProcesses(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
+    require_x86_64()  # the trap workloads
     unittest.main(verbosity=2)

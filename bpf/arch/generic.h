@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Architectures without a header of their own in bpf/arch/: the kernel does not tell the BPF
+ * programs which exception raised a fault signal, nor the access kind of a page fault. So every
+ * trap counts under vector_unknown ("unknown" in Counters.traps) and the read / write / exec /
+ * protection breakdown stays zero; the signal and si_code counts and the page fault totals are
+ * the same as on x86. The exceptions:page_fault_user / page_fault_kernel tracepoints are x86's:
+ * where the kernel lacks them the daemon does not load their programs and counts faults with
+ * the perf software event instead (daemon/collector.c). */
+
+static __always_inline void ts_arch_fault_access(struct ts_counters *c, unsigned long error_code) {
+}
+
+static __always_inline __u32 ts_arch_trap_vector(struct task_struct *task) {
+        return TS_N_VECTORS;
+}
