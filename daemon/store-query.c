@@ -243,7 +243,8 @@ int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t
         n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
 
         r = read_traps(s, seg, n_seg,
-                       &(TrapsQuery) { .group = "0", .where = where, .value = uid, .find = single_traps, .userdata = &t });
+                       &(TrapsQuery) { .group = "0", .where = where, .value = uid, .find = single_traps,
+                                       .userdata = &t });
         if (r < 0)
                 return r;
         /* Processes that trapped: those with rows of the trap kind. */

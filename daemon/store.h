@@ -3,7 +3,12 @@
 
 /* The history store: SQLite in WAL mode, schema from the embedded migrations in schema/sql/.
  * Library-style: functions return negative errno and do not log; store_errmsg() gives
- * SQLite's message for the last failure so the caller can log it once, with context. */
+ * SQLite's message for the last failure so the caller can log it once, with context.
+ *
+ * This header is the whole contract. The implementation is split by job over daemon/store*.c
+ * (listed in store-internal.h, which is not for use outside them); the kinds of counts kept
+ * (samples, traps, signals), with their tables and columns, are described once, in
+ * store-kind.h. */
 
 #include <sqlite3.h>
 #include <stdbool.h>

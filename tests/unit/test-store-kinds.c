@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/* The store's kinds of counts (daemon/store-kind.h): each descriptor matches the migrated schema,
+ * and roll-up, expiry and the size cap keep every kind's sums exact. Also a kind the schema does
+ * not have, to show the SQL is made from the descriptor alone. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "store-kind.h"
+#include "store.h"
+
+#define S UINT64_C(1000000)
+#define H (3600 * S)
+
+static char tmpdir[] = "/tmp/test-store-kinds-XXXXXX";
+
+static void db_path(const char *name, char *buf, size_t size) {
+        snprintf(buf, size, "%s/%s", tmpdir, name);
+}
+
+static sqlite3 *open_db(const char *name) {
+        char path[256];
+        sqlite3 *db;
+
+        db_path(name, path, sizeof(path));
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        return db;
+}
+
+static void exec(sqlite3 *db, const char *sql) {
+        char *err = NULL;
+
+        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+                fail_msg("%s: %s", sql, err);
+}
+
+static int64_t query_int(sqlite3 *db, const char *fmt, ...) {
+        char *sql;
+        sqlite3_stmt *st;
+        va_list ap;
+        int64_t v;
+
+        va_start(ap, fmt);
+        assert_true(vasprintf(&sql, fmt, ap) >= 0);
+        va_end(ap);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        free(sql);
+        return v;
+}
+
+static bool named(const StoreKind *k, const char *column) {
+        char buf[STORE_COLUMN_MAX];
+
+        if (strcmp(column, "process_id") == 0 || strcmp(column, "time_usec") == 0)
+                return true;
+        for (size_t i = 0; i < store_kind_n_keys(k); i++)
+                if (strcmp(k->keys[i], column) == 0)
+                        return true;
+        for (size_t i = 0; i < store_kind_n_values(k); i++)
+                if (strcmp(store_kind_value(k, i, buf), column) == 0)
+                        return true;
+        return false;
+}
+
+/* Every descriptor's table of every tier exists with exactly the columns it names, and the key
+ * (process_id, time_usec, keys...) is its primary key, which the upserts' ON CONFLICT need. Every
+ * table of counts in the schema belongs to a kind: one a migration adds without a descriptor
+ * would be neither rolled up nor expired. */
+static void test_kinds_match_the_schema(void **state) {
+        sqlite3 *db = open_db("schema.db");
+        sqlite3_stmt *st;
+        size_t tables = 0;
+
+        assert_int_equal(store_migrate(db, embedded_migrations, embedded_migrations_count),
+                         (int) embedded_migrations_count);
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
+
+                assert_non_null(kind->name);
+                assert_true(n_values > 0);
+                /* Both or neither: what is written from a Traps is read back into one. */
+                assert_true(!kind->traps_next == !kind->traps_add);
+                for (int t = 0; t < _TIER_MAX; t++) {
+                        char sql[256], buf[STORE_COLUMN_MAX];
+                        size_t columns = 0;
+
+                        assert_non_null(kind->tables[t]);
+                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
+                                                        "AND name = '%s'", kind->tables[t]), 1);
+                        snprintf(sql, sizeof(sql), "SELECT name, pk FROM pragma_table_info('%s')", kind->tables[t]);
+                        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+                        while (sqlite3_step(st) == SQLITE_ROW) {
+                                const char *name = (const char *) sqlite3_column_text(st, 0);
+                                int pk = sqlite3_column_int(st, 1);
+
+                                if (!named(kind, name))
+                                        fail_msg("%s.%s is not in the descriptor", kind->tables[t], name);
+                                if (strcmp(name, "process_id") == 0)
+                                        assert_int_equal(pk, 1);
+                                else if (strcmp(name, "time_usec") == 0)
+                                        assert_int_equal(pk, 2);
+                                else
+                                        for (size_t i = 0; i < n_keys; i++)
+                                                if (strcmp(name, kind->keys[i]) == 0)
+                                                        assert_int_equal(pk, 3 + (int) i);
+                                columns++;
+                        }
+                        sqlite3_finalize(st);
+                        /* Each named column was found once: none is missing. */
+                        assert_int_equal(columns, 2 + n_keys + n_values);
+                        for (size_t i = 0; i < n_values; i++)
+                                assert_int_equal(query_int(db, "SELECT pk FROM pragma_table_info('%s') "
+                                                               "WHERE name = '%s'",
+                                                           kind->tables[t], store_kind_value(kind, i, buf)),
+                                                 0);
+                        tables++;
+                }
+        }
+
+        /* The tables that are not counts: processes, the tiers' marks, the pending ticks. */
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
+                                       "AND name NOT IN ('process', 'tier', 'sample_pending')"),
+                         (int64_t) tables);
+        sqlite3_close(db);
+}
+
+/* The store reads the sample kind's values into a Faults by fault_fields: the columns are those
+ * members, in that order, and then the traps. */
+static void test_sample_values_are_the_faults(void **state) {
+        const StoreKind *k = &store_kinds[STORE_KIND_SAMPLE];
+        char buf[STORE_COLUMN_MAX], name[STORE_COLUMN_MAX];
+
+        assert_int_equal(store_kind_n_keys(k), 0);
+        assert_int_equal(store_kind_n_values(k), n_fault_fields + 1);
+        for (size_t i = 0; i < n_fault_fields; i++) {
+                snprintf(name, sizeof(name), "f_%s", fault_fields[i].name);
+                assert_string_equal(store_kind_value(k, i, buf), name);
+        }
+        assert_string_equal(store_kind_value(k, n_fault_fields, buf), "traps");
+        for (int i = 0; i < _STORE_KIND_MAX; i++)
+                assert_true(i == STORE_KIND_SAMPLE || !store_kinds[i].fault_values);
+}
+
+/* The rows the kinds make of a Traps, added back into an empty one, are that Traps; each row is
+ * non-zero. Keys that have no place in a Traps are ignored. */
+static void test_traps_rows_round_trip(void **state) {
+        Traps t = {}, back = {};
+        size_t rows = 0;
+
+        for (unsigned v = 0; v < ELEMENTSOF(t.vector); v += 3)
+                t.vector[v] = v + 1;
+        t.vector[TRAP_VECTOR_UNKNOWN] = 7;
+        for (unsigned sig = 0; sig < FAULT_SIGNALS; sig++)
+                for (unsigned slot = sig; slot < SI_CODE_SLOTS; slot += 4)
+                        t.signal[sig][slot] = 100 * sig + slot + 1;
+
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                int64_t keys[STORE_KIND_MAX_KEYS];
+                uint64_t values[STORE_KIND_MAX_VALUES];
+
+                if (!kind->traps_next)
+                        continue;
+                for (size_t cursor = 0; kind->traps_next(&t, &cursor, keys, values);) {
+                        assert_true(values[0] > 0);
+                        kind->traps_add(&back, keys, values);
+                        rows++;
+                }
+                /* Done is done. */
+                {
+                        size_t cursor = SIZE_MAX / 2;
+                        assert_false(kind->traps_next(&t, &cursor, keys, values));
+                }
+        }
+        assert_true(memcmp(&t, &back, sizeof(t)) == 0);
+        assert_true(rows > 10);
+
+        /* A vector or a signal a Traps has no slot for. */
+        store_kinds[STORE_KIND_TRAP].traps_add(&back, (int64_t[]) { TRAP_VECTOR_UNKNOWN + 1 }, (uint64_t[]) { 5 });
+        store_kinds[STORE_KIND_TRAP].traps_add(&back, (int64_t[]) { -1 }, (uint64_t[]) { 5 });
+        store_kinds[STORE_KIND_SIGNAL].traps_add(&back, (int64_t[]) { SIGKILL, 1 }, (uint64_t[]) { 5 });
+        assert_true(memcmp(&t, &back, sizeof(t)) == 0);
+        /* An si_code without a slot of its own is counted as "other". */
+        store_kinds[STORE_KIND_SIGNAL].traps_add(&back, (int64_t[]) { SIGSEGV, 999 }, (uint64_t[]) { 5 });
+        assert_int_equal(back.signal[fault_signal_index(SIGSEGV)][SI_CODE_SLOT_OTHER],
+                         t.signal[fault_signal_index(SIGSEGV)][SI_CODE_SLOT_OTHER] + 5);
+}
+
+/* Raw rows of every kind for two processes over [t0, t0 + hours): one row per bucket and key,
+ * three keys per bucket for kinds with keys; values that differ by row and column. Written with
+ * the store's own raw upsert, each row twice, so that the upsert adds. Returns the first process
+ * id. */
+static int64_t fill_raw(sqlite3 *db, const StoreKind *kinds, size_t n_kinds, uint64_t t0, unsigned hours) {
+        int64_t first;
+
+        exec(db, "BEGIN");
+        exec(db, "INSERT INTO process (boot_id, pid, start_time, comm, uid, first_seen_usec, last_seen_usec) "
+                 "VALUES ('boot-1', 1, 1, 'a', 0, 0, 0), ('boot-1', 2, 1, 'b', 0, 0, 0)");
+        first = sqlite3_last_insert_rowid(db) - 1;
+        for (size_t k = 0; k < n_kinds; k++) {
+                const StoreKind *kind = &kinds[k];
+                size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
+                char *sql = store_kind_upsert(kind, TIER_RAW);
+                sqlite3_stmt *st;
+
+                assert_non_null(sql);
+                if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+                for (uint64_t b = 0; b < hours * 360; b++)
+                        for (int64_t p = first; p < first + 2; p++)
+                                for (unsigned m = 0; m < (n_keys ? 3 : 1); m++)
+                                        for (int twice = 0; twice < 2; twice++) {
+                                                sqlite3_bind_int64(st, 1, p);
+                                                sqlite3_bind_int64(st, 2, (int64_t) (t0 + b * 10 * S));
+                                                for (size_t i = 0; i < n_keys; i++)
+                                                        sqlite3_bind_int64(st, 3 + (int) i, (int64_t) (m + i));
+                                                for (size_t i = 0; i < n_values; i++) {
+                                                        uint64_t v = (b * 7 + i * 3 + m + k) % 11 + 1;
+
+                                                        sqlite3_bind_int64(st, 3 + (int) (n_keys + i), (int64_t) v);
+                                                }
+                                                assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+                                                sqlite3_reset(st);
+                                        }
+                sqlite3_finalize(st);
+                free(sql);
+        }
+        exec(db, "COMMIT");
+        return first;
+}
+
+/* Rows of the kind's table of tier that are not the raw rows before `until` summed per process,
+ * interval of that tier and key, and the other way round; and how many rows the tier has. */
+static int64_t roll_up_mismatches(sqlite3 *db, const StoreKind *k, int tier, uint64_t until, int64_t *ret_rows) {
+        uint64_t w = store_tier_width_usec[tier];
+        char *keys = store_kind_join_keys(k, ", %1$s", ""), *values = store_kind_join_values(k, "%1$s", ", "),
+             *sums = store_kind_join_values(k, "SUM(%1$s)", ", "), *summed, *rows;
+        int64_t n;
+
+        assert_true(keys && values && sums);
+        assert_true(asprintf(&summed,
+                             "SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64 " AS t%s, %s FROM %s "
+                             "WHERE time_usec < %" PRIu64 " GROUP BY process_id, t%s",
+                             w, w, keys, sums, k->tables[TIER_RAW], until, keys) >= 0);
+        assert_true(asprintf(&rows, "SELECT process_id, time_usec%s, %s FROM %s", keys, values, k->tables[tier]) >= 0);
+        n = query_int(db,
+                      "SELECT (SELECT COUNT(*) FROM (%1$s EXCEPT %2$s)) + (SELECT COUNT(*) FROM (%2$s EXCEPT %1$s))",
+                      summed, rows);
+        *ret_rows = query_int(db, "SELECT COUNT(*) FROM %s", k->tables[tier]);
+        free(keys);
+        free(values);
+        free(sums);
+        free(summed);
+        free(rows);
+        return n;
+}
+
+static int64_t rows_of(sqlite3 *db, const StoreKind *k, int tier) {
+        return query_int(db, "SELECT COUNT(*) FROM %s", k->tables[tier]);
+}
+
+static void maintain_until_done(Store *s, uint64_t now, const StoreRetention *r) {
+        bool more = true;
+
+        for (int i = 0; more; i++) {
+                assert_true(i < 10000);
+                assert_int_equal(store_maintain(s, now, r, &more), 0);
+        }
+}
+
+/* Two hours of every kind: maintenance sums each into minutes and hours exactly (every row of
+ * the coarser tier is the sum of its raw rows, per key), then deletes each kind by age, tier by
+ * tier. */
+static void test_roll_up_and_expiry_of_each_kind(void **state) {
+        const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        StoreRetention r = STORE_RETENTION_DEFAULT;
+        char path[256];
+        sqlite3 *db;
+        Store *s;
+
+        db_path("kinds.db", path, sizeof(path));
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        db = open_db("kinds.db");
+        fill_raw(db, store_kinds, _STORE_KIND_MAX, t0, 2);
+
+        /* Three hours on: everything is in complete minutes and hours; the default retention
+         * keeps all of it. */
+        r.batch_rows = 200; /* several batches */
+        maintain_until_done(s, t0 + 3 * H, &r);
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                unsigned keys = store_kind_n_keys(kind) ? 3 : 1;
+                int64_t rows;
+
+                assert_int_equal(rows_of(db, kind, TIER_RAW), 2 * 720 * keys);
+                assert_int_equal(roll_up_mismatches(db, kind, TIER_MINUTE, INT64_MAX, &rows), 0);
+                assert_int_equal(rows, 2 * 120 * keys);
+                assert_int_equal(roll_up_mismatches(db, kind, TIER_HOUR, INT64_MAX, &rows), 0);
+                assert_int_equal(rows, 2 * 2 * keys);
+        }
+
+        /* Raw kept 1 h, minutes 2 h: at t0 + 4 h both are past the two hours written, and the
+         * next coarser tier has them. Hours stay, their sums unchanged. */
+        r.raw_usec = H;
+        r.minute_usec = 2 * H;
+        maintain_until_done(s, t0 + 4 * H, &r);
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+
+                assert_int_equal(rows_of(db, kind, TIER_RAW), 0);
+                assert_int_equal(rows_of(db, kind, TIER_MINUTE), 0);
+                assert_int_equal(rows_of(db, kind, TIER_HOUR), 2 * 2 * (store_kind_n_keys(kind) ? 3 : 1));
+        }
+        assert_int_equal(query_int(db, "SELECT kept_from_usec FROM tier WHERE name = 'raw'"),
+                         (int64_t) (t0 + 3 * H));
+        assert_int_equal(query_int(db, "SELECT kept_from_usec FROM tier WHERE name = 'minute'"),
+                         (int64_t) (t0 + 2 * H));
+
+        /* Hours kept 10 days: 11 days on, nothing of any kind is left. */
+        r.hour_usec = 240 * H;
+        maintain_until_done(s, t0 + 11 * 24 * H, &r);
+        for (int k = 0; k < _STORE_KIND_MAX; k++)
+                for (int t = 0; t < _TIER_MAX; t++)
+                        assert_int_equal(rows_of(db, &store_kinds[k], t), 0);
+
+        sqlite3_close(db);
+        store_free(s);
+}
+
+/* Rows of the kind's raw table at or after t. */
+static int64_t raw_rows_from(sqlite3 *db, const StoreKind *k, uint64_t t) {
+        return query_int(db, "SELECT COUNT(*) FROM %s WHERE time_usec >= %" PRIu64, k->tables[TIER_RAW], t);
+}
+
+/* Over the size cap, each step deletes a batch of the oldest raw rows of every kind, and only
+ * what the minute tier has: no kind loses what is in no other tier. */
+static void test_size_cap_cuts_every_kind(void **state) {
+        const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        StoreRetention r = STORE_RETENTION_DEFAULT;
+        int64_t before[_STORE_KIND_MAX], rows;
+        uint64_t cut;
+        char path[256];
+        sqlite3 *db;
+        bool more;
+        Store *s;
+
+        db_path("cap.db", path, sizeof(path));
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        db = open_db("cap.db");
+        fill_raw(db, store_kinds, _STORE_KIND_MAX, t0, 2);
+        /* "Now" in the middle: the second hour is not rolled up. */
+        maintain_until_done(s, t0 + H, &r);
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                before[k] = rows_of(db, &store_kinds[k], TIER_RAW);
+                assert_int_equal(roll_up_mismatches(db, &store_kinds[k], TIER_MINUTE, t0 + H, &rows), 0);
+        }
+
+        r.max_bytes = 1;
+        r.batch_rows = 100;
+        assert_int_equal(store_maintain(s, t0 + H, &r, &more), 0);
+        assert_true(more);
+        cut = (uint64_t) query_int(db, "SELECT kept_from_usec FROM tier WHERE name = 'raw'");
+        assert_true(cut > t0 && cut <= t0 + H);
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                int64_t per_bucket = 2 * (store_kind_n_keys(kind) ? 3 : 1);
+
+                /* A batch at most, of rows before the cut only. */
+                assert_true(rows_of(db, kind, TIER_RAW) < before[k]);
+                assert_true(rows_of(db, kind, TIER_RAW) >= before[k] - 100);
+                assert_int_equal(raw_rows_from(db, kind, cut), (int64_t) ((t0 + 2 * H - cut) / (10 * S)) * per_bucket);
+        }
+
+        /* Until the sample kind's raw rows start at the minute tier's mark: the second hour of
+         * every kind is all there, the first hour's minutes too. */
+        for (int i = 0; query_int(db, "SELECT MIN(time_usec) FROM sample_raw") < (int64_t) (t0 + H); i++) {
+                assert_true(i < 1000);
+                assert_int_equal(store_maintain(s, t0 + H, &r, &more), 0);
+        }
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                int64_t per_bucket = 2 * (store_kind_n_keys(kind) ? 3 : 1);
+
+                assert_int_equal(raw_rows_from(db, kind, t0 + H), 360 * per_bucket);
+                assert_int_equal(rows_of(db, kind, TIER_MINUTE), 60 * per_bucket);
+        }
+        sqlite3_close(db);
+        store_free(s);
+}
+
+/* A kind the store does not have, with two keys and two values, on tables made as a migration
+ * would: the raw upsert, roll-up, expiry, the union and the sums come from the descriptor. */
+static const StoreKind site = {
+        .name = "site",
+        .tables = { "site_raw", "site_minute", "site_hour" },
+        .keys = { "address", "kind" },
+        .values = { "faults", "pages" },
+};
+
+static void test_a_new_kind_is_a_descriptor(void **state) {
+        const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        sqlite3 *db = open_db("site.db");
+        char *sql, *u;
+        int64_t rows;
+
+        assert_int_equal(store_migrate(db, embedded_migrations, embedded_migrations_count),
+                         (int) embedded_migrations_count);
+        for (int t = 0; t < _TIER_MAX; t++) {
+                assert_true(asprintf(&sql,
+                                     "CREATE TABLE %s (process_id INTEGER NOT NULL REFERENCES process (id), "
+                                     "time_usec INTEGER NOT NULL, address INTEGER NOT NULL, kind INTEGER NOT NULL, "
+                                     "faults INTEGER NOT NULL DEFAULT 0, pages INTEGER NOT NULL DEFAULT 0, "
+                                     "PRIMARY KEY (process_id, time_usec, address, kind)) WITHOUT ROWID",
+                                     site.tables[t]) >= 0);
+                exec(db, sql);
+                free(sql);
+        }
+        fill_raw(db, &site, 1, t0, 1);
+
+        for (int t = TIER_MINUTE; t < _TIER_MAX; t++) {
+                sql = store_kind_roll_up(&site, t, t0, t0 + H);
+                assert_non_null(sql);
+                exec(db, sql);
+                free(sql);
+                assert_int_equal(roll_up_mismatches(db, &site, t, INT64_MAX, &rows), 0);
+                assert_int_equal(rows, 2 * (t == TIER_MINUTE ? 60 : 1) * 3);
+        }
+
+        /* The last 30 min from raw, summed per process and key, equal those of the minutes. */
+        {
+                TierSegment raw = { TIER_RAW, t0 + H / 2, t0 + H }, minute = { TIER_MINUTE, t0 + H / 2, t0 + H };
+                char *a, *b, *ua, *ub;
+
+                ua = store_kind_union(&site, &raw, 1, "process_id > 0");
+                ub = store_kind_union(&site, &minute, 1, "process_id > 0");
+                assert_true(ua && ub);
+                a = store_kind_sum(&site, "process_id", ua);
+                b = store_kind_sum(&site, "process_id", ub);
+                assert_true(a && b);
+                assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s)", a), 2 * 3);
+                assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s EXCEPT %s)", a, b), 0);
+                assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s EXCEPT %s)", b, a), 0);
+                assert_int_equal(query_int(db, "SELECT SUM(\"SUM(pages)\") FROM (%s)", a),
+                                 query_int(db, "SELECT SUM(pages) FROM site_raw WHERE time_usec >= %" PRIu64,
+                                           t0 + H / 2));
+                free(a);
+                free(b);
+                free(ua);
+                free(ub);
+        }
+        /* No segment: no rows, the same columns. */
+        u = store_kind_union(&site, NULL, 0, "1");
+        assert_non_null(u);
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s)", u), 0);
+        free(u);
+
+        /* Expiry in batches: 100 rows at most each time, oldest first. */
+        sql = store_kind_expire(&site, TIER_RAW, t0 + H / 2, 100);
+        assert_non_null(sql);
+        exec(db, sql);
+        assert_int_equal(sqlite3_changes(db), 100);
+        while (sqlite3_changes(db) > 0)
+                exec(db, sql);
+        free(sql);
+        assert_int_equal(query_int(db, "SELECT MIN(time_usec) FROM site_raw"), (int64_t) (t0 + H / 2));
+        assert_int_equal(rows_of(db, &site, TIER_RAW), 2 * 180 * 3);
+        sqlite3_close(db);
+}
+
+static int setup(void **state) {
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        return system(cmd);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_kinds_match_the_schema),
+                cmocka_unit_test(test_sample_values_are_the_faults),
+                cmocka_unit_test(test_traps_rows_round_trip),
+                cmocka_unit_test(test_roll_up_and_expiry_of_each_kind),
+                cmocka_unit_test(test_size_cap_cuts_every_kind),
+                cmocka_unit_test(test_a_new_kind_is_a_descriptor),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
