@@ -47,6 +47,11 @@ int log_internal(int level, int error, const char *fmt, ...) {
         return -abs(error);
 }
 
+int log_internalv(int level, int error, const char *fmt, va_list ap) {
+        log_write(level, error, 0, fmt, ap);
+        return -abs(error);
+}
+
 bool ratelimit_below(RateLimit *rl) {
         struct timespec ts;
         uint64_t now;

@@ -4,6 +4,7 @@
 /* Logging to stderr. Under systemd, journald adds time and unit; the "<N>" prefix (sd-daemon.h
  * style) carries the priority when stderr is the journal. */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ void log_set_prefix_priority(bool b);
 
 /* Returns -abs(error) so callers can write "return log_error_errno(r, ...)". error may be 0. */
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
+/* The same with a va_list, for messages that come from another library's log callback. */
+int log_internalv(int level, int error, const char *fmt, va_list ap) _printf_(3, 0);
 
 #define log_debug(...) log_internal(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) log_internal(LOG_LEVEL_INFO, 0, __VA_ARGS__)

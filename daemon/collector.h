@@ -3,7 +3,8 @@
 
 /* The collector owns the BPF programs and maps. Every tick it drains the in-kernel counters
  * into per-process deltas; on a process's exit it drains it one last time and removes its
- * map entry so the maps stay bounded. */
+ * map entry so the maps stay bounded. This is its whole interface; the collector-*.h headers
+ * are its parts, internal to it. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,9 +28,10 @@ typedef struct CollectorSource {
         const char *reason; /* why inactive; NULL when active */
 } CollectorSource;
 
-/* Opens, loads and attaches the BPF programs. Logs each source that could not attach.
- * Fails when no page fault source could attach, or (-EINVAL) when config->disable names an
- * unknown source. */
+/* Opens, loads and attaches the BPF programs. A failure is returned, not logged (the caller
+ * logs it once): -ENOTSUP when no page fault source could attach, -EINVAL for a config out of
+ * range or when config->disable names an unknown source, else what libbpf or the kernel said.
+ * A source that cannot be used is no failure: it is logged here, as a warning. */
 int collector_new(const CollectorConfig *config, Collector **ret);
 Collector *collector_free(Collector *c);
 /* Checks a --disable-source list; logs and returns -EINVAL for an unknown source name. */

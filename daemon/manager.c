@@ -445,8 +445,17 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                .event_buffer = config->event_buffer,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
                           &m->collector);
-        if (r < 0)
-                goto fail; /* collector_new logged why */
+        if (r == -ENOTSUP) {
+                /* One that failed to attach was logged as it was tried; the others were disabled
+                 * or are not in this kernel. */
+                log_error_errno(r, "No page fault source could be attached, nothing to count: %m");
+                goto fail;
+        }
+        if (r < 0) {
+                /* The collector returns why and does not log it; libbpf's messages above say more. */
+                log_error_errno(r, "Failed to set up the BPF programs: %m");
+                goto fail;
+        }
 
         r = watch_set_new(&m->watches);
         if (r < 0) {

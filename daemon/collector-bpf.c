@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+#include "collector-bpf.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "trapstat.skel.h"
+
+#define ALIGN8(x) (((x) + 7) & ~(size_t) 7)
+
+/* The sources that are tracepoints, attached by name. */
+static const int tracepoints[] = {
+        SOURCE_PAGE_FAULT_USER, SOURCE_PAGE_FAULT_KERNEL, SOURCE_SIGNAL_GENERATE,
+        SOURCE_PROCESS_EXIT,    SOURCE_PROCESS_EXEC,
+};
+
+/* Every kind of loss BPF counts (enum ts_drop), named and explained for GetStatus. */
+static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
+        [TS_DROP_MAP_FULL] = { "fault_map_full",
+                               "one page fault not counted: its process found no free counting slot and the fallback "
+                               "map was full (--slots, --max-processes)" },
+        [TS_DROP_TRAPS_FULL] = { "trap_map_full",
+                                 "one trap not counted: the map of trapping processes was full (--max-processes)" },
+        [TS_DROP_EXIT_EVENT] = { "exit_event_lost",
+                                 "one process exit: the event buffer was full (--event-buffer); the process is marked "
+                                 "exited up to 30 s late, its last minor/major faults and a rename since its last tick "
+                                 "are missing" },
+        [TS_DROP_EXEC_EVENT] = { "exec_event_lost",
+                                 "one exec: the event buffer was full (--event-buffer); the new name and command line "
+                                 "are read from /proc, and are missing if the process is already gone" },
+};
+
+/* libbpf's messages with a priority, so that the journal files them like ours: its warnings
+ * matter, its debug output (hundreds of lines per load) only with --verbose. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        int priority = level == LIBBPF_WARN   ? LOG_LEVEL_WARNING
+                       : level == LIBBPF_INFO ? LOG_LEVEL_INFO
+                                              : LOG_LEVEL_DEBUG;
+        _cleanup_free_ char *text = NULL;
+        va_list copy;
+        int r;
+
+        if (priority > log_get_max_level())
+                return 0;
+        va_copy(copy, ap);
+        r = vasprintf(&text, fmt, copy);
+        va_end(copy);
+        if (r < 0) {
+                /* Out of memory: the message as it is, with an empty line after it. */
+                (void) log_internalv(priority, 0, fmt, ap);
+                return 0;
+        }
+        /* One line per log line (a verifier log has hundreds), each with the priority; libbpf
+         * ends its lines with a newline, log.c adds its own. */
+        for (char *line = text, *eol; *line; line = eol + (*eol == '\n')) {
+                eol = strchrnul(line, '\n');
+                (void) log_internal(priority, 0, "%.*s", (int) (eol - line), line);
+        }
+        return 0;
+}
+
+/* error 0: active; otherwise inactive because of why, followed by strerror(error) unless
+ * error is -ECANCELED (a choice, not a failure). */
+static void set_source(CollectorBpf *b, int i, int error, const char *why) {
+        b->sources[i].name = collector_source_names[i];
+        b->sources[i].active = error == 0;
+        b->sources[i].reason = NULL;
+        if (error != 0) {
+                if (error == -ECANCELED)
+                        snprintf(b->reasons[i], sizeof(b->reasons[i]), "%s", why);
+                else
+                        snprintf(b->reasons[i], sizeof(b->reasons[i]), "%s: %s", why, strerror(abs(error)));
+                b->sources[i].reason = b->reasons[i];
+        }
+}
+
+/* A source that is not loaded: inactive for the reason given. */
+static void skip_source(CollectorBpf *b, int s, int error, const char *why) {
+        set_source(b, s, error, why);
+        bpf_program__set_autoload(b->progs[s], false);
+        b->progs[s] = NULL;
+}
+
+int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
+        CollectorBpf *b;
+        int r;
+
+        libbpf_set_print(libbpf_print);
+
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->n_slots = config->n_slots;
+        b->n_cpus = libbpf_num_possible_cpus();
+        if (b->n_cpus <= 0) {
+                r = b->n_cpus < 0 ? b->n_cpus : -EINVAL;
+                goto fail;
+        }
+        b->perf_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
+        b->zero_percpu = calloc((size_t) b->n_cpus, sizeof(struct ts_counters));
+        if (!b->perf_links || !b->zero_percpu) {
+                r = -ENOMEM;
+                goto fail;
+        }
+
+        b->skel = trapstat_bpf__open();
+        if (!b->skel) {
+                r = -errno;
+                goto fail;
+        }
+        b->skel->rodata->slot_mask = b->n_slots - 1;
+        b->skel->rodata->wakeup_bytes = config->event_buffer / 16;
+        if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_ident, b->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0)
+                goto fail;
+
+        b->progs[SOURCE_PAGE_FAULT_USER] = b->skel->progs.page_fault_user;
+        b->progs[SOURCE_PAGE_FAULT_KERNEL] = b->skel->progs.page_fault_kernel;
+        b->progs[SOURCE_PERF_USER] = b->skel->progs.perf_page_fault_user;
+        b->progs[SOURCE_PERF_KERNEL] = b->skel->progs.perf_page_fault_kernel;
+        b->progs[SOURCE_SIGNAL_GENERATE] = b->skel->progs.signal_generate;
+        b->progs[SOURCE_PROCESS_EXIT] = b->skel->progs.sched_process_exit;
+        b->progs[SOURCE_PROCESS_EXEC] = b->skel->progs.sched_process_exec;
+        b->progs[SOURCE_TASK_ITERATOR] = b->skel->progs.tracked_tasks;
+        *ret = b;
+        return 0;
+fail:
+        collector_bpf_free(b);
+        return r;
+}
+
+/* Each tracepoint is checked in the kernel's BTF before loading, so one the kernel lacks
+ * (e.g. the x86 exception events elsewhere) turns into an inactive source, not a load failure. */
+static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
+        char name[128];
+
+        snprintf(name, sizeof(name), "btf_trace_%s", tp);
+        return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
+}
+
+void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _SOURCE_MAX]) {
+        struct btf *vmlinux;
+
+        /* Decide before loading what is loaded: a tracepoint the kernel lacks or that is
+         * disabled is not; the perf fallback only where its tracepoint is not used. */
+        vmlinux = btf__load_vmlinux_btf();
+        for (size_t i = 0; i < ELEMENTSOF(tracepoints); i++) {
+                int s = tracepoints[i];
+
+                if (disabled[s])
+                        skip_source(b, s, -ECANCELED, "disabled by --disable-source");
+                else if (!kernel_has_tracepoint(vmlinux, collector_source_names[s]))
+                        skip_source(b, s, -ENOENT, "tracepoint not in kernel BTF");
+        }
+        btf__free(vmlinux);
+        if (disabled[SOURCE_TASK_ITERATOR])
+                skip_source(b, SOURCE_TASK_ITERATOR, -ECANCELED, "disabled by --disable-source");
+        for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
+                int tracepoint = s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL;
+
+                if (disabled[s])
+                        skip_source(b, s, -ECANCELED, "disabled by --disable-source");
+                else if (b->progs[tracepoint])
+                        skip_source(b, s, -ECANCELED, "not needed: the tracepoint is used");
+        }
+}
+
+/* An mmap'able BPF array of n elements of size bytes (arrays round elements up to 8 bytes). */
+static void *map_array(struct bpf_map *map, uint32_t n, size_t size, size_t *ret_size) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE), bytes = ((size_t) n * ALIGN8(size) + page - 1) / page * page;
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+
+        if (p == MAP_FAILED)
+                return NULL;
+        *ret_size = bytes;
+        return p;
+}
+
+int collector_bpf_load(CollectorBpf *b) {
+        int r;
+
+        r = trapstat_bpf__load(b->skel);
+        if (r < 0)
+                return r;
+        /* Owners and identities of the slots are read in place every tick, without a system call. */
+        b->owner_map = map_array(b->skel->maps.slot_owner, b->n_slots, sizeof(struct ts_owner), &b->owner_map_size);
+        if (!b->owner_map)
+                return -errno;
+        b->ident_map = map_array(b->skel->maps.slot_ident, b->n_slots, sizeof(struct ts_ident), &b->ident_map_size);
+        if (!b->ident_map)
+                return -errno;
+        return 0;
+}
+
+/* Opens the PAGE_FAULTS software event on every CPU, for user or kernel mode only, and
+ * attaches prog to each. CPUs that are offline are skipped. */
+static int attach_perf(CollectorBpf *b, struct bpf_program *prog, bool user_mode, struct bpf_link **links) {
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_SOFTWARE,
+                .size = sizeof(attr),
+                .config = PERF_COUNT_SW_PAGE_FAULTS,
+                .sample_period = 1,
+                .exclude_kernel = user_mode,
+                .exclude_user = !user_mode,
+        };
+        int attached = 0;
+
+        for (int cpu = 0; cpu < b->n_cpus; cpu++) {
+                int fd = (int) syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+                if (fd < 0) {
+                        if (errno == ENODEV)
+                                continue;
+                        return -errno;
+                }
+                links[cpu] = bpf_program__attach_perf_event(prog, fd);
+                if (!links[cpu]) {
+                        int r = -errno;
+                        close(fd);
+                        return r;
+                }
+                attached++;
+        }
+        return attached > 0 ? 0 : -ENODEV;
+}
+
+int collector_bpf_attach(CollectorBpf *b) {
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(tracepoints); i++) {
+                int s = tracepoints[i];
+
+                if (!b->progs[s])
+                        continue;
+                b->links[s] = bpf_program__attach(b->progs[s]);
+                r = b->links[s] ? 0 : -errno;
+                set_source(b, s, r, "attach failed");
+                if (r < 0)
+                        log_warning_errno(r, "Failed to attach to tracepoint %s, its counts are missing: %m",
+                                          collector_source_names[s]);
+        }
+        for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
+                int tracepoint = s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL;
+
+                if (!b->progs[s])
+                        continue;
+                r = attach_perf(b, b->progs[s], s == SOURCE_PERF_USER,
+                                b->perf_links + (s == SOURCE_PERF_USER ? 0 : (size_t) b->n_cpus));
+                set_source(b, s, r, "perf_event_open failed");
+                if (r < 0)
+                        log_warning_errno(r, "Failed to attach to the PAGE_FAULTS software event: %m");
+                else
+                        log_info("Counting page faults with the perf software event instead of %s",
+                                 collector_source_names[tracepoint]);
+        }
+        /* Minor/major faults: the task iterator, else /proc/PID/stat of the active processes. */
+        if (b->progs[SOURCE_TASK_ITERATOR]) {
+                b->iter_link = bpf_program__attach_iter(b->progs[SOURCE_TASK_ITERATOR], NULL);
+                r = b->iter_link ? 0 : -errno;
+                set_source(b, SOURCE_TASK_ITERATOR, r, "attach failed");
+                if (r < 0)
+                        log_warning_errno(r, "Failed to attach the task iterator, reading /proc/PID/stat instead: %m");
+        }
+        if (b->iter_link)
+                set_source(b, SOURCE_PROC_STAT, -ECANCELED, "not needed: the task iterator is used");
+        else
+                set_source(b, SOURCE_PROC_STAT, 0, NULL);
+
+        /* Without user-mode faults there is nothing to count. A source that failed to attach was
+         * logged above; one not loaded was disabled, or is a tracepoint the kernel lacks whose
+         * perf fallback was disabled. */
+        if (!b->sources[SOURCE_PAGE_FAULT_USER].active && !b->sources[SOURCE_PERF_USER].active)
+                return -ENOTSUP;
+        return 0;
+}
+
+int collector_bpf_watch_events(CollectorBpf *b, ring_buffer_sample_fn fn, void *userdata) {
+        b->ringbuf = ring_buffer__new(bpf_map__fd(b->skel->maps.events), fn, userdata, NULL);
+        return b->ringbuf ? 0 : -errno;
+}
+
+CollectorBpf *collector_bpf_free(CollectorBpf *b) {
+        if (!b)
+                return NULL;
+        ring_buffer__free(b->ringbuf);
+        bpf_link__destroy(b->iter_link);
+        for (size_t i = 0; i < _SOURCE_MAX; i++)
+                bpf_link__destroy(b->links[i]);
+        for (size_t i = 0; b->perf_links && i < 2 * (size_t) b->n_cpus; i++)
+                bpf_link__destroy(b->perf_links[i]);
+        free(b->perf_links);
+        if (b->owner_map)
+                (void) munmap(b->owner_map, b->owner_map_size);
+        if (b->ident_map)
+                (void) munmap(b->ident_map, b->ident_map_size);
+        trapstat_bpf__destroy(b->skel);
+        free(b->zero_percpu);
+        free(b);
+        return NULL;
+}
+
+/* Counters and identity are zeroed before the owner is released, so the next owner starts from
+ * zero. No BPF program writes the slot meanwhile: its owner is marked exited (or the process is
+ * gone), which matches no tgid. */
+void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot) {
+        (void) bpf_map_update_elem(bpf_map__fd(b->skel->maps.slot_counters), &slot, b->zero_percpu, BPF_ANY);
+        memset(&b->ident_map[slot], 0, sizeof(b->ident_map[slot]));
+        /* Release: the zeroed counters and identity are visible before the slot is free. */
+        __atomic_store_n(&b->owner_map[slot].tgid, TS_OWNER_FREE, __ATOMIC_RELEASE);
+}
+
+void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time) {
+        struct ts_proc_key key = { .tgid = tgid, .start_time = start_time };
+
+        (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.processes), &key);
+        (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.traps), &key);
+}
+
+size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {
+        int fd = bpf_map__fd(b->skel->maps.drops);
+
+        _Static_assert(COLLECTOR_DROP_KINDS == TS_DROP_MAX, "every drop kind of bpf/trapstat.h is reported");
+        for (uint32_t k = 0; k < TS_DROP_MAX; k++) {
+                uint64_t values[b->n_cpus];
+
+                ret[k] = (CollectorDrop) { .kind = drop_kinds[k] };
+                if (bpf_map_lookup_elem(fd, &k, values) < 0)
+                        continue;
+                for (int i = 0; i < b->n_cpus; i++)
+                        ret[k].count += values[i];
+        }
+        return TS_DROP_MAX;
+}

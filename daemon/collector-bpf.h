@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The collector's BPF object and its event sources, set up in the order of libbpf-tools: open
+ * the skeleton and size its maps, choose the sources (what the kernel has, what
+ * --disable-source leaves, a fallback only where it is needed), load, map the slot arrays in
+ * place, attach, watch the ring buffer. Also the few writes user space makes to the maps (a
+ * slot freed, a process forgotten) and the drop counters. Reading the counts is
+ * collector-read.c's job. Internal to the daemon (daemon/collector*.c), not a public API.
+ *
+ * Failures are returned as negative errno, never logged: the caller decides what they mean. A
+ * source that cannot be used is no failure: it is logged here, once, and kept with its reason
+ * for GetStatus. libbpf's own messages go through common/log.c. */
+
+#include <bpf/libbpf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector-util.h"
+#include "collector.h"
+#include "trapstat.h"
+
+typedef struct CollectorBpfConfig {
+        uint32_t n_slots;       /* counting slots, a power of two */
+        uint32_t max_processes; /* capacity of the fallback and trap hashes */
+        uint32_t event_buffer;  /* bytes of the ring buffer, as collector_event_buffer_valid() allows */
+} CollectorBpfConfig;
+
+typedef struct CollectorBpf {
+        struct trapstat_bpf *skel;
+        int n_cpus;                             /* possible CPUs: the number of per-CPU values */
+        uint32_t n_slots;
+        struct bpf_program *progs[_SOURCE_MAX]; /* to load and attach; NULL when not used */
+        struct bpf_link *links[_SOURCE_MAX];    /* attached programs; detached when destroyed */
+        struct bpf_link **perf_links;           /* SOURCE_PERF_*: 2 * n_cpus, one per CPU each */
+        struct bpf_link *iter_link;             /* SOURCE_TASK_ITERATOR; NULL: /proc/PID/stat instead */
+        struct ring_buffer *ringbuf;
+        struct ts_owner *owner_map;             /* slot_owner and slot_ident, mmap'd */
+        struct ts_ident *ident_map;
+        size_t owner_map_size, ident_map_size;
+        struct ts_counters *zero_percpu;        /* n_cpus zeroed values, to reset a freed slot */
+        CollectorSource sources[_SOURCE_MAX];
+        char reasons[_SOURCE_MAX][128];
+} CollectorBpf;
+
+/* Opens the BPF object and sizes its maps; routes libbpf's messages to common/log.c. */
+int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret);
+/* Leaves out of the load what the kernel lacks, what disabled[] names, and the perf fallbacks
+ * where the tracepoints they replace are used. Each source left out gets its reason. */
+void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _SOURCE_MAX]);
+/* Loads the chosen programs and maps the slot arrays. */
+int collector_bpf_load(CollectorBpf *b);
+/* Attaches every loaded program; one that cannot attach becomes an inactive source. -ENOTSUP
+ * when no page fault source is active. */
+int collector_bpf_attach(CollectorBpf *b);
+/* Calls fn for each lifecycle record that ring_buffer__consume() on b->ringbuf takes out. */
+int collector_bpf_watch_events(CollectorBpf *b, ring_buffer_sample_fn fn, void *userdata);
+CollectorBpf *collector_bpf_free(CollectorBpf *b);
+
+/* Frees a slot whose counters are drained, so that the next owner starts from zero. */
+void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot);
+/* Removes a process's entries from the fallback and trap hashes: it counts no more. */
+void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time);
+
+/* Fills ret with every kind of drop, also those at zero; returns how many. */
+size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+#include "collector-procs.h"
+
+#include <errno.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "time-util.h"
+
+/* Longest command line kept per process. */
+#define CMDLINE_MAX 4096
+/* How often processes that stopped being counted are checked against /proc. */
+#define GC_INTERVAL_USEC (30 * USEC_PER_SEC)
+/* uid of a process whose user cannot be known: (uid_t) -1, which no client has. */
+#define UID_UNKNOWN UINT32_MAX
+
+static int proc_compare(const void *a, const void *b) {
+        const ProcessInfo *x = &((const CollectorProc *) a)->info, *y = &((const CollectorProc *) b)->info;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+static void proc_free(void *p) {
+        CollectorProc *proc = p;
+
+        if (!proc)
+                return;
+        process_info_done(&proc->info);
+        free(proc->traps_seen);
+        if (proc->stat_fd >= 0)
+                close(proc->stat_fd);
+        free(proc);
+}
+
+int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_from_iterator) {
+        struct rlimit nofile;
+
+        *t = (ProcTable) {
+                .proc_fd = proc_fd,
+                .ticks_per_sec = sysconf(_SC_CLK_TCK),
+                .minmaj_from_iterator = minmaj_from_iterator,
+                .n_slots = n_slots,
+        };
+        if (t->ticks_per_sec <= 0)
+                return -EINVAL;
+        t->slot_procs = calloc(n_slots, sizeof(CollectorProc *));
+        if (!t->slot_procs)
+                return -ENOMEM;
+        /* Half of the fd limit for the stat fds of tracked processes, the rest for clients, the
+         * database and BPF; below 2048 fds, none (read by path). */
+        if (!minmaj_from_iterator && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+            nofile.rlim_cur >= 2048)
+                t->max_stat_fds = (size_t) nofile.rlim_cur / 2;
+        t->attached_boottime = now_usec(CLOCK_BOOTTIME) * NSEC_PER_USEC;
+        return 0;
+}
+
+void proc_table_done(ProcTable *t) {
+        tdestroy(t->tree, proc_free);
+        t->tree = NULL;
+        for (size_t i = 0; i < t->n_dead; i++)
+                proc_free(t->dead[i]);
+        free(t->dead);
+        free(t->touched);
+        free(t->samples);
+        free(t->slot_procs);
+}
+
+static uint64_t start_ticks(ProcTable *t, uint64_t start_time_ns) {
+        return start_time_ns / (NSEC_PER_SEC / (uint64_t) t->ticks_per_sec);
+}
+
+/* Reading an fd kept open costs a third of open, read, close by path (bench/daemon-cost.py);
+ * fds are kept while the limit leaves room for clients, else read by path. */
+int proc_table_stat(ProcTable *t, CollectorProc *p, ProcStat *ret) {
+        ProcStat st;
+        int r;
+
+        if (p->stat_fd < 0 && t->n_stat_fds < t->max_stat_fds) {
+                p->stat_fd = proc_open_stat(t->proc_fd, p->info.pid);
+                if (p->stat_fd >= 0)
+                        t->n_stat_fds++;
+        }
+        r = p->stat_fd >= 0 ? proc_pread_stat(p->stat_fd, &st) : proc_read_stat(t->proc_fd, p->info.pid, &st);
+        if (r < 0)
+                return r;
+        if (st.start_ticks != start_ticks(t, p->info.start_time))
+                return -ESRCH; /* the pid is someone else's now */
+        *ret = st;
+        return 0;
+}
+
+static void proc_close_stat(ProcTable *t, CollectorProc *p) {
+        if (p->stat_fd < 0)
+                return;
+        close(p->stat_fd);
+        p->stat_fd = -1;
+        t->n_stat_fds--;
+}
+
+CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time) {
+        CollectorProc key = { .info.pid = pid, .info.start_time = start_time };
+        CollectorProc **found = tfind(&key, &t->tree, proc_compare);
+
+        return found ? *found : NULL;
+}
+
+int proc_table_touch(ProcTable *t, CollectorProc *p) {
+        if (p->touched)
+                return 0;
+        p->touched = true;
+        return array_append((void **) &t->touched, &t->n_touched, &t->touched_capacity, sizeof(p), &p);
+}
+
+int proc_table_retire(ProcTable *t, CollectorProc *p) {
+        int r;
+
+        tdelete(p, &t->tree, proc_compare);
+        t->n_procs--;
+        proc_close_stat(t, p);
+        if (p->slot >= 0 && t->slot_procs[p->slot] == p)
+                t->slot_procs[p->slot] = NULL;
+        p->info.exited = true;
+        r = proc_table_touch(t, p);
+        if (r < 0)
+                return r;
+        return array_append((void **) &t->dead, &t->n_dead, &t->dead_capacity, sizeof(p), &p);
+}
+
+/* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
+ * gone its parent is the one to ask (as ps shows a forked child with its parent's command line),
+ * and it starts in its parent's unit. */
+static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t parent_start_time) {
+        CollectorProc *parent = proc_table_find(t, ppid, parent_start_time);
+
+        if (parent) {
+                if (!p->info.cmdline && parent->info.cmdline)
+                        p->info.cmdline = strdup(parent->info.cmdline);
+                if (!p->info.unit && parent->info.unit)
+                        p->info.unit = strdup(parent->info.unit);
+                return;
+        }
+        if (ppid == 0 || !proc_is_alive(t->proc_fd, ppid, parent_start_time))
+                return;
+        if (!p->info.cmdline)
+                (void) proc_read_cmdline(t->proc_fd, ppid, CMDLINE_MAX, &p->info.cmdline);
+        if (!p->info.unit)
+                (void) proc_read_unit(t->proc_fd, ppid, &p->info.unit);
+}
+
+/* A process seen for the first time. id is what BPF recorded when the process was first counted,
+ * so uid and comm are known however short its life; it is NULL only for an entry that carries
+ * none (a per-CPU hash entry read while being created): then /proc tells, and a process already
+ * gone is stored with an unknown user, never as root. */
+static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
+                    CollectorProc **ret) {
+        CollectorProc *p;
+        ProcStat st;
+        bool alive;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->slot = -1;
+        p->stat_fd = -1;
+        p->info.pid = pid;
+        p->info.start_time = start_time;
+        p->info.uid = UID_UNKNOWN;
+        p->info.first_seen_usec = now;
+        p->last_counted_usec = now;
+        alive = proc_table_stat(t, p, &st) >= 0;
+        if (id && id->start_time == start_time) {
+                p->info.uid = id->uid;
+                memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
+        } else if (alive) {
+                char path[32];
+                struct stat sb;
+
+                memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
+                snprintf(path, sizeof(path), "%u", pid);
+                if (fstatat(t->proc_fd, path, &sb, 0) == 0)
+                        p->info.uid = sb.st_uid;
+        }
+        /* /proc/PID/ is read only while it is this process, not one that got its pid since. */
+        if (alive) {
+                (void) proc_read_cmdline(t->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
+                (void) proc_read_unit(t->proc_fd, pid, &p->info.unit);
+        }
+        if (id && id->start_time == start_time && (!p->info.cmdline || !p->info.unit))
+                proc_inherit(t, p, id->ppid, id->parent_start_time);
+
+        /* A process started after counting began has all of its min_flt/maj_flt in our window;
+         * for an older one only what comes after the first reading counts. */
+        if (start_time < t->attached_boottime) {
+                if (t->minmaj_from_iterator)
+                        p->minmaj_seen.baseline = true;
+                else if (alive) {
+                        p->minmaj_seen.minflt = st.minflt;
+                        p->minmaj_seen.majflt = st.majflt;
+                }
+        }
+
+        if (!tsearch(p, &t->tree, proc_compare)) {
+                proc_close_stat(t, p);
+                proc_free(p);
+                return -ENOMEM;
+        }
+        t->n_procs++;
+        *ret = p;
+        return 0;
+}
+
+int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
+                   CollectorProc **ret) {
+        CollectorProc *p = proc_table_find(t, pid, start_time);
+
+        if (p) {
+                *ret = p;
+                return 0;
+        }
+        return proc_new(t, pid, start_time, id, now, ret);
+}
+
+void proc_table_clear_slot(ProcTable *t, uint32_t slot) {
+        if (t->slot_procs[slot])
+                t->slot_procs[slot]->slot = -1;
+        t->slot_procs[slot] = NULL;
+}
+
+void proc_table_set_slot(ProcTable *t, uint32_t slot, CollectorProc *p) {
+        proc_table_clear_slot(t, slot);
+        t->slot_procs[slot] = p;
+        p->slot = (int) slot;
+        p->slot_seen = (struct ts_counters) {};
+}
+
+int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_counters *counters,
+                            struct ts_counters *seen, uint64_t now) {
+        Faults d = counters_delta(counters, seen);
+
+        if (faults_is_zero(&d))
+                return 0;
+        faults_add(&p->delta, &d);
+        p->last_counted_usec = now;
+        return proc_table_touch(t, p);
+}
+
+int proc_table_count_traps(ProcTable *t, CollectorProc *p, const struct ts_traps *traps, uint64_t now) {
+        Traps cur;
+
+        if (!p->traps_seen && !(p->traps_seen = calloc(1, sizeof(Traps))))
+                return -ENOMEM;
+        traps_from_bpf(traps, &cur);
+        if (!traps_account(&cur, p->traps_seen, &p->traps_delta))
+                return 0;
+        p->has_traps_delta = true;
+        p->last_counted_usec = now;
+        return proc_table_touch(t, p);
+}
+
+/* Returns whether name or user changed. */
+static bool proc_set_ident(CollectorProc *p, uint32_t uid, const char *comm) {
+        char name[COMM_MAX] = {};
+        bool changed;
+
+        memcpy(name, comm, COMM_MAX - 1);
+        changed = p->info.uid != uid || strcmp(p->info.comm, name) != 0;
+        p->info.uid = uid;
+        memcpy(p->info.comm, name, COMM_MAX);
+        return changed;
+}
+
+int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *comm, uint64_t minflt,
+                      uint64_t majflt) {
+        bool changed;
+
+        changed = proc_set_ident(p, uid, comm);
+        changed = minmaj_account(&p->minmaj_seen, minflt, majflt, &p->delta) || changed;
+        return changed ? proc_table_touch(t, p) : 0;
+}
+
+int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
+        char *cmdline = NULL;
+
+        /* Counting goes on under the new name. /proc has the whole command line while the
+         * process lives; the event's copy is cut at TS_ARGS_LEN but survives a process that is
+         * already gone. */
+        memcpy(p->info.comm, e->comm, sizeof(p->info.comm));
+        /* Changing user and then exec'ing is how processes get their user (su, setpriv, service
+         * managers): the uid seen at the first fault may be the launcher's. */
+        p->info.uid = e->uid;
+        if (proc_read_cmdline(t->proc_fd, p->info.pid, CMDLINE_MAX, &cmdline) < 0)
+                cmdline = TAKE_PTR(e->cmdline);
+        free(p->info.cmdline);
+        p->info.cmdline = cmdline;
+        return proc_table_touch(t, p);
+}
+
+int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e) {
+        /* A dead process counts no more: the event has the final figures, name and user. */
+        (void) minmaj_account(&p->minmaj_seen, e->min_flt, e->maj_flt, &p->delta);
+        (void) proc_set_ident(p, e->uid, e->comm);
+        return proc_table_retire(t, p);
+}
+
+void proc_table_read_minmaj(ProcTable *t) {
+        for (size_t i = 0; i < t->n_touched; i++) {
+                CollectorProc *p = t->touched[i];
+                ProcStat st;
+
+                if (proc_table_stat(t, p, &st) >= 0)
+                        (void) minmaj_account(&p->minmaj_seen, st.minflt, st.majflt, &p->delta);
+        }
+}
+
+typedef struct GcWalk {
+        ProcTable *t;
+        uint64_t now;
+        CollectorProc **victims;
+        size_t n, capacity;
+        int error;
+} GcWalk;
+
+static void gc_visit(const void *node, VISIT which, void *userdata) {
+        CollectorProc *p = *(CollectorProc *const *) node;
+        GcWalk *w = userdata;
+        ProcStat st;
+        int r;
+
+        if (which != postorder && which != leaf)
+                return;
+        if (w->now - p->last_counted_usec < GC_INTERVAL_USEC)
+                return;
+        if (proc_table_stat(w->t, p, &st) >= 0)
+                return;
+        r = array_append((void **) &w->victims, &w->n, &w->capacity, sizeof(p), &p);
+        if (r < 0)
+                w->error = r;
+}
+
+int proc_table_vanished(ProcTable *t, uint64_t now, CollectorProc ***ret, size_t *ret_n) {
+        GcWalk w = { .t = t, .now = now };
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (now - t->last_gc_usec < GC_INTERVAL_USEC)
+                return 0;
+        t->last_gc_usec = now;
+        /* Collected here, retired by the caller: retiring changes the tree being walked. */
+        twalk_r(t->tree, gc_visit, &w);
+        *ret = w.victims;
+        *ret_n = w.n;
+        return w.error;
+}
+
+typedef struct CountUid {
+        uint32_t uid;
+        size_t n;
+} CountUid;
+
+static void count_uid_visit(const void *node, VISIT which, void *userdata) {
+        const CollectorProc *p = *(CollectorProc *const *) node;
+        CountUid *count = userdata;
+
+        if (which == postorder || which == leaf)
+                count->n += p->info.uid == count->uid;
+}
+
+size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
+        CountUid count = { .uid = uid };
+
+        twalk_r(t->tree, count_uid_visit, &count);
+        return count.n;
+}
+
+void proc_table_begin_tick(ProcTable *t) {
+        for (size_t i = 0; i < t->n_touched; i++) {
+                t->touched[i]->traps_delta = (Traps) {};
+                t->touched[i]->has_traps_delta = false;
+        }
+        t->n_touched = 0;
+        for (size_t i = 0; i < t->n_dead; i++)
+                proc_free(t->dead[i]);
+        t->n_dead = 0;
+}
+
+int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, size_t *ret_n) {
+        size_t n = 0;
+
+        if (t->n_touched > t->samples_capacity) {
+                ProcessSample *s = reallocarray(t->samples, t->n_touched, sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                t->samples = s;
+                t->samples_capacity = t->n_touched;
+        }
+        for (size_t i = 0; i < t->n_touched; i++) {
+                CollectorProc *p = t->touched[i];
+
+                p->info.last_seen_usec = now;
+                t->samples[n++] = (ProcessSample) {
+                        .process = &p->info,
+                        .delta = p->delta,
+                        .traps = p->has_traps_delta ? &p->traps_delta : NULL,
+                };
+                p->delta = (Faults) {};
+                p->touched = false;
+        }
+        *ret = t->samples;
+        *ret_n = n;
+        return 0;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The collector's process table: every tracked process incarnation by (pid, start time); who
+ * it is (what BPF recorded, else /proc, else its parent); what it counted this tick, turned
+ * into the tick's samples; which counting slot user space believes it owns; and its end,
+ * retired at its exit or when the garbage collection finds it gone, freed after the tick that
+ * reported it. It knows no BPF map: the readers (collector-read.c) hand it what they read.
+ * Internal to the daemon (daemon/collector*.c), not a public API. Returns negative errno,
+ * never logs. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector-util.h"
+#include "counters.h"
+#include "proc-util.h"
+#include "trapstat.h"
+#include "traps.h"
+
+/* What user space knows about one tracked process incarnation. */
+typedef struct CollectorProc {
+        ProcessInfo info;
+        int slot;                      /* the slot it counts in, or -1 */
+        struct ts_counters slot_seen;  /* slot counters already turned into deltas */
+        struct ts_counters hash_seen;  /* the same for its fallback hash entry */
+        Traps *traps_seen;             /* the same for its trap hash entry; NULL until it trapped */
+        MinMajSeen minmaj_seen;        /* the kernel's min_flt/maj_flt already reported */
+        uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
+        int stat_fd;                   /* its /proc/PID/stat, kept open when that is the min/maj source */
+        Faults delta;                  /* this tick's */
+        Traps traps_delta;
+        bool has_traps_delta;
+        bool touched;                  /* goes into this tick's samples */
+} CollectorProc;
+
+typedef struct ProcTable {
+        int proc_fd;                      /* the proc root (borrowed) */
+        long ticks_per_sec;               /* USER_HZ, the unit of /proc/PID/stat start time */
+        uint64_t attached_boottime;       /* ns since boot when counting started */
+        bool minmaj_from_iterator;        /* the task iterator reads min/maj of every tracked process */
+        size_t n_stat_fds, max_stat_fds;  /* /proc/PID/stat fds kept open, and how many may be */
+        uint64_t last_gc_usec;
+
+        void *tree;                       /* tsearch() tree of CollectorProc by (pid, start_time) */
+        size_t n_procs;
+        CollectorProc **slot_procs;       /* who user space believes owns each slot */
+        uint32_t n_slots;
+
+        CollectorProc **touched;          /* this tick's */
+        size_t n_touched, touched_capacity;
+        CollectorProc **dead;             /* exited last tick: freed at the start of the next tick */
+        size_t n_dead, dead_capacity;
+        ProcessSample *samples;
+        size_t samples_capacity;
+} ProcTable;
+
+/* Call once counting has started: processes that started before count their minor/major faults
+ * from their first reading on. */
+int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_from_iterator);
+void proc_table_done(ProcTable *t);
+
+/* Last tick's samples are stored by now: what they pointed to is spent. */
+void proc_table_begin_tick(ProcTable *t);
+/* The tick's samples: every process touched since proc_table_begin_tick(). They stay valid
+ * until the next proc_table_begin_tick(). */
+int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, size_t *ret_n);
+
+CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time);
+/* The process, tracked from now on if it was not. id is what BPF recorded when it was first
+ * counted, NULL when the entry read carries none. */
+int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
+                   CollectorProc **ret);
+/* Puts the process into this tick's samples. */
+int proc_table_touch(ProcTable *t, CollectorProc *p);
+/* The process is gone: reported exited this tick with what it had, freed after it. */
+int proc_table_retire(ProcTable *t, CollectorProc *p);
+size_t proc_table_count_uid(ProcTable *t, uint32_t uid);
+
+/* The kernel's view of a tracked process: -ESRCH when its pid is someone else's now. */
+int proc_table_stat(ProcTable *t, CollectorProc *p, ProcStat *ret);
+/* Minor/major faults of this tick's active processes from /proc/PID/stat, where the task
+ * iterator cannot tell. */
+void proc_table_read_minmaj(ProcTable *t);
+/* Those not counted for a while whose /proc entry is gone, whose exit went unseen (ring buffer
+ * full, or no exit tracepoint): checked every 30 s, none in between. *ret is to be freed, also
+ * on failure, when it holds those found before it. */
+int proc_table_vanished(ProcTable *t, uint64_t now, CollectorProc ***ret, size_t *ret_n);
+
+/* The process now owns slot, counted from zero; its owner until now (if any) owns none. */
+void proc_table_set_slot(ProcTable *t, uint32_t slot, CollectorProc *p);
+/* Nobody owns slot. */
+void proc_table_clear_slot(ProcTable *t, uint32_t slot);
+
+/* Adds what counters grew by since *seen to the tick's delta. */
+int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_counters *counters,
+                            struct ts_counters *seen, uint64_t now);
+/* The same for a trap hash entry. */
+int proc_table_count_traps(ProcTable *t, CollectorProc *p, const struct ts_traps *traps, uint64_t now);
+/* The process's latest name and user, as the kernel has them now (a rename after fork, a
+ * setuid), and the kernel's minor/major faults. Touches it when any of them changed. */
+int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *comm, uint64_t minflt,
+                      uint64_t majflt);
+/* It exec'd: the new name, user and command line (from /proc, else the event's, which is then
+ * taken from it). */
+int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e);
+/* It exited: the final minor/major faults, name and user; retired. */
+int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e);

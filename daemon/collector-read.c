@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+#include "collector-read.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "trapstat.skel.h"
+
+/* Hash entries read per bpf_map_lookup_batch() call. */
+#define BATCH_ENTRIES 256
+/* Slot counters read per bpf_map_lookup_batch() call; chunks without an owner are skipped. */
+#define SLOT_CHUNK 256U
+
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
+        size_t n_cpus = (size_t) bpf->n_cpus;
+
+        *r = (CollectorReader) { .bpf = bpf, .procs = procs };
+        r->owners = calloc(bpf->n_slots, sizeof(uint32_t));
+        r->chunk_keys = calloc(SLOT_CHUNK, sizeof(uint32_t));
+        r->percpu = calloc((size_t) SLOT_CHUNK * n_cpus, sizeof(struct ts_counters));
+        r->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
+        /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
+        r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
+        if (!r->owners || !r->chunk_keys || !r->percpu || !r->batch_keys || !r->batch_values)
+                return -ENOMEM;
+        return 0;
+}
+
+static void events_clear(CollectorReader *r) {
+        for (size_t i = 0; i < r->n_events; i++)
+                lifecycle_event_done(&r->events[i]);
+        r->n_events = 0;
+}
+
+void reader_done(CollectorReader *r) {
+        events_clear(r);
+        free(r->events);
+        free(r->records);
+        free(r->owners);
+        free(r->chunk_keys);
+        free(r->percpu);
+        free(r->batch_keys);
+        free(r->batch_values);
+}
+
+int reader_take_event(void *userdata, void *data, size_t size) {
+        CollectorReader *r = userdata;
+        LifecycleEvent e;
+        int k;
+
+        /* One user space does not know is skipped, not an error: the rest still count. */
+        if (lifecycle_event_decode(data, size, &e) < 0)
+                return 0;
+        k = array_append((void **) &r->events, &r->n_events, &r->events_capacity, sizeof(e), &e);
+        if (k < 0)
+                lifecycle_event_done(&e);
+        return k;
+}
+
+void reader_free_slot(CollectorReader *r, uint32_t slot) {
+        collector_bpf_release_slot(r->bpf, slot);
+        proc_table_clear_slot(r->procs, slot);
+}
+
+static bool owner_is_process(uint32_t owner) {
+        return owner != TS_OWNER_FREE && owner != TS_OWNER_CLAIMING;
+}
+
+/* One owned slot, its counters summed over the CPUs in sum. A slot whose owner exited is freed
+ * once drained: no BPF program writes it meanwhile, its owner being marked exited. */
+static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const struct ts_counters *sum, uint64_t now) {
+        CollectorProc *p = r->procs->slot_procs[slot];
+        uint32_t tgid = owner & ~TS_OWNER_EXITED;
+        int k;
+
+        if (!p || p->info.pid != tgid) {
+                /* Claimed since the last tick: the identity was written before the owner, which
+                 * was read with acquire semantics. */
+                struct ts_ident id = r->bpf->ident_map[slot];
+
+                proc_table_clear_slot(r->procs, slot);
+                k = proc_table_get(r->procs, tgid, id.start_time, &id, now, &p);
+                if (k < 0)
+                        return k;
+                proc_table_set_slot(r->procs, slot, p);
+        }
+        k = proc_table_count_faults(r->procs, p, sum, &p->slot_seen, now);
+        if (k < 0)
+                return k;
+        if (owner & TS_OWNER_EXITED)
+                reader_free_slot(r, slot);
+        return 0;
+}
+
+/* One slot's per-CPU counters (n_cpus values from values), summed. */
+static struct ts_counters slot_sum(CollectorReader *r, const struct ts_counters *values) {
+        struct ts_counters sum = {};
+
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
+                counters_sum(&values[cpu], &sum);
+        return sum;
+}
+
+/* The counters of one slot, summed over the CPUs. */
+static int slot_read(CollectorReader *r, uint32_t slot, struct ts_counters *ret) {
+        if (bpf_map_lookup_elem(bpf_map__fd(r->bpf->skel->maps.slot_counters), &slot, r->percpu) < 0)
+                return -errno;
+        *ret = slot_sum(r, r->percpu);
+        return 0;
+}
+
+/* The owners are read in place; the counters of a chunk of SLOT_CHUNK slots take one system call
+ * for the chunk where it is densely owned, one per owned slot where it is sparse (a batch costs
+ * per slot read, owned or not: about a third of a single lookup). */
+static int drain_slots(CollectorReader *r, uint64_t now) {
+        int counters_fd = bpf_map__fd(r->bpf->skel->maps.slot_counters);
+        uint32_t n_slots = r->bpf->n_slots;
+        int k;
+
+        for (uint32_t slot = 0; slot < n_slots; slot++)
+                r->owners[slot] = __atomic_load_n(&r->bpf->owner_map[slot].tgid, __ATOMIC_ACQUIRE);
+
+        for (uint32_t start = 0; start < n_slots; start += SLOT_CHUNK) {
+                uint32_t n = MIN(SLOT_CHUNK, n_slots - start), owned = 0, in_batch, out_batch, got;
+
+                for (uint32_t slot = start; slot < start + n; slot++)
+                        owned += owner_is_process(r->owners[slot]);
+                if (owned == 0)
+                        continue;
+
+                if (owned * 3 < n) {
+                        for (uint32_t slot = start; slot < start + n; slot++) {
+                                struct ts_counters sum;
+
+                                if (!owner_is_process(r->owners[slot]))
+                                        continue;
+                                k = slot_read(r, slot, &sum);
+                                if (k < 0)
+                                        return k;
+                                k = drain_slot(r, slot, r->owners[slot], &sum, now);
+                                if (k < 0)
+                                        return k;
+                        }
+                        continue;
+                }
+
+                /* A batch continues after in_batch: the chunk starts after its previous slot. */
+                in_batch = start - 1;
+                got = n;
+                k = bpf_map_lookup_batch(counters_fd, start == 0 ? NULL : &in_batch, &out_batch, r->chunk_keys,
+                                         r->percpu, &got, NULL);
+                if (k < 0 && errno != ENOENT)
+                        return -errno;
+                for (uint32_t i = 0; i < got; i++) {
+                        uint32_t slot = r->chunk_keys[i];
+                        struct ts_counters sum;
+
+                        if (slot >= n_slots || !owner_is_process(r->owners[slot]))
+                                continue;
+                        sum = slot_sum(r, &r->percpu[(size_t) i * (size_t) r->bpf->n_cpus]);
+                        k = drain_slot(r, slot, r->owners[slot], &sum, now);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return 0;
+}
+
+/* Reads a hash keyed by process in batches of BATCH_ENTRIES and hands each entry to fn. */
+static int for_each_entry(CollectorReader *r, struct bpf_map *map, size_t value_size,
+                          int (*fn)(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now),
+                          uint64_t now) {
+        struct ts_proc_key in_batch, out_batch;
+        bool first = true, done = false;
+        int k;
+
+        while (!done) {
+                __u32 count = BATCH_ENTRIES;
+
+                k = bpf_map_lookup_batch(bpf_map__fd(map), first ? NULL : &in_batch, &out_batch, r->batch_keys,
+                                         r->batch_values, &count, NULL);
+                if (k < 0) {
+                        /* ENOENT: this was the last batch (count may still be > 0). */
+                        if (errno != ENOENT)
+                                return -errno;
+                        done = true;
+                }
+                for (__u32 i = 0; i < count; i++) {
+                        k = fn(r, &r->batch_keys[i], (const char *) r->batch_values + i * value_size, now);
+                        if (k < 0)
+                                return k;
+                }
+                in_batch = out_batch;
+                first = false;
+        }
+        return 0;
+}
+
+/* One entry of the per-CPU fallback hash: n_cpus values. */
+static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
+        const struct ts_proc *v = value;
+        const struct ts_ident *id = NULL;
+        struct ts_counters sum = {};
+        CollectorProc *p;
+        int k;
+
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
+                if (!id && v[cpu].id.start_time)
+                        id = &v[cpu].id;
+                counters_sum(&v[cpu].c, &sum);
+        }
+        k = proc_table_get(r->procs, key->tgid, key->start_time, id, now, &p);
+        if (k < 0)
+                return k;
+        return proc_table_count_faults(r->procs, p, &sum, &p->hash_seen, now);
+}
+
+static int drain_traps_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
+        CollectorProc *p;
+        int k;
+
+        k = proc_table_get(r->procs, key->tgid, key->start_time, NULL, now, &p);
+        if (k < 0)
+                return k;
+        return proc_table_count_traps(r->procs, p, value, now);
+}
+
+int reader_drain_maps(CollectorReader *r, uint64_t now) {
+        struct trapstat_bpf *skel = r->bpf->skel;
+        int k;
+
+        if ((k = drain_slots(r, now)) < 0 ||
+            (k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
+                                drain_hash_entry, now)) < 0 ||
+            (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0)
+                return k;
+        return 0;
+}
+
+/* All of it is read in one pass over the tasks. */
+int reader_read_tasks(CollectorReader *r) {
+        _cleanup_close_ int fd = -1;
+        size_t used = 0, n;
+
+        fd = bpf_iter_create(bpf_link__fd(r->bpf->iter_link));
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t k;
+
+                if (used == r->records_capacity * sizeof(*r->records)) {
+                        size_t cap = r->records_capacity ? r->records_capacity * 2 : 256;
+                        struct ts_task_record *p = reallocarray(r->records, cap, sizeof(*p));
+
+                        if (!p)
+                                return -ENOMEM;
+                        r->records = p;
+                        r->records_capacity = cap;
+                }
+                k = read(fd, (char *) r->records + used, r->records_capacity * sizeof(*r->records) - used);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                used += (size_t) k;
+        }
+
+        n = used / sizeof(*r->records);
+        for (size_t i = 0; i < n; i++) {
+                const struct ts_task_record *rec = &r->records[i];
+                CollectorProc *p = proc_table_find(r->procs, rec->tgid, rec->start_time);
+                int k;
+
+                /* Not drained yet (first counted since): next tick. */
+                if (!p)
+                        continue;
+                k = proc_table_update(r->procs, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+int reader_apply_events(CollectorReader *r) {
+        int k = 0;
+
+        for (size_t i = 0; i < r->n_events && k >= 0; i++) {
+                LifecycleEvent *e = &r->events[i];
+                CollectorProc *p = proc_table_find(r->procs, e->tgid, e->start_time);
+
+                if (!p)
+                        continue;
+                if (e->type == TS_EVENT_EXEC) {
+                        k = proc_table_exec(r->procs, p, e);
+                        continue;
+                }
+                /* Exit. The maps were drained after this event was read, and a dead process counts
+                 * no more: its counts are complete. Remove its entries so the maps stay bounded
+                 * (its slot was freed when drained, being marked exited). */
+                collector_bpf_forget(r->bpf, e->tgid, e->start_time);
+                k = proc_table_exit(r->procs, p, e);
+        }
+        events_clear(r);
+        return k;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+#include "collector-util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "proc-util.h"
+
+_Static_assert(TS_N_SIGNALS == FAULT_SIGNALS && TS_N_SI_CODES == SI_CODE_SLOTS && TS_N_VECTORS == TRAP_VECTORS,
+               "bpf/trapstat.h and common/traps.h agree on the trap layout");
+_Static_assert(TS_COMM_LEN == COMM_MAX, "bpf/trapstat.h and common/counters.h agree on the name length");
+
+const char *const collector_source_names[_SOURCE_MAX] = {
+        [SOURCE_PAGE_FAULT_USER] = "page_fault_user",
+        [SOURCE_PAGE_FAULT_KERNEL] = "page_fault_kernel",
+        [SOURCE_PERF_USER] = "perf_page_faults_user",
+        [SOURCE_PERF_KERNEL] = "perf_page_faults_kernel",
+        [SOURCE_SIGNAL_GENERATE] = "signal_generate",
+        [SOURCE_PROCESS_EXIT] = "sched_process_exit",
+        [SOURCE_PROCESS_EXEC] = "sched_process_exec",
+        [SOURCE_TASK_ITERATOR] = "task_iterator",
+        [SOURCE_PROC_STAT] = "proc_pid_stat",
+};
+
+int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX], const char **ret_unknown,
+                            size_t *ret_unknown_len) {
+        for (const char *p = list; p && *p;) {
+                size_t len = strcspn(p, ",");
+                bool found = false;
+
+                for (int i = 0; i < _SOURCE_MAX; i++)
+                        if (strlen(collector_source_names[i]) == len &&
+                            strncmp(collector_source_names[i], p, len) == 0) {
+                                disabled[i] = found = true;
+                                break;
+                        }
+                if (!found && len > 0) {
+                        if (ret_unknown)
+                                *ret_unknown = p;
+                        if (ret_unknown_len)
+                                *ret_unknown_len = len;
+                        return -EINVAL;
+                }
+                p += len + (p[len] == ',');
+        }
+        return 0;
+}
+
+int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value) {
+        if (*n >= *capacity) {
+                size_t c = *capacity ? *capacity * 2 : 64;
+                void *p = reallocarray(*array, c, elem);
+                if (!p)
+                        return -ENOMEM;
+                *array = p;
+                *capacity = c;
+        }
+        memcpy((char *) *array + *n * elem, value, elem);
+        (*n)++;
+        return 0;
+}
+
+void counters_sum(const struct ts_counters *v, struct ts_counters *sum) {
+        sum->user_faults += v->user_faults;
+        sum->kernel_faults += v->kernel_faults;
+        sum->fault_read += v->fault_read;
+        sum->fault_write += v->fault_write;
+        sum->fault_exec += v->fault_exec;
+        sum->fault_protection += v->fault_protection;
+}
+
+Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen) {
+        Faults d = {
+                .user = now->user_faults - seen->user_faults,
+                .kernel = now->kernel_faults - seen->kernel_faults,
+                .read = now->fault_read - seen->fault_read,
+                .write = now->fault_write - seen->fault_write,
+                .exec = now->fault_exec - seen->fault_exec,
+                .protection = now->fault_protection - seen->fault_protection,
+        };
+
+        *seen = *now;
+        return d;
+}
+
+bool minmaj_account(MinMajSeen *seen, uint64_t minflt, uint64_t majflt, Faults *delta) {
+        bool grew = false;
+
+        if (seen->baseline) {
+                seen->baseline = false;
+                seen->minflt = minflt;
+                seen->majflt = majflt;
+                return false;
+        }
+        /* The kernel's counters only grow; guard anyway against a mismatched reading. */
+        if (minflt > seen->minflt) {
+                delta->minor += minflt - seen->minflt;
+                seen->minflt = minflt;
+                grew = true;
+        }
+        if (majflt > seen->majflt) {
+                delta->major += majflt - seen->majflt;
+                seen->majflt = majflt;
+                grew = true;
+        }
+        return grew;
+}
+
+void traps_from_bpf(const struct ts_traps *t, Traps *ret) {
+        memcpy(ret->vector, t->vector, sizeof(t->vector));
+        ret->vector[TRAP_VECTOR_UNKNOWN] = t->vector_unknown;
+        memcpy(ret->signal, t->signal, sizeof(t->signal));
+}
+
+bool traps_account(const Traps *cur, Traps *seen, Traps *delta) {
+        bool any = false;
+
+        for (size_t k = 0; k < ELEMENTSOF(cur->vector); k++) {
+                delta->vector[k] += cur->vector[k] - seen->vector[k];
+                any = any || cur->vector[k] != seen->vector[k];
+        }
+        for (size_t s = 0; s < FAULT_SIGNALS; s++)
+                for (size_t k = 0; k < SI_CODE_SLOTS; k++) {
+                        delta->signal[s][k] += cur->signal[s][k] - seen->signal[s][k];
+                        any = any || cur->signal[s][k] != seen->signal[s][k];
+                }
+        *seen = *cur;
+        return any;
+}
+
+int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret) {
+        const struct ts_event_header *h = data;
+        LifecycleEvent x;
+
+        if (size < sizeof(*h))
+                return -EBADMSG;
+        x = (LifecycleEvent) { .type = h->type, .tgid = h->tgid, .start_time = h->start_time };
+        if (h->type == TS_EVENT_EXIT && size >= sizeof(struct ts_exit_event)) {
+                const struct ts_exit_event *e = data;
+
+                x.min_flt = e->min_flt;
+                x.maj_flt = e->maj_flt;
+                x.uid = e->uid;
+                memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
+        } else if (h->type == TS_EVENT_EXEC && size >= sizeof(struct ts_exec_event)) {
+                const struct ts_exec_event *e = data;
+
+                x.uid = e->uid;
+                memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
+                /* args_len comes from BPF: never trust it beyond the array. A full array may end
+                 * inside a UTF-8 character. */
+                (void) proc_cmdline_format(e->args, e->args_len > TS_ARGS_LEN ? TS_ARGS_LEN : e->args_len,
+                                           e->args_len >= TS_ARGS_LEN, &x.cmdline);
+        } else
+                return -EBADMSG;
+        *ret = x;
+        return 0;
+}
+
+void lifecycle_event_done(LifecycleEvent *e) {
+        free(e->cmdline);
+        e->cmdline = NULL;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The collector's pure logic: the names of the event sources and the --disable-source list,
+ * the kernel's monotonic counters turned into deltas, the decoding of the ring buffer's
+ * lifecycle records, and the arrays they are kept in. No BPF, no /proc, no logging, so
+ * tests/unit/test-collector-util.c runs it without privileges. Internal to the daemon
+ * (daemon/collector*.c), not a public API. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "trapstat.h"
+#include "traps.h"
+
+/* The event sources, in the order GetStatus lists them. */
+enum {
+        SOURCE_PAGE_FAULT_USER,
+        SOURCE_PAGE_FAULT_KERNEL,
+        SOURCE_PERF_USER,   /* fallbacks for the two above */
+        SOURCE_PERF_KERNEL,
+        SOURCE_SIGNAL_GENERATE,
+        SOURCE_PROCESS_EXIT,
+        SOURCE_PROCESS_EXEC,
+        SOURCE_TASK_ITERATOR, /* minor/major faults, name and user of tracked processes */
+        SOURCE_PROC_STAT,     /* its fallback */
+        _SOURCE_MAX
+};
+
+/* The name of a source as --disable-source and GetStatus spell it; for a tracepoint, its name. */
+extern const char *const collector_source_names[_SOURCE_MAX];
+
+/* Parses a comma-separated list of source names into disabled[] (only ever set to true); empty
+ * names are skipped, a NULL list is empty. -EINVAL for an unknown name: *ret_unknown (when not
+ * NULL) points at it in list, *ret_unknown_len is its length. */
+int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX], const char **ret_unknown,
+                            size_t *ret_unknown_len);
+
+/* Appends value (elem bytes) to an array of n, growing its capacity by doubling. */
+int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value);
+
+/* Adds one CPU's counters to sum. */
+void counters_sum(const struct ts_counters *v, struct ts_counters *sum);
+/* What the counters grew by since *seen, which then becomes now. */
+Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen);
+
+/* The kernel's min_flt/maj_flt of one process already reported. */
+typedef struct MinMajSeen {
+        uint64_t minflt;
+        uint64_t majflt;
+        bool baseline; /* started before counting did: the first reading is the baseline */
+} MinMajSeen;
+
+/* Adds what the kernel's min_flt/maj_flt grew by to delta. Returns whether they did. */
+bool minmaj_account(MinMajSeen *seen, uint64_t minflt, uint64_t majflt, Faults *delta);
+
+/* A trap hash value in the data model's layout. */
+void traps_from_bpf(const struct ts_traps *t, Traps *ret);
+/* Adds what cur grew by since *seen to delta; *seen then becomes cur. Returns whether anything
+ * changed. */
+bool traps_account(const Traps *cur, Traps *seen, Traps *delta);
+
+/* A lifecycle event from the ring buffer, kept until the maps have been drained. */
+typedef struct LifecycleEvent {
+        uint32_t type; /* enum ts_event_type */
+        uint32_t tgid;
+        uint64_t start_time;
+        uint64_t min_flt, maj_flt; /* exit: the final figures */
+        uint32_t uid;              /* the real uid after the exec, at the exit */
+        char comm[COMM_MAX];       /* the new name, the final name */
+        char *cmdline;             /* exec: from the event's argument bytes, NULL when none */
+} LifecycleEvent;
+
+/* Decodes one ring buffer record. -EBADMSG for one too short or of a type user space does not
+ * know: it is skipped. An exec event's command line is NULL when it has none (or no memory). */
+int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret);
+void lifecycle_event_done(LifecycleEvent *e);

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collector-util.h"
+#include "macro.h"
+
+static void test_sources_parse(void **state) {
+        bool disabled[_SOURCE_MAX] = {};
+        const char *unknown = NULL;
+        size_t len = 0;
+
+        /* Nothing to disable. */
+        assert_int_equal(collector_sources_parse(NULL, disabled, NULL, NULL), 0);
+        assert_int_equal(collector_sources_parse("", disabled, NULL, NULL), 0);
+        for (int i = 0; i < _SOURCE_MAX; i++)
+                assert_false(disabled[i]);
+
+        /* Empty names and a trailing comma are skipped. */
+        assert_int_equal(collector_sources_parse("page_fault_user,,task_iterator,", disabled, NULL, NULL), 0);
+        for (int i = 0; i < _SOURCE_MAX; i++)
+                assert_int_equal(disabled[i], i == SOURCE_PAGE_FAULT_USER || i == SOURCE_TASK_ITERATOR);
+
+        /* Every name GetStatus lists is one --disable-source takes. */
+        for (int i = 0; i < _SOURCE_MAX; i++) {
+                bool d[_SOURCE_MAX] = {};
+
+                assert_int_equal(collector_sources_parse(collector_source_names[i], d, NULL, NULL), 0);
+                assert_true(d[i]);
+        }
+
+        /* A prefix or an extension of a name is no name; the unknown one is pointed at. */
+        assert_int_equal(collector_sources_parse("signal_generate,page_fault,x", disabled, &unknown, &len), -EINVAL);
+        assert_int_equal(len, strlen("page_fault"));
+        assert_memory_equal(unknown, "page_fault", len);
+        assert_int_equal(collector_sources_parse("page_fault_users", disabled, &unknown, &len), -EINVAL);
+        assert_int_equal(len, strlen("page_fault_users"));
+        assert_int_equal(collector_sources_parse("Page_Fault_User", disabled, NULL, NULL), -EINVAL);
+}
+
+static void test_counters_delta(void **state) {
+        struct ts_counters seen = {}, sum = {};
+        struct ts_counters cpu0 = { .user_faults = 10, .kernel_faults = 1, .fault_read = 4, .fault_write = 5,
+                                    .fault_exec = 1, .fault_protection = 2 };
+        struct ts_counters cpu1 = { .user_faults = 5, .fault_read = 5 };
+        Faults d;
+
+        counters_sum(&cpu0, &sum);
+        counters_sum(&cpu1, &sum);
+        assert_int_equal(sum.user_faults, 15);
+        assert_int_equal(sum.fault_read, 9);
+
+        d = counters_delta(&sum, &seen);
+        assert_int_equal(d.user, 15);
+        assert_int_equal(d.kernel, 1);
+        assert_int_equal(d.read, 9);
+        assert_int_equal(d.write, 5);
+        assert_int_equal(d.exec, 1);
+        assert_int_equal(d.protection, 2);
+        assert_int_equal(d.minor, 0);
+        assert_int_equal(d.major, 0);
+        assert_memory_equal(&seen, &sum, sizeof(sum));
+
+        /* Nothing new: a zero delta. */
+        d = counters_delta(&sum, &seen);
+        assert_true(faults_is_zero(&d));
+
+        sum.kernel_faults += 3;
+        d = counters_delta(&sum, &seen);
+        assert_int_equal(d.kernel, 3);
+        assert_int_equal(d.user, 0);
+}
+
+static void test_minmaj_account(void **state) {
+        MinMajSeen seen = { .baseline = true };
+        Faults delta = {};
+
+        /* A process older than counting: its first reading is where it starts. */
+        assert_false(minmaj_account(&seen, 1000, 10, &delta));
+        assert_true(faults_is_zero(&delta));
+        assert_false(seen.baseline);
+
+        assert_true(minmaj_account(&seen, 1005, 10, &delta));
+        assert_int_equal(delta.minor, 5);
+        assert_int_equal(delta.major, 0);
+        assert_true(minmaj_account(&seen, 1005, 12, &delta));
+        assert_int_equal(delta.minor, 5);
+        assert_int_equal(delta.major, 2);
+        assert_false(minmaj_account(&seen, 1005, 12, &delta));
+
+        /* A reading below the last (a mismatched one) subtracts nothing and is not remembered. */
+        assert_false(minmaj_account(&seen, 3, 1, &delta));
+        assert_int_equal(seen.minflt, 1005);
+        assert_int_equal(seen.majflt, 12);
+        assert_true(minmaj_account(&seen, 1006, 12, &delta));
+        assert_int_equal(delta.minor, 6);
+
+        /* Without a baseline everything counts. */
+        seen = (MinMajSeen) {};
+        delta = (Faults) {};
+        assert_true(minmaj_account(&seen, 7, 1, &delta));
+        assert_int_equal(delta.minor, 7);
+        assert_int_equal(delta.major, 1);
+}
+
+static void test_traps_account(void **state) {
+        struct ts_traps *bpf = calloc(1, sizeof(*bpf));
+        Traps cur, seen = {}, delta = {};
+
+        assert_non_null(bpf);
+        bpf->vector[6] = 2; /* #UD */
+        bpf->vector_unknown = 1;
+        bpf->signal[TS_SIG_SIGILL][2] = 2;
+        traps_from_bpf(bpf, &cur);
+        assert_int_equal(cur.vector[6], 2);
+        assert_int_equal(cur.vector[TRAP_VECTOR_UNKNOWN], 1);
+        assert_int_equal(cur.signal[TS_SIG_SIGILL][2], 2);
+
+        assert_true(traps_account(&cur, &seen, &delta));
+        assert_int_equal(delta.vector[6], 2);
+        assert_int_equal(delta.vector[TRAP_VECTOR_UNKNOWN], 1);
+        assert_int_equal(delta.signal[TS_SIG_SIGILL][2], 2);
+        assert_memory_equal(&seen, &cur, sizeof(cur));
+
+        /* The same reading again: nothing changed, the delta stays. */
+        assert_false(traps_account(&cur, &seen, &delta));
+        assert_int_equal(delta.vector[6], 2);
+
+        /* A new signal only: a change, added to what the tick has. */
+        bpf->signal[TS_SIG_SIGSEGV][1] = 1;
+        traps_from_bpf(bpf, &cur);
+        assert_true(traps_account(&cur, &seen, &delta));
+        assert_int_equal(delta.signal[TS_SIG_SIGSEGV][1], 1);
+        assert_int_equal(delta.signal[TS_SIG_SIGILL][2], 2);
+        free(bpf);
+}
+
+static void test_lifecycle_event_decode(void **state) {
+        struct ts_exit_event exit_event = {
+                .h = { .type = TS_EVENT_EXIT, .tgid = 42, .start_time = 7 },
+                .min_flt = 100,
+                .maj_flt = 3,
+                .uid = 1000,
+        };
+        struct ts_exec_event exec_event = {
+                .h = { .type = TS_EVENT_EXEC, .tgid = 43, .start_time = 8 },
+                .uid = 0,
+        };
+        LifecycleEvent e;
+
+        /* The name fills the array without a NUL in the kernel's copy: one is added. */
+        memset(exit_event.comm, 'x', sizeof(exit_event.comm));
+        assert_int_equal(lifecycle_event_decode(&exit_event, sizeof(exit_event), &e), 0);
+        assert_int_equal(e.type, TS_EVENT_EXIT);
+        assert_int_equal(e.tgid, 42);
+        assert_int_equal(e.start_time, 7);
+        assert_int_equal(e.min_flt, 100);
+        assert_int_equal(e.maj_flt, 3);
+        assert_int_equal(e.uid, 1000);
+        assert_int_equal(strlen(e.comm), COMM_MAX - 1);
+        assert_null(e.cmdline);
+
+        /* Too short, or a type this daemon does not know: skipped. */
+        assert_int_equal(lifecycle_event_decode(&exit_event, sizeof(struct ts_event_header) - 1, &e), -EBADMSG);
+        assert_int_equal(lifecycle_event_decode(&exit_event, sizeof(exit_event) - 1, &e), -EBADMSG);
+        exit_event.h.type = 99;
+        assert_int_equal(lifecycle_event_decode(&exit_event, sizeof(exit_event), &e), -EBADMSG);
+
+        strcpy(exec_event.comm, "sh");
+        memcpy(exec_event.args, "sh\0-c\0true\0", 11);
+        exec_event.args_len = 11;
+        assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event), &e), 0);
+        assert_int_equal(e.type, TS_EVENT_EXEC);
+        assert_int_equal(e.tgid, 43);
+        assert_string_equal(e.comm, "sh");
+        assert_string_equal(e.cmdline, "sh -c true");
+        lifecycle_event_done(&e);
+        assert_null(e.cmdline);
+
+        /* No arguments: no command line. */
+        exec_event.args_len = 0;
+        assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event), &e), 0);
+        assert_null(e.cmdline);
+
+        /* A length beyond the array (BPF's word) is cut at the array, and the cut drops a
+         * character it splits: "é" is two bytes, the second one beyond the end. */
+        memset(exec_event.args, 'a', sizeof(exec_event.args));
+        exec_event.args[TS_ARGS_LEN - 1] = (char) 0xC3;
+        exec_event.args_len = TS_ARGS_LEN + 100;
+        assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event), &e), 0);
+        assert_non_null(e.cmdline);
+        assert_int_equal(strlen(e.cmdline), TS_ARGS_LEN - 1);
+        lifecycle_event_done(&e);
+        assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event) - 1, &e), -EBADMSG);
+}
+
+static void test_array_append(void **state) {
+        _cleanup_free_ uint64_t *array = NULL;
+        size_t n = 0, capacity = 0;
+
+        for (uint64_t i = 0; i < 1000; i++)
+                assert_int_equal(array_append((void **) &array, &n, &capacity, sizeof(i), &i), 0);
+        assert_int_equal(n, 1000);
+        assert_true(capacity >= n);
+        for (uint64_t i = 0; i < 1000; i++)
+                assert_int_equal(array[i], i);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_sources_parse),
+                cmocka_unit_test(test_counters_delta),
+                cmocka_unit_test(test_minmaj_account),
+                cmocka_unit_test(test_traps_account),
+                cmocka_unit_test(test_lifecycle_event_decode),
+                cmocka_unit_test(test_array_append),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
