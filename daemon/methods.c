@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
 
 #include "defaults.h"
@@ -145,12 +146,17 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
         const CollectorSource *sources;
         uint64_t total_drops = 0;
         json_t *list, *drop_list;
+        struct utsname u;
+        const char *arch;
         size_t n;
         int r;
 
         r = params_parse(call, parameters, NULL, 0);
         if (r != 0)
                 return r < 0 ? r : 0;
+        /* The machine's architecture as uname -m names it ("x86_64"): only on x86 do traps have a
+         * vector (bpf/arch/). */
+        arch = uname(&u) >= 0 ? u.machine : "unknown";
 
         list = json_array();
         sources = collector_sources(c, &n);
@@ -165,8 +171,9 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
                 total_drops += drops[i].count;
         }
         return varlink_call_reply(call,
-                                  json_pack("{s:I, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o}", "unsavedSamples",
+                                  json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o}", "unsavedSamples",
                                             (json_int_t) manager_unsaved_samples(m), "version", TRAPSTAT_VERSION,
+                                            "arch", arch,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
                                             "databasePath", manager_database_path(m), "databaseBytes",
                                             (json_int_t) (manager_store(m) ? store_size_bytes(manager_store(m)) : 0),

@@ -6,6 +6,7 @@ import fcntl
 import io
 import json
 import os
+import platform
 import pty
 import re
 import struct
@@ -240,6 +241,7 @@ class Cli(SharedDaemonTest):
     def test_status_and_call(self):
         text = self.cli("status").stdout
         self.assertRegex(text, r"(?m)^trapstatd \d+\.\d+\.\d+")
+        self.assertRegex(text, rf"(?m)^arch: +{re.escape(platform.machine())}$")
         self.assertRegex(text, r"(?m)^  page_fault_user\s+active")
         self.assertIn(self.daemon.socket, text)
         p = self.cli("call", "io.trapstat.ListProcesses", json.dumps({"pid": self.traps["pid"], "includeExited": True}))

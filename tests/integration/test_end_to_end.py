@@ -3,6 +3,7 @@
 SQLite, History and Top answer over varlink, the CLI prints them."""
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -120,6 +121,7 @@ class EndToEnd(SharedDaemonTest):
         self.assertTrue(sources["sched_process_exit"]["active"])
         self.assertTrue(sources["sched_process_exec"]["active"])
         self.assertEqual(st["tickUsec"], 200000)
+        self.assertEqual(st["arch"], platform.machine())
         self.assertEqual(st["databasePath"], os.path.join(self.daemon.state_dir, "trapstat.db"))
         self.assertGreater(st["databaseBytes"], 0)
         self.assertEqual(st["drops"], 0)

@@ -650,7 +650,8 @@ static void test_validate_trapstat_output(void **state) {
         assert_int_equal(varlink_interface_validate_output(i, "History", reply, &field), 0);
 
         check_output(i, "GetStatus",
-                     "{\"version\": \"0.1.0\", \"sources\": [{\"name\": \"page_fault_user\", \"active\": true, \"reason\": null},"
+                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\","
+                     " \"sources\": [{\"name\": \"page_fault_user\", \"active\": true, \"reason\": null},"
                      " {\"name\": \"signal_generate\", \"active\": false, \"reason\": \"no BTF\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
                      " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0,"
@@ -658,16 +659,22 @@ static void test_validate_trapstat_output(void **state) {
                      NULL);
         /* Every drop kind says what it lost. */
         check_output(i, "GetStatus",
-                     "{\"version\": \"0.1.0\", \"sources\": [],"
+                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
                      " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0,"
                      " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2}]}",
                      "dropsByKind");
         check_output(i, "GetStatus",
-                     "{\"version\": \"0.1.0\", \"sources\": [{\"name\": \"page_fault_user\"}],"
+                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [{\"name\": \"page_fault_user\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
                      " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
                      "sources");
+        /* Every reply says the architecture. */
+        check_output(i, "GetStatus",
+                     "{\"version\": \"0.1.0\", \"sources\": [],"
+                     " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
+                     "arch");
         check_output(i, "Top", "{\"rows\": []}", NULL);
         check_output(i, "Top", "{}", "rows");
         check_output(i, "ListProcesses", "{\"processes\": [{\"pid\": 1}]}", "processes");
