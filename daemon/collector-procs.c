@@ -3,11 +3,9 @@
 
 #include <errno.h>
 #include <search.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,13 +180,8 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
                 p->info.uid = id->uid;
                 memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
         } else if (alive) {
-                char path[32];
-                struct stat sb;
-
                 memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
-                snprintf(path, sizeof(path), "%u", pid);
-                if (fstatat(t->proc_fd, path, &sb, 0) == 0)
-                        p->info.uid = sb.st_uid;
+                (void) proc_read_uid(t->proc_fd, pid, &p->info.uid);
         }
         /* /proc/PID/ is read only while it is this process, not one that got its pid since. */
         if (alive) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -119,6 +120,17 @@ int proc_pread_stat(int fd, ProcStat *ret) {
                 return -EBADMSG;
         buf[n] = '\0';
         return proc_stat_parse(buf, ret);
+}
+
+int proc_read_uid(int proc_fd, uint32_t pid, uint32_t *ret) {
+        char path[16];
+        struct stat st;
+
+        snprintf(path, sizeof(path), "%" PRIu32, pid);
+        if (fstatat(proc_fd, path, &st, 0) < 0)
+                return -errno;
+        *ret = st.st_uid;
+        return 0;
 }
 
 int proc_cmdline_format(const char *args, size_t n, bool cut, char **ret) {

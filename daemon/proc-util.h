@@ -35,6 +35,9 @@ int proc_pread_stat(int fd, ProcStat *ret);
  * which is then dropped. An empty vector gives -ENODATA. */
 int proc_cmdline_format(const char *args, size_t n, bool cut, char **ret);
 
+/* The owner of /proc/PID: the process's effective user (root while it is not dumpable). */
+int proc_read_uid(int proc_fd, uint32_t pid, uint32_t *ret);
+
 /* The command line as proc_cmdline_format() makes it, from at most max bytes. An empty
  * command line (kernel threads, zombies) gives -ENODATA. */
 int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret);

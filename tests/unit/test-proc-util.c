@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proc-util.h"
@@ -139,6 +140,17 @@ static void test_unit(void **state) {
         assert_int_equal(proc_cgroup_parse_unit("", &s), -ENODATA);
 }
 
+/* The owner of the directory, whoever checked the tree out. */
+static void test_uid(void **state) {
+        struct stat st;
+        uint32_t uid = 12345;
+
+        assert_int_equal(fstatat(proc_fd, "4242", &st, 0), 0);
+        assert_int_equal(proc_read_uid(proc_fd, 4242, &uid), 0);
+        assert_int_equal(uid, st.st_uid);
+        assert_int_equal(proc_read_uid(proc_fd, 99999, &uid), -ENOENT);
+}
+
 static void test_boot_id(void **state) {
         char id[37];
 
@@ -154,6 +166,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_cmdline),
                 cmocka_unit_test(test_cmdline_format),
                 cmocka_unit_test(test_unit),
+                cmocka_unit_test(test_uid),
                 cmocka_unit_test(test_boot_id),
         };
 
