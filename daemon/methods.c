@@ -21,65 +21,41 @@
 #include "watch.h"
 
 
-typedef enum ParamType { PARAM_INT, PARAM_STRING, PARAM_BOOL } ParamType;
+/* Every call was checked against the IDL before its handler runs (varlink_server_add_interface):
+ * each member is known and of its type, the required ones are present, enums (sortBy) hold one
+ * of their values. These read members as the IDL declared them; null is absent. What handlers
+ * still check are the bounds the IDL cannot state. */
+static int64_t param_int(json_t *parameters, const char *name, int64_t absent) {
+        json_t *v = json_object_get(parameters, name);
 
-/* One member of a method's parameters. Values are written to `ret` (int64_t, const char * or bool)
- * and `*ret_set` tells whether the caller passed it (null counts as absent: optional fields). */
-typedef struct Param {
-        const char *name;
-        ParamType type;
-        bool required;
-        int64_t min; /* for PARAM_INT */
-        void *ret;
-        bool *ret_set;
-} Param;
+        return json_is_integer(v) ? json_integer_value(v) : absent;
+}
 
-/* Checks parameters against the table: every member known, of the right type and range,
- * required ones present. Answers InvalidParameter naming the first offending member and
- * returns 1; returns 0 when all is well. */
-static int params_parse(VarlinkCall *call, json_t *parameters, const Param *table, size_t n) {
-        const char *key;
-        json_t *v;
+static bool param_present(json_t *parameters, const char *name) {
+        json_t *v = json_object_get(parameters, name);
 
-        json_object_foreach (parameters, key, v) {
-                const Param *p = NULL;
+        return v && !json_is_null(v);
+}
 
-                for (size_t i = 0; i < n; i++)
-                        if (strcmp(table[i].name, key) == 0)
-                                p = &table[i];
-                if (!p)
-                        goto invalid;
-                if (json_is_null(v) && !p->required)
-                        continue;
-                switch (p->type) {
-                case PARAM_INT:
-                        if (!json_is_integer(v) || json_integer_value(v) < p->min)
-                                goto invalid;
-                        *(int64_t *) p->ret = json_integer_value(v);
-                        break;
-                case PARAM_STRING:
-                        if (!json_is_string(v))
-                                goto invalid;
-                        *(const char **) p->ret = json_string_value(v);
-                        break;
-                case PARAM_BOOL:
-                        if (!json_is_boolean(v))
-                                goto invalid;
-                        *(bool *) p->ret = json_is_true(v);
-                        break;
-                }
-                if (p->ret_set)
-                        *p->ret_set = true;
-                continue;
-        invalid:
-                return varlink_call_error_invalid_parameter(call, key) < 0 ? -EIO : 1;
-        }
-        for (size_t i = 0; i < n; i++) {
-                json_t *value = json_object_get(parameters, table[i].name);
-                if (table[i].required && (!value || json_is_null(value)))
-                        return varlink_call_error_invalid_parameter(call, table[i].name) < 0 ? -EIO : 1;
-        }
-        return 0;
+static const char *param_string(json_t *parameters, const char *name) {
+        return json_string_value(json_object_get(parameters, name)); /* NULL when absent */
+}
+
+static bool param_bool(json_t *parameters, const char *name) {
+        return json_is_true(json_object_get(parameters, name));
+}
+
+/* sortBy (an IDL enum of the SortKey names), "user" when absent. */
+static SortKey param_sort_key(json_t *parameters) {
+        SortKey k;
+
+        if (sort_key_from_name(param_string(parameters, "sortBy") ?: "user", &k) < 0)
+                (void) sort_key_from_name("user", &k); /* the IDL and SortKey disagree: a bug */
+        return k;
+}
+
+static bool in_range(int64_t v, int64_t min, int64_t max) {
+        return v >= min && v <= max;
 }
 
 /* root and members of group trapstat see every process; everyone else only their own. Returns
@@ -139,7 +115,7 @@ static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, v
         return query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), run, args, free_args);
 }
 
-static int method_get_status(VarlinkCall *call, json_t *parameters, void *userdata) {
+static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
         CollectorDrop drops[COLLECTOR_DROP_KINDS];
@@ -149,11 +125,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters, void *userda
         struct utsname u;
         const char *arch;
         size_t n;
-        int r;
 
-        r = params_parse(call, parameters, NULL, 0);
-        if (r != 0)
-                return r < 0 ? r : 0;
         /* The machine's architecture as uname -m names it ("x86_64"): only on x86 do traps have a
          * vector (bpf/arch/). */
         arch = uname(&u) >= 0 ? u.machine : "unknown";
@@ -230,24 +202,14 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t window = TOP_DEFAULT_WINDOW_SEC, limit = TOP_DEFAULT_LIMIT;
-        const char *sort_by = "user";
-        const Param table[] = {
-                { "windowSec", PARAM_INT, false, 1, &window, NULL },
-                { "sortBy", PARAM_STRING, false, 0, &sort_by, NULL },
-                { "limit", PARAM_INT, false, 1, &limit, NULL },
-        };
-        const FaultField *field;
+        int64_t window = param_int(parameters, "windowSec", TOP_DEFAULT_WINDOW_SEC);
+        int64_t limit = param_int(parameters, "limit", TOP_DEFAULT_LIMIT);
         TopArgs *args;
         int r;
 
-        r = params_parse(call, parameters, table, ELEMENTSOF(table));
-        if (r != 0)
-                return r < 0 ? r : 0;
-        field = fault_field_by_name(sort_by);
-        if (!field && strcmp(sort_by, "traps") != 0)
-                return varlink_call_error_invalid_parameter(call, "sortBy");
-        if (limit > TOP_MAX_LIMIT)
+        if (window < 1)
+                return varlink_call_error_invalid_parameter(call, "windowSec");
+        if (!in_range(limit, 1, TOP_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
         if (!need_store(call, m, &r))
                 return r;
@@ -257,7 +219,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return -ENOMEM;
         /* The sort name from static storage: the parameters are gone when the worker runs. */
         *args = (TopArgs) { .since_usec = window_start_usec(window),
-                            .sort = field ? field->name : "traps",
+                            .sort = param_sort_key(parameters).name,
                             .limit = (size_t) limit,
                             .uid = visible_uid(call) };
         return submit(call, m, true, run_top, args, free);
@@ -319,27 +281,25 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
 
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t pid = 0, start_time = 0, since = 0, until = INT64_MAX, resolution = 0;
-        bool have_resolution = false;
-        const Param table[] = {
-                { "pid", PARAM_INT, true, 1, &pid, NULL },
-                { "startTime", PARAM_INT, false, 0, &start_time, NULL },
-                { "sinceUsec", PARAM_INT, false, 0, &since, NULL },
-                { "untilUsec", PARAM_INT, false, 0, &until, NULL },
-                { "resolutionSec", PARAM_INT, false, 1, &resolution, &have_resolution },
-        };
+        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
+        int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
+        int64_t resolution = param_int(parameters, "resolutionSec", 0);
+        bool have_resolution = param_present(parameters, "resolutionSec");
         HistoryArgs *args;
         int r;
 
-        r = params_parse(call, parameters, table, ELEMENTSOF(table));
-        if (r != 0)
-                return r < 0 ? r : 0;
-        if (pid > UINT32_MAX)
+        if (!in_range(pid, 1, UINT32_MAX))
                 return varlink_call_error_invalid_parameter(call, "pid");
+        if (start_time < 0)
+                return varlink_call_error_invalid_parameter(call, "startTime");
+        if (since < 0)
+                return varlink_call_error_invalid_parameter(call, "sinceUsec");
+        if (until < 0)
+                return varlink_call_error_invalid_parameter(call, "untilUsec");
         /* An empty range is a mistake to point out, not a question with an empty answer. */
         if (since > until)
                 return varlink_call_error_invalid_parameter(call, "untilUsec");
-        if (have_resolution && ((uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
+        if (have_resolution && (resolution < 1 || (uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
                                 ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0))
                 return varlink_call_error_invalid_parameter(call, "resolutionSec");
         if (!need_store(call, m, &r))
@@ -359,33 +319,18 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
 
 static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t limit = TOP_DEFAULT_LIMIT, pid = 0;
-        const char *sort_by = "user";
-        const Param table[] = {
-                { "sortBy", PARAM_STRING, false, 0, &sort_by, NULL },
-                { "limit", PARAM_INT, false, 1, &limit, NULL },
-                { "pid", PARAM_INT, false, 1, &pid, NULL },
-        };
-        const FaultField *field;
-        int r;
+        int64_t limit = param_int(parameters, "limit", TOP_DEFAULT_LIMIT), pid = param_int(parameters, "pid", 0);
 
-        r = params_parse(call, parameters, table, ELEMENTSOF(table));
-        if (r != 0)
-                return r < 0 ? r : 0;
-        /* The filter outlives the parameters: keep the sort name from static storage. */
-        field = fault_field_by_name(sort_by);
-        if (!field && strcmp(sort_by, "traps") != 0)
-                return varlink_call_error_invalid_parameter(call, "sortBy");
-        if (limit > TOP_MAX_LIMIT)
+        if (!in_range(limit, 1, TOP_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
-        if (pid > UINT32_MAX)
+        if (param_present(parameters, "pid") && !in_range(pid, 1, UINT32_MAX))
                 return varlink_call_error_invalid_parameter(call, "pid");
         /* A oneway Watch would be a stream nobody reads. */
         if (!varlink_call_more(call))
                 return 0;
 
         return watch_set_add(manager_watch_set(m), call,
-                             &(WatchFilter) { .sort = field ? field->name : "traps",
+                             &(WatchFilter) { .sort = param_sort_key(parameters),
                                               .limit = (size_t) limit,
                                               .pid = (uint32_t) pid,
                                               .uid = visible_uid(call) });
@@ -415,16 +360,12 @@ static int run_traps(Store *reader, void *userdata, VarlinkReply **ret) {
 
 static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t window = TRAPS_DEFAULT_WINDOW_SEC;
-        const Param table[] = {
-                { "windowSec", PARAM_INT, false, 1, &window, NULL },
-        };
+        int64_t window = param_int(parameters, "windowSec", TRAPS_DEFAULT_WINDOW_SEC);
         TrapsArgs *args;
         int r;
 
-        r = params_parse(call, parameters, table, ELEMENTSOF(table));
-        if (r != 0)
-                return r < 0 ? r : 0;
+        if (window < 1)
+                return varlink_call_error_invalid_parameter(call, "windowSec");
         if (!need_store(call, m, &r))
                 return r;
 
@@ -469,25 +410,15 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
 
 static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t pid = 0, limit = LIST_DEFAULT_LIMIT;
-        bool include_exited = false;
-        const char *comm = NULL, *unit = NULL;
-        const Param table[] = {
-                { "pid", PARAM_INT, false, 1, &pid, NULL },
-                { "includeExited", PARAM_BOOL, false, 0, &include_exited, NULL },
-                { "comm", PARAM_STRING, false, 0, &comm, NULL },
-                { "unit", PARAM_STRING, false, 0, &unit, NULL },
-                { "limit", PARAM_INT, false, 1, &limit, NULL },
-        };
+        int64_t pid = param_int(parameters, "pid", 0), limit = param_int(parameters, "limit", LIST_DEFAULT_LIMIT);
+        bool include_exited = param_bool(parameters, "includeExited");
+        const char *comm = param_string(parameters, "comm"), *unit = param_string(parameters, "unit");
         ListArgs *args;
         int r;
 
-        r = params_parse(call, parameters, table, ELEMENTSOF(table));
-        if (r != 0)
-                return r < 0 ? r : 0;
-        if (pid > UINT32_MAX)
+        if (param_present(parameters, "pid") && !in_range(pid, 1, UINT32_MAX))
                 return varlink_call_error_invalid_parameter(call, "pid");
-        if (limit > LIST_MAX_LIMIT)
+        if (!in_range(limit, 1, LIST_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
         if (comm && strlen(comm) > STORE_MAX_GLOB)
                 return varlink_call_error_invalid_parameter(call, "comm");

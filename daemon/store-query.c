@@ -159,15 +159,16 @@ int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int
         StoreRow *rows = NULL;
         size_t n = 0, capacity = 0, n_seg;
         char column[32];
+        SortKey key;
         int rc, r;
 
         /* The sort column comes from fault_fields or is "traps", never the caller's text. */
-        if (strcmp(sort, "traps") == 0)
-                snprintf(column, sizeof(column), "traps");
-        else if (fault_field_by_name(sort))
-                snprintf(column, sizeof(column), "f_%s", fault_field_by_name(sort)->name);
-        else
+        if (sort_key_from_name(sort, &key) < 0)
                 return -EINVAL;
+        if (key.field)
+                snprintf(column, sizeof(column), "f_%s", key.field->name);
+        else
+                snprintf(column, sizeof(column), "traps");
 
         /* The pending ticks too. Should folding fail (a full disk, say), the answer lacks at
          * most the newest bucket's counts, which are not being kept either then. */

@@ -36,7 +36,7 @@ static int sort_item_compare(const void *a, const void *b) {
 
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
                           uint64_t interval_usec, uint64_t missed_ticks) {
-        const FaultField *field = strcmp(filter->sort, "traps") == 0 ? NULL : fault_field_by_name(filter->sort);
+        const FaultField *field = filter->sort.field; /* NULL: sorted by traps */
         _cleanup_free_ SortItem *items = calloc(n ? n : 1, sizeof(*items));
         _cleanup_json_ json_t *rows = json_array();
         Faults total = {};

@@ -14,7 +14,7 @@ struct VarlinkCall;
 
 /* What one Watch call asked for. */
 typedef struct WatchFilter {
-        const char *sort; /* a Faults member name or "traps"; borrowed, static storage */
+        SortKey sort;
         size_t limit;     /* rows per reply */
         uint32_t pid;     /* 0: every process */
         int64_t uid;      /* < 0: every user's processes */
