@@ -70,9 +70,8 @@ uint64_t map_total(json_t *map) {
         return n;
 }
 
-/* Keys of a map of counts, largest count first, ties by name; a malloc'd array of n borrowed
- * keys (NULL when empty or on allocation failure). */
-static const char **keys_by_count(json_t *map, size_t *ret_n) {
+/* The keys of a map, borrowed, in a malloc'd array (NULL when empty or on allocation failure). */
+static const char **map_keys(json_t *map, size_t *ret_n) {
         size_t n = json_object_size(map), k = 0;
         const char **keys, *key;
         json_t *v;
@@ -82,6 +81,17 @@ static const char **keys_by_count(json_t *map, size_t *ret_n) {
                 return NULL;
         json_object_foreach (map, key, v)
                 keys[k++] = key;
+        *ret_n = k;
+        return keys;
+}
+
+/* Keys of a map of counts, largest count first, ties by name; a malloc'd array of n borrowed
+ * keys (NULL when empty or on allocation failure). */
+static const char **keys_by_count(json_t *map, size_t *ret_n) {
+        size_t k;
+        const char **keys = map_keys(map, &k);
+
+        *ret_n = k;
         /* Insertion sort: maps hold a few dozen keys at most. */
         for (size_t i = 1; i < k; i++)
                 for (size_t j = i; j > 0; j--) {
@@ -94,7 +104,6 @@ static const char **keys_by_count(json_t *map, size_t *ret_n) {
                         keys[j] = keys[j - 1];
                         keys[j - 1] = t;
                 }
-        *ret_n = k;
         return keys;
 }
 
@@ -366,17 +375,10 @@ static int compare_strings(const void *a, const void *b) {
 
 /* Sorted keys of a map, borrowed; NULL when empty. */
 static const char **sorted_keys(json_t *map, size_t *ret_n) {
-        size_t n = json_object_size(map), k = 0;
-        const char **keys, *key;
-        json_t *v;
+        const char **keys = map_keys(map, ret_n);
 
-        *ret_n = 0;
-        if (n == 0 || !(keys = calloc(n, sizeof(*keys))))
-                return NULL;
-        json_object_foreach (map, key, v)
-                keys[k++] = key;
-        qsort(keys, k, sizeof(*keys), compare_strings);
-        *ret_n = k;
+        if (keys)
+                qsort(keys, *ret_n, sizeof(*keys), compare_strings);
         return keys;
 }
 

@@ -46,30 +46,31 @@ int sql_exec(sqlite3 *db, const char *sql) {
         return sqlite_to_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
+/* SQL text built from fmt; NULL when out of memory. */
+static char *sql_vformat(const char *fmt, va_list ap) {
+        char *sql;
+
+        return vasprintf(&sql, fmt, ap) < 0 ? NULL : sql;
+}
+
 int sql_exec_fmt(sqlite3 *db, const char *fmt, ...) {
         _cleanup_free_ char *sql = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&sql, fmt, ap);
+        sql = sql_vformat(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        return sql_exec(db, sql);
+        return sql ? sql_exec(db, sql) : -ENOMEM;
 }
 
 int sql_prepare(sqlite3 *db, sqlite3_stmt **ret, const char *fmt, ...) {
         _cleanup_free_ char *sql = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&sql, fmt, ap);
+        sql = sql_vformat(fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        return sqlite_to_errno(sqlite3_prepare_v2(db, sql, -1, ret, NULL));
+        return sql ? sqlite_to_errno(sqlite3_prepare_v2(db, sql, -1, ret, NULL)) : -ENOMEM;
 }
 
 int sql_step_done(sqlite3_stmt *st) {
