@@ -22,83 +22,10 @@
 
 static const char *trapstat_idl_path;
 
-/* The declarations of the varlink certification interface (as in varlink/rust's
- * varlink-certification/src/org.varlink.certification.varlink; its long header comment is
- * shortened here). Calls chain Start, Test01 ... Test11, End. */
-static const char certification_idl[] =
-        "# Interface to test varlink implementations against.\n"
-        "interface org.varlink.certification\n"
-        "\n"
-        "type Interface (\n"
-        "  foo: ?[]?[string](foo, bar, baz),\n"
-        "  anon: (foo: bool, bar: bool)\n"
-        ")\n"
-        "\n"
-        "type MyType (\n"
-        "  object: object,\n"
-        "  enum: (one, two, three),\n"
-        "  struct: (first: int, second: string),\n"
-        "  array: []string,\n"
-        "  dictionary: [string]string,\n"
-        "  stringset: [string](),\n"
-        "  nullable: ?string,\n"
-        "  nullable_array_struct: ?[](first: int, second: string),\n"
-        "  interface: Interface\n"
-        ")\n"
-        "\n"
-        "# should be a oneshot call\n"
-        "method Start() -> ()\n"
-        "\n"
-        "method Test01() -> (bool: bool)\n"
-        "\n"
-        "method Test02(bool: bool) -> (int: int)\n"
-        "\n"
-        "method Test03(int: int) -> (float: float)\n"
-        "\n"
-        "method Test04(float: float) -> (string: string)\n"
-        "\n"
-        "method Test05(string: string) -> (\n"
-        "  bool: bool,\n"
-        "  int: int,\n"
-        "  float: float,\n"
-        "  string: string\n"
-        ")\n"
-        "\n"
-        "method Test06(\n"
-        "  bool: bool,\n"
-        "  int: int,\n"
-        "  float: float,\n"
-        "  string: string\n"
-        ") -> (\n"
-        "  struct: (\n"
-        "    bool: bool,\n"
-        "    int: int,\n"
-        "    float: float,\n"
-        "    string: string\n"
-        "  )\n"
-        ")\n"
-        "\n"
-        "method Test07(\n"
-        "  struct: (\n"
-        "    bool: bool,\n"
-        "    int: int,\n"
-        "    float: float,\n"
-        "    string: string\n"
-        "  )\n"
-        ") -> (map: [string]string)\n"
-        "\n"
-        "method Test08(map: [string]string) -> (set: [string]())\n"
-        "\n"
-        "method Test09(set: [string]()) -> (mytype: MyType)\n"
-        "\n"
-        "# returns more than one reply with \"continues\"\n"
-        "method Test10(mytype: MyType) -> (string: string)\n"
-        "\n"
-        "method Test11(last_more_replies: []string) -> ()\n"
-        "\n"
-        "method End() -> (all_ok: bool)\n"
-        "\n"
-        "error CertificationError (wants: object, got: object)\n";
+/* tests/data/org.varlink.certification.varlink, embedded at build time (the certification
+ * server serves the same text). Calls chain Start, Test01 ... Test11, End. */
+extern const EmbeddedFile embedded_certification[];
+#define certification_idl (embedded_certification[0].text)
 
 /* Every construct, with everything optional so that each field can be tested on its own. */
 static const char types_idl[] =
@@ -285,6 +212,17 @@ static void test_parse_service(void **state) {
         varlink_interface_free(i);
 }
 
+/* A certification call: every method but Start takes the client_id that Start returned. */
+static void check_cert(const VarlinkInterface *i, const char *name, const char *parameters, const char *want_field) {
+        _cleanup_json_ json_t *p = json(parameters);
+        _cleanup_free_ char *text = NULL;
+
+        assert_int_equal(json_object_set_new(p, "client_id", json_string("c")), 0);
+        text = json_dumps(p, JSON_COMPACT);
+        assert_non_null(text);
+        check(i, CHECK_INPUT, name, text, want_field);
+}
+
 static void test_parse_certification(void **state) {
         VarlinkInterface *i = parse_ok(certification_idl);
         char name[16];
@@ -301,15 +239,15 @@ static void test_parse_certification(void **state) {
         assert_false(varlink_interface_has_method(i, "MyType"));
 
         /* The chain of calls with the values the reference servers send. */
-        check_output(i, "Start", "{}", NULL);
-        check_input(i, "Test02", "{\"bool\": true}", NULL);
-        check_input(i, "Test03", "{\"int\": 1}", NULL);
-        check_input(i, "Test04", "{\"float\": 1.0}", NULL);
-        check_input(i, "Test05", "{\"string\": \"ping\"}", NULL);
-        check_input(i, "Test06", "{\"bool\": false, \"int\": 2, \"float\": 3.14, \"string\": \"a\"}", NULL);
-        check_input(i, "Test07", "{\"struct\": {\"bool\": false, \"int\": 2, \"float\": 3, \"string\": \"a\"}}", NULL);
-        check_input(i, "Test07", "{\"struct\": {\"bool\": false, \"int\": 2.5, \"float\": 3, \"string\": \"a\"}}", "struct");
-        check_input(i, "Test08", "{\"map\": {\"foo\": \"Foo\", \"bar\": \"Bar\"}}", NULL);
+        check_output(i, "Start", "{\"client_id\": \"c\"}", NULL);
+        check_cert(i, "Test02", "{\"bool\": true}", NULL);
+        check_cert(i, "Test03", "{\"int\": 1}", NULL);
+        check_cert(i, "Test04", "{\"float\": 1.0}", NULL);
+        check_cert(i, "Test05", "{\"string\": \"ping\"}", NULL);
+        check_cert(i, "Test06", "{\"bool\": false, \"int\": 2, \"float\": 3.14, \"string\": \"a\"}", NULL);
+        check_cert(i, "Test07", "{\"struct\": {\"bool\": false, \"int\": 2, \"float\": 3, \"string\": \"a\"}}", NULL);
+        check_cert(i, "Test07", "{\"struct\": {\"bool\": false, \"int\": 2.5, \"float\": 3, \"string\": \"a\"}}", "struct");
+        check_cert(i, "Test08", "{\"map\": {\"foo\": \"Foo\", \"bar\": \"Bar\"}}", NULL);
         check_output(i, "Test08", "{\"set\": {\"one\": {}, \"two\": {}}}", NULL);
         check_output(i, "Test08", "{\"set\": {\"one\": {}, \"two\": {\"x\": 1}}}", "set");
 
@@ -329,24 +267,24 @@ static void test_parse_certification(void **state) {
                 "  }"
                 "}}";
         check_output(i, "Test09", mytype, NULL);
-        check_input(i, "Test10", mytype, NULL);
+        check_cert(i, "Test10", mytype, NULL);
 
         /* The same value with one deep flaw at a time. */
-        check_input(i, "Test10", "{\"mytype\": {\"enum\": \"two\"}}", "mytype");
-        check_input(i, "Test10",
+        check_cert(i, "Test10", "{\"mytype\": {\"enum\": \"two\"}}", "mytype");
+        check_cert(i, "Test10",
                     "{\"mytype\": {\"object\": 1, \"enum\": \"four\", \"struct\": {\"first\": 1, \"second\": \"2\"},"
                     " \"array\": [], \"dictionary\": {}, \"stringset\": {}, \"interface\": {\"anon\": {\"foo\": true, \"bar\": false}}}}",
                     "mytype");
-        check_input(i, "Test10",
+        check_cert(i, "Test10",
                     "{\"mytype\": {\"object\": 1, \"enum\": \"one\", \"struct\": {\"first\": 1, \"second\": \"2\"},"
                     " \"array\": [], \"dictionary\": {}, \"stringset\": {}, \"interface\": {\"anon\": {\"foo\": true, \"bar\": false}}}}",
                     NULL);
-        check_input(i, "Test10",
+        check_cert(i, "Test10",
                     "{\"mytype\": {\"object\": 1, \"enum\": \"one\", \"struct\": {\"first\": 1, \"second\": \"2\"},"
                     " \"array\": [], \"dictionary\": {}, \"stringset\": {}, \"nullable_array_struct\": [{\"first\": 1, \"second\": \"x\"}],"
                     " \"interface\": {\"foo\": [{\"a\": \"qux\"}], \"anon\": {\"foo\": true, \"bar\": false}}}}",
                     "mytype");
-        check_input(i, "Test11", "{\"last_more_replies\": [\"a\", \"b\"]}", NULL);
+        check_cert(i, "Test11", "{\"last_more_replies\": [\"a\", \"b\"]}", NULL);
         check_output(i, "End", "{\"all_ok\": true}", NULL);
         check_error(i, "CertificationError", "{\"wants\": {\"a\": 1}, \"got\": [1]}", NULL);
         check_error(i, "CertificationError", "{\"wants\": {\"a\": 1}}", "got");
