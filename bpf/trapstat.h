@@ -159,7 +159,7 @@ _Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layou
 #define TS_MAX_THREADS 65536
 
 /* Indices of the `drops` per-CPU array: what could not be counted, never lost silently. The
- * daemon describes each kind (daemon/collector.c) and GetStatus reports them. */
+ * daemon describes each kind (daemon/collector-bpf.c) and GetStatus reports them. */
 enum ts_drop {
         TS_DROP_MAP_FULL = 0,   /* a fault of a process that found neither a slot nor room in the fallback hash */
         TS_DROP_TRAPS_FULL = 1, /* a trap of a process that did not fit in the trap hash */
