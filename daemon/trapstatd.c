@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -18,22 +19,26 @@
 #include "manager.h"
 #include "query.h"
 #include "time-util.h"
+#include "trapstat.h"
 #include "varlink.h"
 
 static void help(void) {
+        const StoreRetention retention = STORE_RETENTION_DEFAULT;
+
         printf("Usage: trapstatd [OPTION]...\n"
                "Count page faults per process in the kernel, keep their history, serve it over varlink.\n\n"
                "  -s, --state-dir DIR        database directory (default: $STATE_DIRECTORY or %s)\n"
                "  -S, --socket PATH          varlink socket (default: $RUNTIME_DIRECTORY/io.trapstat or %s);\n"
                "                             a socket passed by systemd wins\n"
                "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
-               "      --slots N              fast counting slots in the kernel, a power of two (default: 8192)\n"
-               "      --max-processes N      processes counted outside slots at once (default: 16384)\n"
+               "      --slots N              fast counting slots in the kernel, a power of two (default: %u)\n"
+               "      --max-processes N      processes counted outside slots at once (default: %u)\n"
                "      --event-buffer SIZE    buffer of exit and exec events in the kernel, a power of two,\n"
-               "                             e.g. 4M (default: 4M; page size to 1G)\n"
+               "                             e.g. 4M (default: %uM; page size to 1G)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
-               "      --retention LIST       how long each tier keeps history (default: raw=24h,minute=14d,hour=365d)\n"
-               "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: 256M; 0: none)\n"
+               "      --retention LIST       how long each tier keeps history\n"
+               "                             (default: raw=%" PRIu64 "h,minute=%" PRIu64 "d,hour=%" PRIu64 "d)\n"
+               "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: %" PRIu64 "M; 0: none)\n"
                "      --max-message-size SIZE  largest varlink call accepted (default: %uK)\n"
                "      --max-buffer SIZE      calls and replies buffered for all clients together\n"
                "                             (default: %uM)\n"
@@ -49,7 +54,10 @@ static void help(void) {
                "  -v, --verbose              debug logging\n"
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
-               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
+               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
+               TS_DEFAULT_EVENT_BUFFER >> 20, retention.raw_usec / (3600 * USEC_PER_SEC),
+               retention.minute_usec / (86400 * USEC_PER_SEC), retention.hour_usec / (86400 * USEC_PER_SEC),
+               retention.max_bytes >> 20, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
                VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
                VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_RESERVED_CONNECTIONS,
                VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, QUERY_DEFAULT_THREADS, QUERY_DEFAULT_PER_UID,
