@@ -1,34 +1,44 @@
 # SPDX-License-Identifier: MIT
-"""Runs a real trapstatd on a temporary state directory and socket for integration tests."""
+"""Runs a real trapstatd on a temporary state directory and socket for integration tests; and
+the helpers the tests share: workloads, trapstat on a pipe or a terminal, test users, waiting.
+(A raw varlink connection: varlink_raw.py.)"""
+import contextlib
+import fcntl
 import json
 import os
 import platform
+import pty
+import pwd
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import unittest
 
 SKIP = 77  # meson's "skipped": only where the machine truly lacks root or BPF (or x86-64, for traps)
 
 
+def skip(why):
+    print(f"SKIP: {why}", file=sys.stderr)
+    sys.exit(SKIP)
+
+
 def require_root_and_bpf():
     if os.geteuid() != 0:
-        print("SKIP: needs root to load BPF programs", file=sys.stderr)
-        sys.exit(SKIP)
+        skip("needs root to load BPF programs")
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        print("SKIP: kernel has no BTF (/sys/kernel/btf/vmlinux)", file=sys.stderr)
-        sys.exit(SKIP)
+        skip("kernel has no BTF (/sys/kernel/btf/vmlinux)")
 
 
 def require_x86_64():
     """The trap workloads (tests/helpers/raise-traps.c, storm.c) raise x86 exceptions: elsewhere
     they exit 77 themselves, and the tests that need them are skipped."""
     if platform.machine() != "x86_64":
-        print(f"SKIP: the trap workloads are x86-64 only, this machine is {platform.machine()}", file=sys.stderr)
-        sys.exit(SKIP)
+        skip(f"the trap workloads are x86-64 only, this machine is {platform.machine()}")
 
 
 def binary(name):
@@ -49,6 +59,83 @@ def trapstat(socket, *args, check=True, timeout=30):
 
 def trapstat_json(socket, *args):
     return json.loads(trapstat(socket, "--json", *args).stdout)
+
+
+def trapstat_on_terminal(socket, *args, columns=80, rows=24, env=None, onlcr=True, check=True):
+    """Runs the CLI with stdout on a pseudo-terminal of that size (TERM=xterm, LC_ALL=C.UTF-8, and
+    env besides) and stderr on a pipe; returns the CompletedProcess, stdout the bytes the terminal
+    got. onlcr=False: the terminal does not turn "\n" into "\r\n"."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    if not onlcr:
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.ONLCR
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    proc = subprocess.Popen([binary("TRAPSTAT"), "--socket", socket, *args], stdout=slave, stderr=subprocess.PIPE,
+                            env=dict(os.environ, TERM="xterm", LC_ALL="C.UTF-8", **(env or {})))
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    with proc.stderr:
+        code = proc.wait(timeout=30)
+        err = proc.stderr.read()
+    if check and code != 0:
+        raise AssertionError(f"trapstat {' '.join(args)} on a terminal exited {code}: {err!r}")
+    return subprocess.CompletedProcess(proc.args, code, out, err)
+
+
+def assert_usage_errors(test, run, cases, usage=None, stdout_empty=False):
+    """For each (args, message) of cases, in a subTest: run(*args) exits 2 and says message (where
+    it is not None) on stderr, and usage too where given; with stdout_empty, nothing on stdout."""
+    for args, message in cases:
+        with test.subTest(args=args):
+            p = run(*args)
+            test.assertEqual(p.returncode, 2, p.stderr)
+            if message:
+                test.assertIn(message, p.stderr)
+            if usage:
+                test.assertIn(usage, p.stderr)
+            if stdout_empty:
+                test.assertEqual(p.stdout, "")
+
+
+def run_workload(name, *args, timeout=60):
+    """Runs a workload helper of tests/helpers ($NAME) to its end; returns the JSON it prints."""
+    out = subprocess.run([binary(name), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def create_user(name):
+    """A system user without a home or a shell (one left over by an interrupted run is removed
+    first); its pwd entry. remove_user() removes it."""
+    subprocess.run(["userdel", name], capture_output=True)
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    return pwd.getpwnam(name)
+
+
+def remove_user(name):
+    subprocess.run(["userdel", name], check=False)
+
+
+def copy_for_users(directory, *names):
+    """Copies of the binaries $NAME... in directory, which any user may enter and run (0755, the
+    directory too): a test user cannot reach the build tree. {name: path of the copy}."""
+    os.chmod(directory, 0o755)
+    paths = {}
+    for name in names:
+        paths[name] = shutil.copy2(binary(name), os.path.join(directory, os.path.basename(binary(name))))
+        os.chmod(paths[name], 0o755)
+    return paths
 
 
 class Daemon:
@@ -76,7 +163,10 @@ class Daemon:
         raise AssertionError(f"trapstatd did not answer within 20 s:\n{self.read_log()}")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
+        """SIGTERM, and the exit code; None if it was never started."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=20)
@@ -99,6 +189,20 @@ class Daemon:
 
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def lifetime(self):
+        """For a test that starts, stops, kills and restarts the daemon itself: on a failure the
+        log of its last start goes to stderr; at the end it is stopped and its directory removed."""
+        try:
+            yield self
+        except BaseException:
+            sys.stderr.write(f"--- trapstatd log (last start) ---\n"
+                             f"{self.read_log() if os.path.exists(self.log_path) else ''}\n")
+            raise
+        finally:
+            self.stop()
+            self.cleanup()
 
     def __enter__(self):
         return self.start()
@@ -136,11 +240,16 @@ def wait_for(predicate, timeout=15, interval=0.1, what="condition"):
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
+def history(d, pid, *extra):
+    """History of pid (newest incarnation, or as extra selects), or None where there is none."""
+    p = trapstat(d.socket, "--json", "history", str(pid), *extra, check=False)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
 def exited_history(d, pid, *extra):
     """History of pid (newest incarnation, or as extra selects) once it shows the process exited."""
     def get():
-        p = trapstat(d.socket, "--json", "history", str(pid), *extra, check=False)
-        h = json.loads(p.stdout) if p.returncode == 0 else None
+        h = history(d, pid, *extra)
         return h if h and h["process"]["exited"] else None
 
     return wait_for(get, what=f"History({pid}) of the exited process")

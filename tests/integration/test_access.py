@@ -4,14 +4,13 @@ get PermissionDenied for anyone else's; members of group trapstat see everything
 import grp
 import json
 import os
-import pwd
-import shutil
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, exited_history, require_root_and_bpf  # noqa: E402
+from daemon import (Daemon, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
+                    require_root_and_bpf)
 
 USER = "trapstat-access-test"
 GROUP = "trapstat"
@@ -20,9 +19,7 @@ GROUP = "trapstat"
 class Access(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["userdel", USER], capture_output=True)  # left over by an interrupted run
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-        cls.uid = pwd.getpwnam(USER).pw_uid
+        cls.uid = create_user(USER).pw_uid
         try:
             grp.getgrnam(GROUP)
             cls.created_group = False
@@ -31,18 +28,14 @@ class Access(unittest.TestCase):
             cls.created_group = True
         cls.daemon = Daemon().__enter__()
         # The user needs to reach the socket and run the binaries: a world-readable copy.
-        os.chmod(cls.daemon.dir, 0o755)
-        cls.bin = {}
-        for name in ("TRAPSTAT", "FAULT_PAGES"):
-            cls.bin[name] = shutil.copy2(binary(name), os.path.join(cls.daemon.dir, os.path.basename(binary(name))))
-            os.chmod(cls.bin[name], 0o755)
+        cls.bin = copy_for_users(cls.daemon.dir, "TRAPSTAT", "FAULT_PAGES")
 
     @classmethod
     def tearDownClass(cls):
         try:
             cls.daemon.__exit__(None, None, None)
         finally:
-            subprocess.run(["userdel", USER], check=False)
+            remove_user(USER)
             if cls.created_group:
                 subprocess.run(["groupdel", GROUP], check=False)
 

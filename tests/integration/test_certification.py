@@ -15,9 +15,9 @@ import sys
 import tempfile
 import time
 import unittest
-import json
 
 from daemon import SKIP, binary
+from varlink_raw import Connection
 
 TOOL = "varlink-go-certification"
 INTERFACE = "org.varlink.certification"
@@ -26,18 +26,12 @@ TIMEOUT = 20
 
 def get_interface_description(path, interface):
     """org.varlink.service.GetInterfaceDescription over a raw socket: independent of common/varlink-*.c."""
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(TIMEOUT)
-        s.connect(path)
-        call = {"method": "org.varlink.service.GetInterfaceDescription", "parameters": {"interface": interface}}
-        s.sendall(json.dumps(call).encode() + b"\0")
-        data = b""
-        while not data.endswith(b"\0"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise AssertionError(f"{path}: connection closed before the reply to GetInterfaceDescription")
-            data += chunk
-    reply = json.loads(data[:-1])
+    with Connection(path, TIMEOUT, blocking_connect=False) as c:
+        c.send("org.varlink.service.GetInterfaceDescription", {"interface": interface})
+        try:
+            reply = c.read()
+        except ConnectionResetError:
+            raise AssertionError(f"{path}: connection closed before the reply to GetInterfaceDescription") from None
     if "error" in reply:
         raise AssertionError(f"{path}: GetInterfaceDescription({interface}) failed: {reply}")
     return reply["parameters"]["description"]

@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import binary  # noqa: E402
+from daemon import assert_usage_errors, binary  # noqa: E402
 
 
 def run(*args):
@@ -38,7 +38,7 @@ class CliErrors(unittest.TestCase):
         self.assertIn("cannot reach trapstatd", p.stderr)
 
     def test_usage_errors_exit_2(self):
-        for args, message in (
+        assert_usage_errors(self, lambda *args: run("--socket", self.socket, *args), (
             (["frobnicate"], "unknown command 'frobnicate'"),
             ([], "missing command"),
             (["history"], "missing PID"),
@@ -53,14 +53,7 @@ class CliErrors(unittest.TestCase):
             (["top", "--sort", "bogus"], "invalid --sort"),
             (["top", "extra"], "unexpected argument"),
             (["--no-such-flag", "top"], None),
-        ):
-            with self.subTest(args=args):
-                p = run("--socket", self.socket, *args)
-                self.assertEqual(p.returncode, 2, p.stderr)
-                if message:
-                    self.assertIn(message, p.stderr)
-                self.assertIn("Usage: trapstat", p.stderr)
-                self.assertEqual(p.stdout, "")
+        ), usage="Usage: trapstat", stdout_empty=True)
 
     def test_help(self):
         p = run("--help")
@@ -76,7 +69,7 @@ class DaemonErrors(unittest.TestCase):
         return subprocess.run([binary("TRAPSTATD"), *args], capture_output=True, text=True, timeout=10)
 
     def test_usage_errors_exit_2(self):
-        for args, message in (
+        assert_usage_errors(self, self.daemon, (
             (["--tick", "5x"], "invalid --tick '5x'"),
             (["--tick", "1ms"], "invalid --tick '1ms'"),
             (["--tick", "2h"], "invalid --tick '2h'"),
@@ -90,12 +83,7 @@ class DaemonErrors(unittest.TestCase):
             (["--retention", "raw=2d,minute=1d"], "invalid --retention"),
             (["--retention", "weekly=3w"], "invalid --retention"),
             (["--max-db-size", "12Q"], "invalid --max-db-size '12Q'"),
-        ):
-            with self.subTest(args=args):
-                p = self.daemon(*args)
-                self.assertEqual(p.returncode, 2, p.stderr)
-                if message:
-                    self.assertIn(message, p.stderr)
+        ))
 
     def test_unusable_state_dir(self):
         with tempfile.TemporaryDirectory() as d:

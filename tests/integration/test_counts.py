@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, trapstat, trapstat_json, wait_for)
+                    require_x86_64, run_workload, trapstat, trapstat_json, wait_for)
 
 N = 1000
 VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
@@ -26,10 +26,7 @@ SIGNAL_CODES = {
 
 
 def run(name, *args):
-    out = subprocess.run([binary(name), *map(str, args)], capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
-    return json.loads(out.stdout)
+    return run_workload(name, *args, timeout=120)
 
 
 def expected_signals():

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
+from daemon import (Daemon, SharedDaemonTest, binary, exited_history, history, require_root_and_bpf,  # noqa: E402
                     trapstat, trapstat_json, wait_for)
 
 PAGES = 10000
@@ -28,11 +28,6 @@ def run_helper(pages=PAGES):
         helper = json.load(out)
     helper["ruMinflt"], helper["ruMajflt"] = rusage.ru_minflt, rusage.ru_majflt
     return helper
-
-
-def history(d, pid):
-    proc = trapstat(d.socket, "--json", "history", str(pid), check=False)
-    return json.loads(proc.stdout) if proc.returncode == 0 else None
 
 
 class EndToEnd(SharedDaemonTest):
@@ -154,8 +149,8 @@ class EndToEnd(SharedDaemonTest):
 
 class Restart(unittest.TestCase):
     def test_history_survives_restart_and_stop_flushes(self):
-        d = Daemon(tick="1h")  # never ticks by itself: only the SIGTERM flush can write
-        try:
+        # Never ticks by itself: only the SIGTERM flush can write.
+        with Daemon(tick="1h").lifetime() as d:
             d.start()
             helper = run_helper(4000)
             self.assertEqual(d.stop(), 0)
@@ -163,9 +158,6 @@ class Restart(unittest.TestCase):
             h = history(d, helper["pid"])
             self.assertIsNotNone(h, "the stop did not flush the last tick")
             self.assertGreaterEqual(h["total"]["faults"]["user"], 4000)
-        finally:
-            d.stop()
-            d.cleanup()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ unsafe one; GetStatus counting only the caller's own processes.
 usage (through meson test): test_hostile.py STORE_BENCH"""
 import json
 import os
-import pwd
 import re
 import resource
 import select
@@ -22,7 +21,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, exited_history, require_root_and_bpf, trapstat, wait_for  # noqa: E402
+from daemon import (Daemon, binary, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
+                    require_root_and_bpf, trapstat, wait_for)
+from varlink_raw import Connection  # noqa: E402
 
 USER = "trapstat-hostile"
 STORE_BENCH = None  # from the command line (meson passes the path of store-bench)
@@ -97,21 +98,16 @@ def wait_stdin():
 
 def setUpModule():
     global UID, GID, SHARED
-    subprocess.run(["userdel", USER], capture_output=True)  # left over by an interrupted run
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-    pw = pwd.getpwnam(USER)
+    pw = create_user(USER)
     UID, GID = pw.pw_uid, pw.pw_gid
     # The user runs copies of the binaries from a directory it may enter.
     SHARED = tempfile.mkdtemp(prefix="trapstat-hostile-")
-    os.chmod(SHARED, 0o755)
-    for name in ("TRAPSTAT", "FAULT_PAGES"):
-        path = shutil.copy2(binary(name), os.path.join(SHARED, os.path.basename(binary(name))))
-        os.chmod(path, 0o755)
+    copy_for_users(SHARED, "TRAPSTAT", "FAULT_PAGES")
 
 
 def tearDownModule():
     shutil.rmtree(SHARED, ignore_errors=True)
-    subprocess.run(["userdel", USER], check=False)
+    remove_user(USER)
 
 
 def shared_bin(name):
@@ -183,34 +179,23 @@ def proc_status(pid, field):
 
 
 def connect(path, timeout=10):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(path)
-    return s
+    """A Connection whose timeout covers the connect too."""
+    return Connection(path, timeout, blocking_connect=False)
 
 
-def recv_msg(s, timeout=10):
-    """One message from a fresh connection (no buffering across calls); "EOF" if closed first."""
-    s.settimeout(timeout)
-    data = b""
-    while not data.endswith(b"\0"):
-        try:
-            chunk = s.recv(65536)
-        except ConnectionResetError:
-            chunk = b""
-        if not chunk:
-            return "EOF"
-        data += chunk
-    return json.loads(data[:-1])
+def recv_msg(c, timeout=10):
+    """The next message of a Connection; "EOF" if it is closed first."""
+    c.sock.settimeout(timeout)
+    try:
+        return c.read()
+    except ConnectionResetError:
+        return "EOF"
 
 
 def call_once(path, msg, timeout=10):
-    s = connect(path, timeout)
-    try:
-        s.sendall(json.dumps(msg).encode() + b"\0")
-        return recv_msg(s, timeout)
-    finally:
-        s.close()
+    with connect(path, timeout) as c:
+        c.send_message(msg)
+        return recv_msg(c, timeout)
 
 
 def is_status(r):
@@ -424,13 +409,13 @@ class HeavyQueries(HostileTest):
             def watch():
                 s = connect(d.socket)
                 try:
-                    s.sendall(json.dumps({"method": "io.trapstat.Watch", "more": True}).encode() + b"\0")
+                    s.send_message({"method": "io.trapstat.Watch", "more": True})
                     buf, last = b"", time.monotonic()
                     end = last + measure_sec
-                    s.settimeout(2)
+                    s.sock.settimeout(2)
                     while time.monotonic() < end:
                         try:
-                            chunk = s.recv(1 << 20)
+                            chunk = s.sock.recv(1 << 20)
                         except socket.timeout:
                             continue
                         if not chunk:
@@ -843,7 +828,7 @@ class ConnectionLimits(HostileTest):
             for i in range(10):
                 s = connect(d.socket)
                 root.append(s)
-                s.sendall(json.dumps(GET_STATUS).encode() + b"\0")
+                s.send_message(GET_STATUS)
                 r = recv_msg(s)
                 self.assertTrue(is_status(r), f"root's connection {41 + i}: {r!r}")
             s = connect(d.socket)

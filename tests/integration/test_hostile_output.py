@@ -9,8 +9,6 @@ import csv
 import io
 import json
 import os
-import pty
-import pwd
 import re
 import shutil
 import subprocess
@@ -20,7 +18,8 @@ import unicodedata
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, exited_history, require_root_and_bpf, wait_for  # noqa: E402
+from daemon import (Daemon, binary, create_user, exited_history, remove_user, require_root_and_bpf,  # noqa: E402
+                    trapstat_on_terminal, wait_for)
 
 USER = "trapstat-hostile-out"
 PYTHON = "/usr/bin/python3"
@@ -110,9 +109,7 @@ def cgroup2_root():
 class HostileOutput(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        subprocess.run(["userdel", USER], capture_output=True)  # left over by an interrupted run
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-        cls.uid = pwd.getpwnam(USER).pw_uid
+        cls.uid = create_user(USER).pw_uid
         cls.workloads = []
         cls.cgroup = None
         cls.daemon = None
@@ -202,7 +199,7 @@ class HostileOutput(unittest.TestCase):
             if cls.daemon:
                 cls.daemon.__exit__(None, None, None)
         finally:
-            subprocess.run(["userdel", USER], check=False)
+            remove_user(USER)
 
     @classmethod
     def cli(cls, *args, locale="C.UTF-8", check=True):
@@ -295,24 +292,10 @@ class HostileOutput(unittest.TestCase):
         self.assertGreater(kept_whole, 0)
 
     def on_terminal(self, *args, columns=80):
-        master, slave = pty.openpty()
-        subprocess.run(["stty", "cols", str(columns), "rows", "50"], stdin=slave, check=True)
-        p = subprocess.Popen([binary("TRAPSTAT"), "--socket", self.daemon.socket, *args], stdout=slave,
-                             stderr=subprocess.PIPE, env=dict(os.environ, TERM="xterm", NO_COLOR="1", LC_ALL="C.UTF-8"))
-        os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the other end is closed
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(master)
-        with p.stderr:
-            self.assertEqual(p.wait(timeout=30), 0, p.stderr.read())
-        return out
+        p = trapstat_on_terminal(self.daemon.socket, *args, columns=columns, rows=50, env={"NO_COLOR": "1"},
+                                 check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
 
     def test_top_batch(self):
         text = self.assert_safe(self.cli("top", "-b", "-n", "1", "--limit", "10000"))

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The socket's limits: many concurrent clients are all served; one user cannot take every
 connection; a message that never ends is cut off without the daemon buffering it."""
-import json
 import os
 import resource
 import socket
@@ -11,31 +10,18 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import Daemon, require_root_and_bpf  # noqa: E402
+from varlink_raw import Connection  # noqa: E402
 
-CALL = json.dumps({"method": "io.trapstat.GetStatus"}).encode() + b"\0"
-
-
-def connect(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)  # blocking: waits while the listen backlog is full
-    s.settimeout(20)
-    return s
+CALL = {"method": "io.trapstat.GetStatus"}
 
 
-def read_reply(s):
-    data = b""
-    while not data.endswith(b"\0"):
-        chunk = s.recv(65536)
-        if not chunk:
-            raise ConnectionResetError("closed by the daemon")
-        data += chunk
-    return json.loads(data[:-1])
-
-
-def closed_by_peer(s, timeout=5):
-    s.settimeout(timeout)
+def closed_by_peer(c, timeout=5):
+    """Nothing more came after what was read, and then the end."""
+    if c.buf:
+        return False
+    c.sock.settimeout(timeout)
     try:
-        return s.recv(1) == b""
+        return c.sock.recv(1) == b""
     except ConnectionResetError:
         return True
     except socket.timeout:
@@ -55,11 +41,12 @@ class Limits(unittest.TestCase):
 
     def test_1000_concurrent_clients(self):
         with Daemon(extra_args=["--max-connections", "1100", "--max-connections-per-uid", "1100"]) as d:
-            clients = [connect(d.socket) for _ in range(1000)]
+            # The connects block while the listen backlog is full.
+            clients = [Connection(d.socket) for _ in range(1000)]
             try:
                 for c in clients:  # all calls in flight before any reply is read
-                    c.sendall(CALL)
-                replies = [read_reply(c) for c in clients]
+                    c.send_message(CALL)
+                replies = [c.read() for c in clients]
                 self.assertTrue(all("parameters" in r and "version" in r["parameters"] for r in replies))
             finally:
                 for c in clients:
@@ -69,18 +56,18 @@ class Limits(unittest.TestCase):
         # root is not limited per uid (the hostile suite tests that as a real user), only by
         # the total: the connection past it is told why, then closed.
         with Daemon(extra_args=["--max-connections", "5"]) as d:
-            held = [connect(d.socket) for _ in range(5)]
+            held = [Connection(d.socket) for _ in range(5)]
             time.sleep(0.2)  # accepted
-            extra = connect(d.socket)  # the kernel accepts the connect; the daemon refuses it
-            self.assertEqual(read_reply(extra), {"error": "io.trapstat.TooManyConnections",
+            extra = Connection(d.socket)  # the kernel accepts the connect; the daemon refuses it
+            self.assertEqual(extra.read(), {"error": "io.trapstat.TooManyConnections",
                                                  "parameters": {"limit": 5}})
             self.assertTrue(closed_by_peer(extra))
             extra.close()
             held.pop().close()
             time.sleep(0.2)
-            again = connect(d.socket)
-            again.sendall(CALL)
-            self.assertIn("parameters", read_reply(again))
+            again = Connection(d.socket)
+            again.send_message(CALL)
+            self.assertIn("parameters", again.read())
             again.close()
             for c in held:
                 c.close()
@@ -88,12 +75,12 @@ class Limits(unittest.TestCase):
     def test_100_mib_without_nul(self):
         with Daemon() as d:  # default --max-message-size: 64 KiB
             rss_before = vm_rss_kib(d.proc.pid)
-            flood = connect(d.socket)
+            flood = Connection(d.socket)
             chunk = b"x" * (1 << 20)
             sent = 0
             try:
                 while sent < 100 << 20:
-                    flood.sendall(chunk)
+                    flood.sock.sendall(chunk)
                     sent += len(chunk)
             except (BrokenPipeError, ConnectionResetError):
                 pass
@@ -101,9 +88,9 @@ class Limits(unittest.TestCase):
             # Cut off at the limit, not after 100 MiB; the daemon did not keep it.
             self.assertLess(sent, 32 << 20, f"the daemon read {sent >> 20} MiB of one message")
             self.assertLess(vm_rss_kib(d.proc.pid) - rss_before, 32 << 10)
-            other = connect(d.socket)
-            other.sendall(CALL)
-            self.assertIn("parameters", read_reply(other))
+            other = Connection(d.socket)
+            other.send_message(CALL)
+            self.assertIn("parameters", other.read())
             other.close()
 
 

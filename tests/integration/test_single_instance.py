@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, exited_history, require_root_and_bpf, trapstat  # noqa: E402
+from daemon import Daemon, binary, exited_history, require_root_and_bpf, run_workload, trapstat  # noqa: E402
 
 PAGES = 10000
 
@@ -65,9 +65,7 @@ class SingleInstance(unittest.TestCase):
             self.assertEqual(read(lock_path(d)), f"{d.proc.pid}\n")
 
             # Counted by one daemon only: History agrees with the helper's own count, not twice it.
-            out = subprocess.run([binary("FAULT_PAGES"), str(PAGES)], capture_output=True, text=True, check=True,
-                                 timeout=30)
-            helper = json.loads(out.stdout)
+            helper = run_workload("FAULT_PAGES", PAGES, timeout=30)
             delta = helper["minfltAfter"] - helper["minfltBefore"]
             self.assertGreaterEqual(delta, PAGES)
             h = exited_history(d, helper["pid"])
@@ -117,8 +115,7 @@ class SingleInstance(unittest.TestCase):
             self.assertIn(f"Listening on {d.socket}", d.read_log())
 
     def test_restart_reuses_the_lock_file(self):
-        d = Daemon()
-        try:
+        with Daemon().lifetime() as d:
             d.start()
             first_pid = d.proc.pid
             self.assertEqual(d.stop(), 0)
@@ -127,12 +124,6 @@ class SingleInstance(unittest.TestCase):
             self.assertEqual(read(lock_path(d)), f"{d.proc.pid}\n")
             self.assertEqual(trapstat(d.socket, "status", check=False).returncode, 0)
             self.assertEqual(d.stop(), 0)
-        except BaseException:
-            sys.stderr.write(f"--- trapstatd log ---\n{d.read_log()}\n")
-            raise
-        finally:
-            d.stop()
-            d.cleanup()
 
     def test_symlink_at_the_lock_path_is_not_followed(self):
         d = Daemon()

@@ -16,18 +16,17 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, exited_history, require_root_and_bpf, trapstat,  # noqa: E402
+from daemon import (Daemon, exited_history, history, require_root_and_bpf, run_workload, trapstat,  # noqa: E402
                     trapstat_json, wait_for)
 
 
 def run_helper(pages=1000):
-    out = subprocess.run([binary("FAULT_PAGES"), str(pages)], capture_output=True, text=True, check=True, timeout=30)
-    return json.loads(out.stdout)
+    return run_workload("FAULT_PAGES", pages, timeout=30)
 
 
-def history(d, pid, start_time):
-    proc = trapstat(d.socket, "--json", "history", str(pid), "--start-time", str(start_time), check=False)
-    return json.loads(proc.stdout) if proc.returncode == 0 else None
+def incarnation(d, pid, start_time):
+    """History of the process pid that started at start_time, or None."""
+    return history(d, pid, "--start-time", str(start_time))
 
 
 def moved_aside(db):
@@ -90,11 +89,10 @@ class KillNine(unittest.TestCase):
     ROUNDS = 5
 
     def test_flushed_history_survives_kill9_under_load(self):
-        d = Daemon(tick="100ms")
-        db = os.path.join(d.state_dir, "trapstat.db")
         recorded = {}  # (pid, startTime) -> History as it was before a kill
         rng = random.Random()
-        try:
+        with Daemon(tick="100ms").lifetime() as d:
+            db = os.path.join(d.state_dir, "trapstat.db")
             d.start()
             for round_ in range(self.ROUNDS):
                 with Load() as load:
@@ -111,7 +109,7 @@ class KillNine(unittest.TestCase):
 
                 d.start()
                 for (pid, start_time), before in recorded.items():
-                    after = history(d, pid, start_time)
+                    after = incarnation(d, pid, start_time)
                     self.assertIsNotNone(after, f"round {round_}: History({pid}) lost")
                     self.assertEqual(after["process"], before["process"], f"round {round_}, pid {pid}")
                     self.assertEqual(after["total"], before["total"], f"round {round_}, pid {pid}")
@@ -123,56 +121,47 @@ class KillNine(unittest.TestCase):
                 self.assertGreaterEqual(exited_history(d, helper["pid"])["total"]["faults"]["user"], 1000)
             self.assertEqual(len(recorded), 4 * self.ROUNDS)
             self.assertEqual(d.stop(), 0)
-        except BaseException:
-            sys.stderr.write(f"--- trapstatd log (last start) ---\n{d.read_log()}\n")
-            raise
-        finally:
-            d.stop()
-            d.cleanup()
 
 
 class GoneWhileDown(unittest.TestCase):
     def test_processes_that_ended_while_the_daemon_was_down_are_exited(self):
-        d = Daemon(tick="100ms")
         sleepers = []
-        try:
-            d.start()
-            # Started after the daemon: their start-up faults are counted, so they are known.
-            sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
-            ends, stays = sleepers
+        with Daemon(tick="100ms").lifetime() as d:
+            try:
+                d.start()
+                # Started after the daemon: their start-up faults are counted, so they are known.
+                sleepers = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+                ends, stays = sleepers
 
-            def process(pid):
-                p = trapstat(d.socket, "call", "io.trapstat.ListProcesses",
-                             json.dumps({"pid": pid, "includeExited": True}))
-                found = json.loads(p.stdout)["processes"]
-                return found[0] if found else None
+                def process(pid):
+                    p = trapstat(d.socket, "call", "io.trapstat.ListProcesses",
+                                 json.dumps({"pid": pid, "includeExited": True}))
+                    found = json.loads(p.stdout)["processes"]
+                    return found[0] if found else None
 
-            for p in sleepers:
-                self.assertFalse(wait_for(lambda: process(p.pid), what=f"sleep {p.pid} listed")["exited"])
-            d.kill9()  # no exit event will reach this daemon
-            ends.kill()
-            ends.wait()
+                for p in sleepers:
+                    self.assertFalse(wait_for(lambda: process(p.pid), what=f"sleep {p.pid} listed")["exited"])
+                d.kill9()  # no exit event will reach this daemon
+                ends.kill()
+                ends.wait()
 
-            d.start()
-            self.assertTrue(process(ends.pid)["exited"], "a process that ended while the daemon was down")
-            self.assertFalse(process(stays.pid)["exited"], "a process that still runs")
-            self.assertTrue(log_lines(d, r"\d+ processes ended while trapstatd was not running"))
-        finally:
-            for p in sleepers:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            d.stop()
-            d.cleanup()
+                d.start()
+                self.assertTrue(process(ends.pid)["exited"], "a process that ended while the daemon was down")
+                self.assertFalse(process(stays.pid)["exited"], "a process that still runs")
+                self.assertTrue(log_lines(d, r"\d+ processes ended while trapstatd was not running"))
+            finally:
+                for p in sleepers:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
 
 
 class CorruptAtStart(unittest.TestCase):
     GARBAGE = b"this is not an SQLite database, whatever its name says\n" * 1000
 
     def test_garbage_database_is_moved_aside(self):
-        d = Daemon()
-        db = os.path.join(d.state_dir, "trapstat.db")
-        try:
+        with Daemon().lifetime() as d:
+            db = os.path.join(d.state_dir, "trapstat.db")
             os.makedirs(d.state_dir)
             with open(db, "wb") as f:
                 f.write(self.GARBAGE)
@@ -194,17 +183,11 @@ class CorruptAtStart(unittest.TestCase):
 
             # That one is healthy: the next start keeps it and moves nothing.
             d.start()
-            self.assertIsNotNone(history(d, helper["pid"], exited_history(d, helper["pid"])["process"]["startTime"]))
+            start_time = exited_history(d, helper["pid"])["process"]["startTime"]
+            self.assertIsNotNone(incarnation(d, helper["pid"], start_time))
             self.assertEqual(moved_aside(db), moved)
             self.assertEqual(log_lines(d, r"corrupt"), [])
             self.assertEqual(d.stop(), 0)
-        except BaseException:
-            sys.stderr.write(f"--- trapstatd log ---\n{d.read_log() if os.path.exists(d.log_path) else ''}\n")
-            raise
-        finally:
-            if d.proc:
-                d.stop()
-            d.cleanup()
 
 
 def fill(path):
@@ -224,25 +207,17 @@ def fill(path):
 @contextlib.contextmanager
 def daemon_on_small_disk():
     """trapstatd (tick 100ms) with its state directory on a 2 MiB tmpfs; unmounted at the end."""
-    d = Daemon(tick="100ms")
-    mounted = False
-    try:
+    with Daemon(tick="100ms").lifetime() as d:
         os.makedirs(d.state_dir)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", d.state_dir], check=True)
-        mounted = True
-        d.start()
-        yield d
-        if d.stop() != 0:
-            raise AssertionError(f"trapstatd exited {d.proc.returncode} after SIGTERM:\n{d.read_log()}")
-    except BaseException:
-        sys.stderr.write(f"--- trapstatd log ---\n{d.read_log() if os.path.exists(d.log_path) else ''}\n")
-        raise
-    finally:
-        if d.proc:
-            d.stop()
-        if mounted:
+        try:
+            d.start()
+            yield d
+            if d.stop() != 0:
+                raise AssertionError(f"trapstatd exited {d.proc.returncode} after SIGTERM:\n{d.read_log()}")
+        finally:
+            d.stop()  # before the unmount: the daemon holds files there
             subprocess.run(["umount", d.state_dir], check=True)
-        d.cleanup()
 
 
 class DiskFull(unittest.TestCase):
@@ -268,7 +243,7 @@ class DiskFull(unittest.TestCase):
                 self.assertEqual(len(log_lines(d, self.FAILED)), 1, d.read_log())
                 self.assertEqual(log_lines(d, self.AGAIN), [], "claims to write again while the disk is full")
                 # What was written before the disk filled is still there.
-                self.assertGreaterEqual(history(d, before["pid"], before_start)["total"]["faults"]["user"], 1000)
+                self.assertGreaterEqual(incarnation(d, before["pid"], before_start)["total"]["faults"]["user"], 1000)
 
             os.unlink(filler)
             after = run_helper()
@@ -324,7 +299,7 @@ class DiskFull(unittest.TestCase):
 
             # Space returns: within a maintenance interval (10 s) the history is back, intact.
             os.unlink(filler)
-            h = wait_for(lambda: history(d, helper["pid"], start_time), timeout=25, interval=0.5,
+            h = wait_for(lambda: incarnation(d, helper["pid"], start_time), timeout=25, interval=0.5,
                          what="the database reopened")
             self.assertGreaterEqual(h["total"]["faults"]["user"], 1000)
             self.assertEqual(len(log_lines(d, r"Opened database .* writing history again")), 1)

@@ -7,18 +7,16 @@ dropped. A process whose second thread is slow to exit: its faults at exit are a
 either counted or reported as dropped."""
 import json
 import os
-import pwd
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, wait_for)
+from daemon import (Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
+                    remove_user, require_root_and_bpf, require_x86_64, wait_for)
+from varlink_raw import Connection  # noqa: E402
 
 USER = "trapstat-stress-test"
 
@@ -34,35 +32,13 @@ HOLD_PROCS = 6000
 HOLD_PAGES = 50
 
 
-class Varlink:
+class Varlink(Connection):
     """A raw varlink connection from this (long-tracked) process: no trapstat process is started
     per call, which matters while the BPF maps are full (its faults would be dropped), and
     thousands of calls can be pipelined."""
 
     def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        self.sock.settimeout(60)
-        self.buf = b""
-
-    def send(self, method, parameters=None):
-        self.sock.sendall(json.dumps({"method": method, "parameters": parameters or {}}).encode() + b"\0")
-
-    def read(self):
-        while b"\0" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionResetError("closed by the daemon")
-            self.buf += chunk
-        msg, self.buf = self.buf.split(b"\0", 1)
-        return json.loads(msg)
-
-    def call(self, method, parameters=None):
-        self.send(method, parameters)
-        reply = self.read()
-        if "error" in reply:
-            raise AssertionError(f"{method}({parameters}) failed: {reply}")
-        return reply["parameters"]
+        super().__init__(path, timeout=60)
 
     def pipelined(self, method, parameter_list, batch=500):
         """The replies (parameters, or the whole message for an error) in the order of the calls."""
@@ -75,9 +51,6 @@ class Varlink:
                 reply = self.read()
                 replies.append(reply if "error" in reply else reply["parameters"])
         return replies
-
-    def close(self):
-        self.sock.close()
 
 
 def boottime_ns():
@@ -103,18 +76,12 @@ class Storm(unittest.TestCase):
     after its fork, 4 fresh pages, one #BP and one #UD each."""
 
     def setUp(self):
-        subprocess.run(["userdel", USER], capture_output=True)  # left over by an interrupted run
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
-        self.addCleanup(subprocess.run, ["userdel", USER], check=False)
-        self.uid = pwd.getpwnam(USER).pw_uid
+        self.uid = create_user(USER).pw_uid
+        self.addCleanup(remove_user, USER)
         self.daemon = Daemon().__enter__()
         self.addCleanup(self.daemon.__exit__, None, None, None)
         # The user needs to reach the socket and run the binaries: a world-readable copy.
-        os.chmod(self.daemon.dir, 0o755)
-        self.bin = {}
-        for name in ("TRAPSTAT", "STORM"):
-            self.bin[name] = shutil.copy2(binary(name), os.path.join(self.daemon.dir, os.path.basename(binary(name))))
-            os.chmod(self.bin[name], 0o755)
+        self.bin = copy_for_users(self.daemon.dir, "TRAPSTAT", "STORM")
 
     def as_user(self, *args, timeout=30):
         p = subprocess.run(["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--init-groups", *args],

@@ -4,45 +4,14 @@ gets, to the fault; a client that reads slowly misses ticks (and is told), one t
 costs the daemon at most a reply and is cut off after the idle timeout, while others are served."""
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, require_root_and_bpf, trapstat_json, wait_for  # noqa: E402
-
-
-class Stream:
-    """A raw varlink connection: send calls, read NUL-terminated replies."""
-
-    def __init__(self, path, rcvbuf=None):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if rcvbuf:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        self.sock.connect(path)
-        self.sock.settimeout(20)
-        self.buf = b""
-
-    def call(self, method, parameters=None, more=False):
-        msg = {"method": method, "parameters": parameters or {}}
-        if more:
-            msg["more"] = True
-        self.sock.sendall(json.dumps(msg).encode() + b"\0")
-
-    def read(self):
-        while b"\0" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionResetError("closed by the daemon")
-            self.buf += chunk
-        msg, self.buf = self.buf.split(b"\0", 1)
-        return json.loads(msg)
-
-    def close(self):
-        self.sock.close()
+from daemon import Daemon, require_root_and_bpf, run_workload, trapstat_json  # noqa: E402
+from varlink_raw import Connection  # noqa: E402
 
 
 def spawn_churn():
@@ -53,31 +22,29 @@ def spawn_churn():
 class Watch(unittest.TestCase):
     def test_errors(self):
         with Daemon() as d:
-            s = Stream(d.socket)
-            s.call("io.trapstat.Watch")
+            s = Connection(d.socket)
+            s.send("io.trapstat.Watch")
             self.assertEqual(s.read()["error"], "org.varlink.service.ExpectedMore")
-            s.call("io.trapstat.Watch", {"sortBy": "nonsense"}, more=True)
+            s.send("io.trapstat.Watch", {"sortBy": "nonsense"}, more=True)
             reply = s.read()
             self.assertEqual(reply["error"], "org.varlink.service.InvalidParameter")
             self.assertEqual(reply["parameters"]["parameter"], "sortBy")
-            s.call("io.trapstat.Watch", {"limit": 0}, more=True)
+            s.send("io.trapstat.Watch", {"limit": 0}, more=True)
             self.assertEqual(s.read()["parameters"]["parameter"], "limit")
             s.close()
 
     def test_stream_counts_match_history(self):
         pages = 10000
         with Daemon(tick="200ms") as d:
-            s = Stream(d.socket)
-            s.call("io.trapstat.Watch", {"limit": 10000}, more=True)
+            s = Connection(d.socket)
+            s.send("io.trapstat.Watch", {"limit": 10000}, more=True)
             first = s.read()  # the stream is running before the workload starts
             self.assertTrue(first.get("continues"), first)
 
             # A call pipelined behind the stream waits for the stream to end: never answered here.
-            s.call("io.trapstat.GetStatus")
+            s.send("io.trapstat.GetStatus")
 
-            out = subprocess.run([binary("FAULT_PAGES"), str(pages)], capture_output=True, text=True, check=True,
-                                 timeout=30)
-            pid = json.loads(out.stdout)["pid"]
+            pid = run_workload("FAULT_PAGES", pages, timeout=30)["pid"]
 
             replies, user, exited = [first], 0, False
             deadline = time.monotonic() + 20
@@ -114,10 +81,10 @@ class Watch(unittest.TestCase):
         with Daemon(tick="200ms") as d:
             churn = spawn_churn()
             try:
-                s = Stream(d.socket)
-                s.call("io.trapstat.Watch", {"sortBy": "kernel", "limit": 3}, more=True)
-                every = Stream(d.socket)  # the same ticks without a limit
-                every.call("io.trapstat.Watch", {"limit": 10000}, more=True)
+                s = Connection(d.socket)
+                s.send("io.trapstat.Watch", {"sortBy": "kernel", "limit": 3}, more=True)
+                every = Connection(d.socket)  # the same ticks without a limit
+                every.send("io.trapstat.Watch", {"limit": 10000}, more=True)
                 nonempty, limited, unlimited = 0, {}, {}
                 for _ in range(10):
                     p = s.read()["parameters"]
@@ -140,8 +107,8 @@ class Watch(unittest.TestCase):
                 s.close()
                 every.close()
 
-                s = Stream(d.socket)
-                s.call("io.trapstat.Watch", {"pid": churn.pid}, more=True)
+                s = Connection(d.socket)
+                s.send("io.trapstat.Watch", {"pid": churn.pid}, more=True)
                 for _ in range(5):
                     for row in s.read()["parameters"]["rows"]:
                         self.assertEqual(row["process"]["pid"], churn.pid)
@@ -154,8 +121,8 @@ class Watch(unittest.TestCase):
         with Daemon(tick="50ms") as d:
             churn = spawn_churn()
             try:
-                s = Stream(d.socket, rcvbuf=4096)
-                s.call("io.trapstat.Watch", {"limit": 10000}, more=True)
+                s = Connection(d.socket, rcvbuf=4096)
+                s.send("io.trapstat.Watch", {"limit": 10000}, more=True)
                 missed = 0
                 deadline = time.monotonic() + 30
                 while missed == 0 and time.monotonic() < deadline:
@@ -187,8 +154,8 @@ class Watch(unittest.TestCase):
         with Daemon(tick="50ms", extra_args=["--idle-timeout", str(idle)]) as d:
             churn = spawn_churn()
             try:
-                stuck = Stream(d.socket, rcvbuf=4096)
-                stuck.call("io.trapstat.Watch", {"limit": 10000}, more=True)
+                stuck = Connection(d.socket, rcvbuf=4096)
+                stuck.send("io.trapstat.Watch", {"limit": 10000}, more=True)
 
                 # Meanwhile others are served, each within its own timeout. (That at most one reply
                 # is queued for the stuck stream is asserted by the varlink unit test: RSS says
@@ -196,9 +163,9 @@ class Watch(unittest.TestCase):
                 served = 0
                 for _ in range(10):
                     t0 = time.monotonic()
-                    other = Stream(d.socket)
+                    other = Connection(d.socket)
                     other.sock.settimeout(2)
-                    other.call("io.trapstat.GetStatus")
+                    other.send("io.trapstat.GetStatus")
                     self.assertIn("version", other.read()["parameters"])
                     other.close()
                     served += 1

@@ -10,7 +10,10 @@ the initial pid namespace, which is how trapstatd names them (the daemon belongs
 the container is only the test's way to get a systemd of its own).
 
 Needs root. Exits 77 (skipped) only where a container cannot be booted at all, or off x86-64 (the
-trap workload raises x86 exceptions)."""
+trap workload raises x86 exceptions).
+
+This script runs on the host, from the source tree: it shares the integration tests' helpers
+(tests/integration/daemon.py), though not their daemon."""
 import ctypes
 import json
 import os
@@ -25,7 +28,9 @@ import time
 import unittest
 import uuid
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "integration"))
+from daemon import binary, run_workload, skip, wait_for  # noqa: E402
+
 N = 1000  # traps raised of each vector
 PAGES = 10000
 VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
@@ -34,35 +39,7 @@ STATE_DB = "/var/lib/trapstatd/trapstat.db"
 DROPIN_DIR = "run/systemd/system/trapstatd.service.d"  # under the container's root
 
 
-def env(name):
-    value = os.environ.get(name)
-    if not value:
-        sys.exit(f"${name} is not set (run through meson test)")
-    return value
-
-
-def skip(why):
-    print(f"SKIP: {why}", file=sys.stderr)
-    sys.exit(SKIP)
-
-
-def wait_for(predicate, timeout=20, interval=0.1, what="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
-
-
-def run_host(name, *args):
-    """A workload helper, run on the host; returns the JSON it prints."""
-    out = subprocess.run([env(name), *map(str, args)], capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
-    return json.loads(out.stdout)
+env = binary  # $NAME as meson sets it: the paths of binaries, and of the build's trees too
 
 
 def halt_when_orphaned():
@@ -316,11 +293,13 @@ class System(unittest.TestCase):
         self.systemctl("start", "trapstatd")
         self.assert_running()
         self.assertRegex(self.show("StatusText"), r"^(Counting page faults|Tracking \d+ processes)")
-        wait_for(lambda: self.journal().count("ready: tick 1000 ms") == readies + 1, what="the daemon's ready line")
+        wait_for(lambda: self.journal().count("ready: tick 1000 ms") == readies + 1, timeout=20,
+                 what="the daemon's ready line")
 
     def test_4_workload_in_top_and_history(self):
-        traps = run_host("RAISE_TRAPS", N)
-        pages = run_host("FAULT_PAGES", PAGES)
+        # The workloads run on the host (see above).
+        traps = run_workload("RAISE_TRAPS", N)
+        pages = run_workload("FAULT_PAGES", PAGES)
         self.assertEqual(traps["traps"], {v: N for v in VECTORS})
 
         def rows():
@@ -328,7 +307,7 @@ class System(unittest.TestCase):
             by_pid = {row["process"]["pid"]: row for row in r if row["process"]["exited"]}
             return by_pid if traps["pid"] in by_pid and pages["pid"] in by_pid else None
 
-        top = wait_for(rows, what="both workloads in Top")
+        top = wait_for(rows, timeout=20, what="both workloads in Top")
         self.assertEqual(top[traps["pid"]]["counters"]["traps"], {v: N for v in VECTORS})
         self.assertGreaterEqual(top[pages["pid"]]["counters"]["faults"]["user"], PAGES)
         text = self.trapstat("top", "-b", "-n", "1", "--limit", "10000").stdout
@@ -395,8 +374,9 @@ class System(unittest.TestCase):
         try:
             self.systemctl("restart", "trapstatd")
             self.assert_running()
-            wait_for(lambda: "ready: tick 3600000 ms" in self.journal(), what="the daemon with the 1 h tick")
-            pages = run_host("FAULT_PAGES", 3000)
+            wait_for(lambda: "ready: tick 3600000 ms" in self.journal(), timeout=20,
+                     what="the daemon with the 1 h tick")
+            pages = run_workload("FAULT_PAGES", 3000)
             self.systemctl("stop", "trapstatd")
             self.assertEqual(self.show("ActiveState"), "inactive")
             self.assertEqual((self.show("Result"), self.show("ExecMainStatus")), ("success", "0"))
