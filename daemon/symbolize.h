@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Symbolizer: turns (mapped file, file offset) of a trapping or faulting instruction into (symbol,
+ * offset within the symbol), from the ELF symbol tables .symtab and .dynsym. Pure: no BPF, no
+ * logging; functions return negative errno.
+ *
+ * Paths are opened as given (O_RDONLY|O_CLOEXEC|O_NOCTTY, regular files only). Resolving the
+ * path as the target process sees it (a /proc/PID/root prefix, its mount namespace) is the
+ * caller's business.
+ *
+ * The file offset is the one of the mapping (vm_pgoff * page size + address - vm_start); it is
+ * turned into a link-time virtual address through the PT_LOAD program headers, so ET_EXEC, PIE
+ * and shared libraries all work without knowing where they were loaded.
+ *
+ * Cache: each file's table of code symbols (sorted, names copied) is loaded once and kept, keyed
+ * by the file's identity: (st_dev, st_ino) plus its GNU build id, or, for files without one,
+ * plus (st_size, st_mtim), so a file rewritten in place is loaded again. Every lookup still
+ * opens the file and reads its ELF and program headers and notes (a few small reads) to learn
+ * that identity. Bounded by a number of files and a number of bytes (symbol entries plus
+ * names); past either, the least recently used files are dropped. A file whose table alone
+ * exceeds the byte budget is not symbolized (-E2BIG).
+ *
+ * Not handled (the lookup gives -ENOENT, the caller shows file + offset): files without section
+ * headers (sstrip), symbols only in separate debug files or in .gnu_debugdata (MiniDebugInfo).
+ * Names are not demangled.
+ *
+ * Not thread-safe: one Symbolizer per thread, or a lock around it. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+#define SYMBOLIZER_MAX_FILES_DEFAULT 128
+#define SYMBOLIZER_MAX_BYTES_DEFAULT (64ULL * 1024 * 1024)
+#define SYMBOLIZER_MAX_FILE_SIZE_DEFAULT (1ULL << 30)
+/* Longer symbol names (a few C++ ones) are cut to this many bytes, so that a hostile string
+ * table cannot make each of a million symbols cost megabytes. */
+#define SYMBOLIZER_NAME_MAX 1024
+
+typedef struct SymbolizerConfig {
+        size_t max_files;       /* files kept in the cache; 0: SYMBOLIZER_MAX_FILES_DEFAULT */
+        uint64_t max_bytes;     /* memory of all cached tables; 0: SYMBOLIZER_MAX_BYTES_DEFAULT */
+        uint64_t max_file_size; /* larger files give -EFBIG; 0: SYMBOLIZER_MAX_FILE_SIZE_DEFAULT */
+} SymbolizerConfig;
+
+typedef struct SymbolizedFrame {
+        char *symbol;    /* owned: symbolized_frame_done() frees it */
+        uint64_t offset; /* of the address from the symbol's start */
+} SymbolizedFrame;
+
+typedef struct SymbolizerStats {
+        uint64_t loads;     /* symbol tables read from files (cache misses that parsed a file) */
+        uint64_t hits;      /* lookups answered from the cache */
+        uint64_t evictions; /* files dropped to stay within the limits */
+        size_t files;       /* files cached now */
+        uint64_t bytes;     /* bytes of the cached tables now */
+} SymbolizerStats;
+
+typedef struct Symbolizer Symbolizer;
+
+/* config may be NULL: all defaults. */
+int symbolizer_new(const SymbolizerConfig *config, Symbolizer **ret);
+Symbolizer *symbolizer_free(Symbolizer *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Symbolizer *, symbolizer_free);
+
+/* The symbol whose code holds file_offset of the file at path.
+ *   0        ret holds the symbol and the offset within it
+ *   -ENOENT  the file is there but has no symbol at that offset (or the offset is in no
+ *            loadable segment); also when path does not exist
+ *   -EACCES, -ELOOP, ...  the file cannot be opened
+ *   -EISDIR  a directory; -EBADFD any other file that is not a regular file (a FIFO, a device)
+ *   -ENOEXEC not an ELF file, or not an executable or shared object, or a damaged one
+ *   -EFBIG   larger than max_file_size
+ *   -E2BIG   its symbol table alone exceeds max_bytes
+ *   -ENOMEM
+ * A damaged or hostile file never crashes the caller; at worst its symbols are not found.
+ * Files are read with pread, not mapped, so a file truncated while being read gives an error,
+ * not SIGBUS. */
+int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, SymbolizedFrame *ret);
+
+void symbolizer_get_stats(const Symbolizer *s, SymbolizerStats *ret);
+
+void symbolized_frame_done(SymbolizedFrame *f);

@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: MIT */
+/* The symbolizer against the ELF files tests/meson.build builds from tests/data/symbolize-target.c:
+ * a PIE, an ET_EXEC and a shared library, the PIE and the library also stripped to .dynsym.
+ * The expected file offsets come from running those files: each prints where its functions are
+ * mapped (from /proc/self/maps), so they do not come from reading the ELF as the code under test
+ * does. Then the cache, the limits, and damaged and hostile files. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "symbolize.h"
+
+static const char *pie, *pie_stripped, *exec_nopie, *lib, *lib_stripped;
+static char tmpdir[] = "/tmp/test-symbolize-XXXXXX";
+
+#define PATH 512
+
+typedef struct Offsets {
+        uint64_t alpha, beta, hidden, nosize;
+} Offsets;
+
+/* Runs `exe [library]` and reads its "NAME OFFSET" lines. */
+static void target_offsets(const char *exe, const char *library, Offsets *ret) {
+        char name[64];
+        unsigned long long off;
+        int fds[2], status, seen = 0;
+        pid_t pid;
+        FILE *f;
+
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dup2(fds[1], STDOUT_FILENO);
+                execl(exe, exe, library, (char *) NULL);
+                _exit(127);
+        }
+        close(fds[1]);
+        f = fdopen(fds[0], "r");
+        assert_non_null(f);
+        *ret = (Offsets) {};
+        while (fscanf(f, "%63s %llu", name, &off) == 2) {
+                if (strcmp(name, "ts_target_alpha") == 0)
+                        ret->alpha = off;
+                else if (strcmp(name, "ts_target_beta") == 0)
+                        ret->beta = off;
+                else if (strcmp(name, "ts_target_hidden") == 0)
+                        ret->hidden = off;
+                else if (strcmp(name, "ts_target_nosize") == 0)
+                        ret->nosize = off;
+                else
+                        fail_msg("unexpected line %s", name);
+                seen++;
+        }
+        fclose(f);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(seen, 4);
+        assert_true(ret->alpha > 0 && ret->beta > 0 && ret->hidden > 0 && ret->nosize > 0);
+}
+
+static void assert_symbol(Symbolizer *s, const char *path, uint64_t offset, const char *symbol, uint64_t want) {
+        SymbolizedFrame f = {};
+
+        assert_int_equal(symbolizer_lookup(s, path, offset, &f), 0);
+        assert_string_equal(f.symbol, symbol);
+        assert_int_equal(f.offset, want);
+        symbolized_frame_done(&f);
+        assert_null(f.symbol);
+}
+
+static void assert_no_symbol(Symbolizer *s, const char *path, uint64_t offset, int error) {
+        SymbolizedFrame f = { .symbol = (char *) "untouched", .offset = 77 };
+
+        assert_int_equal(symbolizer_lookup(s, path, offset, &f), error);
+        /* Written only on success. */
+        assert_string_equal(f.symbol, "untouched");
+        assert_int_equal(f.offset, 77);
+}
+
+/* The exact symbol and offset at and inside each known function; the local ones only where
+ * .symtab is left. */
+static void check_file(const char *path, const Offsets *o, bool symtab) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+        assert_symbol(s, path, o->alpha, "ts_target_alpha", 0);
+        assert_symbol(s, path, o->alpha + 5, "ts_target_alpha", 5);
+        assert_symbol(s, path, o->beta, "ts_target_beta", 0);
+        assert_symbol(s, path, o->beta + 3, "ts_target_beta", 3);
+        if (symtab) {
+                assert_symbol(s, path, o->hidden, "ts_target_hidden", 0);
+                assert_symbol(s, path, o->hidden + 2, "ts_target_hidden", 2);
+                /* Size 0: the nearest preceding symbol, up to where the next one starts. */
+                assert_symbol(s, path, o->nosize, "ts_target_nosize", 0);
+                assert_symbol(s, path, o->nosize + 5, "ts_target_nosize", 5);
+                assert_symbol(s, path, o->nosize + 63, "ts_target_nosize", 63);
+        } else {
+                assert_no_symbol(s, path, o->hidden, -ENOENT);
+                assert_no_symbol(s, path, o->hidden + 2, -ENOENT);
+                assert_no_symbol(s, path, o->nosize + 5, -ENOENT);
+        }
+        /* Offsets in no loadable segment. */
+        assert_no_symbol(s, path, UINT64_MAX, -ENOENT);
+        assert_no_symbol(s, path, UINT64_C(1) << 40, -ENOENT);
+}
+
+static void test_pie(void **state) {
+        Offsets o;
+
+        target_offsets(pie, NULL, &o);
+        check_file(pie, &o, true);
+        target_offsets(pie_stripped, NULL, &o);
+        check_file(pie_stripped, &o, false);
+}
+
+static void test_exec(void **state) {
+        Offsets o;
+
+        target_offsets(exec_nopie, NULL, &o);
+        check_file(exec_nopie, &o, true);
+}
+
+static void test_shared_library(void **state) {
+        Offsets o;
+
+        target_offsets(pie, lib, &o);
+        check_file(lib, &o, true);
+        target_offsets(pie, lib_stripped, &o);
+        check_file(lib_stripped, &o, false);
+}
+
+/* A second lookup in a file does not read it again; other files are loaded once each. */
+static void test_cache(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        SymbolizedFrame a = {}, b = {};
+        SymbolizerStats st;
+        Offsets o, ol;
+
+        target_offsets(pie, NULL, &o);
+        target_offsets(pie, lib, &ol);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_files = 8 }, &s), 0);
+        assert_int_equal(symbolizer_lookup(s, pie, o.alpha + 1, &a), 0);
+        assert_int_equal(symbolizer_lookup(s, pie, o.alpha + 1, &b), 0);
+        assert_string_equal(a.symbol, "ts_target_alpha");
+        assert_string_equal(a.symbol, b.symbol);
+        assert_int_equal(a.offset, 1);
+        assert_int_equal(b.offset, 1);
+        symbolized_frame_done(&a);
+        symbolized_frame_done(&b);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 1);
+        assert_int_equal(st.hits, 1);
+        assert_int_equal(st.files, 1);
+        assert_true(st.bytes > 0);
+
+        assert_symbol(s, pie, o.beta, "ts_target_beta", 0);
+        assert_symbol(s, lib, ol.beta, "ts_target_beta", 0);
+        assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
+        /* A miss in a cached file is no reload either. */
+        assert_no_symbol(s, lib, UINT64_MAX, -ENOENT);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 2);
+        assert_int_equal(st.hits, 3);
+        assert_int_equal(st.files, 2);
+        assert_int_equal(st.evictions, 0);
+}
+
+/* Past max_files or max_bytes, the least recently used file goes. */
+static void test_cache_limits(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        SymbolizerStats st;
+        uint64_t pie_bytes, lib_bytes;
+        Offsets o, ol;
+
+        target_offsets(pie, NULL, &o);
+        target_offsets(pie, lib, &ol);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_files = 1 }, &s), 0);
+        assert_symbol(s, pie, o.alpha, "ts_target_alpha", 0);
+        symbolizer_get_stats(s, &st);
+        pie_bytes = st.bytes;
+        assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
+        assert_symbol(s, pie, o.alpha, "ts_target_alpha", 0);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 3);
+        assert_int_equal(st.hits, 0);
+        assert_int_equal(st.evictions, 2);
+        assert_int_equal(st.files, 1);
+        assert_int_equal(st.bytes, pie_bytes);
+        s = symbolizer_free(s);
+
+        /* Room for either file but not both: pie, lib, lib (a hit), pie (lib goes). */
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+        assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
+        symbolizer_get_stats(s, &st);
+        lib_bytes = st.bytes;
+        s = symbolizer_free(s);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_bytes = MAX(pie_bytes, lib_bytes) + 1 }, &s), 0);
+        assert_symbol(s, pie, o.alpha, "ts_target_alpha", 0);
+        assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
+        assert_symbol(s, lib, ol.beta, "ts_target_beta", 0);
+        assert_symbol(s, pie, o.beta, "ts_target_beta", 0);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 3);
+        assert_int_equal(st.hits, 1);
+        assert_int_equal(st.evictions, 2);
+        assert_int_equal(st.files, 1);
+        assert_int_equal(st.bytes, pie_bytes);
+        s = symbolizer_free(s);
+
+        /* A table larger than the whole budget is not symbolized, nor kept. */
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_bytes = 256 }, &s), 0);
+        assert_no_symbol(s, pie, o.alpha, -E2BIG);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.files, 0);
+        assert_int_equal(st.bytes, 0);
+        s = symbolizer_free(s);
+
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_file_size = 4096 }, &s), 0);
+        assert_no_symbol(s, pie, o.alpha, -EFBIG);
+}
+
+static void copy_file(const char *from, const char *to, bool in_place) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        int in, out;
+
+        in = open(from, O_RDONLY | O_CLOEXEC);
+        assert_true(in >= 0);
+        assert_int_equal(fstat(in, &st), 0);
+        buf = malloc(st.st_size);
+        assert_non_null(buf);
+        assert_int_equal(read(in, buf, st.st_size), st.st_size);
+        close(in);
+        if (!in_place)
+                (void) unlink(to);
+        /* O_TRUNC keeps the inode: a file rewritten in place. */
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        assert_true(out >= 0);
+        assert_int_equal(write(out, buf, st.st_size), st.st_size);
+        close(out);
+}
+
+/* The same inode with other contents is loaded again: by the build id when the file has one,
+ * else by size and modification time. The same build id is the same code. */
+static void test_rewritten_in_place(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        char path[PATH];
+        SymbolizerStats st;
+        struct stat before, after;
+        Offsets o, ol, ox;
+
+        target_offsets(pie, NULL, &o);
+        target_offsets(pie, lib, &ol);
+        target_offsets(exec_nopie, NULL, &ox);
+        snprintf(path, sizeof(path), "%s/rewritten", tmpdir);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+
+        /* exec has no build id; pie has one. */
+        copy_file(exec_nopie, path, false);
+        assert_int_equal(stat(path, &before), 0);
+        assert_symbol(s, path, ox.hidden, "ts_target_hidden", 0);
+        copy_file(pie, path, true);
+        assert_int_equal(stat(path, &after), 0);
+        assert_int_equal(before.st_ino, after.st_ino);
+        assert_symbol(s, path, o.hidden, "ts_target_hidden", 0);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 2);
+
+        /* lib and lib-stripped share a build id: the cached table of lib answers, with the
+         * local symbols the stripped file no longer has. */
+        copy_file(lib, path, true);
+        assert_symbol(s, path, ol.hidden, "ts_target_hidden", 0);
+        copy_file(lib_stripped, path, true);
+        assert_symbol(s, path, ol.hidden + 1, "ts_target_hidden", 1);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 3);
+        assert_int_equal(st.hits, 1);
+}
+
+static void write_file(const char *path, const void *data, size_t size) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, size), (ssize_t) size);
+        close(fd);
+}
+
+static void test_not_readable(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        char path[PATH];
+
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+        snprintf(path, sizeof(path), "%s/missing", tmpdir);
+        assert_no_symbol(s, path, 0, -ENOENT);
+        assert_no_symbol(s, tmpdir, 0, -EISDIR);
+        assert_no_symbol(s, "/dev/null", 0, -EBADFD);
+
+        /* A FIFO without a writer: no hang. */
+        snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_no_symbol(s, path, 0, -EBADFD);
+
+        snprintf(path, sizeof(path), "%s/text", tmpdir);
+        write_file(path, "int main(void) { return 0; }\n", 29);
+        assert_no_symbol(s, path, 0, -ENOEXEC);
+        write_file(path, "", 0);
+        assert_no_symbol(s, path, 0, -ENOEXEC);
+
+        /* Unreadable: root reads anyway. */
+        if (geteuid() != 0) {
+                copy_file(pie, path, false);
+                assert_int_equal(chmod(path, 0), 0);
+                assert_no_symbol(s, path, 0, -EACCES);
+        }
+}
+
+/* Reads a copy of path into a buffer the test then damages. */
+static char *slurp(const char *path, size_t *ret_size) {
+        struct stat st;
+        char *buf;
+        int fd;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        buf = malloc(st.st_size);
+        assert_non_null(buf);
+        assert_int_equal(read(fd, buf, st.st_size), st.st_size);
+        close(fd);
+        *ret_size = st.st_size;
+        return buf;
+}
+
+/* The section header of the first section of that type, in a 64-bit little-endian file. */
+static Elf64_Shdr *find_section(char *buf, size_t size, uint32_t type) {
+        Elf64_Ehdr *eh = (Elf64_Ehdr *) buf;
+
+        assert_true(size >= sizeof(*eh) && eh->e_ident[EI_CLASS] == ELFCLASS64);
+        for (size_t i = 0; i < eh->e_shnum; i++) {
+                Elf64_Shdr *sh = (Elf64_Shdr *) (buf + eh->e_shoff + i * eh->e_shentsize);
+
+                assert_true(eh->e_shoff + (i + 1) * eh->e_shentsize <= size);
+                if (sh->sh_type == type)
+                        return sh;
+        }
+        fail_msg("no section of type %u", type);
+        return NULL;
+}
+
+static void test_damaged(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_free_ char *buf = NULL, *copy = NULL;
+        char path[PATH];
+        Elf64_Ehdr *eh;
+        Elf64_Shdr *sh;
+        size_t size;
+        Offsets ol;
+
+        target_offsets(pie, lib, &ol);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+        buf = slurp(lib, &size);
+        copy = malloc(size);
+        assert_non_null(copy);
+        snprintf(path, sizeof(path), "%s/damaged", tmpdir);
+
+        /* Cut in half: the section headers (at the end) are gone. */
+        write_file(path, buf, size / 2);
+        assert_no_symbol(s, path, ol.alpha, -ENOEXEC);
+        /* Cut inside the ELF header. */
+        write_file(path, buf, 20);
+        assert_no_symbol(s, path, ol.alpha, -ENOEXEC);
+
+        /* Section headers past the end. */
+        memcpy(copy, buf, size);
+        eh = (Elf64_Ehdr *) copy;
+        eh->e_shoff = size + 4096;
+        write_file(path, copy, size);
+        assert_no_symbol(s, path, ol.alpha, -ENOEXEC);
+        /* Program headers past the end. */
+        memcpy(copy, buf, size);
+        eh->e_phoff = size - 8;
+        write_file(path, copy, size);
+        assert_no_symbol(s, path, ol.alpha, -ENOEXEC);
+        /* A relocatable object: no loadable segments to map offsets with. */
+        memcpy(copy, buf, size);
+        eh->e_type = ET_REL;
+        write_file(path, copy, size);
+        assert_no_symbol(s, path, ol.alpha, -ENOEXEC);
+
+        /* .symtab's data past the end: .dynsym still names the exported functions. */
+        memcpy(copy, buf, size);
+        sh = find_section(copy, size, SHT_SYMTAB);
+        sh->sh_offset = size + 4096;
+        write_file(path, copy, size);
+        assert_symbol(s, path, ol.alpha + 5, "ts_target_alpha", 5);
+        assert_no_symbol(s, path, ol.hidden, -ENOENT);
+        s = symbolizer_free(s);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+
+        /* .symtab's string table link pointing at itself, then far out of range. */
+        memcpy(copy, buf, size);
+        sh = find_section(copy, size, SHT_SYMTAB);
+        sh->sh_link = (uint32_t) (((char *) sh - (copy + eh->e_shoff)) / eh->e_shentsize);
+        write_file(path, copy, size);
+        assert_symbol(s, path, ol.alpha, "ts_target_alpha", 0);
+        s = symbolizer_free(s);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+        sh->sh_link = 0xffff;
+        write_file(path, copy, size);
+        assert_symbol(s, path, ol.beta, "ts_target_beta", 0);
+        s = symbolizer_free(s);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+
+        /* A symbol table claiming more entries than the file has bytes. */
+        memcpy(copy, buf, size);
+        sh = find_section(copy, size, SHT_DYNSYM);
+        sh->sh_size = UINT64_C(1) << 40;
+        write_file(path, copy, size);
+        assert_symbol(s, path, ol.hidden, "ts_target_hidden", 0);
+}
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
+
+static uint64_t rng(void) {
+        /* xorshift64: the same bytes on every run, so a failure can be replayed. */
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        return rng_state;
+}
+
+/* Random bytes, and the library with random bytes of its headers, tables and code changed:
+ * any answer but a crash (the ASan build checks every read). */
+static void test_hostile(void **state) {
+        _cleanup_free_ char *buf = NULL, *copy = NULL;
+        char path[PATH];
+        size_t size;
+        Offsets ol;
+
+        target_offsets(pie, lib, &ol);
+        buf = slurp(lib, &size);
+        copy = malloc(size);
+        assert_non_null(copy);
+        snprintf(path, sizeof(path), "%s/hostile", tmpdir);
+
+        for (size_t i = 0; i < size; i++)
+                copy[i] = (char) rng();
+        write_file(path, copy, size);
+        {
+                _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+
+                assert_int_equal(symbolizer_new(NULL, &s), 0);
+                assert_no_symbol(s, path, ol.alpha, -ENOEXEC);
+                /* Random bytes behind an ELF64 header's magic. */
+                memcpy(copy, buf, 8);
+                write_file(path, copy, size);
+                assert_true(symbolizer_lookup(s, path, ol.alpha, &(SymbolizedFrame) {}) < 0);
+        }
+
+        for (int round = 0; round < 3000; round++) {
+                _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+                SymbolizedFrame f = {};
+                size_t n = 1 + rng() % 16, cut = size;
+                int r;
+
+                memcpy(copy, buf, size);
+                for (size_t k = 0; k < n; k++) {
+                        /* Mostly the ELF header, program and section headers (start and end of
+                         * the file), sometimes anywhere. */
+                        size_t at = rng() % 4 == 0 ? rng() % size : rng() % 2 ? rng() % 1024 : size - 1 - rng() % 2048;
+
+                        copy[at] = (char) (rng() % 3 == 0 ? 0xff : rng());
+                }
+                if (rng() % 8 == 0)
+                        cut = rng() % size;
+                write_file(path, copy, cut);
+                assert_int_equal(symbolizer_new(NULL, &s), 0);
+                for (int k = 0; k < 4; k++) {
+                        uint64_t off = k == 0 ? ol.alpha : k == 1 ? ol.hidden : rng() % (size + 64);
+
+                        r = symbolizer_lookup(s, path, off, &f);
+                        if (r == 0) {
+                                assert_non_null(f.symbol);
+                                assert_true(strlen(f.symbol) < SYMBOLIZER_NAME_MAX);
+                                symbolized_frame_done(&f);
+                        } else
+                                assert_true(r == -ENOENT || r == -ENOEXEC || r == -E2BIG);
+                }
+        }
+}
+
+static int setup(void **state) {
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        return system(cmd);
+}
+
+int main(int argc, char *argv[]) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pie),
+                cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_shared_library),
+                cmocka_unit_test(test_cache),
+                cmocka_unit_test(test_cache_limits),
+                cmocka_unit_test(test_rewritten_in_place),
+                cmocka_unit_test(test_not_readable),
+                cmocka_unit_test(test_damaged),
+                cmocka_unit_test(test_hostile),
+        };
+
+        if (argc != 6) {
+                fprintf(stderr, "usage: test-symbolize PIE PIE-STRIPPED EXEC LIBRARY LIBRARY-STRIPPED\n");
+                return 2;
+        }
+        pie = argv[1];
+        pie_stripped = argv[2];
+        exec_nopie = argv[3];
+        lib = argv[4];
+        lib_stripped = argv[5];
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
