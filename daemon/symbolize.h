@@ -19,7 +19,14 @@
  * opens the file and reads its ELF and program headers and notes (a few small reads) to learn
  * that identity. Bounded by a number of files and a number of bytes (symbol entries plus
  * names); past either, the least recently used files are dropped. A file whose table alone
- * exceeds the byte budget is not symbolized (-E2BIG).
+ * exceeds the byte budget is not symbolized (-E2BIG). Loading a file briefly takes more: libelf's
+ * copies of its symbol and string tables, and a few times max_bytes of candidate symbols.
+ *
+ * Which symbol: only those in executable sections (STT_FUNC, STT_GNU_IFUNC, and STT_NOTYPE
+ * labels of assembly). A sized symbol covers [st_value, st_value + st_size); a size-0 one covers
+ * up to the next symbol's start, within its section. Labels and size-0 symbols inside a sized
+ * function are dropped, so the function names its code. Of several symbols at one address, a
+ * function beats a label, sized beats size 0, global beats weak beats local.
  *
  * Not handled (the lookup gives -ENOENT, the caller shows file + offset): files without section
  * headers (sstrip), symbols only in separate debug files or in .gnu_debugdata (MiniDebugInfo).

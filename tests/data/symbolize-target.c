@@ -41,17 +41,26 @@ static __attribute__((noinline)) int ts_target_hidden(int x) {
 }
 
 /* A local code label without a size (as hand-written assembly has them), followed by 64 bytes
- * no symbol starts in. Never executed. */
+ * no symbol starts in; then a sized assembly function with a label (STT_NOTYPE) inside, which
+ * must not take the function's name from the middle on. Never executed. */
 __asm__(".text\n"
         ".type ts_target_nosize, %function\n"
         "ts_target_nosize:\n"
-        ".skip 64\n");
+        ".skip 64\n"
+        ".type ts_target_asm, %function\n"
+        "ts_target_asm:\n"
+        ".skip 16\n"
+        "ts_target_asm_label:\n"
+        ".skip 16\n"
+        ".size ts_target_asm, 32\n");
 extern const char ts_target_nosize[] __attribute__((visibility("hidden")));
+extern const char ts_target_asm[] __attribute__((visibility("hidden")));
 
 /* What the shared library reports about its local symbols, which dlsym() cannot find. */
-void ts_target_locals(const void **ret_hidden, const void **ret_nosize) {
+void ts_target_locals(const void **ret_hidden, const void **ret_nosize, const void **ret_asm) {
         *ret_hidden = (const void *) ts_target_hidden;
         *ret_nosize = ts_target_nosize;
+        *ret_asm = ts_target_asm;
 }
 
 static int print_offset(const char *name, const void *p) {
@@ -80,11 +89,11 @@ static int print_offset(const char *name, const void *p) {
 
 int main(int argc, char *argv[]) {
         const void *alpha = (const void *) ts_target_alpha, *beta = (const void *) ts_target_beta;
-        const void *hidden, *nosize;
+        const void *hidden, *nosize, *asm_func;
 
-        ts_target_locals(&hidden, &nosize);
+        ts_target_locals(&hidden, &nosize, &asm_func);
         if (argc > 1) {
-                void (*locals)(const void **, const void **);
+                void (*locals)(const void **, const void **, const void **);
                 void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 
                 if (!lib) {
@@ -96,10 +105,11 @@ int main(int argc, char *argv[]) {
                 *(void **) &locals = dlsym(lib, "ts_target_locals");
                 if (!alpha || !beta || !locals)
                         return 1;
-                locals(&hidden, &nosize);
+                locals(&hidden, &nosize, &asm_func);
         }
         if (print_offset("ts_target_alpha", alpha) < 0 || print_offset("ts_target_beta", beta) < 0 ||
-            print_offset("ts_target_hidden", hidden) < 0 || print_offset("ts_target_nosize", nosize) < 0)
+            print_offset("ts_target_hidden", hidden) < 0 || print_offset("ts_target_nosize", nosize) < 0 ||
+            print_offset("ts_target_asm", asm_func) < 0)
                 return 1;
         /* Keep the functions' results used. */
         return ts_target_alpha(argc) + ts_target_beta(argc) == 1234567 ? 2 : 0;

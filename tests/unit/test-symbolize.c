@@ -30,7 +30,7 @@ static char tmpdir[] = "/tmp/test-symbolize-XXXXXX";
 #define PATH 512
 
 typedef struct Offsets {
-        uint64_t alpha, beta, hidden, nosize;
+        uint64_t alpha, beta, hidden, nosize, asm_func;
 } Offsets;
 
 /* Runs `exe [library]` and reads its "NAME OFFSET" lines. */
@@ -62,6 +62,8 @@ static void target_offsets(const char *exe, const char *library, Offsets *ret) {
                         ret->hidden = off;
                 else if (strcmp(name, "ts_target_nosize") == 0)
                         ret->nosize = off;
+                else if (strcmp(name, "ts_target_asm") == 0)
+                        ret->asm_func = off;
                 else
                         fail_msg("unexpected line %s", name);
                 seen++;
@@ -69,8 +71,8 @@ static void target_offsets(const char *exe, const char *library, Offsets *ret) {
         fclose(f);
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        assert_int_equal(seen, 4);
-        assert_true(ret->alpha > 0 && ret->beta > 0 && ret->hidden > 0 && ret->nosize > 0);
+        assert_int_equal(seen, 5);
+        assert_true(ret->alpha > 0 && ret->beta > 0 && ret->hidden > 0 && ret->nosize > 0 && ret->asm_func > 0);
 }
 
 static void assert_symbol(Symbolizer *s, const char *path, uint64_t offset, const char *symbol, uint64_t want) {
@@ -109,6 +111,11 @@ static void check_file(const char *path, const Offsets *o, bool symtab) {
                 assert_symbol(s, path, o->nosize, "ts_target_nosize", 0);
                 assert_symbol(s, path, o->nosize + 5, "ts_target_nosize", 5);
                 assert_symbol(s, path, o->nosize + 63, "ts_target_nosize", 63);
+                assert_int_equal(o->asm_func, o->nosize + 64);
+                /* The sized function, not the label inside it. */
+                assert_symbol(s, path, o->asm_func, "ts_target_asm", 0);
+                assert_symbol(s, path, o->asm_func + 16, "ts_target_asm", 16);
+                assert_symbol(s, path, o->asm_func + 31, "ts_target_asm", 31);
         } else {
                 assert_no_symbol(s, path, o->hidden, -ENOENT);
                 assert_no_symbol(s, path, o->hidden + 2, -ENOENT);
