@@ -85,7 +85,6 @@ void varlink_connection_free(VarlinkConnection *c) {
                                                 evbuffer_get_length(bufferevent_get_output(c->bev)));
         /* Safe from inside the bufferevent's own callbacks: libevent defers the actual free. */
         bufferevent_free(c->bev);
-        free(c->peer_groups);
         free(c);
         server_resume_waiting(s);
 }
@@ -198,18 +197,8 @@ uid_t varlink_call_peer_uid(VarlinkCall *call) {
         return call && call->connection ? call->connection->peer.uid : (uid_t) -1;
 }
 
-bool varlink_call_peer_in_group(VarlinkCall *call, gid_t gid) {
-        const VarlinkConnection *c;
-
-        if (!call || !call->connection)
-                return false;
-        c = call->connection;
-        if (c->peer.gid == gid)
-                return true;
-        for (size_t i = 0; i < c->n_peer_groups; i++)
-                if (c->peer_groups[i] == gid)
-                        return true;
-        return false;
+bool varlink_call_peer_privileged(VarlinkCall *call) {
+        return call && call->connection && call->connection->privileged;
 }
 
 pid_t varlink_call_peer_pid(VarlinkCall *call) {
@@ -559,7 +548,9 @@ int varlink_connection_new(VarlinkServer *s, int fd) {
         _cleanup_close_ int fd_close = fd;
         struct timeval idle = { .tv_sec = s->idle_timeout_sec };
         socklen_t len = sizeof(struct ucred);
+        _cleanup_free_ gid_t *groups = NULL;
         VarlinkConnection *c;
+        size_t n_groups = 0;
         unsigned limit;
         int r;
 
@@ -572,19 +563,19 @@ int varlink_connection_new(VarlinkServer *s, int fd) {
                 free(c);
                 return -errno;
         }
-        r = read_peer_groups(fd, &c->peer_groups, &c->n_peer_groups);
+        /* The supplementary groups only decide this, once: the connection keeps the answer. */
+        r = read_peer_groups(fd, &groups, &n_groups);
         if (r < 0) {
                 free(c);
                 return r;
         }
-        c->privileged = peer_privileged(s, &c->peer, c->peer_groups, c->n_peer_groups);
+        c->privileged = peer_privileged(s, &c->peer, groups, n_groups);
 
         limit = connection_limit_reached(s, c);
         if (limit > 0) {
                 uid_t uid = c->peer.uid;
 
                 connection_refuse(s, fd, limit);
-                free(c->peer_groups);
                 free(c);
                 return log_client(EUSERS, "Too many varlink connections (limit %u reached for uid %u), refusing a new one.",
                                   limit, (unsigned) uid);
@@ -595,7 +586,6 @@ int varlink_connection_new(VarlinkServer *s, int fd) {
         if (!c->bev) {
                 if (c->resume)
                         event_free(c->resume);
-                free(c->peer_groups);
                 free(c);
                 return -ENOMEM;
         }

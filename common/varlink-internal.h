@@ -43,8 +43,6 @@ struct VarlinkConnection {
         VarlinkConnection *prev, *next;
         struct bufferevent *bev;
         struct ucred peer;
-        gid_t *peer_groups;   /* supplementary groups (SO_PEERGROUPS) */
-        size_t n_peer_groups;
         bool privileged; /* root or a member of the server's privileged group */
         size_t scanned;  /* input bytes already searched for a NUL, without finding one */
         bool throttled;  /* reading paused until the client has taken its reply */

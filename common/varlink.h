@@ -179,8 +179,11 @@ bool varlink_call_more(VarlinkCall *call);
 const char *varlink_call_method(VarlinkCall *call);
 /* SO_PEERCRED of the connection the call came from. */
 uid_t varlink_call_peer_uid(VarlinkCall *call);
-/* Whether the peer's primary or a supplementary group (SO_PEERGROUPS) is gid. */
-bool varlink_call_peer_in_group(VarlinkCall *call, gid_t gid);
+/* Whether the peer is root or a member (primary or supplementary group, SO_PEERGROUPS) of the
+ * server's privileged_group, as decided when it connected: the same answer the connection limits
+ * use. The group is looked up then, so creating it or adding a user needs no restart, only a new
+ * connection. */
+bool varlink_call_peer_privileged(VarlinkCall *call);
 pid_t varlink_call_peer_pid(VarlinkCall *call);
 
 /* ---- client (blocking) ---- */

@@ -2,7 +2,6 @@
 /* The io.trapstat methods: parameters in, store/collector queries, replies out. */
 
 #include <errno.h>
-#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -59,19 +58,9 @@ static bool in_range(int64_t v, int64_t min, int64_t max) {
 }
 
 /* root and members of group trapstat see every process; everyone else only their own. Returns
- * the uid to filter by, or -1 for no filter. The group is looked up per call, so creating it
- * (or adding a user to it) needs no restart. */
+ * the uid to filter by, or -1 for no filter. */
 static int64_t visible_uid(VarlinkCall *call) {
-        uid_t uid = varlink_call_peer_uid(call);
-        struct group grp, *found = NULL;
-        char buf[4096];
-
-        if (uid == 0)
-                return -1;
-        if (getgrnam_r(TRAPSTAT_GROUP, &grp, buf, sizeof(buf), &found) == 0 && found &&
-            varlink_call_peer_in_group(call, found->gr_gid))
-                return -1;
-        return (int64_t) uid;
+        return varlink_call_peer_privileged(call) ? -1 : (int64_t) varlink_call_peer_uid(call);
 }
 
 /* A query's failure, as the reply a worker sends. -ECANCELED (the query was stopped) is passed
@@ -122,6 +111,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
         const CollectorSource *sources;
         uint64_t total_drops = 0;
         json_t *list, *drop_list;
+        int64_t uid = visible_uid(call);
         struct utsname u;
         const char *arch;
         size_t n;
@@ -150,9 +140,8 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                             "databasePath", manager_database_path(m), "databaseBytes",
                                             (json_int_t) (manager_store(m) ? store_size_bytes(manager_store(m)) : 0),
                                             "processesTracked",
-                                            (json_int_t) (visible_uid(call) < 0
-                                                                  ? collector_n_tracked(c)
-                                                                  : collector_n_tracked_uid(c, (uint32_t) visible_uid(call))),
+                                            (json_int_t) (uid < 0 ? collector_n_tracked(c)
+                                                                  : collector_n_tracked_uid(c, (uint32_t) uid)),
                                             "drops",
                                             (json_int_t) total_drops, "dropsByKind", drop_list),
                                   false);
