@@ -52,7 +52,8 @@ int log_internalv(int level, int error, const char *fmt, va_list ap) {
         return -abs(error);
 }
 
-bool ratelimit_below(RateLimit *rl) {
+/* True when a message may be logged now. */
+static bool ratelimit_below(RateLimit *rl) {
         struct timespec ts;
         uint64_t now;
 

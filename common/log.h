@@ -44,8 +44,5 @@ typedef struct RateLimit {
 
 #define RATELIMIT_CLIENT ((RateLimit) { .interval_usec = 10 * UINT64_C(1000000), .burst = 10 })
 
-/* True when a message may be logged now. */
-bool ratelimit_below(RateLimit *rl);
-
 /* Logs like log_internal() when rl lets it through; returns -abs(error) either way. */
 int log_ratelimited(RateLimit *rl, int level, int error, const char *fmt, ...) _printf_(4, 5);

@@ -58,7 +58,6 @@ struct QueryPool {
         bool stopping;
         QueryJob *queue, **queue_tail; /* FIFO */
         QueryJob *done;
-        unsigned n_queued;
         Worker *workers;
         unsigned n_workers;
 };
@@ -91,7 +90,6 @@ static void queue_unlink(QueryPool *p, QueryJob **link) {
         if (p->queue_tail == &j->next)
                 p->queue_tail = link;
         j->next = NULL;
-        p->n_queued--;
 }
 
 /* Takes the first queued job whose uid is below its share of the workers; under the lock. */
@@ -274,7 +272,6 @@ int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, QueryRunFn run
         j->state = JOB_QUEUED;
         *p->queue_tail = j;
         p->queue_tail = &j->next;
-        p->n_queued++;
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
         return 0;
@@ -370,23 +367,4 @@ QueryPool *query_pool_free(QueryPool *p) {
         free(p->boot_id);
         free(p);
         return NULL;
-}
-
-unsigned query_pool_queued(QueryPool *p) {
-        unsigned n;
-
-        pthread_mutex_lock(&p->lock);
-        n = p->n_queued;
-        pthread_mutex_unlock(&p->lock);
-        return n;
-}
-
-unsigned query_pool_running(QueryPool *p) {
-        unsigned n = 0;
-
-        pthread_mutex_lock(&p->lock);
-        for (unsigned i = 0; i < p->n_workers; i++)
-                n += p->workers[i].job != NULL;
-        pthread_mutex_unlock(&p->lock);
-        return n;
 }

@@ -47,7 +47,3 @@ QueryPool *query_pool_free(QueryPool *p);
  * with free_args when the query is done or dropped, also when this fails. */
 int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, QueryRunFn run, void *args,
                       void (*free_args)(void *args));
-
-/* Queries waiting and running. */
-unsigned query_pool_queued(QueryPool *p);
-unsigned query_pool_running(QueryPool *p);
