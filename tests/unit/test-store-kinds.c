@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "unit-store.h"
+#include "unit-tmpdir.h"
+
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +26,7 @@
 #define S UINT64_C(1000000)
 #define H (3600 * S)
 
-static char tmpdir[] = "/tmp/test-store-kinds-XXXXXX";
+DEFINE_TEST_TMPDIR("test-store-kinds");
 
 static void db_path(const char *name, char *buf, size_t size) {
         snprintf(buf, size, "%s/%s", tmpdir, name);
@@ -276,15 +279,6 @@ static int64_t rows_of(sqlite3 *db, const StoreKind *k, int tier) {
         return query_int(db, "SELECT COUNT(*) FROM %s", k->tables[tier]);
 }
 
-static void maintain_until_done(Store *s, uint64_t now, const StoreRetention *r) {
-        bool more = true;
-
-        for (int i = 0; more; i++) {
-                assert_true(i < 10000);
-                assert_int_equal(store_maintain(s, now, r, &more), 0);
-        }
-}
-
 /* Two hours of every kind: maintenance sums each into minutes and hours exactly (every row of
  * the coarser tier is the sum of its raw rows, per key), then deletes each kind by age, tier by
  * tier. */
@@ -484,16 +478,6 @@ static void test_a_new_kind_is_a_descriptor(void **state) {
         sqlite3_close(db);
 }
 
-static int setup(void **state) {
-        return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        return system(cmd);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_kinds_match_the_schema),
@@ -503,5 +487,5 @@ int main(void) {
                 cmocka_unit_test(test_size_cap_cuts_every_kind),
                 cmocka_unit_test(test_a_new_kind_is_a_descriptor),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "unit-tmpdir.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +20,7 @@
 
 #include "store-recover.h"
 
-static char tmpdir[] = "/tmp/test-store-recover-XXXXXX";
+DEFINE_TEST_TMPDIR("test-store-recover");
 
 #define PATH 512
 
@@ -284,16 +286,6 @@ static void test_taken_name_and_wal_move_together(void **state) {
         free(moved);
 }
 
-static int setup(void **state) {
-        return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        return system(cmd);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_garbage_is_moved_aside),
@@ -303,5 +295,5 @@ int main(void) {
                 cmocka_unit_test(test_missing_directory_is_passed_through),
                 cmocka_unit_test(test_taken_name_and_wal_move_together),
         };
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

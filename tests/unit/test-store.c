@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "unit-store.h"
+#include "unit-tmpdir.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +21,7 @@
 #include "macro.h"
 #include "store.h"
 
-static char tmpdir[] = "/tmp/test-store-XXXXXX";
+DEFINE_TEST_TMPDIR("test-store");
 
 static sqlite3 *open_db(const char *name) {
         char path[256];
@@ -368,15 +371,6 @@ static uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution, uint64
         if (ret_traps)
                 *ret_traps = traps;
         return user;
-}
-
-static void maintain_until_done(Store *s, uint64_t now, const StoreRetention *r) {
-        bool more = true;
-
-        for (int i = 0; more; i++) {
-                assert_true(i < 10000);
-                assert_int_equal(store_maintain(s, now, r, &more), 0);
-        }
 }
 
 static void test_rollup_and_retention(void **state) {
@@ -774,16 +768,6 @@ static void test_reader(void **state) {
         assert_null(ignored);
 }
 
-static int setup(void **state) {
-        return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        return system(cmd);
-}
-
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_migrate_embedded),
@@ -805,5 +789,5 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
         fixture_dir = argv[1];
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "unit-tmpdir.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +27,7 @@
 #include "symbolize.h"
 
 static const char *pie, *pie_stripped, *exec_nopie, *lib, *lib_stripped;
-static char tmpdir[] = "/tmp/test-symbolize-XXXXXX";
+DEFINE_TEST_TMPDIR("test-symbolize");
 
 #define PATH 512
 
@@ -511,16 +513,6 @@ static void test_hostile(void **state) {
         }
 }
 
-static int setup(void **state) {
-        return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-        return system(cmd);
-}
-
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pie),
@@ -543,5 +535,5 @@ int main(int argc, char *argv[]) {
         exec_nopie = argv[3];
         lib = argv[4];
         lib_stripped = argv[5];
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
