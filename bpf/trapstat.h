@@ -158,6 +158,82 @@ _Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layou
 /* Threads of one process summed at most, when its fault accounting is read. */
 #define TS_MAX_THREADS 65536
 
+/* ---- Sites: where processes trap and (sampled) fault ---- */
+
+/* Kinds of memory an address is in, as common/sites.h numbers them (MemoryKind). */
+#define TS_MEM_NONE 0
+#define TS_MEM_FILE 1
+#define TS_MEM_ANON 2
+#define TS_MEM_HEAP 3
+#define TS_MEM_STACK 4
+#define TS_MEM_VDSO 5
+#define TS_MEM_UNMAPPED 6
+#define TS_MEM_UNKNOWN 7
+
+#define TS_SITE_TRAP 0
+#define TS_SITE_FAULT 1
+
+/* A place in a process's memory, as BPF resolves it from the VMA while the process is alive:
+ * for a file mapping the file (device and inode) and the offset in it; else the kind and, for
+ * code, the address. */
+struct ts_location {
+        __u64 ino;    /* the file's inode number; 0 when no file */
+        __u64 offset; /* file offset (vm_pgoff * page + address - vm_start); the address for
+                       * code in no file; 0 for the memory a fault touched (only its kind and
+                       * file are kept) */
+        __u32 dev;    /* the file system's device, the kernel's encoding: major << 20 | minor */
+        __u32 kind;   /* TS_MEM_* */
+};
+_Static_assert(sizeof(struct ts_location) == 24, "struct ts_location layout is shared with BPF");
+
+/* Key of the site hash: one process, one instruction, one kind of memory touched. */
+struct ts_site_key {
+        __u32 tgid;
+        __u8 kind;    /* TS_SITE_* */
+        __u8 vector;  /* traps: the exception vector, TS_N_VECTORS when not known; faults: 14 */
+        __u16 _pad0;
+        __u64 start_time;
+        struct ts_location ip;     /* the instruction */
+        struct ts_location memory; /* what the faulting address was in (offset 0) */
+};
+_Static_assert(sizeof(struct ts_site_key) == 64, "struct ts_site_key layout is shared with BPF");
+
+/* Value of the site hash: monotonic while the process lives (atomic adds); user space keeps
+ * what it drained and removes the process's entries after its exit. */
+struct ts_site {
+        __u64 count; /* traps, or fault samples */
+};
+_Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared with BPF");
+
+/* Sites the hash holds at once; configurable at load time (trapstatd --max-sites). */
+#define TS_DEFAULT_MAX_SITES 16384
+/* One in this many user page faults of a process on one CPU records its site; a power of two,
+ * 0 for none; configurable at load time (trapstatd --fault-sample). */
+#define TS_DEFAULT_FAULT_SAMPLE 64
+
+/* The path of a mapped file, written by BPF the first time one of its sites is recorded, from
+ * the dentry up to the root of the mount tree: components innermost first, each cut to
+ * TS_NAME_LEN - 1 bytes. User space joins them. */
+#define TS_PATH_DEPTH 16
+#define TS_NAME_LEN 64
+struct ts_file_key {
+        __u64 ino;
+        __u32 dev;
+        __u32 _pad0;
+};
+_Static_assert(sizeof(struct ts_file_key) == 16, "struct ts_file_key layout is shared with BPF");
+
+struct ts_file_name {
+        __u32 depth;     /* components used */
+        __u32 truncated; /* the path had more than TS_PATH_DEPTH components: the outermost are missing */
+        char names[TS_PATH_DEPTH][TS_NAME_LEN];
+};
+_Static_assert(sizeof(struct ts_file_name) == 8 + TS_PATH_DEPTH * TS_NAME_LEN,
+               "struct ts_file_name layout is shared with BPF");
+
+/* Files whose paths the name map holds at once. */
+#define TS_MAX_FILE_NAMES 4096
+
 /* Indices of the `drops` per-CPU array: what could not be counted, never lost silently. The
  * daemon describes each kind (daemon/collector-bpf.c) and GetStatus reports them. */
 enum ts_drop {
@@ -165,5 +241,7 @@ enum ts_drop {
         TS_DROP_TRAPS_FULL = 1, /* a trap of a process that did not fit in the trap hash */
         TS_DROP_EXIT_EVENT = 2, /* an exit event did not fit in the ring buffer */
         TS_DROP_EXEC_EVENT = 3, /* an exec event did not fit in the ring buffer */
+        TS_DROP_SITES_FULL = 4, /* a trap or a fault sample whose site did not fit in the site hash */
+        TS_DROP_FILE_NAME = 5,  /* a file whose path did not fit in the name map */
         TS_DROP_MAX,
 };

@@ -81,4 +81,7 @@ typedef struct ProcessSample {
         const ProcessInfo *process;
         Faults delta;
         const struct Traps *traps; /* NULL when the process trapped not at all this tick */
+        /* Where it trapped and (sampled) faulted this tick: each site's count of the tick (common/sites.h). */
+        const struct SiteCount *sites;
+        size_t n_sites;
 } ProcessSample;

@@ -17,6 +17,7 @@
 
 #include "counters.h"
 #include "embedded.h"
+#include "sites.h"
 #include "traps.h"
 
 /* Width of a raw-tier bucket. */
@@ -79,6 +80,9 @@ uint64_t store_size_bytes(Store *s);
  * raw buckets when a tick falls into a later bucket, and before store_top(), store_history(),
  * store_maintain() and at store_open() and store_free(): queries see every committed tick. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
+/* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
+ * (they are few), creating the object and site rows they name: a site's symbol is written when
+ * the site is first stored (or later, while it has none). */
 
 /* One step of maintenance, each part in its own short transaction so that queries wait at most
  * one batch: rolls complete intervals up into the minute and hour tiers, deletes what the
@@ -123,6 +127,14 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
  * holding since_usec, summed; *ret_processes: how many processes trapped. */
 int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes);
 void process_infos_free(ProcessInfo *p, size_t n);
+
+/* The sites of one process (common/sites.h) in [since_usec, until_usec), each instant read from
+ * one tier: counts summed per (kind, vector, period, instruction, memory), largest first by
+ * estimated count (count × period), ties by kind (traps first), object and offset; only kind's
+ * sites when kind >= 0 (a SiteKind); at most limit. Symbols are those recorded when the site was
+ * first stored. */
+int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
+                SiteCount **ret, size_t *ret_n);
 
 /* Marks exited every process of this boot not marked so for which alive() says no: those that
  * ended while no daemon was running to see it. One transaction; *ret_n: how many. */

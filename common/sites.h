@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Where processes trap and fault: the varlink type Site (schema/io.trapstat.varlink) as C
+ * structs, shared by the collector (which builds them each tick), the store (which keeps them in
+ * the tiers) and the methods (which serve them).
+ *
+ * A site is one instruction: the file it is mapped from and its offset in that file (so it
+ * means the same in every process and after the process died), or, for code that is in no file
+ * (a JIT's), its address. Every trap has its site, exactly; page faults are sampled, one in
+ * `period` of a process's faults on one CPU, and their counts are samples, never passed off as
+ * exact. Next to the instruction: what kind of memory the faulting address was in (the page
+ * fault's address, or si_addr of the signal that has one). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum SiteKind {
+        SITE_TRAP = 0,  /* a CPU exception the kernel turned into a signal: every one counted */
+        SITE_FAULT = 1, /* a user page fault: sampled */
+        _SITE_KIND_MAX,
+} SiteKind;
+
+/* "trap", "fault" (the IDL's enum SiteKind). */
+const char *site_kind_name(SiteKind k);
+/* -EINVAL for any other name. */
+int site_kind_from_name(const char *name, SiteKind *ret);
+
+/* What memory an address was in. The numbers are stored in the database: append only. */
+typedef enum MemoryKind {
+        MEMORY_NONE = 0,     /* no address: the signal carries none (SI_KERNEL) */
+        MEMORY_FILE = 1,     /* a file mapping: memory_object names the file */
+        MEMORY_ANON = 2,     /* anonymous memory (also a JIT's code) */
+        MEMORY_HEAP = 3,     /* the brk heap */
+        MEMORY_STACK = 4,    /* the main thread's stack */
+        MEMORY_VDSO = 5,     /* the kernel's vDSO */
+        MEMORY_UNMAPPED = 6, /* no mapping at all (a null pointer, say) */
+        MEMORY_UNKNOWN = 7,  /* the mappings could not be read at that moment */
+        _MEMORY_KIND_MAX,
+} MemoryKind;
+
+/* "none", "file", "anon", "heap", "stack", "vdso", "unmapped", "unknown". */
+const char *memory_kind_name(MemoryKind k);
+int memory_kind_from_name(const char *name, MemoryKind *ret);
+/* The object name of memory that is no file: "[anon]", "[heap]", "[stack]", "[vdso]",
+ * "[unmapped]", "[unknown]"; NULL for MEMORY_FILE and MEMORY_NONE. */
+const char *memory_kind_object(MemoryKind k);
+
+/* The page fault vector: Site.vector of fault sites is this (they are #PF, sampled). */
+#define SITE_FAULT_VECTOR 14
+
+typedef struct SiteCount {
+        SiteKind kind;
+        unsigned vector;       /* traps: the exception vector (TRAP_VECTOR_UNKNOWN when not known);
+                                * faults: SITE_FAULT_VECTOR */
+        uint32_t period;       /* 1 for traps; faults: one in period was sampled */
+        /* The instruction. */
+        char *object;          /* the file's path; for code in no file memory_kind_object() of its memory */
+        uint64_t dev, ino;     /* the file's, as stat() gives them (st_dev, st_ino); 0 for no file */
+        uint64_t offset;       /* in the file; the address for code in no file */
+        char *symbol;          /* NULL when not known */
+        uint64_t symbol_offset;
+        /* The memory the faulting address was in. */
+        MemoryKind memory;
+        char *memory_object;   /* the file for MEMORY_FILE, else NULL */
+        uint64_t memory_dev, memory_ino;
+        uint64_t count;        /* traps, or fault samples */
+} SiteCount;
+
+/* Frees the strings; the struct itself is the caller's. */
+void site_count_done(SiteCount *s);
+void site_counts_free(SiteCount *a, size_t n);
+/* Deep copy. */
+int site_count_copy(const SiteCount *s, SiteCount *ret);
+/* The estimated number of events: count × period. */
+uint64_t site_count_estimated(const SiteCount *s);
