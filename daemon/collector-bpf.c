@@ -39,6 +39,12 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
         [TS_DROP_EXEC_EVENT] = { "exec_event_lost",
                                  "one exec: the event buffer was full (--event-buffer); the new name and command line "
                                  "are read from /proc, and are missing if the process is already gone" },
+        [TS_DROP_SITES_FULL] = { "site_map_full",
+                                 "the site of one trap or fault sample not recorded: the map of sites was full "
+                                 "(--max-sites); the trap itself is counted" },
+        [TS_DROP_FILE_NAME] = { "site_name_lost",
+                                "the path of one mapped file not recorded: the map of file names was full; its "
+                                "sites name the file by device and inode" },
 };
 
 /* libbpf's messages with a priority, so that the journal files them like ours: its warnings

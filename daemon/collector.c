@@ -26,6 +26,7 @@
 
 struct Collector {
         CollectorBpf *bpf;
+        uint32_t fault_sample; /* 0: off */
         ProcTable procs;
         CollectorReader reader;
 };
@@ -54,6 +55,8 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->fault_sample = config->fault_sample == COLLECTOR_FAULT_SAMPLE_OFF ? 0
+                                                                             : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE;
 
         /* As libbpf-tools do: open and configure, choose what to load, load, attach. */
         r = collector_bpf_open(&bpf_config, &c->bpf);
@@ -168,6 +171,10 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
         *ret_n = _SOURCE_MAX;
         return c->bpf->sources;
+}
+
+uint32_t collector_fault_sample_period(Collector *c) {
+        return c->fault_sample;
 }
 
 size_t collector_n_tracked(Collector *c) {

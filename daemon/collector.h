@@ -18,9 +18,17 @@ typedef struct CollectorConfig {
         uint32_t slots;         /* counting slots, a power of two; 0: default */
         uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
         uint32_t event_buffer;  /* bytes of the lifecycle event ring buffer; 0: default (4 MiB) */
+        uint32_t max_sites;     /* capacity of the in-kernel site map; 0: default */
+        /* One in fault_sample user page faults of a process on a CPU records its site: a power
+         * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (TS_DEFAULT_FAULT_SAMPLE). */
+        uint32_t fault_sample;
         int proc_fd;            /* the proc root (borrowed) */
         const char *disable;    /* comma-separated source names not to use; NULL: none */
 } CollectorConfig;
+
+#define COLLECTOR_FAULT_SAMPLE_OFF UINT32_MAX
+/* Largest --fault-sample period. */
+#define COLLECTOR_FAULT_SAMPLE_MAX (UINT32_C(1) << 30)
 
 typedef struct CollectorSource {
         const char *name;
@@ -52,6 +60,9 @@ int collector_read_events(Collector *c);
 int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
+/* One in this many user page faults of a process on a CPU records its site; 0 when fault sites
+ * are off (GetStatus faultSamplePeriod). */
+uint32_t collector_fault_sample_period(Collector *c);
 size_t collector_n_tracked(Collector *c);
 /* Of them, those of one user (what an unprivileged caller of GetStatus is told). */
 size_t collector_n_tracked_uid(Collector *c, uint32_t uid);
@@ -66,7 +77,7 @@ typedef struct CollectorDrop {
         uint64_t count;
 } CollectorDrop;
 
-#define COLLECTOR_DROP_KINDS 4
+#define COLLECTOR_DROP_KINDS 6
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
 uint64_t collector_drops_total(Collector *c);

@@ -18,6 +18,8 @@ typedef struct ManagerConfig {
         uint32_t slots;
         uint32_t max_processes;
         uint32_t event_buffer; /* bytes; 0: the collector's default */
+        uint32_t max_sites;    /* 0: the collector's default */
+        uint32_t fault_sample; /* as CollectorConfig.fault_sample */
         const char *disable_sources;
         StoreRetention retention;
         size_t max_message_size;

@@ -35,6 +35,10 @@ static void help(void) {
                "      --max-processes N      processes counted outside slots at once (default: %u)\n"
                "      --event-buffer SIZE    buffer of exit and exec events in the kernel, a power of two,\n"
                "                             e.g. 4M (default: %uM; page size to 1G)\n"
+               "      --fault-sample N       record the site of one in N user page faults of a process on\n"
+               "                             a CPU, a power of two; 0: no fault sites (default: %u)\n"
+               "      --max-sites N          sites (process, instruction) held in the kernel at once\n"
+               "                             (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --retention LIST       how long each tier keeps history\n"
                "                             (default: raw=%" PRIu64 "h,minute=%" PRIu64 "d,hour=%" PRIu64 "d)\n"
@@ -55,7 +59,7 @@ static void help(void) {
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
                TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
-               TS_DEFAULT_EVENT_BUFFER >> 20, retention.raw_usec / (3600 * USEC_PER_SEC),
+               TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE, TS_DEFAULT_MAX_SITES, retention.raw_usec / (3600 * USEC_PER_SEC),
                retention.minute_usec / (86400 * USEC_PER_SEC), retention.hour_usec / (86400 * USEC_PER_SEC),
                retention.max_bytes >> 20, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
                VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
@@ -149,7 +153,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -158,6 +162,8 @@ int main(int argc, char *argv[]) {
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
                 { "event-buffer", required_argument, NULL, ARG_EVENT_BUFFER },
                 { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
+                { "fault-sample", required_argument, NULL, ARG_FAULT_SAMPLE },
+                { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "retention", required_argument, NULL, ARG_RETENTION },
                 { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
@@ -214,6 +220,19 @@ int main(int argc, char *argv[]) {
                         config.event_buffer = (uint32_t) bytes;
                         break;
                 }
+                case ARG_FAULT_SAMPLE:
+                        if (strcmp(optarg, "0") == 0)
+                                v = 0;
+                        else if (parse_uint(optarg, COLLECTOR_FAULT_SAMPLE_MAX, &v) < 0 || (v & (v - 1)) != 0)
+                                return usage_error("invalid --fault-sample '%s': expected 0 (off) or a power of two up "
+                                                   "to 1073741824", optarg);
+                        config.fault_sample = v == 0 ? COLLECTOR_FAULT_SAMPLE_OFF : (uint32_t) v;
+                        break;
+                case ARG_MAX_SITES:
+                        if (parse_uint(optarg, 1U << 22, &v) < 0)
+                                return usage_error("invalid --max-sites '%s': expected 1 to 4194304", optarg);
+                        config.max_sites = (uint32_t) v;
+                        break;
                 case ARG_DISABLE_SOURCE:
                         if (collector_check_sources(optarg) < 0)
                                 return usage_error("invalid --disable-source '%s'", optarg);
