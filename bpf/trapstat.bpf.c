@@ -701,8 +701,12 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
         unsigned long arg_start, arg_end, len;
         struct ts_exec_event *e;
+        struct ts_proc_key key;
         struct mm_struct *mm;
 
+        /* The old program's code is gone: a mapping remembered for it would name the new one's. */
+        proc_key_fill(&key, task);
+        (void) bpf_map_delete_elem(&code_mappings, &key);
         if (!current_counters())
                 return 0;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
