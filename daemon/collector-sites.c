@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include "macro.h"
 #include "trapstat.skel.h"
@@ -104,32 +103,6 @@ void reader_sites_done(CollectorReader *r) {
         free(r->site_values);
 }
 
-/* The kernel's dev_t (major << 20 | minor) as stat() gives it. */
-static uint64_t dev_from_kernel(uint32_t dev) {
-        return makedev(dev >> 20, dev & 0xfffff);
-}
-
-/* The path BPF recorded for a file: its components innermost first, joined. */
-static char *join_file_name(const struct ts_file_name *n) {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-
-        if (!f)
-                return NULL;
-        if (n->truncated)
-                fputs("...", f);
-        for (uint32_t i = MIN(n->depth, (uint32_t) TS_PATH_DEPTH); i > 0; i--)
-                fprintf(f, "/%.*s", TS_NAME_LEN, n->names[i - 1]);
-        if (n->depth == 0)
-                fputc('/', f);
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
-}
-
 /* The file's path, remembered; when BPF could not record it, a name from its identity (not
  * remembered: the name map may have it by the next tick). NULL when out of memory. */
 static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64]) {
@@ -152,7 +125,7 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         f = calloc(1, sizeof(*f));
         if (!f)
                 return NULL;
-        *f = (FilePath) { .dev = dev, .ino = ino, .path = join_file_name(&name) };
+        *f = (FilePath) { .dev = dev, .ino = ino, .path = file_name_join(&name) };
         if (!f->path || !tsearch(f, &r->file_paths, file_path_compare)) {
                 file_path_free(f);
                 return NULL;
