@@ -25,10 +25,18 @@
 /* Paths and symbols remembered: past this many, all are forgotten and learned again. */
 #define NAMES_MAX 65536
 
+/* A fault site of a live process that sampled nothing for this long leaves the hash, so that a
+ * long-running process (a JIT, whose code addresses are all different sites) does not fill it
+ * for everyone. Deleting an entry races with a BPF program that looked it up just before and
+ * adds after: that one sample is lost (or, the element being reused, counted to another site).
+ * Fault counts are samples, so that is within what they promise; trap sites are never aged. */
+#define FAULT_SITE_IDLE_USEC (60 * UINT64_C(1000000))
+
 /* What a site of one process counted already, by its BPF key. */
 typedef struct SiteSeen {
         struct ts_site_key key;
         uint64_t count;
+        uint64_t changed_usec; /* the last tick it grew */
 } SiteSeen;
 
 static int site_seen_compare(const void *a, const void *b) {
@@ -83,7 +91,8 @@ static void symbol_at_free(void *p) {
 }
 
 int reader_sites_init(CollectorReader *r) {
-        int k = symbolizer_new(NULL, &r->symbolizer);
+        /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
+        int k = symbolizer_new(&(SymbolizerConfig) { .max_bytes = 8 * 1024 * 1024 }, &r->symbolizer);
 
         if (k < 0)
                 return k;
@@ -247,12 +256,19 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
                         return -ENOMEM;
                 }
         }
-        if (count <= seen->count)
+        if (count <= seen->count) {
+                if (key->kind == TS_SITE_FAULT && now - seen->changed_usec > FAULT_SITE_IDLE_USEC &&
+                    bpf_map_delete_elem(bpf_map__fd(r->bpf->skel->maps.sites), key) == 0) {
+                        tdelete(seen, &p->sites_seen, site_seen_compare);
+                        free(seen);
+                }
                 return 0;
+        }
         k = site_from_bpf(r, key, count - seen->count, &delta);
         if (k < 0)
                 return k;
         seen->count = count;
+        seen->changed_usec = now;
         return proc_table_count_site(r->procs, p, &delta, now);
 }
 
