@@ -251,6 +251,7 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
                 if (!seen)
                         return -ENOMEM;
                 seen->key = *key;
+                seen->changed_usec = now;
                 if (!tsearch(seen, &p->sites_seen, site_seen_compare)) {
                         free(seen);
                         return -ENOMEM;
