@@ -7,7 +7,7 @@
  *
  * This header is the whole contract. The implementation is split by job over daemon/store*.c
  * (listed in store-internal.h, which is not for use outside them); the kinds of counts kept
- * (samples, traps, signals), with their tables and columns, are described once, in
+ * (samples, traps, signals, sites), with their tables and columns, are described once, in
  * store-kind.h. */
 
 #include <sqlite3.h>
@@ -82,7 +82,9 @@ uint64_t store_size_bytes(Store *s);
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 /* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
  * (they are few), creating the object and site rows they name: a site's symbol is written when
- * the site is first stored (or later, while it has none). */
+ * the site is first stored (or later, while it has none). Also the sites of a sample without a
+ * delta or traps; sites with count 0 are skipped. The whole tick fails with -EINVAL for a site
+ * without object, or with a kind or memory out of range, or period 0. */
 
 /* One step of maintenance, each part in its own short transaction so that queries wait at most
  * one batch: rolls complete intervals up into the minute and hour tiers, deletes what the
