@@ -7,7 +7,7 @@
  * The parts, by job:
  *   store.c          opening and closing, migrations, writing ticks, the known-process cache
  *   store-pending.c  the pending ticks: a tick's deltas as one row, folded into the raw tier
- *   store-query.c    the reads: Top, History, Traps, ListProcesses, finding a process; and
+ *   store-query.c    the reads: Top, History, Traps, Sites, ListProcesses, finding a process; and
  *                    marking gone the processes that ended unseen
  *   store-maintain.c roll-up, retention, the size cap, deleting processes left without rows
  *   store-sites.c    writing a tick's sites: the object and site dictionaries, a cache of their ids

@@ -53,7 +53,7 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 int store_open(const char *path, const char *boot_id, Store **ret);
 /* A second, read-only connection to the database a store_open() has migrated, for queries on
  * another thread: store_top(), store_find_process(), store_history(), store_list_processes(),
- * store_traps(). It sees what the writer had committed when each query began (WAL); the
+ * store_traps(), store_sites(). It sees what the writer had committed when each query began (WAL); the
  * writer's pending ticks only after store_settle() on the writer. -EPROTO when the schema is
  * not the one this build knows. */
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
