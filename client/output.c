@@ -559,7 +559,7 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
 
         /* Where it trapped most (trapstat sites PID --traps has them all). */
         if (n_trap_sites > 0) {
-                fprintf(f, "%stop 3 trap sites%s\n", on(style, BOLD), off(style));
+                fprintf(f, "\n%stop 3 trap sites%s\n", on(style, BOLD), off(style));
                 (void) print_site_table(f, style, trap_sites, n_trap_sites, false, "  ");
         }
 }
@@ -724,6 +724,13 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         fprintf(f, "database:  %s (%sB)\n", string_member(reply, "databasePath", "?"),
                 format_count((uint64_t) int_member(reply, "databaseBytes"), size));
         fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked\n", int_member(reply, "processesTracked"));
+        if (json_is_integer(json_object_get(reply, "faultSamplePeriod"))) {
+                if (int_member(reply, "faultSamplePeriod") > 0)
+                        fprintf(f, "sites:     every trap; 1 in %" JSON_INTEGER_FORMAT " page faults sampled\n",
+                                int_member(reply, "faultSamplePeriod"));
+                else
+                        fprintf(f, "sites:     every trap; page faults not sampled (trapstatd --fault-sample 0)\n");
+        }
         fprintf(f, "drops:     %s%" JSON_INTEGER_FORMAT "%s\n", int_member(reply, "drops") ? on(style, RED) : "",
                 int_member(reply, "drops"), int_member(reply, "drops") ? off(style) : "");
         /* Each kind that happened, with what one occurrence lost. */
