@@ -9,6 +9,7 @@ nm, objdump and readelf (binutils) on the workload's own files."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -341,8 +342,25 @@ class Sites(unittest.TestCase):
     # ---- Another user ----
 
     def test_another_user_gets_no_sites_of_roots_process(self):
+        # "Access as History" (the IDL): a process of another user is PermissionDenied, unless the
+        # caller is root or in group trapstat; the user's own process is answered.
         uid = create_user(USER).pw_uid
         try:
+            # Copies the user can reach (copy_for_users makes the directory 0755): trapstat, and the
+            # workload with its library, to run one of the user's own.
+            paths = copy_for_users(self.daemon.dir, "TRAPSTAT", "SITE_TRAPS")
+            lib = shutil.copy2(self.lib, os.path.join(self.daemon.dir, "libsite-traps.so"))
+            os.chmod(lib, 0o755)
+
+            def as_user(*args):
+                return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", *args],
+                                      capture_output=True, text=True, timeout=30)
+
+            def call_as_user(pid):
+                return as_user(paths["TRAPSTAT"], "--socket", self.daemon.socket, "call", "io.trapstat.Sites",
+                               json.dumps({"pid": pid}))
+
+            # The method's answer itself, not only the CLI's words for it.
             client = ("import json, socket, sys\n"
                       "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)\n"
                       "for pid in sys.argv[2:]:\n"
@@ -351,20 +369,35 @@ class Sites(unittest.TestCase):
                       "    buf = b''\n"
                       "    while not buf.endswith(b'\\0'): buf += s.recv(65536)\n"
                       "    print(buf[:-1].decode(), flush=True)\n")
-            # The user can reach the socket (its directory is made 0755 by copy_for_users).
-            copy_for_users(self.daemon.dir, "TRAPSTAT")
-            p = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", sys.executable, "-c",
-                                client, self.daemon.socket, str(self.pid), str(self.child)],
-                               capture_output=True, text=True, timeout=30)
+            raw = as_user(sys.executable, "-c", client, self.daemon.socket, str(self.pid), str(self.child))
+            cli = call_as_user(self.pid)
+
+            own = as_user(paths["SITE_TRAPS"], "--ud", "3")
+            self.assertEqual(own.returncode, 0, own.stderr)
+            own_pid = int(own.stdout.split()[1])
+
+            def own_sites():
+                p = call_as_user(own_pid)
+                reply = json.loads(p.stdout) if p.returncode == 0 else None
+                return reply if reply and reply["process"]["exited"] and traps_of(reply) else None
+
+            own_reply = wait_for(own_sites, what="the user's own Sites")
         finally:
             remove_user(USER)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        replies = [json.loads(line) for line in p.stdout.splitlines()]
+
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        replies = [json.loads(line) for line in raw.stdout.splitlines()]
         self.assertEqual(len(replies), 2)
         for reply in replies:
-            self.assertEqual(reply.get("error"), "io.trapstat.NoSuchProcess", reply)
-            self.assertNotIn("sites", reply.get("parameters", {}))
+            self.assertEqual(reply.get("error"), "org.varlink.service.PermissionDenied", reply)
+            self.assertNotIn("sites", reply.get("parameters") or {})
+        self.assertEqual(cli.returncode, 1)
+        self.assertEqual(cli.stdout, "")
+        self.assertIn("permission denied", cli.stderr)
 
+        self.assertEqual(own_reply["process"]["uid"], uid)
+        s = self.one_site(own_reply, "trap", "site_ud_main")
+        self.assertEqual((s["vector"], s["count"], s["object"]), ("UD", 3, os.path.realpath(paths["SITE_TRAPS"])))
 
 if __name__ == "__main__":
     require_root_and_bpf()
