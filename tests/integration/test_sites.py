@@ -23,7 +23,6 @@ from daemon import (Daemon, binary, copy_for_users, create_user, remove_user, re
 UD = 37
 BP = 23
 PAGES = 100000
-PERIOD = 64  # trapstatd's default --fault-sample
 USER = "trapstat-sites-test"
 
 # A store of the constant 1 through a register, as the compiler writes `*p = 1` and `mem[i] = 1`
@@ -92,6 +91,15 @@ def sites(d, pid, **params):
     return json.loads(trapstat(d.socket, "call", "io.trapstat.Sites", json.dumps({"pid": pid, **params})).stdout)
 
 
+def default_fault_sample():
+    """The default of trapstatd --fault-sample, as its --help states it."""
+    out = subprocess.run([binary("TRAPSTATD"), "--help"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"--fault-sample N .*?\(default: (\d+)\)", out, re.S)
+    if not m:
+        raise AssertionError(f"no default of --fault-sample in trapstatd --help:\n{out}")
+    return int(m.group(1))
+
+
 def traps_of(reply):
     return [s for s in reply["sites"] if s["kind"] == "trap"]
 
@@ -121,8 +129,9 @@ class Sites(unittest.TestCase):
     def setUpClass(cls):
         cls.exe = os.path.realpath(binary("SITE_TRAPS"))
         cls.lib = os.path.realpath(os.path.join(os.path.dirname(cls.exe), "libsite-traps.so"))
-        cls.daemon = Daemon().__enter__()
+        cls.daemon = Daemon().__enter__()  # the default --fault-sample
         try:
+            cls.period = trapstat_json(cls.daemon.socket, "status")["faultSamplePeriod"]
             cls.run_workload()
         except BaseException:
             cls.daemon.__exit__(*sys.exc_info())
@@ -268,7 +277,9 @@ class Sites(unittest.TestCase):
     # ---- The page faults: sampled ----
 
     def test_fault_sample_period(self):
-        self.assertEqual(trapstat_json(self.daemon.socket, "status")["faultSamplePeriod"], PERIOD)
+        # GetStatus tells the default that trapstatd --help states; it samples (more than 1).
+        self.assertEqual(self.period, default_fault_sample())
+        self.assertGreater(self.period, 1)
 
     def test_top_fault_site_is_the_page_toucher(self):
         offset, symbol_offset = expected_site(self.exe, "site_touch_pages", STORE_ONE)
@@ -281,11 +292,12 @@ class Sites(unittest.TestCase):
             self.assertEqual(s["object"], self.exe)
             self.assertEqual(s["vector"], "PF")
             self.assertTrue(s["sampled"])
-            self.assertEqual(s["period"], PERIOD)
-            # One in 64 of each CPU's faults of the process: about 100000 / 64 whatever the CPUs.
-            expected = PAGES / PERIOD
+            self.assertEqual(s["period"], self.period)
+            # One in period of each CPU's faults of the process: about 100000 / period, however
+            # the faults fell on the CPUs.
+            expected = PAGES / self.period
             self.assertLessEqual(abs(s["count"] - expected), expected * 0.25, s)
-            self.assertEqual(s["estimated"], s["count"] * PERIOD)
+            self.assertEqual(s["estimated"], s["count"] * self.period)
             self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the store)")
             self.assertEqual(s["symbolOffset"], symbol_offset)
             self.assertEqual(s["memory"], "anon")
@@ -338,6 +350,67 @@ class Sites(unittest.TestCase):
         p = trapstat(self.daemon.socket, "call", "io.trapstat.Sites", '{"pid": 4194305}', check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn("no process with pid 4194305", p.stderr)
+
+    # ---- The CLI ----
+
+    def cli(self, *args):
+        return trapstat(self.daemon.socket, *args).stdout
+
+    def test_cli_json_is_the_reply(self):
+        pid = str(self.pid)
+        self.assertEqual(json.loads(self.cli("--json", "sites", pid)), self.after["default"])
+        self.assertEqual(json.loads(self.cli("sites", pid, "--json", "--traps")), self.after["trap"])
+        self.assertEqual(json.loads(self.cli("sites", pid, "--json", "--faults")), self.after["fault"])
+        self.assertEqual(json.loads(self.cli("sites", pid, "--json", "--limit", "1")), self.after["limit1"])
+        self.assertEqual(json.loads(self.cli("sites", str(self.child), "--json", "-n", "10000")), self.after["child"])
+
+    def lines_with(self, text, *parts):
+        return [line for line in text.splitlines() if all(p in line for p in parts)]
+
+    def test_cli_table(self):
+        _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")
+        _, bp_off = expected_site(self.lib, "site_bp_lib", "int3")
+        text = self.cli("sites", str(self.pid))
+        # Through a pipe the paths are whole; the memory of the ud2 is the executable's file.
+        ud = self.lines_with(text, "#UD", f"site_ud_main+{ud_off:#x}")
+        self.assertEqual(len(ud), 1, text)
+        self.assertRegex(ud[0], rf"^trap\s+#UD\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s+"
+                                rf"{re.escape(self.exe)}$")
+        bp = self.lines_with(text, "#BP", f"site_bp_lib+{bp_off:#x}")
+        self.assertEqual(len(bp), 1, text)
+        self.assertRegex(bp[0], rf"^trap\s+#BP\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+{bp_off:#x}\s+-$")
+        self.assertIn(f"~ fault counts are estimates: 1 in {self.period} sampled", text)
+
+    def test_cli_table_of_faults(self):
+        _, off = expected_site(self.exe, "site_touch_pages", STORE_ONE)
+        text = self.cli("sites", str(self.pid), "--faults")
+        rows = [line for line in text.splitlines() if line.startswith("fault ")]
+        self.assertTrue(rows, text)
+        self.assertFalse([line for line in text.splitlines() if line.startswith("trap ")], text)
+        # The top one, its count an estimate ("~"), on anonymous memory.
+        self.assertRegex(rows[0], rf"^fault\s+#PF\s+~\S+\s+{re.escape(self.exe)}\s+site_touch_pages\+{off:#x}\s+"
+                                  r"\[anon\]$")
+        self.assertTrue(all(re.match(r"^fault\s+#PF\s+~", line) for line in rows), rows)
+        self.assertIn(f"~ fault counts are estimates: 1 in {self.period} sampled", text)
+
+    def test_cli_history_shows_the_top_trap_sites(self):
+        _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")
+        text = self.cli("history", str(self.pid))
+        self.assertIn("top 3 trap sites", text)
+        below = text[text.index("top 3 trap sites"):].splitlines()[1:]
+        # Most first: the 37 #UD, then the 23 #BP; no fault sites there.
+        rows = [line for line in below if "#" in line]
+        self.assertEqual(len(rows), 2, text)
+        self.assertRegex(rows[0], rf"^\s+#UD\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s")
+        self.assertRegex(rows[1], rf"^\s+#BP\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+")
+
+    def test_cli_the_dead_child(self):
+        _, off = expected_site(self.exe, "site_null_write", STORE_ONE)
+        text = self.cli("sites", str(self.child), "--traps")
+        rows = [line for line in text.splitlines() if line.startswith("trap ")]
+        self.assertEqual(len(rows), 1, text)
+        self.assertRegex(rows[0], rf"^trap\s+#PF\s+1\s+{re.escape(self.exe)}\s+site_null_write\+{off:#x}\s+"
+                                  r"\[unmapped\]$")
 
     # ---- Another user ----
 
