@@ -33,7 +33,7 @@ import tempfile
 import time
 
 SKIP = 77
-CONFIGS = ("floor", "hash", "trapstatd", "bpftrace", "perf-stat", "perf-record")
+CONFIGS = ("floor", "hash", "trapstatd-nosites", "trapstatd", "bpftrace", "perf-stat", "perf-record")
 BPFTRACE_PROGRAM = "tracepoint:exceptions:page_fault_user { @[pid] = count(); }"
 TRACEPOINT = "exceptions:page_fault_user"
 TRACEFS = "/sys/kernel/tracing"
@@ -209,11 +209,12 @@ def need_tracepoint():
 
 class Trapstatd(Tracer):
     name = "trapstatd"
-    command = "trapstatd --state-dir TMP --socket TMP/io.trapstat --tick 1s (default sources)"
+    command = "trapstatd --state-dir TMP --socket TMP/io.trapstat --tick 1s (default sources, fault sites 1 in 64)"
+    extra_args = []
 
     def __init__(self, tmp, bins):
         super().__init__(tmp, bins)
-        self.dir = os.path.join(tmp, "trapstatd")
+        self.dir = os.path.join(tmp, self.name)
         self.state = os.path.join(self.dir, "state")
         self.socket = os.path.join(self.dir, "io.trapstat")
         self.log_path = os.path.join(self.dir, "trapstatd.log")
@@ -233,7 +234,7 @@ class Trapstatd(Tracer):
         with open(self.log_path, "a") as logf:
             self.t_spawn = time.monotonic()
             self.proc = spawn([self.bins["trapstatd"], "--state-dir", self.state, "--socket", self.socket,
-                               "--tick", "1s"], stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                               "--tick", "1s", *self.extra_args], stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                               start_new_session=True)
         deadline = self.t_spawn + START_TIMEOUT
         while True:
@@ -489,12 +490,20 @@ class PerfRecord(Perf):
             pass
 
 
-TRACERS = {t.name: t for t in (Floor, Hash, Trapstatd, Bpftrace, PerfStat, PerfRecord)}
+class TrapstatdNoSites(Trapstatd):
+    """trapstatd without fault sites: what the sampling of fault sites costs is the difference."""
+    name = "trapstatd-nosites"
+    command = "trapstatd ... --fault-sample 0 (default sources, no fault sites)"
+    extra_args = ["--fault-sample", "0"]
+
+
+TRACERS = {t.name: t for t in (Floor, Hash, TrapstatdNoSites, Trapstatd, Bpftrace, PerfStat, PerfRecord)}
 
 
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 # The program each BPF-based configuration runs on every user page fault.
-FAULT_PROGRAMS = {"floor": "count_floor", "hash": "count_hash", "trapstatd": "page_fault_user"}
+FAULT_PROGRAMS = {"floor": "count_floor", "hash": "count_hash", "trapstatd-nosites": "page_fault_user",
+                  "trapstatd": "page_fault_user"}
 
 
 def bpf_ns_per_run(tracer, bench):
@@ -678,7 +687,7 @@ def main():
     paths = {"fault-bench": os.path.join(args.build, "bench", "fault-bench")}
     if "floor" in names or "hash" in names:
         paths["reference"] = os.path.join(args.build, "bench", "reference")
-    if "trapstatd" in names:
+    if "trapstatd" in names or "trapstatd-nosites" in names:
         paths["trapstatd"] = os.path.join(args.build, "daemon", "trapstatd")
         paths["trapstat"] = os.path.join(args.build, "client", "trapstat")
     absent = [p for p in paths.values() if not os.access(p, os.X_OK)]
@@ -697,7 +706,7 @@ def main():
         os.mkdir(os.path.join(tmp, "bin"))
         for name, path in paths.items():
             bins[name] = shutil.copy2(path, os.path.join(tmp, "bin", name))
-        if any(n not in ("trapstatd", "floor", "hash") for n in names):
+        if any(n not in ("trapstatd", "trapstatd-nosites", "floor", "hash") for n in names):
             mounted = ensure_tracefs()
         bench = Bench(bins["fault-bench"], args.bench_rounds, args.mib, args.nice)
         started = time.monotonic()

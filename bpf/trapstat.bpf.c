@@ -31,6 +31,13 @@ const volatile __u32 slot_mask = TS_DEFAULT_SLOTS - 1;
  * also read every tick): a storm of exits costs the daemon a wake-up per batch, not per exit.
  * Set by user space with the ring buffer's size. */
 const volatile __u32 wakeup_bytes = TS_DEFAULT_EVENT_BUFFER / 16;
+/* Fault sites: one in (fault_sample_mask + 1) user page faults of a process on a CPU records its
+ * site (the per-CPU counter the fault just incremented, so the hot path pays one AND); none when
+ * fault_sites is false, which the verifier then removes. Set by user space before load. */
+const volatile bool fault_sites = true;
+const volatile __u64 fault_sample_mask = TS_DEFAULT_FAULT_SAMPLE - 1;
+/* log2 of the page size, for the file offset of a mapping (vm_pgoff). */
+const volatile __u32 page_shift = 12;
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -81,6 +88,48 @@ struct {
         __type(key, __u32);
         __type(value, __u64);
 } drops SEC(".maps");
+
+/* Where processes trap and (sampled) fault: counts per (process, instruction, memory touched). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, TS_DEFAULT_MAX_SITES);
+        __type(key, struct ts_site_key);
+        __type(value, struct ts_site);
+} sites SEC(".maps");
+
+/* The path of every file a site was found in, written once per file. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, TS_MAX_FILE_NAMES);
+        __type(key, struct ts_file_key);
+        __type(value, struct ts_file_name);
+} file_names SEC(".maps");
+
+/* A path is put together here: too big for the BPF stack. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct ts_file_name);
+} file_name_scratch SEC(".maps");
+
+/* The code mapping a process's last site was found in (the instruction's VMA), so that the next
+ * site in the same code spends its one VMA lookup on the faulting address instead (see
+ * locate_site()). An LRU: processes that stopped trapping and faulting fall out. */
+struct code_mapping {
+        __u64 start, end; /* [vm_start, vm_end) */
+        __u64 ino;
+        __u64 file_start; /* file offset of start; for code in no file 0 */
+        __u32 dev;
+        __u32 kind;       /* TS_MEM_* */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, 4096);
+        __type(key, struct ts_proc_key);
+        __type(value, struct code_mapping);
+} code_mappings SEC(".maps");
 
 static __always_inline void count_drop(__u32 what) {
         __u64 *n = bpf_map_lookup_elem(&drops, &what);
@@ -160,6 +209,249 @@ static __always_inline struct ts_counters *current_counters(void) {
         return claim_or_hash(tgid, slot);
 }
 
+/* ---- Sites ---- */
+
+/* From the kernel's uapi headers, which vmlinux.h does not carry. */
+#define TS_ENOENT 2
+#define TS_RLIMIT_STACK 3
+/* The breakpoint vector, #BP (common/trap-vectors.h). */
+#define TS_VECTOR_BP 3
+
+/* Puts the path of file into file_names once: from its dentry up through the mounts to the
+ * root, innermost component first (user space joins them). bpf_d_path() is not allowed here. */
+static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 ino) {
+        struct ts_file_key key = { .ino = ino, .dev = dev };
+        struct vfsmount *vfsmnt;
+        struct dentry *d, *root;
+        struct ts_file_name *n;
+        struct mount *mnt;
+        __u32 zero = 0;
+
+        if (!file || bpf_map_lookup_elem(&file_names, &key))
+                return;
+        n = bpf_map_lookup_elem(&file_name_scratch, &zero);
+        if (!n)
+                return;
+        n->depth = 0;
+        n->truncated = 0;
+        d = BPF_CORE_READ(file, f_path.dentry);
+        vfsmnt = BPF_CORE_READ(file, f_path.mnt);
+        mnt = (void *) vfsmnt - bpf_core_field_offset(struct mount, mnt);
+        root = BPF_CORE_READ(vfsmnt, mnt_root);
+        /* Each step is a component or a crossing from a mount to its mount point. */
+        for (int i = 0; i < 2 * TS_PATH_DEPTH; i++) {
+                struct dentry *parent = BPF_CORE_READ(d, d_parent);
+                __u32 depth = n->depth;
+
+                if (d == root || d == parent) {
+                        struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+
+                        if (up == mnt || !up)
+                                break; /* the root of the mount tree */
+                        d = BPF_CORE_READ(mnt, mnt_mountpoint);
+                        mnt = up;
+                        root = BPF_CORE_READ(mnt, mnt.mnt_root);
+                        continue;
+                }
+                if (depth >= TS_PATH_DEPTH) {
+                        n->truncated = 1;
+                        break;
+                }
+                bpf_probe_read_kernel_str(n->names[depth & (TS_PATH_DEPTH - 1)], TS_NAME_LEN,
+                                          BPF_CORE_READ(d, d_name.name));
+                n->depth = depth + 1;
+                d = parent;
+        }
+        /* -EEXIST: another CPU wrote it meanwhile. */
+        if (bpf_map_update_elem(&file_names, &key, n, BPF_NOEXIST) < 0 && !bpf_map_lookup_elem(&file_names, &key))
+                count_drop(TS_DROP_FILE_NAME);
+}
+
+/* What a VMA lookup fills in: where addr is. */
+struct vma_lookup {
+        __u64 addr;
+        struct ts_location *loc;
+        struct code_mapping *mapping; /* also the VMA itself, when not NULL */
+        bool code;                    /* the offset matters (an instruction), not only the kind */
+};
+
+static long locate_in_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+        struct vma_lookup *l = data;
+        struct file *file = BPF_CORE_READ(vma, vm_file);
+        struct mm_struct *mm = BPF_CORE_READ(vma, vm_mm);
+        __u64 start = BPF_CORE_READ(vma, vm_start), end = BPF_CORE_READ(vma, vm_end), file_start = 0;
+        struct ts_location *loc = l->loc;
+
+        if (file) {
+                loc->kind = TS_MEM_FILE;
+                loc->ino = BPF_CORE_READ(file, f_inode, i_ino);
+                loc->dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+                file_start = (__u64) BPF_CORE_READ(vma, vm_pgoff) << page_shift;
+                remember_file_name(file, loc->dev, loc->ino);
+        } else if (start <= BPF_CORE_READ(mm, brk) && end > BPF_CORE_READ(mm, start_brk))
+                loc->kind = TS_MEM_HEAP;
+        else if (start <= BPF_CORE_READ(mm, start_stack) && end > BPF_CORE_READ(mm, start_stack))
+                loc->kind = TS_MEM_STACK;
+        else if (start == ts_arch_vdso_start(mm))
+                loc->kind = TS_MEM_VDSO;
+        else
+                loc->kind = TS_MEM_ANON;
+        /* An instruction in a file is named by its file offset; elsewhere by its address. */
+        if (l->code)
+                loc->offset = file ? l->addr - start + file_start : l->addr;
+        if (l->mapping)
+                *l->mapping = (struct code_mapping) { .start = start, .end = end, .ino = loc->ino,
+                                                      .file_start = file_start, .dev = loc->dev, .kind = loc->kind };
+        return 0;
+}
+
+/* Where addr is in task's memory: one bpf_find_vma(). Only one per program run: the mmap lock it
+ * takes with interrupts off (as in these tracepoints) is released by an irq_work that a second
+ * lookup would find still pending (-EBUSY). */
+static __always_inline void locate(struct task_struct *task, __u64 addr, bool code, struct ts_location *loc,
+                                   struct code_mapping *mapping) {
+        struct vma_lookup l = { .addr = addr, .loc = loc, .mapping = mapping, .code = code };
+        long err = bpf_find_vma(task, addr, locate_in_vma, &l, 0);
+
+        if (err == -TS_ENOENT) {
+                loc->kind = TS_MEM_UNMAPPED;
+                loc->offset = code ? addr : 0;
+        } else if (err < 0) {
+                loc->kind = TS_MEM_UNKNOWN;
+                loc->offset = code ? addr : 0;
+        }
+}
+
+/* Lowest address a mapping may have by default (vm.mmap_min_addr): below it nothing is mapped,
+ * e.g. a null pointer plus a small offset. */
+#define TS_MMAP_MIN_ADDR 65536
+
+/* What addr is in, without a VMA lookup (the program's one went to the instruction, whose VMA
+ * is in code): the instruction's own mapping, the null page, the heap, the main thread's stack,
+ * the executable's image; else not known. */
+static __noinline void classify(struct task_struct *task, __u64 addr, const struct code_mapping *code,
+                                struct ts_location *loc) {
+        struct mm_struct *mm = BPF_CORE_READ(task, mm);
+        __u64 stack = BPF_CORE_READ(mm, start_stack), stack_limit;
+
+        loc->offset = 0;
+        if (addr >= code->start && addr < code->end) {
+                loc->kind = code->kind;
+                loc->ino = code->ino;
+                loc->dev = code->dev;
+                return;
+        }
+        if (addr < TS_MMAP_MIN_ADDR) {
+                loc->kind = TS_MEM_UNMAPPED;
+                return;
+        }
+        if (addr >= BPF_CORE_READ(mm, start_brk) && addr < BPF_CORE_READ(mm, brk)) {
+                loc->kind = TS_MEM_HEAP;
+                return;
+        }
+        /* The main stack grows down from start_stack to at most its rlimit; above start_stack
+         * are the arguments and the environment. */
+        stack_limit = BPF_CORE_READ(task, signal, rlim[TS_RLIMIT_STACK].rlim_cur);
+        if (stack_limit > (1ULL << 30))
+                stack_limit = 1ULL << 30;
+        if (addr < BPF_CORE_READ(mm, env_end) && addr + stack_limit >= stack) {
+                loc->kind = TS_MEM_STACK;
+                return;
+        }
+        if ((addr >= BPF_CORE_READ(mm, start_code) && addr < BPF_CORE_READ(mm, end_code)) ||
+            (addr >= BPF_CORE_READ(mm, start_data) && addr < BPF_CORE_READ(mm, end_data))) {
+                struct file *exe = BPF_CORE_READ(mm, exe_file);
+
+                if (exe) {
+                        loc->kind = TS_MEM_FILE;
+                        loc->ino = BPF_CORE_READ(exe, f_inode, i_ino);
+                        loc->dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
+                        remember_file_name(exe, loc->dev, loc->ino);
+                        return;
+                }
+        }
+        loc->kind = TS_MEM_UNKNOWN;
+}
+
+/* Adds one to the site of key, created on first use. */
+static __noinline void count_site(struct ts_site_key *key) {
+        struct ts_site *v, zero = {};
+
+        v = bpf_map_lookup_elem(&sites, key);
+        if (!v) {
+                (void) bpf_map_update_elem(&sites, key, &zero, BPF_NOEXIST);
+                v = bpf_map_lookup_elem(&sites, key);
+                if (!v) {
+                        count_drop(TS_DROP_SITES_FULL);
+                        return;
+                }
+        }
+        __sync_fetch_and_add(&v->count, 1);
+}
+
+/* Fills in where a trap or a sampled fault happened: the instruction at ip and, when there is an
+ * address, the memory it is in. A program run may make one VMA lookup (see locate()). When the
+ * instruction is in the code mapping where this process's last site was found (the usual case:
+ * a loop touching pages, a function trapping again), that mapping names it and the lookup goes
+ * to the address, so the memory is exact; otherwise the lookup goes to the instruction, the
+ * mapping is remembered, and the memory is classified without one (classify()). */
+static __noinline void locate_site(struct task_struct *task, __u64 ip, __u64 addr, bool has_addr,
+                                   struct ts_site_key *key) {
+        struct ts_proc_key pkey = { .tgid = key->tgid, .start_time = key->start_time };
+        struct code_mapping *cached, code = {};
+
+        cached = bpf_map_lookup_elem(&code_mappings, &pkey);
+        if (cached && ip >= cached->start && ip < cached->end) {
+                key->ip.kind = cached->kind;
+                key->ip.ino = cached->ino;
+                key->ip.dev = cached->dev;
+                key->ip.offset = cached->kind == TS_MEM_FILE ? ip - cached->start + cached->file_start : ip;
+                if (has_addr)
+                        locate(task, addr, false, &key->memory, NULL);
+                else
+                        key->memory.kind = TS_MEM_NONE;
+                return;
+        }
+        locate(task, ip, true, &key->ip, &code);
+        if (key->ip.kind != TS_MEM_UNKNOWN && key->ip.kind != TS_MEM_UNMAPPED)
+                (void) bpf_map_update_elem(&code_mappings, &pkey, &code, BPF_ANY);
+        if (has_addr)
+                classify(task, addr, &code, &key->memory);
+        else
+                key->memory.kind = TS_MEM_NONE;
+}
+
+/* A trap's site: its instruction (the trapping thread's user registers) and si_addr's memory.
+ * int3 leaves the instruction pointer after itself: the site is the int3 (ip - 1), as debuggers
+ * show it. */
+static __noinline void record_trap_site(struct task_struct *task, __u32 vector, __u64 addr, bool has_addr) {
+        struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
+        struct ts_site_key key = {};
+        __u64 ip = PT_REGS_IP_CORE(regs);
+
+        key.tgid = BPF_CORE_READ(task, tgid);
+        key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+        key.kind = TS_SITE_TRAP;
+        key.vector = vector;
+        if (vector == TS_VECTOR_BP && ip > 0)
+                ip--;
+        locate_site(task, ip, addr, has_addr, &key);
+        count_site(&key);
+}
+
+/* A sampled fault's site: the faulting instruction and the memory of the faulting address. */
+static __noinline void record_fault_site(__u64 address, struct pt_regs *regs) {
+        struct task_struct *task = bpf_get_current_task_btf();
+        struct ts_site_key key = {};
+
+        key.tgid = BPF_CORE_READ(task, tgid);
+        key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+        key.kind = TS_SITE_FAULT;
+        key.vector = 14; /* #PF */
+        locate_site(task, PT_REGS_IP_CORE(regs), address, true, &key);
+        count_site(&key);
+}
+
 /* Faults taken in user mode: x86's exceptions:page_fault_user. Every architecture builds it (the
  * daemon leaves it unloaded where the kernel lacks the tracepoint); the access breakdown from the
  * error code is the architecture header's. */
@@ -171,6 +463,8 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
                 return 0;
         c->user_faults++;
         ts_arch_fault_access(c, error_code);
+        if (fault_sites && !(c->user_faults & fault_sample_mask))
+                record_fault_site(address, regs);
         return 0;
 }
 
@@ -271,6 +565,11 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
         code_index = code == TS_SI_KERNEL ? 0 : code < TS_SI_CODE_OTHER ? code : TS_SI_CODE_OTHER;
         if (index < TS_N_SIGNALS && code_index >= 0 && code_index < TS_N_SI_CODES)
                 __sync_fetch_and_add(&t->signal[index][code_index], 1);
+
+        /* SI_KERNEL signals (int3, #GP) carry no address; the others their si_addr. */
+        record_trap_site(task, vector < TS_N_VECTORS ? vector : TS_N_VECTORS,
+                         code == TS_SI_KERNEL ? 0 : (__u64) BPF_CORE_READ(info, _sifields._sigfault._addr),
+                         code != TS_SI_KERNEL);
         return 0;
 }
 
@@ -402,8 +701,12 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm) {
         unsigned long arg_start, arg_end, len;
         struct ts_exec_event *e;
+        struct ts_proc_key key;
         struct mm_struct *mm;
 
+        /* The old program's code is gone: a mapping remembered for it would name the new one's. */
+        proc_key_fill(&key, task);
+        (void) bpf_map_delete_elem(&code_mappings, &key);
         if (!current_counters())
                 return 0;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

@@ -209,7 +209,7 @@ _Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared wit
 #define TS_DEFAULT_MAX_SITES 16384
 /* One in this many user page faults of a process on one CPU records its site; a power of two,
  * 0 for none; configurable at load time (trapstatd --fault-sample). */
-#define TS_DEFAULT_FAULT_SAMPLE 64
+#define TS_DEFAULT_FAULT_SAMPLE 256
 
 /* The path of a mapped file, written by BPF the first time one of its sites is recorded, from
  * the dentry up to the root of the mount tree: components innermost first, each cut to

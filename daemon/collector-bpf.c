@@ -127,12 +127,17 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         }
         b->skel->rodata->slot_mask = b->n_slots - 1;
         b->skel->rodata->wakeup_bytes = config->event_buffer / 16;
+        b->fault_sample = config->fault_sample;
+        b->skel->rodata->fault_sites = config->fault_sample > 0;
+        b->skel->rodata->fault_sample_mask = config->fault_sample > 0 ? config->fault_sample - 1 : 0;
+        b->skel->rodata->page_shift = (uint32_t) __builtin_ctzl((unsigned long) sysconf(_SC_PAGESIZE));
         if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_ident, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0)
+            (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.sites, config->max_sites)) < 0)
                 goto fail;
 
         b->progs[SOURCE_PAGE_FAULT_USER] = b->skel->progs.page_fault_user;

@@ -25,12 +25,15 @@ typedef struct CollectorBpfConfig {
         uint32_t n_slots;       /* counting slots, a power of two */
         uint32_t max_processes; /* capacity of the fallback and trap hashes */
         uint32_t event_buffer;  /* bytes of the ring buffer, as collector_event_buffer_valid() allows */
+        uint32_t max_sites;     /* capacity of the site hash */
+        uint32_t fault_sample;  /* one in this many faults records its site, a power of two; 0: none */
 } CollectorBpfConfig;
 
 typedef struct CollectorBpf {
         struct trapstat_bpf *skel;
         int n_cpus;                             /* possible CPUs: the number of per-CPU values */
         uint32_t n_slots;
+        uint32_t fault_sample;                  /* 0: fault sites off */
         struct bpf_program *progs[_SOURCE_MAX]; /* to load and attach; NULL when not used */
         struct bpf_link *links[_SOURCE_MAX];    /* attached programs; detached when destroyed */
         struct bpf_link **perf_links;           /* SOURCE_PERF_*: 2 * n_cpus, one per CPU each */
@@ -62,6 +65,11 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b);
 void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot);
 /* Removes a process's entries from the fallback and trap hashes: it counts no more. */
 void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time);
+
+/* One in this many user page faults records its site; 0: none. */
+static inline uint32_t collector_bpf_fault_sample(const CollectorBpf *b) {
+        return b->fault_sample;
+}
 
 /* Fills ret with every kind of drop, also those at zero; returns how many. */
 size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);

@@ -34,6 +34,8 @@ static void proc_free(void *p) {
                 return;
         process_info_done(&proc->info);
         free(proc->traps_seen);
+        tdestroy(proc->sites_seen, free);
+        site_counts_free(proc->sites, proc->n_sites);
         if (proc->stat_fd >= 0)
                 close(proc->stat_fd);
         free(proc);
@@ -247,6 +249,17 @@ int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_coun
         return proc_table_touch(t, p);
 }
 
+int proc_table_count_site(ProcTable *t, CollectorProc *p, SiteCount *delta, uint64_t now) {
+        int k = array_append((void **) &p->sites, &p->n_sites, &p->sites_capacity, sizeof(*delta), delta);
+
+        if (k < 0) {
+                site_count_done(delta);
+                return k;
+        }
+        p->last_counted_usec = now;
+        return proc_table_touch(t, p);
+}
+
 int proc_table_count_traps(ProcTable *t, CollectorProc *p, const struct ts_traps *traps, uint64_t now) {
         Traps cur;
 
@@ -379,6 +392,9 @@ void proc_table_begin_tick(ProcTable *t) {
         for (size_t i = 0; i < t->n_touched; i++) {
                 t->touched[i]->traps_delta = (Traps) {};
                 t->touched[i]->has_traps_delta = false;
+                for (size_t j = 0; j < t->touched[i]->n_sites; j++)
+                        site_count_done(&t->touched[i]->sites[j]);
+                t->touched[i]->n_sites = 0;
         }
         t->n_touched = 0;
         for (size_t i = 0; i < t->n_dead; i++)
@@ -404,6 +420,8 @@ int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, si
                         .process = &p->info,
                         .delta = p->delta,
                         .traps = p->has_traps_delta ? &p->traps_delta : NULL,
+                        .sites = p->sites,
+                        .n_sites = p->n_sites,
                 };
                 p->delta = (Faults) {};
                 p->touched = false;

@@ -16,6 +16,7 @@
 #include "collector-util.h"
 #include "counters.h"
 #include "proc-util.h"
+#include "sites.h"
 #include "trapstat.h"
 #include "traps.h"
 
@@ -32,6 +33,10 @@ typedef struct CollectorProc {
         Faults delta;                  /* this tick's */
         Traps traps_delta;
         bool has_traps_delta;
+        void *sites_seen;              /* tsearch() tree of the site counts already turned into deltas
+                                        * (collector-sites.c), by BPF site key */
+        SiteCount *sites;              /* this tick's, strings owned */
+        size_t n_sites, sites_capacity;
         bool touched;                  /* goes into this tick's samples */
 } CollectorProc;
 
@@ -96,6 +101,8 @@ void proc_table_clear_slot(ProcTable *t, uint32_t slot);
 /* Adds what counters grew by since *seen to the tick's delta. */
 int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_counters *counters,
                             struct ts_counters *seen, uint64_t now);
+/* Adds a site's count of this tick (taken: its strings belong to the table from now). */
+int proc_table_count_site(ProcTable *t, CollectorProc *p, SiteCount *delta, uint64_t now);
 /* The same for a trap hash entry. */
 int proc_table_count_traps(ProcTable *t, CollectorProc *p, const struct ts_traps *traps, uint64_t now);
 /* The process's latest name and user, as the kernel has them now (a rename after fork, a

@@ -29,7 +29,7 @@ int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
         if (!r->owners || !r->chunk_keys || !r->percpu || !r->batch_keys || !r->batch_values)
                 return -ENOMEM;
-        return 0;
+        return reader_sites_init(r);
 }
 
 static void events_clear(CollectorReader *r) {
@@ -40,6 +40,7 @@ static void events_clear(CollectorReader *r) {
 
 void reader_done(CollectorReader *r) {
         events_clear(r);
+        reader_sites_done(r);
         free(r->events);
         free(r->records);
         free(r->owners);
@@ -238,7 +239,8 @@ int reader_drain_maps(CollectorReader *r, uint64_t now) {
         if ((k = drain_slots(r, now)) < 0 ||
             (k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
                                 drain_hash_entry, now)) < 0 ||
-            (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0)
+            (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0 ||
+            (k = reader_drain_sites(r, now)) < 0)
                 return k;
         return 0;
 }
@@ -307,6 +309,7 @@ int reader_apply_events(CollectorReader *r) {
                  * no more: its counts are complete. Remove its entries so the maps stay bounded
                  * (its slot was freed when drained, being marked exited). */
                 collector_bpf_forget(r->bpf, e->tgid, e->start_time);
+                reader_forget_sites(r, p);
                 k = proc_table_exit(r->procs, p, e);
         }
         events_clear(r);

@@ -14,6 +14,7 @@
 #include "collector-bpf.h"
 #include "collector-procs.h"
 #include "collector-util.h"
+#include "symbolize.h"
 #include "trapstat.h"
 
 typedef struct CollectorReader {
@@ -28,6 +29,14 @@ typedef struct CollectorReader {
         size_t records_capacity;
         LifecycleEvent *events;           /* read from the ring buffer since the last tick */
         size_t n_events, events_capacity;
+        /* The site reader (collector-sites.c). */
+        struct ts_site_key *site_keys;    /* a batch of the site hash */
+        struct ts_site *site_values;
+        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path */
+        size_t n_file_paths;
+        void *symbols;                    /* tsearch() tree: (dev, inode, offset) -> symbol */
+        size_t n_symbols;
+        Symbolizer *symbolizer;
 } CollectorReader;
 
 int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs);
@@ -46,6 +55,15 @@ int reader_read_tasks(CollectorReader *r);
  * command line, an exit (the process is retired and forgotten by BPF). After the maps were
  * drained, so that every process they name that was counted is known by then. */
 int reader_apply_events(CollectorReader *r);
+
+/* collector-sites.c: the site hash. Each entry's growth since the last tick becomes a SiteCount
+ * of its process (proc_table_count_site()), with the file's path and the symbol. After the
+ * other maps, so that the processes are known. */
+int reader_sites_init(CollectorReader *r);
+void reader_sites_done(CollectorReader *r);
+int reader_drain_sites(CollectorReader *r, uint64_t now);
+/* The process counts no more: its site entries go, in BPF and in its table entry. */
+void reader_forget_sites(CollectorReader *r, CollectorProc *p);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

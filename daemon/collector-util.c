@@ -2,8 +2,10 @@
 #include "collector-util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "macro.h"
 #include "proc-util.h"
@@ -162,4 +164,28 @@ int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret) {
 void lifecycle_event_done(LifecycleEvent *e) {
         free(e->cmdline);
         e->cmdline = NULL;
+}
+
+uint64_t dev_from_kernel(uint32_t dev) {
+        return makedev(dev >> 20, dev & 0xfffff);
+}
+
+char *file_name_join(const struct ts_file_name *n) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        if (n->truncated)
+                fputs("...", f);
+        for (uint32_t i = MIN(n->depth, (uint32_t) TS_PATH_DEPTH); i > 0; i--)
+                fprintf(f, "/%.*s", TS_NAME_LEN, n->names[i - 1]);
+        if (n->depth == 0)
+                fputc('/', f);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
 }

@@ -77,3 +77,10 @@ typedef struct LifecycleEvent {
  * know: it is skipped. An exec event's command line is NULL when it has none (or no memory). */
 int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret);
 void lifecycle_event_done(LifecycleEvent *e);
+
+/* The kernel's encoding of a device number (major << 20 | minor, as in super_block->s_dev) as
+ * stat() gives it (st_dev). */
+uint64_t dev_from_kernel(uint32_t dev);
+/* The path BPF recorded for a file (components innermost first) joined: "/usr/lib/libc.so.6";
+ * "..." first when its outermost components did not fit. malloc'd; NULL when out of memory. */
+char *file_name_join(const struct ts_file_name *n);

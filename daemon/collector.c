@@ -42,6 +42,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 .n_slots = config->slots ?: TS_DEFAULT_SLOTS,
                 .max_processes = config->max_processes ?: TS_DEFAULT_MAX_PROCESSES,
                 .event_buffer = config->event_buffer ?: TS_DEFAULT_EVENT_BUFFER,
+                .max_sites = config->max_sites ?: TS_DEFAULT_MAX_SITES,
+                .fault_sample = config->fault_sample == COLLECTOR_FAULT_SAMPLE_OFF ? 0
+                                : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE,
         };
         _cleanup_(collector_freep) Collector *c = NULL;
         bool disabled[_SOURCE_MAX] = {};
@@ -55,8 +58,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        c->fault_sample = config->fault_sample == COLLECTOR_FAULT_SAMPLE_OFF ? 0
-                                                                             : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE;
+        c->fault_sample = bpf_config.fault_sample;
 
         /* As libbpf-tools do: open and configure, choose what to load, load, attach. */
         r = collector_bpf_open(&bpf_config, &c->bpf);
@@ -134,6 +136,7 @@ static int collect_garbage(Collector *c, uint64_t now) {
                 if (p->slot >= 0)
                         reader_free_slot(&c->reader, (uint32_t) p->slot);
                 collector_bpf_forget(c->bpf, p->info.pid, p->info.start_time);
+                reader_forget_sites(&c->reader, p);
                 r = proc_table_retire(&c->procs, p);
         }
         return r < 0 ? r : error;

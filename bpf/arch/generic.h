@@ -15,3 +15,8 @@ static __always_inline void ts_arch_fault_access(struct ts_counters *c, unsigned
 static __always_inline __u32 ts_arch_trap_vector(struct task_struct *task) {
         return TS_N_VECTORS;
 }
+
+/* Where the vDSO is cannot be told here: vDSO code counts as anonymous memory. */
+static __always_inline __u64 ts_arch_vdso_start(struct mm_struct *mm) {
+        return 0;
+}

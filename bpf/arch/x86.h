@@ -2,7 +2,7 @@
 #pragma once
 
 /* x86 (__TARGET_ARCH_x86): what only x86 tells. Included by bpf/trapstat.bpf.c after vmlinux.h
- * and the libbpf headers; every architecture header defines the same two functions
+ * and the libbpf headers; every architecture header defines the same three functions
  * (bpf/arch/generic.h is the one for architectures without a header of their own). */
 
 /* Page fault error code bits (arch/x86/include/asm/trap_pf.h), the error_code argument of the
@@ -36,4 +36,11 @@ static __always_inline __u32 ts_arch_trap_vector(struct task_struct *task) {
                         return vector;
         }
         return TS_N_VECTORS;
+}
+
+/* Where the kernel mapped the process's vDSO (mm->context.vdso); 0 when not known. */
+static __always_inline __u64 ts_arch_vdso_start(struct mm_struct *mm) {
+        if (bpf_core_field_exists(mm->context.vdso))
+                return (__u64) BPF_CORE_READ(mm, context.vdso);
+        return 0;
 }

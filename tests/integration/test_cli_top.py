@@ -18,23 +18,27 @@ class Tmux:
     def __init__(self, name, command, env=None):
         self.name = name
         env_args = [a for k, v in (env or {}).items() for a in ("-e", f"{k}={v}")]
+        # A tmux server of its own (-L): a session started while another test's server is
+        # shutting down after its last session was killed fails with "server exited
+        # unexpectedly".
+        self.tmux = ["tmux", "-L", name]
         # A shell that stays after trapstat exits, so the restored screen can be inspected.
-        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "40", *env_args,
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", name, "-x", "160", "-y", "40", *env_args,
                         "sh"], check=True)
         self.keys(command + "; echo TRAPSTAT-EXIT=$?", "Enter")
 
     def keys(self, *keys):
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def screen(self, escapes=False):
-        return subprocess.run(["tmux", "capture-pane", "-p", *(["-e"] if escapes else []), "-t", self.name],
+        return subprocess.run([*self.tmux, "capture-pane", "-p", *(["-e"] if escapes else []), "-t", self.name],
                               capture_output=True, text=True, check=True).stdout
 
     def wait(self, predicate, what):
         return wait_for(lambda: predicate(self.screen()), timeout=20, interval=0.1, what=f"{what}; screen:\n{self.screen()}")
 
     def close(self):
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 def data_rows(screen):

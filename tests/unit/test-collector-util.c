@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <cmocka.h>
 
 #include "collector-util.h"
@@ -212,6 +213,53 @@ static void test_array_append(void **state) {
                 assert_int_equal(array[i], i);
 }
 
+/* BPF's path of a file, components innermost first: joined outermost first; a path cut at
+ * TS_PATH_DEPTH says so; a component of TS_NAME_LEN - 1 bytes survives whole. */
+static void test_file_name_join(void **state) {
+        struct ts_file_name n = { .depth = 3 };
+        char *s;
+
+        strcpy(n.names[0], "libc.so.6");
+        strcpy(n.names[1], "lib");
+        strcpy(n.names[2], "usr");
+        s = file_name_join(&n);
+        assert_string_equal(s, "/usr/lib/libc.so.6");
+        free(s);
+
+        n.truncated = 1;
+        s = file_name_join(&n);
+        assert_string_equal(s, ".../usr/lib/libc.so.6");
+        free(s);
+
+        n = (struct ts_file_name) { .depth = 0 };
+        s = file_name_join(&n);
+        assert_string_equal(s, "/");
+        free(s);
+
+        n = (struct ts_file_name) { .depth = 1 };
+        memset(n.names[0], 'x', TS_NAME_LEN - 1);
+        s = file_name_join(&n);
+        assert_int_equal(strlen(s), TS_NAME_LEN);
+        free(s);
+
+        /* A depth beyond the array (a corrupt value) reads no further than the array. */
+        n = (struct ts_file_name) { .depth = 1000 };
+        for (int i = 0; i < TS_PATH_DEPTH; i++)
+                strcpy(n.names[i], "d");
+        s = file_name_join(&n);
+        assert_int_equal(strlen(s), 2 * TS_PATH_DEPTH);
+        free(s);
+}
+
+/* The kernel's s_dev (major << 20 | minor) is stat()'s st_dev: major 259, minor 1 (an NVMe
+ * partition) and a minor above 255, which the two encodings place differently. */
+static void test_dev_from_kernel(void **state) {
+        assert_int_equal(dev_from_kernel((259U << 20) | 1), makedev(259, 1));
+        assert_int_equal(dev_from_kernel((8U << 20) | 300), makedev(8, 300));
+        assert_int_equal(major(dev_from_kernel((8U << 20) | 300)), 8);
+        assert_int_equal(minor(dev_from_kernel((8U << 20) | 300)), 300);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sources_parse),
@@ -220,6 +268,8 @@ int main(void) {
                 cmocka_unit_test(test_traps_account),
                 cmocka_unit_test(test_lifecycle_event_decode),
                 cmocka_unit_test(test_array_append),
+                cmocka_unit_test(test_file_name_join),
+                cmocka_unit_test(test_dev_from_kernel),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/* The site reader, part of the collector's readers (collector-read.h): every tick the site hash
+ * (bpf/trapstat.bpf.c: where processes trapped and, sampled, faulted) is read in batches, each
+ * entry's growth since the last tick becomes a SiteCount of its process, named for people: the
+ * file's path from the name map BPF wrote while the process lived, and the symbol from the
+ * file's ELF symbol tables (daemon/symbolize.c), when the file at that path is still the one
+ * that was mapped. A process's entries are removed from the hash once it exited and was drained
+ * a last time, as its other map entries are. */
+#include "collector-read.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "macro.h"
+#include "trapstat.skel.h"
+
+/* Site entries read per bpf_map_lookup_batch() call. */
+#define SITE_BATCH 256
+/* Paths and symbols remembered: past this many, all are forgotten and learned again. */
+#define NAMES_MAX 65536
+
+/* A fault site of a live process that sampled nothing for this long leaves the hash, so that a
+ * long-running process (a JIT, whose code addresses are all different sites) does not fill it
+ * for everyone. Deleting an entry races with a BPF program that looked it up just before and
+ * adds after: that one sample is lost (or, the element being reused, counted to another site).
+ * Fault counts are samples, so that is within what they promise; trap sites are never aged. */
+#define FAULT_SITE_IDLE_USEC (60 * UINT64_C(1000000))
+
+/* What a site of one process counted already, by its BPF key. */
+typedef struct SiteSeen {
+        struct ts_site_key key;
+        uint64_t count;
+        uint64_t changed_usec; /* the last tick it grew */
+} SiteSeen;
+
+static int site_seen_compare(const void *a, const void *b) {
+        return memcmp(&((const SiteSeen *) a)->key, &((const SiteSeen *) b)->key, sizeof(struct ts_site_key));
+}
+
+/* The path of a file, by the kernel's (device, inode). */
+typedef struct FilePath {
+        uint32_t dev;
+        uint64_t ino;
+        char *path;
+} FilePath;
+
+static int file_path_compare(const void *a, const void *b) {
+        const FilePath *x = a, *y = b;
+
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void file_path_free(void *p) {
+        FilePath *f = p;
+
+        free(f->path);
+        free(f);
+}
+
+/* The symbol of an instruction of a file, or that it has none. */
+typedef struct SymbolAt {
+        uint32_t dev;
+        uint64_t ino, offset;
+        char *symbol; /* NULL: none */
+        uint64_t symbol_offset;
+} SymbolAt;
+
+static int symbol_at_compare(const void *a, const void *b) {
+        const SymbolAt *x = a, *y = b;
+
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        if (x->ino != y->ino)
+                return x->ino < y->ino ? -1 : 1;
+        return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static void symbol_at_free(void *p) {
+        SymbolAt *s = p;
+
+        free(s->symbol);
+        free(s);
+}
+
+int reader_sites_init(CollectorReader *r) {
+        /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
+        int k = symbolizer_new(&(SymbolizerConfig) { .max_bytes = 8 * 1024 * 1024 }, &r->symbolizer);
+
+        if (k < 0)
+                return k;
+        r->site_keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
+        r->site_values = calloc(SITE_BATCH, sizeof(struct ts_site));
+        if (!r->site_keys || !r->site_values)
+                return -ENOMEM;
+        return 0;
+}
+
+void reader_sites_done(CollectorReader *r) {
+        tdestroy(r->file_paths, file_path_free);
+        tdestroy(r->symbols, symbol_at_free);
+        r->file_paths = r->symbols = NULL;
+        symbolizer_free(r->symbolizer);
+        free(r->site_keys);
+        free(r->site_values);
+}
+
+/* The file's path, remembered; when BPF could not record it, a name from its identity (not
+ * remembered: the name map may have it by the next tick). NULL when out of memory. */
+static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64]) {
+        FilePath key = { .dev = dev, .ino = ino }, *f, **found;
+        struct ts_file_key bpf_key = { .ino = ino, .dev = dev };
+        struct ts_file_name name;
+
+        found = tfind(&key, &r->file_paths, file_path_compare);
+        if (found)
+                return (*found)->path;
+        if (bpf_map_lookup_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &bpf_key, &name) < 0) {
+                snprintf(fallback, 64, "[dev %u:%u inode %" PRIu64 "]", dev >> 20, dev & 0xfffff, ino);
+                return fallback;
+        }
+        if (r->n_file_paths >= NAMES_MAX) {
+                tdestroy(r->file_paths, file_path_free);
+                r->file_paths = NULL;
+                r->n_file_paths = 0;
+        }
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return NULL;
+        *f = (FilePath) { .dev = dev, .ino = ino, .path = file_name_join(&name) };
+        if (!f->path || !tsearch(f, &r->file_paths, file_path_compare)) {
+                file_path_free(f);
+                return NULL;
+        }
+        r->n_file_paths++;
+        return f->path;
+}
+
+/* The symbol at offset of the file mapped as (dev, ino), remembered, also when there is none.
+ * Only when the file at path is still that file: one rebuilt or upgraded since is another. */
+static const SymbolAt *symbol_at(CollectorReader *r, const char *path, uint32_t dev, uint64_t ino, uint64_t offset) {
+        SymbolAt key = { .dev = dev, .ino = ino, .offset = offset }, *s, **found;
+        SymbolizedFrame frame = {};
+        struct stat st;
+
+        found = tfind(&key, &r->symbols, symbol_at_compare);
+        if (found)
+                return *found;
+        if (r->n_symbols >= NAMES_MAX) {
+                tdestroy(r->symbols, symbol_at_free);
+                r->symbols = NULL;
+                r->n_symbols = 0;
+        }
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        *s = key;
+        if (path[0] == '/' && stat(path, &st) == 0 && st.st_dev == dev_from_kernel(dev) && st.st_ino == ino &&
+            symbolizer_lookup(r->symbolizer, path, offset, &frame) >= 0) {
+                s->symbol = TAKE_PTR(frame.symbol);
+                s->symbol_offset = frame.offset;
+        }
+        if (!tsearch(s, &r->symbols, symbol_at_compare)) {
+                symbol_at_free(s);
+                return NULL;
+        }
+        r->n_symbols++;
+        return s;
+}
+
+static int strdup_to(const char *s, char **ret) {
+        *ret = s ? strdup(s) : NULL;
+        return s && !*ret ? -ENOMEM : 0;
+}
+
+/* The named form of one location: the object, its identity, and for an instruction its offset
+ * and symbol. */
+static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, char **ret_object,
+                         uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol, uint64_t *ret_symbol_offset) {
+        char fallback[64];
+        const char *object;
+
+        *ret_dev = *ret_ino = 0;
+        if (loc->kind != TS_MEM_FILE)
+                return strdup_to(memory_kind_object((MemoryKind) loc->kind) ?: "[unknown]", ret_object);
+
+        object = file_path(r, loc->dev, loc->ino, fallback);
+        if (!object)
+                return -ENOMEM;
+        *ret_dev = dev_from_kernel(loc->dev);
+        *ret_ino = loc->ino;
+        if (code && object != fallback) {
+                const SymbolAt *s = symbol_at(r, object, loc->dev, loc->ino, loc->offset);
+
+                if (!s)
+                        return -ENOMEM;
+                if (strdup_to(s->symbol, ret_symbol) < 0)
+                        return -ENOMEM;
+                *ret_symbol_offset = s->symbol_offset;
+        }
+        return strdup_to(object, ret_object);
+}
+
+static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, SiteCount *ret) {
+        SiteCount s = {
+                .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
+                .vector = key->vector < TS_N_VECTORS ? key->vector : TRAP_VECTOR_UNKNOWN,
+                .period = key->kind == TS_SITE_FAULT ? collector_bpf_fault_sample(r->bpf) : 1,
+                .offset = key->ip.offset,
+                .memory = key->memory.kind < _MEMORY_KIND_MAX ? (MemoryKind) key->memory.kind : MEMORY_UNKNOWN,
+                .count = count,
+        };
+        uint64_t unused;
+        char *no_symbol = NULL;
+        int k;
+
+        k = name_location(r, &key->ip, true, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
+        if (k >= 0 && s.memory == MEMORY_FILE)
+                k = name_location(r, &key->memory, false, &s.memory_object, &s.memory_dev, &s.memory_ino, &no_symbol,
+                                  &unused);
+        if (k < 0) {
+                site_count_done(&s);
+                return k;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* One entry: what it counted since the last tick goes to its process. */
+static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_t count, uint64_t now) {
+        SiteSeen probe = { .key = *key }, *seen, **found;
+        CollectorProc *p;
+        SiteCount delta;
+        int k;
+
+        k = proc_table_get(r->procs, key->tgid, key->start_time, NULL, now, &p);
+        if (k < 0)
+                return k;
+        found = tfind(&probe, &p->sites_seen, site_seen_compare);
+        if (found)
+                seen = *found;
+        else {
+                seen = calloc(1, sizeof(*seen));
+                if (!seen)
+                        return -ENOMEM;
+                seen->key = *key;
+                seen->changed_usec = now;
+                if (!tsearch(seen, &p->sites_seen, site_seen_compare)) {
+                        free(seen);
+                        return -ENOMEM;
+                }
+        }
+        if (count <= seen->count) {
+                if (key->kind == TS_SITE_FAULT && now - seen->changed_usec > FAULT_SITE_IDLE_USEC &&
+                    bpf_map_delete_elem(bpf_map__fd(r->bpf->skel->maps.sites), key) == 0) {
+                        tdelete(seen, &p->sites_seen, site_seen_compare);
+                        free(seen);
+                }
+                return 0;
+        }
+        k = site_from_bpf(r, key, count - seen->count, &delta);
+        if (k < 0)
+                return k;
+        seen->count = count;
+        seen->changed_usec = now;
+        return proc_table_count_site(r->procs, p, &delta, now);
+}
+
+int reader_drain_sites(CollectorReader *r, uint64_t now) {
+        int fd = bpf_map__fd(r->bpf->skel->maps.sites);
+        struct ts_site_key in_batch, out_batch;
+        bool first = true, done = false;
+
+        while (!done) {
+                __u32 count = SITE_BATCH;
+                int k;
+
+                k = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->site_keys, r->site_values, &count,
+                                         NULL);
+                if (k < 0) {
+                        /* ENOENT: this was the last batch (count may still be > 0). */
+                        if (errno != ENOENT)
+                                return -errno;
+                        done = true;
+                }
+                for (__u32 i = 0; i < count; i++) {
+                        k = drain_site(r, &r->site_keys[i], r->site_values[i].count, now);
+                        if (k < 0)
+                                return k;
+                }
+                in_batch = out_batch;
+                first = false;
+        }
+        return 0;
+}
+
+typedef struct ForgetSites {
+        int fd;
+} ForgetSites;
+
+static void forget_site_visit(const void *node, VISIT which, void *userdata) {
+        const SiteSeen *seen = *(const SiteSeen *const *) node;
+        ForgetSites *f = userdata;
+
+        if (which == postorder || which == leaf)
+                (void) bpf_map_delete_elem(f->fd, &seen->key);
+}
+
+void reader_forget_sites(CollectorReader *r, CollectorProc *p) {
+        ForgetSites f = { .fd = bpf_map__fd(r->bpf->skel->maps.sites) };
+
+        twalk_r(p->sites_seen, forget_site_visit, &f);
+        tdestroy(p->sites_seen, free);
+        p->sites_seen = NULL;
+}
