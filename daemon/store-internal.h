@@ -7,9 +7,10 @@
  * The parts, by job:
  *   store.c          opening and closing, migrations, writing ticks, the known-process cache
  *   store-pending.c  the pending ticks: a tick's deltas as one row, folded into the raw tier
- *   store-query.c    the reads: Top, History, Traps, ListProcesses, finding a process; and
+ *   store-query.c    the reads: Top, History, Traps, Sites, ListProcesses, finding a process; and
  *                    marking gone the processes that ended unseen
  *   store-maintain.c roll-up, retention, the size cap, deleting processes left without rows
+ *   store-sites.c    writing a tick's sites: the object and site dictionaries, a cache of their ids
  *   store-kind.c     the kinds of counts and the SQL made from them (store-kind.h)
  *   store-util.c     the helpers below
  * Like store.h: negative errno, no logging; the caller logs once, with store_errmsg(). */
@@ -23,6 +24,8 @@
 #include "store-kind.h"
 #include "store.h"
 #include "tier-util.h"
+
+typedef struct SiteIds SiteIds;
 
 struct Store {
         sqlite3 *db;
@@ -41,6 +44,9 @@ struct Store {
         sqlite3_stmt *add_raw[_STORE_KIND_MAX];
         sqlite3_stmt *find_process;
         sqlite3_stmt *find_newest_process;
+        /* The dictionaries of the site kind (store-sites.c). */
+        sqlite3_stmt *find_object, *add_object, *upsert_site;
+        SiteIds *site_ids; /* ids of entries written; NULL until the first site */
         void *known;             /* tsearch() tree of KnownProcess by (pid, start_time) */
         uint64_t swept_bucket;   /* raw bucket in which `known` was last swept */
         uint8_t *packed;         /* a tick's deltas for sample_pending */
@@ -92,6 +98,17 @@ int store_pending_fold(Store *s);
 /* Before anything reads the samples: store_pending_fold() in a transaction of its own, when
  * s->pending says there may be rows. */
 int store_pending_settle(Store *s);
+
+/* ---- store-sites.c: a tick's sites ---- */
+
+/* Adds the sites to the raw bucket of the site kind, creating the dictionary entries they name;
+ * in the caller's transaction. -EINVAL for a site without object, or with a kind, a memory kind
+ * or a period out of range. */
+int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const SiteCount *sites, size_t n);
+/* Forgets the ids of dictionary entries: when a transaction that may have created them rolled
+ * back. */
+void store_site_ids_clear(Store *s);
+void store_site_ids_free(Store *s);
 
 /* ---- store.c ---- */
 

@@ -50,8 +50,8 @@ static void signal_add(Traps *t, const int64_t *keys, const uint64_t *values) {
                 t->signal[sig][si_code_slot((int) keys[1])] += values[0];
 }
 
-/* The tables are created by schema/sql/ (0001, 0002, 0003); test-store-kinds checks that each
- * has the columns named here, with the key as its primary key. */
+/* The tables are created by schema/sql/ (0001, 0002, 0003, 0006); test-store-kinds checks that
+ * each has the columns named here, with the key as its primary key. */
 const StoreKind store_kinds[_STORE_KIND_MAX] = {
         [STORE_KIND_SAMPLE] = {
                 .name = "sample",
@@ -74,6 +74,14 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                 .values = { "count" },
                 .traps_next = signal_next,
                 .traps_add = signal_add,
+        },
+        /* Not part of a Traps: written by store_flush() from ProcessSample.sites, read by
+         * store_sites(). site_id and memory_object_id (0: none) are ids of the dictionaries. */
+        [STORE_KIND_SITE] = {
+                .name = "site",
+                .tables = { "site_raw", "site_minute", "site_hour" },
+                .keys = { "kind", "vector", "period", "site_id", "memory", "memory_object_id" },
+                .values = { "count" },
         },
 };
 

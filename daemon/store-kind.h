@@ -20,18 +20,21 @@
 #include "tier-util.h"
 #include "traps.h"
 
-/* Index into store_kinds[]. The sample kind is the one every other kind's rows have a row in
- * (same process and interval): it is what Top sorts, what the size cap measures its batches on,
- * where a roll-up starts, and a process without rows in it has none. */
-enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, _STORE_KIND_MAX };
+/* Index into store_kinds[]. The sample kind is what Top sorts and what the size cap measures
+ * its batches on: the trap and signal kinds' rows always have a sample row beside them (same
+ * process and interval), and the site kind's in practice (a site comes with a trap or a fault),
+ * though the store does not rely on that: a first roll-up starts at the oldest row of any kind,
+ * and a process is deleted only when it has rows of no kind. The site kind's keys name entries
+ * of the dictionaries `site` and `object` (schema/sql/0006-sites.sql). */
+enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, STORE_KIND_SITE, _STORE_KIND_MAX };
 
-#define STORE_KIND_MAX_KEYS 4
+#define STORE_KIND_MAX_KEYS 6
 #define STORE_KIND_MAX_VALUES 16
 /* Longest column name, with its NUL. */
 #define STORE_COLUMN_MAX 32
 
 typedef struct StoreKind {
-        const char *name;                                /* "sample", "trap", "signal" */
+        const char *name;                                /* "sample", "trap", "signal", "site" */
         const char *tables[_TIER_MAX];                   /* by TIER_RAW, TIER_MINUTE, TIER_HOUR */
         const char *keys[STORE_KIND_MAX_KEYS + 1];       /* beyond (process_id, time_usec); NULL-ended */
         /* Its values start with one column f_<name> per Faults member, in fault_fields order;

@@ -54,14 +54,26 @@ static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t comple
 
         complete_until -= complete_until % w;
         if (from == 0) {
-                _cleanup_free_ char *sql = NULL;
+                char *sql = NULL;
+                size_t size = 0;
+                FILE *f;
 
-                /* First roll-up: start at the finer tier's oldest row (of the sample kind, which
-                 * has a row wherever any kind has one). */
-                if (asprintf(&sql, "SELECT MIN(time_usec) FROM %s",
-                             store_kinds[STORE_KIND_SAMPLE].tables[tier - 1]) < 0)
+                /* First roll-up: start at the finer tier's oldest row of any kind (a site may have
+                 * no sample beside it). Once per database: later ones start at the mark. */
+                f = open_memstream(&sql, &size);
+                if (!f)
                         return -ENOMEM;
+                fputs("SELECT MIN(t) FROM (", f);
+                for (int k = 0; k < _STORE_KIND_MAX; k++)
+                        fprintf(f, "%sSELECT MIN(time_usec) AS t FROM %s", k ? " UNION ALL " : "",
+                                store_kinds[k].tables[tier - 1]);
+                fputs(")", f);
+                if (fclose(f) != 0) {
+                        free(sql);
+                        return -ENOMEM;
+                }
                 r = sql_query_int(s->db, sql, 0, &oldest);
+                free(sql);
                 if (r < 0)
                         return r;
                 from = oldest == INT64_MIN ? complete_until : (uint64_t) oldest - (uint64_t) oldest % w;
@@ -114,7 +126,8 @@ static int expire_tier(Store *s, int tier, uint64_t cutoff, size_t batch, bool *
 /* The size cap: the oldest rows of the finest tier go first, but only what the next tier has
  * rolled up (else that stretch would be in no tier at all); when the finest tier has nothing
  * such, the next one. A batch is measured on the sample kind: every other kind's rows have one
- * of its rows beside them. */
+ * of its rows beside them (the site kind's in practice: a tier holding sites but no samples at
+ * all is left to retention by age). */
 static int cap_size(Store *s, const TierState tiers[_TIER_MAX], size_t batch, bool *more) {
         for (int t = TIER_RAW; t < _TIER_MAX; t++) {
                 const char *table = store_kinds[STORE_KIND_SAMPLE].tables[t];
@@ -153,7 +166,9 @@ static int cap_size(Store *s, const TierState tiers[_TIER_MAX], size_t batch, bo
         return 0;
 }
 
-/* Exited processes whose rows have all aged out: none in any tier of the sample kind. */
+/* Exited processes whose rows have all aged out: none in any tier of any kind (each a seek on
+ * the primary key, which starts with process_id). The sample kind's first, which rules out
+ * nearly every process that still has rows. */
 static int delete_gone_processes(Store *s, size_t batch, bool *more) {
         char *buf = NULL;
         size_t size = 0;
@@ -164,9 +179,10 @@ static int delete_gone_processes(Store *s, size_t batch, bool *more) {
         if (!f)
                 return -ENOMEM;
         fputs("DELETE FROM process WHERE id IN (SELECT id FROM process p WHERE exited", f);
-        for (int t = TIER_RAW; t < _TIER_MAX; t++)
-                fprintf(f, " AND NOT EXISTS (SELECT 1 FROM %s WHERE process_id = p.id)",
-                        store_kinds[STORE_KIND_SAMPLE].tables[t]);
+        for (int k = 0; k < _STORE_KIND_MAX; k++)
+                for (int t = TIER_RAW; t < _TIER_MAX; t++)
+                        fprintf(f, " AND NOT EXISTS (SELECT 1 FROM %s WHERE process_id = p.id)",
+                                store_kinds[k].tables[t]);
         fprintf(f, " LIMIT %zu)", batch);
         if (fclose(f) != 0) {
                 free(buf);

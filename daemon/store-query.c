@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The store's reads: Top, History, Traps, ListProcesses, finding a process; and marking gone the
- * processes that ended while no daemon saw them. */
+/* The store's reads: Top, History, Traps, Sites, ListProcesses, finding a process; and marking
+ * gone the processes that ended while no daemon saw them. */
 #include "store-internal.h"
 
 #include <errno.h>
@@ -451,6 +451,113 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
                 return r;
         }
         *ret = rows;
+        *ret_n = n;
+        return 0;
+}
+
+/* The rows of one process's sites summed per key of the site kind, with the names their ids
+ * stand for; %s: the union of the tiers' rows. The key order of store_kinds[STORE_KIND_SITE]. */
+#define SITES_SQL                                                                                                   \
+        "SELECT t.kind, t.vector, t.period, o.name, o.dev, o.ino, site.file_offset, site.symbol, "                  \
+        "site.symbol_offset, t.memory, m.name, m.dev, m.ino, t.count FROM "                                          \
+        "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count FROM (%s) "           \
+        "GROUP BY kind, vector, period, site_id, memory, memory_object_id) AS t "                                    \
+        "JOIN site ON site.id = t.site_id JOIN object AS o ON o.id = site.object_id "                               \
+        "LEFT JOIN object AS m ON m.id = t.memory_object_id "                                                        \
+        "ORDER BY t.count * t.period DESC, t.kind, o.name, site.file_offset, t.vector, t.period, t.memory, m.name " \
+        "LIMIT ?3"
+
+static char *column_strdup_or_null(sqlite3_stmt *st, int i, bool *failed) {
+        char *v;
+
+        if (sqlite3_column_type(st, i) == SQLITE_NULL)
+                return NULL;
+        v = column_strdup(st, i);
+        if (!v)
+                *failed = true;
+        return v;
+}
+
+static int read_site(sqlite3_stmt *st, SiteCount *ret) {
+        bool failed = false;
+        SiteCount c = {
+                .kind = (SiteKind) sqlite3_column_int(st, 0),
+                .vector = (unsigned) sqlite3_column_int64(st, 1),
+                .period = (uint32_t) sqlite3_column_int64(st, 2),
+                .dev = (uint64_t) sqlite3_column_int64(st, 4),
+                .ino = (uint64_t) sqlite3_column_int64(st, 5),
+                .offset = (uint64_t) sqlite3_column_int64(st, 6),
+                .symbol_offset = (uint64_t) sqlite3_column_int64(st, 8), /* NULL reads as 0 */
+                .memory = (MemoryKind) sqlite3_column_int(st, 9),
+                .memory_dev = (uint64_t) sqlite3_column_int64(st, 11),
+                .memory_ino = (uint64_t) sqlite3_column_int64(st, 12),
+                .count = (uint64_t) sqlite3_column_int64(st, 13),
+        };
+
+        c.object = column_strdup_or_null(st, 3, &failed);
+        c.symbol = column_strdup_or_null(st, 7, &failed);
+        c.memory_object = column_strdup_or_null(st, 10, &failed);
+        if (failed || !c.object) {
+                site_count_done(&c);
+                return -ENOMEM;
+        }
+        *ret = c;
+        return 0;
+}
+
+int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
+                SiteCount **ret, size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        SiteCount *sites = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        int rc, r;
+
+        if (kind >= _SITE_KIND_MAX)
+                return -EINVAL;
+
+        /* Sites are written with their tick, never pending: nothing to settle. The tiers' marks
+         * and the rows are read in one transaction, so that a maintenance step in between cannot
+         * move a stretch into another tier than the one planned for it (read twice, or not). */
+        r = sql_exec(s->db, "BEGIN");
+        if (r < 0)
+                return r;
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                goto finish;
+        n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_usec, until_usec, seg);
+        r = prepare_over(s, &st, SITES_SQL, STORE_KIND_SITE, seg, n_seg, "process_id = ?1 AND (?2 < 0 OR kind = ?2)");
+        if (r < 0)
+                goto finish;
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(st, 2, kind);
+        sqlite3_bind_int64(st, 3, clamp_i64(limit));
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                SiteCount *p = grow_array(sites, n, &capacity, sizeof(*sites));
+
+                if (!p) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                sites = p;
+                r = read_site(st, &sites[n]);
+                if (r < 0)
+                        goto finish;
+                n++;
+        }
+        if (rc != SQLITE_DONE)
+                r = sqlite_to_errno(rc) ?: -EIO;
+finish:
+        /* A read: nothing to commit. The statement goes first, so that nothing is left open. */
+        sqlite3_finalize(TAKE_PTR(st));
+        store_rollback(s);
+        if (r < 0) {
+                site_counts_free(sites, n);
+                return r;
+        }
+        *ret = sites;
         *ret_n = n;
         return 0;
 }

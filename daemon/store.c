@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The store's writer side: opening and closing, migrations, writing ticks and the known-process
- * cache. The pending ticks are in store-pending.c, queries in store-query.c, maintenance in
- * store-maintain.c (store-internal.h). */
+ * cache. The pending ticks are in store-pending.c, a tick's sites in store-sites.c, queries in
+ * store-query.c, maintenance in store-maintain.c (store-internal.h). */
 #include "store-internal.h"
 
 #include <errno.h>
@@ -132,6 +132,24 @@ static int prepare_statements(Store *s) {
                 if (r < 0)
                         return r;
         }
+        r = sql_prepare(s->db, &s->find_object, "SELECT id FROM object WHERE name = ?1 AND dev = ?2 AND ino = ?3");
+        if (r < 0)
+                return r;
+        r = sql_prepare(s->db, &s->add_object, "INSERT INTO object (name, dev, ino) VALUES (?1, ?2, ?3) RETURNING id");
+        if (r < 0)
+                return r;
+        /* A symbol is written when the site is first stored, or later while it has none; once
+         * written it stays (store_sites() in store.h). The pair goes together: symbol_offset
+         * means nothing without its symbol. */
+        r = sql_prepare(s->db, &s->upsert_site,
+                        "INSERT INTO site (object_id, file_offset, symbol, symbol_offset) VALUES (?1, ?2, ?3, ?4) "
+                        "ON CONFLICT (object_id, file_offset) DO UPDATE SET "
+                        "symbol = coalesce(site.symbol, excluded.symbol), "
+                        "symbol_offset = CASE WHEN site.symbol IS NULL THEN excluded.symbol_offset "
+                        "ELSE site.symbol_offset END "
+                        "RETURNING id, symbol IS NOT NULL");
+        if (r < 0)
+                return r;
         r = sql_prepare(s->db, &s->find_process,
                         "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? AND start_time = ? "
                         "ORDER BY first_seen_usec DESC LIMIT 1");
@@ -274,6 +292,10 @@ Store *store_free(Store *s) {
         free(s->packed);
         sqlite3_finalize(s->find_process);
         sqlite3_finalize(s->find_newest_process);
+        sqlite3_finalize(s->find_object);
+        sqlite3_finalize(s->add_object);
+        sqlite3_finalize(s->upsert_site);
+        store_site_ids_free(s);
         sqlite3_close_v2(s->db);
         free(s->columns);
         free(s->sums);
@@ -650,6 +672,13 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                         if (r < 0)
                                 goto rollback;
                 }
+                /* Also without a delta or traps: the store does not rely on a site coming with
+                 * them. */
+                if (samples[i].n_sites > 0) {
+                        r = store_sites_add(s, id, bucket, samples[i].sites, samples[i].n_sites);
+                        if (r < 0)
+                                goto rollback;
+                }
                 /* Its row is final: exited, last seen exact. */
                 if (p->exited)
                         known_forget(s, k);
@@ -671,9 +700,10 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         return 0;
 rollback:
         store_rollback(s);
-        /* What the cache says may have been rolled back with it, and the pending rows are
+        /* What the caches say may have been rolled back with it, and the pending rows are
          * not known any more. */
         known_clear(s);
+        store_site_ids_clear(s);
         s->pending = true;
         s->pending_bucket = 0;
         return r;

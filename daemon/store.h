@@ -7,7 +7,7 @@
  *
  * This header is the whole contract. The implementation is split by job over daemon/store*.c
  * (listed in store-internal.h, which is not for use outside them); the kinds of counts kept
- * (samples, traps, signals), with their tables and columns, are described once, in
+ * (samples, traps, signals, sites), with their tables and columns, are described once, in
  * store-kind.h. */
 
 #include <sqlite3.h>
@@ -53,7 +53,7 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 int store_open(const char *path, const char *boot_id, Store **ret);
 /* A second, read-only connection to the database a store_open() has migrated, for queries on
  * another thread: store_top(), store_find_process(), store_history(), store_list_processes(),
- * store_traps(). It sees what the writer had committed when each query began (WAL); the
+ * store_traps(), store_sites(). It sees what the writer had committed when each query began (WAL); the
  * writer's pending ticks only after store_settle() on the writer. -EPROTO when the schema is
  * not the one this build knows. */
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
@@ -82,7 +82,9 @@ uint64_t store_size_bytes(Store *s);
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 /* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
  * (they are few), creating the object and site rows they name: a site's symbol is written when
- * the site is first stored (or later, while it has none). */
+ * the site is first stored (or later, while it has none). Also the sites of a sample without a
+ * delta or traps; sites with count 0 are skipped. The whole tick fails with -EINVAL for a site
+ * without object, or with a kind or memory out of range, or period 0. */
 
 /* One step of maintenance, each part in its own short transaction so that queries wait at most
  * one batch: rolls complete intervals up into the minute and hour tiers, deletes what the

@@ -137,9 +137,10 @@ static void test_kinds_match_the_schema(void **state) {
                 }
         }
 
-        /* The tables that are not counts: processes, the tiers' marks, the pending ticks. */
+        /* The tables that are not counts: processes, the tiers' marks, the pending ticks, the
+         * site kind's dictionaries. */
         assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT IN ('process', 'tier', 'sample_pending')"),
+                                       "AND name NOT IN ('process', 'tier', 'sample_pending', 'object', 'site')"),
                          (int64_t) tables);
         sqlite3_close(db);
 }
@@ -204,6 +205,99 @@ static void test_traps_rows_round_trip(void **state) {
         store_kinds[STORE_KIND_SIGNAL].traps_add(&back, (int64_t[]) { SIGSEGV, 999 }, (uint64_t[]) { 5 });
         assert_int_equal(back.signal[fault_signal_index(SIGSEGV)][SI_CODE_SLOT_OTHER],
                          t.signal[fault_signal_index(SIGSEGV)][SI_CODE_SLOT_OTHER] + 5);
+}
+
+static int64_t rows_of(sqlite3 *db, const StoreKind *k, int tier) {
+        return query_int(db, "SELECT COUNT(*) FROM %s", k->tables[tier]);
+}
+
+/* The site kind: the keys store-sites.c binds, in that order, and one value; not part of a Traps,
+ * so nothing that makes or reads a Traps touches it. */
+static void test_site_kind(void **state) {
+        static const char *const keys[] = { "kind", "vector", "period", "site_id", "memory", "memory_object_id" };
+        const StoreKind *k = &store_kinds[STORE_KIND_SITE];
+        char buf[STORE_COLUMN_MAX];
+
+        assert_string_equal(k->name, "site");
+        assert_string_equal(k->tables[TIER_RAW], "site_raw");
+        assert_string_equal(k->tables[TIER_MINUTE], "site_minute");
+        assert_string_equal(k->tables[TIER_HOUR], "site_hour");
+        assert_true(STORE_KIND_MAX_KEYS >= ELEMENTSOF(keys));
+        assert_int_equal(store_kind_n_keys(k), ELEMENTSOF(keys));
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                assert_string_equal(k->keys[i], keys[i]);
+        assert_int_equal(store_kind_n_values(k), 1);
+        assert_string_equal(store_kind_value(k, 0, buf), "count");
+        assert_false(k->fault_values);
+        assert_null(k->traps_next);
+        assert_null(k->traps_add);
+}
+
+/* In every kind with keys, rows that differ in one key column only are summed apart: the roll-up
+ * groups by the whole key, whichever column it is that differs. Two minutes of raw rows: the
+ * base key and, for each key column, the base with that column alone changed. */
+static void test_roll_up_sums_per_key(void **state) {
+        const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        sqlite3 *db = open_db("keys.db");
+        int64_t process;
+
+        assert_int_equal(store_migrate(db, embedded_migrations, embedded_migrations_count),
+                         (int) embedded_migrations_count);
+        exec(db, "INSERT INTO process (boot_id, pid, start_time, comm, uid, first_seen_usec, last_seen_usec) "
+                 "VALUES ('boot-1', 1, 1, 'a', 0, 0, 0)");
+        process = sqlite3_last_insert_rowid(db);
+        for (int k = 0; k < _STORE_KIND_MAX; k++) {
+                const StoreKind *kind = &store_kinds[k];
+                size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
+                char *sql, buf[STORE_COLUMN_MAX];
+                sqlite3_stmt *st;
+
+                if (n_keys == 0)
+                        continue;
+                sql = store_kind_upsert(kind, TIER_RAW);
+                assert_non_null(sql);
+                assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+                free(sql);
+                /* Variant 0: the base key 10, 11, ...; variant j + 1: key column j one more. */
+                for (size_t v = 0; v <= n_keys; v++)
+                        for (uint64_t b = 0; b < 12; b++) {
+                                sqlite3_bind_int64(st, 1, process);
+                                sqlite3_bind_int64(st, 2, (int64_t) (t0 + b * 10 * S));
+                                for (size_t i = 0; i < n_keys; i++)
+                                        sqlite3_bind_int64(st, 3 + (int) i, (int64_t) (10 + i + (v == i + 1)));
+                                for (size_t i = 0; i < n_values; i++)
+                                        sqlite3_bind_int64(st, 3 + (int) (n_keys + i), (int64_t) (v * 100 + b + 1));
+                                assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+                                sqlite3_reset(st);
+                        }
+                sqlite3_finalize(st);
+
+                sql = store_kind_roll_up(kind, TIER_MINUTE, t0, t0 + 120 * S);
+                assert_non_null(sql);
+                exec(db, sql);
+                free(sql);
+                assert_int_equal(rows_of(db, kind, TIER_MINUTE), 2 * (int64_t) (n_keys + 1));
+                for (size_t v = 0; v <= n_keys; v++)
+                        for (uint64_t m = 0; m < 2; m++) {
+                                char *where = NULL;
+                                size_t size = 0;
+                                FILE *f = open_memstream(&where, &size);
+
+                                assert_non_null(f);
+                                fprintf(f, "process_id = %" PRId64 " AND time_usec = %" PRIu64, process,
+                                        t0 + m * 60 * S);
+                                for (size_t i = 0; i < n_keys; i++)
+                                        fprintf(f, " AND %s = %zu", kind->keys[i], 10 + i + (v == i + 1));
+                                assert_int_equal(fclose(f), 0);
+                                /* Buckets 6m .. 6m + 5 of v * 100 + b + 1. */
+                                assert_int_equal(query_int(db, "SELECT %s FROM %s WHERE %s",
+                                                           store_kind_value(kind, 0, buf), kind->tables[TIER_MINUTE],
+                                                           where),
+                                                 (int64_t) (6 * v * 100 + 36 * m + 21));
+                                free(where);
+                        }
+        }
+        sqlite3_close(db);
 }
 
 /* Raw rows of every kind for two processes over [t0, t0 + hours): one row per bucket and key,
@@ -273,10 +367,6 @@ static int64_t roll_up_mismatches(sqlite3 *db, const StoreKind *k, int tier, uin
         free(summed);
         free(rows);
         return n;
-}
-
-static int64_t rows_of(sqlite3 *db, const StoreKind *k, int tier) {
-        return query_int(db, "SELECT COUNT(*) FROM %s", k->tables[tier]);
 }
 
 /* Two hours of every kind: maintenance sums each into minutes and hours exactly (every row of
@@ -401,16 +491,16 @@ static void test_size_cap_cuts_every_kind(void **state) {
 
 /* A kind the store does not have, with two keys and two values, on tables made as a migration
  * would: the raw upsert, roll-up, expiry, the union and the sums come from the descriptor. */
-static const StoreKind site = {
-        .name = "site",
-        .tables = { "site_raw", "site_minute", "site_hour" },
+static const StoreKind example = {
+        .name = "example",
+        .tables = { "example_raw", "example_minute", "example_hour" },
         .keys = { "address", "kind" },
         .values = { "faults", "pages" },
 };
 
 static void test_a_new_kind_is_a_descriptor(void **state) {
         const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
-        sqlite3 *db = open_db("site.db");
+        sqlite3 *db = open_db("example.db");
         char *sql, *u;
         int64_t rows;
 
@@ -422,18 +512,18 @@ static void test_a_new_kind_is_a_descriptor(void **state) {
                                      "time_usec INTEGER NOT NULL, address INTEGER NOT NULL, kind INTEGER NOT NULL, "
                                      "faults INTEGER NOT NULL DEFAULT 0, pages INTEGER NOT NULL DEFAULT 0, "
                                      "PRIMARY KEY (process_id, time_usec, address, kind)) WITHOUT ROWID",
-                                     site.tables[t]) >= 0);
+                                     example.tables[t]) >= 0);
                 exec(db, sql);
                 free(sql);
         }
-        fill_raw(db, &site, 1, t0, 1);
+        fill_raw(db, &example, 1, t0, 1);
 
         for (int t = TIER_MINUTE; t < _TIER_MAX; t++) {
-                sql = store_kind_roll_up(&site, t, t0, t0 + H);
+                sql = store_kind_roll_up(&example, t, t0, t0 + H);
                 assert_non_null(sql);
                 exec(db, sql);
                 free(sql);
-                assert_int_equal(roll_up_mismatches(db, &site, t, INT64_MAX, &rows), 0);
+                assert_int_equal(roll_up_mismatches(db, &example, t, INT64_MAX, &rows), 0);
                 assert_int_equal(rows, 2 * (t == TIER_MINUTE ? 60 : 1) * 3);
         }
 
@@ -442,17 +532,17 @@ static void test_a_new_kind_is_a_descriptor(void **state) {
                 TierSegment raw = { TIER_RAW, t0 + H / 2, t0 + H }, minute = { TIER_MINUTE, t0 + H / 2, t0 + H };
                 char *a, *b, *ua, *ub;
 
-                ua = store_kind_union(&site, &raw, 1, "process_id > 0");
-                ub = store_kind_union(&site, &minute, 1, "process_id > 0");
+                ua = store_kind_union(&example, &raw, 1, "process_id > 0");
+                ub = store_kind_union(&example, &minute, 1, "process_id > 0");
                 assert_true(ua && ub);
-                a = store_kind_sum(&site, "process_id", ua);
-                b = store_kind_sum(&site, "process_id", ub);
+                a = store_kind_sum(&example, "process_id", ua);
+                b = store_kind_sum(&example, "process_id", ub);
                 assert_true(a && b);
                 assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s)", a), 2 * 3);
                 assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s EXCEPT %s)", a, b), 0);
                 assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s EXCEPT %s)", b, a), 0);
                 assert_int_equal(query_int(db, "SELECT SUM(\"SUM(pages)\") FROM (%s)", a),
-                                 query_int(db, "SELECT SUM(pages) FROM site_raw WHERE time_usec >= %" PRIu64,
+                                 query_int(db, "SELECT SUM(pages) FROM example_raw WHERE time_usec >= %" PRIu64,
                                            t0 + H / 2));
                 free(a);
                 free(b);
@@ -460,21 +550,21 @@ static void test_a_new_kind_is_a_descriptor(void **state) {
                 free(ub);
         }
         /* No segment: no rows, the same columns. */
-        u = store_kind_union(&site, NULL, 0, "1");
+        u = store_kind_union(&example, NULL, 0, "1");
         assert_non_null(u);
         assert_int_equal(query_int(db, "SELECT COUNT(*) FROM (%s)", u), 0);
         free(u);
 
         /* Expiry in batches: 100 rows at most each time, oldest first. */
-        sql = store_kind_expire(&site, TIER_RAW, t0 + H / 2, 100);
+        sql = store_kind_expire(&example, TIER_RAW, t0 + H / 2, 100);
         assert_non_null(sql);
         exec(db, sql);
         assert_int_equal(sqlite3_changes(db), 100);
         while (sqlite3_changes(db) > 0)
                 exec(db, sql);
         free(sql);
-        assert_int_equal(query_int(db, "SELECT MIN(time_usec) FROM site_raw"), (int64_t) (t0 + H / 2));
-        assert_int_equal(rows_of(db, &site, TIER_RAW), 2 * 180 * 3);
+        assert_int_equal(query_int(db, "SELECT MIN(time_usec) FROM example_raw"), (int64_t) (t0 + H / 2));
+        assert_int_equal(rows_of(db, &example, TIER_RAW), 2 * 180 * 3);
         sqlite3_close(db);
 }
 
@@ -483,6 +573,8 @@ int main(void) {
                 cmocka_unit_test(test_kinds_match_the_schema),
                 cmocka_unit_test(test_sample_values_are_the_faults),
                 cmocka_unit_test(test_traps_rows_round_trip),
+                cmocka_unit_test(test_site_kind),
+                cmocka_unit_test(test_roll_up_sums_per_key),
                 cmocka_unit_test(test_roll_up_and_expiry_of_each_kind),
                 cmocka_unit_test(test_size_cap_cuts_every_kind),
                 cmocka_unit_test(test_a_new_kind_is_a_descriptor),

@@ -768,6 +768,273 @@ static void test_reader(void **state) {
         assert_null(ignored);
 }
 
+/* ---- Sites ---- */
+
+/* A trap with its symbol; a sampled fault in a library touching a mapped file; a sampled fault
+ * in anonymous code, which has no symbol. */
+static const SiteCount trap_site = { .kind = SITE_TRAP, .vector = 6, .period = 1, .object = (char *) "/usr/bin/a",
+                                     .dev = 0x800001, .ino = 1234, .offset = 0x1130, .symbol = (char *) "crash_here",
+                                     .symbol_offset = 0x10, .memory = MEMORY_NONE };
+static const SiteCount fault_site = { .kind = SITE_FAULT, .vector = SITE_FAULT_VECTOR, .period = 64,
+                                      .object = (char *) "/usr/lib/libc.so.6", .dev = 0x800001, .ino = 99,
+                                      .offset = 0x9a0c0, .symbol = (char *) "memcpy", .symbol_offset = 0x40,
+                                      .memory = MEMORY_FILE, .memory_object = (char *) "/var/lib/data.bin",
+                                      .memory_dev = 0x800002, .memory_ino = 77 };
+static const SiteCount anon_site = { .kind = SITE_FAULT, .vector = SITE_FAULT_VECTOR, .period = 64,
+                                     .object = (char *) "[anon]", .offset = 0x7f0000001000, .memory = MEMORY_ANON };
+
+static SiteCount with_count(SiteCount c, uint64_t count) {
+        c.count = count;
+        return c;
+}
+
+static int64_t process_id(Store *s, uint32_t pid) {
+        ProcessInfo found;
+        int64_t id;
+
+        assert_int_equal(store_find_process(s, pid, 0, &id, &found), 0);
+        process_info_done(&found);
+        return id;
+}
+
+/* The entry of sites for this instruction, kind and kind of memory; NULL: none. */
+static const SiteCount *find_site(const SiteCount *sites, size_t n, const SiteCount *like) {
+        for (size_t i = 0; i < n; i++)
+                if (sites[i].kind == like->kind && strcmp(sites[i].object, like->object) == 0 &&
+                    sites[i].offset == like->offset && sites[i].memory == like->memory)
+                        return &sites[i];
+        return NULL;
+}
+
+/* The count store_sites() gives the site like `like` of process pid in [since, until); 0 when
+ * it has none. */
+static uint64_t site_total(Store *s, uint32_t pid, uint64_t since, uint64_t until, const SiteCount *like) {
+        const SiteCount *found;
+        SiteCount *sites;
+        uint64_t v;
+        size_t n;
+
+        assert_int_equal(store_sites(s, process_id(s, pid), since, until, -1, 100, &sites, &n), 0);
+        found = find_site(sites, n, like);
+        v = found ? found->count : 0;
+        site_counts_free(sites, n);
+        return v;
+}
+
+static void assert_site(const SiteCount *got, const SiteCount *want, uint64_t count) {
+        assert_int_equal(got->kind, want->kind);
+        assert_int_equal(got->vector, want->vector);
+        assert_int_equal(got->period, want->period);
+        assert_string_equal(got->object, want->object);
+        assert_int_equal(got->dev, want->dev);
+        assert_int_equal(got->ino, want->ino);
+        assert_int_equal(got->offset, want->offset);
+        if (want->symbol) {
+                assert_non_null(got->symbol);
+                assert_string_equal(got->symbol, want->symbol);
+                assert_int_equal(got->symbol_offset, want->symbol_offset);
+        } else
+                assert_null(got->symbol);
+        assert_int_equal(got->memory, want->memory);
+        if (want->memory_object) {
+                assert_non_null(got->memory_object);
+                assert_string_equal(got->memory_object, want->memory_object);
+        } else
+                assert_null(got->memory_object);
+        assert_int_equal(got->memory_dev, want->memory_dev);
+        assert_int_equal(got->memory_ino, want->memory_ino);
+        assert_int_equal(got->count, count);
+}
+
+static int64_t db_count(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        int64_t n;
+
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+/* Sites of two processes over three buckets: summed per site across ticks, the largest estimate
+ * first (count × period), traps first among equals; the kind filter, the limit and the time
+ * range; the dictionaries shared; a symbol learned later filled in, never replaced; a reader
+ * sees the same. */
+static void test_sites(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL; /* a bucket boundary */
+        ProcessInfo a = { .pid = 900, .start_time = 1, .comm = "a", .first_seen_usec = t0 };
+        ProcessInfo b = { .pid = 901, .start_time = 1, .comm = "b", .first_seen_usec = t0 };
+        /* b's trap has no symbol at first. */
+        SiteCount b_trap = { .kind = SITE_TRAP, .vector = 13, .period = 1, .object = (char *) "/usr/bin/b", .dev = 5,
+                             .ino = 6, .offset = 0x2000, .memory = MEMORY_UNMAPPED };
+        SiteCount b_fault = fault_site;
+        SiteCount *sites;
+        char path[256];
+        Store *s, *r;
+        size_t n;
+
+        b_fault.memory = MEMORY_ANON; /* the same instruction as a's, other memory */
+        b_fault.memory_object = NULL;
+        b_fault.memory_dev = b_fault.memory_ino = 0;
+
+        snprintf(path, sizeof(path), "%s/sites.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+
+        /* Six ticks, two in each of three buckets. b's samples have no delta and no traps:
+         * their sites are written all the same. b's trap (32 + 32) and its fault (1 × 64) have
+         * the same estimate. */
+        for (uint64_t i = 0; i < 6; i++) {
+                SiteCount a_sites[] = { with_count(trap_site, 3), with_count(fault_site, 2), with_count(anon_site, 1) };
+                SiteCount b_sites[] = { with_count(b_trap, 32), with_count(b_fault, i == 0) };
+                Traps t = { .vector = { [6] = 3 } };
+                ProcessSample samples[] = {
+                        { &a, (Faults) { .user = 5 }, &t, a_sites, ELEMENTSOF(a_sites) },
+                        { &b, (Faults) {}, NULL, b_sites, i < 2 ? ELEMENTSOF(b_sites) : 0 },
+                };
+
+                assert_int_equal(store_flush(s, t0 + i * 5 * S, samples, ELEMENTSOF(samples)), 0);
+        }
+
+        /* a: the fault 12 × 64, the anonymous one 6 × 64, the trap 18. */
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(n, 3);
+        assert_site(&sites[0], &fault_site, 12);
+        assert_site(&sites[1], &anon_site, 6);
+        assert_site(&sites[2], &trap_site, 18);
+        site_counts_free(sites, n);
+
+        /* By kind; at most one; the middle bucket only. */
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n), 0);
+        assert_int_equal(n, 1);
+        assert_site(&sites[0], &trap_site, 18);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 10, &sites, &n), 0);
+        assert_int_equal(n, 2);
+        assert_site(&sites[0], &fault_site, 12);
+        assert_site(&sites[1], &anon_site, 6);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 1, &sites, &n), 0);
+        assert_int_equal(n, 1);
+        assert_site(&sites[0], &fault_site, 12);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 10 * S, t0 + 20 * S, -1, 10, &sites, &n), 0);
+        assert_int_equal(n, 3);
+        assert_site(&sites[0], &fault_site, 4);
+        assert_site(&sites[1], &anon_site, 2);
+        assert_site(&sites[2], &trap_site, 6);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 30 * S, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(n, 0);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, _SITE_KIND_MAX, 10, &sites, &n), -EINVAL);
+        assert_int_equal(store_sites(s, 123456, 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(n, 0);
+        site_counts_free(sites, n);
+
+        /* b: equal estimates of 64, the trap first; its fault apart from a's (other memory). */
+        assert_int_equal(store_sites(s, process_id(s, 901), 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(n, 2);
+        assert_site(&sites[0], &b_trap, 64);
+        assert_site(&sites[1], &b_fault, 1);
+        site_counts_free(sites, n);
+
+        /* One row per file and per instruction, whoever used it. */
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object"), 5);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site"), 4);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '[anon]' AND dev = 0 AND ino = 0"),
+                         1);
+
+        /* A reader sees the same. */
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        assert_int_equal(store_sites(r, process_id(r, 900), 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(n, 3);
+        assert_site(&sites[0], &fault_site, 12);
+        assert_site(&sites[1], &anon_site, 6);
+        assert_site(&sites[2], &trap_site, 18);
+        site_counts_free(sites, n);
+
+        /* b's trap with a symbol now: filled in; another one later does not replace it. */
+        b_trap.symbol = (char *) "late";
+        b_trap.symbol_offset = 8;
+        {
+                SiteCount one = with_count(b_trap, 1);
+                ProcessSample sample = { &b, (Faults) {}, NULL, &one, 1 };
+                assert_int_equal(store_flush(s, t0 + 40 * S, &sample, 1), 0);
+        }
+        b_trap.symbol = (char *) "other";
+        b_trap.symbol_offset = 99;
+        {
+                SiteCount one = with_count(b_trap, 1);
+                ProcessSample sample = { &b, (Faults) {}, NULL, &one, 1 };
+                assert_int_equal(store_flush(s, t0 + 41 * S, &sample, 1), 0);
+        }
+        b_trap.symbol = (char *) "late";
+        b_trap.symbol_offset = 8;
+        assert_int_equal(store_sites(r, process_id(r, 901), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n), 0);
+        assert_int_equal(n, 1);
+        assert_site(&sites[0], &b_trap, 66);
+        site_counts_free(sites, n);
+        /* The query threads' cost bound stops it, and the reader answers the next one. */
+        {
+                int64_t id = process_id(r, 901);
+
+                store_set_progress_handler(r, 1, stop_at_once, NULL);
+                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n), -ECANCELED);
+                store_set_progress_handler(r, 0, NULL, NULL);
+                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        }
+        assert_int_equal(n, 2);
+        site_counts_free(sites, n);
+        store_free(r);
+
+        /* A tick that fails rolls back the entries it created; the next one creates them again
+         * (whatever ids were remembered of the first). Sites of count 0 are not stored. */
+        {
+                SiteCount x = { .kind = SITE_TRAP, .vector = 3, .period = 1, .object = (char *) "/usr/bin/x",
+                                .offset = 0x10, .symbol = (char *) "x_fn", .memory = MEMORY_STACK, .count = 1 };
+                SiteCount bad[] = { x, with_count(anon_site, 1) }, zero = with_count(anon_site, 0);
+                ProcessSample sample = { &a, (Faults) {}, NULL, bad, 2 };
+
+                bad[1].object = NULL;
+                assert_int_equal(store_flush(s, t0 + 50 * S, &sample, 1), -EINVAL);
+                bad[1] = with_count(anon_site, 1);
+                bad[1].period = 0;
+                assert_int_equal(store_flush(s, t0 + 50 * S, &sample, 1), -EINVAL);
+                bad[1] = with_count(anon_site, 1);
+                bad[1].memory = _MEMORY_KIND_MAX;
+                assert_int_equal(store_flush(s, t0 + 50 * S, &sample, 1), -EINVAL);
+                bad[1] = with_count(anon_site, 1);
+                bad[1].kind = _SITE_KIND_MAX;
+                assert_int_equal(store_flush(s, t0 + 50 * S, &sample, 1), -EINVAL);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '/usr/bin/x'"), 0);
+
+                /* A new site first, so that it would take the id the failed ticks gave x. */
+                sample.sites = &zero;
+                sample.n_sites = 1;
+                assert_int_equal(store_flush(s, t0 + 51 * S, &sample, 1), 0);
+                sample.sites = &b_trap;
+                b_trap.count = 1;
+                b_trap.offset = 0x2001;
+                assert_int_equal(store_flush(s, t0 + 52 * S, &sample, 1), 0);
+                sample.sites = &x;
+                assert_int_equal(store_flush(s, t0 + 53 * S, &sample, 1), 0);
+                assert_int_equal(store_sites(s, process_id(s, 900), t0 + 50 * S, UINT64_MAX, SITE_TRAP, 10, &sites, &n),
+                                 0);
+                assert_int_equal(n, 2);
+                assert_site(&sites[0], &b_trap, 1);
+                assert_site(&sites[1], &x, 1);
+                site_counts_free(sites, n);
+                /* The zero count wrote no row. */
+                assert_int_equal(site_total(s, 900, t0 + 50 * S, UINT64_MAX, &anon_site), 0);
+        }
+        store_free(s);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_migrate_embedded),
@@ -783,6 +1050,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_sites),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* Writing a tick's sites (ProcessSample.sites): each count goes to the raw bucket of the site
+ * kind at once, keyed by ids of the dictionaries `object` (a file, or "[anon]" and the like) and
+ * `site` (an offset in an object, with its symbol). Most sites of a tick were written in earlier
+ * ticks, so the ids are remembered in a small cache: a site seen before is one upsert, not four
+ * statements. */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Direct-mapped: an entry's slot is its hash, and a newcomer replaces whoever had it. Bounded,
+ * and a miss costs only the statements the cache saves. */
+#define SITE_SLOTS 1024
+#define OBJECT_SLOTS 256
+
+typedef struct IdSlot {
+        char *name; /* the object's; NULL: empty */
+        uint64_t dev, ino;
+        uint64_t offset;    /* site slots: the site's file offset */
+        int64_t id;         /* site.id, or object.id in the object slots */
+        bool has_symbol;    /* site slots: the row has a symbol, nothing to fill in */
+} IdSlot;
+
+struct SiteIds {
+        IdSlot sites[SITE_SLOTS];
+        IdSlot objects[OBJECT_SLOTS];
+};
+
+static uint64_t hash_mix(uint64_t h, uint64_t v) {
+        for (int i = 0; i < 8; i++, v >>= 8)
+                h = (h ^ (v & 0xff)) * UINT64_C(0x100000001b3); /* FNV-1a */
+        return h;
+}
+
+static uint64_t hash_object(const char *name, uint64_t dev, uint64_t ino) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+                h = (h ^ *p) * UINT64_C(0x100000001b3);
+        return hash_mix(hash_mix(h, dev), ino);
+}
+
+static bool slot_is(const IdSlot *slot, const char *name, uint64_t dev, uint64_t ino, uint64_t offset) {
+        return slot->name && slot->dev == dev && slot->ino == ino && slot->offset == offset &&
+               strcmp(slot->name, name) == 0;
+}
+
+/* Remembers an id. Best effort: without memory for the name the slot stays empty. */
+static void slot_set(IdSlot *slot, const char *name, uint64_t dev, uint64_t ino, uint64_t offset, int64_t id,
+                     bool has_symbol) {
+        if (!slot_is(slot, name, dev, ino, offset)) {
+                free(slot->name);
+                *slot = (IdSlot) { .name = strdup(name), .dev = dev, .ino = ino, .offset = offset };
+        }
+        slot->id = id;
+        slot->has_symbol = has_symbol;
+}
+
+static void slots_clear(IdSlot *slots, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(slots[i].name);
+                slots[i] = (IdSlot) {};
+        }
+}
+
+void store_site_ids_clear(Store *s) {
+        if (!s->site_ids)
+                return;
+        slots_clear(s->site_ids->sites, SITE_SLOTS);
+        slots_clear(s->site_ids->objects, OBJECT_SLOTS);
+}
+
+void store_site_ids_free(Store *s) {
+        store_site_ids_clear(s);
+        free(s->site_ids);
+        s->site_ids = NULL;
+}
+
+/* Runs find_object or add_object for (name, dev, ino): 1 and the id when it returned a row,
+ * 0 when none. */
+static int object_step(sqlite3_stmt *st, const char *name, uint64_t dev, uint64_t ino, int64_t *ret) {
+        int rc;
+
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (int64_t) dev);
+        sqlite3_bind_int64(st, 3, (int64_t) ino);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+}
+
+/* The id of the object row (name, dev, ino), created if needed. */
+static int object_id(Store *s, const char *name, uint64_t dev, uint64_t ino, int64_t *ret) {
+        IdSlot *slot = &s->site_ids->objects[hash_object(name, dev, ino) % OBJECT_SLOTS];
+        int64_t id = 0;
+        int r;
+
+        if (slot_is(slot, name, dev, ino, 0)) {
+                *ret = slot->id;
+                return 0;
+        }
+        /* Look before inserting: an upsert would write the row it finds. */
+        r = object_step(s->find_object, name, dev, ino, &id);
+        if (r == 0)
+                r = object_step(s->add_object, name, dev, ino, &id);
+        if (r == 0)
+                r = -EIO; /* RETURNING gave no row */
+        if (r < 0)
+                return r;
+        slot_set(slot, name, dev, ino, 0, id, false);
+        *ret = id;
+        return 0;
+}
+
+/* The id of the site row of sc's instruction, created if needed; its symbol written when the row
+ * has none yet. */
+static int site_id(Store *s, const SiteCount *sc, int64_t *ret) {
+        uint64_t h = hash_mix(hash_object(sc->object, sc->dev, sc->ino), sc->offset);
+        IdSlot *slot = &s->site_ids->sites[h % SITE_SLOTS];
+        sqlite3_stmt *st = s->upsert_site;
+        int64_t object = 0;
+        int rc, r;
+
+        if (slot_is(slot, sc->object, sc->dev, sc->ino, sc->offset) && (slot->has_symbol || !sc->symbol)) {
+                *ret = slot->id;
+                return 0;
+        }
+        r = object_id(s, sc->object, sc->dev, sc->ino, &object);
+        if (r < 0)
+                return r;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, object);
+        sqlite3_bind_int64(st, 2, (int64_t) sc->offset);
+        if (sc->symbol) {
+                sqlite3_bind_text(st, 3, sc->symbol, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(st, 4, (int64_t) sc->symbol_offset);
+        } else {
+                /* The offset means nothing without its symbol. */
+                sqlite3_bind_null(st, 3);
+                sqlite3_bind_null(st, 4);
+        }
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(st);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        *ret = sqlite3_column_int64(st, 0);
+        slot_set(slot, sc->object, sc->dev, sc->ino, sc->offset, *ret, sqlite3_column_int(st, 1) != 0);
+        sqlite3_reset(st);
+        return 0;
+}
+
+static bool site_valid(const SiteCount *sc) {
+        return sc->object && (unsigned) sc->kind < _SITE_KIND_MAX && (unsigned) sc->memory < _MEMORY_KIND_MAX &&
+               sc->period > 0;
+}
+
+int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const SiteCount *sites, size_t n) {
+        sqlite3_stmt *st = s->add_raw[STORE_KIND_SITE];
+
+        if (n > 0 && !s->site_ids) {
+                s->site_ids = calloc(1, sizeof(*s->site_ids));
+                if (!s->site_ids)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const SiteCount *sc = &sites[i];
+                int64_t site = 0, memory_object = 0;
+                int r;
+
+                if (!site_valid(sc))
+                        return -EINVAL;
+                if (sc->count == 0)
+                        continue; /* only non-zero counts are stored */
+                r = site_id(s, sc, &site);
+                if (r >= 0 && sc->memory_object)
+                        r = object_id(s, sc->memory_object, sc->memory_dev, sc->memory_ino, &memory_object);
+                if (r < 0)
+                        return r;
+
+                /* The site kind's raw upsert: its keys in store_kinds[] order, then the count. */
+                sqlite3_reset(st);
+                sqlite3_bind_int64(st, 1, process_id);
+                sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
+                sqlite3_bind_int64(st, 3, sc->kind);
+                sqlite3_bind_int64(st, 4, sc->vector);
+                sqlite3_bind_int64(st, 5, sc->period);
+                sqlite3_bind_int64(st, 6, site);
+                sqlite3_bind_int64(st, 7, sc->memory);
+                sqlite3_bind_int64(st, 8, memory_object);
+                sqlite3_bind_int64(st, 9, clamp_i64(sc->count));
+                r = sql_step_done(st);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
