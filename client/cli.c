@@ -15,7 +15,7 @@
 const char *arg_socket = TRAPSTAT_DEFAULT_SOCKET;
 bool arg_json = false;
 
-const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|procs|traps|status|call} [ARGS]...";
+const char *const global_usage = "Usage: trapstat [--socket PATH] [--json] {top|history|sites|procs|traps|status|call} [ARGS]...";
 
 /* While the live view owns the terminal, messages written to it would vanish with the screen
  * at endwin(): they are held here and printed after it (errors_hold, errors_release). */

@@ -278,6 +278,42 @@ int format_cell(const char *s, bool utf8, size_t min, size_t max, char **ret) {
         return 0;
 }
 
+int format_path_cell(const char *s, bool utf8, size_t width, char **ret) {
+        static const char dots[] = "...";
+        _cleanup_free_ char *e = NULL;
+        size_t total, tail = 0, tail_width, budget, prefix, pad, w, n;
+        char *cell;
+        int r;
+
+        r = escape_untrusted(s, utf8, &e);
+        if (r < 0)
+                return r;
+        total = text_width(e);
+        if (total <= width)
+                return format_cell(s, utf8, width, width, ret);
+
+        /* The first unit boundary from which the rest fits beside the dots (without them when
+         * not even they fit). */
+        budget = width > strlen(dots) ? width - strlen(dots) : width;
+        tail_width = total;
+        while (e[tail] && tail_width > budget) {
+                tail += text_unit(e + tail, &w);
+                tail_width -= w;
+        }
+        prefix = budget < width ? strlen(dots) : 0;
+        n = strlen(e + tail);
+        pad = width > prefix + tail_width ? width - prefix - tail_width : 0;
+        cell = malloc(prefix + n + pad + 1);
+        if (!cell)
+                return -ENOMEM;
+        memcpy(cell, dots, prefix);
+        memcpy(cell + prefix, e + tail, n);
+        memset(cell + prefix + n, ' ', pad);
+        cell[prefix + n + pad] = '\0';
+        *ret = cell;
+        return 0;
+}
+
 void csv_field(FILE *f, const char *s) {
         if (!s)
                 return;

@@ -57,6 +57,12 @@ size_t text_prefix(const char *s, size_t width, size_t *ret_width);
  * "%-15.15s" it counts columns, not bytes, so that columns stay aligned. 0 or -ENOMEM. */
 int format_cell(const char *s, bool utf8, size_t min, size_t max, char **ret);
 
+/* A table cell of an untrusted path (a file's): escape_untrusted(), and when wider than width
+ * columns its end kept, where the file's name is: "..." and the longest tail that fits, starting
+ * at a character or an escape sequence, never inside one; padded with spaces to width. 0 or
+ * -ENOMEM. */
+int format_path_cell(const char *s, bool utf8, size_t width, char **ret);
+
 /* Writes s as one CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
  * Exact otherwise: CSV is for programs, which get the text as it is. */
 void csv_field(FILE *f, const char *s);

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "counters.h"
 #include "macro.h"
+#include "sites.h"
 #include "time-util.h"
 #include "traps.h"
 
@@ -278,20 +279,208 @@ static void print_incarnations(FILE *f, const OutputStyle *style, json_t *proces
         }
 }
 
-void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step) {
-        json_t *p = json_object_get(reply, "process"), *samples = json_object_get(reply, "samples"), *sample;
-        json_t *total = json_object_get(reply, "total");
-        uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
-        uint64_t last_usec = (uint64_t) int_member(p, "lastSeenUsec");
+/* "pid 4242 (app), user root (uid 0), exited": the first line of history and sites. */
+static void print_process_line(FILE *f, const OutputStyle *style, json_t *p) {
         _cleanup_free_ char *comm = untrusted_cell(style, string_member(p, "comm", "?"), 0, SIZE_MAX);
-        _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "(unknown)"), 0, SIZE_MAX);
-        _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "(none)"), 0, SIZE_MAX);
-        char first[32], last[32], lifetime[32], user[32], width[32];
-        size_t i, n_samples = json_array_size(samples);
+        char user[32];
 
         fprintf(f, "%spid %" JSON_INTEGER_FORMAT " (%s)%s, user %s (uid %" JSON_INTEGER_FORMAT "), %s\n", on(style, BOLD),
                 int_member(p, "pid"), comm ?: "?", off(style), format_user((uint64_t) int_member(p, "uid"), user),
                 int_member(p, "uid"), json_is_true(json_object_get(p, "exited")) ? "exited" : "running");
+}
+
+/* Prints s (escaped text: see text_prefix), on a terminal at most *budget columns of it (not
+ * splitting a character or an escape), so that a line is cut at the terminal's width as ps cuts
+ * it rather than wrapped. */
+static void fput_cut(FILE *f, const OutputStyle *style, const char *s, size_t *budget) {
+        size_t width, n = text_prefix(s, style->tty ? *budget : SIZE_MAX, &width);
+
+        fwrite(s, 1, n, f);
+        *budget = *budget > width ? *budget - width : 0;
+}
+
+/* On a terminal, the widest a WHERE and a MEMORY cell get, and the narrowest OBJECT gets when
+ * the terminal is too narrow for the whole paths; through a pipe the cells are whole. Paths are
+ * cut at the front, keeping the file's name. */
+#define SITE_WHERE_MAX 32
+#define SITE_MEMORY_MAX 24
+#define SITE_OBJECT_MIN 16
+
+/* The text cells of a site's row, escaped and not yet padded. */
+typedef struct SiteRow {
+        char *where, *memory;
+        size_t object_width, where_width;
+} SiteRow;
+
+static void site_row_done(SiteRow *r) {
+        free(r->where);
+        free(r->memory);
+}
+
+/* WHERE: symbol+0xOFF, or the offset in the file (the address for code in no file). */
+static int site_row_init(const OutputStyle *style, const SiteCount *s, size_t where_max, SiteRow *ret) {
+        _cleanup_free_ char *object = NULL, *symbol = NULL;
+        const char *memory = s->memory == MEMORY_NONE ? "-" :
+                             s->memory == MEMORY_FILE ? (s->memory_object ?: "[file]") : memory_kind_object(s->memory);
+        SiteRow r = {};
+        char offset[32];
+
+        if (escape_untrusted(s->object ?: "[unknown]", style->utf8, &object) < 0)
+                return -ENOMEM;
+        r.object_width = text_width(object);
+        if (s->symbol) {
+                snprintf(offset, sizeof(offset), "+0x%" PRIx64, s->symbol_offset);
+                symbol = untrusted_cell(style, s->symbol, 0, where_max > strlen(offset) ? where_max - strlen(offset) : 1);
+                if (!symbol || asprintf(&r.where, "%s%s", symbol, offset) < 0)
+                        return -ENOMEM;
+        } else if (asprintf(&r.where, "0x%" PRIx64, s->offset) < 0)
+                return -ENOMEM;
+        r.where_width = text_width(r.where);
+        r.memory = untrusted_cell(style, memory ?: "?", 0, SIZE_MAX);
+        if (r.memory && style->tty && text_width(r.memory) > SITE_MEMORY_MAX) {
+                free(r.memory);
+                r.memory = NULL;
+                (void) format_path_cell(memory, style->utf8, SITE_MEMORY_MAX, &r.memory);
+        }
+        if (!r.memory) {
+                site_row_done(&r);
+                return -ENOMEM;
+        }
+        *ret = r;
+        return 0;
+}
+
+/* A table of sites, each line starting with indent, with a column KIND or without. Counts in
+ * human units; fault counts are estimates, marked "~". Returns whether any was a fault's. */
+static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount *sites, size_t n, bool with_kind,
+                             const char *indent) {
+        size_t where_max = style->tty ? SITE_WHERE_MAX : SIZE_MAX, memory_width = strlen("MEMORY");
+        size_t object_width = strlen("OBJECT"), where_width = strlen("WHERE"), budget = style->columns;
+        /* KIND, VECTOR, COUNT and the gaps between the six columns. */
+        size_t fixed = strlen(indent) + (with_kind ? 6 : 0) + 8 + 7 + 3 * 2;
+        _cleanup_free_ SiteRow *rows = calloc(n ?: 1, sizeof(SiteRow));
+        _cleanup_free_ char *header = NULL;
+        bool faults = false;
+
+        if (!rows)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                if (site_row_init(style, &sites[i], where_max, &rows[i]) < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                site_row_done(&rows[k]);
+                        fprintf(f, "%s(out of memory)\n", indent);
+                        return false;
+                }
+                object_width = MAX(object_width, rows[i].object_width);
+                where_width = MAX(where_width, rows[i].where_width);
+                memory_width = MAX(memory_width, text_width(rows[i].memory));
+        }
+        /* On a terminal too narrow for it all, the paths give way first: then a line is cut at
+         * its width, as ps cuts it. */
+        if (style->tty && fixed + object_width + where_width + memory_width > style->columns) {
+                size_t rest = fixed + where_width + memory_width;
+
+                object_width = MAX((size_t) SITE_OBJECT_MIN, style->columns > rest ? style->columns - rest : 0);
+        }
+
+        if (asprintf(&header, "%s%s%-7s %7s  %-*s  %-*s  MEMORY", indent, with_kind ? "KIND  " : "", "VECTOR", "COUNT",
+                     (int) object_width, "OBJECT", (int) where_width, "WHERE") >= 0) {
+                fputs(on(style, BOLD), f);
+                fput_cut(f, style, header, &budget);
+                fprintf(f, "%s\n", off(style));
+        }
+        for (size_t i = 0; i < n; i++) {
+                const SiteCount *s = &sites[i];
+                _cleanup_free_ char *object = NULL, *line = NULL;
+                char vector[24], name[16], count[24], number[16];
+
+                /* The vector as the trap tables name it: "#UD"; "unknown" where the kernel did not say. */
+                snprintf(vector, sizeof(vector), "%s%s", s->vector == TRAP_VECTOR_UNKNOWN ? "" : "#",
+                         trap_vector_name(s->vector, name));
+                snprintf(count, sizeof(count), "%s%s", s->kind == SITE_FAULT ? "~" : "",
+                         format_count(site_count_estimated(s), number));
+                faults |= s->kind == SITE_FAULT;
+                budget = style->columns;
+                if (format_path_cell(s->object ?: "[unknown]", style->utf8, object_width, &object) >= 0 &&
+                    asprintf(&line, "%s%s%-7s %7s  %s  %s%*s  %s", indent, with_kind ? (s->kind == SITE_FAULT ? "fault " : "trap  ") : "",
+                             vector, count, object, rows[i].where, (int) (where_width - rows[i].where_width), "",
+                             rows[i].memory) >= 0)
+                        fput_cut(f, style, line, &budget);
+                else
+                        fprintf(f, "%s(out of memory)", indent);
+                fputc('\n', f);
+        }
+        for (size_t i = 0; i < n; i++)
+                site_row_done(&rows[i]);
+        return faults;
+}
+
+void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n) {
+        uint32_t periods[8];
+        size_t n_periods = 0;
+
+        print_process_line(f, style, process);
+        if (n == 0) {
+                fprintf(f, "(no sites in this window)\n");
+                return;
+        }
+        if (!print_site_table(f, style, sites, n, true, ""))
+                return;
+
+        /* The sampling behind the estimates: one period, unless trapstatd ran with another
+         * --fault-sample in the window. */
+        for (size_t i = 0; i < n; i++) {
+                size_t k;
+
+                if (sites[i].kind != SITE_FAULT)
+                        continue;
+                for (k = 0; k < n_periods && periods[k] != sites[i].period; k++)
+                        ;
+                if (k == n_periods && n_periods < ELEMENTSOF(periods))
+                        periods[n_periods++] = sites[i].period;
+        }
+        fprintf(f, "~ fault counts are estimates: 1 in ");
+        for (size_t k = 0; k < n_periods; k++)
+                fprintf(f, "%s%" PRIu32, k == 0 ? "" : k + 1 == n_periods ? " or " : ", ", periods[k]);
+        fprintf(f, " sampled\n");
+}
+
+void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n) {
+        fputs("pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,sampled,period,estimated,memory,"
+              "memoryObject\n",
+              f);
+        for (size_t i = 0; i < n; i++) {
+                const SiteCount *s = &sites[i];
+                char vector[16];
+
+                fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,%s,", int_member(process, "pid"),
+                        int_member(process, "startTime"), site_kind_name(s->kind), trap_vector_name(s->vector, vector));
+                csv_field(f, s->object);
+                fprintf(f, ",%" PRIu64 ",", s->offset);
+                csv_field(f, s->symbol);
+                fputc(',', f);
+                if (s->symbol)
+                        fprintf(f, "%" PRIu64, s->symbol_offset);
+                /* estimated as the reply has it: clamped to a JSON integer. */
+                fprintf(f, ",%" PRIu64 ",%s,%" PRIu32 ",%" PRIu64 ",%s,", s->count, s->kind == SITE_FAULT ? "true" : "false",
+                        s->period, MIN(site_count_estimated(s), (uint64_t) INT64_MAX), memory_kind_name(s->memory));
+                csv_field(f, s->memory_object);
+                fputc('\n', f);
+        }
+}
+
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step,
+                   const SiteCount *trap_sites, size_t n_trap_sites) {
+        json_t *p = json_object_get(reply, "process"), *samples = json_object_get(reply, "samples"), *sample;
+        json_t *total = json_object_get(reply, "total");
+        uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
+        uint64_t last_usec = (uint64_t) int_member(p, "lastSeenUsec");
+        _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "(unknown)"), 0, SIZE_MAX);
+        _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "(none)"), 0, SIZE_MAX);
+        char first[32], last[32], lifetime[32], width[32];
+        size_t i, n_samples = json_array_size(samples);
+
+        print_process_line(f, style, p);
         fprintf(f, "command:  %s\n", cmdline ?: "?");
         fprintf(f, "unit:     %s\n", unit ?: "?");
         fprintf(f, "started:  %" JSON_INTEGER_FORMAT " ns after boot (its --start-time)\n", int_member(p, "startTime"));
@@ -367,6 +556,12 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
                         fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", codes[i],
                                 json_integer_value(json_object_get(signal_codes, codes[i])));
         }
+
+        /* Where it trapped most (trapstat sites PID --traps has them all). */
+        if (n_trap_sites > 0) {
+                fprintf(f, "\n%stop 3 trap sites%s\n", on(style, BOLD), off(style));
+                (void) print_site_table(f, style, trap_sites, n_trap_sites, false, "  ");
+        }
 }
 
 static int compare_strings(const void *a, const void *b) {
@@ -425,16 +620,6 @@ void print_history_csv(FILE *f, json_t *reply) {
                         fprintf(f, ",%" JSON_INTEGER_FORMAT, int_member(json_object_get(counters, "signals"), signals[k]));
                 fputc('\n', f);
         }
-}
-
-/* Prints s (escaped text: see text_prefix), on a terminal at most *budget columns of it (not
- * splitting a character or an escape), so that a line is cut at the terminal's width as ps cuts
- * it rather than wrapped. */
-static void fput_cut(FILE *f, const OutputStyle *style, const char *s, size_t *budget) {
-        size_t width, n = text_prefix(s, style->tty ? *budget : SIZE_MAX, &width);
-
-        fwrite(s, 1, n, f);
-        *budget = *budget > width ? *budget - width : 0;
 }
 
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
@@ -539,6 +724,13 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         fprintf(f, "database:  %s (%sB)\n", string_member(reply, "databasePath", "?"),
                 format_count((uint64_t) int_member(reply, "databaseBytes"), size));
         fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked\n", int_member(reply, "processesTracked"));
+        if (json_is_integer(json_object_get(reply, "faultSamplePeriod"))) {
+                if (int_member(reply, "faultSamplePeriod") > 0)
+                        fprintf(f, "sites:     every trap; 1 in %" JSON_INTEGER_FORMAT " page faults sampled\n",
+                                int_member(reply, "faultSamplePeriod"));
+                else
+                        fprintf(f, "sites:     every trap; page faults not sampled (trapstatd --fault-sample 0)\n");
+        }
         fprintf(f, "drops:     %s%" JSON_INTEGER_FORMAT "%s\n", int_member(reply, "drops") ? on(style, RED) : "",
                 int_member(reply, "drops"), int_member(reply, "drops") ? off(style) : "");
         /* Each kind that happened, with what one occurrence lost. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "format-util.h"
+#include "sites.h"
 
 /* How a table is printed: colored (ANSI, only on a TTY without NO_COLOR), Unicode sparklines,
  * whether stdout is a terminal, and its width. */
@@ -33,10 +34,20 @@ const char *format_user(uint64_t uid, char buf[static 32]);
 
 /* History: a process header, the incarnations of its pid when there are several (processes is
  * the ListProcesses reply's array, or NULL), the samples, the totals and a sparkline per
- * non-zero counter. step_usec is the width of a sample (0: derived from the samples). */
-void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step_usec);
+ * non-zero counter, and under the traps the sites of the most (trap_sites, n_trap_sites; none:
+ * no such section). step_usec is the width of a sample (0: derived from the samples). */
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step_usec,
+                   const SiteCount *trap_sites, size_t n_trap_sites);
 /* The same samples as CSV, exact: a header line, then one line per sample. */
 void print_history_csv(FILE *f, json_t *reply);
+
+/* Sites: the process (as history's header says it), then one line per site: KIND VECTOR COUNT
+ * OBJECT WHERE MEMORY, fault counts marked "~" as estimates and the sampling said under them.
+ * process is the reply's. */
+void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n);
+/* The same as CSV, exact: a header line, then one line per site with the members of the IDL's
+ * Site (empty for null), after the process's pid and startTime. */
+void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n);
 
 /* ListProcesses: one line per process. */
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes);

@@ -16,6 +16,7 @@
 
 #include "counters.h"
 #include "macro.h"
+#include "sites.h"
 
 /* The errors a client of trapstatd meets: those of io.trapstat (schema/io.trapstat.varlink)
  * and those of org.varlink.service the daemon sends. */
@@ -79,3 +80,25 @@ int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit
  * does. -ETIMEDOUT ends nothing: no reply came within the connection's timeout, and the next
  * read waits for it again (a stream read with a short timeout leaves time for other work). */
 int trapstat_client_read(TrapstatClient *c, json_t **ret_reply, bool *ret_continues, TrapstatError *ret_error);
+
+/* What io.trapstat.Sites is asked: where process pid trapped and faulted. */
+typedef struct TrapstatSitesQuery {
+        uint32_t pid;
+        uint64_t start_time; /* one incarnation of the pid; 0: the newest */
+        uint64_t since_usec; /* 0: from the start of its history */
+        uint64_t until_usec; /* 0: up to now */
+        int kind;            /* a SiteKind; -1: both kinds */
+        unsigned limit;      /* at most this many sites; 0: the daemon's default (20) */
+} TrapstatSitesQuery;
+
+/* The parameters of io.trapstat.Sites for q, a new object: only what q sets, so that the
+ * daemon's defaults apply to the rest. NULL on ENOMEM, or for pid 0 or an unknown kind. */
+json_t *trapstat_sites_parameters(const TrapstatSitesQuery *q);
+/* Calls io.trapstat.Sites and returns as trapstat_client_call() does; the sites of *ret_reply
+ * are read with trapstat_sites_from_reply(). An older trapstatd answers with the error
+ * TRAPSTAT_ERROR_METHOD_NOT_FOUND. */
+int trapstat_client_sites(TrapstatClient *c, const TrapstatSitesQuery *q, json_t **ret_reply, TrapstatError *ret_error);
+/* The sites of a Sites reply, in its order, each read by site_count_from_json(): 0, a malloc'd
+ * array (NULL when there are none; free it with site_counts_free()) and its length; -EBADMSG
+ * when the reply has no array "sites" or a site is malformed; -ENOMEM. */
+int trapstat_sites_from_reply(json_t *reply, SiteCount **ret, size_t *ret_n);

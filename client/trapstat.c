@@ -57,6 +57,8 @@ static int verb_history(int argc, char *argv[]) {
         bool has_since = false, has_until = false, csv = false;
         long long pid, start_time = -1;
         _cleanup_json_ json_t *params = NULL, *reply = NULL, *list = NULL;
+        SiteCount *trap_sites = NULL;
+        size_t n_trap_sites = 0;
         int c;
 
         optind = 0;
@@ -157,8 +159,154 @@ static int verb_history(int argc, char *argv[]) {
                         list = json_incref(json_object_get(l, "processes"));
         }
 
+        /* The sites of the most traps, of the very process shown (its startTime from the reply);
+         * a daemon older than the method has none to give, which is no failure. */
+        {
+                TrapstatSitesQuery q = {
+                        .pid = (uint32_t) pid,
+                        .start_time = (uint64_t) json_integer_value(json_object_get(json_object_get(reply, "process"), "startTime")),
+                        .since_usec = has_since ? since : 0,
+                        .until_usec = has_until ? until : 0,
+                        .kind = SITE_TRAP,
+                        .limit = 3,
+                };
+                _cleanup_(trapstat_error_done) TrapstatError error = {};
+                _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+                _cleanup_json_ json_t *sites_reply = NULL;
+                int r;
+
+                r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc);
+                if (r >= 0)
+                        r = trapstat_client_sites(vc, &q, &sites_reply, &error);
+                if (r == TRAPSTAT_ERROR_REPLY && strcmp(error.name, TRAPSTAT_ERROR_METHOD_NOT_FOUND) != 0)
+                        (void) report_error_reply("io.trapstat.Sites", &error);
+                else if (r < 0)
+                        (void) report_errno(r, "io.trapstat.Sites on %s failed, trap sites not shown: %m", arg_socket);
+                else if (r == 0 && trapstat_sites_from_reply(sites_reply, &trap_sites, &n_trap_sites) < 0)
+                        (void) fail("trapstatd sent a malformed reply to io.trapstat.Sites, trap sites not shown");
+        }
+
         OutputStyle style = output_style();
-        print_history(stdout, &style, reply, list, step);
+        print_history(stdout, &style, reply, list, step, trap_sites, n_trap_sites);
+        site_counts_free(trap_sites, n_trap_sites);
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
+static const char *const sites_usage =
+        "Usage: trapstat sites PID [--since TIME] [--until TIME] [--start-time NS] [--traps|--faults] [--limit N] [--json|--csv]";
+
+static int verb_sites(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
+                { "start-time", required_argument, NULL, 'T' }, { "traps", no_argument, NULL, 't' },
+                { "faults", no_argument, NULL, 'f' },      { "limit", required_argument, NULL, 'n' },
+                { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },        {},
+        };
+        TrapstatSitesQuery q = { .kind = -1 };
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        bool has_since = false, has_until = false, traps = false, faults = false, csv = false;
+        _cleanup_json_ json_t *params = NULL, *reply = NULL;
+        SiteCount *sites = NULL;
+        size_t n = 0;
+        long long v;
+        int c;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "n:h", options, NULL)) >= 0)
+                switch (c) {
+                case 's':
+                        if (parse_time_arg(sites_usage, "--since", optarg, now, &q.since_usec) < 0)
+                                return EXIT_USAGE;
+                        has_since = true;
+                        break;
+                case 'u':
+                        if (parse_time_arg(sites_usage, "--until", optarg, now, &q.until_usec) < 0)
+                                return EXIT_USAGE;
+                        has_until = true;
+                        break;
+                case 'T':
+                        if (parse_int_arg(optarg, 0, INT64_MAX, &v) < 0)
+                                return usage_error(sites_usage,
+                                                   "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
+                                                   optarg);
+                        q.start_time = (uint64_t) v;
+                        break;
+                case 't':
+                        traps = true;
+                        break;
+                case 'f':
+                        faults = true;
+                        break;
+                case 'n':
+                        if (parse_int_arg(optarg, 1, SITES_MAX_LIMIT, &v) < 0)
+                                return usage_error(sites_usage, "invalid --limit '%s': expected 1 to %d", optarg, SITES_MAX_LIMIT);
+                        q.limit = (unsigned) v;
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'c':
+                        csv = true;
+                        break;
+                case 'h':
+                        printf("%s\n\n"
+                               "Where process PID trapped and faulted, also after it exited: one line per site (an\n"
+                               "instruction: the file it is in and where in it), most events first, with the memory\n"
+                               "the faulting address was in. Every trap is counted; page faults are sampled (trapstat\n"
+                               "status says how), so their counts are estimates, marked ~.\n\n"
+                               "  --since TIME        events from TIME on (default: the whole history)\n"
+                               "  --until TIME        events before TIME (default: now)\n"
+                               "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
+                               "  --traps             only trap sites\n"
+                               "  --faults            only page fault sites\n"
+                               "  -n, --limit N       at most N sites (default %d, at most %d)\n"
+                               "  --json              the varlink reply as one JSON object\n"
+                               "  --csv               one line per site, exact counts\n\n"
+                               "TIME as for trapstat history: 90s, 15m, 2h, 3d, 2026-11-22T10:00, ...\n",
+                               sites_usage, SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
+                        return 0;
+                default:
+                        fprintf(stderr, "%s\n", sites_usage);
+                        return EXIT_USAGE;
+                }
+        if (optind >= argc)
+                return usage_error(sites_usage, "sites: missing PID");
+        if (parse_int_arg(argv[optind], 1, UINT32_MAX, &v) < 0)
+                return usage_error(sites_usage, "sites: invalid pid '%s': expected a process id (a positive integer)",
+                                   argv[optind]);
+        q.pid = (uint32_t) v;
+        if (optind + 1 < argc)
+                return usage_error(sites_usage, "sites: unexpected argument '%s'", argv[optind + 1]);
+        if (traps && faults)
+                return usage_error(sites_usage, "sites: --traps and --faults exclude each other (without either: both)");
+        if (csv && arg_json)
+                return usage_error(sites_usage, "sites: --json and --csv exclude each other");
+        if (has_since && has_until && q.since_usec >= q.until_usec)
+                return usage_error(sites_usage, "sites: --since must be before --until");
+        if (traps)
+                q.kind = SITE_TRAP;
+        else if (faults)
+                q.kind = SITE_FAULT;
+
+        params = trapstat_sites_parameters(&q);
+        if (!params)
+                return fail("out of memory");
+        if (cli_call("io.trapstat.Sites", params, &reply) < 0)
+                return EXIT_FAILURE;
+        if (arg_json) {
+                print_json(reply);
+                return 0;
+        }
+        if (trapstat_sites_from_reply(reply, &sites, &n) < 0)
+                return fail("trapstatd sent a malformed reply to io.trapstat.Sites");
+        if (csv)
+                print_sites_csv(stdout, json_object_get(reply, "process"), sites, n);
+        else {
+                OutputStyle style = output_style();
+                print_sites(stdout, &style, json_object_get(reply, "process"), sites, n);
+        }
+        site_counts_free(sites, n);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
@@ -406,6 +554,7 @@ static const struct {
 } verbs[] = {
         { "top", verb_top, "live view of the processes faulting and trapping now; -b for plain tables" },
         { "history", verb_history, "what one process did over time, also after it exited" },
+        { "sites", verb_sites, "where one process trapped and faulted: instructions, files, memory" },
         { "procs", verb_procs, "processes trapstatd has counted (--exited: also the gone ones)" },
         { "traps", verb_traps, "CPU exceptions of all processes by vector, signal and si_code" },
         { "status", verb_status, "state of the daemon and its event sources" },

@@ -105,10 +105,7 @@ int process_info_copy(const ProcessInfo *p, ProcessInfo *ret) {
         return 0;
 }
 
-/* Text from a process as a JSON string. It is bytes, and JSON strings are UTF-8: what is not
- * (an argument in another encoding, a name the kernel cut inside a character) becomes U+FFFD
- * rather than the process vanishing from the reply. NULL: JSON null; on ENOMEM NULL. */
-static json_t *process_text_to_json(const char *s) {
+json_t *text_to_json(const char *s) {
         _cleanup_free_ char *valid = NULL;
         json_t *j;
 
@@ -124,10 +121,10 @@ json_t *process_info_to_json(const ProcessInfo *p) {
         return json_pack("{s:I, s:I, s:o, s:o, s:I, s:o, s:I, s:I, s:b}",
                          "pid", (json_int_t) p->pid,
                          "startTime", (json_int_t) p->start_time,
-                         "comm", process_text_to_json(p->comm),
-                         "cmdline", process_text_to_json(p->cmdline),
+                         "comm", text_to_json(p->comm),
+                         "cmdline", text_to_json(p->cmdline),
                          "uid", (json_int_t) p->uid,
-                         "unit", process_text_to_json(p->unit),
+                         "unit", text_to_json(p->unit),
                          "firstSeenUsec", (json_int_t) p->first_seen_usec,
                          "lastSeenUsec", (json_int_t) p->last_seen_usec,
                          "exited", p->exited);

@@ -56,6 +56,12 @@ json_t *faults_to_json(const Faults *f);
 /* Strict: every member present, a non-negative integer; no unknown members. -EBADMSG otherwise. */
 int faults_from_json(json_t *j, Faults *ret);
 
+/* Text a process or the file system chose (comm, command line, unit, file paths, symbols) as a
+ * JSON string. It is bytes, and JSON strings are UTF-8: what is not (an argument in another
+ * encoding, a name the kernel cut inside a character) becomes U+FFFD rather than the process or
+ * the site vanishing from the reply. s NULL gives JSON null; NULL only on ENOMEM. */
+json_t *text_to_json(const char *s);
+
 #define COMM_MAX 16
 
 typedef struct ProcessInfo {

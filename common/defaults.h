@@ -24,6 +24,8 @@
 #define TRAPS_DEFAULT_WINDOW_SEC 3600
 #define LIST_DEFAULT_LIMIT 1000
 #define LIST_MAX_LIMIT 100000
+#define SITES_DEFAULT_LIMIT 20
+#define SITES_MAX_LIMIT 10000
 /* Longer windows (Top, Traps) are answered as this one: the hour tier keeps a year. */
 #define MAX_WINDOW_SEC (366 * 24 * 3600)
 /* Longest unit name a filter may give (systemd's own limit is 255 bytes plus the suffix). */

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
+#include "json-util.h"
 #include "macro.h"
+#include "traps.h"
 
 static const char *const site_kind_names[_SITE_KIND_MAX] = {
         [SITE_TRAP] = "trap",
@@ -94,4 +97,80 @@ uint64_t site_count_estimated(const SiteCount *s) {
         uint64_t period = s->period ?: 1;
 
         return s->count > UINT64_MAX / period ? UINT64_MAX : s->count * period;
+}
+
+json_t *site_count_to_json(const SiteCount *s) {
+        const char *kind = site_kind_name(s->kind), *memory = memory_kind_name(s->memory);
+        char buf[16];
+
+        if (!kind || !memory)
+                return NULL;
+        /* Fault sites have vector SITE_FAULT_VECTOR, named "PF" like the trap of that vector. An
+         * object is always named; a site without one (which the store should never give) is as
+         * good as one whose mappings could not be read. */
+        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:I, s:o, s:s, s:o}",
+                         "kind", kind,
+                         "vector", trap_vector_name(s->vector, buf),
+                         "object", text_to_json(s->object ?: memory_kind_object(MEMORY_UNKNOWN)),
+                         "offset", json_integer_u64(s->offset),
+                         "symbol", text_to_json(s->symbol),
+                         "symbolOffset", s->symbol ? json_integer_u64(s->symbol_offset) : json_null(),
+                         "count", json_integer_u64(s->count),
+                         "sampled", s->kind == SITE_FAULT,
+                         "period", (json_int_t) (s->period ?: 1),
+                         "estimated", json_integer_u64(site_count_estimated(s)),
+                         "memory", memory,
+                         "memoryObject", text_to_json(s->memory == MEMORY_FILE ? s->memory_object : NULL));
+}
+
+/* A member that may be null or absent: NULL for both. */
+static json_t *nullable(json_t *v) {
+        return json_is_null(v) ? NULL : v;
+}
+
+int site_count_from_json(json_t *j, SiteCount *ret) {
+        json_t *symbol = NULL, *symbol_offset = NULL, *memory_object = NULL;
+        json_int_t offset, count, period, estimated;
+        const char *kind, *vector, *object, *memory;
+        int sampled;
+        SiteCount s = {};
+
+        if (json_unpack(j, "{s:s, s:s, s:s, s:I, s?o, s?o, s:I, s:b, s:I, s:I, s:s, s?o !}", "kind", &kind, "vector",
+                        &vector, "object", &object, "offset", &offset, "symbol", &symbol, "symbolOffset",
+                        &symbol_offset, "count", &count, "sampled", &sampled, "period", &period, "estimated",
+                        &estimated, "memory", &memory, "memoryObject", &memory_object) < 0)
+                return -EBADMSG;
+        symbol = nullable(symbol);
+        symbol_offset = nullable(symbol_offset);
+        memory_object = nullable(memory_object);
+
+        if (site_kind_from_name(kind, &s.kind) < 0 || trap_vector_from_name(vector, &s.vector) < 0 ||
+            memory_kind_from_name(memory, &s.memory) < 0)
+                return -EBADMSG;
+        if (offset < 0 || count < 0 || period < 1 || period > UINT32_MAX || estimated < 0)
+                return -EBADMSG;
+        /* What the IDL says of the members together. */
+        if (sampled != (s.kind == SITE_FAULT) || (s.kind == SITE_TRAP && period != 1) ||
+            (s.kind == SITE_FAULT && s.vector != SITE_FAULT_VECTOR))
+                return -EBADMSG;
+        if ((symbol && !json_is_string(symbol)) || (symbol_offset && !json_is_integer(symbol_offset)) ||
+            !symbol != !symbol_offset || (symbol_offset && json_integer_value(symbol_offset) < 0))
+                return -EBADMSG;
+        if (memory_object && (!json_is_string(memory_object) || s.memory != MEMORY_FILE))
+                return -EBADMSG;
+
+        s.offset = (uint64_t) offset;
+        s.count = (uint64_t) count;
+        s.period = (uint32_t) period;
+        s.symbol_offset = symbol_offset ? (uint64_t) json_integer_value(symbol_offset) : 0;
+        if ((uint64_t) estimated != MIN(site_count_estimated(&s), (uint64_t) INT64_MAX))
+                return -EBADMSG;
+
+        if (strdup_or_null(object, &s.object) < 0 || strdup_or_null(json_string_value(symbol), &s.symbol) < 0 ||
+            strdup_or_null(json_string_value(memory_object), &s.memory_object) < 0) {
+                site_count_done(&s);
+                return -ENOMEM;
+        }
+        *ret = s;
+        return 0;
 }

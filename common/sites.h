@@ -12,6 +12,7 @@
  * exact. Next to the instruction: what kind of memory the faulting address was in (the page
  * fault's address, or si_addr of the signal that has one). */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,3 +76,17 @@ void site_counts_free(SiteCount *a, size_t n);
 int site_count_copy(const SiteCount *s, SiteCount *ret);
 /* The estimated number of events: count × period. */
 uint64_t site_count_estimated(const SiteCount *s);
+
+/* The varlink Site object: every member of the IDL's type, vector named as Counters.traps names
+ * it ("PF" for fault sites), estimated = site_count_estimated(), symbolOffset null with symbol,
+ * memoryObject null unless memory is "file"; counts beyond 2^63 - 1 clamped to it. Paths and
+ * symbols that are not UTF-8 carry U+FFFD (text_to_json()). NULL on allocation failure or for a
+ * kind or memory out of range. */
+json_t *site_count_to_json(const SiteCount *s);
+/* Strict, for the client and the tests: an object with every member of the IDL's Site (symbol,
+ * symbolOffset and memoryObject may be null or absent) and no other, each of its type and in its
+ * range, and consistent: sampled exactly for faults, period 1 for traps, "PF" for faults,
+ * symbolOffset with symbol, memoryObject only for "file", estimated = count × period (clamped as
+ * above). -EBADMSG otherwise, -ENOMEM. dev and ino, which the reply does not carry, are 0.
+ * Free *ret with site_count_done(). */
+int site_count_from_json(json_t *j, SiteCount *ret);

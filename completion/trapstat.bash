@@ -5,7 +5,7 @@ _trapstat() {
     local cur prev words cword
     _init_completion || return
 
-    local verbs="top history procs traps status call"
+    local verbs="top history sites procs traps status call"
     local global_opts="--socket --json --help --version"
     local verb="" i
     for ((i = 1; i < cword; i++)); do
@@ -50,12 +50,13 @@ _trapstat() {
     case $verb in
         top) opts="--batch --stream --iterations --delay --window --sort --limit --json --help" ;;
         history) opts="--since --until --step --start-time --json --csv --help" ;;
+        sites) opts="--since --until --start-time --traps --faults --limit --json --csv --help" ;;
         procs) opts="--exited --comm --unit --pid --limit --json --csv --help" ;;
         traps) opts="--since --json --help" ;;
         status) opts="--json --help" ;;
         call)
             if [[ $cur != -* && ( $prev == call || $prev == --more || $prev == -m ) ]]; then
-                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.ListProcesses
+                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.Sites io.trapstat.ListProcesses
                     io.trapstat.Watch io.trapstat.Traps org.varlink.service.GetInfo
                     org.varlink.service.GetInterfaceDescription" -- "$cur"))
                 return
@@ -64,7 +65,7 @@ _trapstat() {
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
-    elif [[ $verb == history && $prev == history ]]; then
+    elif [[ ( $verb == history || $verb == sites ) && $prev == "$verb" ]]; then
         # Pids of running processes; exited ones: trapstat procs --exited.
         COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur"))
     fi

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "manager.h"
 #include "query.h"
+#include "sites.h"
 #include "tier-util.h"
 #include "time-util.h"
 #include "traps.h"
@@ -133,7 +134,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                 total_drops += drops[i].count;
         }
         return varlink_call_reply(call,
-                                  json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o}", "unsavedSamples",
+                                  json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I}", "unsavedSamples",
                                             (json_int_t) manager_unsaved_samples(m), "version", TRAPSTAT_VERSION,
                                             "arch", arch,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
@@ -143,7 +144,8 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                             (json_int_t) (uid < 0 ? collector_n_tracked(c)
                                                                   : collector_n_tracked_uid(c, (uint32_t) uid)),
                                             "drops",
-                                            (json_int_t) total_drops, "dropsByKind", drop_list),
+                                            (json_int_t) total_drops, "dropsByKind", drop_list, "faultSamplePeriod",
+                                            (json_int_t) collector_fault_sample_period(c)),
                                   false);
 }
 
@@ -214,6 +216,31 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         return submit(call, m, true, run_top, args, free);
 }
 
+/* In a worker: the process a History or Sites call names (pid, and startTime or 0 for the newest
+ * incarnation), if the caller (uid >= 0: only that user's processes) may see it. Returns 1 and
+ * the process; or 0 and the reply to send instead (NoSuchProcess, PermissionDenied,
+ * DatabaseError) in *ret; or a negative errno. */
+static int find_process(Store *reader, uint32_t pid, uint64_t start_time, int64_t uid, int64_t *ret_id,
+                        ProcessInfo *ret_process, VarlinkReply **ret) {
+        ProcessInfo process;
+        int64_t id;
+        int r;
+
+        r = store_find_process(reader, pid, start_time, &id, &process);
+        if (r == -ENOENT)
+                return varlink_reply_new_error("io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) pid),
+                                               ret);
+        if (r < 0)
+                return database_error(reader, r, ret);
+        if (uid >= 0 && process.uid != uid) {
+                process_info_done(&process);
+                return varlink_reply_new_error("org.varlink.service.PermissionDenied", NULL, ret);
+        }
+        *ret_id = id;
+        *ret_process = process;
+        return 1;
+}
+
 typedef struct HistoryArgs {
         uint32_t pid;
         uint64_t start_time, since_usec, until_usec;
@@ -233,16 +260,9 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         size_t n;
         int r;
 
-        r = store_find_process(reader, a->pid, a->start_time, &id, &process);
-        if (r == -ENOENT)
-                return varlink_reply_new_error("io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) a->pid),
-                                               ret);
-        if (r < 0)
-                return database_error(reader, r, ret);
-        if (a->uid >= 0 && process.uid != a->uid) {
-                process_info_done(&process);
-                return varlink_reply_new_error("org.varlink.service.PermissionDenied", NULL, ret);
-        }
+        r = find_process(reader, a->pid, a->start_time, a->uid, &id, &process, ret);
+        if (r <= 0)
+                return r;
 
         if (resolution == 0)
                 resolution = (int64_t) tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec,
@@ -304,6 +324,87 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                                 .resolution_sec = have_resolution ? resolution : 0,
                                 .uid = visible_uid(call) };
         return submit(call, m, true, run_history, args, free);
+}
+
+typedef struct SitesArgs {
+        uint32_t pid;
+        uint64_t start_time, since_usec, until_usec;
+        int kind; /* a SiteKind, or -1 for both */
+        size_t limit;
+        int64_t uid;
+} SitesArgs;
+
+static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
+        const SitesArgs *a = userdata;
+        VarlinkReply *reply = NULL;
+        SiteCount *sites;
+        ProcessInfo process;
+        json_t *members;
+        int64_t id;
+        size_t n;
+        int r;
+
+        r = find_process(reader, a->pid, a->start_time, a->uid, &id, &process, ret);
+        if (r <= 0)
+                return r;
+        r = store_sites(reader, id, a->since_usec, a->until_usec, a->kind, a->limit, &sites, &n);
+        if (r < 0) {
+                process_info_done(&process);
+                return database_error(reader, r, ret);
+        }
+
+        /* The sites go into the reply one at a time, the process after them. */
+        r = varlink_reply_new_array("sites", &reply);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = varlink_reply_append(reply, site_count_to_json(&sites[i]));
+        site_counts_free(sites, n);
+        members = json_pack("{s:o}", "process", process_info_to_json(&process));
+        process_info_done(&process);
+        return reply_finish(reply, members ? r : -ENOMEM, members, ret);
+}
+
+static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
+        int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
+        int64_t limit = param_int(parameters, "limit", SITES_DEFAULT_LIMIT);
+        const char *kind_name = param_string(parameters, "kind");
+        SiteKind kind = SITE_TRAP;
+        SitesArgs *args;
+        int r;
+
+        if (!in_range(pid, 1, UINT32_MAX))
+                return varlink_call_error_invalid_parameter(call, "pid");
+        if (start_time < 0)
+                return varlink_call_error_invalid_parameter(call, "startTime");
+        if (since < 0)
+                return varlink_call_error_invalid_parameter(call, "sinceUsec");
+        if (until < 0)
+                return varlink_call_error_invalid_parameter(call, "untilUsec");
+        /* An empty range is a mistake to point out, as in History. */
+        if (since > until)
+                return varlink_call_error_invalid_parameter(call, "untilUsec");
+        /* The IDL's enum SiteKind let only its names through: a failure here is a bug. */
+        if (kind_name && site_kind_from_name(kind_name, &kind) < 0)
+                return varlink_call_error_invalid_parameter(call, "kind");
+        if (!in_range(limit, 1, SITES_MAX_LIMIT))
+                return varlink_call_error_invalid_parameter(call, "limit");
+        if (!need_store(call, m, &r))
+                return r;
+
+        args = malloc(sizeof(*args));
+        if (!args)
+                return -ENOMEM;
+        *args = (SitesArgs) { .pid = (uint32_t) pid,
+                              .start_time = (uint64_t) start_time,
+                              .since_usec = (uint64_t) since,
+                              .until_usec = (uint64_t) until,
+                              .kind = kind_name ? (int) kind : -1,
+                              .limit = (size_t) limit,
+                              .uid = visible_uid(call) };
+        /* Sites are written to the raw tier at once, never pending (store_flush()): nothing to
+         * settle first. */
+        return submit(call, m, false, run_sites, args, free);
 }
 
 static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -434,6 +535,7 @@ static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
         { "History", method_history },
+        { "Sites", method_sites },
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },
         { "Traps", method_traps },

@@ -102,13 +102,13 @@ static json_t *counters_new(void) {
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
         return reply(call,
                      json_pack("{s:s, s:s, s:[{s:s, s:b, s:n}, {s:s, s:b, s:s}], s:i, s:s, s:i, s:i, s:i, s:i, "
-                               "s:[{s:s, s:i, s:s}]}",
+                               "s:[{s:s, s:i, s:s}], s:i}",
                                "version", "fuzz", "arch", "x86_64", "sources", "name", "page_fault_user", "active", 1,
                                "reason", "name",
                                "page_fault_kernel", "active", 0, "reason", "not attached", "tickUsec", 1000000,
                                "databasePath", "/nonexistent/trapstat.db", "databaseBytes", 4096,
                                "processesTracked", 1, "drops", 0, "unsavedSamples", 0, "dropsByKind", "kind",
-                               "fault_map_full", "count", 0, "lost", "one page fault"),
+                               "fault_map_full", "count", 0, "lost", "one page fault", "faultSamplePeriod", 64),
                      false);
 }
 
@@ -137,6 +137,27 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata 
                      json_pack("{s:o, s:o, s:[{s:I, s:o}]}", "process", process_new(pid), "total", counters_new(),
                                "samples", "timeUsec", (json_int_t) 1700000000000000, "counters", counters_new()),
                      false);
+}
+
+/* One trap site with a symbol and one sampled fault site in a file; kind "trap" leaves the
+ * fault out. (Built by hand: the libFuzzer build compiles only the protocol's sources.) */
+static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
+        json_int_t pid = optional_int(parameters, "pid", 0);
+        const char *kind = json_string_value(json_object_get(parameters, "kind"));
+        json_t *sites;
+
+        if (pid % 2 != 0)
+                return reply_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", pid));
+        sites = json_pack("[{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n}]", "kind", "trap", "vector",
+                          "UD", "object", "/usr/bin/fuzz", "offset", 4096, "symbol", "main", "symbolOffset", 20,
+                          "count", 2, "sampled", 0, "period", 1, "estimated", 2, "memory", "none", "memoryObject");
+        if (sites && !(kind && strcmp(kind, "trap") == 0))
+                json_array_append_new(sites, json_pack("{s:s, s:s, s:s, s:i, s:n, s:n, s:i, s:b, s:i, s:i, s:s, s:s}",
+                                                       "kind", "fault", "vector", "PF", "object", "/usr/bin/fuzz",
+                                                       "offset", 8192, "symbol", "symbolOffset", "count", 3, "sampled",
+                                                       1, "period", 64, "estimated", 192, "memory", "file",
+                                                       "memoryObject", "/var/lib/fuzz/data"));
+        return reply(call, json_pack("{s:o, s:o}", "process", process_new(pid), "sites", sites), false);
 }
 
 static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
@@ -188,6 +209,7 @@ static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
         { "History", method_history },
+        { "Sites", method_sites },
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },
         { "Traps", method_traps },

@@ -14,8 +14,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (SharedDaemonTest, assert_usage_errors, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, run_workload, trapstat, trapstat_json, trapstat_on_terminal)
+from daemon import (Daemon, SharedDaemonTest, assert_usage_errors, binary, exited_history,  # noqa: E402
+                    require_root_and_bpf, require_x86_64, run_workload, trapstat, trapstat_json, trapstat_on_terminal)
 
 N = 200
 VECTORS = ("DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM")
@@ -112,6 +112,81 @@ class Cli(SharedDaemonTest):
         self.assertIn("no process with pid 4194305", p.stderr)
         self.assertEqual(p.stderr.count("\n"), 1)
         self.assertEqual(p.stdout, "")
+
+    def test_sites_unknown_pid(self):
+        p = self.cli("sites", "4194305", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no process with pid 4194305", p.stderr)
+        self.assertEqual(p.stderr.count("\n"), 1)
+        self.assertEqual(p.stdout, "")
+        p = self.cli("sites", str(self.traps["pid"]), "--start-time", "1", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"no process with pid {self.traps['pid']}", p.stderr)
+
+    def call_sites(self, **params):
+        return self.cli("call", "io.trapstat.Sites", json.dumps(params), check=False)
+
+    def test_sites_invalid_parameters(self):
+        """Bounds the IDL cannot state, as History and Top bound theirs: InvalidParameter naming
+        the member, before the process is even looked up."""
+        pid = self.traps["pid"]
+        for params, member in (({"pid": pid, "limit": 0}, "limit"),
+                               ({"pid": pid, "limit": 10001}, "limit"),
+                               ({"pid": pid, "limit": -1}, "limit"),
+                               ({"pid": pid, "sinceUsec": 1700000000000001, "untilUsec": 1700000000000000}, "untilUsec"),
+                               ({"pid": 4194305, "sinceUsec": 2, "untilUsec": 1}, "untilUsec"),
+                               ({"pid": pid, "sinceUsec": -1}, "sinceUsec"),
+                               ({"pid": pid, "startTime": -1}, "startTime"),
+                               ({"pid": 0}, "pid"),
+                               ({"pid": 1 << 32}, "pid"),
+                               ({"pid": pid, "kind": "both"}, "kind")):  # the IDL's enum
+            with self.subTest(params=params):
+                p = self.call_sites(**params)
+                self.assertEqual(p.returncode, 1)
+                self.assertIn(f"trapstatd rejected parameter '{member}' of io.trapstat.Sites", p.stderr)
+                self.assertEqual(p.stdout, "")
+        # The bounds themselves are fine; so is an empty range's edge (since = until).
+        for params in ({"limit": 1}, {"limit": 10000}, {"sinceUsec": 5, "untilUsec": 5}, {"kind": "trap"}):
+            with self.subTest(params=params):
+                p = self.call_sites(pid=pid, **params)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                reply = json.loads(p.stdout)
+                self.assertEqual(reply["process"]["pid"], pid)
+                self.assertLessEqual(len(reply["sites"]), params.get("limit", 20))
+        self.assertEqual(json.loads(self.call_sites(pid=pid, sinceUsec=5, untilUsec=5).stdout)["sites"], [])
+
+    def test_sites_outputs_agree(self):
+        """The verb's JSON is the reply; its CSV and table hold the same sites (however many the
+        workload left: exact counts are the bpf suite's test_sites)."""
+        pid = str(self.traps["pid"])
+        reply = json.loads(self.call_sites(pid=self.traps["pid"], limit=10000).stdout)
+        self.assertEqual(trapstat_json(self.daemon.socket, "sites", pid, "--limit", "10000"), reply)
+        traps = trapstat_json(self.daemon.socket, "sites", pid, "--traps", "-n", "10000")["sites"]
+        self.assertEqual(traps, [s for s in reply["sites"] if s["kind"] == "trap"])
+        for s in reply["sites"]:
+            self.assertEqual(s["estimated"], s["count"] * s["period"], s)
+        rows = list(csv.DictReader(io.StringIO(self.cli("sites", pid, "--limit", "10000", "--csv").stdout, newline="")))
+        self.assertEqual(len(rows), len(reply["sites"]))
+        for row, s in zip(rows, reply["sites"]):
+            self.assertEqual((int(row["count"]), int(row["estimated"]), row["object"], row["vector"]),
+                             (s["count"], s["estimated"], s["object"], s["vector"]))
+        lines = self.cli("sites", pid, "--limit", "10000").stdout.split("\n")
+        self.assertRegex(lines[0], rf"^pid {pid} \(raise-traps\), user \S+ \(uid \d+\), exited$")
+        if reply["sites"]:
+            self.assertRegex(lines[1], r"^KIND +VECTOR +COUNT +OBJECT +WHERE +MEMORY$")
+            self.assertEqual(len([x for x in lines if re.match(r"^(trap |fault) ", x)]), len(reply["sites"]))
+        # history's table shows the top trap sites exactly when there are some.
+        text = self.cli("history", pid).stdout
+        self.assertEqual("top 3 trap sites" in text, bool(traps))
+
+    def test_fault_sample_period(self):
+        status = trapstat_json(self.daemon.socket, "status")
+        self.assertEqual(status["faultSamplePeriod"], 64)  # trapstatd's default --fault-sample
+        self.assertRegex(self.cli("status").stdout, r"(?m)^sites: +every trap; 1 in 64 page faults sampled$")
+        with Daemon(extra_args=("--fault-sample", "0")) as off, Daemon(extra_args=("--fault-sample", "1024")) as other:
+            self.assertEqual(trapstat_json(off.socket, "status")["faultSamplePeriod"], 0)
+            self.assertIn("page faults not sampled", trapstat(off.socket, "status").stdout)
+            self.assertEqual(trapstat_json(other.socket, "status")["faultSamplePeriod"], 1024)
 
     def test_top_batch(self):
         pid = self.traps["pid"]
@@ -236,13 +311,15 @@ class Cli(SharedDaemonTest):
             (["traps", "--since", "later"], "invalid --since"),
             (["history", "1", "--json", "--csv"], "exclude each other"),
             (["history", "1", "--since", "1h", "--until", "2h"], "--since must be before --until"),
+            (["sites", "1", "--traps", "--faults"], "--traps and --faults exclude each other"),
+            (["sites", "1", "--limit", "10001"], "invalid --limit"),
             (["top", "--stream"], "--stream goes with -b"),
             (["call", "NoDots"], "not a qualified method name"),
             (["call", "io.trapstat.Top", "[1]"], "must be a JSON object"),
         ), usage="Usage: trapstat")
 
     def test_help_of_every_verb(self):
-        for verb in ("top", "history", "procs", "traps", "status", "call"):
+        for verb in ("top", "history", "sites", "procs", "traps", "status", "call"):
             p = self.cli(verb, "--help")
             self.assertIn(f"Usage: trapstat {verb}", p.stdout)
         self.assertIn("Exit status", self.cli("--help").stdout)

@@ -11,7 +11,7 @@ import unittest
 
 SOURCE = os.environ["SOURCE_ROOT"]
 BUILD_MAN = os.environ["BUILD_MAN"]
-VERBS = ("top", "history", "procs", "traps", "status", "call")
+VERBS = ("top", "history", "sites", "procs", "traps", "status", "call")
 
 
 def run(*args):
@@ -76,6 +76,10 @@ class Docs(unittest.TestCase):
         self.assertEqual(complete("trapstat history --s"), ["--since", "--start-time", "--step"])
         self.assertEqual(complete("trapstat history 1 --since "), ["15m", "1d", "1h", "2h", "3d", "now"])
         self.assertIn(str(os.getpid()), complete("trapstat history "))  # running pids
+        self.assertIn(str(os.getpid()), complete("trapstat sites "))
+        self.assertEqual(complete("trapstat sites 1 --"), ["--csv", "--faults", "--help", "--json", "--limit", "--since",
+                                                           "--start-time", "--traps", "--until"])
+        self.assertEqual(complete("trapstat sites 1 --limit "), [])
         self.assertEqual(complete("trapstat -j traps --"), ["--help", "--json", "--since"])
 
     def test_call_completes_exactly_the_methods_of_the_idl(self):

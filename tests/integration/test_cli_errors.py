@@ -1,10 +1,18 @@
 # SPDX-License-Identifier: MIT
 """Bad input to trapstat and trapstatd: one clear line on stderr, the documented exit code,
-nothing hangs."""
+nothing hangs. And trapstat's tables of sites against canned replies of a stand-in server: what
+it prints for every kind of site and hostile text, what it asks, and what it does with an older
+daemon."""
+import csv
+import io
+import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -53,12 +61,22 @@ class CliErrors(unittest.TestCase):
             (["top", "--sort", "bogus"], "invalid --sort"),
             (["top", "extra"], "unexpected argument"),
             (["--no-such-flag", "top"], None),
+            (["sites"], "missing PID"),
+            (["sites", "12ab"], "invalid pid '12ab'"),
+            (["sites", "0"], "invalid pid '0'"),
+            (["sites", "1", "--traps", "--faults"], "--traps and --faults exclude each other"),
+            (["sites", "1", "--limit", "0"], "invalid --limit '0'"),
+            (["sites", "1", "-n", "10001"], "invalid --limit '10001'"),
+            (["sites", "1", "--json", "--csv"], "exclude each other"),
+            (["sites", "1", "--since", "1h", "--until", "2h"], "--since must be before --until"),
+            (["sites", "1", "--start-time", "-1"], "invalid --start-time"),
+            (["sites", "1", "2"], "unexpected argument '2'"),
         ), usage="Usage: trapstat", stdout_empty=True)
 
     def test_help(self):
         p = run("--help")
         self.assertEqual(p.returncode, 0)
-        for verb in ("top", "history", "status"):
+        for verb in ("top", "history", "sites", "status"):
             self.assertIn(verb, p.stdout)
 
 
@@ -83,6 +101,9 @@ class DaemonErrors(unittest.TestCase):
             (["--retention", "raw=2d,minute=1d"], "invalid --retention"),
             (["--retention", "weekly=3w"], "invalid --retention"),
             (["--max-db-size", "12Q"], "invalid --max-db-size '12Q'"),
+            (["--fault-sample", "3"], "invalid --fault-sample '3'"),
+            (["--fault-sample", "-64"], "invalid --fault-sample"),
+            (["--max-sites", "0"], "invalid --max-sites '0'"),
         ))
 
     def test_unusable_state_dir(self):
@@ -99,6 +120,235 @@ class DaemonErrors(unittest.TestCase):
     def test_help_and_version(self):
         self.assertIn("--state-dir", self.daemon("--help").stdout)
         self.assertRegex(self.daemon("--version").stdout, r"^trapstatd \d+\.\d+\.\d+")
+
+
+class CannedDaemon:
+    """A stand-in for trapstatd on a socket of its own: each call is answered with
+    answer(method, parameters), a varlink message (a dict), one connection after the other; the
+    calls are kept in calls."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.calls = []
+        self.dir = tempfile.TemporaryDirectory()
+        self.socket = os.path.join(self.dir.name, "io.trapstat")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.socket)
+        self.listener.listen(8)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            with conn:
+                buf = b""
+                while chunk := conn.recv(65536):
+                    buf += chunk
+                    while b"\0" in buf:
+                        message, buf = buf.split(b"\0", 1)
+                        call = json.loads(message)
+                        self.calls.append(call)
+                        reply = self.answer(call["method"], call.get("parameters") or {})
+                        conn.sendall(json.dumps(reply).encode() + b"\0")
+
+    def close(self):
+        self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        self.listener.close()
+        self.thread.join(10)
+        self.dir.cleanup()
+
+    def methods(self):
+        return [c["method"] for c in self.calls]
+
+
+PROCESS = {"pid": 4242, "startTime": 987654000000, "comm": "app\x1b[2J", "cmdline": "/usr/bin/app -x", "uid": 0,
+           "unit": None, "firstSeenUsec": 1700000000000000, "lastSeenUsec": 1700000060000000, "exited": True}
+
+
+def site(kind, vector, obj, offset, count, symbol=None, symbol_offset=None, memory="none", memory_object=None,
+         period=None):
+    period = period or (64 if kind == "fault" else 1)
+    return {"kind": kind, "vector": vector, "object": obj, "offset": offset, "symbol": symbol,
+            "symbolOffset": symbol_offset, "count": count, "sampled": kind == "fault", "period": period,
+            "estimated": count * period, "memory": memory, "memoryObject": memory_object}
+
+
+# Every kind of row: a sampled fault (an estimate) in the heap, an exact trap with a symbol, a trap
+# without one, a path and a symbol that would move the cursor and forge a row, a file as memory
+# whose name needs CSV quoting, a vector the kernel did not tell at an address in no file.
+SITES = [
+    site("fault", "PF", "/usr/bin/app", 0x2a00, 100, "fill_buffer", 0x2a, memory="heap"),
+    site("trap", "UD", "/usr/lib/x/libfoo.so", 0x1234, 37, "foo_init", 0x14),
+    site("trap", "GP", "/usr/lib/x/libbar.so", 0x1000, 1234),
+    site("fault", "PF", "/tmp/evil\n9999 forged\x1b[2J.so", 0x2000, 3, "sym\x1b]0;title\x07", 7, memory="file",
+         memory_object="/var/lib/app/data,\"v2\".bin"),
+    site("trap", "unknown", "[anon]", 0x7ffffffff000, 2, memory="unmapped"),
+]
+
+
+def history_reply():
+    faults = dict(user=5, kernel=0, minor=5, major=0, read=1, write=4, exec=0, protection=0)
+    return {"process": PROCESS, "samples": [],
+            "total": {"faults": faults, "traps": {"UD": 37, "GP": 1234}, "signals": {"SIGILL": 37, "SIGSEGV": 1234},
+                      "signalCodes": {"SIGILL/ILL_ILLOPN": 37, "SIGSEGV/SI_KERNEL": 1234}}}
+
+
+def answer_with(sites=SITES, sites_error=None):
+    """Answers as trapstatd does: Sites filtered by kind and cut at limit, or sites_error."""
+    def answer(method, params):
+        if method == "io.trapstat.Sites":
+            if sites_error:
+                return {"error": sites_error, "parameters": {}}
+            chosen = [s for s in sites if params.get("kind") in (None, s["kind"])]
+            return {"parameters": {"process": PROCESS, "sites": chosen[:params.get("limit", 20)]}}
+        if method == "io.trapstat.History":
+            return {"parameters": history_reply()}
+        if method == "io.trapstat.ListProcesses":
+            return {"parameters": {"processes": [PROCESS]}}
+        return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
+    return answer
+
+
+class SitesOutput(unittest.TestCase):
+    """trapstat sites and history's trap sites, from canned replies: no daemon, no BPF."""
+
+    def serve(self, **kw):
+        d = CannedDaemon(answer_with(**kw))
+        self.addCleanup(d.close)
+        return d
+
+    def test_table(self):
+        d = self.serve()
+        p = run("--socket", d.socket, "sites", "4242")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.split("\n")
+        # The process as history names it, escaped; exited.
+        self.assertEqual(lines[0], "pid 4242 (app\\e[2J), user root (uid 0), exited")
+        self.assertRegex(lines[1], r"^KIND +VECTOR +COUNT +OBJECT +WHERE +MEMORY$")
+        rows = lines[2:-2]
+        self.assertEqual(len(rows), len(SITES), p.stdout)  # hostile text forged no row
+        self.assertRegex(rows[0], r"^fault +#PF +~6\.40k +/usr/bin/app +fill_buffer\+0x2a +\[heap\]$")
+        self.assertRegex(rows[1], r"^trap +#UD +37 +/usr/lib/x/libfoo\.so +foo_init\+0x14 +-$")
+        self.assertRegex(rows[2], r"^trap +#GP +1\.23k +/usr/lib/x/libbar\.so +0x1000 +-$")
+        self.assertIn("~192", rows[3])
+        self.assertIn("/tmp/evil\\n9999 forged\\e[2J.so", rows[3])
+        self.assertIn("sym\\e]0;title\\a+0x7", rows[3])
+        self.assertTrue(rows[3].endswith('/var/lib/app/data,"v2".bin'), rows[3])
+        self.assertRegex(rows[4], r"^trap +unknown +2 +\[anon\] +0x7ffffffff000 +\[unmapped\]$")
+        self.assertEqual(lines[-2], "~ fault counts are estimates: 1 in 64 sampled")
+        self.assertEqual(lines[-1], "")
+        self.assertNotIn("\x1b", p.stdout)
+        self.assertNotIn("\x07", p.stdout)
+        # The columns line up: every row's WHERE starts where the header's does.
+        where = lines[1].index("WHERE")
+        for row in rows:  # all ASCII here: a character is a column
+            self.assertEqual(row[where - 2:where], "  ", row)
+            self.assertNotEqual(row[where], " ", row)
+
+    def test_table_traps_only_and_empty(self):
+        d = self.serve()
+        out = run("--socket", d.socket, "sites", "4242", "--traps").stdout
+        self.assertNotIn("estimates", out)  # no fault, no word of sampling
+        self.assertNotIn("fault", out)
+        self.assertEqual(len(out.strip().split("\n")), 2 + 3)
+        d = self.serve(sites=[])
+        p = run("--socket", d.socket, "sites", "4242")
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(p.stdout.split("\n")[1:], ["(no sites in this window)", ""])
+
+    def test_several_periods(self):
+        d = self.serve(sites=[SITES[0], site("fault", "PF", "/usr/bin/app", 0x3000, 5, period=128)])
+        self.assertIn("~ fault counts are estimates: 1 in 64 or 128 sampled",
+                      run("--socket", d.socket, "sites", "4242").stdout)
+
+    def test_csv_exact(self):
+        d = self.serve()
+        out = run("--socket", d.socket, "sites", "4242", "--csv").stdout
+        self.assertEqual(out.split("\n")[0], "pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,"
+                                             "sampled,period,estimated,memory,memoryObject")
+        rows = list(csv.DictReader(io.StringIO(out, newline="")))
+        self.assertEqual(len(rows), len(SITES))
+        for row, s in zip(rows, SITES):
+            self.assertEqual(row["pid"], "4242")
+            self.assertEqual(row["startTime"], "987654000000")
+            for k, v in s.items():
+                expected = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+                self.assertEqual(row[k], expected, k)
+
+    def test_json_is_the_reply(self):
+        d = self.serve()
+        for args in (["--json", "sites", "4242"], ["sites", "4242", "--json"]):
+            p = run("--socket", d.socket, *args)
+            self.assertEqual(json.loads(p.stdout), {"process": PROCESS, "sites": SITES})
+            self.assertEqual(p.stdout.count("\n"), 1)
+
+    def test_what_is_asked(self):
+        d = self.serve()
+        run("--socket", d.socket, "sites", "4242")
+        run("--socket", d.socket, "sites", "4242", "--traps", "-n", "3", "--start-time", "5", "--since",
+            "@1700000000", "--until", "@1700000060")
+        run("--socket", d.socket, "sites", "--faults", "--limit", "10000", "4242")
+        self.assertEqual([c["parameters"] for c in d.calls], [
+            {"pid": 4242},
+            {"pid": 4242, "startTime": 5, "sinceUsec": 1700000000000000, "untilUsec": 1700000060000000,
+             "kind": "trap", "limit": 3},
+            {"pid": 4242, "kind": "fault", "limit": 10000},
+        ])
+
+    def test_malformed_reply(self):
+        bad = dict(SITES[1], estimated=38)  # not count x period
+        d = self.serve(sites=[SITES[0], bad])
+        p = run("--socket", d.socket, "sites", "4242")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("malformed reply", p.stderr)
+        self.assertEqual(p.stdout, "")
+
+    def test_error_replies(self):
+        d = self.serve(sites_error="io.trapstat.NoSuchProcess")
+        p = run("--socket", d.socket, "sites", "4242")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no process with pid", p.stderr)
+        d = self.serve(sites_error="org.varlink.service.MethodNotFound")
+        p = run("--socket", d.socket, "sites", "4242")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is it older than this trapstat?", p.stderr)
+
+    def test_history_shows_top_trap_sites(self):
+        d = self.serve()
+        p = run("--socket", d.socket, "history", "4242", "--since", "@1700000000")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        section = p.stdout[p.stdout.index("top 3 trap sites\n"):].split("\n")
+        self.assertRegex(section[1], r"^  VECTOR +COUNT +OBJECT +WHERE +MEMORY$")
+        self.assertRegex(section[2], r"^  #UD +37 +/usr/lib/x/libfoo\.so +foo_init\+0x14 +-$")
+        self.assertRegex(section[3], r"^  #GP +1\.23k +/usr/lib/x/libbar\.so +0x1000 +-$")
+        self.assertRegex(section[4], r"^  unknown +2 +\[anon\]")
+        self.assertEqual(section[5:], [""])
+        # Of the very process shown, in the same range.
+        self.assertEqual(d.calls[-1], {"method": "io.trapstat.Sites", "parameters": {
+            "pid": 4242, "startTime": PROCESS["startTime"], "sinceUsec": 1700000000000000, "kind": "trap",
+            "limit": 3}})
+
+    def test_history_without_trap_sites(self):
+        for kw in ({"sites": []}, {"sites_error": "org.varlink.service.MethodNotFound"}):
+            with self.subTest(**kw):
+                d = self.serve(**kw)
+                p = run("--socket", d.socket, "history", "4242")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(p.stderr, "")  # an older daemon is no failure
+                self.assertNotIn("trap sites", p.stdout)
+                self.assertIn("#UD invalid opcode", p.stdout)  # the rest is all there
+                self.assertEqual(d.methods(), ["io.trapstat.History", "io.trapstat.ListProcesses",
+                                               "io.trapstat.Sites"])
+
+    def test_history_json_and_csv_ask_no_sites(self):
+        d = self.serve()
+        run("--socket", d.socket, "--json", "history", "4242")
+        run("--socket", d.socket, "history", "4242", "--csv")
+        self.assertNotIn("io.trapstat.Sites", d.methods())
 
 
 if __name__ == "__main__":

@@ -275,11 +275,119 @@ static void test_watch(void **state) {
         peer_close(&p);
 }
 
+/* Only what the query sets is sent: the daemon's defaults apply to the rest. */
+static void test_sites_parameters(void **state) {
+        _cleanup_json_ json_t *minimal = trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 42, .kind = -1 });
+        _cleanup_json_ json_t *full = trapstat_sites_parameters(&(TrapstatSitesQuery) {
+                .pid = 42, .start_time = 987654000000, .since_usec = 1700000000000000,
+                .until_usec = 1700000060000000, .kind = SITE_FAULT, .limit = 3 });
+
+        assert_json(minimal, "{\"pid\": 42}");
+        assert_json(full, "{\"pid\": 42, \"startTime\": 987654000000, \"sinceUsec\": 1700000000000000,"
+                          " \"untilUsec\": 1700000060000000, \"kind\": \"fault\", \"limit\": 3}");
+        assert_null(trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 0, .kind = -1 }));
+        assert_null(trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 1, .kind = _SITE_KIND_MAX }));
+        assert_null(trapstat_sites_parameters(NULL));
+}
+
+/* The sites of a reply, strictly: one malformed site spoils the reply. */
+static void test_sites_from_reply(void **state) {
+        static const char trap[] = "{\"kind\": \"trap\", \"vector\": \"UD\", \"object\": \"/usr/lib/x/libfoo.so\","
+                                   " \"offset\": 4660, \"symbol\": \"foo_init\", \"symbolOffset\": 20, \"count\": 37,"
+                                   " \"sampled\": false, \"period\": 1, \"estimated\": 37, \"memory\": \"none\","
+                                   " \"memoryObject\": null}";
+        static const char fault[] = "{\"kind\": \"fault\", \"vector\": \"PF\", \"object\": \"/usr/bin/app\","
+                                    " \"offset\": 10752, \"symbol\": null, \"symbolOffset\": null, \"count\": 100,"
+                                    " \"sampled\": true, \"period\": 64, \"estimated\": 6400, \"memory\": \"heap\","
+                                    " \"memoryObject\": null}";
+        char text[2048];
+        SiteCount *sites = NULL;
+        size_t n = 99;
+
+        snprintf(text, sizeof(text), "{\"process\": {}, \"sites\": [%s, %s]}", trap, fault);
+        {
+                _cleanup_json_ json_t *reply = json_loads(text, 0, NULL);
+
+                assert_int_equal(trapstat_sites_from_reply(reply, &sites, &n), 0);
+        }
+        assert_int_equal(n, 2);
+        assert_int_equal(sites[0].kind, SITE_TRAP);
+        assert_string_equal(sites[0].symbol, "foo_init");
+        assert_int_equal(sites[0].symbol_offset, 20);
+        assert_int_equal(sites[1].kind, SITE_FAULT);
+        assert_int_equal(sites[1].memory, MEMORY_HEAP);
+        assert_int_equal(site_count_estimated(&sites[1]), 6400);
+        site_counts_free(sites, n);
+
+        {
+                _cleanup_json_ json_t *empty = json_loads("{\"sites\": []}", 0, NULL);
+
+                sites = (SiteCount *) 1;
+                assert_int_equal(trapstat_sites_from_reply(empty, &sites, &n), 0);
+                assert_null(sites);
+                assert_int_equal(n, 0);
+        }
+        {
+                _cleanup_json_ json_t *none = json_loads("{\"process\": {}}", 0, NULL);
+                _cleanup_json_ json_t *object = json_loads("{\"sites\": {}}", 0, NULL);
+
+                assert_int_equal(trapstat_sites_from_reply(none, &sites, &n), -EBADMSG);
+                assert_int_equal(trapstat_sites_from_reply(object, &sites, &n), -EBADMSG);
+                assert_int_equal(trapstat_sites_from_reply(NULL, &sites, &n), -EBADMSG);
+        }
+        /* The second site claims an estimate that is not count × period. */
+        snprintf(text, sizeof(text), "{\"sites\": [%s, %.*s6401%s]}", trap, (int) (strstr(fault, "6400") - fault), fault,
+                 strstr(fault, "6400") + 4);
+        {
+                _cleanup_json_ json_t *reply = json_loads(text, 0, NULL);
+
+                assert_non_null(reply);
+                assert_int_equal(trapstat_sites_from_reply(reply, &sites, &n), -EBADMSG);
+        }
+}
+
+/* The call on the wire, and an older daemon's answer. */
+static void test_sites_call(void **state) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        _cleanup_json_ json_t *call = NULL, *reply = NULL;
+        TrapstatError error = {};
+        Peer p;
+
+        peer_listen(&p);
+        assert_int_equal(trapstat_client_connect(p.path, TIMEOUT_USEC, &c), 0);
+        peer_accept(&p);
+
+        peer_send(&p, "{\"parameters\": {\"process\": {}, \"sites\": []}}");
+        assert_int_equal(trapstat_client_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = SITE_TRAP, .limit = 3 },
+                                               &reply, &error),
+                         0);
+        assert_json(reply, "{\"process\": {}, \"sites\": []}");
+        call = peer_read_call(&p);
+        assert_json(call, "{\"method\": \"io.trapstat.Sites\", \"parameters\": {\"pid\": 7, \"kind\": \"trap\", \"limit\": 3}}");
+
+        json_decref(TAKE_PTR(reply));
+        json_decref(TAKE_PTR(call));
+        peer_send(&p, "{\"error\": \"org.varlink.service.MethodNotFound\", \"parameters\": {\"method\": \"io.trapstat.Sites\"}}");
+        assert_int_equal(trapstat_client_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = -1 }, &reply, &error),
+                         TRAPSTAT_ERROR_REPLY);
+        assert_null(reply);
+        assert_string_equal(error.name, TRAPSTAT_ERROR_METHOD_NOT_FOUND);
+        trapstat_error_done(&error);
+        call = peer_read_call(&p);
+        assert_json(call, "{\"method\": \"io.trapstat.Sites\", \"parameters\": {\"pid\": 7}}");
+
+        assert_int_equal(trapstat_client_sites(c, &(TrapstatSitesQuery) { .pid = 0, .kind = -1 }, &reply, &error), -EINVAL);
+        assert_int_equal(trapstat_client_sites(c, NULL, &reply, &error), -EINVAL);
+        peer_close(&p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_error_message), cmocka_unit_test(test_error_message_other),
                 cmocka_unit_test(test_error_done),    cmocka_unit_test(test_connect_missing),
                 cmocka_unit_test(test_call),          cmocka_unit_test(test_watch),
+                cmocka_unit_test(test_sites_parameters), cmocka_unit_test(test_sites_from_reply),
+                cmocka_unit_test(test_sites_call),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

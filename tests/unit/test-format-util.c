@@ -350,6 +350,60 @@ static void test_format_cell(void **state) {
         free(c);
 }
 
+/* A path keeps its end, the file's name: "..." and the tail that fits, padded to the width; a
+ * path that fits is only padded. */
+static void test_format_path_cell(void **state) {
+        char *c = NULL;
+
+        assert_int_equal(format_path_cell("/usr/bin/app", true, 14, &c), 0);
+        assert_string_equal(c, "/usr/bin/app  ");
+        free(c);
+        assert_int_equal(format_path_cell("/usr/bin/app", true, 12, &c), 0);
+        assert_string_equal(c, "/usr/bin/app");
+        free(c);
+        assert_int_equal(format_path_cell("/usr/lib/x86_64-linux-gnu/libc.so.6", true, 16, &c), 0);
+        assert_string_equal(c, "...gnu/libc.so.6");
+        free(c);
+        /* Narrower than the dots: only the tail. */
+        assert_int_equal(format_path_cell("/usr/bin/app", true, 3, &c), 0);
+        assert_string_equal(c, "app");
+        free(c);
+}
+
+/* The path is escaped first, and cut only between escape sequences and characters. */
+static void test_format_path_cell_escapes(void **state) {
+        char *c = NULL;
+
+        /* "/tmp/\e[2J.so" is 13 columns, "\e" two of them: kept whole or dropped whole. */
+        assert_int_equal(format_path_cell("/tmp/\x1b" "[2J.so", true, 13, &c), 0);
+        assert_string_equal(c, "/tmp/\\e[2J.so");
+        free(c);
+        assert_int_equal(format_path_cell("/tmp/\x1b" "[2J.so", true, 11, &c), 0);
+        assert_string_equal(c, "...\\e[2J.so");
+        free(c);
+        assert_int_equal(format_path_cell("/tmp/\x1b" "[2J.so", true, 10, &c), 0);
+        assert_string_equal(c, "...[2J.so ");
+        free(c);
+        /* Bytes that are not UTF-8, four columns each. */
+        assert_int_equal(format_path_cell("/opt/\xff\xfe", true, 9, &c), 0);
+        assert_string_equal(c, "...\\xfe  ");
+        free(c);
+        /* "ü" is two bytes and one column. */
+        assert_int_equal(format_path_cell("/opt/ünï/x", true, 7, &c), 0);
+        assert_string_equal(c, "...nï/x");
+        free(c);
+        assert_int_equal(format_path_cell("/opt/ünï/x", true, 8, &c), 0);
+        assert_string_equal(c, "...ünï/x");
+        free(c);
+        /* A newline never reaches the table. */
+        assert_int_equal(format_path_cell("/a\nb/evil", true, 10, &c), 0);
+        assert_string_equal(c, "/a\\nb/evil");
+        free(c);
+        assert_int_equal(format_path_cell("/a\nb/evil", true, 9, &c), 0);
+        assert_string_equal(c, "...b/evil");
+        free(c);
+}
+
 static void test_utf8(void **state) {
         uint32_t cp = 0;
         char *s = NULL;
@@ -391,6 +445,7 @@ int main(void) {
                 cmocka_unit_test(test_escape_c1),     cmocka_unit_test(test_escape_invalid_utf8),
                 cmocka_unit_test(test_escape_valid_utf8), cmocka_unit_test(test_escape_round_trip),
                 cmocka_unit_test(test_text_width),    cmocka_unit_test(test_format_cell),
+                cmocka_unit_test(test_format_path_cell), cmocka_unit_test(test_format_path_cell_escapes),
                 cmocka_unit_test(test_utf8),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "sites.h"
 #include "trap-vectors.h"
 #include "traps.h"
 
@@ -179,6 +180,233 @@ static void test_traps_to_json(void **state) {
         assert_true(json_equal(o, expected));
 }
 
+/* ---- Site: the JSON of a SiteCount ---- */
+
+/* A trap with a symbol, and a sampled fault in file-backed memory. */
+static SiteCount trap_site(void) {
+        return (SiteCount) { .kind = SITE_TRAP, .vector = TRAP_VECTOR_UD, .period = 1,
+                             .object = (char *) "/usr/lib/x/libfoo.so", .dev = 2049, .ino = 77, .offset = 0x1234,
+                             .symbol = (char *) "foo_init", .symbol_offset = 0x14, .memory = MEMORY_NONE, .count = 37 };
+}
+
+static SiteCount fault_site(void) {
+        return (SiteCount) { .kind = SITE_FAULT, .vector = SITE_FAULT_VECTOR, .period = 64,
+                             .object = (char *) "/usr/bin/app", .offset = 0x2a00, .memory = MEMORY_FILE,
+                             .memory_object = (char *) "/var/lib/app/data.bin", .count = 100 };
+}
+
+static void assert_members(json_t *j, const char *const *names, size_t n) {
+        assert_int_equal(json_object_size(j), n);
+        for (size_t i = 0; i < n; i++)
+                if (!json_object_get(j, names[i]))
+                        fail_msg("member %s missing", names[i]);
+}
+
+/* Every member of the IDL's Site, by its exact name, and nothing else; nulls where the IDL
+ * says. */
+static void test_site_to_json(void **state) {
+        static const char *const members[] = { "kind",  "vector",  "object",    "offset", "symbol", "symbolOffset",
+                                               "count", "sampled", "period",    "estimated", "memory",
+                                               "memoryObject" };
+        SiteCount t = trap_site(), f = fault_site();
+        _cleanup_json_ json_t *tj = site_count_to_json(&t), *fj = site_count_to_json(&f);
+        _cleanup_json_ json_t *texp = NULL, *fexp = NULL;
+
+        assert_non_null(tj);
+        assert_non_null(fj);
+        assert_members(tj, members, sizeof(members) / sizeof(members[0]));
+        assert_members(fj, members, sizeof(members) / sizeof(members[0]));
+
+        texp = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n}", "kind", "trap", "vector", "UD",
+                         "object", "/usr/lib/x/libfoo.so", "offset", 0x1234, "symbol", "foo_init", "symbolOffset", 0x14,
+                         "count", 37, "sampled", 0, "period", 1, "estimated", 37, "memory", "none", "memoryObject");
+        fexp = json_pack("{s:s, s:s, s:s, s:i, s:n, s:n, s:i, s:b, s:i, s:i, s:s, s:s}", "kind", "fault", "vector", "PF",
+                         "object", "/usr/bin/app", "offset", 0x2a00, "symbol", "symbolOffset", "count", 100, "sampled", 1,
+                         "period", 64, "estimated", 6400, "memory", "file", "memoryObject", "/var/lib/app/data.bin");
+        assert_non_null(texp);
+        assert_non_null(fexp);
+        assert_true(json_equal(tj, texp));
+        assert_true(json_equal(fj, fexp));
+}
+
+/* A memory object is named only for memory "file"; a site without an object says "[unknown]";
+ * an unknown vector is "unknown"; kinds out of range give no JSON. */
+static void test_site_to_json_edges(void **state) {
+        SiteCount s = fault_site();
+        json_t *j;
+
+        s.memory = MEMORY_HEAP; /* memory_object left set: not a file, so not served */
+        s.object = NULL;
+        j = site_count_to_json(&s);
+        assert_non_null(j);
+        assert_true(json_is_null(json_object_get(j, "memoryObject")));
+        assert_string_equal(json_string_value(json_object_get(j, "memory")), "heap");
+        assert_string_equal(json_string_value(json_object_get(j, "object")), "[unknown]");
+        json_decref(j);
+
+        s = trap_site();
+        s.vector = TRAP_VECTOR_UNKNOWN;
+        j = site_count_to_json(&s);
+        assert_string_equal(json_string_value(json_object_get(j, "vector")), "unknown");
+        json_decref(j);
+
+        s.kind = _SITE_KIND_MAX;
+        assert_null(site_count_to_json(&s));
+        s = trap_site();
+        s.memory = _MEMORY_KIND_MAX;
+        assert_null(site_count_to_json(&s));
+}
+
+/* Integers stay JSON integers: counts beyond 2^63 - 1 and the estimate of a count times a period
+ * that overflows are clamped to it, and still read back. Text that is not UTF-8 becomes U+FFFD. */
+static void test_site_to_json_clamped(void **state) {
+        SiteCount s = fault_site(), back;
+        json_t *j;
+
+        s.count = UINT64_C(1) << 62;
+        j = site_count_to_json(&s);
+        assert_true(json_is_integer(json_object_get(j, "count")));
+        assert_int_equal(json_integer_value(json_object_get(j, "count")), INT64_C(1) << 62);
+        assert_int_equal(json_integer_value(json_object_get(j, "estimated")), INT64_MAX);
+        assert_int_equal(site_count_from_json(j, &back), 0);
+        assert_int_equal(back.count, UINT64_C(1) << 62);
+        site_count_done(&back);
+        json_decref(j);
+
+        s.count = UINT64_MAX;
+        s.offset = UINT64_MAX;
+        s.object = (char *) "/opt/\xff.so";
+        j = site_count_to_json(&s);
+        assert_int_equal(json_integer_value(json_object_get(j, "count")), INT64_MAX);
+        assert_int_equal(json_integer_value(json_object_get(j, "offset")), INT64_MAX);
+        assert_int_equal(json_integer_value(json_object_get(j, "estimated")), INT64_MAX);
+        assert_string_equal(json_string_value(json_object_get(j, "object")), "/opt/\xef\xbf\xbd.so");
+        json_decref(j);
+}
+
+static void assert_site_equal(const SiteCount *a, const SiteCount *b) {
+        assert_int_equal(a->kind, b->kind);
+        assert_int_equal(a->vector, b->vector);
+        assert_int_equal(a->period, b->period);
+        assert_string_equal(a->object, b->object);
+        assert_int_equal(a->offset, b->offset);
+        if (a->symbol || b->symbol) {
+                assert_non_null(a->symbol);
+                assert_non_null(b->symbol);
+                assert_string_equal(a->symbol, b->symbol);
+                assert_int_equal(a->symbol_offset, b->symbol_offset);
+        }
+        assert_int_equal(a->memory, b->memory);
+        if (a->memory_object || b->memory_object) {
+                assert_non_null(a->memory_object);
+                assert_non_null(b->memory_object);
+                assert_string_equal(a->memory_object, b->memory_object);
+        }
+        assert_int_equal(a->count, b->count);
+}
+
+/* to_json then from_json gives the site back (but dev and inode, which JSON does not carry). */
+static void test_site_round_trip(void **state) {
+        SiteCount sites[] = { trap_site(), fault_site(), trap_site() };
+
+        sites[2].vector = TRAP_VECTOR_UNKNOWN;
+        sites[2].symbol = NULL;
+        sites[2].memory = MEMORY_UNMAPPED;
+        for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
+                _cleanup_json_ json_t *j = site_count_to_json(&sites[i]);
+                SiteCount back = { .dev = 1 };
+
+                assert_non_null(j);
+                assert_int_equal(site_count_from_json(j, &back), 0);
+                assert_site_equal(&back, &sites[i]);
+                assert_int_equal(back.dev, 0);
+                assert_int_equal(back.ino, 0);
+                assert_int_equal(site_count_estimated(&back), site_count_estimated(&sites[i]));
+                site_count_done(&back);
+        }
+}
+
+/* Nullable members may also be absent, as varlink allows. */
+static void test_site_from_json_absent_nulls(void **state) {
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:i, s:i, s:s}", "kind", "trap", "vector",
+                                             "GP", "object", "[anon]", "offset", 4096, "count", 2, "sampled", 0,
+                                             "period", 1, "estimated", 2, "memory", "none");
+        SiteCount s;
+
+        assert_int_equal(site_count_from_json(j, &s), 0);
+        assert_int_equal(s.vector, TRAP_VECTOR_GP);
+        assert_null(s.symbol);
+        assert_null(s.memory_object);
+        assert_string_equal(s.object, "[anon]");
+        site_count_done(&s);
+}
+
+/* Strict: each way a reply can break the IDL's Site is refused, and *ret is left alone. */
+static void test_site_from_json_strict(void **state) {
+        static const struct {
+                const char *member, *json; /* member replaced by json; json NULL: removed */
+        } bad[] = {
+                { "kind", NULL },
+                { "kind", "\"Trap\"" },
+                { "vector", "\"XX\"" },
+                { "vector", "6" },
+                { "object", "null" },
+                { "offset", "-1" },
+                { "offset", "1.5" },
+                { "count", "\"37\"" },
+                { "count", "-37" },
+                { "count", NULL },
+                { "sampled", "true" },   /* a trap is never sampled */
+                { "sampled", "1" },
+                { "period", "0" },
+                { "period", "2" },       /* traps: 1 */
+                { "estimated", "38" },   /* count × period */
+                { "memory", "\"brk\"" },
+                { "memoryObject", "\"/x\"" }, /* memory is "none" */
+                { "symbol", "null" },    /* symbolOffset without symbol */
+                { "symbol", "7" },
+                { "symbolOffset", "null" }, /* symbol without symbolOffset */
+                { "symbolOffset", "-2" },
+                { "extra", "1" },
+        };
+        SiteCount t = trap_site();
+        SiteCount untouched = { .count = 4242 };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_json_ json_t *j = site_count_to_json(&t);
+                SiteCount s = untouched;
+
+                if (bad[i].json)
+                        json_object_set_new(j, bad[i].member, json_loads(bad[i].json, JSON_DECODE_ANY, NULL));
+                else
+                        json_object_del(j, bad[i].member);
+                if (site_count_from_json(j, &s) != -EBADMSG)
+                        fail_msg("accepted %s = %s", bad[i].member, bad[i].json ?: "(absent)");
+                assert_int_equal(s.count, 4242);
+        }
+
+        /* Fault sites: sampled, "PF" only, any period. */
+        {
+                SiteCount f = fault_site();
+                _cleanup_json_ json_t *j = site_count_to_json(&f);
+                SiteCount s;
+
+                json_object_set_new(j, "vector", json_string("UD"));
+                assert_int_equal(site_count_from_json(j, &s), -EBADMSG);
+                json_object_set_new(j, "vector", json_string("PF"));
+                json_object_set_new(j, "sampled", json_false());
+                assert_int_equal(site_count_from_json(j, &s), -EBADMSG);
+                json_object_set_new(j, "sampled", json_true());
+                assert_int_equal(site_count_from_json(j, &s), 0);
+                site_count_done(&s);
+        }
+        assert_int_equal(site_count_from_json(NULL, &t), -EBADMSG);
+        {
+                _cleanup_json_ json_t *a = json_array();
+                assert_int_equal(site_count_from_json(a, &t), -EBADMSG);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_vector_names),
@@ -188,6 +416,12 @@ int main(void) {
                 cmocka_unit_test(test_fault_signals),
                 cmocka_unit_test(test_si_codes),
                 cmocka_unit_test(test_traps_to_json),
+                cmocka_unit_test(test_site_to_json),
+                cmocka_unit_test(test_site_to_json_edges),
+                cmocka_unit_test(test_site_to_json_clamped),
+                cmocka_unit_test(test_site_round_trip),
+                cmocka_unit_test(test_site_from_json_absent_nulls),
+                cmocka_unit_test(test_site_from_json_strict),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 
 #include "embedded.h"
 #include "json-util.h"
+#include "sites.h"
 #include "varlink-idl.h"
 
 static const char *trapstat_idl_path;
@@ -152,7 +153,7 @@ static void check_parse_error(const char *text, const char *where, const char *w
 static void test_parse_trapstat(void **state) {
         _cleanup_free_ char *text = read_file(trapstat_idl_path);
         VarlinkInterface *i = parse_ok(text);
-        static const char *const methods[] = { "GetStatus", "Top", "History", "ListProcesses", "Watch", "Traps" };
+        static const char *const methods[] = { "GetStatus", "Top", "History", "Sites", "ListProcesses", "Watch", "Traps" };
 
         assert_string_equal(varlink_interface_name(i), "io.trapstat");
         assert_int_equal(varlink_interface_n_methods(i), ELEMENTSOF(methods));
@@ -474,6 +475,12 @@ static void test_validate_trapstat_input(void **state) {
         check_input(i, "History", "{\"pid\": 42, \"startTime\": null, \"sinceUsec\": 1, \"untilUsec\": 2, \"resolutionSec\": 60}", NULL);
         check_input(i, "History", "{\"pid\": 42, \"resolutionSec\": [60]}", "resolutionSec");
 
+        check_input(i, "Sites", "{\"pid\": 42}", NULL);
+        check_input(i, "Sites", "{\"pid\": 42, \"kind\": \"trap\", \"limit\": 3, \"sinceUsec\": 1, \"untilUsec\": 2}", NULL);
+        check_input(i, "Sites", "{\"pid\": 42, \"kind\": \"fault\"}", NULL);
+        check_input(i, "Sites", "{\"pid\": 42, \"kind\": \"traps\"}", "kind");
+        check_input(i, "Sites", "{\"kind\": \"trap\"}", "pid");
+
         check_input(i, "ListProcesses", "{\"includeExited\": true}", NULL);
         check_input(i, "ListProcesses", "{\"includeExited\": 1}", "includeExited");
         check_input(i, "GetStatus", "{}", NULL);
@@ -592,27 +599,33 @@ static void test_validate_trapstat_output(void **state) {
                      " \"sources\": [{\"name\": \"page_fault_user\", \"active\": true, \"reason\": null},"
                      " {\"name\": \"signal_generate\", \"active\": false, \"reason\": \"no BTF\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0,"
+                     " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64,"
                      " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2, \"lost\": \"one page fault\"}]}",
                      NULL);
         /* Every drop kind says what it lost. */
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0,"
+                     " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64,"
                      " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2}]}",
                      "dropsByKind");
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [{\"name\": \"page_fault_user\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64, \"dropsByKind\": []}",
                      "sources");
         /* Every reply says the architecture. */
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"sources\": [],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64, \"dropsByKind\": []}",
                      "arch");
+        /* GetStatus says how faults are sampled. */
+        check_output(i, "GetStatus",
+                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [],"
+                     " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
+                     "faultSamplePeriod");
         check_output(i, "Top", "{\"rows\": []}", NULL);
         check_output(i, "Top", "{}", "rows");
         check_output(i, "ListProcesses", "{\"processes\": [{\"pid\": 1}]}", "processes");
@@ -623,6 +636,48 @@ static void test_validate_trapstat_output(void **state) {
         check_error(i, "NoSuchProcess", "{\"pid\": 5, \"startTime\": 1}", "startTime");
         check_error(i, "DatabaseError", "{\"message\": 1}", "message");
         check_error(i, "DatabaseError", "{\"message\": \"disk full\"}", NULL);
+        varlink_interface_free(i);
+}
+
+/* A Sites reply made of site_count_to_json() (common/sites.c) is what the IDL declares, for each
+ * kind of site and memory: the JSON of a site and the IDL's type Site cannot drift apart. */
+static void test_validate_sites_output(void **state) {
+        _cleanup_free_ char *text = read_file(trapstat_idl_path);
+        VarlinkInterface *i = parse_ok(text);
+        _cleanup_json_ json_t *reply = NULL;
+        json_t *sites = json_array(), *site;
+        const char *field = NULL;
+
+        assert_non_null(sites);
+        for (unsigned m = 0; m < _MEMORY_KIND_MAX; m++)
+                for (unsigned k = 0; k < _SITE_KIND_MAX; k++) {
+                        SiteCount s = { .kind = (SiteKind) k,
+                                        .vector = k == SITE_FAULT ? SITE_FAULT_VECTOR : m,
+                                        .period = k == SITE_FAULT ? 64 : 1,
+                                        .object = (char *) "/usr/bin/app",
+                                        .offset = 0x1000 + m,
+                                        .symbol = m % 2 ? (char *) "main" : NULL,
+                                        .symbol_offset = 4,
+                                        .memory = (MemoryKind) m,
+                                        .memory_object = m == MEMORY_FILE ? (char *) "/data" : NULL,
+                                        .count = 3 };
+
+                        site = site_count_to_json(&s);
+                        assert_non_null(site);
+                        assert_int_equal(json_array_append_new(sites, site), 0);
+                }
+        reply = json_pack("{s:{s:i, s:I, s:s, s:n, s:i, s:n, s:I, s:I, s:b}, s:o}", "process", "pid", 4242,
+                          "startTime", (json_int_t) 987654000000, "comm", "worker", "cmdline", "uid", 1000, "unit",
+                          "firstSeenUsec", (json_int_t) 1700000000000000, "lastSeenUsec",
+                          (json_int_t) 1700000060000000, "exited", true, "sites", sites);
+        assert_non_null(reply);
+        assert_int_equal(varlink_interface_validate_output(i, "Sites", reply, &field), 0);
+        assert_null(field);
+
+        /* And the validator does look into the sites. */
+        assert_int_equal(json_object_set_new(json_array_get(sites, 1), "kind", json_string("both")), 0);
+        assert_int_equal(varlink_interface_validate_output(i, "Sites", reply, &field), -EINVAL);
+        assert_string_equal(field, "sites");
         varlink_interface_free(i);
 }
 
@@ -772,6 +827,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_parse_errors),
                 cmocka_unit_test(test_validate_trapstat_input),
                 cmocka_unit_test(test_validate_trapstat_output),
+                cmocka_unit_test(test_validate_sites_output),
                 cmocka_unit_test(test_validate_types),
                 cmocka_unit_test(test_validate_deep),
                 cmocka_unit_test(test_validate_nul_key),
