@@ -1,0 +1,478 @@
+# SPDX-License-Identifier: MIT
+"""Sites (io.trapstat.Sites) of a known workload: every trap at its instruction, exactly, in the
+executable and in a shared library, with the symbol and the offsets the ELF files give; the
+sampled page faults at theirs; the same answers once the process exited; kind and limit; the
+CLI's tables; and no sites of root's process for another user.
+
+The expected file offsets and symbol offsets are computed here independently of trapstatd, from
+nm, objdump and readelf (binutils) on the workload's own files."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import (Daemon, binary, copy_for_users, create_user, remove_user, require_root_and_bpf,  # noqa: E402
+                    require_x86_64, trapstat, trapstat_json, wait_for)
+
+UD = 37
+BP = 23
+PAGES = 100000
+USER = "trapstat-sites-test"
+
+# A store of the constant 1 through a register, as the compiler writes `*p = 1` and `mem[i] = 1`
+# (objdump's AT&T syntax: "movl $0x1,(%rax)", "movb $0x1,(%rax)").
+STORE_ONE = r"mov[bwlq]?\s+\$0x1,\(%r\w+\)"
+
+
+# ---- The workload's files, read independently of trapstatd ----
+
+def run_tool(*args):
+    return subprocess.run(args, capture_output=True, text=True, check=True).stdout
+
+
+def load_segments(path):
+    """The PT_LOAD program headers of an ELF file: [(file offset, virtual address, file size)]."""
+    segments = []
+    for line in run_tool("readelf", "-lW", path).splitlines():
+        fields = line.split()
+        if fields and fields[0] == "LOAD":
+            segments.append((int(fields[1], 16), int(fields[2], 16), int(fields[4], 16)))
+    if not segments:
+        raise AssertionError(f"no PT_LOAD in {path}")
+    return segments
+
+
+def file_offset(path, address):
+    """The file offset at which an ELF virtual address is mapped from, through the PT_LOAD headers."""
+    for offset, vaddr, filesz in load_segments(path):
+        if vaddr <= address < vaddr + filesz:
+            return address - vaddr + offset
+    raise AssertionError(f"address {address:#x} is in no PT_LOAD of {path}")
+
+
+def symbol(path, name):
+    """(address, size) of a defined symbol of an ELF file, from its .symtab (nm)."""
+    for line in run_tool("nm", "-S", "--defined-only", path).splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[3] == name:
+            return int(fields[0], 16), int(fields[1], 16)
+    raise AssertionError(f"{name} is not defined in {path}")
+
+
+def instructions(path, name):
+    """[(address, instruction text)] of the function name, disassembled by objdump."""
+    out = run_tool("objdump", "-d", "--no-show-raw-insn", f"--disassemble={name}", path)
+    return [(int(m.group(1), 16), m.group(2).strip())
+            for m in re.finditer(r"(?m)^\s*([0-9a-f]+):\s+(\S.*)$", out)]
+
+
+def expected_site(path, name, pattern):
+    """Where the one instruction of function name matching pattern is: (file offset, offset from
+    the start of the function). The workload is written to have exactly one."""
+    start, size = symbol(path, name)
+    found = [a for a, text in instructions(path, name) if re.fullmatch(pattern, text)]
+    if len(found) != 1:
+        raise AssertionError(f"{name} in {path} has {len(found)} instructions matching {pattern!r}, not 1")
+    address = found[0]
+    assert start <= address < start + size
+    return file_offset(path, address), address - start
+
+
+# ---- The daemon ----
+
+def sites(d, pid, **params):
+    """The Sites reply for pid (with params besides, e.g. kind, limit) through trapstat call."""
+    return json.loads(trapstat(d.socket, "call", "io.trapstat.Sites", json.dumps({"pid": pid, **params})).stdout)
+
+
+def default_fault_sample():
+    """The default of trapstatd --fault-sample, as its --help states it."""
+    out = subprocess.run([binary("TRAPSTATD"), "--help"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"--fault-sample N .*?\(default: (\d+)\)", out, re.S)
+    if not m:
+        raise AssertionError(f"no default of --fault-sample in trapstatd --help:\n{out}")
+    return int(m.group(1))
+
+
+def traps_of(reply):
+    return [s for s in reply["sites"] if s["kind"] == "trap"]
+
+
+def faults_of(reply):
+    return [s for s in reply["sites"] if s["kind"] == "fault"]
+
+
+def stable(get, what, timeout=20):
+    """get()'s answer once two of them a second apart are the same: whatever the daemon had drained
+    is stored by then."""
+    previous = [None]
+
+    def settled():
+        now = get()
+        same = now is not None and now == previous[0]
+        previous[0] = now
+        return now if same else None
+
+    return wait_for(settled, timeout=timeout, interval=1, what=what)
+
+
+class Sites(unittest.TestCase):
+    """One workload, observed while it is alive (held after its steps) and again after it exited."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.exe = os.path.realpath(binary("SITE_TRAPS"))
+        cls.lib = os.path.realpath(os.path.join(os.path.dirname(cls.exe), "libsite-traps.so"))
+        cls.daemon = Daemon().__enter__()  # the default --fault-sample
+        try:
+            cls.period = trapstat_json(cls.daemon.socket, "status")["faultSamplePeriod"]
+            cls.run_workload()
+        except BaseException:
+            cls.daemon.__exit__(*sys.exc_info())
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.__exit__(None, None, None)
+
+    @classmethod
+    def run_workload(cls):
+        d = cls.daemon
+        workload = subprocess.Popen([cls.exe, "--ud", str(UD), "--bp", str(BP), "--null-child", "--pages", str(PAGES),
+                                     "--hold-after", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            lines = []
+            while not lines or not lines[-1].startswith("holding"):
+                line = workload.stdout.readline()
+                if not line:
+                    raise AssertionError(f"site-traps ended early ({workload.wait()}): {workload.stderr.read()}\n"
+                                         f"{''.join(lines)}")
+                lines.append(line)
+            steps = {f[1]: dict(kv.split("=") for kv in f[2:]) for f in map(str.split, lines) if f[0] == "done"}
+            cls.steps = steps
+            cls.pid = int(next(l.split()[1] for l in lines if l.startswith("pid ")))
+            cls.child = int(next(l.split()[1] for l in lines if l.startswith("child ")))
+            assert steps["ud"]["signals"] == str(UD) and steps["bp"]["signals"] == str(BP), steps
+            assert steps["null-child"]["signal"] == str(int(signal.SIGSEGV)), steps
+
+            # The counters first (exact, and drained each tick): the sites are drained with them.
+            def counted():
+                h = trapstat_json(d.socket, "history", str(cls.pid))
+                return h if h["total"]["traps"] == {"UD": UD, "BP": BP} and \
+                    h["total"]["faults"]["user"] >= PAGES else None
+
+            wait_for(counted, timeout=20, what="the workload's traps and faults in History")
+            cls.live = cls.answers("while the workload is alive")
+        finally:
+            if workload.poll() is None:
+                workload.send_signal(signal.SIGUSR1)  # the end of its hold
+            out, err = workload.communicate(timeout=30)
+        if workload.returncode != 0:
+            raise AssertionError(f"site-traps exited {workload.returncode}: {err}")
+        if "done hold" not in out:
+            raise AssertionError(f"site-traps did not finish its hold: {out}")
+
+        wait_for(lambda: sites(d, cls.pid)["process"]["exited"], timeout=20, what="Sites of the exited workload")
+        cls.after = cls.answers("after the workload exited")
+
+    @classmethod
+    def answers(cls, when):
+        """Every reply the tests look at, once they no longer change."""
+        d = cls.daemon
+
+        def get():
+            return {
+                "all": sites(d, cls.pid, limit=10000),
+                "default": sites(d, cls.pid),
+                "trap": sites(d, cls.pid, kind="trap"),
+                "fault": sites(d, cls.pid, kind="fault"),
+                "limit1": sites(d, cls.pid, limit=1),
+                "child": sites(d, cls.child, limit=10000),
+            }
+
+        return stable(get, f"Sites {when}")
+
+    def each_phase(self):
+        """(name, answers) while alive and after the exit, each in a subTest."""
+        for name, answers in (("alive", self.live), ("exited", self.after)):
+            with self.subTest(phase=name):
+                yield name, answers
+
+    def one_site(self, reply, kind, name):
+        found = [s for s in reply["sites"] if s["kind"] == kind and s["symbol"] == name]
+        self.assertEqual(len(found), 1, f"{kind} sites in {name}: {json.dumps(reply['sites'], indent=1)}")
+        return found[0]
+
+    # ---- The traps: exact ----
+
+    def test_ud_in_the_executable(self):
+        offset, symbol_offset = expected_site(self.exe, "site_ud_main", "ud2")
+        for _, a in self.each_phase():
+            s = self.one_site(a["all"], "trap", "site_ud_main")
+            self.assertEqual(s["vector"], "UD")
+            self.assertEqual(s["count"], UD)
+            self.assertEqual(s["object"], self.exe)
+            self.assertFalse(s["sampled"])
+            self.assertEqual(s["period"], 1)
+            self.assertEqual(s["estimated"], UD)
+            # The instruction itself: the ud2's offset in the file (not its address), and from
+            # the start of the function.
+            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x}")
+            self.assertEqual(s["symbolOffset"], symbol_offset)
+            # SIGILL's si_addr is the ud2: in the executable's mapping.
+            self.assertEqual(s["memory"], "file")
+            self.assertEqual(s["memoryObject"], self.exe)
+
+    def test_bp_in_the_shared_library(self):
+        offset, symbol_offset = expected_site(self.lib, "site_bp_lib", "int3")
+        for _, a in self.each_phase():
+            s = self.one_site(a["all"], "trap", "site_bp_lib")
+            self.assertEqual(s["vector"], "BP")
+            self.assertEqual(s["count"], BP)
+            self.assertTrue(s["object"].endswith("/libsite-traps.so"), s["object"])
+            self.assertEqual(s["object"], self.lib)
+            self.assertFalse(s["sampled"])
+            self.assertEqual(s["period"], 1)
+            self.assertEqual(s["estimated"], BP)
+            # The int3 itself, although the trap leaves RIP past it.
+            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the int3)")
+            self.assertEqual(s["symbolOffset"], symbol_offset)
+            # SIGTRAP from int3 (SI_KERNEL) carries no address.
+            self.assertEqual(s["memory"], "none")
+            self.assertIsNone(s["memoryObject"])
+
+    def test_only_those_two_traps(self):
+        for _, a in self.each_phase():
+            self.assertEqual(sorted((s["symbol"], s["vector"], s["count"]) for s in traps_of(a["all"])),
+                             [("site_bp_lib", "BP", BP), ("site_ud_main", "UD", UD)])
+
+    def test_the_dead_child(self):
+        offset, symbol_offset = expected_site(self.exe, "site_null_write", STORE_ONE)
+        for _, a in self.each_phase():
+            reply = a["child"]
+            self.assertEqual(reply["process"]["pid"], self.child)
+            self.assertTrue(reply["process"]["exited"])
+            traps = traps_of(reply)
+            self.assertEqual(len(traps), 1, traps)
+            s = traps[0]
+            self.assertEqual(s["symbol"], "site_null_write")
+            self.assertEqual(s["vector"], "PF")
+            self.assertEqual(s["count"], 1)
+            self.assertEqual(s["object"], self.exe)
+            self.assertFalse(s["sampled"])
+            self.assertEqual(s["period"], 1)
+            self.assertEqual(s["estimated"], 1)
+            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the store)")
+            self.assertEqual(s["symbolOffset"], symbol_offset)
+            # Address 8: no mapping.
+            self.assertEqual(s["memory"], "unmapped")
+            self.assertIsNone(s["memoryObject"])
+
+    # ---- The page faults: sampled ----
+
+    def test_fault_sample_period(self):
+        # GetStatus tells the default that trapstatd --help states; it samples (more than 1).
+        self.assertEqual(self.period, default_fault_sample())
+        self.assertGreater(self.period, 1)
+
+    def test_top_fault_site_is_the_page_toucher(self):
+        offset, symbol_offset = expected_site(self.exe, "site_touch_pages", STORE_ONE)
+        self.assertEqual(self.steps["pages"]["minflt"], str(PAGES))  # one fault a page, no huge pages
+        for _, a in self.each_phase():
+            faults = faults_of(a["all"])
+            self.assertTrue(faults, a["all"])
+            s = faults[0]
+            self.assertEqual(s["symbol"], "site_touch_pages", json.dumps(faults, indent=1))
+            self.assertEqual(s["object"], self.exe)
+            self.assertEqual(s["vector"], "PF")
+            self.assertTrue(s["sampled"])
+            self.assertEqual(s["period"], self.period)
+            # One in period of each CPU's faults of the process: about 100000 / period, however
+            # the faults fell on the CPUs.
+            expected = PAGES / self.period
+            self.assertLessEqual(abs(s["count"] - expected), expected * 0.25, s)
+            self.assertEqual(s["estimated"], s["count"] * self.period)
+            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the store)")
+            self.assertEqual(s["symbolOffset"], symbol_offset)
+            self.assertEqual(s["memory"], "anon")
+            self.assertIsNone(s["memoryObject"])
+            # Nothing else in the process faulted nearly as often.
+            for other in faults[1:]:
+                self.assertLess(other["estimated"], PAGES / 10, other)
+
+    # ---- The method's parameters and order ----
+
+    def test_most_events_first(self):
+        for _, a in self.each_phase():
+            estimated = [s["estimated"] for s in a["all"]["sites"]]
+            self.assertEqual(estimated, sorted(estimated, reverse=True))
+            for s in a["all"]["sites"]:
+                self.assertEqual(s["estimated"], s["count"] * s["period"], s)
+
+    def test_kind(self):
+        for _, a in self.each_phase():
+            self.assertEqual(a["trap"]["sites"], traps_of(a["all"]))
+            self.assertEqual(a["fault"]["sites"], faults_of(a["all"])[:20])
+            self.assertTrue(a["trap"]["sites"])
+            self.assertTrue(a["fault"]["sites"])
+
+    def test_limit(self):
+        for _, a in self.each_phase():
+            self.assertEqual(len(a["limit1"]["sites"]), 1)
+            self.assertEqual(a["limit1"]["sites"][0], a["all"]["sites"][0])
+            self.assertEqual(a["limit1"]["sites"][0]["symbol"], "site_touch_pages")
+            self.assertEqual(a["default"]["sites"], a["all"]["sites"][:20])
+
+    def test_the_process(self):
+        self.assertEqual(self.live["all"]["process"]["pid"], self.pid)
+        self.assertFalse(self.live["all"]["process"]["exited"])
+        self.assertEqual(self.after["all"]["process"]["pid"], self.pid)
+        self.assertTrue(self.after["all"]["process"]["exited"])
+        self.assertEqual(self.after["all"]["process"]["startTime"], self.live["all"]["process"]["startTime"])
+
+    def test_same_after_the_exit(self):
+        # The traps, the top fault site and the child do not change once the process is gone.
+        self.assertEqual(traps_of(self.after["all"]), traps_of(self.live["all"]))
+        self.assertEqual(faults_of(self.after["all"])[0], faults_of(self.live["all"])[0])
+        self.assertEqual(self.after["child"], self.live["child"])
+
+    def test_start_time_selects_the_incarnation(self):
+        start = self.after["all"]["process"]["startTime"]
+        self.assertEqual(sites(self.daemon, self.pid, startTime=start, limit=10000), self.after["all"])
+
+    def test_unknown_pid(self):
+        p = trapstat(self.daemon.socket, "call", "io.trapstat.Sites", '{"pid": 4194305}', check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no process with pid 4194305", p.stderr)
+
+    # ---- The CLI ----
+
+    def cli(self, *args):
+        return trapstat(self.daemon.socket, *args).stdout
+
+    def test_cli_json_is_the_reply(self):
+        pid = str(self.pid)
+        self.assertEqual(json.loads(self.cli("--json", "sites", pid)), self.after["default"])
+        self.assertEqual(json.loads(self.cli("sites", pid, "--json", "--traps")), self.after["trap"])
+        self.assertEqual(json.loads(self.cli("sites", pid, "--json", "--faults")), self.after["fault"])
+        self.assertEqual(json.loads(self.cli("sites", pid, "--json", "--limit", "1")), self.after["limit1"])
+        self.assertEqual(json.loads(self.cli("sites", str(self.child), "--json", "-n", "10000")), self.after["child"])
+
+    def lines_with(self, text, *parts):
+        return [line for line in text.splitlines() if all(p in line for p in parts)]
+
+    def test_cli_table(self):
+        _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")
+        _, bp_off = expected_site(self.lib, "site_bp_lib", "int3")
+        text = self.cli("sites", str(self.pid))
+        # Through a pipe the paths are whole; the memory of the ud2 is the executable's file.
+        ud = self.lines_with(text, "#UD", f"site_ud_main+{ud_off:#x}")
+        self.assertEqual(len(ud), 1, text)
+        self.assertRegex(ud[0], rf"^trap\s+#UD\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s+"
+                                rf"{re.escape(self.exe)}$")
+        bp = self.lines_with(text, "#BP", f"site_bp_lib+{bp_off:#x}")
+        self.assertEqual(len(bp), 1, text)
+        self.assertRegex(bp[0], rf"^trap\s+#BP\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+{bp_off:#x}\s+-$")
+        self.assertIn(f"~ fault counts are estimates: 1 in {self.period} sampled", text)
+
+    def test_cli_table_of_faults(self):
+        _, off = expected_site(self.exe, "site_touch_pages", STORE_ONE)
+        text = self.cli("sites", str(self.pid), "--faults")
+        rows = [line for line in text.splitlines() if line.startswith("fault ")]
+        self.assertTrue(rows, text)
+        self.assertFalse([line for line in text.splitlines() if line.startswith("trap ")], text)
+        # The top one, its count an estimate ("~"), on anonymous memory.
+        self.assertRegex(rows[0], rf"^fault\s+#PF\s+~\S+\s+{re.escape(self.exe)}\s+site_touch_pages\+{off:#x}\s+"
+                                  r"\[anon\]$")
+        self.assertTrue(all(re.match(r"^fault\s+#PF\s+~", line) for line in rows), rows)
+        self.assertIn(f"~ fault counts are estimates: 1 in {self.period} sampled", text)
+
+    def test_cli_history_shows_the_top_trap_sites(self):
+        _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")
+        text = self.cli("history", str(self.pid))
+        self.assertIn("top 3 trap sites", text)
+        below = text[text.index("top 3 trap sites"):].splitlines()[1:]
+        # Most first: the 37 #UD, then the 23 #BP; no fault sites there.
+        rows = [line for line in below if "#" in line]
+        self.assertEqual(len(rows), 2, text)
+        self.assertRegex(rows[0], rf"^\s+#UD\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s")
+        self.assertRegex(rows[1], rf"^\s+#BP\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+")
+
+    def test_cli_the_dead_child(self):
+        _, off = expected_site(self.exe, "site_null_write", STORE_ONE)
+        text = self.cli("sites", str(self.child), "--traps")
+        rows = [line for line in text.splitlines() if line.startswith("trap ")]
+        self.assertEqual(len(rows), 1, text)
+        self.assertRegex(rows[0], rf"^trap\s+#PF\s+1\s+{re.escape(self.exe)}\s+site_null_write\+{off:#x}\s+"
+                                  r"\[unmapped\]$")
+
+    # ---- Another user ----
+
+    def test_another_user_gets_no_sites_of_roots_process(self):
+        # "Access as History" (the IDL): a process of another user is PermissionDenied, unless the
+        # caller is root or in group trapstat; the user's own process is answered.
+        uid = create_user(USER).pw_uid
+        try:
+            # Copies the user can reach (copy_for_users makes the directory 0755): trapstat, and the
+            # workload with its library, to run one of the user's own.
+            paths = copy_for_users(self.daemon.dir, "TRAPSTAT", "SITE_TRAPS")
+            lib = shutil.copy2(self.lib, os.path.join(self.daemon.dir, "libsite-traps.so"))
+            os.chmod(lib, 0o755)
+
+            def as_user(*args):
+                return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", *args],
+                                      capture_output=True, text=True, timeout=30)
+
+            def call_as_user(pid):
+                return as_user(paths["TRAPSTAT"], "--socket", self.daemon.socket, "call", "io.trapstat.Sites",
+                               json.dumps({"pid": pid}))
+
+            # The method's answer itself, not only the CLI's words for it.
+            client = ("import json, socket, sys\n"
+                      "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)\n"
+                      "for pid in sys.argv[2:]:\n"
+                      "    s.sendall(json.dumps({'method': 'io.trapstat.Sites', 'parameters': {'pid': int(pid)}})"
+                      ".encode() + b'\\0')\n"
+                      "    buf = b''\n"
+                      "    while not buf.endswith(b'\\0'): buf += s.recv(65536)\n"
+                      "    print(buf[:-1].decode(), flush=True)\n")
+            raw = as_user(sys.executable, "-c", client, self.daemon.socket, str(self.pid), str(self.child))
+            cli = call_as_user(self.pid)
+
+            own = as_user(paths["SITE_TRAPS"], "--ud", "3")
+            self.assertEqual(own.returncode, 0, own.stderr)
+            own_pid = int(own.stdout.split()[1])
+
+            def own_sites():
+                p = call_as_user(own_pid)
+                reply = json.loads(p.stdout) if p.returncode == 0 else None
+                return reply if reply and reply["process"]["exited"] and traps_of(reply) else None
+
+            own_reply = wait_for(own_sites, what="the user's own Sites")
+        finally:
+            remove_user(USER)
+
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        replies = [json.loads(line) for line in raw.stdout.splitlines()]
+        self.assertEqual(len(replies), 2)
+        for reply in replies:
+            self.assertEqual(reply.get("error"), "org.varlink.service.PermissionDenied", reply)
+            self.assertNotIn("sites", reply.get("parameters") or {})
+        self.assertEqual(cli.returncode, 1)
+        self.assertEqual(cli.stdout, "")
+        self.assertIn("permission denied", cli.stderr)
+
+        self.assertEqual(own_reply["process"]["uid"], uid)
+        s = self.one_site(own_reply, "trap", "site_ud_main")
+        self.assertEqual((s["vector"], s["count"], s["object"]), ("UD", 3, os.path.realpath(paths["SITE_TRAPS"])))
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    require_x86_64()  # the workload raises x86 exceptions
+    unittest.main(verbosity=2)
