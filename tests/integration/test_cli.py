@@ -332,13 +332,16 @@ class Cli(SharedDaemonTest):
 PID = 4194399
 START_TIME = 123456789
 T0 = (int(time.time()) // 10 - 60) * 10 * 1000000  # a raw bucket ten minutes ago
-OBJECTS = [(1, "/usr/lib/x/libfoo.so", 2049, 77), (2, "/usr/bin/app", 2049, 78), (3, "/var/lib/app/data.bin", 2049, 79),
-           (4, "[anon]", 0, 0)]
-SITE_ROWS = [(1, 1, 0x1234, "foo_init", 0x14), (2, 2, 0x2a00, "fill_buffer", 0x2a), (3, 4, 0x7f0000001000, None, None)]
+# Ids far above those of the rows the daemon writes itself while it runs (its own fault sites).
+O = 1000000
+OBJECTS = [(O + 1, "/usr/lib/x/libfoo.so", 2049, 77), (O + 2, "/usr/bin/app", 2049, 78),
+           (O + 3, "/var/lib/app/data.bin", 2049, 79), (O + 4, "[anon]", 0, 0)]
+SITE_ROWS = [(O + 1, O + 1, 0x1234, "foo_init", 0x14), (O + 2, O + 2, 0x2a00, "fill_buffer", 0x2a),
+             (O + 3, O + 4, 0x7f0000001000, None, None)]
 # (time_usec, kind, vector, period, site_id, memory, memory_object_id, count)
-COUNTS = [(T0, 0, 6, 1, 1, 0, 0, 37), (T0 + 10000000, 0, 6, 1, 1, 0, 0, 3),
-          (T0, 1, 14, 64, 2, 3, 0, 100), (T0, 1, 14, 64, 2, 1, 3, 2),
-          (T0, 0, 13, 1, 3, 6, 0, 5)]
+COUNTS = [(T0, 0, 6, 1, O + 1, 0, 0, 37), (T0 + 10000000, 0, 6, 1, O + 1, 0, 0, 3),
+          (T0, 1, 14, 64, O + 2, 3, 0, 100), (T0, 1, 14, 64, O + 2, 1, O + 3, 2),
+          (T0, 0, 13, 1, O + 3, 6, 0, 5)]
 
 
 def site_json(kind, vector, obj, offset, symbol, symbol_offset, count, period, memory, memory_object):
