@@ -501,8 +501,11 @@ class SiteQuota(unittest.TestCase):
             root_pid = int(root.stdout.split()[1])
 
             def settled():
-                h = sites(d, hostile_pid, kind="trap", limit=10000)
-                r = sites(d, root_pid, kind="trap")
+                try:
+                    h = sites(d, hostile_pid, kind="trap", limit=10000)
+                    r = sites(d, root_pid, kind="trap")
+                except AssertionError:  # not stored yet: NoSuchProcess
+                    return None
                 return (h, r) if h["process"]["exited"] and r["process"]["exited"] and traps_of(r) else None
 
             h, r = stable(lambda: json.dumps(wait_for(settled, what="both processes' sites")), "their sites")
