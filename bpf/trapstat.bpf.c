@@ -38,6 +38,8 @@ const volatile bool fault_sites = true;
 const volatile __u64 fault_sample_mask = TS_DEFAULT_FAULT_SAMPLE - 1;
 /* log2 of the page size, for the file offset of a mapping (vm_pgoff). */
 const volatile __u32 page_shift = 12;
+/* Entries of the site hash one process may have. */
+const volatile __u32 max_sites_per_process = TS_DEFAULT_MAX_SITES_PER_PROCESS;
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -96,6 +98,14 @@ struct {
         __type(key, struct ts_site_key);
         __type(value, struct ts_site);
 } sites SEC(".maps");
+
+/* How many site entries each process has (its share of the site hash). */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, TS_DEFAULT_MAX_PROCESSES);
+        __type(key, struct ts_proc_key);
+        __type(value, struct ts_site_quota);
+} site_quota SEC(".maps");
 
 /* The path of every file a site was found in, written once per file. */
 struct {
@@ -373,13 +383,28 @@ static __noinline void classify(struct task_struct *task, __u64 addr, const stru
         loc->kind = TS_MEM_UNKNOWN;
 }
 
-/* Adds one to the site of key, created on first use. */
+/* Adds one to the site of key, created on first use while its process is within its share of
+ * the site hash (several CPUs may each create one past it at once: the share is checked, not
+ * locked). A process whose quota entry cannot be had is not limited: the hash still is. */
 static __noinline void count_site(struct ts_site_key *key) {
+        struct ts_proc_key pkey = { .tgid = key->tgid, .start_time = key->start_time };
         struct ts_site *v, zero = {};
+        struct ts_site_quota *quota, no_sites = {};
 
         v = bpf_map_lookup_elem(&sites, key);
         if (!v) {
-                (void) bpf_map_update_elem(&sites, key, &zero, BPF_NOEXIST);
+                quota = bpf_map_lookup_elem(&site_quota, &pkey);
+                if (!quota) {
+                        (void) bpf_map_update_elem(&site_quota, &pkey, &no_sites, BPF_NOEXIST);
+                        quota = bpf_map_lookup_elem(&site_quota, &pkey);
+                }
+                if (quota && quota->n >= max_sites_per_process) {
+                        count_drop(TS_DROP_SITE_QUOTA);
+                        return;
+                }
+                /* 0: this run created it (-EEXIST: another CPU did meanwhile). */
+                if (bpf_map_update_elem(&sites, key, &zero, BPF_NOEXIST) == 0 && quota)
+                        __sync_fetch_and_add(&quota->n, 1);
                 v = bpf_map_lookup_elem(&sites, key);
                 if (!v) {
                         count_drop(TS_DROP_SITES_FULL);

@@ -207,6 +207,18 @@ _Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared wit
 
 /* Sites the hash holds at once; configurable at load time (trapstatd --max-sites). */
 #define TS_DEFAULT_MAX_SITES 16384
+/* Of them, those of one process, so that no process (a JIT, or a user trapping at every address
+ * on purpose) takes the hash from the others; configurable (trapstatd --max-sites-per-process). */
+#define TS_DEFAULT_MAX_SITES_PER_PROCESS 1024
+
+/* Value of the per-process site quota hash (keyed by struct ts_proc_key): how many entries of
+ * the site hash the process has. BPF adds one per entry it creates; user space takes one away
+ * per entry it removes. */
+struct ts_site_quota {
+        __u32 n;
+        __u32 _pad0;
+};
+_Static_assert(sizeof(struct ts_site_quota) == 8, "struct ts_site_quota layout is shared with BPF");
 /* One in this many user page faults of a process on one CPU records its site; a power of two,
  * 0 for none; configurable at load time (trapstatd --fault-sample). */
 #define TS_DEFAULT_FAULT_SAMPLE 256
@@ -243,5 +255,6 @@ enum ts_drop {
         TS_DROP_EXEC_EVENT = 3, /* an exec event did not fit in the ring buffer */
         TS_DROP_SITES_FULL = 4, /* a trap or a fault sample whose site did not fit in the site hash */
         TS_DROP_FILE_NAME = 5,  /* a file whose path did not fit in the name map */
+        TS_DROP_SITE_QUOTA = 6, /* a trap or a fault sample whose process had its share of the site hash */
         TS_DROP_MAX,
 };

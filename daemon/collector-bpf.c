@@ -42,6 +42,9 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
         [TS_DROP_SITES_FULL] = { "site_map_full",
                                  "the site of one trap or fault sample not recorded: the map of sites was full "
                                  "(--max-sites); the trap itself is counted" },
+        [TS_DROP_SITE_QUOTA] = { "site_process_limit",
+                                 "the site of one trap or fault sample not recorded: its process had its share of "
+                                 "the map of sites already (--max-sites-per-process); the trap itself is counted" },
         [TS_DROP_FILE_NAME] = { "site_name_lost",
                                 "the path of one mapped file not recorded: the map of file names was full; its "
                                 "sites name the file by device and inode" },
@@ -130,6 +133,7 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->fault_sample = config->fault_sample;
         b->skel->rodata->fault_sites = config->fault_sample > 0;
         b->skel->rodata->fault_sample_mask = config->fault_sample > 0 ? config->fault_sample - 1 : 0;
+        b->skel->rodata->max_sites_per_process = config->max_sites_per_process;
         b->skel->rodata->page_shift = (uint32_t) __builtin_ctzl((unsigned long) sysconf(_SC_PAGESIZE));
         if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
@@ -137,7 +141,8 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
             (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.sites, config->max_sites)) < 0)
+            (r = bpf_map__set_max_entries(b->skel->maps.sites, config->max_sites)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.site_quota, config->max_processes)) < 0)
                 goto fail;
 
         b->progs[SOURCE_PAGE_FAULT_USER] = b->skel->progs.page_fault_user;
@@ -340,6 +345,7 @@ void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time) {
 
         (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.processes), &key);
         (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.traps), &key);
+        (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.site_quota), &key);
 }
 
 size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {

@@ -233,6 +233,19 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
         return 0;
 }
 
+/* An entry left the site hash: its process may have one more. Not atomic with BPF's adds: one
+ * that comes in between is lost, and the process may then have one entry more than its share. */
+static void quota_give_back(CollectorReader *r, const struct ts_site_key *key) {
+        struct ts_proc_key pkey = { .tgid = key->tgid, .start_time = key->start_time };
+        int fd = bpf_map__fd(r->bpf->skel->maps.site_quota);
+        struct ts_site_quota q;
+
+        if (bpf_map_lookup_elem(fd, &pkey, &q) == 0 && q.n > 0) {
+                q.n--;
+                (void) bpf_map_update_elem(fd, &pkey, &q, BPF_EXIST);
+        }
+}
+
 /* One entry: what it counted since the last tick goes to its process. */
 static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_t count, uint64_t now) {
         SiteSeen probe = { .key = *key }, *seen, **found;
@@ -262,6 +275,7 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
                     bpf_map_delete_elem(bpf_map__fd(r->bpf->skel->maps.sites), key) == 0) {
                         tdelete(seen, &p->sites_seen, site_seen_compare);
                         free(seen);
+                        quota_give_back(r, key);
                 }
                 return 0;
         }

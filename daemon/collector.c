@@ -43,6 +43,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 .max_processes = config->max_processes ?: TS_DEFAULT_MAX_PROCESSES,
                 .event_buffer = config->event_buffer ?: TS_DEFAULT_EVENT_BUFFER,
                 .max_sites = config->max_sites ?: TS_DEFAULT_MAX_SITES,
+                .max_sites_per_process = config->max_sites_per_process ?: TS_DEFAULT_MAX_SITES_PER_PROCESS,
                 .fault_sample = config->fault_sample == COLLECTOR_FAULT_SAMPLE_OFF ? 0
                                 : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE,
         };

@@ -19,6 +19,7 @@ typedef struct CollectorConfig {
         uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
         uint32_t event_buffer;  /* bytes of the lifecycle event ring buffer; 0: default (4 MiB) */
         uint32_t max_sites;     /* capacity of the in-kernel site map; 0: default */
+        uint32_t max_sites_per_process; /* of it, one process's share; 0: default */
         /* One in fault_sample user page faults of a process on a CPU records its site: a power
          * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (TS_DEFAULT_FAULT_SAMPLE). */
         uint32_t fault_sample;
@@ -77,7 +78,7 @@ typedef struct CollectorDrop {
         uint64_t count;
 } CollectorDrop;
 
-#define COLLECTOR_DROP_KINDS 6
+#define COLLECTOR_DROP_KINDS 7
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
 uint64_t collector_drops_total(Collector *c);

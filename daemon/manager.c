@@ -443,7 +443,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
                                                .event_buffer = config->event_buffer,
-                                               .max_sites = config->max_sites, .fault_sample = config->fault_sample,
+                                               .max_sites = config->max_sites,
+                                               .max_sites_per_process = config->max_sites_per_process,
+                                               .fault_sample = config->fault_sample,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
                           &m->collector);
         if (r == -ENOTSUP) {

@@ -288,26 +288,36 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
+/* The member of a call about one process over a stretch of time (History, Sites) that is out of
+ * bounds; NULL when all are in. */
+static const char *process_range_invalid(int64_t pid, int64_t start_time, int64_t since, int64_t until) {
+        if (!in_range(pid, 1, UINT32_MAX))
+                return "pid";
+        if (start_time < 0)
+                return "startTime";
+        if (since < 0)
+                return "sinceUsec";
+        if (until < 0)
+                return "untilUsec";
+        /* An empty range is a mistake to point out, not a question with an empty answer. */
+        if (since > until)
+                return "untilUsec";
+        return NULL;
+}
+
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
         int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
         int64_t resolution = param_int(parameters, "resolutionSec", 0);
         bool have_resolution = param_present(parameters, "resolutionSec");
+        const char *bad;
         HistoryArgs *args;
         int r;
 
-        if (!in_range(pid, 1, UINT32_MAX))
-                return varlink_call_error_invalid_parameter(call, "pid");
-        if (start_time < 0)
-                return varlink_call_error_invalid_parameter(call, "startTime");
-        if (since < 0)
-                return varlink_call_error_invalid_parameter(call, "sinceUsec");
-        if (until < 0)
-                return varlink_call_error_invalid_parameter(call, "untilUsec");
-        /* An empty range is a mistake to point out, not a question with an empty answer. */
-        if (since > until)
-                return varlink_call_error_invalid_parameter(call, "untilUsec");
+        bad = process_range_invalid(pid, start_time, since, until);
+        if (bad)
+                return varlink_call_error_invalid_parameter(call, bad);
         if (have_resolution && (resolution < 1 || (uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
                                 ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0))
                 return varlink_call_error_invalid_parameter(call, "resolutionSec");
@@ -370,20 +380,13 @@ static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
         int64_t limit = param_int(parameters, "limit", SITES_DEFAULT_LIMIT);
         const char *kind_name = param_string(parameters, "kind");
         SiteKind kind = SITE_TRAP;
+        const char *bad;
         SitesArgs *args;
         int r;
 
-        if (!in_range(pid, 1, UINT32_MAX))
-                return varlink_call_error_invalid_parameter(call, "pid");
-        if (start_time < 0)
-                return varlink_call_error_invalid_parameter(call, "startTime");
-        if (since < 0)
-                return varlink_call_error_invalid_parameter(call, "sinceUsec");
-        if (until < 0)
-                return varlink_call_error_invalid_parameter(call, "untilUsec");
-        /* An empty range is a mistake to point out, as in History. */
-        if (since > until)
-                return varlink_call_error_invalid_parameter(call, "untilUsec");
+        bad = process_range_invalid(pid, start_time, since, until);
+        if (bad)
+                return varlink_call_error_invalid_parameter(call, bad);
         /* The IDL's enum SiteKind let only its names through: a failure here is a bug. */
         if (kind_name && site_kind_from_name(kind_name, &kind) < 0)
                 return varlink_call_error_invalid_parameter(call, "kind");

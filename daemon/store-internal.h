@@ -9,7 +9,8 @@
  *   store-pending.c  the pending ticks: a tick's deltas as one row, folded into the raw tier
  *   store-query.c    the reads: Top, History, Traps, Sites, ListProcesses, finding a process; and
  *                    marking gone the processes that ended unseen
- *   store-maintain.c roll-up, retention, the size cap, deleting processes left without rows
+ *   store-maintain.c roll-up, retention, the size cap, deleting processes and dictionary entries
+ *                    left without rows
  *   store-sites.c    writing a tick's sites: the object and site dictionaries, a cache of their ids
  *   store-kind.c     the kinds of counts and the SQL made from them (store-kind.h)
  *   store-util.c     the helpers below
@@ -47,6 +48,11 @@ struct Store {
         /* The dictionaries of the site kind (store-sites.c). */
         sqlite3_stmt *find_object, *add_object, *upsert_site;
         SiteIds *site_ids; /* ids of entries written; NULL until the first site */
+        /* A sweep of the dictionaries for entries no row references (store-maintain.c): which
+         * one it is in (0: none), the last id looked at, and whether rows went meanwhile. */
+        int sweep;
+        int64_t sweep_cursor;
+        bool sweep_again;
         void *known;             /* tsearch() tree of KnownProcess by (pid, start_time) */
         uint64_t swept_bucket;   /* raw bucket in which `known` was last swept */
         uint8_t *packed;         /* a tick's deltas for sample_pending */
@@ -106,7 +112,7 @@ int store_pending_settle(Store *s);
  * or a period out of range. */
 int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const SiteCount *sites, size_t n);
 /* Forgets the ids of dictionary entries: when a transaction that may have created them rolled
- * back. */
+ * back, and when maintenance deleted entries. */
 void store_site_ids_clear(Store *s);
 void store_site_ids_free(Store *s);
 

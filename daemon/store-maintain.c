@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The store's maintenance: roll-up into the coarser tiers, retention by age, the size cap, and
- * deleting exited processes left without rows. Every part works on all kinds of store-kind.h. */
+ * deleting exited processes and the site kind's dictionary entries left without rows. Every part
+ * works on all kinds of store-kind.h. */
 #include "store-internal.h"
 
 #include <errno.h>
@@ -112,13 +113,63 @@ static int delete_older(Store *s, int tier, const StoreKind *kind, uint64_t cuto
         return r;
 }
 
-static int expire_tier(Store *s, int tier, uint64_t cutoff, size_t batch, bool *more) {
+enum { SWEEP_NONE, SWEEP_SITES, SWEEP_OBJECTS };
+
+/* Rows of the site kind are about to leave a tier: dictionary entries may lose their last
+ * reference. */
+static void sweep_start(Store *s) {
+        if (s->sweep != SWEEP_NONE) {
+                /* Entries before the cursor may have lost theirs too: once more after this one. */
+                s->sweep_again = true;
+                return;
+        }
+        s->sweep = SWEEP_SITES;
+        s->sweep_cursor = 0;
+}
+
+/* Whether deleting rows of the site kind from tier may take the last reference to a dictionary
+ * entry: when the oldest of them is of a stretch no coarser tier keeps any more. What a tier
+ * deletes has been rolled up into the next (with the same ids), which keeps it until its own
+ * retention: with the usual retention only the hour tier's rows are the last of their stretch,
+ * and a sweep is due once an hour, not at every step. A process goes only without rows of any
+ * kind, so cascades take no last reference. tiers: the marks of the coarser tiers as they are. */
+static int sites_may_lose_last(Store *s, const TierState tiers[_TIER_MAX], int tier, bool *ret) {
+        _cleanup_free_ char *sql = NULL;
+        int64_t oldest;
+        int r;
+
+        if (asprintf(&sql, "SELECT MIN(time_usec) FROM %s", store_kinds[STORE_KIND_SITE].tables[tier]) < 0)
+                return -ENOMEM;
+        r = sql_query_int(s->db, sql, 0, &oldest);
+        if (r < 0)
+                return r;
+        *ret = oldest != INT64_MIN;
+        for (int u = tier + 1; *ret && u < _TIER_MAX; u++)
+                if ((uint64_t) oldest >= tiers[u].kept_from)
+                        *ret = false;
+        return 0;
+}
+
+/* Deletes a batch of every kind's rows of tier older than cutoff. tiers: as loaded before this
+ * part of maintenance, which changes no coarser tier's marks. */
+static int expire_tier(Store *s, const TierState tiers[_TIER_MAX], int tier, uint64_t cutoff, size_t batch,
+                       bool *more) {
         for (int k = 0; k < _STORE_KIND_MAX; k++) {
-                int r = delete_older(s, tier, &store_kinds[k], cutoff, batch);
+                bool sweep = false;
+                int r;
+
+                if (k == STORE_KIND_SITE) {
+                        r = sites_may_lose_last(s, tiers, tier, &sweep);
+                        if (r < 0)
+                                return r;
+                }
+                r = delete_older(s, tier, &store_kinds[k], cutoff, batch);
                 if (r < 0)
                         return r;
                 if ((size_t) r >= batch)
                         *more = true;
+                if (sweep && r > 0)
+                        sweep_start(s);
         }
         return 0;
 }
@@ -155,7 +206,7 @@ static int cap_size(Store *s, const TierState tiers[_TIER_MAX], size_t batch, bo
                 cutoff -= cutoff % store_tier_width_usec[t];
                 if (cutoff <= (uint64_t) first)
                         continue; /* nothing here is rolled up yet */
-                r = expire_tier(s, t, cutoff, batch, more);
+                r = expire_tier(s, tiers, t, cutoff, batch, more);
                 if (r < 0)
                         return r;
                 *more = true;
@@ -193,6 +244,73 @@ static int delete_gone_processes(Store *s, size_t batch, bool *more) {
                 return r;
         if ((size_t) sqlite3_changes(s->db) >= batch)
                 *more = true;
+        return 0;
+}
+
+/* " AND NOT EXISTS (...)" for each tier of the site kind: no row has column = <table>.id. Each a
+ * seek on the tier's index by that column (schema/sql/0006-sites.sql). */
+static void fprint_unreferenced(FILE *f, const char *table, const char *column, const char *also) {
+        for (int t = TIER_RAW; t < _TIER_MAX; t++)
+                fprintf(f, " AND NOT EXISTS (SELECT 1 FROM %s WHERE %s = %s.id%s)",
+                        store_kinds[STORE_KIND_SITE].tables[t], column, table, also);
+}
+
+/* One step of a sweep: of the next batch of entries of the dictionary swept, deletes those no
+ * row of the site kind references. Sites first, then objects, which lose references as sites go.
+ * A bounded step whatever the size of the dictionaries: ids are looked at in order, from the
+ * cursor on, an index seek or four each. */
+static int sweep_step(Store *s, size_t batch, bool *more) {
+        const char *table = s->sweep == SWEEP_SITES ? "site" : "object";
+        _cleanup_free_ char *last_sql = NULL;
+        char *del = NULL;
+        size_t size = 0;
+        int64_t last;
+        FILE *f;
+        int r;
+
+        if (s->sweep == SWEEP_NONE)
+                return 0;
+        if (asprintf(&last_sql, "SELECT MAX(id) FROM (SELECT id FROM %s WHERE id > ?1 ORDER BY id LIMIT %zu)", table,
+                     batch) < 0)
+                return -ENOMEM;
+        r = sql_query_int(s->db, last_sql, s->sweep_cursor, &last);
+        if (r < 0)
+                return r;
+        if (last == INT64_MIN) {
+                /* This dictionary is done. */
+                if (s->sweep == SWEEP_SITES)
+                        s->sweep = SWEEP_OBJECTS;
+                else {
+                        s->sweep = s->sweep_again ? SWEEP_SITES : SWEEP_NONE;
+                        s->sweep_again = false;
+                }
+                s->sweep_cursor = 0;
+                *more = *more || s->sweep != SWEEP_NONE;
+                return 0;
+        }
+
+        f = open_memstream(&del, &size);
+        if (!f)
+                return -ENOMEM;
+        fprintf(f, "DELETE FROM %s WHERE id > %" PRId64 " AND id <= %" PRId64, table, s->sweep_cursor, last);
+        if (s->sweep == SWEEP_SITES)
+                fprint_unreferenced(f, "site", "site_id", "");
+        else {
+                fputs(" AND NOT EXISTS (SELECT 1 FROM site WHERE object_id = object.id)", f);
+                /* The term of the indexes' WHERE, so that they are used. */
+                fprint_unreferenced(f, "object", "memory_object_id", " AND memory_object_id != 0");
+        }
+        if (fclose(f) != 0) {
+                free(del);
+                return -ENOMEM;
+        }
+        r = exec_made(s, del);
+        if (r < 0)
+                return r;
+        if (sqlite3_changes(s->db) > 0)
+                store_site_ids_clear(s); /* the ids it remembers may be gone */
+        s->sweep_cursor = last;
+        *more = true;
         return 0;
 }
 
@@ -236,19 +354,27 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
                 /* Also when kept_from is there already: an earlier step may have stopped at a
                  * batch. Nothing left to delete is one index seek. */
                 if (cutoff > 0 && cutoff >= tiers[t].kept_from) {
-                        r = expire_tier(s, t, cutoff, ret->batch_rows, &more);
+                        r = expire_tier(s, tiers, t, cutoff, ret->batch_rows, &more);
                         if (r < 0)
                                 return r;
                 }
         }
 
         if (ret->max_bytes > 0 && store_used_bytes(s) > ret->max_bytes) {
+                /* The marks retention just moved (sites_may_lose_last() reads them). */
+                r = store_load_tiers(s, tiers);
+                if (r < 0)
+                        return r;
                 r = cap_size(s, tiers, ret->batch_rows, &more);
                 if (r < 0)
                         return r;
         }
 
         r = delete_gone_processes(s, ret->batch_rows, &more);
+        if (r < 0)
+                return r;
+
+        r = sweep_step(s, ret->batch_rows, &more);
         if (r < 0)
                 return r;
 

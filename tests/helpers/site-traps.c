@@ -3,7 +3,7 @@
  * functions with distinctive names, in the executable and in a shared library, so that a test
  * can check the file, offset and symbol trapstatd reports for each, and the exact counts.
  *
- * usage: site-traps [--ud N] [--bp N] [--null-child] [--pages N] [--hold-after SECONDS]
+ * usage: site-traps [--ud N] [--bp N] [--spread N] [--null-child] [--pages N] [--hold-after SECONDS]
  *
  * The steps given run in this order:
  *   --ud N          site_ud_main (this executable) executes one ud2 N times: #UD, SIGILL; the
@@ -15,6 +15,8 @@
  *   --pages N       site_touch_pages (this executable) writes one byte to each of N fresh
  *                   anonymous pages (no transparent huge pages): N user write faults at one
  *                   instruction
+ *   --spread N      N ud2 one after another in anonymous executable memory, as a JIT's code:
+ *                   N sites ("[anon]"), one trap each
  *   --hold-after S  then stays alive S seconds, or until it gets SIGUSR1, and exits 0
  *
  * prints, one line each, flushed at once (a test reads them to know where the workload is):
@@ -199,7 +201,7 @@ static void hold(long seconds) {
 }
 
 static _Noreturn void usage(void) {
-        fprintf(stderr, "usage: site-traps [--ud N] [--bp N] [--null-child] [--pages N] [--hold-after SECONDS]\n");
+        fprintf(stderr, "usage: site-traps [--ud N] [--bp N] [--spread N] [--null-child] [--pages N] [--hold-after SECONDS]\n");
         exit(2);
 }
 
@@ -214,8 +216,26 @@ static long number(const char *s) {
         return v;
 }
 
+/* n ud2 in a row in anonymous memory, then a ret: one call traps n times, at n addresses (the
+ * handler steps over each ud2 into the next). -1 when the memory cannot be had. */
+static int spread_ud(long n) {
+        size_t size = (size_t) n * 2 + 1;
+        unsigned char *code = mmap(NULL, size, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        if (code == MAP_FAILED)
+                return -1;
+        for (long i = 0; i < n; i++) {
+                code[2 * i] = 0x0f;
+                code[2 * i + 1] = 0x0b;
+        }
+        code[2 * n] = 0xc3;
+        ((void (*)(void)) code)();
+        munmap(code, size);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
-        long ud = 0, bp = 0, pages = 0, hold_sec = -1;
+        long ud = 0, bp = 0, pages = 0, hold_sec = -1, spread = 0;
         int child = 0;
         struct sigaction sa;
         sigset_t usr1;
@@ -231,6 +251,8 @@ int main(int argc, char *argv[]) {
                         bp = number(argv[++i]);
                 else if (strcmp(argv[i], "--pages") == 0)
                         pages = number(argv[++i]);
+                else if (strcmp(argv[i], "--spread") == 0)
+                        spread = number(argv[++i]);
                 else if (strcmp(argv[i], "--hold-after") == 0)
                         hold_sec = number(argv[++i]);
                 else
@@ -268,6 +290,19 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
                 say("done bp signals=%d", (int) sigtraps);
+        }
+        if (spread) {
+                long before = sigills;
+
+                if (spread_ud(spread) < 0) {
+                        perror("site-traps: mmap");
+                        return 3;
+                }
+                if (sigills - before != spread) {
+                        fprintf(stderr, "site-traps: %ld SIGILL for %ld ud2\n", (long) (sigills - before), spread);
+                        return 1;
+                }
+                say("done spread signals=%ld", spread);
         }
         if (child)
                 null_child();

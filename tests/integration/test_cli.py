@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import re
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -181,8 +182,8 @@ class Cli(SharedDaemonTest):
 
     def test_fault_sample_period(self):
         status = trapstat_json(self.daemon.socket, "status")
-        self.assertEqual(status["faultSamplePeriod"], 64)  # trapstatd's default --fault-sample
-        self.assertRegex(self.cli("status").stdout, r"(?m)^sites: +every trap; 1 in 64 page faults sampled$")
+        self.assertEqual(status["faultSamplePeriod"], 256)  # trapstatd's default --fault-sample
+        self.assertRegex(self.cli("status").stdout, r"(?m)^sites: +every trap; 1 in 256 page faults sampled$")
         with Daemon(extra_args=("--fault-sample", "0")) as off, Daemon(extra_args=("--fault-sample", "1024")) as other:
             self.assertEqual(trapstat_json(off.socket, "status")["faultSamplePeriod"], 0)
             self.assertIn("page faults not sampled", trapstat(off.socket, "status").stdout)
@@ -323,6 +324,136 @@ class Cli(SharedDaemonTest):
             p = self.cli(verb, "--help")
             self.assertIn(f"Usage: trapstat {verb}", p.stdout)
         self.assertIn("Exit status", self.cli("--help").stdout)
+
+
+# Sites written into a daemon's database by hand (schema/sql/0006-sites.sql), for a process row
+# of this boot written too: what Sites serves and trapstat prints is known exactly, without a
+# workload. A pid above any the kernel gives, so that it is never alive.
+PID = 4194399
+START_TIME = 123456789
+T0 = (int(time.time()) // 10 - 60) * 10 * 1000000  # a raw bucket ten minutes ago
+# Ids far above those of the rows the daemon writes itself while it runs (its own fault sites).
+O = 1000000
+OBJECTS = [(O + 1, "/usr/lib/x/libfoo.so", 2049, 77), (O + 2, "/usr/bin/app", 2049, 78),
+           (O + 3, "/var/lib/app/data.bin", 2049, 79), (O + 4, "[anon]", 0, 0)]
+SITE_ROWS = [(O + 1, O + 1, 0x1234, "foo_init", 0x14), (O + 2, O + 2, 0x2a00, "fill_buffer", 0x2a),
+             (O + 3, O + 4, 0x7f0000001000, None, None)]
+# (time_usec, kind, vector, period, site_id, memory, memory_object_id, count)
+COUNTS = [(T0, 0, 6, 1, O + 1, 0, 0, 37), (T0 + 10000000, 0, 6, 1, O + 1, 0, 0, 3),
+          (T0, 1, 14, 64, O + 2, 3, 0, 100), (T0, 1, 14, 64, O + 2, 1, O + 3, 2),
+          (T0, 0, 13, 1, O + 3, 6, 0, 5)]
+
+
+def site_json(kind, vector, obj, offset, symbol, symbol_offset, count, period, memory, memory_object):
+    return {"kind": kind, "vector": vector, "object": obj, "offset": offset, "symbol": symbol,
+            "symbolOffset": symbol_offset, "count": count, "sampled": kind == "fault", "period": period,
+            "estimated": count * period, "memory": memory, "memoryObject": memory_object}
+
+
+# Largest estimate first: the sums over both buckets of the #UD site.
+EXPECTED = [
+    site_json("fault", "PF", "/usr/bin/app", 0x2a00, "fill_buffer", 0x2a, 100, 64, "heap", None),
+    site_json("fault", "PF", "/usr/bin/app", 0x2a00, "fill_buffer", 0x2a, 2, 64, "file", "/var/lib/app/data.bin"),
+    site_json("trap", "UD", "/usr/lib/x/libfoo.so", 0x1234, "foo_init", 0x14, 40, 1, "none", None),
+    site_json("trap", "GP", "[anon]", 0x7f0000001000, None, None, 5, 1, "unmapped", None),
+]
+
+
+class SitesFromTheDatabase(unittest.TestCase):
+    """Sites end to end through trapstatd from rows of its database: the reply member by member,
+    kind, limit, the range, and the tables of sites and history."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        cls.daemon.start()
+        cls.daemon.stop()  # the database exists, migrated; now it is ours until the next start
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot_id = f.read().strip()
+        db = sqlite3.connect(os.path.join(cls.daemon.state_dir, "trapstat.db"))
+        with db:
+            db.execute("INSERT INTO process (boot_id, pid, start_time, comm, cmdline, uid, unit, first_seen_usec, "
+                       "last_seen_usec, exited) VALUES (?, ?, ?, 'sites-canned', NULL, 0, NULL, ?, ?, 1)",
+                       (boot_id, PID, START_TIME, T0, T0 + 20000000))
+            process_id = db.execute("SELECT id FROM process WHERE pid = ?", (PID,)).fetchone()[0]
+            db.executemany("INSERT INTO object (id, name, dev, ino) VALUES (?, ?, ?, ?)", OBJECTS)
+            db.executemany("INSERT INTO site (id, object_id, file_offset, symbol, symbol_offset) VALUES (?, ?, ?, ?, ?)",
+                           SITE_ROWS)
+            db.executemany("INSERT INTO site_raw (process_id, time_usec, kind, vector, period, site_id, memory, "
+                           "memory_object_id, count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(process_id, *c) for c in COUNTS])
+            # Written as ticks would have been: into the raw tier, not yet rolled up into the minute
+            # and hour tiers (trapstatd rolls them up when it starts again).
+            hour = T0 // 3600000000 * 3600000000
+            db.execute("UPDATE tier SET rolled_until_usec = MIN(rolled_until_usec, ?) WHERE name != 'raw'", (hour,))
+        db.close()
+        cls.daemon.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.__exit__(None, None, None)
+
+    def sites(self, **params):
+        return json.loads(trapstat(self.daemon.socket, "call", "io.trapstat.Sites",
+                                   json.dumps({"pid": PID, **params})).stdout)
+
+    def test_reply(self):
+        reply = self.sites()
+        self.assertEqual(reply["process"]["pid"], PID)
+        self.assertEqual(reply["process"]["startTime"], START_TIME)
+        self.assertTrue(reply["process"]["exited"])
+        self.assertEqual(reply["sites"], EXPECTED)
+        self.assertEqual(self.sites(startTime=START_TIME), reply)
+        self.assertEqual(trapstat_json(self.daemon.socket, "sites", str(PID)), reply)
+
+    def test_kind_limit_and_range(self):
+        self.assertEqual(self.sites(kind="trap")["sites"], EXPECTED[2:])
+        self.assertEqual(self.sites(kind="fault")["sites"], EXPECTED[:2])
+        self.assertEqual(self.sites(limit=1)["sites"], EXPECTED[:1])
+        self.assertEqual(self.sites(kind="trap", limit=1)["sites"], EXPECTED[2:3])
+        # The second bucket alone holds 3 of the 40 #UD; the first the rest.
+        self.assertEqual(self.sites(sinceUsec=T0 + 10000000)["sites"], [dict(EXPECTED[2], count=3, estimated=3)])
+        self.assertEqual(self.sites(untilUsec=T0 + 10000000)["sites"],
+                         EXPECTED[:2] + [dict(EXPECTED[2], count=37, estimated=37)] + EXPECTED[3:])
+        self.assertEqual(self.sites(sinceUsec=T0 + 20000000)["sites"], [])
+        p = trapstat(self.daemon.socket, "sites", str(PID), "--start-time", str(START_TIME + 1), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(f"no process with pid {PID}", p.stderr)
+
+    def test_table(self):
+        lines = trapstat(self.daemon.socket, "sites", str(PID)).stdout.split("\n")
+        self.assertEqual(lines[0], f"pid {PID} (sites-canned), user root (uid 0), exited")
+        self.assertRegex(lines[1], r"^KIND +VECTOR +COUNT +OBJECT +WHERE +MEMORY$")
+        self.assertRegex(lines[2], r"^fault +#PF +~6\.40k +/usr/bin/app +fill_buffer\+0x2a +\[heap\]$")
+        self.assertRegex(lines[3], r"^fault +#PF +~128 +/usr/bin/app +fill_buffer\+0x2a +/var/lib/app/data\.bin$")
+        self.assertRegex(lines[4], r"^trap +#UD +40 +/usr/lib/x/libfoo\.so +foo_init\+0x14 +-$")
+        self.assertRegex(lines[5], r"^trap +#GP +5 +\[anon\] +0x7f0000001000 +\[unmapped\]$")
+        self.assertEqual(lines[6:], ["~ fault counts are estimates: 1 in 64 sampled", ""])
+
+    def test_csv(self):
+        rows = list(csv.DictReader(io.StringIO(trapstat(self.daemon.socket, "sites", str(PID), "--csv").stdout)))
+        self.assertEqual([(r["kind"], r["vector"], r["count"], r["estimated"], r["memory"], r["memoryObject"])
+                          for r in rows],
+                         [("fault", "PF", "100", "6400", "heap", ""), ("fault", "PF", "2", "128", "file",
+                                                                        "/var/lib/app/data.bin"),
+                          ("trap", "UD", "40", "40", "none", ""), ("trap", "GP", "5", "5", "unmapped", "")])
+        self.assertEqual(rows[3]["offset"], str(0x7f0000001000))
+        self.assertEqual((rows[3]["symbol"], rows[3]["symbolOffset"]), ("", ""))
+        self.assertEqual((rows[2]["symbol"], rows[2]["symbolOffset"]), ("foo_init", "20"))
+
+    def test_history_top_trap_sites(self):
+        text = trapstat(self.daemon.socket, "history", str(PID)).stdout
+        section = text[text.index("top 3 trap sites\n"):].split("\n")
+        self.assertRegex(section[2], r"^  #UD +40 +/usr/lib/x/libfoo\.so +foo_init\+0x14 +-$")
+        self.assertRegex(section[3], r"^  #GP +5 +\[anon\] +0x7f0000001000 +\[unmapped\]$")
+        self.assertEqual(section[4:], [""])
+        # In the range asked for.
+        text = trapstat(self.daemon.socket, "history", str(PID), "--since", f"@{(T0 + 10000000) // 1000000}").stdout
+        section = text[text.index("top 3 trap sites\n"):].split("\n")
+        self.assertRegex(section[2], r"^  #UD +3 ")
+        self.assertEqual(section[3:], [""])
+        text = trapstat(self.daemon.socket, "history", str(PID), "--since", f"@{(T0 + 20000000) // 1000000}").stdout
+        self.assertNotIn("trap sites", text)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,10 @@ class MapCleanup(unittest.TestCase):
             self.assertFalse(set(pids) & map_tgids(maps["slot_owner"], in_value=True))
             self.assertFalse(set(pids) & map_tgids(maps["processes"]))
             self.assertFalse(set(pids) & map_tgids(maps["traps"]))
+            # Their sites were recorded (every trap has one) and left the site hash with them.
+            sites = trapstat_json(d.socket, "sites", str(pids[0]), "--traps")["sites"]
+            self.assertEqual(sum(s["count"] for s in sites), 5)
+            self.assertFalse(set(pids) & map_tgids(maps["sites"]))
             tracked = trapstat_json(d.socket, "status")["processesTracked"]
             self.assertLess(tracked, 1000)
 
@@ -247,7 +251,7 @@ class Sources(unittest.TestCase):
 
     def test_what_does_not_fit_is_counted_as_dropped(self):
         # One slot and room for one process in each hash: concurrent processes cannot all fit.
-        with Daemon(tick="2s", extra_args=["--slots", "1", "--max-processes", "1"]) as d:
+        with Daemon(tick="2s", extra_args=["--slots", "1", "--max-processes", "1", "--max-sites", "1"]) as d:
             procs = [subprocess.Popen([binary("RAISE_TRAPS"), "200", "--only", "UD"], stdout=subprocess.DEVNULL)
                      for _ in range(4)]
             procs += [subprocess.Popen([binary("FAULT_PAGES"), "2000"], stdout=subprocess.DEVNULL) for _ in range(4)]
@@ -258,9 +262,12 @@ class Sources(unittest.TestCase):
             # By kind: the faults and traps that did not fit, none of the events; the total is their sum.
             st = trapstat_json(d.socket, "status")
             kinds = {k["kind"]: k for k in st["dropsByKind"]}
-            self.assertEqual(set(kinds), {"fault_map_full", "trap_map_full", "exit_event_lost", "exec_event_lost"})
+            self.assertEqual(set(kinds), {"fault_map_full", "trap_map_full", "exit_event_lost", "exec_event_lost",
+                                          "site_map_full", "site_process_limit", "site_name_lost"})
             self.assertGreater(kinds["fault_map_full"]["count"], 0)
             self.assertGreater(kinds["trap_map_full"]["count"], 0)
+            # One site fits (--max-sites 1): the other traps' sites do not, and say so.
+            self.assertGreater(kinds["site_map_full"]["count"], 0)
             self.assertEqual(kinds["exit_event_lost"]["count"] + kinds["exec_event_lost"]["count"], 0)
             self.assertEqual(st["drops"], sum(k["count"] for k in kinds.values()))
             self.assertIn("one page fault not counted", kinds["fault_map_full"]["lost"])

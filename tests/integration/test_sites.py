@@ -460,6 +460,51 @@ class Sites(unittest.TestCase):
         s = self.one_site(own_reply, "trap", "site_ud_main")
         self.assertEqual((s["vector"], s["count"], s["object"]), ("UD", 3, os.path.realpath(paths["SITE_TRAPS"])))
 
+
+class SiteQuota(unittest.TestCase):
+    """An unprivileged user traps at 300 addresses (ud2 after ud2 in anonymous memory, as a JIT's
+    code would): with --max-sites-per-process 100 it gets 100 sites, every trap is still counted,
+    the 200 sites beyond its share are the drop site_process_limit, and root's process beside it
+    has its sites."""
+
+    SPREAD, SHARE = 300, 100
+
+    def test_one_process_cannot_take_the_site_map(self):
+        with Daemon(extra_args=["--max-sites-per-process", str(self.SHARE)]) as d:
+            uid = create_user(USER).pw_uid
+            try:
+                paths = copy_for_users(d.dir, "SITE_TRAPS")
+                lib = shutil.copy2(os.path.join(os.path.dirname(binary("SITE_TRAPS")), "libsite-traps.so"),
+                                   os.path.join(d.dir, "libsite-traps.so"))
+                os.chmod(lib, 0o755)
+                hostile = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups",
+                                          paths["SITE_TRAPS"], "--spread", str(self.SPREAD)],
+                                         capture_output=True, text=True, timeout=60)
+            finally:
+                remove_user(USER)
+            self.assertEqual(hostile.returncode, 0, hostile.stderr)
+            hostile_pid = int(hostile.stdout.split()[1])
+            root = subprocess.run([binary("SITE_TRAPS"), "--ud", "5"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(root.returncode, 0, root.stderr)
+            root_pid = int(root.stdout.split()[1])
+
+            def settled():
+                h = sites(d, hostile_pid, kind="trap", limit=10000)
+                r = sites(d, root_pid, kind="trap")
+                return (h, r) if h["process"]["exited"] and r["process"]["exited"] and traps_of(r) else None
+
+            h, r = stable(lambda: json.dumps(wait_for(settled, what="both processes' sites")), "their sites")
+            h, r = json.loads(h)
+            self.assertEqual(len(h["sites"]), self.SHARE)
+            self.assertTrue(all(s["object"] == "[anon]" and s["vector"] == "UD" and s["count"] == 1
+                                for s in h["sites"]), h["sites"][:3])
+            history = trapstat_json(d.socket, "history", str(hostile_pid))
+            self.assertEqual(history["total"]["traps"], {"UD": self.SPREAD})
+            drops = {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
+            self.assertEqual(drops["site_process_limit"], self.SPREAD - self.SHARE)
+            self.assertEqual(drops["site_map_full"], 0)
+            self.assertEqual([(s["symbol"], s["count"]) for s in r["sites"]], [("site_ud_main", 5)])
+
 if __name__ == "__main__":
     require_root_and_bpf()
     require_x86_64()  # the workload raises x86 exceptions

@@ -1035,6 +1035,131 @@ static void test_sites(void **state) {
         store_free(s);
 }
 
+/* What test_sites_tiers() expects of a range: the counts of a's three sites and b's one. */
+typedef struct SiteRange {
+        uint64_t since, until, trap, fault, anon, b;
+} SiteRange;
+
+static void check_ranges(Store *s, const SiteRange *ranges, size_t n, const SiteCount *b_site) {
+        for (size_t i = 0; i < n; i++) {
+                const SiteRange *x = &ranges[i];
+
+                assert_int_equal(site_total(s, 910, x->since, x->until, &trap_site), x->trap);
+                assert_int_equal(site_total(s, 910, x->since, x->until, &fault_site), x->fault);
+                assert_int_equal(site_total(s, 910, x->since, x->until, &anon_site), x->anon);
+                assert_int_equal(site_total(s, 911, x->since, x->until, b_site), x->b);
+        }
+}
+
+/* Two hours of sites, rolled up into minutes and hours: every sum over the whole range and over
+ * ranges the finer tiers still hold is what it was in the raw tier (each instant is read from
+ * one tier only), on the writer and on a reader. A process with sites only is kept while they
+ * are. Once the hour tier lets go of rows, the dictionary entries nothing references any more
+ * are deleted, and only those. */
+static void test_sites_tiers(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        StoreRetention keep = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 910, .start_time = 1, .comm = "a", .first_seen_usec = t0 };
+        ProcessInfo b = { .pid = 911, .start_time = 1, .comm = "b", .first_seen_usec = t0 };
+        ProcessInfo c = { .pid = 912, .start_time = 1, .comm = "c", .first_seen_usec = t0, .exited = true };
+        const SiteCount b_site = { .kind = SITE_FAULT, .vector = SITE_FAULT_VECTOR, .period = 64,
+                                   .object = (char *) "/usr/bin/b", .dev = 7, .ino = 8, .offset = 0x3000,
+                                   .symbol = (char *) "b_fn", .memory = MEMORY_FILE,
+                                   .memory_object = (char *) "/var/lib/b.dat", .memory_dev = 7, .memory_ino = 9 };
+        const SiteCount c_site = { .kind = SITE_TRAP, .vector = 4, .period = 1, .object = (char *) "/usr/bin/c",
+                                   .offset = 0x40, .memory = MEMORY_NONE };
+        const SiteRange ranges[] = {
+                { 0, UINT64_MAX, 240, 240, 120, 120 },
+                { t0 + 30 * M, t0 + 90 * M, 120, 120, 60, 60 },
+                { t0 + 90 * M, t0 + 120 * M, 60, 0, 0, 60 },
+                { t0 + 61 * M + 30 * S, t0 + 62 * M, 1, 0, 0, 1 },
+        };
+        char path[256];
+        Store *s, *r;
+
+        snprintf(path, sizeof(path), "%s/sites-tiers.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        /* A tick every 30 s for two hours: a traps throughout, faults in the first hour; b faults
+         * in the second; c, which has exited, has one trap site and nothing else. */
+        for (uint64_t i = 0; i < 240; i++) {
+                SiteCount a_sites[] = { with_count(trap_site, 1), with_count(fault_site, 2), with_count(anon_site, 1) };
+                SiteCount b_sites[] = { with_count(b_site, 1) }, c_sites[] = { with_count(c_site, 5) };
+                ProcessSample samples[] = {
+                        { &a, (Faults) { .user = 1 }, NULL, a_sites, i < 120 ? 3 : 1 },
+                        { &b, (Faults) { .user = 1 }, NULL, b_sites, i >= 120 },
+                        { &c, (Faults) {}, NULL, c_sites, 1 },
+                };
+
+                assert_int_equal(store_flush(s, t0 + i * 30 * S, samples, i == 0 ? 3 : 2), 0);
+        }
+
+        check_ranges(s, ranges, ELEMENTSOF(ranges), &b_site);
+        assert_int_equal(site_total(s, 912, 0, UINT64_MAX, &c_site), 5);
+
+        /* Rolled up, nothing expired: each stretch is in all three tiers, and read from one. */
+        maintain_until_done(s, t0 + 3 * H, &keep);
+        /* a: its trap in both hours, its two faults in the first; b; c. */
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_hour"), 2 + 2 + 1 + 1);
+        assert_int_equal(db_count(path, "SELECT SUM(count) FROM site_minute"), 240 + 240 + 120 + 120 + 5);
+        assert_int_equal(db_count(path, "SELECT SUM(count) FROM site_raw"), 240 + 240 + 120 + 120 + 5);
+        check_ranges(s, ranges, ELEMENTSOF(ranges), &b_site);
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        check_ranges(r, ranges, ELEMENTSOF(ranges), &b_site);
+        /* c has exited but still has sites: kept, with them. */
+        assert_int_equal(site_total(r, 912, 0, UINT64_MAX, &c_site), 5);
+
+        /* Raw and minutes kept an hour, hours two: only the hour tier has anything, its second
+         * hour. The first hour's sites and files are deleted with their last rows; c with its. */
+        {
+                StoreRetention short_ = { .raw_usec = H, .minute_usec = H, .hour_usec = 2 * H, .batch_rows = 2 };
+                ProcessInfo found;
+                int64_t id;
+
+                maintain_until_done(s, t0 + 3 * H, &short_);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_raw"), 0);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_minute"), 0);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_hour"), 2);
+                assert_int_equal(site_total(s, 910, 0, UINT64_MAX, &trap_site), 120);
+                assert_int_equal(site_total(s, 910, 0, UINT64_MAX, &fault_site), 0);
+                assert_int_equal(site_total(r, 911, 0, UINT64_MAX, &b_site), 120);
+                assert_int_equal(store_find_process(s, 912, 0, &id, &found), -ENOENT);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site"), 2);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object"), 3);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name IN "
+                                                "('/usr/bin/a', '/usr/bin/b', '/var/lib/b.dat')"),
+                                 3);
+
+                /* The fault site again, its entries new (none of the ids remembered of the old
+                 * ones is used), in the current minute: in the raw tier only. */
+                {
+                        SiteCount one = with_count(fault_site, 1);
+                        ProcessSample sample = { &a, (Faults) {}, NULL, &one, 1 };
+                        SiteCount *sites;
+                        size_t n;
+
+                        assert_int_equal(store_flush(s, t0 + 4 * H + 5 * S, &sample, 1), 0);
+                        assert_int_equal(
+                                store_sites(s, process_id(s, 910), t0 + 4 * H, UINT64_MAX, -1, 10, &sites, &n), 0);
+                        assert_int_equal(n, 1);
+                        assert_site(&sites[0], &fault_site, 1);
+                        site_counts_free(sites, n);
+                }
+                /* The hour tier lets go of the second hour: of the dictionaries, only what the raw
+                 * row references stays. */
+                maintain_until_done(s, t0 + 4 * H + 10 * S, &short_);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_hour"), 0);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_raw"), 1);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site"), 1);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object"), 2);
+                assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name IN "
+                                                "('/usr/lib/libc.so.6', '/var/lib/data.bin')"),
+                                 2);
+                assert_int_equal(site_total(r, 910, 0, UINT64_MAX, &fault_site), 1);
+        }
+        store_free(r);
+        store_free(s);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_migrate_embedded),
@@ -1051,6 +1176,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_sites),
+                cmocka_unit_test(test_sites_tiers),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");
