@@ -6,6 +6,7 @@ CLI's tables; and no sites of root's process for another user.
 
 The expected file offsets and symbol offsets are computed here independently of trapstatd, from
 nm, objdump and readelf (binutils) on the workload's own files."""
+import functools
 import json
 import os
 import re
@@ -100,6 +101,17 @@ def default_fault_sample():
     return int(m.group(1))
 
 
+def sites_once_known(d, pid, **params):
+    """The Sites reply for pid, or None while the daemon does not know the process yet (it learns
+    of it at its next tick)."""
+    p = trapstat(d.socket, "call", "io.trapstat.Sites", json.dumps({"pid": pid, **params}), check=False)
+    if p.returncode != 0 and f"no process with pid {pid}" in p.stderr:
+        return None
+    if p.returncode != 0:
+        raise AssertionError(f"Sites of {pid} failed: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
 def traps_of(reply):
     return [s for s in reply["sites"] if s["kind"] == "trap"]
 
@@ -120,6 +132,18 @@ def stable(get, what, timeout=20):
         return now if same else None
 
     return wait_for(settled, timeout=timeout, interval=1, what=what)
+
+
+def in_both_phases(check):
+    """A test of check(self, answers) on the answers while the workload lived and again after it
+    exited, each in a subTest."""
+    @functools.wraps(check)
+    def test(self):
+        for phase, answers in (("alive", self.live), ("exited", self.after)):
+            with self.subTest(phase=phase):
+                check(self, answers)
+
+    return test
 
 
 class Sites(unittest.TestCase):
@@ -154,12 +178,14 @@ class Sites(unittest.TestCase):
                     raise AssertionError(f"site-traps ended early ({workload.wait()}): {workload.stderr.read()}\n"
                                          f"{''.join(lines)}")
                 lines.append(line)
-            steps = {f[1]: dict(kv.split("=") for kv in f[2:]) for f in map(str.split, lines) if f[0] == "done"}
-            cls.steps = steps
-            cls.pid = int(next(l.split()[1] for l in lines if l.startswith("pid ")))
-            cls.child = int(next(l.split()[1] for l in lines if l.startswith("child ")))
-            assert steps["ud"]["signals"] == str(UD) and steps["bp"]["signals"] == str(BP), steps
-            assert steps["null-child"]["signal"] == str(int(signal.SIGSEGV)), steps
+            words = [line.split() for line in lines]
+            cls.steps = {w[1]: dict(kv.split("=") for kv in w[2:]) for w in words if w[0] == "done"}
+            cls.pid = int(next(w[1] for w in words if w[0] == "pid"))
+            cls.child = int(next(w[1] for w in words if w[0] == "child"))
+            # The workload checks its signals itself; what it says it did is what the tests expect.
+            if (cls.steps["ud"]["signals"], cls.steps["bp"]["signals"], cls.steps["null-child"]["signal"]) != \
+                    (str(UD), str(BP), str(int(signal.SIGSEGV))):
+                raise AssertionError(f"site-traps did not do what was asked: {cls.steps}")
 
             # The counters first (exact, and drained each tick): the sites are drained with them.
             def counted():
@@ -198,12 +224,6 @@ class Sites(unittest.TestCase):
 
         return stable(get, f"Sites {when}")
 
-    def each_phase(self):
-        """(name, answers) while alive and after the exit, each in a subTest."""
-        for name, answers in (("alive", self.live), ("exited", self.after)):
-            with self.subTest(phase=name):
-                yield name, answers
-
     def one_site(self, reply, kind, name):
         found = [s for s in reply["sites"] if s["kind"] == kind and s["symbol"] == name]
         self.assertEqual(len(found), 1, f"{kind} sites in {name}: {json.dumps(reply['sites'], indent=1)}")
@@ -211,68 +231,52 @@ class Sites(unittest.TestCase):
 
     # ---- The traps: exact ----
 
-    def test_ud_in_the_executable(self):
+    def assert_site(self, site, expected):
+        """The whole Site as expected, so that a failure shows every member that differs."""
+        self.maxDiff = None
+        self.assertEqual(site, expected, f"offset {site['offset']:#x}, expected {expected['offset']:#x}")
+
+    @in_both_phases
+    def test_ud_in_the_executable(self, a):
         offset, symbol_offset = expected_site(self.exe, "site_ud_main", "ud2")
-        for _, a in self.each_phase():
-            s = self.one_site(a["all"], "trap", "site_ud_main")
-            self.assertEqual(s["vector"], "UD")
-            self.assertEqual(s["count"], UD)
-            self.assertEqual(s["object"], self.exe)
-            self.assertFalse(s["sampled"])
-            self.assertEqual(s["period"], 1)
-            self.assertEqual(s["estimated"], UD)
-            # The instruction itself: the ud2's offset in the file (not its address), and from
-            # the start of the function.
-            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x}")
-            self.assertEqual(s["symbolOffset"], symbol_offset)
+        self.assert_site(self.one_site(a["all"], "trap", "site_ud_main"), {
+            "kind": "trap", "vector": "UD", "count": UD, "sampled": False, "period": 1, "estimated": UD,
+            # The instruction itself: the ud2's offset in the file (not its address), and from the
+            # start of the function.
+            "object": self.exe, "offset": offset, "symbol": "site_ud_main", "symbolOffset": symbol_offset,
             # SIGILL's si_addr is the ud2: in the executable's mapping.
-            self.assertEqual(s["memory"], "file")
-            self.assertEqual(s["memoryObject"], self.exe)
+            "memory": "file", "memoryObject": self.exe})
 
-    def test_bp_in_the_shared_library(self):
+    @in_both_phases
+    def test_bp_in_the_shared_library(self, a):
         offset, symbol_offset = expected_site(self.lib, "site_bp_lib", "int3")
-        for _, a in self.each_phase():
-            s = self.one_site(a["all"], "trap", "site_bp_lib")
-            self.assertEqual(s["vector"], "BP")
-            self.assertEqual(s["count"], BP)
-            self.assertTrue(s["object"].endswith("/libsite-traps.so"), s["object"])
-            self.assertEqual(s["object"], self.lib)
-            self.assertFalse(s["sampled"])
-            self.assertEqual(s["period"], 1)
-            self.assertEqual(s["estimated"], BP)
+        s = self.one_site(a["all"], "trap", "site_bp_lib")
+        self.assertTrue(s["object"].endswith("/libsite-traps.so"), s["object"])
+        self.assert_site(s, {
+            "kind": "trap", "vector": "BP", "count": BP, "sampled": False, "period": 1, "estimated": BP,
             # The int3 itself, although the trap leaves RIP past it.
-            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the int3)")
-            self.assertEqual(s["symbolOffset"], symbol_offset)
+            "object": self.lib, "offset": offset, "symbol": "site_bp_lib", "symbolOffset": symbol_offset,
             # SIGTRAP from int3 (SI_KERNEL) carries no address.
-            self.assertEqual(s["memory"], "none")
-            self.assertIsNone(s["memoryObject"])
+            "memory": "none", "memoryObject": None})
 
-    def test_only_those_two_traps(self):
-        for _, a in self.each_phase():
-            self.assertEqual(sorted((s["symbol"], s["vector"], s["count"]) for s in traps_of(a["all"])),
-                             [("site_bp_lib", "BP", BP), ("site_ud_main", "UD", UD)])
+    @in_both_phases
+    def test_only_those_two_traps(self, a):
+        self.assertEqual(sorted(((s["symbol"], s["vector"], s["count"]) for s in traps_of(a["all"])), key=str),
+                         [("site_bp_lib", "BP", BP), ("site_ud_main", "UD", UD)], json.dumps(a["all"], indent=1))
 
-    def test_the_dead_child(self):
+    @in_both_phases
+    def test_the_dead_child(self, a):
         offset, symbol_offset = expected_site(self.exe, "site_null_write", STORE_ONE)
-        for _, a in self.each_phase():
-            reply = a["child"]
-            self.assertEqual(reply["process"]["pid"], self.child)
-            self.assertTrue(reply["process"]["exited"])
-            traps = traps_of(reply)
-            self.assertEqual(len(traps), 1, traps)
-            s = traps[0]
-            self.assertEqual(s["symbol"], "site_null_write")
-            self.assertEqual(s["vector"], "PF")
-            self.assertEqual(s["count"], 1)
-            self.assertEqual(s["object"], self.exe)
-            self.assertFalse(s["sampled"])
-            self.assertEqual(s["period"], 1)
-            self.assertEqual(s["estimated"], 1)
-            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the store)")
-            self.assertEqual(s["symbolOffset"], symbol_offset)
+        reply = a["child"]
+        self.assertEqual(reply["process"]["pid"], self.child)
+        self.assertTrue(reply["process"]["exited"])
+        traps = traps_of(reply)
+        self.assertEqual(len(traps), 1, traps)
+        self.assert_site(traps[0], {
+            "kind": "trap", "vector": "PF", "count": 1, "sampled": False, "period": 1, "estimated": 1,
+            "object": self.exe, "offset": offset, "symbol": "site_null_write", "symbolOffset": symbol_offset,
             # Address 8: no mapping.
-            self.assertEqual(s["memory"], "unmapped")
-            self.assertIsNone(s["memoryObject"])
+            "memory": "unmapped", "memoryObject": None})
 
     # ---- The page faults: sampled ----
 
@@ -281,53 +285,54 @@ class Sites(unittest.TestCase):
         self.assertEqual(self.period, default_fault_sample())
         self.assertGreater(self.period, 1)
 
-    def test_top_fault_site_is_the_page_toucher(self):
+    @in_both_phases
+    def test_top_fault_site_is_the_page_toucher(self, a):
         offset, symbol_offset = expected_site(self.exe, "site_touch_pages", STORE_ONE)
         self.assertEqual(self.steps["pages"]["minflt"], str(PAGES))  # one fault a page, no huge pages
-        for _, a in self.each_phase():
-            faults = faults_of(a["all"])
-            self.assertTrue(faults, a["all"])
-            s = faults[0]
-            self.assertEqual(s["symbol"], "site_touch_pages", json.dumps(faults, indent=1))
-            self.assertEqual(s["object"], self.exe)
-            self.assertEqual(s["vector"], "PF")
-            self.assertTrue(s["sampled"])
-            self.assertEqual(s["period"], self.period)
-            # One in period of each CPU's faults of the process: about 100000 / period, however
-            # the faults fell on the CPUs.
-            expected = PAGES / self.period
-            self.assertLessEqual(abs(s["count"] - expected), expected * 0.25, s)
-            self.assertEqual(s["estimated"], s["count"] * self.period)
-            self.assertEqual(s["offset"], offset, f"{s['offset']:#x} != {offset:#x} (the store)")
-            self.assertEqual(s["symbolOffset"], symbol_offset)
-            self.assertEqual(s["memory"], "anon")
-            self.assertIsNone(s["memoryObject"])
-            # Nothing else in the process faulted nearly as often.
-            for other in faults[1:]:
-                self.assertLess(other["estimated"], PAGES / 10, other)
+        faults = faults_of(a["all"])
+        self.assertTrue(faults, a["all"])
+        s = faults[0]
+        # One in period of each CPU's faults of the process: about 100000 / period, however the
+        # faults fell on the CPUs.
+        expected = PAGES / self.period
+        self.assertLessEqual(abs(s["count"] - expected), expected * 0.25, s)
+        self.assert_site(s, {
+            "kind": "fault", "vector": "PF", "count": s["count"], "sampled": True, "period": self.period,
+            "estimated": s["count"] * self.period,
+            "object": self.exe, "offset": offset, "symbol": "site_touch_pages", "symbolOffset": symbol_offset,
+            "memory": "anon", "memoryObject": None})
+        # Nothing else in the process faulted nearly as often.
+        for other in faults[1:]:
+            self.assertLess(other["estimated"], PAGES / 10, other)
+
+    def test_no_site_was_dropped(self):
+        # Else a count above could be short for want of room, not for a wrong attribution.
+        drops = {k["kind"]: k["count"] for k in trapstat_json(self.daemon.socket, "status")["dropsByKind"]}
+        self.assertEqual({k: v for k, v in drops.items() if k.startswith("site_")},
+                         {"site_map_full": 0, "site_name_lost": 0, "site_process_limit": 0})
 
     # ---- The method's parameters and order ----
 
-    def test_most_events_first(self):
-        for _, a in self.each_phase():
-            estimated = [s["estimated"] for s in a["all"]["sites"]]
-            self.assertEqual(estimated, sorted(estimated, reverse=True))
-            for s in a["all"]["sites"]:
-                self.assertEqual(s["estimated"], s["count"] * s["period"], s)
+    @in_both_phases
+    def test_most_events_first(self, a):
+        estimated = [s["estimated"] for s in a["all"]["sites"]]
+        self.assertEqual(estimated, sorted(estimated, reverse=True))
+        for s in a["all"]["sites"]:
+            self.assertEqual(s["estimated"], s["count"] * s["period"], s)
 
-    def test_kind(self):
-        for _, a in self.each_phase():
-            self.assertEqual(a["trap"]["sites"], traps_of(a["all"]))
-            self.assertEqual(a["fault"]["sites"], faults_of(a["all"])[:20])
-            self.assertTrue(a["trap"]["sites"])
-            self.assertTrue(a["fault"]["sites"])
+    @in_both_phases
+    def test_kind(self, a):
+        self.assertEqual(a["trap"]["sites"], traps_of(a["all"]))
+        self.assertEqual(a["fault"]["sites"], faults_of(a["all"])[:20])
+        self.assertTrue(a["trap"]["sites"])
+        self.assertTrue(a["fault"]["sites"])
 
-    def test_limit(self):
-        for _, a in self.each_phase():
-            self.assertEqual(len(a["limit1"]["sites"]), 1)
-            self.assertEqual(a["limit1"]["sites"][0], a["all"]["sites"][0])
-            self.assertEqual(a["limit1"]["sites"][0]["symbol"], "site_touch_pages")
-            self.assertEqual(a["default"]["sites"], a["all"]["sites"][:20])
+    @in_both_phases
+    def test_limit(self, a):
+        self.assertEqual(len(a["limit1"]["sites"]), 1)
+        self.assertEqual(a["limit1"]["sites"][0], a["all"]["sites"][0])
+        self.assertEqual(a["limit1"]["sites"][0]["symbol"], "site_touch_pages")
+        self.assertEqual(a["default"]["sites"], a["all"]["sites"][:20])
 
     def test_the_process(self):
         self.assertEqual(self.live["all"]["process"]["pid"], self.pid)
@@ -501,15 +506,12 @@ class SiteQuota(unittest.TestCase):
             root_pid = int(root.stdout.split()[1])
 
             def settled():
-                try:
-                    h = sites(d, hostile_pid, kind="trap", limit=10000)
-                    r = sites(d, root_pid, kind="trap")
-                except AssertionError:  # not stored yet: NoSuchProcess
-                    return None
-                return (h, r) if h["process"]["exited"] and r["process"]["exited"] and traps_of(r) else None
+                h = sites_once_known(d, hostile_pid, kind="trap", limit=10000)
+                r = sites_once_known(d, root_pid, kind="trap")
+                return (h, r) if h and r and h["process"]["exited"] and r["process"]["exited"] and traps_of(r) \
+                    else None
 
-            h, r = stable(lambda: json.dumps(wait_for(settled, what="both processes' sites")), "their sites")
-            h, r = json.loads(h)
+            h, r = stable(lambda: wait_for(settled, what="both processes' sites"), "their sites")
             self.assertEqual(len(h["sites"]), self.SHARE)
             self.assertTrue(all(s["object"] == "[anon]" and s["vector"] == "UD" and s["count"] == 1
                                 for s in h["sites"]), h["sites"][:3])
