@@ -209,7 +209,7 @@ def need_tracepoint():
 
 class Trapstatd(Tracer):
     name = "trapstatd"
-    command = "trapstatd --state-dir TMP --socket TMP/io.trapstat --tick 1s (default sources, fault sites 1 in 64)"
+    command = "trapstatd --state-dir TMP --socket TMP/io.trapstat --tick 1s (default sources, fault sites 1 in 512)"
     extra_args = []
 
     def __init__(self, tmp, bins):

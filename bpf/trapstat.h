@@ -221,7 +221,7 @@ struct ts_site_quota {
 _Static_assert(sizeof(struct ts_site_quota) == 8, "struct ts_site_quota layout is shared with BPF");
 /* One in this many user page faults of a process on one CPU records its site; a power of two,
  * 0 for none; configurable at load time (trapstatd --fault-sample). */
-#define TS_DEFAULT_FAULT_SAMPLE 256
+#define TS_DEFAULT_FAULT_SAMPLE 512
 
 /* The path of a mapped file, written by BPF the first time one of its sites is recorded, from
  * the dentry up to the root of the mount tree: components innermost first, each cut to

@@ -182,8 +182,8 @@ class Cli(SharedDaemonTest):
 
     def test_fault_sample_period(self):
         status = trapstat_json(self.daemon.socket, "status")
-        self.assertEqual(status["faultSamplePeriod"], 256)  # trapstatd's default --fault-sample
-        self.assertRegex(self.cli("status").stdout, r"(?m)^sites: +every trap; 1 in 256 page faults sampled$")
+        self.assertEqual(status["faultSamplePeriod"], 512)  # trapstatd's default --fault-sample
+        self.assertRegex(self.cli("status").stdout, r"(?m)^sites: +every trap; 1 in 512 page faults sampled$")
         with Daemon(extra_args=("--fault-sample", "0")) as off, Daemon(extra_args=("--fault-sample", "1024")) as other:
             self.assertEqual(trapstat_json(off.socket, "status")["faultSamplePeriod"], 0)
             self.assertIn("page faults not sampled", trapstat(off.socket, "status").stdout)
