@@ -251,7 +251,7 @@ class Sources(unittest.TestCase):
 
     def test_what_does_not_fit_is_counted_as_dropped(self):
         # One slot and room for one process in each hash: concurrent processes cannot all fit.
-        with Daemon(tick="2s", extra_args=["--slots", "1", "--max-processes", "1", "--max-sites", "1"]) as d:
+        with Daemon(tick="2s", extra_args=["--slots", "1", "--max-processes", "1"]) as d:
             procs = [subprocess.Popen([binary("RAISE_TRAPS"), "200", "--only", "UD"], stdout=subprocess.DEVNULL)
                      for _ in range(4)]
             procs += [subprocess.Popen([binary("FAULT_PAGES"), "2000"], stdout=subprocess.DEVNULL) for _ in range(4)]
@@ -266,14 +266,26 @@ class Sources(unittest.TestCase):
                                           "site_map_full", "site_process_limit", "site_name_lost"})
             self.assertGreater(kinds["fault_map_full"]["count"], 0)
             self.assertGreater(kinds["trap_map_full"]["count"], 0)
-            # One site fits (--max-sites 1): the other traps' sites do not, and say so.
-            self.assertGreater(kinds["site_map_full"]["count"], 0)
             self.assertEqual(kinds["exit_event_lost"]["count"] + kinds["exec_event_lost"]["count"], 0)
             self.assertEqual(st["drops"], sum(k["count"] for k in kinds.values()))
             self.assertIn("one page fault not counted", kinds["fault_map_full"]["lost"])
             status = trapstat(d.socket, "status").stdout
             self.assertRegex(status, r"\n  fault_map_full +\d+: one page fault not counted")
             self.assertNotIn("exit_event_lost", status)  # kinds at zero are not printed
+
+    def test_sites_that_do_not_fit_are_counted_as_dropped(self):
+        # One site fits (--max-sites 1) and no fault takes it (--fault-sample 0): of one process's
+        # two trapping instructions (raise_ud, raise_bp), the second's every trap is a drop; the
+        # traps themselves are all counted.
+        with Daemon(extra_args=["--max-sites", "1", "--fault-sample", "0"]) as d:
+            pid = run("RAISE_TRAPS", 200, "--only", "UD,BP")["pid"]
+            h = exited_history(d, pid)
+            self.assertEqual(h["total"]["traps"], {"UD": 200, "BP": 200})
+            drops = {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
+            self.assertEqual(drops["site_map_full"], 200)
+            sites = trapstat_json(d.socket, "sites", str(pid))["sites"]
+            self.assertEqual([(s["kind"], s["count"]) for s in sites], [("trap", 200)])
+            self.assertIn(sites[0]["symbol"], ("raise_ud", "raise_bp"))
 
     def test_proc_stat_replaces_the_task_iterator(self):
         # As on a kernel where the task iterator cannot attach: minor/major from /proc/PID/stat.
