@@ -216,23 +216,54 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         return submit(call, m, true, run_top, args, free);
 }
 
-/* In a worker: the process a History or Sites call names (pid, and startTime or 0 for the newest
- * incarnation), if the caller (uid >= 0: only that user's processes) may see it. Returns 1 and
- * the process; or 0 and the reply to send instead (NoSuchProcess, PermissionDenied,
+/* What a call about one process over a stretch of time (History, Sites) names, and who asks. */
+typedef struct ProcessRange {
+        uint32_t pid;
+        uint64_t start_time; /* 0: the newest incarnation */
+        uint64_t since_usec, until_usec;
+        int64_t uid;         /* >= 0: the caller sees only this user's processes */
+} ProcessRange;
+
+/* Reads pid, startTime, sinceUsec and untilUsec into *ret; the member out of bounds, or NULL. */
+static const char *process_range_read(VarlinkCall *call, json_t *parameters, ProcessRange *ret) {
+        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
+        int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
+
+        if (!in_range(pid, 1, UINT32_MAX))
+                return "pid";
+        if (start_time < 0)
+                return "startTime";
+        if (since < 0)
+                return "sinceUsec";
+        if (until < 0)
+                return "untilUsec";
+        /* An empty range is a mistake to point out, not a question with an empty answer. */
+        if (since > until)
+                return "untilUsec";
+        *ret = (ProcessRange) { .pid = (uint32_t) pid,
+                                .start_time = (uint64_t) start_time,
+                                .since_usec = (uint64_t) since,
+                                .until_usec = (uint64_t) until,
+                                .uid = visible_uid(call) };
+        return NULL;
+}
+
+/* In a worker: the process a History or Sites call names, if the caller may see it. Returns 1
+ * and the process; or 0 and the reply to send instead (NoSuchProcess, PermissionDenied,
  * DatabaseError) in *ret; or a negative errno. */
-static int find_process(Store *reader, uint32_t pid, uint64_t start_time, int64_t uid, int64_t *ret_id,
-                        ProcessInfo *ret_process, VarlinkReply **ret) {
+static int find_process(Store *reader, const ProcessRange *range, int64_t *ret_id, ProcessInfo *ret_process,
+                        VarlinkReply **ret) {
         ProcessInfo process;
         int64_t id;
         int r;
 
-        r = store_find_process(reader, pid, start_time, &id, &process);
+        r = store_find_process(reader, range->pid, range->start_time, &id, &process);
         if (r == -ENOENT)
-                return varlink_reply_new_error("io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", (json_int_t) pid),
-                                               ret);
+                return varlink_reply_new_error("io.trapstat.NoSuchProcess",
+                                               json_pack("{s:I}", "pid", (json_int_t) range->pid), ret);
         if (r < 0)
                 return database_error(reader, r, ret);
-        if (uid >= 0 && process.uid != uid) {
+        if (range->uid >= 0 && process.uid != range->uid) {
                 process_info_done(&process);
                 return varlink_reply_new_error("org.varlink.service.PermissionDenied", NULL, ret);
         }
@@ -242,10 +273,8 @@ static int find_process(Store *reader, uint32_t pid, uint64_t start_time, int64_
 }
 
 typedef struct HistoryArgs {
-        uint32_t pid;
-        uint64_t start_time, since_usec, until_usec;
+        ProcessRange range;
         int64_t resolution_sec; /* 0: chosen by the process's lifetime */
-        int64_t uid;
 } HistoryArgs;
 
 static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
@@ -260,14 +289,15 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         size_t n;
         int r;
 
-        r = find_process(reader, a->pid, a->start_time, a->uid, &id, &process, ret);
+        r = find_process(reader, &a->range, &id, &process, ret);
         if (r <= 0)
                 return r;
 
         if (resolution == 0)
                 resolution = (int64_t) tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec,
-                                                                   a->since_usec, a->until_usec);
-        r = store_history(reader, id, a->since_usec, a->until_usec, (uint64_t) resolution * USEC_PER_SEC, &rows, &n);
+                                                                   a->range.since_usec, a->range.until_usec);
+        r = store_history(reader, id, a->range.since_usec, a->range.until_usec, (uint64_t) resolution * USEC_PER_SEC,
+                          &rows, &n);
         if (r < 0) {
                 process_info_done(&process);
                 return database_error(reader, r, ret);
@@ -288,34 +318,16 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
-/* The member of a call about one process over a stretch of time (History, Sites) that is out of
- * bounds; NULL when all are in. */
-static const char *process_range_invalid(int64_t pid, int64_t start_time, int64_t since, int64_t until) {
-        if (!in_range(pid, 1, UINT32_MAX))
-                return "pid";
-        if (start_time < 0)
-                return "startTime";
-        if (since < 0)
-                return "sinceUsec";
-        if (until < 0)
-                return "untilUsec";
-        /* An empty range is a mistake to point out, not a question with an empty answer. */
-        if (since > until)
-                return "untilUsec";
-        return NULL;
-}
-
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
-        int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
         int64_t resolution = param_int(parameters, "resolutionSec", 0);
         bool have_resolution = param_present(parameters, "resolutionSec");
+        ProcessRange range;
         const char *bad;
         HistoryArgs *args;
         int r;
 
-        bad = process_range_invalid(pid, start_time, since, until);
+        bad = process_range_read(call, parameters, &range);
         if (bad)
                 return varlink_call_error_invalid_parameter(call, bad);
         if (have_resolution && (resolution < 1 || (uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
@@ -327,21 +339,14 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         args = malloc(sizeof(*args));
         if (!args)
                 return -ENOMEM;
-        *args = (HistoryArgs) { .pid = (uint32_t) pid,
-                                .start_time = (uint64_t) start_time,
-                                .since_usec = (uint64_t) since,
-                                .until_usec = (uint64_t) until,
-                                .resolution_sec = have_resolution ? resolution : 0,
-                                .uid = visible_uid(call) };
+        *args = (HistoryArgs) { .range = range, .resolution_sec = have_resolution ? resolution : 0 };
         return submit(call, m, true, run_history, args, free);
 }
 
 typedef struct SitesArgs {
-        uint32_t pid;
-        uint64_t start_time, since_usec, until_usec;
+        ProcessRange range;
         int kind; /* a SiteKind, or -1 for both */
         size_t limit;
-        int64_t uid;
 } SitesArgs;
 
 static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
@@ -354,10 +359,10 @@ static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
         size_t n;
         int r;
 
-        r = find_process(reader, a->pid, a->start_time, a->uid, &id, &process, ret);
+        r = find_process(reader, &a->range, &id, &process, ret);
         if (r <= 0)
                 return r;
-        r = store_sites(reader, id, a->since_usec, a->until_usec, a->kind, a->limit, &sites, &n);
+        r = store_sites(reader, id, a->range.since_usec, a->range.until_usec, a->kind, a->limit, &sites, &n);
         if (r < 0) {
                 process_info_done(&process);
                 return database_error(reader, r, ret);
@@ -375,16 +380,15 @@ static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
 
 static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
-        int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
         int64_t limit = param_int(parameters, "limit", SITES_DEFAULT_LIMIT);
         const char *kind_name = param_string(parameters, "kind");
         SiteKind kind = SITE_TRAP;
+        ProcessRange range;
         const char *bad;
         SitesArgs *args;
         int r;
 
-        bad = process_range_invalid(pid, start_time, since, until);
+        bad = process_range_read(call, parameters, &range);
         if (bad)
                 return varlink_call_error_invalid_parameter(call, bad);
         /* The IDL's enum SiteKind let only its names through: a failure here is a bug. */
@@ -398,13 +402,7 @@ static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
         args = malloc(sizeof(*args));
         if (!args)
                 return -ENOMEM;
-        *args = (SitesArgs) { .pid = (uint32_t) pid,
-                              .start_time = (uint64_t) start_time,
-                              .since_usec = (uint64_t) since,
-                              .until_usec = (uint64_t) until,
-                              .kind = kind_name ? (int) kind : -1,
-                              .limit = (size_t) limit,
-                              .uid = visible_uid(call) };
+        *args = (SitesArgs) { .range = range, .kind = kind_name ? (int) kind : -1, .limit = (size_t) limit };
         /* Sites are written to the raw tier at once, never pending (store_flush()): nothing to
          * settle first. */
         return submit(call, m, false, run_sites, args, free);
