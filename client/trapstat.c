@@ -43,6 +43,28 @@ static int parse_time_arg(const char *usage, const char *option, const char *val
         return r < 0 ? -EINVAL : 0;
 }
 
+/* The one operand of history and sites, a pid, once getopt_long() moved the options after it
+ * ("history 4242 --since 2h") before it; -EINVAL when the usage error is printed. */
+static int parse_pid_operand(const char *usage, const char *verb, int argc, char *argv[], uint32_t *ret) {
+        long long v;
+
+        if (optind >= argc) {
+                usage_error(usage, "%s: missing PID", verb);
+                return -EINVAL;
+        }
+        if (parse_int_arg(argv[optind], 1, UINT32_MAX, &v) < 0) {
+                usage_error(usage, "%s: invalid pid '%s': expected a process id (a positive integer)", verb,
+                            argv[optind]);
+                return -EINVAL;
+        }
+        if (optind + 1 < argc) {
+                usage_error(usage, "%s: unexpected argument '%s'", verb, argv[optind + 1]);
+                return -EINVAL;
+        }
+        *ret = (uint32_t) v;
+        return 0;
+}
+
 static const char *const history_usage =
         "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--json|--csv]";
 
@@ -55,7 +77,8 @@ static int verb_history(int argc, char *argv[]) {
         };
         uint64_t since = 0, until = 0, step = 0, now = now_usec(CLOCK_REALTIME);
         bool has_since = false, has_until = false, csv = false;
-        long long pid, start_time = -1;
+        long long start_time = -1;
+        uint32_t pid;
         _cleanup_json_ json_t *params = NULL, *reply = NULL, *list = NULL;
         SiteCount *trap_sites = NULL;
         size_t n_trap_sites = 0;
@@ -111,14 +134,8 @@ static int verb_history(int argc, char *argv[]) {
                         fprintf(stderr, "%s\n", history_usage);
                         return EXIT_USAGE;
                 }
-        if (optind >= argc)
-                return usage_error(history_usage, "history: missing PID");
-        if (parse_int_arg(argv[optind], 1, UINT32_MAX, &pid) < 0)
-                return usage_error(history_usage, "history: invalid pid '%s': expected a process id (a positive integer)",
-                                   argv[optind]);
-        /* getopt moved the options after the pid ("history 4242 --since 2h") before it. */
-        if (optind + 1 < argc)
-                return usage_error(history_usage, "history: unexpected argument '%s'", argv[optind + 1]);
+        if (parse_pid_operand(history_usage, "history", argc, argv, &pid) < 0)
+                return EXIT_USAGE;
         if (csv && arg_json)
                 return usage_error(history_usage, "history: --json and --csv exclude each other");
         if (has_since && has_until && since >= until)
@@ -163,7 +180,7 @@ static int verb_history(int argc, char *argv[]) {
          * a daemon older than the method has none to give, which is no failure. */
         {
                 TrapstatSitesQuery q = {
-                        .pid = (uint32_t) pid,
+                        .pid = pid,
                         .start_time = (uint64_t) json_integer_value(json_object_get(json_object_get(reply, "process"), "startTime")),
                         .since_usec = has_since ? since : 0,
                         .until_usec = has_until ? until : 0,
@@ -270,14 +287,8 @@ static int verb_sites(int argc, char *argv[]) {
                         fprintf(stderr, "%s\n", sites_usage);
                         return EXIT_USAGE;
                 }
-        if (optind >= argc)
-                return usage_error(sites_usage, "sites: missing PID");
-        if (parse_int_arg(argv[optind], 1, UINT32_MAX, &v) < 0)
-                return usage_error(sites_usage, "sites: invalid pid '%s': expected a process id (a positive integer)",
-                                   argv[optind]);
-        q.pid = (uint32_t) v;
-        if (optind + 1 < argc)
-                return usage_error(sites_usage, "sites: unexpected argument '%s'", argv[optind + 1]);
+        if (parse_pid_operand(sites_usage, "sites", argc, argv, &q.pid) < 0)
+                return EXIT_USAGE;
         if (traps && faults)
                 return usage_error(sites_usage, "sites: --traps and --faults exclude each other (without either: both)");
         if (csv && arg_json)
