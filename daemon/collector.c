@@ -26,7 +26,6 @@
 
 struct Collector {
         CollectorBpf *bpf;
-        uint32_t fault_sample; /* 0: off */
         ProcTable procs;
         CollectorReader reader;
 };
@@ -59,7 +58,6 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        c->fault_sample = bpf_config.fault_sample;
 
         /* As libbpf-tools do: open and configure, choose what to load, load, attach. */
         r = collector_bpf_open(&bpf_config, &c->bpf);
@@ -178,7 +176,7 @@ const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
 }
 
 uint32_t collector_fault_sample_period(Collector *c) {
-        return c->fault_sample;
+        return collector_bpf_fault_sample(c->bpf);
 }
 
 size_t collector_n_tracked(Collector *c) {
