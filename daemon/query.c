@@ -130,7 +130,12 @@ static void worker_run(Worker *w, QueryJob *j) {
                 }
         }
         store_set_progress_handler(w->reader, p->progress_every, on_progress, j);
-        r = j->run(w->reader, j->args, &j->reply);
+        /* One snapshot per call: what a reply says of a process agrees with its counts. */
+        r = store_snapshot_begin(w->reader);
+        if (r >= 0) {
+                r = j->run(w->reader, j->args, &j->reply);
+                store_snapshot_end(w->reader);
+        }
         store_set_progress_handler(w->reader, 0, NULL, NULL);
         /* Whatever went wrong, a fresh connection for the next query: the database may have been
          * moved aside and recreated meanwhile. */

@@ -57,6 +57,7 @@ struct Store {
         uint64_t swept_bucket;   /* raw bucket in which `known` was last swept */
         uint8_t *packed;         /* a tick's deltas for sample_pending */
         size_t packed_size, packed_capacity;
+        unsigned snapshots;      /* store_snapshot_begin() calls not ended yet */
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };
@@ -98,6 +99,18 @@ void *grow_array(void *array, size_t n, size_t *capacity, size_t elem);
 int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps);
 /* Commits what was packed as one pending row; in the caller's transaction. */
 int store_pending_add(Store *s, uint64_t now_usec);
+/* A process's deltas of one raw bucket that are still pending. */
+typedef struct PendingSample {
+        uint64_t bucket_usec;
+        int64_t process_id;
+        Faults delta;
+        uint64_t traps;
+} PendingSample;
+
+/* Every pending sample (only_id >= 0: of that process only), summed per bucket and process, in
+ * (bucket, process) order: *ret_n of them in *ret, to free(). A row that does not decode is
+ * skipped. */
+int store_pending_read(Store *s, int64_t only_id, PendingSample **ret, size_t *ret_n);
 /* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
  * in the caller's transaction. A row that does not decode is dropped, alone. */
 int store_pending_fold(Store *s);

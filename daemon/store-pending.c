@@ -61,16 +61,10 @@ static int unpack_u64(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
         return -EUCLEAN;
 }
 
-typedef struct PendingSample {
-        uint64_t bucket_usec;
-        int64_t process_id;
-        Faults delta;
-        uint64_t traps;
-} PendingSample;
-
-/* Appends the samples packed in one pending row to *array. */
-static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, PendingSample **array, size_t *n,
-                          size_t *capacity) {
+/* Appends the samples packed in one pending row to *array: all of them, or with only_id >= 0
+ * those of that process. */
+static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, int64_t only_id, PendingSample **array,
+                          size_t *n, size_t *capacity) {
         const uint8_t *end = p + size;
 
         while (p < end) {
@@ -90,6 +84,8 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, P
                                 return r;
                 if ((mask & (UINT64_C(1) << n_fault_fields)) && (r = unpack_u64(&p, end, &x.traps)) < 0)
                         return r;
+                if (only_id >= 0 && x.process_id != only_id)
+                        continue;
                 a = grow_array(*array, *n, capacity, sizeof(*a));
                 if (!a)
                         return -ENOMEM;
@@ -119,12 +115,10 @@ static int fold_sample(Store *s, const PendingSample *x) {
         return sql_step_done(st);
 }
 
-/* Adds every pending tick to its raw bucket, one upsert per process and bucket, and deletes
- * them; in the caller's transaction. */
-int store_pending_fold(Store *s) {
+int store_pending_read(Store *s, int64_t only_id, PendingSample **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ PendingSample *a = NULL;
-        size_t n = 0, capacity = 0;
+        size_t n = 0, capacity = 0, m = 0;
         int rc, r;
 
         rc = sqlite3_prepare_v2(s->db, "SELECT time_usec, data FROM sample_pending", -1, &st, NULL);
@@ -135,8 +129,8 @@ int store_pending_fold(Store *s) {
                 const uint8_t *data = sqlite3_column_blob(st, 1);
                 size_t before = n;
 
-                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, &a, &n,
-                                   &capacity);
+                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, only_id,
+                                   &a, &n, &capacity);
                 if (r == -EUCLEAN)
                         n = before; /* a row that does not decode is dropped, alone */
                 else if (r < 0)
@@ -145,18 +139,34 @@ int store_pending_fold(Store *s) {
         if (rc != SQLITE_DONE)
                 return sqlite_to_errno(rc) ?: -EIO;
 
-        /* In key order: a process's ticks of one bucket become one upsert, and the upserts
-         * walk the raw tier's b-tree in order. */
+        /* In key order, a process's ticks of one bucket summed into one. */
         if (n > 0)
                 qsort(a, n, sizeof(*a), pending_compare);
-        for (size_t i = 0, j; i < n; i = j) {
-                PendingSample sum = a[i];
+        for (size_t i = 0; i < n; i++) {
+                if (m > 0 && pending_compare(&a[i], &a[m - 1]) == 0) {
+                        faults_add(&a[m - 1].delta, &a[i].delta);
+                        a[m - 1].traps += a[i].traps;
+                } else
+                        a[m++] = a[i];
+        }
+        *ret = TAKE_PTR(a);
+        *ret_n = m;
+        return 0;
+}
 
-                for (j = i + 1; j < n && pending_compare(&a[j], &sum) == 0; j++) {
-                        faults_add(&sum.delta, &a[j].delta);
-                        sum.traps += a[j].traps;
-                }
-                r = fold_sample(s, &sum);
+/* Adds every pending tick to its raw bucket, one upsert per process and bucket, and deletes
+ * them; in the caller's transaction. */
+int store_pending_fold(Store *s) {
+        _cleanup_free_ PendingSample *a = NULL;
+        size_t n;
+        int r;
+
+        /* In key order: the upserts walk the raw tier's b-tree in order. */
+        r = store_pending_read(s, -1, &a, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                r = fold_sample(s, &a[i]);
                 /* A process row that is gone (nothing of ours deletes one with ticks pending)
                  * takes its counts with it, rather than failing every fold after. */
                 if (r < 0 && sqlite3_extended_errcode(s->db) != SQLITE_CONSTRAINT_FOREIGNKEY)

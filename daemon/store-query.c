@@ -149,8 +149,8 @@ static int top_fill_traps(Store *s, const TierSegment *seg, size_t n_seg, StoreR
                                           .userdata = &by_id });
 }
 
-int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
-              size_t *ret_n) {
+static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
+                    size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ char *fmt = NULL;
         uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
@@ -169,10 +169,6 @@ int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int
                 snprintf(column, sizeof(column), "f_%s", key.field->name);
         else
                 snprintf(column, sizeof(column), "traps");
-
-        /* The pending ticks too. Should folding fail (a full disk, say), the answer lacks at
-         * most the newest bucket's counts, which are not being kept either then. */
-        (void) store_pending_settle(s);
 
         /* Whole hours and minutes of the window from the coarse tiers, the edges from finer
          * ones: a day is a few dozen rows per process, not thousands. */
@@ -394,8 +390,45 @@ static Traps *history_traps_by_time(int64_t t, void *userdata) {
         return lo < r->n && (int64_t) r->rows[lo].time_usec == t ? &r->rows[lo].traps : NULL;
 }
 
-int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
-                  StoreHistoryRow **ret, size_t *ret_n) {
+/* Adds the pending deltas of process_id in [since, until) to the row of their interval of
+ * width r_usec, inserting it where there is none (rows stay sorted by time). */
+static int history_add_pending(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t r_usec,
+                               StoreHistoryRow **rows, size_t *n, size_t *capacity) {
+        _cleanup_free_ PendingSample *pending = NULL;
+        size_t n_pending;
+        int r;
+
+        r = store_pending_read(s, process_id, &pending, &n_pending);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_pending; i++) {
+                const PendingSample *x = &pending[i];
+                uint64_t t = x->bucket_usec - x->bucket_usec % r_usec;
+                size_t at = *n;
+
+                if (x->bucket_usec < since_usec || x->bucket_usec >= until_usec)
+                        continue;
+                /* Pending buckets are the newest: look from the end. */
+                while (at > 0 && (*rows)[at - 1].time_usec > t)
+                        at--;
+                if (at == 0 || (*rows)[at - 1].time_usec != t) {
+                        StoreHistoryRow *p = grow_array(*rows, *n, capacity, sizeof(**rows));
+
+                        if (!p)
+                                return -ENOMEM;
+                        *rows = p;
+                        memmove(&p[at + 1], &p[at], (*n - at) * sizeof(*p));
+                        p[at] = (StoreHistoryRow) { .time_usec = t };
+                        (*n)++;
+                        at++;
+                }
+                faults_add(&(*rows)[at - 1].faults, &x->delta);
+        }
+        return 0;
+}
+
+static int history_read(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec,
+                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ char *fmt = NULL, *group = NULL;
         TierSegment seg[TIER_MAX_SEGMENTS];
@@ -407,8 +440,6 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
 
         if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
                 return -EINVAL;
-
-        (void) store_pending_settle(s); /* as in store_top() */
 
         /* The coarsest tiers that still give this resolution: their intervals nest in it. */
         r = store_load_tiers(s, tiers);
@@ -439,6 +470,13 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
         if (rc != SQLITE_DONE) {
                 free(rows);
                 return sqlite_to_errno(rc) ?: -EIO;
+        }
+        /* The ticks still pending, in this same read: a History that shows the process exited
+         * has its last ticks too (the writer folds them into the raw tier only now and then). */
+        r = history_add_pending(s, process_id, since_usec, until_usec, r_usec, &rows, &n, &capacity);
+        if (r < 0) {
+                free(rows);
+                return r;
         }
         r = read_traps(s, seg, n_seg,
                        &(TrapsQuery) { .group = group,
@@ -505,8 +543,8 @@ static int read_site(sqlite3_stmt *st, SiteCount *ret) {
         return 0;
 }
 
-int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
-                SiteCount **ret, size_t *ret_n) {
+static int sites_read(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
+                      SiteCount **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];
@@ -517,12 +555,6 @@ int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t unti
         if (kind >= _SITE_KIND_MAX)
                 return -EINVAL;
 
-        /* Sites are written with their tick, never pending: nothing to settle. The tiers' marks
-         * and the rows are read in one transaction, so that a maintenance step in between cannot
-         * move a stretch into another tier than the one planned for it (read twice, or not). */
-        r = sql_exec(s->db, "BEGIN");
-        if (r < 0)
-                return r;
         r = store_load_tiers(s, tiers);
         if (r < 0)
                 goto finish;
@@ -550,9 +582,6 @@ int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t unti
         if (rc != SQLITE_DONE)
                 r = sqlite_to_errno(rc) ?: -EIO;
 finish:
-        /* A read: nothing to commit. The statement goes first, so that nothing is left open. */
-        sqlite3_finalize(TAKE_PTR(st));
-        store_rollback(s);
         if (r < 0) {
                 site_counts_free(sites, n);
                 return r;
@@ -560,4 +589,50 @@ finish:
         *ret = sites;
         *ret_n = n;
         return 0;
+}
+
+/* The queries that plan their reads over the tiers read the tiers' marks and the rows in one
+ * snapshot, so that a maintenance step in between cannot move a stretch into another tier than
+ * the one planned for it (read twice, or not). Those that read the samples fold the pending
+ * ticks first where this connection wrote them (the writer; a reader has none of its own):
+ * should folding fail (a full disk, say), History still reads them from sample_pending, Top
+ * lacks at most the newest bucket's counts, which are not being kept either then. */
+
+int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
+              size_t *ret_n) {
+        int r;
+
+        (void) store_pending_settle(s);
+        r = store_snapshot_begin(s);
+        if (r < 0)
+                return r;
+        r = top_read(s, since_usec, sort, limit, uid, ret, ret_n);
+        store_snapshot_end(s);
+        return r;
+}
+
+int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
+                  StoreHistoryRow **ret, size_t *ret_n) {
+        int r;
+
+        (void) store_pending_settle(s);
+        r = store_snapshot_begin(s);
+        if (r < 0)
+                return r;
+        r = history_read(s, process_id, since_usec, until_usec, resolution_usec, ret, ret_n);
+        store_snapshot_end(s);
+        return r;
+}
+
+int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
+                SiteCount **ret, size_t *ret_n) {
+        int r;
+
+        /* Sites are written with their tick, never pending: nothing to settle. */
+        r = store_snapshot_begin(s);
+        if (r < 0)
+                return r;
+        r = sites_read(s, process_id, since_usec, until_usec, kind, limit, ret, ret_n);
+        store_snapshot_end(s);
+        return r;
 }

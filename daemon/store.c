@@ -4,6 +4,7 @@
  * store-query.c, maintenance in store-maintain.c (store-internal.h). */
 #include "store-internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <search.h>
 #include <stdio.h>
@@ -226,6 +227,25 @@ void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userda
 
 int store_settle(Store *s) {
         return store_pending_settle(s);
+}
+
+int store_snapshot_begin(Store *s) {
+        if (s->snapshots == 0) {
+                int r = sql_exec(s->db, "BEGIN");
+
+                if (r < 0)
+                        return r;
+        }
+        s->snapshots++;
+        return 0;
+}
+
+void store_snapshot_end(Store *s) {
+        assert(s->snapshots > 0);
+        /* A read: nothing to commit. An interrupted statement (the progress handler) may have
+         * ended the transaction already. */
+        if (--s->snapshots == 0)
+                store_rollback(s);
 }
 
 int store_open(const char *path, const char *boot_id, Store **ret) {

@@ -59,6 +59,12 @@ int store_open(const char *path, const char *boot_id, Store **ret);
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
 /* Folds the pending ticks into the raw tier (queries on this connection do it themselves). */
 int store_settle(Store *s);
+/* The queries between these two read one snapshot of the database (a read transaction): a
+ * process's row and its counts agree however many statements a reply takes. They nest (the
+ * queries use them too); store_snapshot_end() also after a failed query. Not around writes: a
+ * writer's own queries fold the pending ticks before they read. */
+int store_snapshot_begin(Store *s);
+void store_snapshot_end(Store *s);
 /* fn runs every `every` virtual machine steps of each SQL statement of a query; when it returns
  * non-zero the query stops and fails with -ECANCELED. fn NULL removes it. */
 void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userdata), void *userdata);

@@ -768,6 +768,94 @@ static void test_reader(void **state) {
         assert_null(ignored);
 }
 
+/* A reader reads what the writer committed, also the ticks the writer has not folded into the
+ * raw tier: a History that shows the process exited has its last ticks and their traps (those
+ * used to be missing until the writer's next fold). Within one snapshot the process row and the
+ * counts agree although the writer commits meanwhile. */
+static void test_reader_sees_pending_ticks(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo a = { .pid = 820, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
+        Traps ud = { .vector[6] = 3 };
+        char path[256];
+        StoreHistoryRow *hist;
+        ProcessInfo found;
+        StoreRow *rows;
+        Store *w, *r;
+        uint64_t traps;
+        int64_t id;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/pending.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        for (uint64_t i = 0; i < 2; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
+                assert_int_equal(store_flush(w, t0 + i * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_settle(w), 0);
+        /* Pending: a tick in the same bucket and, after the process exited, its last in the next. */
+        {
+                ProcessSample sample = { &a, (Faults) { .user = 5, .kernel = 2 }, &ud };
+                assert_int_equal(store_flush(w, t0 + 2 * S, &sample, 1), 0);
+        }
+        a.exited = true;
+        {
+                ProcessSample sample = { &a, (Faults) { .user = 8000 }, &ud };
+                assert_int_equal(store_flush(w, t0 + 11 * S, &sample, 1), 0);
+        }
+
+        assert_int_equal(history_user(r, 820, 10 * S, &traps), 8025);
+        assert_int_equal(traps, 6);
+        assert_int_equal(store_find_process(r, 820, 0, &id, &found), 0);
+        assert_true(found.exited);
+        process_info_done(&found);
+        assert_int_equal(store_history(r, id, 0, UINT64_MAX, 10 * S, &hist, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(hist[0].time_usec, t0);
+        assert_int_equal(hist[0].faults.user, 25);
+        assert_int_equal(hist[0].faults.kernel, 2);
+        assert_int_equal(hist[0].traps.vector[6], 3);
+        assert_int_equal(hist[1].time_usec, t0 + 10 * S);
+        assert_int_equal(hist[1].faults.user, 8000);
+        assert_int_equal(hist[1].traps.vector[6], 3);
+        free(hist);
+        /* The range applies to pending buckets as to raw ones; a coarser interval sums them. */
+        assert_int_equal(store_history(r, id, t0 + 10 * S, UINT64_MAX, 10 * S, &hist, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(hist[0].faults.user, 8000);
+        free(hist);
+        assert_int_equal(store_history(r, id, 0, t0 + 10 * S, 10 * S, &hist, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(hist[0].faults.user, 25);
+        free(hist);
+        assert_int_equal(history_user(r, 820, 60 * S, NULL), 8025);
+
+        /* A snapshot: the writer's later ticks are not seen until it ends. */
+        assert_int_equal(store_snapshot_begin(r), 0);
+        assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
+        {
+                ProcessInfo b = { .pid = 821, .start_time = 9, .comm = "b", .first_seen_usec = t0 + 12 * S };
+                ProcessSample sample = { &b, (Faults) { .user = 1 }, NULL };
+
+                assert_int_equal(store_flush(w, t0 + 12 * S, &sample, 1), 0);
+                assert_int_equal(store_settle(w), 0);
+        }
+        assert_int_equal(store_find_process(r, 821, 0, &id, &found), -ENOENT);
+        assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
+        store_snapshot_end(r);
+        assert_int_equal(history_user(r, 821, 10 * S, NULL), 1);
+        /* Settled, the same answer from the raw tier alone. */
+        assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
+
+        /* Top reads what was folded before the call: the writer settles before it asks. */
+        assert_int_equal(store_top(r, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rows[0].faults.user, 8025);
+        store_rows_free(rows, n);
+        store_free(r);
+        store_free(w);
+}
+
 /* ---- Sites ---- */
 
 /* A trap with its symbol; a sampled fault in a library touching a mapped file; a sampled fault
@@ -1175,6 +1263,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_reader_sees_pending_ticks),
                 cmocka_unit_test(test_sites),
                 cmocka_unit_test(test_sites_tiers),
         };
