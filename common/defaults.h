@@ -30,3 +30,5 @@
 #define MAX_WINDOW_SEC (366 * 24 * 3600)
 /* Longest unit name a filter may give (systemd's own limit is 255 bytes plus the suffix). */
 #define MAX_UNIT_NAME 256
+/* Most pids a Top or Watch filter may name (pids member, trapstat top -p). */
+#define MAX_FILTER_PIDS 64

@@ -153,7 +153,8 @@ static void check_parse_error(const char *text, const char *where, const char *w
 static void test_parse_trapstat(void **state) {
         _cleanup_free_ char *text = read_file(trapstat_idl_path);
         VarlinkInterface *i = parse_ok(text);
-        static const char *const methods[] = { "GetStatus", "Top", "History", "Sites", "ListProcesses", "Watch", "Traps" };
+        static const char *const methods[] = { "GetStatus", "Top", "History", "UnitHistory", "Sites",
+                                                "ListProcesses", "Watch", "Traps" };
 
         assert_string_equal(varlink_interface_name(i), "io.trapstat");
         assert_int_equal(varlink_interface_n_methods(i), ELEMENTSOF(methods));
@@ -173,6 +174,7 @@ static void test_parse_trapstat(void **state) {
 
         assert_true(varlink_interface_has_error(i, "NoSuchProcess"));
         assert_true(varlink_interface_has_error(i, "DatabaseError"));
+        assert_true(varlink_interface_has_error(i, "NoSuchUnit"));
         assert_true(varlink_interface_has_error(i, "io.trapstat.DatabaseError"));
         assert_false(varlink_interface_has_error(i, "Top"));
         assert_false(varlink_interface_has_error(i, "Process"));
