@@ -83,6 +83,10 @@ int cli_connect(uint64_t timeout_usec, TrapstatClient **ret) {
 
         if (r >= 0)
                 return 0;
+        return report_unreachable(r);
+}
+
+int report_unreachable(int r) {
         if (r == -EACCES || r == -EPERM)
                 return report_errno(r, "cannot reach trapstatd at %s: permission denied (the socket or its directory is not accessible to you)",
                                     arg_socket);

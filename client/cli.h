@@ -41,6 +41,9 @@ void errors_release(void);
 /* Connects to trapstatd at arg_socket; 0, or a negative errno, reported with what to do about
  * it. */
 int cli_connect(uint64_t timeout_usec, TrapstatClient **ret);
+/* Reports that trapstatd could not be reached (r: what connecting returned), with what to do
+ * about it; returns r. */
+int report_unreachable(int r);
 /* Reports the daemon's error reply to a call of method; returns -EBADR. */
 int report_error_reply(const char *method, const TrapstatError *error);
 /* One call on a connection of its own, one reply in *ret; 0, or a negative errno (-EBADR for an

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <langinfo.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -334,4 +336,16 @@ bool locale_is_utf8(void) {
         const char *set = nl_langinfo(CODESET);
 
         return set && (strcmp(set, "UTF-8") == 0 || strcmp(set, "utf8") == 0);
+}
+
+const char *format_user(uint64_t uid, char buf[static 32]) {
+        struct passwd pw, *result = NULL;
+        char scratch[1024];
+
+        if (uid <= UINT32_MAX && getpwuid_r((uid_t) uid, &pw, scratch, sizeof(scratch), &result) == 0 && result &&
+            strlen(result->pw_name) < 32)
+                snprintf(buf, 32, "%s", result->pw_name);
+        else
+                snprintf(buf, 32, "%" PRIu64, uid);
+        return buf;
 }

@@ -69,3 +69,5 @@ void csv_field(FILE *f, const char *s);
 
 /* Whether the LC_CTYPE locale (as set by setlocale()) uses UTF-8. */
 bool locale_is_utf8(void);
+/* User name of uid, or the number; buf 32 bytes. */
+const char *format_user(uint64_t uid, char buf[static 32]);

@@ -2,7 +2,6 @@
 #include "output.h"
 
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -134,18 +133,6 @@ void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size)
         }
         if (!buf[0])
                 snprintf(buf, size, "-");
-}
-
-const char *format_user(uint64_t uid, char buf[static 32]) {
-        struct passwd pw, *result = NULL;
-        char scratch[1024];
-
-        if (uid <= UINT32_MAX && getpwuid_r((uid_t) uid, &pw, scratch, sizeof(scratch), &result) == 0 && result &&
-            strlen(result->pw_name) < 32)
-                snprintf(buf, 32, "%s", result->pw_name);
-        else
-                snprintf(buf, 32, "%" PRIu64, uid);
-        return buf;
 }
 
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows) {

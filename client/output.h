@@ -29,8 +29,6 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
 void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size);
 /* Sum of a JSON map of non-negative counts. */
 uint64_t map_total(json_t *map);
-/* User name of uid, or the number; buf 32 bytes. */
-const char *format_user(uint64_t uid, char buf[static 32]);
 
 /* History: a process header, the incarnations of its pid when there are several (processes is
  * the ListProcesses reply's array, or NULL), the samples, the totals and a sparkline per

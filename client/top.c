@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* trapstat top: the live view (ncurses, fed by the io.trapstat.Watch stream) and batch mode.
+/* trapstat top: options, batch mode and the stream; the live view is top-live.c.
  *
- *   live (a terminal, no -b):  Watch; rates per second over each refresh (every tick, or ticks
- *                              summed over -d); keys change the sort, pause, quit.
+ *   live (a terminal, no -b):  the rows of the last --window from Top, then Watch; rates per
+ *                              second over each refresh (every tick, or ticks summed over -d)
+ *                              and totals since the view started; rows stay (top-table.h).
  *   -b:                        Top over the last --window (default 60s) every -d (default 2s):
  *                              the first table comes at once and shows processes that exited
  *                              within the window, like top -b shows the current state.
  *   -b --stream:               Watch ticks summed over -d, as rates, like top -b -d.
  *   --json:                    the replies themselves, one per line: Watch per tick, or with -b
- *                              the Top reply per iteration. */
+ *                              the Top reply per iteration.
+ * Filters (-p, -u, --unit, --comm) are the daemon's (Top's and Watch's members); grouping
+ * (--by, g) is done here over the rows. */
 
-#include <curses.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,21 +26,13 @@
 #include "json-util.h"
 #include "output.h"
 #include "time-util.h"
+#include "top.h"
 
-/* How long a read of the stream blocks before the live view looks at the keyboard again. */
-#define LIVE_POLL_USEC (100 * USEC_PER_MSEC)
-/* Rows asked of the stream when --limit does not say: sorting is done here over the summed
- * ticks, so enough to fill any screen (live), or every process that matters in a table summed
- * over several ticks (-b --stream). */
-#define LIVE_LIMIT 200
+/* Rows asked of each Watch tick with -b --stream when --limit does not say: every process that
+ * matters in a table summed over several ticks. */
 #define STREAM_LIMIT 1000
 
-/* The sort columns of the rate table, in screen order, for the < and > keys. */
-static const struct {
-        const char *sort;  /* Watch/Top sortBy */
-        const char *title; /* column header */
-        int key;           /* letter selecting it */
-} columns[] = {
+const TopColumn top_columns[4] = {
         { "user", "USER/s", 'u' },
         { "kernel", "KERNEL/s", 'k' },
         { "major", "MAJOR/s", 'm' },
@@ -47,526 +40,306 @@ static const struct {
 };
 
 static const char *const top_usage =
-        "Usage: trapstat top [-b [--stream]] [-n N] [-d SECONDS] [--window DURATION] [--sort FIELD] [--limit N]";
+        "Usage: trapstat top [-b [--stream]] [-n N] [-d SECONDS] [--window DURATION] [--sort FIELD] [--limit N]\n"
+        "                    [-p PID[,PID...]] [-u USER] [--unit NAME] [--comm GLOB] [--by unit|comm|user]\n"
+        "                    [--reconnect-timeout DURATION]";
 
-/* One process's counts summed over the ticks of a refresh. */
-typedef struct TopRow {
-        json_t *process; /* reference into a reply */
-        int64_t pid, start_time;
-        Faults faults;
-        json_t *traps; /* owned: vector -> count */
-        uint64_t n_traps;
-} TopRow;
-
-typedef struct TopFrame {
-        TopRow *rows;
-        size_t n_rows, n_alloc;
-        Faults total;
-        uint64_t total_traps;
-        uint64_t interval_usec, time_usec, missed;
-        uint64_t processes; /* most in one tick, also those past the limit */
-        unsigned ticks;
-} TopFrame;
-
-static void top_frame_clear(TopFrame *f) {
-        for (size_t i = 0; i < f->n_rows; i++) {
-                json_decref(f->rows[i].process);
-                json_decref(f->rows[i].traps);
-        }
-        free(f->rows);
-        *f = (TopFrame) {};
-}
-
-static uint64_t json_u64(json_t *j) {
-        return json_is_integer(j) && json_integer_value(j) > 0 ? (uint64_t) json_integer_value(j) : 0;
-}
-
-static int map_add(json_t *sum, json_t *add) {
-        const char *key;
-        json_t *v;
-
-        json_object_foreach (add, key, v) {
-                uint64_t n = json_u64(v) + json_u64(json_object_get(sum, key));
-
-                if (json_object_set_new(sum, key, json_integer_u64(n)) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-/* Adds one Watch reply to the frame. -EBADMSG when it is not one. */
-static int top_frame_add_tick(TopFrame *f, json_t *reply) {
-        json_t *rows = json_object_get(reply, "rows"), *row, *total = json_object_get(reply, "total");
-        Faults faults;
-        size_t i;
-
-        if (!json_is_array(rows) || !json_is_integer(json_object_get(reply, "intervalUsec")) ||
-            faults_from_json(json_object_get(total, "faults"), &faults) < 0)
-                return -EBADMSG;
-        faults_add(&f->total, &faults);
-        f->total_traps += map_total(json_object_get(total, "traps"));
-        f->interval_usec += json_u64(json_object_get(reply, "intervalUsec"));
-        f->time_usec = json_u64(json_object_get(reply, "timeUsec"));
-        f->missed += json_u64(json_object_get(reply, "missedTicks"));
-        f->processes = MAX(f->processes, json_u64(json_object_get(reply, "processes")));
-        f->ticks++;
-
-        json_array_foreach (rows, i, row) {
-                json_t *p = json_object_get(row, "process"), *counters = json_object_get(row, "counters");
-                int64_t pid = json_integer_value(json_object_get(p, "pid"));
-                int64_t start = json_integer_value(json_object_get(p, "startTime"));
-                TopRow *r = NULL;
-
-                if (faults_from_json(json_object_get(counters, "faults"), &faults) < 0)
-                        return -EBADMSG;
-                for (size_t k = 0; k < f->n_rows; k++)
-                        if (f->rows[k].pid == pid && f->rows[k].start_time == start) {
-                                r = &f->rows[k];
-                                break;
-                        }
-                if (!r) {
-                        if (f->n_rows == f->n_alloc) {
-                                size_t n = f->n_alloc ? f->n_alloc * 2 : 64;
-                                TopRow *a = realloc(f->rows, n * sizeof(TopRow));
-
-                                if (!a)
-                                        return -ENOMEM;
-                                f->rows = a;
-                                f->n_alloc = n;
-                        }
-                        r = &f->rows[f->n_rows];
-                        *r = (TopRow) { .pid = pid, .start_time = start, .traps = json_object() };
-                        if (!r->traps)
-                                return -ENOMEM;
-                        f->n_rows++;
-                }
-                /* The newest tick's process (its comm may have changed at exec). */
-                json_decref(r->process);
-                r->process = json_incref(p);
-                faults_add(&r->faults, &faults);
-                r->n_traps += map_total(json_object_get(counters, "traps"));
-                if (map_add(r->traps, json_object_get(counters, "traps")) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-static uint64_t row_key(const TopRow *r, const SortKey *sort) {
-        return sort->field ? faults_get(&r->faults, sort->field) : r->n_traps;
-}
-
-static int compare_rows(const void *a, const void *b, void *userdata) {
-        const TopRow *x = a, *y = b;
-        uint64_t kx = row_key(x, userdata), ky = row_key(y, userdata);
-
-        if (kx != ky)
-                return kx > ky ? -1 : 1;
-        /* Then by all faults, then by pid: a stable order between refreshes. */
-        if (x->faults.user + x->faults.kernel != y->faults.user + y->faults.kernel)
-                return x->faults.user + x->faults.kernel > y->faults.user + y->faults.kernel ? -1 : 1;
-        return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-static void top_frame_sort(TopFrame *f, const SortKey *sort) {
-        if (f->n_rows > 1)
-                qsort_r(f->rows, f->n_rows, sizeof(TopRow), compare_rows, (void *) sort);
+int top_column_of(const SortKey *sort) {
+        for (size_t i = 0; i < ELEMENTSOF(top_columns); i++)
+                if (strcmp(top_columns[i].sort, sort->name) == 0)
+                        return (int) i;
+        return -1;
 }
 
 static double per_sec(uint64_t n, uint64_t interval_usec) {
         return interval_usec ? (double) n * (double) USEC_PER_SEC / (double) interval_usec : 0.0;
 }
 
-static int column_of(const SortKey *sort) {
-        for (size_t i = 0; i < ELEMENTSOF(columns); i++)
-                if (strcmp(columns[i].sort, sort->name) == 0)
-                        return (int) i;
-        return -1;
+/* Process rows: PID S COMM, then the rates; group rows: PROCS S, then the rates. */
+#define PROCESS_LEAD "%7s %c %-15s"
+#define GROUP_LEAD "%7s %c"
+#define RATES " %9s %9s %9s %9s %9s %7s  %-20s %s"
+
+void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, bool marks, int *ret_sorted_x) {
+        char cells[ELEMENTSOF(top_columns)][16], key[16];
+        int sorted = top_column_of(sort), lead;
+
+        for (size_t i = 0; i < ELEMENTSOF(top_columns); i++)
+                snprintf(cells[i], sizeof(cells[i]), "%s%s", marks && (int) i == sorted ? "*" : "", top_columns[i].title);
+        if (g == TOP_GROUP_PROCESS)
+                lead = snprintf(buf, size, PROCESS_LEAD, "PID", 'S', "COMM");
+        else
+                lead = snprintf(buf, size, GROUP_LEAD, "PROCS", 'S');
+        for (size_t i = 0; g != TOP_GROUP_PROCESS && i < sizeof(key) - 1 && top_group_name(g)[i]; i++)
+                key[i] = (char) (top_group_name(g)[i] - 'a' + 'A'), key[i + 1] = '\0';
+        if (lead >= 0 && (size_t) lead < size)
+                snprintf(buf + lead, size - (size_t) lead, RATES, cells[0], cells[1], cells[2], cells[3], "FAULTS",
+                         "TRAPS", "VECTORS", g == TOP_GROUP_PROCESS ? "UNIT" : key);
+        *ret_sorted_x = sorted >= 0 ? lead + 1 + sorted * 10 : -1;
 }
 
-/* The column header; the sorted column is marked with a '*' when marks is set (no colors). */
-static void format_header(char *buf, size_t size, const SortKey *sort, bool marks) {
-        char cells[ELEMENTSOF(columns)][16];
-        int sorted = column_of(sort);
-
-        for (size_t i = 0; i < ELEMENTSOF(columns); i++)
-                snprintf(cells[i], sizeof(cells[i]), "%s%s", marks && (int) i == sorted ? "*" : "", columns[i].title);
-        snprintf(buf, size, "%7s %-15s %9s %9s %9s %9s  %-20s %s", "PID", "COMM", cells[0], cells[1], cells[2], cells[3],
-                 "VECTORS/s", "UNIT");
-}
-
-/* One row of the rate table, malloc'd. comm and unit come from the process: escaped (for a
- * terminal that reads UTF-8 when utf8), comm fitted to its column by width, not bytes. */
-static int format_row(const TopRow *r, uint64_t interval, bool utf8, char **ret) {
-        char user[16], kernel[16], major[16], traps[16], vectors[64];
-        const char *unit = json_string_value(json_object_get(r->process, "unit"));
+int top_format_row(const TopRow *r, TopGroup g, uint64_t interval, char state, bool utf8, char **ret) {
+        char user[16], kernel[16], major[16], traps[16], faults[16], total_traps[16], vectors[64], procs[16];
+        const char *unit = g == TOP_GROUP_PROCESS ? json_string_value(json_object_get(r->process, "unit")) : r->key;
         const char *comm = json_string_value(json_object_get(r->process, "comm"));
-        _cleanup_free_ char *comm_cell = NULL, *unit_cell = NULL;
+        _cleanup_free_ char *lead = NULL, *comm_cell = NULL, *unit_cell = NULL;
 
-        if (format_cell(comm ?: "?", utf8, 15, 15, &comm_cell) < 0 || escape_untrusted(unit ?: "-", utf8, &unit_cell) < 0)
+        if (escape_untrusted(unit ?: "-", utf8, &unit_cell) < 0)
                 return -ENOMEM;
-        format_busiest(r->traps, 2, interval ? (double) interval / (double) USEC_PER_SEC : 1.0, vectors, sizeof(vectors));
-        if (asprintf(ret, "%7" PRId64 " %s %9s %9s %9s %9s  %-20s %s", r->pid, comm_cell,
-                     format_rate(per_sec(r->faults.user, interval), user),
-                     format_rate(per_sec(r->faults.kernel, interval), kernel),
-                     format_rate(per_sec(r->faults.major, interval), major), format_rate(per_sec(r->n_traps, interval), traps),
-                     vectors, unit_cell) < 0)
+        if (g == TOP_GROUP_PROCESS) {
+                char pid[16];
+
+                snprintf(pid, sizeof(pid), "%" PRId64, r->pid);
+                if (format_cell(comm ?: "?", utf8, 15, 15, &comm_cell) < 0 ||
+                    asprintf(&lead, "%7s %c %s", pid, state, comm_cell) < 0)
+                        return -ENOMEM;
+        } else {
+                snprintf(procs, sizeof(procs), "%zu", r->processes);
+                if (asprintf(&lead, GROUP_LEAD, procs, state) < 0)
+                        return -ENOMEM;
+        }
+        /* The vectors of the totals: a trap seen minutes ago still says which it was. */
+        format_busiest(r->total.vectors, 2, 1.0, vectors, sizeof(vectors));
+        if (asprintf(ret, "%s" RATES, lead, format_rate(per_sec(r->last.faults.user, interval), user),
+                     format_rate(per_sec(r->last.faults.kernel, interval), kernel),
+                     format_rate(per_sec(r->last.faults.major, interval), major),
+                     format_rate(per_sec(r->last.traps, interval), traps),
+                     format_count(r->total.faults.user + r->total.faults.kernel, faults),
+                     format_count(r->total.traps, total_traps), vectors[0] ? vectors : "-", unit_cell) < 0)
                 return -ENOMEM;
         return 0;
 }
 
-static void format_summary(char *buf, size_t size, const TopFrame *f) {
+void top_format_summary(char *buf, size_t size, const TopTable *t) {
         char user[16], kernel[16], minor[16], major[16], traps[16];
-        /* Over several ticks, the rows (every process up to the limit) or the busiest tick. */
-        uint64_t processes = MAX((uint64_t) f->n_rows, f->processes);
+        const TopCounts *a = &t->all_last;
 
         snprintf(buf, size, "all: user %s/s  kernel %s/s  minor %s/s  major %s/s  traps %s/s  %" PRIu64 " process%s%s",
-                 format_rate(per_sec(f->total.user, f->interval_usec), user),
-                 format_rate(per_sec(f->total.kernel, f->interval_usec), kernel),
-                 format_rate(per_sec(f->total.minor, f->interval_usec), minor),
-                 format_rate(per_sec(f->total.major, f->interval_usec), major),
-                 format_rate(per_sec(f->total_traps, f->interval_usec), traps), processes,
-                 processes == 1 ? "" : "es", f->missed ? "  (ticks missed: reading too slowly)" : "");
+                 format_rate(per_sec(a->faults.user, t->interval_usec), user),
+                 format_rate(per_sec(a->faults.kernel, t->interval_usec), kernel),
+                 format_rate(per_sec(a->faults.minor, t->interval_usec), minor),
+                 format_rate(per_sec(a->faults.major, t->interval_usec), major),
+                 format_rate(per_sec(a->traps, t->interval_usec), traps), t->processes, t->processes == 1 ? "" : "es",
+                 t->missed ? "  (ticks missed: reading too slowly)" : "");
 }
 
-/* Opens a Watch stream; 0, or a negative errno, reported. */
-static int watch_open(const SortKey *sort, long long limit, uint64_t timeout_usec, TrapstatClient **ret) {
+int top_watch_open(const TopOptions *o _unused_, const SortKey *sort, const ProcessFilter *filter, unsigned limit,
+                   uint64_t timeout_usec, TrapstatClient **ret) {
         _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
         int r;
 
-        r = cli_connect(timeout_usec, &c);
+        r = trapstat_client_connect(arg_socket, timeout_usec, &c);
         if (r < 0)
                 return r;
-        r = trapstat_client_watch(c, sort, (unsigned) limit);
-        if (r == -ENOMEM)
-                return report_errno(r, "out of memory");
+        r = trapstat_client_watch(c, sort, limit, filter);
         if (r < 0)
-                return report_errno(r, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
+                return r;
         *ret = TAKE_PTR(c);
         return 0;
 }
 
-/* Reads the next reply of a stream: 0 and *ret; -ETIMEDOUT when none came within the
- * connection's timeout, not reported (the live view polls); or another negative errno,
- * reported. */
-static int watch_read(TrapstatClient *c, json_t **ret, bool *ret_continues) {
-        _cleanup_(trapstat_error_done) TrapstatError error = {};
+int top_call_top(const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit, json_t **ret,
+                 TrapstatError *ret_error) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        _cleanup_json_ json_t *params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (window_usec / USEC_PER_SEC),
+                                                  "sortBy", sort->name, "limit", (json_int_t) limit);
         int r;
 
-        r = trapstat_client_read(c, ret, ret_continues, &error);
-        if (r == -ETIMEDOUT)
-                return r;
-        if (r == -ECONNRESET)
-                return report_errno(r, "trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
+        if (!params || trapstat_filter_parameters(params, filter) < 0)
+                return -ENOMEM;
+        r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &c);
         if (r < 0)
-                return report_errno(r, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
-        if (r == TRAPSTAT_ERROR_REPLY)
-                return report_error_reply("io.trapstat.Watch", &error);
-        return 0;
+                return r;
+        return trapstat_client_call(c, "io.trapstat.Top", params, ret, ret_error);
 }
 
-static volatile sig_atomic_t quit = 0;
+char *top_unit_glob(const char *text) {
+        char *v;
 
-static void on_quit(int sig _unused_) {
-        quit = 1;
+        if (strchr(text, '.') || strpbrk(text, "*?["))
+                return strdup(text);
+        if (asprintf(&v, "%s.service", text) < 0)
+                return NULL;
+        return v;
 }
 
-typedef struct TopOptions {
-        bool batch, stream;
-        long long iterations; /* -1: no end */
-        uint64_t delay_usec;  /* 0: every tick (live) */
-        uint64_t window_usec;
-        SortKey sort;
-        long long limit;
-        bool limit_set;
-} TopOptions;
+/* Prints t as a table: rates of the last refresh (the stream), with the totals beside them. */
+static int print_rate_table(const TopTable *t, const TopOptions *o, const OutputStyle *style) {
+        TopRow *rows = NULL;
+        char line[1024];
+        size_t n = 0;
+        int x, r = 0;
 
-static void draw_live(const TopFrame *f, const SortKey *sort, bool paused, bool color, bool utf8, const char *message) {
-        char line[512], now[32];
-        int sorted = column_of(sort);
-
-        erase();
-        if (f->ticks) {
-                char span[32];
-
-                snprintf(line, sizeof(line), "trapstat top - %s - %u tick%s over %s, sorted by %s%s",
-                         format_time_usec(f->time_usec, now), f->ticks, f->ticks == 1 ? "" : "s",
-                         format_duration_usec(f->interval_usec, span), sort->name, paused ? "   [PAUSED]" : "");
-        } else
-                snprintf(line, sizeof(line), "trapstat top - waiting for the first tick from %s%s", arg_socket,
-                         paused ? "   [PAUSED]" : "");
-        mvaddnstr(0, 0, line, COLS);
-        format_summary(line, sizeof(line), f);
-        mvaddnstr(1, 0, line, COLS);
-
-        format_header(line, sizeof(line), sort, !color);
-        attron(A_REVERSE);
-        mvaddnstr(3, 0, line, COLS);
-        for (int x = (int) strlen(line); x < COLS; x++)
-                mvaddch(3, x, ' ');
-        if (sorted >= 0) {
-                /* Emphasize the sorted column: bold (and colored where allowed). */
-                int x = 7 + 1 + 15 + 1 + sorted * 10;
-
-                attron(A_BOLD);
-                if (color)
-                        attron(COLOR_PAIR(1));
-                mvaddnstr(3, x, line + x, 9);
-                if (color)
-                        attroff(COLOR_PAIR(1));
-                attroff(A_BOLD);
-        }
-        attroff(A_REVERSE);
-
-        for (size_t i = 0; i < f->n_rows && (int) i + 4 < LINES - 1; i++) {
+        if (top_table_view(t, &PROCESS_FILTER_NONE, o->group, &o->sort, &rows, &n) < 0)
+                return -ENOMEM;
+        top_format_summary(line, sizeof(line), t);
+        printf("%s\n", line);
+        top_format_header(line, sizeof(line), &o->sort, o->group, false, &x);
+        printf("%s%s%s\n", style->color ? "\033[1m" : "", line, style->color ? "\033[0m" : "");
+        for (size_t i = 0; i < n && (!o->limit_set || (long long) i < o->limit); i++) {
                 _cleanup_free_ char *row = NULL;
 
-                if (format_row(&f->rows[i], f->interval_usec, utf8, &row) < 0)
-                        continue;
-                if (color && f->rows[i].n_traps > 0)
-                        attron(COLOR_PAIR(2));
-                /* Cut at the screen's width in columns, never inside a character or an escape. */
-                mvaddnstr((int) i + 4, 0, row, (int) text_prefix(row, (size_t) MAX(COLS, 0), NULL));
-                if (color && f->rows[i].n_traps > 0)
-                        attroff(COLOR_PAIR(2));
+                r = top_format_row(&rows[i], o->group, t->interval_usec, rows[i].exited ? 'X' : ' ', style->utf8, &row);
+                if (r < 0)
+                        break;
+                printf("%s\n", row);
         }
-        if (f->ticks && f->n_rows == 0)
-                mvaddnstr(4, 0, "(no process faulted or trapped)", COLS);
-
-        attron(A_BOLD);
-        mvaddnstr(LINES - 1, 0,
-                  message ?: "q quit  p pause  < > sort column  u k m t sort by user/kernel/major faults or traps  h help", COLS);
-        attroff(A_BOLD);
-        refresh();
+        top_rows_free(rows, n);
+        return r;
 }
 
-static const char *live_help =
-        "keys: q quit, p pause/resume, < > move the sort column, u user, k kernel, m major, t traps (any key: back)";
+/* Waits until the daemon answers again, or the reconnect timeout passed since gone_usec.
+ * 0 when it is back (in *ret), or a negative errno, reported. */
+static int stream_reconnect(const TopOptions *o, uint64_t gone_usec, unsigned limit, TrapstatClient **ret) {
+        for (;;) {
+                struct timespec ts = { .tv_sec = 1 };
+                int r;
 
-static int top_live(const TopOptions *o) {
-        struct sigaction sa = { .sa_handler = on_quit }, old_int, old_term;
-        TopFrame shown = {}, pending = {};
-        SortKey sort = o->sort;
-        TrapstatClient *c = NULL;
-        bool paused = false, color, help = false, utf8 = locale_is_utf8();
-        long long limit, refreshes = 0;
-        int r, ret = 0;
+                r = top_watch_open(o, &o->sort, &o->filter, limit, CALL_TIMEOUT_USEC, ret);
+                if (r >= 0)
+                        return 0;
+                if (o->reconnect_timeout_usec != RECONNECT_NEVER &&
+                    now_usec(CLOCK_MONOTONIC) - gone_usec >= o->reconnect_timeout_usec) {
+                        char span[32];
 
-        /* Without SA_RESTART: a blocked read ends early so the screen is restored promptly. */
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-
-        limit = o->limit_set ? o->limit : LIVE_LIMIT;
-        if (watch_open(&sort, limit, LIVE_POLL_USEC, &c) < 0)
-                return EXIT_FAILURE;
-
-        if (!initscr()) {
-                trapstat_client_free(c);
-                return fail("cannot initialize the terminal (TERM=%s)", getenv("TERM") ?: "");
-        }
-        errors_hold();
-        cbreak();
-        noecho();
-        nodelay(stdscr, TRUE);
-        keypad(stdscr, TRUE);
-        curs_set(0);
-        color = use_color(stdout) && has_colors();
-        if (color) {
-                start_color();
-                use_default_colors();
-                init_pair(1, COLOR_CYAN, -1);
-                init_pair(2, COLOR_RED, -1);
-        }
-        draw_live(&shown, &sort, paused, color, utf8, NULL);
-
-        while (!quit) {
-                json_t *reply = NULL;
-                bool continues = true, redraw = false;
-                int ch;
-
-                r = watch_read(c, &reply, &continues);
-                if (r < 0 && r != -ETIMEDOUT) {
-                        ret = EXIT_FAILURE;
-                        break;
+                        return report_errno(r, "trapstatd went away and did not come back within %s (--reconnect-timeout)",
+                                            format_duration_usec(o->reconnect_timeout_usec, span));
                 }
-                if (r >= 0) {
-                        r = top_frame_add_tick(&pending, reply);
-                        json_decref(reply);
-                        if (r < 0) {
-                                ret = fail("trapstatd sent a malformed Watch reply");
-                                break;
-                        }
-                        if (pending.interval_usec >= o->delay_usec) {
-                                if (!paused) {
-                                        top_frame_clear(&shown);
-                                        shown = pending;
-                                        top_frame_sort(&shown, &sort);
-                                        redraw = true;
-                                        /* -n: like top, leave after that many refreshes. */
-                                        if (o->iterations > 0 && ++refreshes >= o->iterations)
-                                                quit = 1;
-                                } else
-                                        top_frame_clear(&pending);
-                                pending = (TopFrame) {};
-                        }
-                        if (!continues)
-                                break;
-                }
-
-                while ((ch = getch()) != ERR) {
-                        int col = column_of(&sort);
-                        const char *new_sort = sort.name;
-
-                        if (help) {
-                                help = false;
-                                redraw = true;
-                                if (ch != 'q' && ch != 'Q')
-                                        continue;
-                        }
-                        switch (ch) {
-                        case 'q':
-                        case 'Q':
-                                quit = 1;
-                                break;
-                        case 'p':
-                        case 'P':
-                        case ' ':
-                                paused = !paused;
-                                redraw = true;
-                                break;
-                        case '<':
-                                new_sort = columns[col <= 0 ? 0 : col - 1].sort;
-                                break;
-                        case '>':
-                                new_sort = columns[col < 0 ? 0 : MIN(col + 1, (int) ELEMENTSOF(columns) - 1)].sort;
-                                break;
-                        case 'h':
-                        case '?':
-                                help = true;
-                                break;
-                        case KEY_RESIZE:
-                                redraw = true;
-                                break;
-                        default:
-                                for (size_t i = 0; i < ELEMENTSOF(columns); i++)
-                                        if (ch == columns[i].key || ch == columns[i].key - 'a' + 'A')
-                                                new_sort = columns[i].sort;
-                        }
-                        /* The sort already shown changes nothing; columns[] names only sort keys, so
-                         * the parse cannot fail. */
-                        if (strcmp(new_sort, sort.name) != 0 && sort_key_from_name(new_sort, &sort) == 0) {
-                                /* The daemon picks each tick's rows by the sort: restart the stream,
-                                 * and re-sort what is on screen right away. */
-                                top_frame_sort(&shown, &sort);
-                                top_frame_clear(&pending);
-                                c = trapstat_client_free(c);
-                                if (watch_open(&sort, limit, LIVE_POLL_USEC, &c) < 0) {
-                                        ret = EXIT_FAILURE;
-                                        quit = 1;
-                                        break;
-                                }
-                                redraw = true;
-                        }
-                }
-                if (help)
-                        draw_live(&shown, &sort, paused, color, utf8, live_help);
-                else if (redraw && !quit)
-                        draw_live(&shown, &sort, paused, color, utf8, NULL);
+                nanosleep(&ts, NULL);
         }
-
-        endwin();
-        errors_release();
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        trapstat_client_free(c);
-        top_frame_clear(&shown);
-        top_frame_clear(&pending);
-        return ret;
 }
 
 /* Watch replies as they come (--json), or summed into a rate table every delay (-b --stream). */
 static int top_stream(const TopOptions *o) {
         OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
+        /* With --json the replies are the output: as many rows as a Watch gives by default. */
+        unsigned limit = (unsigned) (o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT);
         TrapstatClient *c = NULL;
-        TopFrame frame = {};
+        TopTable table;
         long long printed = 0;
         int r, ret = 0;
 
-        /* With --json the replies are the output: as many rows as a Watch gives by default. */
-        if (watch_open(&o->sort, o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT, CALL_TIMEOUT_USEC,
-                       &c) < 0)
+        top_table_init(&table, SIZE_MAX, 0);
+        if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
                 return EXIT_FAILURE;
+        r = trapstat_client_watch(c, &o->sort, limit, &o->filter);
+        if (r < 0) {
+                trapstat_client_free(c);
+                return fail("io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
+        }
         while (o->iterations < 0 || printed < o->iterations) {
+                _cleanup_(trapstat_error_done) TrapstatError error = {};
                 json_t *reply = NULL;
                 bool continues = true;
 
-                r = watch_read(c, &reply, &continues);
-                if (r < 0) {
-                        if (r == -ETIMEDOUT)
-                                fail("no reply from trapstatd's Watch stream in %" PRIu64 "s", CALL_TIMEOUT_USEC / USEC_PER_SEC);
-                        ret = EXIT_FAILURE;
+                r = trapstat_client_read(c, &reply, &continues, &error);
+                if (r == TRAPSTAT_ERROR_REPLY) {
+                        ret = report_error_reply("io.trapstat.Watch", &error) < 0 ? EXIT_FAILURE : 0;
                         break;
+                }
+                if (r == -ETIMEDOUT) {
+                        ret = fail("no reply from trapstatd's Watch stream in %" PRIu64 "s", CALL_TIMEOUT_USEC / USEC_PER_SEC);
+                        break;
+                }
+                if (r < 0 || !continues) {
+                        json_decref(reply);
+                        c = trapstat_client_free(c);
+                        if (o->reconnect_timeout_usec == 0) {
+                                ret = fail("trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
+                                break;
+                        }
+                        fprintf(stderr, "trapstat: trapstatd went away; reconnecting\n");
+                        if (stream_reconnect(o, now_usec(CLOCK_MONOTONIC), limit, &c) < 0) {
+                                ret = EXIT_FAILURE;
+                                break;
+                        }
+                        continue;
                 }
                 if (arg_json) {
                         print_json(reply);
                         printed++;
                 } else {
-                        r = top_frame_add_tick(&frame, reply);
+                        r = top_table_add_tick(&table, reply);
                         if (r < 0) {
                                 json_decref(reply);
                                 ret = fail("trapstatd sent a malformed Watch reply");
                                 break;
                         }
-                        if (frame.interval_usec >= o->delay_usec) {
-                                char line[512], now[32], span[32];
+                        if (table.pending_interval_usec >= o->delay_usec) {
+                                char now[32], span[32];
 
-                                top_frame_sort(&frame, &o->sort);
-                                printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s\n", printed ? "\n" : "",
-                                       format_time_usec(frame.time_usec, now), format_duration_usec(frame.interval_usec, span),
-                                       frame.ticks, frame.ticks == 1 ? "" : "s", o->sort.name);
-                                format_summary(line, sizeof(line), &frame);
-                                printf("%s\n", line);
-                                format_header(line, sizeof(line), &o->sort, false);
-                                printf("%s%s%s\n", style.color ? "\033[1m" : "", line, style.color ? "\033[0m" : "");
-                                for (size_t i = 0; i < frame.n_rows && (!o->limit_set || (long long) i < o->limit); i++) {
-                                        _cleanup_free_ char *row = NULL;
-
-                                        if (format_row(&frame.rows[i], frame.interval_usec, style.utf8, &row) < 0) {
-                                                ret = fail("out of memory");
-                                                break;
-                                        }
-                                        printf("%s\n", row);
-                                }
-                                if (ret == 0 && fflush(stdout) != 0)
+                                top_table_refresh(&table, table.time_usec);
+                                printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s%s%s\n", printed ? "\n" : "",
+                                       format_time_usec(table.time_usec, now), format_duration_usec(table.interval_usec, span),
+                                       table.ticks, table.ticks == 1 ? "" : "s", o->sort.name,
+                                       o->group != TOP_GROUP_PROCESS ? ", by " : "",
+                                       o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
+                                if (print_rate_table(&table, o, &style) < 0)
+                                        ret = fail("out of memory");
+                                else if (fflush(stdout) != 0)
                                         ret = fail("writing to stdout failed: %m");
                                 if (ret != 0) {
                                         json_decref(reply);
                                         break;
                                 }
-                                top_frame_clear(&frame);
+                                /* Each table its own: the rows of this one start over. */
+                                top_table_done(&table);
+                                top_table_init(&table, SIZE_MAX, 0);
                                 printed++;
                         }
                 }
                 json_decref(reply);
-                if (!continues)
-                        break;
         }
-        top_frame_clear(&frame);
+        top_table_done(&table);
         trapstat_client_free(c);
         return ret;
+}
+
+/* Top rows grouped: PROCS, the counts of each Faults member, traps, vectors, the key. */
+static void print_group_table(const TopOptions *o, const OutputStyle *style, json_t *reply) {
+        static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
+        TopRow *rows = NULL;
+        TopTable t;
+        size_t n = 0;
+        char key[16] = "";
+
+        top_table_init(&t, SIZE_MAX, 0);
+        if (top_table_seed(&t, reply) < 0 || top_table_view(&t, &PROCESS_FILTER_NONE, o->group, &o->sort, &rows, &n) < 0) {
+                top_table_done(&t);
+                fprintf(stderr, "trapstat: trapstatd sent a malformed Top reply\n");
+                return;
+        }
+        for (size_t i = 0; i < sizeof(key) - 1 && top_group_name(o->group)[i]; i++)
+                key[i] = (char) (top_group_name(o->group)[i] - 'a' + 'A');
+        printf("%s  PROCS %s  TRAPS  VECTORS          %s%s\n", style->color ? "\033[1m" : "", faults_header, key,
+               style->color ? "\033[0m" : "");
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *cell = NULL;
+                char buf[16], vectors[64];
+
+                printf("%7zu", rows[i].processes);
+                for (size_t k = 0; k < n_fault_fields; k++)
+                        printf(" %6s", format_count(faults_get(&rows[i].total.faults, &fault_fields[k]), buf));
+                format_busiest(rows[i].total.vectors, 2, 1.0, vectors, sizeof(vectors));
+                (void) escape_untrusted(rows[i].key, style->utf8, &cell);
+                printf(" %6s  %-16s %s\n", format_count(rows[i].total.traps, buf), vectors[0] ? vectors : "-", cell ?: "?");
+        }
+        top_rows_free(rows, n);
+        top_table_done(&t);
 }
 
 /* Top over the window, every delay. */
 static int top_batch(const TopOptions *o) {
         OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
-        _cleanup_json_ json_t *params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (o->window_usec / USEC_PER_SEC),
-                                                  "sortBy", o->sort.name, "limit", (json_int_t) o->limit);
+        /* Grouped, the groups sum every process of the window (up to Top's limit). */
+        long long limit = o->group != TOP_GROUP_PROCESS && !o->limit_set ? TOP_MAX_LIMIT : o->limit;
 
-        if (!params)
-                return fail("out of memory");
         for (long long v = 0; o->iterations < 0 || v < o->iterations; v++) {
+                _cleanup_(trapstat_error_done) TrapstatError error = {};
+                uint64_t gone = 0;
                 json_t *reply;
                 char now[32], window[32];
+                int r;
 
                 if (v > 0) {
                         struct timespec ts = { .tv_sec = (time_t) (o->delay_usec / USEC_PER_SEC),
@@ -574,15 +347,37 @@ static int top_batch(const TopOptions *o) {
                         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                                 ;
                 }
-                if (cli_call("io.trapstat.Top", params, &reply) < 0)
+                for (;;) {
+                        r = top_call_top(&o->filter, &o->sort, o->window_usec, limit, &reply, &error);
+                        if (r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET && r != -EPIPE)
+                                break;
+                        /* The daemon is away: wait for it as long as --reconnect-timeout says. */
+                        if (!gone)
+                                gone = now_usec(CLOCK_MONOTONIC);
+                        if (o->reconnect_timeout_usec != RECONNECT_NEVER &&
+                            now_usec(CLOCK_MONOTONIC) - gone >= o->reconnect_timeout_usec)
+                                break;
+                        nanosleep(&(struct timespec) { .tv_sec = 1 }, NULL);
+                }
+                if (r == TRAPSTAT_ERROR_REPLY) {
+                        report_error_reply("io.trapstat.Top", &error);
                         return EXIT_FAILURE;
+                }
+                if (r < 0) {
+                        report_unreachable(r);
+                        return EXIT_FAILURE;
+                }
                 if (arg_json)
                         print_json(reply);
                 else {
-                        printf("%strapstat top - %s - counts over the last %s, sorted by %s\n", v > 0 ? "\n" : "",
+                        printf("%strapstat top - %s - counts over the last %s, sorted by %s%s%s\n", v > 0 ? "\n" : "",
                                format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window),
-                               o->sort.name);
-                        print_top_table(stdout, &style, json_object_get(reply, "rows"), -1);
+                               o->sort.name, o->group != TOP_GROUP_PROCESS ? ", by " : "",
+                               o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
+                        if (o->group == TOP_GROUP_PROCESS)
+                                print_top_table(stdout, &style, json_object_get(reply, "rows"), -1);
+                        else
+                                print_group_table(o, &style, reply);
                 }
                 json_decref(reply);
                 if (fflush(stdout) != 0)
@@ -597,17 +392,23 @@ int verb_top(int argc, char *argv[]) {
                 { "delay", required_argument, NULL, 'd' }, { "window", required_argument, NULL, 'w' },
                 { "sort", required_argument, NULL, 's' },  { "limit", required_argument, NULL, 'l' },
                 { "stream", no_argument, NULL, 'S' },      { "json", no_argument, NULL, 'j' },
+                { "pid", required_argument, NULL, 'p' },   { "user", required_argument, NULL, 'u' },
+                { "unit", required_argument, NULL, 'U' },  { "comm", required_argument, NULL, 'C' },
+                { "by", required_argument, NULL, 'g' },    { "reconnect-timeout", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },        {},
         };
-        TopOptions o = { .iterations = -1, .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC, .limit = TOP_DEFAULT_LIMIT };
-        bool delay_set = false;
+        TopOptions o = { .iterations = -1,
+                         .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC,
+                         .limit = TOP_DEFAULT_LIMIT,
+                         .filter = PROCESS_FILTER_NONE };
+        bool delay_set = false, reconnect_set = false;
         uint64_t delay = 0;
-        int c;
+        int c, ret;
 
         /* The default sort, a Faults member: this cannot fail. */
         (void) sort_key_from_name("user", &o.sort);
         optind = 0;
-        while ((c = getopt_long(argc, argv, "bn:d:w:s:l:h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "bn:d:w:s:l:p:u:h", options, NULL)) >= 0)
                 switch (c) {
                 case 'b':
                         o.batch = true;
@@ -643,26 +444,74 @@ int verb_top(int argc, char *argv[]) {
                                 return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
                         o.limit_set = true;
                         break;
+                case 'p':
+                        if (process_filter_parse_pids(&o.filter, optarg) < 0)
+                                return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
+                                                   MAX_FILTER_PIDS);
+                        break;
+                case 'u':
+                        if (top_parse_user(optarg, &o.filter.uid) < 0)
+                                return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
+                        break;
+                case 'U':
+                case 'C': {
+                        char **field = c == 'U' ? &o.filter.unit : &o.filter.comm;
+
+                        if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
+                                return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes", c == 'U' ? "unit" : "comm",
+                                                   optarg, MAX_UNIT_NAME);
+                        free(*field);
+                        *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
+                        if (!*field)
+                                return fail("out of memory");
+                        break;
+                }
+                case 'g':
+                        if (top_group_from_name(optarg, &o.group) < 0 || o.group == TOP_GROUP_PROCESS)
+                                return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
+                        break;
+                case 'R':
+                        if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
+                                o.reconnect_timeout_usec = RECONNECT_NEVER;
+                        else if (parse_duration_usec(optarg, &o.reconnect_timeout_usec) < 0)
+                                return usage_error(top_usage,
+                                                   "invalid --reconnect-timeout '%s': expected a duration (0: do not wait) or infinity",
+                                                   optarg);
+                        reconnect_set = true;
+                        break;
                 case 'h':
                         printf("%s\n\n"
-                               "Processes faulting and trapping now. On a terminal: a live view fed by trapstatd's\n"
-                               "Watch stream, per-second rates refreshed every tick (or every -d). Columns: pid, command,\n"
-                               "user-mode, kernel-mode and major page faults per second, traps per second, the busiest\n"
-                               "trap vectors, the systemd unit.\n\n"
+                               "Processes faulting and trapping. On a terminal: a live view that keeps every process\n"
+                               "that faulted or trapped since it started (and those of the last --window before), with\n"
+                               "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
+                               "exited process is marked X and stays for --window, one that trapped is marked T.\n"
+                               "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
+                               "traps per second, total faults and traps, the trap vectors, the systemd unit.\n\n"
                                "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t\n"
-                               "sort by user, kernel, major faults or traps; h help. Ctrl-C also restores the terminal.\n\n"
+                               "sort by user, kernel, major faults or traps; g group by unit, comm, user; P, U, N, C\n"
+                               "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
+                               "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
                                "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
                                "                      from the history (also processes that exited), every -d\n"
                                "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
                                "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
                                "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
-                               "  -w, --window DURATION  with -b: look-back of each table (default %ds)\n"
+                               "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
+                               "                      long an exited process stays (default %ds)\n"
                                "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps\n"
                                "  -l, --limit N       at most N rows (default %d with -b)\n"
+                               "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
+                               "  -u, --user USER     only processes of this user (name or uid)\n"
+                               "      --unit NAME     only processes of this systemd unit; a shell glob; a name without a\n"
+                               "                      dot gets .service (nginx: nginx.service)\n"
+                               "      --comm GLOB     only processes whose command name matches, e.g. 'postgres*'\n"
+                               "      --by KEY        with -b: one row per unit, comm or user, summed\n"
+                               "      --reconnect-timeout DURATION  how long to wait for trapstatd when it went away\n"
+                               "                      (default: infinity live, 0 with -b; 0 exits at once)\n"
                                "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
                                "                      the Top reply per table\n\n"
                                "Without a terminal on stdin and stdout, top behaves as with -b.\n",
-                               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT);
+                               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
                         return 0;
                 default:
                         fprintf(stderr, "%s\n", top_usage);
@@ -673,16 +522,24 @@ int verb_top(int argc, char *argv[]) {
         if (o.stream && !o.batch)
                 return usage_error(top_usage, "top: --stream goes with -b");
 
+        if (o.group != TOP_GROUP_PROCESS && arg_json)
+                return usage_error(top_usage, "top: --by goes without --json (the replies are per process)");
+
         if (arg_json && !o.batch) {
                 o.stream = true;
-                return top_stream(&o);
-        }
-        if (!o.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
+                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : 0;
+                ret = top_stream(&o);
+        } else if (!o.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
+                /* A person watching: wait for the daemon as long as they keep the view open. */
                 o.delay_usec = delay_set ? delay : 0;
-                return top_live(&o);
+                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : RECONNECT_NEVER;
+                ret = top_live(&o);
+        } else {
+                /* A script: a daemon that is away is an error at once, unless asked to wait. */
+                o.delay_usec = delay_set ? delay : 2 * USEC_PER_SEC;
+                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : 0;
+                ret = o.stream ? top_stream(&o) : top_batch(&o);
         }
-        o.delay_usec = delay_set ? delay : 2 * USEC_PER_SEC;
-        if (o.stream)
-                return top_stream(&o);
-        return top_batch(&o);
+        process_filter_done(&o.filter);
+        return ret;
 }

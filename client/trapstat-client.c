@@ -94,13 +94,33 @@ int trapstat_client_start(TrapstatClient *c, const char *method, const json_t *p
         return varlink_client_call(c->varlink, method, parameters, more ? VARLINK_CALL_MORE : 0);
 }
 
-int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit) {
+int trapstat_filter_parameters(json_t *parameters, const ProcessFilter *f) {
+        if (!f)
+                return 0;
+        if (f->n_pids > 0) {
+                json_t *pids = json_array();
+
+                if (json_object_set_new(parameters, "pids", pids) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; i < f->n_pids; i++)
+                        if (json_array_append_new(pids, json_integer(f->pids[i])) < 0)
+                                return -ENOMEM;
+        }
+        if ((f->uid >= 0 && json_object_set_new(parameters, "uid", json_integer(f->uid)) < 0) ||
+            (f->unit && json_object_set_new(parameters, "unit", json_string(f->unit)) < 0) ||
+            (f->comm && json_object_set_new(parameters, "comm", json_string(f->comm)) < 0))
+                return -ENOMEM;
+        return 0;
+}
+
+int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit, const ProcessFilter *filter) {
         _cleanup_json_ json_t *params = NULL;
 
         if (!sort || !sort->name)
                 return -EINVAL;
         params = json_pack("{s:s}", "sortBy", sort->name);
-        if (!params || (limit > 0 && json_object_set_new(params, "limit", json_integer(limit)) < 0))
+        if (!params || (limit > 0 && json_object_set_new(params, "limit", json_integer(limit)) < 0) ||
+            trapstat_filter_parameters(params, filter) < 0)
                 return -ENOMEM;
         return trapstat_client_start(c, "io.trapstat.Watch", params, true);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "filter.h"
 #include "macro.h"
 #include "sites.h"
 
@@ -70,9 +71,13 @@ int trapstat_client_call(TrapstatClient *c, const char *method, const json_t *pa
 /* Sends a call without waiting for its reply; with more, the call of a stream, which the daemon
  * answers with reply after reply. Read them with trapstat_client_read(). 0 or a negative errno. */
 int trapstat_client_start(TrapstatClient *c, const char *method, const json_t *parameters, bool more);
+/* Adds the members of Top and Watch that filter processes (pids, uid, unit, comm) for what f
+ * sets (f may be NULL). 0 or -ENOMEM. */
+int trapstat_filter_parameters(json_t *parameters, const ProcessFilter *f);
 /* Starts io.trapstat.Watch: one reply per tick, rows sorted by sort, at most limit rows each
- * (0: the daemon's default). 0 or a negative errno. */
-int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit);
+ * (0: the daemon's default), of the processes filter lets through (NULL: all). 0 or a negative
+ * errno. */
+int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit, const ProcessFilter *filter);
 
 /* Reads the next reply of the call in progress. Returns 0, the reply's parameters in *ret_reply
  * (a new reference) and whether more replies follow in *ret_continues; TRAPSTAT_ERROR_REPLY and

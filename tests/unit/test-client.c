@@ -241,7 +241,7 @@ static void test_watch(void **state) {
         peer_accept(&p);
 
         assert_int_equal(sort_key_from_name("traps", &sort), 0);
-        assert_int_equal(trapstat_client_watch(c, &sort, 7), 0);
+        assert_int_equal(trapstat_client_watch(c, &sort, 7, NULL), 0);
         call = peer_read_call(&p);
         assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"traps\", \"limit\": 7}}");
 
@@ -268,10 +268,27 @@ static void test_watch(void **state) {
         /* The default limit is the daemon's: none sent. */
         json_decref(TAKE_PTR(call));
         assert_int_equal(sort_key_from_name("major", &sort), 0);
-        assert_int_equal(trapstat_client_watch(c, &sort, 0), 0);
+        assert_int_equal(trapstat_client_watch(c, &sort, 0, &PROCESS_FILTER_NONE), 0);
         call = peer_read_call(&p);
         assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\"}}");
-        assert_int_equal(trapstat_client_watch(c, &(SortKey) {}, 0), -EINVAL);
+        assert_int_equal(trapstat_client_watch(c, &(SortKey) {}, 0, NULL), -EINVAL);
+
+        /* Each filter member that is set, and only those. */
+        json_decref(TAKE_PTR(call));
+        {
+                ProcessFilter f = { .pids = { 7, 9 }, .n_pids = 2, .uid = 1000, .unit = (char *) "web*.service" };
+
+                assert_int_equal(trapstat_client_watch(c, &sort, 0, &f), 0);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\", "
+                                  "\"pids\": [7, 9], \"uid\": 1000, \"unit\": \"web*.service\"}}");
+                json_decref(TAKE_PTR(call));
+                f = (ProcessFilter) { .uid = -1, .comm = (char *) "py*" };
+                assert_int_equal(trapstat_client_watch(c, &sort, 0, &f), 0);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\", "
+                                  "\"comm\": \"py*\"}}");
+        }
         peer_close(&p);
 }
 

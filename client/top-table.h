@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The rows of trapstat top, kept between refreshes (no curses here: unit-tested on its own).
+ *
+ * Traps are rare: a process that trapped once must stay on the screen, not flash for one tick.
+ * So the table keeps every process it was told of — seeded from Top (the last --window), then
+ * fed every Watch tick — with two sets of counts: those of the last refresh (shown as rates)
+ * and the totals since the view started (the seed included). A process the daemon reports
+ * exited is marked and dropped once it has been gone for the window; past max_rows the rows
+ * idle the longest go first, exited ones before live ones.
+ *
+ * Rows can be shown per process or grouped by unit, comm or user (top_table_group()). */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "filter.h"
+
+typedef enum TopGroup {
+        TOP_GROUP_PROCESS,
+        TOP_GROUP_UNIT,
+        TOP_GROUP_COMM,
+        TOP_GROUP_USER,
+        _TOP_GROUP_MAX,
+} TopGroup;
+
+/* "process", "unit", "comm", "user"; and back (-EINVAL for another name). */
+const char *top_group_name(TopGroup g);
+int top_group_from_name(const char *name, TopGroup *ret);
+
+/* Counts of one process (or one group): faults, all traps, and traps per vector. */
+typedef struct TopCounts {
+        Faults faults;
+        uint64_t traps;
+        json_t *vectors; /* owned: vector -> count; NULL while none */
+} TopCounts;
+
+typedef struct TopRow {
+        int64_t pid, start_time; /* -1 for a group */
+        json_t *process;         /* the newest Process object (owned reference); a group's first */
+        char *key;               /* a group's key (unit, comm or user name); NULL for a process */
+        TopCounts last;          /* the last refresh */
+        TopCounts pending;       /* ticks since the last refresh */
+        TopCounts total;         /* since the view started, the seed included */
+        uint64_t last_active_usec;
+        uint64_t trapped_refresh; /* the refresh that last showed a trap, +1; 0: none */
+        bool exited;
+        uint64_t exited_usec;
+        size_t processes, exited_processes; /* a group's */
+} TopRow;
+
+typedef struct TopTable {
+        TopRow *rows;
+        size_t n_rows, n_alloc;
+        size_t max_rows;
+        uint64_t keep_exited_usec; /* how long an exited process stays */
+        /* Over every process the daemon counted for this view, also those not kept. */
+        TopCounts all_last, all_pending;
+        uint64_t interval_usec, pending_interval_usec; /* length of the last refresh, of the pending one */
+        unsigned ticks, pending_ticks;
+        uint64_t time_usec; /* end of the newest tick */
+        uint64_t missed, pending_missed;
+        uint64_t processes, pending_processes; /* most processes in one tick of the refresh */
+        uint64_t refreshes;
+} TopTable;
+
+void top_table_init(TopTable *t, size_t max_rows, uint64_t keep_exited_usec);
+void top_table_done(TopTable *t);
+
+/* Adds the rows of a Top reply as totals (the seed): 0, -EBADMSG, -ENOMEM. */
+int top_table_seed(TopTable *t, json_t *top_reply);
+/* Adds one Watch reply to what the next refresh shows, and to the totals; marks the processes
+ * of its exited list. 0, -EBADMSG when it is not a Watch reply, -ENOMEM. */
+int top_table_add_tick(TopTable *t, json_t *watch_reply);
+/* Ends a refresh: the pending counts become the last ones; exited processes gone longer than
+ * keep_exited_usec (by now_usec) are dropped, and rows beyond max_rows. */
+int top_table_refresh(TopTable *t, uint64_t now_usec);
+/* Whether a trap was counted for the row within the last n refreshes. */
+bool top_row_trapped_recently(const TopTable *t, const TopRow *r, unsigned n);
+
+/* Sorts by the last refresh's count of sort, then by its total, then all faults, then pid. */
+void top_rows_sort(TopRow *rows, size_t n, const SortKey *sort);
+/* Whether the row's process passes the filter. */
+bool top_row_matches(const TopRow *r, const ProcessFilter *filter);
+/* The rows that pass filter, grouped by g (TOP_GROUP_PROCESS: one row per process), sorted:
+ * a new array of new rows in *ret (free with top_rows_free()). 0 or -ENOMEM. */
+int top_table_view(const TopTable *t, const ProcessFilter *filter, TopGroup g, const SortKey *sort, TopRow **ret,
+                   size_t *ret_n);
+void top_rows_free(TopRow *rows, size_t n);
+/* The key a process is grouped under: its unit ("-" without one), comm, or user name (the uid
+ * without one); a new string, NULL on ENOMEM. */
+char *top_group_key(json_t *process, TopGroup g);

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-util.h"
+#include "top-table.h"
+
+#define SEC UINT64_C(1000000)
+
+/* A Process object as the daemon sends it. */
+static json_t *process(int pid, const char *comm, const char *unit, int uid, bool exited, uint64_t last_seen) {
+        json_t *p = json_pack("{s:i, s:I, s:s, s:i, s:b, s:I, s:I}", "pid", pid, "startTime", (json_int_t) pid * 1000,
+                              "comm", comm, "uid", uid, "exited", exited, "firstSeenUsec", (json_int_t) 1,
+                              "lastSeenUsec", (json_int_t) last_seen);
+
+        assert_non_null(p);
+        assert_int_equal(json_object_set_new(p, "unit", unit ? json_string(unit) : json_null()), 0);
+        return p;
+}
+
+static json_t *counters(uint64_t user, const char *vector, uint64_t traps) {
+        json_t *c = json_pack("{s:{s:I, s:i, s:i, s:i, s:I, s:i, s:i, s:i}, s:{}, s:{}}", "faults", "user", (json_int_t) user,
+                              "kernel", 0, "minor", 0, "major", 0, "read", (json_int_t) user, "write", 0, "exec", 0,
+                              "protection", 0, "traps", "signals");
+
+        assert_non_null(c);
+        if (vector)
+                assert_int_equal(json_object_set_new(json_object_get(c, "traps"), vector, json_integer((json_int_t) traps)), 0);
+        return c;
+}
+
+static json_t *row(json_t *p, json_t *c) {
+        return json_pack("{s:o, s:o}", "process", p, "counters", c);
+}
+
+/* A Watch reply at time t (seconds) of one second, with rows and exited (pid list, 0-ended). */
+static json_t *tick(uint64_t t, json_t *rows, const int *exited) {
+        json_t *e = json_array();
+
+        for (size_t i = 0; exited && exited[i]; i++)
+                json_array_append_new(e, json_pack("{s:i, s:I}", "pid", exited[i], "startTime", (json_int_t) exited[i] * 1000));
+        return json_pack("{s:I, s:I, s:o, s:I, s:o, s:i, s:o}", "timeUsec", (json_int_t) (t * SEC), "intervalUsec",
+                         (json_int_t) SEC, "total", counters(0, NULL, 0), "processes", (json_int_t) json_array_size(rows),
+                         "rows", rows, "missedTicks", 0, "exited", e);
+}
+
+static TopRow *find(TopTable *t, int pid) {
+        for (size_t i = 0; i < t->n_rows; i++)
+                if (t->rows[i].pid == pid)
+                        return &t->rows[i];
+        return NULL;
+}
+
+/* The seed's counts are totals; a tick's counts are the next refresh's rates and add to the
+ * totals; a process that trapped once stays, its rate back to zero, its total kept. */
+static void test_rows_stay(void **state) {
+        _cleanup_json_ json_t *seed = json_pack("{s:[o]}", "rows", row(process(10, "trapper", NULL, 0, false, 5 * SEC), counters(3, "UD", 2)));
+        json_t *t1 = tick(100, json_pack("[o, o]", row(process(10, "trapper", NULL, 0, false, 100 * SEC), counters(1, "UD", 1)),
+                                         row(process(20, "faulter", NULL, 0, false, 100 * SEC), counters(500, NULL, 0))),
+                          NULL);
+        json_t *t2 = tick(101, json_pack("[o]", row(process(20, "faulter", NULL, 0, false, 101 * SEC), counters(100, NULL, 0))), NULL);
+        TopTable t;
+        TopRow *r;
+
+        top_table_init(&t, 100, 60 * SEC);
+        assert_int_equal(top_table_seed(&t, seed), 0);
+        r = find(&t, 10);
+        assert_non_null(r);
+        assert_int_equal(r->total.traps, 2);
+        assert_int_equal(r->total.faults.user, 3);
+        assert_int_equal(r->last.traps, 0);
+
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        /* Not shown until the refresh. */
+        assert_int_equal(find(&t, 10)->last.traps, 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+        r = find(&t, 10);
+        assert_int_equal(r->last.traps, 1);
+        assert_int_equal(r->total.traps, 3);
+        assert_int_equal(json_integer_value(json_object_get(r->total.vectors, "UD")), 3);
+        assert_true(top_row_trapped_recently(&t, r, 5));
+        assert_int_equal(t.interval_usec, SEC);
+
+        assert_int_equal(top_table_add_tick(&t, t2), 0);
+        assert_int_equal(top_table_refresh(&t, 101 * SEC), 0);
+        r = find(&t, 10);
+        assert_non_null(r);
+        assert_int_equal(r->last.traps, 0);
+        assert_int_equal(r->total.traps, 3);
+        assert_int_equal(find(&t, 20)->last.faults.user, 100);
+        assert_int_equal(find(&t, 20)->total.faults.user, 600);
+        /* The highlight lasts n refreshes. */
+        for (int i = 0; i < 3; i++)
+                top_table_refresh(&t, (102 + i) * SEC);
+        assert_true(top_row_trapped_recently(&t, find(&t, 10), 5));
+        top_table_refresh(&t, 105 * SEC);
+        assert_false(top_row_trapped_recently(&t, find(&t, 10), 5));
+
+        json_decref(t1);
+        json_decref(t2);
+        top_table_done(&t);
+}
+
+/* An exited process is marked in the tick that says so and dropped once gone for the window;
+ * over max_rows, exited rows go first, then those idle the longest. */
+static void test_exited_and_bounds(void **state) {
+        json_t *t1 = tick(100, json_pack("[o, o, o]", row(process(1, "a", NULL, 0, false, 0), counters(1, NULL, 0)),
+                                         row(process(2, "b", NULL, 0, false, 0), counters(1, NULL, 0)),
+                                         row(process(3, "c", NULL, 0, false, 0), counters(1, NULL, 0))),
+                          (const int[]) { 2, 99, 0 });
+        json_t *t2 = tick(110, json_pack("[o, o]", row(process(3, "c", NULL, 0, false, 0), counters(1, NULL, 0)),
+                                         row(process(4, "d", NULL, 0, false, 0), counters(1, NULL, 0))),
+                          NULL);
+        TopTable t;
+
+        top_table_init(&t, 3, 30 * SEC);
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+        assert_true(find(&t, 2)->exited);
+        assert_false(find(&t, 1)->exited);
+        assert_int_equal(t.n_rows, 3);
+
+        /* Four rows, three kept: the exited one goes, not the idle live one. */
+        assert_int_equal(top_table_add_tick(&t, t2), 0);
+        assert_int_equal(top_table_refresh(&t, 110 * SEC), 0);
+        assert_int_equal(t.n_rows, 3);
+        assert_null(find(&t, 2));
+        assert_non_null(find(&t, 1));
+
+        /* Max rows again, with no exited row: the one idle the longest (1) goes. */
+        json_decref(t2);
+        t2 = tick(120, json_pack("[o]", row(process(5, "e", NULL, 0, false, 0), counters(1, NULL, 0))), (const int[]) { 4, 0 });
+        assert_int_equal(top_table_add_tick(&t, t2), 0);
+        assert_int_equal(top_table_refresh(&t, 120 * SEC), 0);
+        assert_int_equal(t.n_rows, 3);
+        assert_null(find(&t, 4)); /* exited just now: still the first to go past max_rows */
+        assert_non_null(find(&t, 1));
+
+        /* Exited for longer than the window: dropped. */
+        json_decref(t1);
+        t1 = tick(121, json_pack("[]"), (const int[]) { 1, 0 });
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_int_equal(top_table_refresh(&t, 121 * SEC), 0);
+        assert_non_null(find(&t, 1));
+        assert_int_equal(top_table_refresh(&t, 151 * SEC), 0);
+        assert_non_null(find(&t, 1));
+        assert_int_equal(top_table_refresh(&t, 152 * SEC), 0);
+        assert_null(find(&t, 1));
+        assert_non_null(find(&t, 3));
+
+        json_decref(t1);
+        json_decref(t2);
+        top_table_done(&t);
+}
+
+/* Sorted by the rate, then by the total; grouped rows sum their processes; filters hide rows. */
+static void test_view(void **state) {
+        _cleanup_json_ json_t *seed = json_pack(
+                "{s:[o, o, o, o]}", "rows", row(process(1, "web", "web.service", 1000, false, 0), counters(50, "UD", 1)),
+                row(process(2, "web", "web.service", 1000, true, 90 * SEC), counters(10, "BP", 4)),
+                row(process(3, "db", "db.service", 0, false, 0), counters(70, NULL, 0)),
+                row(process(4, "sh", NULL, 0, false, 0), counters(5, NULL, 0)));
+        json_t *t1 = tick(100, json_pack("[o]", row(process(4, "sh", NULL, 0, false, 0), counters(1, NULL, 0))), NULL);
+        ProcessFilter f = PROCESS_FILTER_NONE;
+        TopRow *rows;
+        size_t n;
+        SortKey user, traps;
+        TopTable t;
+
+        assert_int_equal(sort_key_from_name("user", &user), 0);
+        assert_int_equal(sort_key_from_name("traps", &traps), 0);
+        top_table_init(&t, 100, 60 * SEC);
+        assert_int_equal(top_table_seed(&t, seed), 0);
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+
+        /* 4 has a rate: first; then by total user faults. */
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_PROCESS, &user, &rows, &n), 0);
+        assert_int_equal(n, 4);
+        assert_int_equal(rows[0].pid, 4);
+        assert_int_equal(rows[1].pid, 3);
+        assert_int_equal(rows[2].pid, 1);
+        assert_int_equal(rows[3].pid, 2);
+        top_rows_free(rows, n);
+
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_UNIT, &traps, &rows, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(rows[0].key, "web.service");
+        assert_int_equal(rows[0].processes, 2);
+        assert_int_equal(rows[0].exited_processes, 1);
+        assert_int_equal(rows[0].total.traps, 5);
+        assert_int_equal(rows[0].total.faults.user, 60);
+        assert_int_equal(json_integer_value(json_object_get(rows[0].total.vectors, "BP")), 4);
+        /* No traps elsewhere: then by total faults. */
+        assert_string_equal(rows[1].key, "db.service");
+        assert_string_equal(rows[2].key, "-");
+        top_rows_free(rows, n);
+
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_USER, &user, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rows[0].processes + rows[1].processes, 4);
+        top_rows_free(rows, n);
+
+        f.comm = strdup("w*");
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_PROCESS, &user, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rows[0].pid, 1);
+        top_rows_free(rows, n);
+        process_filter_done(&f);
+        f.unit = strdup("*");
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_COMM, &user, &rows, &n), 0);
+        assert_int_equal(n, 2); /* sh has no unit */
+        assert_string_equal(rows[0].key, "db");
+        top_rows_free(rows, n);
+        process_filter_done(&f);
+
+        json_decref(t1);
+        top_table_done(&t);
+}
+
+/* What is not a reply is refused, and the table stays usable. */
+static void test_malformed(void **state) {
+        _cleanup_json_ json_t *no_rows = json_pack("{s:I}", "intervalUsec", (json_int_t) SEC);
+        _cleanup_json_ json_t *bad_process = json_pack("{s:I, s:[{s:s}]}", "intervalUsec", (json_int_t) SEC, "rows", "process", "x");
+        _cleanup_json_ json_t *bad_seed = json_pack("{s:[{s:o, s:{}}]}", "rows", "process", process(1, "a", NULL, 0, false, 0), "counters");
+        TopGroup g;
+        TopTable t;
+
+        top_table_init(&t, 10, SEC);
+        assert_int_equal(top_table_add_tick(&t, no_rows), -EBADMSG);
+        assert_int_equal(top_table_add_tick(&t, bad_process), -EBADMSG);
+        assert_int_equal(top_table_seed(&t, bad_seed), -EBADMSG);
+        assert_int_equal(top_table_seed(&t, no_rows), -EBADMSG);
+        assert_int_equal(top_table_refresh(&t, SEC), 0);
+        top_table_done(&t);
+
+        assert_int_equal(top_group_from_name("unit", &g), 0);
+        assert_int_equal(g, TOP_GROUP_UNIT);
+        assert_int_equal(top_group_from_name("units", &g), -EINVAL);
+        assert_string_equal(top_group_name(TOP_GROUP_USER), "user");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rows_stay),
+                cmocka_unit_test(test_exited_and_bounds),
+                cmocka_unit_test(test_view),
+                cmocka_unit_test(test_malformed),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
