@@ -48,7 +48,7 @@ _trapstat() {
 
     local opts=""
     case $verb in
-        top) opts="--batch --stream --iterations --delay --window --sort --limit --json --help" ;;
+        top) opts="--batch --stream --iterations --delay --window --sort --limit --pid --user --unit --comm --by --reconnect-timeout --json --help" ;;
         history) opts="--since --until --step --start-time --json --csv --help" ;;
         sites) opts="--since --until --start-time --traps --faults --limit --json --csv --help" ;;
         procs) opts="--exited --comm --unit --pid --limit --json --csv --help" ;;
@@ -68,5 +68,12 @@ _trapstat() {
     elif [[ ( $verb == history || $verb == sites ) && $prev == "$verb" ]]; then
         # Pids of running processes; exited ones: trapstat procs --exited.
         COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur"))
+    elif [[ $verb == top ]]; then
+        case $prev in
+            -p|--pid) COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur")) ;;
+            -u|--user) COMPREPLY=($(compgen -u -- "$cur")) ;;
+            --by) COMPREPLY=($(compgen -W "unit comm user" -- "$cur")) ;;
+            -s|--sort) COMPREPLY=($(compgen -W "user kernel minor major read write exec protection traps" -- "$cur")) ;;
+        esac
     fi
 } && complete -F _trapstat trapstat
