@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The live view of trapstat top, driven in tmux (send-keys, capture-pane): it shows a known
 workload, reacts to sort keys and pause, quits on q and on Ctrl-C with the terminal restored;
-color only without NO_COLOR."""
+color only without NO_COLOR. Rows stay: a process that trapped and went idle is still listed
+with its total, marked when it exited; filters (-p, --comm, the P key), grouping by unit (g,
+and --by in batch mode), the help screen, and a daemon restarted under the view."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -11,7 +14,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, SharedDaemonTest, binary, require_root_and_bpf, require_x86_64, wait_for  # noqa: E402
+from daemon import (Daemon, SharedDaemonTest, binary, cgroup2_root, require_root_and_bpf, require_x86_64,  # noqa: E402
+                    trapstat_json, wait_for)
 
 
 class Tmux:
@@ -42,10 +46,41 @@ class Tmux:
 
 
 def data_rows(screen):
-    """The process rows of the live view: lines below the column header."""
+    """The rows of the live view: lines below the column header (per process or grouped)."""
     lines = screen.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("PID COMM"))
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith(("PID S COMM", "PROCS S")))
     return [line for line in lines[header + 1:] if line.strip() and line.lstrip()[0].isdigit()]
+
+
+def row_of(screen, pid):
+    """The live view's row of pid as its cells: PID S COMM USER/s KERNEL/s MAJOR/s TRAPS/s
+    FAULTS TRAPS VECTORS UNIT (S is blank for a running process that did not trap lately)."""
+    for line in data_rows(screen):
+        if line.split()[0] == str(pid):
+            state = line[8]
+            cells = line[:8].split() + [state] + line[9:].split()
+            return cells
+    return None
+
+
+class SiteTraps:
+    """site-traps: ud2 n times in one function, then idle until stop(); in a cgroup when given."""
+
+    def __init__(self, ud, cgroup=None):
+        command = [binary("SITE_TRAPS"), "--ud", str(ud), "--hold-after", "120"]
+        if cgroup:
+            # A shell joins the cgroup and then execs the workload: its unit is known from the start.
+            command = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *command]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.pid = int(self.proc.stdout.readline().split()[1])
+        assert self.proc.stdout.readline().strip() == f"done ud signals={ud}"
+        assert self.proc.stdout.readline().startswith("holding")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR1)
+        self.proc.wait(timeout=10)
+        self.proc.stdout.close()
 
 
 class LiveTop(SharedDaemonTest):
@@ -74,8 +109,8 @@ class LiveTop(SharedDaemonTest):
             t.join()
         super().tearDownClass()
 
-    def top(self, name, args="", env=None):
-        cmd = f"{binary('TRAPSTAT')} --socket {self.daemon.socket} top {args}"
+    def top(self, name, args="", env=None, socket=None):
+        cmd = f"{binary('TRAPSTAT')} --socket {socket or self.daemon.socket} top {args}"
         t = Tmux(f"trapstat-test-{os.getpid()}-{name}", cmd, env={"TERM": "xterm-256color", **(env or {})})
         self.addCleanup(t.close)
         return t
@@ -115,27 +150,27 @@ class LiveTop(SharedDaemonTest):
         t.keys("q")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=0" in s else None, "trapstat to exit 0")
         self.assertNotIn("sorted by", s)
-        self.assertNotIn("PID COMM", s)
+        self.assertNotIn("PID S COMM", s)
 
     def test_ctrl_c_restores_the_terminal(self):
         t = self.top("sigint")
-        t.wait(lambda s: "PID COMM" in s, "the live view")
+        t.wait(lambda s: "PID S COMM" in s, "the live view")
         t.keys("C-c")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=" in s else None, "trapstat to exit on Ctrl-C")
-        self.assertNotIn("PID COMM", s)
+        self.assertNotIn("PID S COMM", s)
         # The terminal is usable: echo works (not left in noecho/cbreak).
         t.keys("echo typed-after-top", "Enter")
         t.wait(lambda s: "echo typed-after-top" in s and s.count("typed-after-top") == 2, "the shell to echo input")
 
     def test_color_only_without_no_color(self):
         t = self.top("color")
-        t.wait(lambda s: "PID COMM" in s, "the live view")
+        t.wait(lambda s: "PID S COMM" in s, "the live view")
         self.assertIn("\033[", t.screen(escapes=True))
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit")
 
         t = self.top("nocolor", env={"NO_COLOR": "1"})
-        t.wait(lambda s: "PID COMM" in s, "the live view")
+        t.wait(lambda s: "PID S COMM" in s, "the live view")
         # No colors: the sorted column is marked with a '*' instead; reverse video stays.
         self.assertIn("*USER/s", t.screen())
         self.assertNotRegex(t.screen(escapes=True), r"\x1b\[(3[0-7]|9[0-7]|38;)")
@@ -147,20 +182,141 @@ class LiveTop(SharedDaemonTest):
         t = self.top("iterations", "-n 10")
         t.wait(lambda s: "sorted by user" in s, "the live view")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=0" in s else None, "exit 0 after 10 refreshes")
-        self.assertNotIn("PID COMM", s)
+        self.assertNotIn("PID S COMM", s)
 
     def test_daemon_stops_under_the_live_view(self):
-        """The stream ends: trapstat leaves the screen, exits 1, and the reason is still there to
-        read (not drawn into the curses screen and wiped with it)."""
+        """With --reconnect-timeout the view waits that long for the daemon, then ends: trapstat
+        leaves the screen, exits 1, and the reason is still there to read (not drawn into the
+        curses screen and wiped with it)."""
         with Daemon() as d:
-            cmd = f"{binary('TRAPSTAT')} --socket {d.socket} top"
+            cmd = f"{binary('TRAPSTAT')} --socket {d.socket} top --reconnect-timeout 1s"
             t = Tmux(f"trapstat-test-{os.getpid()}-stopped", cmd, env={"TERM": "xterm-256color"})
             self.addCleanup(t.close)
             t.wait(lambda s: "sorted by user" in s, "the live view")
-        s = t.wait(lambda s: s if "TRAPSTAT-EXIT=1" in s else None, "exit 1 after the daemon stopped")
-        self.assertNotIn("PID COMM", s)
-        self.assertIn("trapstat: trapstatd closed the Watch stream", s)
+        t.wait(lambda s: "trapstatd went away at" in s, "the view to say the daemon went away")
+        s = t.wait(lambda s: s if "TRAPSTAT-EXIT=1" in s else None, "exit 1 a second after the daemon stopped")
+        self.assertNotIn("PID S COMM", s)
+        self.assertIn("trapstat: trapstatd went away and did not come back within 1s", s)
         self.assertEqual(s.count("trapstat: "), 1, s)
+
+    def test_restart_under_the_view(self):
+        """The daemon stops and starts again under the view: the view says it went away, comes
+        back by itself, keeps the rows and totals it had, and shows what happens afterwards."""
+        d = Daemon()
+        with d.lifetime():
+            d.start()
+            before = SiteTraps(3)
+            self.addCleanup(before.stop)
+            t = self.top("restart", f"--comm site-traps --sort traps", socket=d.socket)
+            t.wait(lambda s: (row_of(s, before.pid) or [None] * 9)[8] == "3", "the first workload's 3 traps")
+            d.stop()
+            t.wait(lambda s: "trapstatd went away at" in s and "reconnecting" in s, "the view to say the daemon went away")
+            d.start()
+            after = SiteTraps(7)
+            self.addCleanup(after.stop)
+            s = t.wait(lambda s: (row_of(s, after.pid) or [None] * 9)[8] == "7" and "went away" not in s,
+                       "the new workload's 7 traps after the restart")
+            # The first workload's row and total are still there.
+            self.assertEqual(row_of(s, before.pid)[8], "3", s)
+            t.keys("q")
+            t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
+
+    def test_a_trap_stays_with_its_total(self):
+        """A process traps 3 times and goes idle: its row stays with its total and vector, marked
+        T while the trap is recent; once it exits it is marked X and still listed."""
+        t = self.top("stays", "--comm 'site-tr*' --sort traps")
+        t.wait(lambda s: "sorted by traps" in s and "--comm site-tr*" in s, "the live view with its filter")
+        w = SiteTraps(3)
+        self.addCleanup(w.stop)
+        s = t.wait(lambda s: row_of(s, w.pid) and row_of(s, w.pid)[8] == "3", "the workload's 3 traps")
+        row = row_of(s, w.pid)
+        self.assertEqual(row[2], "site-traps", s)
+        self.assertEqual(row[9], "UD:3", s)
+        # Only what the filter lets through.
+        self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
+        time.sleep(4)
+        s = t.screen()
+        row = row_of(s, w.pid)
+        self.assertIsNotNone(row, f"the idle process left the screen:\n{s}")
+        self.assertEqual((row[1], row[6], row[8], row[9]), (" ", "0", "3", "UD:3"), s)
+        w.stop()
+        s = t.wait(lambda s: (row_of(s, w.pid) or [None, None])[1] == "X", "the exited mark")
+        self.assertEqual(row_of(s, w.pid)[8], "3", s)
+        t.keys("q")
+        t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
+
+    def test_pid_filter_and_the_window_before(self):
+        """-p: only that process, also one that trapped before the view started (from Top over
+        the window); P changes the pids at the bottom line, = clears the filter."""
+        w = SiteTraps(5)
+        self.addCleanup(w.stop)
+        other = SiteTraps(2)
+        self.addCleanup(other.stop)
+        time.sleep(1)
+        t = self.top("pid", f"-p {w.pid}")
+        s = t.wait(lambda s: row_of(s, w.pid) and "rates over" in s, "the process from the window")
+        self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
+        self.assertEqual(row_of(s, w.pid)[8], "5", s)
+        # P: another pid, typed at the bottom line.
+        t.keys("P")
+        t.wait(lambda s: "pids (e.g. 123,456; empty: all):" in s, "the pid prompt")
+        t.keys(str(other.pid), "Enter")
+        s = t.wait(lambda s: [r.split()[0] for r in data_rows(s)] == [str(other.pid)], "only the other pid")
+        self.assertEqual(row_of(s, other.pid)[8], "2", s)
+        self.assertIn(f"-p {other.pid}", s)
+        # A bad list is refused with a message; the filter stays.
+        t.keys("P", "x1", "Enter")
+        t.wait(lambda s: "not a list of pids: 'x1'" in s, "the refusal")
+        self.assertEqual([r.split()[0] for r in data_rows(t.screen())], [str(other.pid)])
+        # =: everything again (the workloads of the other tests too).
+        t.keys("=")
+        t.wait(lambda s: "-p " not in s.splitlines()[0] and len(data_rows(s)) > 1, "every process after =")
+        t.keys("q")
+        t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
+
+    def test_group_by_unit_and_help(self):
+        """g groups the rows by unit: a unit's row sums its processes' traps; h lists every key."""
+        root = cgroup2_root()
+        self.assertIsNotNone(root, "no cgroup2 hierarchy on this machine")
+        unit = f"trapstat-live-{os.getpid()}.service"
+        cgroup = os.path.join(root, unit)
+        os.mkdir(cgroup)
+        self.addCleanup(os.rmdir, cgroup)
+        a, b = SiteTraps(3, cgroup), SiteTraps(4, cgroup)
+        self.addCleanup(b.stop)
+        self.addCleanup(a.stop)
+        t = self.top("group", "--comm site-traps --sort traps")
+        t.wait(lambda s: row_of(s, a.pid) and row_of(s, b.pid), "both processes of the unit")
+        self.assertEqual(row_of(t.screen(), a.pid)[-1], unit)
+        t.keys("g")
+        s = t.wait(lambda s: ", by unit" in s and "PROCS S" in s, "rows grouped by unit")
+        rows = [r.split() for r in data_rows(s) if r.split()[-1] == unit]
+        self.assertEqual(len(rows), 1, s)
+        # PROCS S? USER/s KERNEL/s MAJOR/s TRAPS/s FAULTS TRAPS VECTORS UNIT (S blank: no cell)
+        self.assertEqual((rows[0][0], rows[0][-3], rows[0][-2]), ("2", "7", "UD:7"), s)
+        # g cycles on: comm, user, then per process again.
+        t.keys("g")
+        t.wait(lambda s: ", by comm" in s, "by comm")
+        t.keys("g", "g")
+        t.wait(lambda s: "PID S COMM" in s and ", by " not in s, "per process again")
+        t.keys("h")
+        s = t.wait(lambda s: s if "trapstat top: keys" in s else None, "the help screen")
+        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
+            self.assertIn(f"  {key}", s)
+        t.keys("x")
+        t.wait(lambda s: "PID S COMM" in s, "back to the view")
+        t.keys("q")
+        t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
+
+        # Batch: --by unit sums the unit over the window; -p and --unit filter.
+        text = subprocess.run([binary("TRAPSTAT"), "--socket", self.daemon.socket, "top", "-b", "-n", "1", "--by", "unit",
+                               "--unit", unit], capture_output=True, text=True, check=True).stdout
+        lines = [line.split() for line in text.splitlines() if line.split() and line.split()[-1] == unit]
+        self.assertEqual(len(lines), 1, text)
+        self.assertEqual((lines[0][0], lines[0][-3], lines[0][-2]), ("2", "7", "UD:7"), text)
+        rows = trapstat_json(self.daemon.socket, "top", "-b", "-n", "1", "-p", f"{a.pid},{b.pid}", "--sort", "traps")["rows"]
+        self.assertEqual(sorted((r["process"]["pid"], r["counters"]["traps"]["UD"]) for r in rows),
+                         sorted([(a.pid, 3), (b.pid, 4)]))
 
     def test_unreachable_daemon(self):
         cmd = f"{binary('TRAPSTAT')} --socket /nonexistent/io.trapstat top"
