@@ -179,7 +179,7 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
         size_t n;
         int r;
 
-        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, &rows, &n);
+        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, NULL, &rows, &n);
         if (r < 0)
                 return database_error(reader, r, ret);
 
