@@ -9,6 +9,7 @@
 
 #include "defaults.h"
 #include "embedded.h"
+#include "filter.h"
 #include "json-util.h"
 #include "log.h"
 #include "manager.h"
@@ -62,6 +63,44 @@ static bool in_range(int64_t v, int64_t min, int64_t max) {
  * the uid to filter by, or -1 for no filter. */
 static int64_t visible_uid(VarlinkCall *call) {
         return varlink_call_peer_privileged(call) ? -1 : (int64_t) varlink_call_peer_uid(call);
+}
+
+/* Reads the members Top and Watch filter processes by (pids, uid, unit, comm) into *ret, to
+ * process_filter_done(). Returns 0; -EINVAL and the member out of bounds in *ret_bad; -ENOMEM.
+ * An empty pids is out of bounds: "only these" with none would be everything. */
+static int process_filter_read(json_t *parameters, ProcessFilter *ret, const char **ret_bad) {
+        json_t *pids = json_object_get(parameters, "pids"), *v;
+        const char *unit = param_string(parameters, "unit"), *comm = param_string(parameters, "comm");
+        int64_t uid = param_int(parameters, "uid", -1);
+        ProcessFilter f = PROCESS_FILTER_NONE;
+        size_t i;
+
+        *ret_bad = NULL;
+        if (json_is_array(pids) && !in_range((int64_t) json_array_size(pids), 1, MAX_FILTER_PIDS))
+                *ret_bad = "pids";
+        json_array_foreach (pids, i, v) {
+                if (*ret_bad || !in_range(json_integer_value(v), 1, INT32_MAX)) {
+                        *ret_bad = "pids";
+                        break;
+                }
+                f.pids[f.n_pids++] = (uint32_t) json_integer_value(v);
+        }
+        if (!*ret_bad && param_present(parameters, "uid") && !in_range(uid, 0, UINT32_MAX))
+                *ret_bad = "uid";
+        /* The bound of SQLite's GLOB patterns too (store.c): Top's query could not take more. */
+        else if (!*ret_bad && unit && strlen(unit) > MAX_UNIT_NAME)
+                *ret_bad = "unit";
+        else if (!*ret_bad && comm && strlen(comm) > MAX_UNIT_NAME)
+                *ret_bad = "comm";
+        if (*ret_bad)
+                return -EINVAL;
+        f.uid = uid;
+        if ((unit && !(f.unit = strdup(unit))) || (comm && !(f.comm = strdup(comm)))) {
+                process_filter_done(&f);
+                return -ENOMEM;
+        }
+        *ret = f;
+        return 0;
 }
 
 /* A query's failure, as the reply a worker sends. -ECANCELED (the query was stopped) is passed
@@ -169,7 +208,17 @@ typedef struct TopArgs {
         const char *sort;
         size_t limit;
         int64_t uid;
+        ProcessFilter filter;
 } TopArgs;
+
+static void top_args_free(void *userdata) {
+        TopArgs *a = userdata;
+
+        if (a) {
+                process_filter_done(&a->filter);
+                free(a);
+        }
+}
 
 /* In a worker: the rows go into the reply one at a time, never as one JSON tree. */
 static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
@@ -179,7 +228,7 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
         size_t n;
         int r;
 
-        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, &rows, &n);
+        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, &a->filter, &rows, &n);
         if (r < 0)
                 return database_error(reader, r, ret);
 
@@ -195,6 +244,8 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         int64_t window = param_int(parameters, "windowSec", TOP_DEFAULT_WINDOW_SEC);
         int64_t limit = param_int(parameters, "limit", TOP_DEFAULT_LIMIT);
+        _cleanup_(process_filter_done) ProcessFilter filter = PROCESS_FILTER_NONE;
+        const char *bad;
         TopArgs *args;
         int r;
 
@@ -202,6 +253,11 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return varlink_call_error_invalid_parameter(call, "windowSec");
         if (!in_range(limit, 1, TOP_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
+        r = process_filter_read(parameters, &filter, &bad);
+        if (r == -EINVAL)
+                return varlink_call_error_invalid_parameter(call, bad);
+        if (r < 0)
+                return r;
         if (!need_store(call, m, &r))
                 return r;
 
@@ -212,8 +268,10 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
         *args = (TopArgs) { .since_usec = window_start_usec(window),
                             .sort = param_sort_key(parameters).name,
                             .limit = (size_t) limit,
-                            .uid = visible_uid(call) };
-        return submit(call, m, true, run_top, args, free);
+                            .uid = visible_uid(call),
+                            .filter = filter };
+        filter = PROCESS_FILTER_NONE; /* the worker's now */
+        return submit(call, m, true, run_top, args, top_args_free);
 }
 
 /* What a call about one process over a stretch of time (History, Sites) names, and who asks. */
@@ -224,15 +282,10 @@ typedef struct ProcessRange {
         int64_t uid;         /* >= 0: the caller sees only this user's processes */
 } ProcessRange;
 
-/* Reads pid, startTime, sinceUsec and untilUsec into *ret; the member out of bounds, or NULL. */
-static const char *process_range_read(VarlinkCall *call, json_t *parameters, ProcessRange *ret) {
-        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
+/* Reads sinceUsec and untilUsec (History, UnitHistory, Sites); the member out of bounds, or NULL. */
+static const char *time_range_read(json_t *parameters, uint64_t *ret_since, uint64_t *ret_until) {
         int64_t since = param_int(parameters, "sinceUsec", 0), until = param_int(parameters, "untilUsec", INT64_MAX);
 
-        if (!in_range(pid, 1, UINT32_MAX))
-                return "pid";
-        if (start_time < 0)
-                return "startTime";
         if (since < 0)
                 return "sinceUsec";
         if (until < 0)
@@ -240,10 +293,44 @@ static const char *process_range_read(VarlinkCall *call, json_t *parameters, Pro
         /* An empty range is a mistake to point out, not a question with an empty answer. */
         if (since > until)
                 return "untilUsec";
+        *ret_since = (uint64_t) since;
+        *ret_until = (uint64_t) until;
+        return NULL;
+}
+
+/* Reads resolutionSec (History, UnitHistory) into *ret, 0 when absent (the default then depends
+ * on what the history covers); the member out of bounds, or NULL. */
+static const char *resolution_read(json_t *parameters, int64_t *ret) {
+        int64_t resolution = param_int(parameters, "resolutionSec", 0);
+
+        if (!param_present(parameters, "resolutionSec")) {
+                *ret = 0;
+                return NULL;
+        }
+        if (resolution < 1 || (uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
+            ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0)
+                return "resolutionSec";
+        *ret = resolution;
+        return NULL;
+}
+
+/* Reads pid, startTime, sinceUsec and untilUsec into *ret; the member out of bounds, or NULL. */
+static const char *process_range_read(VarlinkCall *call, json_t *parameters, ProcessRange *ret) {
+        int64_t pid = param_int(parameters, "pid", 0), start_time = param_int(parameters, "startTime", 0);
+        uint64_t since, until;
+        const char *bad;
+
+        if (!in_range(pid, 1, UINT32_MAX))
+                return "pid";
+        if (start_time < 0)
+                return "startTime";
+        bad = time_range_read(parameters, &since, &until);
+        if (bad)
+                return bad;
         *ret = (ProcessRange) { .pid = (uint32_t) pid,
                                 .start_time = (uint64_t) start_time,
-                                .since_usec = (uint64_t) since,
-                                .until_usec = (uint64_t) until,
+                                .since_usec = since,
+                                .until_usec = until,
                                 .uid = visible_uid(call) };
         return NULL;
 }
@@ -320,27 +407,98 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
 
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
-        int64_t resolution = param_int(parameters, "resolutionSec", 0);
-        bool have_resolution = param_present(parameters, "resolutionSec");
+        int64_t resolution;
         ProcessRange range;
         const char *bad;
         HistoryArgs *args;
         int r;
 
-        bad = process_range_read(call, parameters, &range);
+        bad = process_range_read(call, parameters, &range) ?: resolution_read(parameters, &resolution);
         if (bad)
                 return varlink_call_error_invalid_parameter(call, bad);
-        if (have_resolution && (resolution < 1 || (uint64_t) resolution > UINT64_MAX / USEC_PER_SEC ||
-                                ((uint64_t) resolution * USEC_PER_SEC) % STORE_RAW_BUCKET_USEC != 0))
-                return varlink_call_error_invalid_parameter(call, "resolutionSec");
         if (!need_store(call, m, &r))
                 return r;
 
         args = malloc(sizeof(*args));
         if (!args)
                 return -ENOMEM;
-        *args = (HistoryArgs) { .range = range, .resolution_sec = have_resolution ? resolution : 0 };
+        *args = (HistoryArgs) { .range = range, .resolution_sec = resolution };
         return submit(call, m, true, run_history, args, free);
+}
+
+typedef struct UnitHistoryArgs {
+        uint64_t since_usec, until_usec;
+        int64_t resolution_sec; /* 0: chosen by the span of the units' processes */
+        int64_t uid;            /* >= 0: the caller sees only this user's processes */
+        char unit[];
+} UnitHistoryArgs;
+
+static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
+        const UnitHistoryArgs *a = userdata;
+        VarlinkReply *reply = NULL;
+        StoreUnitHistory h;
+        Faults total = {};
+        Traps total_traps = {};
+        json_t *members, *units;
+        int r;
+
+        r = store_unit_history(reader, a->unit, a->uid, a->since_usec, a->until_usec,
+                               (uint64_t) a->resolution_sec * USEC_PER_SEC, now_usec(CLOCK_REALTIME), &h);
+        if (r == -ENOENT)
+                return varlink_reply_new_error("io.trapstat.NoSuchUnit", json_pack("{s:s}", "unit", a->unit), ret);
+        if (r < 0)
+                return database_error(reader, r, ret);
+
+        /* The samples go into the reply one at a time, as History's; the rest after them. */
+        r = varlink_reply_new_array("samples", &reply);
+        for (size_t i = 0; r >= 0 && i < h.n_rows; i++) {
+                faults_add(&total, &h.rows[i].faults);
+                traps_add(&total_traps, &h.rows[i].traps);
+                r = varlink_reply_append(reply, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) h.rows[i].time_usec,
+                                                          "counters", counters_to_json(&h.rows[i].faults, &h.rows[i].traps)));
+        }
+        /* Unit names are untrusted text, as a process's. */
+        units = json_array();
+        for (size_t i = 0; units && i < h.n_units; i++)
+                if (json_array_append_new(units, text_to_json(h.units[i])) < 0) {
+                        json_decref(units);
+                        units = NULL;
+                }
+        members = units ? json_pack("{s:o, s:I, s:I, s:o}", "units", units, "processes", (json_int_t) h.processes,
+                                    "running", (json_int_t) h.running, "total", counters_to_json(&total, &total_traps))
+                        : NULL;
+        store_unit_history_done(&h);
+        return reply_finish(reply, members ? r : -ENOMEM, members, ret);
+}
+
+static int method_unit_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        const char *unit = param_string(parameters, "unit"), *bad;
+        uint64_t since, until;
+        int64_t resolution;
+        UnitHistoryArgs *args;
+        size_t size;
+        int r;
+
+        /* At most what a Top filter takes, which is what SQLite's GLOB takes (store.c). */
+        if (!unit || strlen(unit) > MAX_UNIT_NAME)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        bad = time_range_read(parameters, &since, &until) ?: resolution_read(parameters, &resolution);
+        if (bad)
+                return varlink_call_error_invalid_parameter(call, bad);
+        if (!need_store(call, m, &r))
+                return r;
+
+        size = strlen(unit) + 1;
+        args = malloc(sizeof(*args) + size);
+        if (!args)
+                return -ENOMEM;
+        *args = (UnitHistoryArgs) { .since_usec = since,
+                                    .until_usec = until,
+                                    .resolution_sec = resolution,
+                                    .uid = visible_uid(call) };
+        memcpy(args->unit, unit, size);
+        return submit(call, m, true, run_unit_history, args, free);
 }
 
 typedef struct SitesArgs {
@@ -411,11 +569,19 @@ static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
 static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
         Manager *m = userdata;
         int64_t limit = param_int(parameters, "limit", TOP_DEFAULT_LIMIT), pid = param_int(parameters, "pid", 0);
+        _cleanup_(process_filter_done) ProcessFilter filter = PROCESS_FILTER_NONE;
+        const char *bad;
+        int r;
 
         if (!in_range(limit, 1, TOP_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
         if (param_present(parameters, "pid") && !in_range(pid, 1, UINT32_MAX))
                 return varlink_call_error_invalid_parameter(call, "pid");
+        r = process_filter_read(parameters, &filter, &bad);
+        if (r == -EINVAL)
+                return varlink_call_error_invalid_parameter(call, bad);
+        if (r < 0)
+                return r;
         /* A oneway Watch would be a stream nobody reads. */
         if (!varlink_call_more(call))
                 return 0;
@@ -424,7 +590,8 @@ static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
                              &(WatchFilter) { .sort = param_sort_key(parameters),
                                               .limit = (size_t) limit,
                                               .pid = (uint32_t) pid,
-                                              .uid = visible_uid(call) });
+                                              .uid = visible_uid(call),
+                                              .process = filter });
 }
 
 typedef struct TrapsArgs {
@@ -536,6 +703,7 @@ static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
         { "History", method_history },
+        { "UnitHistory", method_unit_history },
         { "Sites", method_sites },
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },

@@ -7,8 +7,9 @@
  * The parts, by job:
  *   store.c          opening and closing, migrations, writing ticks, the known-process cache
  *   store-pending.c  the pending ticks: a tick's deltas as one row, folded into the raw tier
- *   store-query.c    the reads: Top, History, Traps, Sites, ListProcesses, finding a process; and
- *                    marking gone the processes that ended unseen
+ *   store-query.c    the reads: Top, Traps, Sites, ListProcesses, finding a process; and marking
+ *                    gone the processes that ended unseen; the helpers of every read (below)
+ *   store-history.c  History and UnitHistory: samples over time, also the pending ticks
  *   store-maintain.c roll-up, retention, the size cap, deleting processes and dictionary entries
  *                    left without rows
  *   store-sites.c    writing a tick's sites: the object and site dictionaries, a cache of their ids
@@ -107,16 +108,41 @@ typedef struct PendingSample {
         uint64_t traps;
 } PendingSample;
 
-/* Every pending sample (only_id >= 0: of that process only), summed per bucket and process, in
- * (bucket, process) order: *ret_n of them in *ret, to free(). A row that does not decode is
- * skipped. */
-int store_pending_read(Store *s, int64_t only_id, PendingSample **ret, size_t *ret_n);
+/* Every pending sample (only_ids not NULL: of the n_only processes it lists, sorted ascending,
+ * only), summed per bucket and process, in (bucket, process) order: *ret_n of them in *ret, to
+ * free(). A row that does not decode is skipped. */
+int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n);
 /* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
  * in the caller's transaction. A row that does not decode is dropped, alone. */
 int store_pending_fold(Store *s);
 /* Before anything reads the samples: store_pending_fold() in a transaction of its own, when
  * s->pending says there may be rows. */
 int store_pending_settle(Store *s);
+
+/* ---- store-query.c: what every read uses ---- */
+
+/* Reads PROCESS_COLUMNS starting at column `first`. */
+int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret);
+/* Reads a Faults from n_fault_fields columns starting at `first`. */
+void read_faults(sqlite3_stmt *st, int first, Faults *ret);
+/* Prepares fmt with its %s replaced by the union of the kind's tables over the segments. */
+int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, int kind, const TierSegment *seg, size_t n,
+                 const char *where);
+
+/* What read_traps() reads of the kinds that are part of a Traps. */
+typedef struct TrapsQuery {
+        const char *group; /* SQL over process_id and time_usec: what the counts are summed by */
+        const char *where; /* the rows; its ?1 is bound to text, or to value when text is NULL */
+        const char *text;
+        int64_t value;
+        /* The Traps a group's counts are added to; NULL: they are skipped. */
+        Traps *(*find)(int64_t group, void *userdata);
+        void *userdata;
+} TrapsQuery;
+
+/* Sums the rows of every kind that is part of a Traps over the segments, per group and key, and
+ * adds them to the Traps of their group. */
+int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q);
 
 /* ---- store-sites.c: a tick's sites ---- */
 

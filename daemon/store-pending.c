@@ -61,10 +61,16 @@ static int unpack_u64(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
         return -EUCLEAN;
 }
 
-/* Appends the samples packed in one pending row to *array: all of them, or with only_id >= 0
- * those of that process. */
-static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, int64_t only_id, PendingSample **array,
-                          size_t *n, size_t *capacity) {
+static int id_compare(const void *a, const void *b) {
+        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* Appends the samples packed in one pending row to *array: all of them, or with only_ids those
+ * of the processes it lists. */
+static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, const int64_t *only_ids, size_t n_only,
+                          PendingSample **array, size_t *n, size_t *capacity) {
         const uint8_t *end = p + size;
 
         while (p < end) {
@@ -84,7 +90,8 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, i
                                 return r;
                 if ((mask & (UINT64_C(1) << n_fault_fields)) && (r = unpack_u64(&p, end, &x.traps)) < 0)
                         return r;
-                if (only_id >= 0 && x.process_id != only_id)
+                /* A unit's processes may be thousands: a binary search, not a scan, per sample. */
+                if (only_ids && !bsearch(&x.process_id, only_ids, n_only, sizeof(*only_ids), id_compare))
                         continue;
                 a = grow_array(*array, *n, capacity, sizeof(*a));
                 if (!a)
@@ -115,7 +122,7 @@ static int fold_sample(Store *s, const PendingSample *x) {
         return sql_step_done(st);
 }
 
-int store_pending_read(Store *s, int64_t only_id, PendingSample **ret, size_t *ret_n) {
+int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ PendingSample *a = NULL;
         size_t n = 0, capacity = 0, m = 0;
@@ -129,8 +136,8 @@ int store_pending_read(Store *s, int64_t only_id, PendingSample **ret, size_t *r
                 const uint8_t *data = sqlite3_column_blob(st, 1);
                 size_t before = n;
 
-                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, only_id,
-                                   &a, &n, &capacity);
+                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, only_ids,
+                                   n_only, &a, &n, &capacity);
                 if (r == -EUCLEAN)
                         n = before; /* a row that does not decode is dropped, alone */
                 else if (r < 0)
@@ -162,7 +169,7 @@ int store_pending_fold(Store *s) {
         int r;
 
         /* In key order: the upserts walk the raw tier's b-tree in order. */
-        r = store_pending_read(s, -1, &a, &n);
+        r = store_pending_read(s, NULL, 0, &a, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The store's reads: Top, History, Traps, Sites, ListProcesses, finding a process; and marking
- * gone the processes that ended while no daemon saw them. */
+/* The store's reads: Top, Traps, Sites, ListProcesses, finding a process; and marking gone the
+ * processes that ended while no daemon saw them. Also what every read uses (store-internal.h):
+ * reading a process and counts, the union over the tiers, the traps of a set of rows. */
 #include "store-internal.h"
 
 #include <errno.h>
@@ -14,8 +15,7 @@ static char *column_strdup(sqlite3_stmt *st, int i) {
         return t ? strdup((const char *) t) : NULL;
 }
 
-/* Reads PROCESS_COLUMNS starting at column `first`. */
-static int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
+int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
         ProcessInfo p = {};
         const unsigned char *comm;
 
@@ -36,7 +36,7 @@ static int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
         return 0;
 }
 
-static void read_faults(sqlite3_stmt *st, int first, Faults *ret) {
+void read_faults(sqlite3_stmt *st, int first, Faults *ret) {
         for (size_t i = 0; i < n_fault_fields; i++)
                 *faults_field(ret, &fault_fields[i]) = (uint64_t) sqlite3_column_int64(st, first + (int) i);
 }
@@ -47,9 +47,8 @@ void store_rows_free(StoreRow *rows, size_t n) {
         free(rows);
 }
 
-/* Prepares fmt with its %s replaced by the union of the kind's tables over the segments. */
-static int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, int kind, const TierSegment *seg, size_t n,
-                        const char *where) {
+int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, int kind, const TierSegment *seg, size_t n,
+                 const char *where) {
         _cleanup_free_ char *u = store_kind_union(&store_kinds[kind], seg, n, where);
 
         if (!u)
@@ -57,20 +56,7 @@ static int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, int kind,
         return sql_prepare(s->db, ret, fmt, u);
 }
 
-/* What read_traps() reads of the kinds that are part of a Traps. */
-typedef struct TrapsQuery {
-        const char *group; /* SQL over process_id and time_usec: what the counts are summed by */
-        const char *where; /* the rows; its ?1 is bound to text, or to value when text is NULL */
-        const char *text;
-        int64_t value;
-        /* The Traps a group's counts are added to; NULL: they are skipped. */
-        Traps *(*find)(int64_t group, void *userdata);
-        void *userdata;
-} TrapsQuery;
-
-/* Sums the rows of every kind that is part of a Traps over the segments, per group and key, and
- * adds them to the Traps of their group. */
-static int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q) {
+int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q) {
         for (int k = 0; k < _STORE_KIND_MAX; k++) {
                 const StoreKind *kind = &store_kinds[k];
                 size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
@@ -149,16 +135,49 @@ static int top_fill_traps(Store *s, const TierSegment *seg, size_t n_seg, StoreR
                                           .userdata = &by_id });
 }
 
-static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
-                    size_t *ret_n) {
+/* The rows of the processes filter lets through, as SQL over process_id: "" for an empty filter,
+ * else " AND process_id IN (...)" with its members bound by filter_bind(). The process table is
+ * searched first (by pid through its index), so that the counts are read only for the
+ * processes found, by their primary key. */
+static const char *filter_where(const ProcessFilter *f, char buf[static 256]) {
+        if (!f || process_filter_is_empty(f))
+                return "";
+        snprintf(buf, 256, " AND process_id IN (SELECT id FROM process WHERE 1%s%s%s%s)",
+                 f->n_pids > 0 ? " AND pid IN (SELECT value FROM json_each(?7))" : "",
+                 f->uid >= 0 ? " AND uid = ?4" : "", f->unit ? " AND unit GLOB ?5" : "",
+                 f->comm ? " AND comm GLOB ?6" : "");
+        return buf;
+}
+
+/* The members of filter_where(): the uid as ?4, the globs as ?5 and ?6, the pids as a JSON array
+ * in ?7 (pids_json, at least FILTER_PIDS_JSON_MAX bytes, holds it while st runs). */
+#define FILTER_PIDS_JSON_MAX (MAX_FILTER_PIDS * 11 + 3)
+static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_json) {
+        size_t k = 0;
+
+        if (!f || process_filter_is_empty(f))
+                return;
+        k += (size_t) snprintf(pids_json, FILTER_PIDS_JSON_MAX, "[");
+        for (size_t i = 0; i < f->n_pids; i++)
+                k += (size_t) snprintf(pids_json + k, FILTER_PIDS_JSON_MAX - k, "%s%" PRIu32, i ? "," : "", f->pids[i]);
+        snprintf(pids_json + k, FILTER_PIDS_JSON_MAX - k, "]");
+        /* A number the statement does not use is out of its range: SQLITE_RANGE, no harm. */
+        sqlite3_bind_int64(st, 4, f->uid);
+        sqlite3_bind_text(st, 5, f->unit, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, f->comm, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 7, pids_json, -1, SQLITE_STATIC);
+}
+
+static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid,
+                    const ProcessFilter *filter, StoreRow **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        _cleanup_free_ char *fmt = NULL;
+        _cleanup_free_ char *fmt = NULL, *where = NULL;
         uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];
         StoreRow *rows = NULL;
         size_t n = 0, capacity = 0, n_seg;
-        char column[32];
+        char column[32], filter_buf[256], pids_json[FILTER_PIDS_JSON_MAX];
         SortKey key;
         int rc, r;
 
@@ -182,14 +201,16 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
                      "(SELECT process_id, %s, SUM(traps) AS traps FROM (%%s) GROUP BY process_id "
                      " ORDER BY SUM(%s) DESC, process_id DESC LIMIT ?2) AS t "
                      "JOIN process ON process.id = t.process_id ORDER BY t.%s DESC, process.id DESC",
-                     s->columns, s->sums_as, column, column) < 0)
+                     s->columns, s->sums_as, column, column) < 0 ||
+            asprintf(&where, "(?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3))%s",
+                     filter_where(filter, filter_buf)) < 0)
                 return -ENOMEM;
-        r = prepare_over(s, &st, fmt, STORE_KIND_SAMPLE, seg, n_seg,
-                         "(?3 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?3))");
+        r = prepare_over(s, &st, fmt, STORE_KIND_SAMPLE, seg, n_seg, where);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 2, (int64_t) limit);
         sqlite3_bind_int64(st, 3, uid);
+        filter_bind(st, filter, pids_json);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 StoreRow *p = grow_array(rows, n, &capacity, sizeof(*rows));
@@ -369,130 +390,6 @@ int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret
         return r;
 }
 
-typedef struct RowsByTime {
-        StoreHistoryRow *rows;
-        size_t n;
-} RowsByTime;
-
-/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row. */
-static Traps *history_traps_by_time(int64_t t, void *userdata) {
-        RowsByTime *r = userdata;
-        size_t lo = 0, hi = r->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if ((int64_t) r->rows[mid].time_usec < t)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo < r->n && (int64_t) r->rows[lo].time_usec == t ? &r->rows[lo].traps : NULL;
-}
-
-/* Adds the pending deltas of process_id in [since, until) to the row of their interval of
- * width r_usec, inserting it where there is none (rows stay sorted by time). */
-static int history_add_pending(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t r_usec,
-                               StoreHistoryRow **rows, size_t *n, size_t *capacity) {
-        _cleanup_free_ PendingSample *pending = NULL;
-        size_t n_pending;
-        int r;
-
-        r = store_pending_read(s, process_id, &pending, &n_pending);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n_pending; i++) {
-                const PendingSample *x = &pending[i];
-                uint64_t t = x->bucket_usec - x->bucket_usec % r_usec;
-                size_t at = *n;
-
-                if (x->bucket_usec < since_usec || x->bucket_usec >= until_usec)
-                        continue;
-                /* Pending buckets are the newest: look from the end. */
-                while (at > 0 && (*rows)[at - 1].time_usec > t)
-                        at--;
-                if (at == 0 || (*rows)[at - 1].time_usec != t) {
-                        StoreHistoryRow *p = grow_array(*rows, *n, capacity, sizeof(**rows));
-
-                        if (!p)
-                                return -ENOMEM;
-                        *rows = p;
-                        memmove(&p[at + 1], &p[at], (*n - at) * sizeof(*p));
-                        p[at] = (StoreHistoryRow) { .time_usec = t };
-                        (*n)++;
-                        at++;
-                }
-                faults_add(&(*rows)[at - 1].faults, &x->delta);
-        }
-        return 0;
-}
-
-static int history_read(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec,
-                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
-        _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        _cleanup_free_ char *fmt = NULL, *group = NULL;
-        TierSegment seg[TIER_MAX_SEGMENTS];
-        TierState tiers[_TIER_MAX];
-        StoreHistoryRow *rows = NULL;
-        size_t n = 0, capacity = 0, n_seg;
-        uint64_t r_usec = resolution_usec;
-        int rc, r;
-
-        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
-                return -EINVAL;
-
-        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
-        r = store_load_tiers(s, tiers);
-        if (r < 0)
-                return r;
-        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
-
-        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0 ||
-            asprintf(&fmt, "SELECT %s AS t, %s FROM (%%s) GROUP BY t ORDER BY t", group, s->sums) < 0)
-                return -ENOMEM;
-        r = prepare_over(s, &st, fmt, STORE_KIND_SAMPLE, seg, n_seg, "process_id = ?1");
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(st, 1, process_id);
-
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                StoreHistoryRow *p = grow_array(rows, n, &capacity, sizeof(*rows));
-                if (!p) {
-                        free(rows);
-                        return -ENOMEM;
-                }
-                rows = p;
-                memset(&rows[n], 0, sizeof(rows[n]));
-                rows[n].time_usec = (uint64_t) sqlite3_column_int64(st, 0);
-                read_faults(st, 1, &rows[n].faults);
-                n++;
-        }
-        if (rc != SQLITE_DONE) {
-                free(rows);
-                return sqlite_to_errno(rc) ?: -EIO;
-        }
-        /* The ticks still pending, in this same read: a History that shows the process exited
-         * has its last ticks too (the writer folds them into the raw tier only now and then). */
-        r = history_add_pending(s, process_id, since_usec, until_usec, r_usec, &rows, &n, &capacity);
-        if (r < 0) {
-                free(rows);
-                return r;
-        }
-        r = read_traps(s, seg, n_seg,
-                       &(TrapsQuery) { .group = group,
-                                       .where = "process_id = ?1",
-                                       .value = process_id,
-                                       .find = history_traps_by_time,
-                                       .userdata = &(RowsByTime) { rows, n } });
-        if (r < 0) {
-                free(rows);
-                return r;
-        }
-        *ret = rows;
-        *ret_n = n;
-        return 0;
-}
-
 /* The rows of one process's sites summed per key of the site kind, with the names their ids
  * stand for; %s: the union of the tiers' rows. The key order of store_kinds[STORE_KIND_SITE]. */
 #define SITES_SQL                                                                                                   \
@@ -598,28 +495,15 @@ finish:
  * should folding fail (a full disk, say), History still reads them from sample_pending, Top
  * lacks at most the newest bucket's counts, which are not being kept either then. */
 
-int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
-              size_t *ret_n) {
+int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, const ProcessFilter *filter,
+              StoreRow **ret, size_t *ret_n) {
         int r;
 
         (void) store_pending_settle(s);
         r = store_snapshot_begin(s);
         if (r < 0)
                 return r;
-        r = top_read(s, since_usec, sort, limit, uid, ret, ret_n);
-        store_snapshot_end(s);
-        return r;
-}
-
-int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
-                  StoreHistoryRow **ret, size_t *ret_n) {
-        int r;
-
-        (void) store_pending_settle(s);
-        r = store_snapshot_begin(s);
-        if (r < 0)
-                return r;
-        r = history_read(s, process_id, since_usec, until_usec, resolution_usec, ret, ret_n);
+        r = top_read(s, since_usec, sort, limit, uid, filter, ret, ret_n);
         store_snapshot_end(s);
         return r;
 }

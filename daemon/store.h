@@ -17,6 +17,7 @@
 
 #include "counters.h"
 #include "embedded.h"
+#include "filter.h"
 #include "sites.h"
 #include "traps.h"
 
@@ -52,10 +53,10 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
  * -ELOOP. */
 int store_open(const char *path, const char *boot_id, Store **ret);
 /* A second, read-only connection to the database a store_open() has migrated, for queries on
- * another thread: store_top(), store_find_process(), store_history(), store_list_processes(),
- * store_traps(), store_sites(). It sees what the writer had committed when each query began (WAL); the
- * writer's pending ticks only after store_settle() on the writer. -EPROTO when the schema is
- * not the one this build knows. */
+ * another thread: store_top(), store_find_process(), store_history(), store_unit_history(),
+ * store_list_processes(), store_traps(), store_sites(). It sees what the writer had committed
+ * when each query began (WAL); the writer's pending ticks only after store_settle() on the
+ * writer. -EPROTO when the schema is not the one this build knows. */
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
 /* Folds the pending ticks into the raw tier (queries on this connection do it themselves). */
 int store_settle(Store *s);
@@ -84,7 +85,8 @@ uint64_t store_size_bytes(Store *s);
  * call: the store keeps copies of what it wrote.
  * The deltas of a tick are committed as one packed row of sample_pending and folded into the
  * raw buckets when a tick falls into a later bucket, and before store_top(), store_history(),
- * store_maintain() and at store_open() and store_free(): queries see every committed tick. */
+ * store_unit_history(), store_maintain() and at store_open() and store_free(): queries see
+ * every committed tick. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 /* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
  * (they are few), creating the object and site rows they name: a site's symbol is written when
@@ -110,9 +112,11 @@ typedef struct StoreRow {
 
 /* Processes with non-zero counts in buckets starting at or after the bucket holding
  * since_usec, sorted descending by sort (a Faults member name, or "traps" for all traps);
- * at most limit rows. With uid >= 0 only that user's processes. -EINVAL for an unknown sort. */
-int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, StoreRow **ret,
-              size_t *ret_n);
+ * at most limit rows. With uid >= 0 only that user's processes (whom the caller may see); with
+ * a filter (NULL: none) only the processes it lets through, its globs as SQLite's GLOB.
+ * -EINVAL for an unknown sort. */
+int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, const ProcessFilter *filter,
+              StoreRow **ret, size_t *ret_n);
 void store_rows_free(StoreRow *rows, size_t n);
 
 /* The process with this pid and start_time, or with start_time 0 the one seen first most
@@ -159,3 +163,24 @@ typedef struct StoreHistoryRow {
  * resolution_usec (a multiple of STORE_RAW_BUCKET_USEC), oldest first. */
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n);
+
+/* What the processes of the units matching a glob did over time (UnitHistory). */
+typedef struct StoreUnitHistory {
+        char **units;             /* the units of those processes, sorted, each once */
+        size_t n_units;
+        uint64_t processes;       /* those processes whose life overlaps the range */
+        uint64_t running;         /* of them, those not exited */
+        uint64_t resolution_usec; /* the width of the samples: as asked, or the default */
+        StoreHistoryRow *rows;    /* samples summed over the processes, as store_history()'s */
+        size_t n_rows;
+} StoreUnitHistory;
+
+/* The samples of every process of a unit matching unit_glob (SQLite's GLOB) that the caller may
+ * see (uid >= 0: only that user's processes) in [since_usec, until_usec), summed per interval of
+ * resolution_usec; with resolution_usec 0, the step tier_default_resolution_sec() gives for the
+ * span from the earliest first seen of those processes to now_usec. Like store_history(): the
+ * pending ticks too, all in one snapshot. -ENOENT when no such process is known; -EINVAL for a
+ * resolution that is not a multiple of STORE_RAW_BUCKET_USEC. *ret to store_unit_history_done(). */
+int store_unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                       uint64_t resolution_usec, uint64_t now_usec, StoreUnitHistory *ret);
+void store_unit_history_done(StoreUnitHistory *h);

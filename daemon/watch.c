@@ -34,25 +34,59 @@ static int sort_item_compare(const void *a, const void *b) {
         return x->sample->process->pid < y->sample->process->pid ? -1 : x->sample->process->pid > y->sample->process->pid;
 }
 
+static int exited_compare(const void *a, const void *b) {
+        const ProcessInfo *x = *(const ProcessInfo *const *) a, *y = *(const ProcessInfo *const *) b;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+static bool watch_filter_match(const WatchFilter *f, const ProcessInfo *p) {
+        if (f->pid && p->pid != f->pid)
+                return false;
+        if (f->uid >= 0 && p->uid != (uint64_t) f->uid)
+                return false;
+        return process_filter_match(&f->process, p->pid, p->uid, p->unit, p->comm);
+}
+
+/* The "exited" member: {pid, startTime} of each process, in pid order. */
+static json_t *exited_to_json(const ProcessInfo **exited, size_t n) {
+        _cleanup_json_ json_t *list = json_array();
+
+        if (!list)
+                return NULL;
+        qsort(exited, n, sizeof(*exited), exited_compare);
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = json_pack("{s:I, s:I}", "pid", (json_int_t) exited[i]->pid, "startTime",
+                                      (json_int_t) exited[i]->start_time);
+
+                if (!e || json_array_append_new(list, e) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(list);
+}
+
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
                           uint64_t interval_usec, uint64_t missed_ticks) {
         const FaultField *field = filter->sort.field; /* NULL: sorted by traps */
         _cleanup_free_ SortItem *items = calloc(n ? n : 1, sizeof(*items));
-        _cleanup_json_ json_t *rows = json_array();
+        _cleanup_free_ const ProcessInfo **exited = calloc(n ? n : 1, sizeof(*exited));
+        _cleanup_json_ json_t *rows = json_array(), *exited_list = NULL;
         Faults total = {};
         Traps total_traps = {};
-        size_t m = 0;
+        size_t m = 0, n_exited = 0;
 
-        if (!items || !rows)
+        if (!items || !exited || !rows)
                 return NULL;
         for (size_t i = 0; i < n; i++) {
                 const ProcessSample *s = &samples[i];
 
+                if (!watch_filter_match(filter, s->process))
+                        continue;
+                if (s->process->exited)
+                        exited[n_exited++] = s->process;
                 if (!sample_counted(s))
-                        continue;
-                if (filter->pid && s->process->pid != filter->pid)
-                        continue;
-                if (filter->uid >= 0 && s->process->uid != (uint64_t) filter->uid)
                         continue;
                 faults_add(&total, &s->delta);
                 if (s->traps)
@@ -70,9 +104,12 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
         }
-        return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
+        exited_list = exited_to_json(exited, n_exited);
+        if (!exited_list)
+                return NULL;
+        return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
                          (json_int_t) interval_usec, "total", counters_to_json(&total, &total_traps), "processes",
-                         (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks);
+                         (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks, "exited", exited_list);
 }
 
 typedef struct Watcher Watcher;
@@ -98,6 +135,7 @@ static void watcher_free(Watcher *w) {
                 w->next->prev = w->prev;
         w->set->n--;
         varlink_call_unref(w->call);
+        process_filter_done(&w->filter.process);
         free(w);
 }
 
@@ -130,19 +168,27 @@ int watch_set_add(WatchSet *w, VarlinkCall *call, const WatchFilter *filter) {
 
         if (!x)
                 return -ENOMEM;
-        r = varlink_call_keep(call, on_call_close, x, &x->call);
-        if (r < 0) {
-                free(x);
-                return r;
-        }
-        x->set = w;
         x->filter = *filter;
+        x->filter.process.unit = x->filter.process.comm = NULL;
+        if ((filter->process.unit && !(x->filter.process.unit = strdup(filter->process.unit))) ||
+            (filter->process.comm && !(x->filter.process.comm = strdup(filter->process.comm)))) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = varlink_call_keep(call, on_call_close, x, &x->call);
+        if (r < 0)
+                goto fail;
+        x->set = w;
         x->next = w->watchers;
         if (x->next)
                 x->next->prev = x;
         w->watchers = x;
         w->n++;
         return 0;
+fail:
+        process_filter_done(&x->filter.process);
+        free(x);
+        return r;
 }
 
 void watch_set_broadcast(WatchSet *w, const ProcessSample *samples, size_t n, uint64_t time_usec,

@@ -9,20 +9,24 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "filter.h"
 
 struct VarlinkCall;
 
 /* What one Watch call asked for. */
 typedef struct WatchFilter {
         SortKey sort;
-        size_t limit;     /* rows per reply */
-        uint32_t pid;     /* 0: every process */
-        int64_t uid;      /* < 0: every user's processes */
+        size_t limit;          /* rows per reply */
+        uint32_t pid;          /* 0: every process; else only it, also with process.pids */
+        int64_t uid;           /* < 0: every user's processes; else whom the caller may see */
+        ProcessFilter process; /* pids, uid, unit and comm the caller asked for */
 } WatchFilter;
 
 /* Builds one Watch reply from a tick's samples (pure; unit-tested): the rows the filter lets
  * through that counted something, sorted descending by filter->sort (pid ascending on ties), at
- * most filter->limit, and the total over all of them. NULL on allocation failure. */
+ * most filter->limit, and the total over all of them; and, in pid order, the processes the
+ * filter lets through that exited (ProcessInfo.exited: the collector reports a process in the
+ * tick it retires it, with or without counts). NULL on allocation failure. */
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
                           uint64_t interval_usec, uint64_t missed_ticks);
 
@@ -31,7 +35,8 @@ typedef struct WatchSet WatchSet;
 int watch_set_new(WatchSet **ret);
 /* Ends every stream (their connections close) and frees the set. */
 WatchSet *watch_set_free(WatchSet *w);
-/* Keeps call (a Watch call with "more") and answers it on every tick from now on. */
+/* Keeps call (a Watch call with "more") and answers it on every tick from now on; with a copy
+ * of filter (the caller keeps its strings). */
 int watch_set_add(WatchSet *w, struct VarlinkCall *call, const WatchFilter *filter);
 /* Sends the tick to every stream whose client has taken the previous reply; the others miss
  * it and are told how many they missed in their next reply. */

@@ -139,6 +139,21 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata 
                      false);
 }
 
+/* NoSuchUnit for a unit that starts with "x", else two units with one sample. */
+static int method_unit_history(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
+        const char *unit = json_string_value(json_object_get(parameters, "unit"));
+
+        if (!unit)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        if (unit[0] == 'x')
+                return reply_error(call, "io.trapstat.NoSuchUnit", json_pack("{s:s}", "unit", unit));
+        return reply(call,
+                     json_pack("{s:[s, s], s:i, s:i, s:o, s:[{s:I, s:o}]}", "units", "a.service", "b.service",
+                               "processes", 2, "running", 1, "total", counters_new(), "samples", "timeUsec",
+                               (json_int_t) 1700000000000000, "counters", counters_new()),
+                     false);
+}
+
 /* One trap site with a symbol and one sampled fault site in a file; kind "trap" leaves the
  * fault out. (Built by hand: the libFuzzer build compiles only the protocol's sources.) */
 static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
@@ -187,10 +202,11 @@ static int method_watch(VarlinkCall *call, json_t *parameters _unused_, void *us
                 _cleanup_json_ json_t *top = top_rows_new();
 
                 r = reply(kept,
-                          json_pack("{s:I, s:I, s:o, s:i, s:O, s:i}", "timeUsec", (json_int_t) 1700000000000000,
-                                    "intervalUsec", (json_int_t) 1000000, "total", counters_new(), "processes",
-                                    (int) json_array_size(json_object_get(top, "rows")), "rows",
-                                    json_object_get(top, "rows"), "missedTicks", i),
+                          json_pack("{s:I, s:I, s:o, s:i, s:O, s:i, s:[{s:i, s:I}]}", "timeUsec",
+                                    (json_int_t) 1700000000000000, "intervalUsec", (json_int_t) 1000000, "total",
+                                    counters_new(), "processes", (int) json_array_size(json_object_get(top, "rows")),
+                                    "rows", json_object_get(top, "rows"), "missedTicks", i, "exited", "pid", 3,
+                                    "startTime", (json_int_t) 123456789),
                           i == 0);
         }
         varlink_call_unref(kept);
@@ -209,6 +225,7 @@ static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
         { "History", method_history },
+        { "UnitHistory", method_unit_history },
         { "Sites", method_sites },
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },

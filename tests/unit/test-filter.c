@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "filter.h"
+#include "macro.h"
 
 /* GLOB's rules: * ? [...] [^...], case-sensitive, a backslash is an ordinary character. */
 static void test_glob(void **state) {
@@ -26,6 +29,58 @@ static void test_glob(void **state) {
         assert_true(glob_match("a\\x2db.service", "a\\x2db.service"));
         assert_false(glob_match("a\\*", "a*"));
         assert_true(glob_match("*", ""));
+        /* ! is an ordinary character in [...], as in GLOB (fnmatch negates with it). */
+        assert_true(glob_match("[!p]*", "postgres"));
+        assert_true(glob_match("[!p]*", "!x"));
+        assert_false(glob_match("[!p]*", "nginx"));
+        assert_true(glob_match("[]a]", "]"));
+        assert_true(glob_match("[a-]", "-"));
+        assert_false(glob_match("[a", "a"));
+        assert_false(glob_match("[[:alpha:]]", "a"));
+        /* ? is a character, not a byte. */
+        assert_true(glob_match("caf?", "caf\xc3\xa9"));
+        assert_false(glob_match("caf??", "caf\xc3\xa9"));
+        /* Polynomial: a run of stars that cannot match is given up at once. */
+        assert_false(glob_match("*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+}
+
+static int glob_sqlite(sqlite3 *db, const char *glob, const char *text) {
+        sqlite3_stmt *st;
+        int v;
+
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT ?1 GLOB ?2", -1, &st, NULL), SQLITE_OK);
+        sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, glob, -1, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+/* glob_match() and SQLite's GLOB agree on random globs and texts made of the characters that
+ * mean something to either (and bytes that are not UTF-8): Watch and the live view let through
+ * what Top's SQL does. */
+static void test_glob_as_sqlite(void **state) {
+        static const char *const atoms[] = { "a", "b", "*", "?", "[", "]", "^", "!", "-", "\\", ".", "\xc3\xa9",
+                                             "\xc3", "\xa9", "\xff" };
+        sqlite3 *db;
+        unsigned seed = 16;
+
+        assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+        for (int i = 0; i < 200000; i++) {
+                char glob[32] = "", text[32] = "";
+                int n_glob = rand_r(&seed) % 8, n_text = rand_r(&seed) % 8;
+
+                for (int k = 0; k < n_glob; k++)
+                        strcat(glob, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
+                /* Texts from the non-special atoms mostly, so that matches are not rare. */
+                for (int k = 0; k < n_text; k++)
+                        strcat(text, atoms[rand_r(&seed) % (rand_r(&seed) % 4 ? 2 : ELEMENTSOF(atoms))]);
+                if (glob_match(glob, text) != glob_sqlite(db, glob, text))
+                        fail_msg("glob '%s' text '%s': glob_match %d, SQLite %d", glob, text, glob_match(glob, text),
+                                 glob_sqlite(db, glob, text));
+        }
+        sqlite3_close(db);
 }
 
 static void test_match(void **state) {
@@ -80,6 +135,7 @@ static void test_parse_pids(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_glob),
+                cmocka_unit_test(test_glob_as_sqlite),
                 cmocka_unit_test(test_match),
                 cmocka_unit_test(test_parse_pids),
         };

@@ -135,7 +135,7 @@ static void test_flush_top_history(void **state) {
         }
 
         /* Top since t0: a has 3*10 + 100 user faults, b 3*1; a first. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].process.pid, 100);
         assert_int_equal(rows[0].faults.user, 130);
@@ -147,11 +147,11 @@ static void test_flush_top_history(void **state) {
         store_rows_free(rows, n);
 
         /* Only the second bucket; and only uid 0's processes. */
-        assert_int_equal(store_top(s, t0 + 10000000, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0 + 10000000, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].faults.user, 100);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "user", 10, 0, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, 0, NULL, &rows, &n), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].process.pid, 200);
         store_rows_free(rows, n);
@@ -197,7 +197,7 @@ static void test_flush_top_history(void **state) {
         /* Reopening an existing, current database migrates nothing and keeps the data. */
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         /* Both incarnations of pid 100 and pid 200, the first sorted by its 130 user faults. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.start_time, 5000);
         assert_int_equal(rows[0].faults.user, 130);
@@ -206,7 +206,7 @@ static void test_flush_top_history(void **state) {
         assert_int_equal(rows[2].process.pid, 200);
         store_rows_free(rows, n);
         /* limit applies. */
-        assert_int_equal(store_top(s, t0, "user", 1, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 1, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 1);
         store_rows_free(rows, n);
         store_free(s);
@@ -240,7 +240,7 @@ static void test_traps(void **state) {
         }
 
         /* Sorted by traps, the trapper comes first although it never faulted. */
-        assert_int_equal(store_top(s, t0, "traps", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "traps", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(rows[0].process.comm, "trapper");
         assert_int_equal(rows[0].traps.vector[6], 10);
@@ -251,7 +251,7 @@ static void test_traps(void **state) {
         assert_true(faults_is_zero(&rows[0].faults));
         assert_int_equal(traps_total(&rows[1].traps), 0);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "nonsense", 10, -1, &rows, &n), -EINVAL);
+        assert_int_equal(store_top(s, t0, "nonsense", 10, -1, NULL, &rows, &n), -EINVAL);
 
         /* History per bucket and merged into one interval. */
         assert_int_equal(store_find_process(s, 300, 0, &id, &found), 0);
@@ -428,7 +428,7 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(history_user(s, 400, 10 * S, NULL), from5h_a);
 
         /* Top over the whole time reads hours: the same totals. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.pid, 400); /* about 4 a bucket against b's 2 */
         assert_int_equal(rows[0].faults.user, all_a);
@@ -437,7 +437,7 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(rows[1].faults.user, all_b);
         store_rows_free(rows, n);
         /* And over the last 30 min: raw only. */
-        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[1].process.pid, 401);
         assert_int_equal(rows[1].faults.user, 2 * 180); /* 180 buckets of 2 */
@@ -738,7 +738,7 @@ static void test_reader(void **state) {
         }
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
         /* The ticks are pending in the writer: not in the raw tier yet. */
-        assert_int_equal(store_top(r, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 0);
         store_rows_free(rows, n);
         assert_int_equal(store_settle(w), 0);
@@ -752,11 +752,11 @@ static void test_reader(void **state) {
         }
 
         store_set_progress_handler(r, 10, count_calls, &calls);
-        assert_int_equal(store_top(r, 0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n), 0);
         store_rows_free(rows, n);
         assert_true(calls > 0);
         store_set_progress_handler(r, 1, stop_at_once, NULL);
-        assert_int_equal(store_top(r, 0, "user", 10, -1, &rows, &n), -ECANCELED);
+        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n), -ECANCELED);
         store_set_progress_handler(r, 0, NULL, NULL);
         store_free(r);
         store_free(w);
@@ -848,10 +848,288 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
 
         /* Top reads what was folded before the call: the writer settles before it asks. */
-        assert_int_equal(store_top(r, t0, "user", 10, -1, &rows, &n), 0);
+        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].faults.user, 8025);
         store_rows_free(rows, n);
+        store_free(r);
+        store_free(w);
+}
+
+/* ---- Filters: Top's, and UnitHistory's units ---- */
+
+static int64_t db_count(const char *path, const char *sql);
+
+static void top_filter_pids(Store *s, int64_t uid, const ProcessFilter *f, const uint32_t *want, size_t n_want) {
+        StoreRow *rows;
+        size_t n;
+
+        assert_int_equal(store_top(s, 0, "user", 10, uid, f, &rows, &n), 0);
+        assert_int_equal(n, n_want);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(rows[i].process.pid, want[i]);
+                /* Each its own counts: user faults its pid, a #UD per 10 of them. */
+                assert_int_equal(rows[i].faults.user, rows[i].process.pid);
+                assert_int_equal(rows[i].traps.vector[6], rows[i].process.pid / 10);
+        }
+        store_rows_free(rows, n);
+}
+
+#define TOP_PIDS(uid, f, ...)                                                                      \
+        top_filter_pids(s, uid, f, (const uint32_t[]) { 0, __VA_ARGS__ } + 1,                      \
+                        ELEMENTSOF(((const uint32_t[]) { 0, __VA_ARGS__ })) - 1)
+
+/* Top with each filter, and all of them together, under the caller's own uid or not; the
+ * traps of the rows it gives. Globs are GLOB's: case-sensitive; no unit matches no glob. */
+static void test_top_filters(void **state) {
+        ProcessInfo procs[] = {
+                { .pid = 10, .start_time = 1, .comm = "postgres", .uid = 0, .unit = (char *) "postgresql.service", .first_seen_usec = 1 },
+                { .pid = 21, .start_time = 1, .comm = "postgres", .uid = 1000, .unit = (char *) "postgresql.service", .first_seen_usec = 1 },
+                { .pid = 32, .start_time = 1, .comm = "nginx", .uid = 0, .unit = (char *) "nginx.service", .first_seen_usec = 1 },
+                { .pid = 43, .start_time = 1, .comm = "python3", .uid = 1000, .first_seen_usec = 1 },
+        };
+        const uint64_t t0 = 1700000000000000ULL;
+        ProcessSample samples[ELEMENTSOF(procs)];
+        Traps traps[ELEMENTSOF(procs)] = {};
+        ProcessFilter f = PROCESS_FILTER_NONE;
+        char path[256], long_glob[STORE_MAX_GLOB + 1];
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/top-filters.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (size_t i = 0; i < ELEMENTSOF(procs); i++) {
+                traps[i].vector[6] = procs[i].pid / 10;
+                traps[i].signal[fault_signal_index(SIGILL)][si_code_slot(2)] = procs[i].pid / 10;
+                samples[i] = (ProcessSample) { &procs[i], (Faults) { .user = procs[i].pid }, &traps[i] };
+        }
+        assert_int_equal(store_flush(s, t0, samples, ELEMENTSOF(samples)), 0);
+
+        TOP_PIDS(-1, NULL, 43, 32, 21, 10);
+        TOP_PIDS(-1, &f, 43, 32, 21, 10); /* an empty filter */
+
+        assert_int_equal(process_filter_parse_pids(&f, "10,32,99"), 0);
+        TOP_PIDS(-1, &f, 32, 10);
+        TOP_PIDS(1000, &f); /* both root's */
+        TOP_PIDS(0, &f, 32, 10);
+        f.n_pids = 0;
+
+        f.uid = 1000;
+        TOP_PIDS(-1, &f, 43, 21);
+        TOP_PIDS(1000, &f, 43, 21);
+        /* A caller who sees only their own asks for another user's: nothing. */
+        TOP_PIDS(0, &f);
+        f.uid = -1;
+
+        f.unit = strdup("postgresql.service");
+        TOP_PIDS(-1, &f, 21, 10);
+        TOP_PIDS(1000, &f, 21);
+        free(f.unit);
+        f.unit = strdup("*");
+        TOP_PIDS(-1, &f, 32, 21, 10);
+        free(f.unit);
+        f.unit = strdup("[n]*.service");
+        TOP_PIDS(-1, &f, 32);
+        free(f.unit);
+        f.unit = NULL;
+
+        f.comm = strdup("post*");
+        TOP_PIDS(-1, &f, 21, 10);
+        free(f.comm);
+        f.comm = strdup("Post*");
+        TOP_PIDS(-1, &f);
+        free(f.comm);
+        f.comm = strdup("[^p]*");
+        TOP_PIDS(-1, &f, 32);
+        free(f.comm);
+        /* In GLOB, unlike fnmatch, ! does not negate: glob_match() (Watch) says the same. */
+        f.comm = strdup("[!p]*");
+        TOP_PIDS(-1, &f, 43, 21, 10);
+        assert_true(glob_match(f.comm, "python3"));
+        assert_false(glob_match(f.comm, "nginx"));
+        free(f.comm);
+        f.comm = strdup("py*");
+        TOP_PIDS(-1, &f, 43);
+        free(f.comm);
+
+        /* Everything at once: the processes in all of them. */
+        f.comm = strdup("p*");
+        f.unit = strdup("postgresql.*");
+        f.uid = 1000;
+        assert_int_equal(process_filter_parse_pids(&f, "10,21,43"), 0);
+        TOP_PIDS(-1, &f, 21);
+        TOP_PIDS(1000, &f, 21);
+        TOP_PIDS(0, &f);
+        process_filter_done(&f);
+
+        /* The longest glob a caller may give is not too long for SQLite (its limit is set). */
+        memset(long_glob, 'x', STORE_MAX_GLOB - 1);
+        long_glob[STORE_MAX_GLOB - 1] = '*';
+        long_glob[STORE_MAX_GLOB] = '\0';
+        f.unit = strdup(long_glob);
+        TOP_PIDS(-1, &f);
+        process_filter_done(&f);
+        store_free(s);
+}
+
+/* The sum of a unit history's rows. */
+static void unit_history_sum(const StoreUnitHistory *h, Faults *faults, Traps *traps) {
+        *faults = (Faults) {};
+        *traps = (Traps) {};
+        for (size_t i = 0; i < h->n_rows; i++) {
+                faults_add(faults, &h->rows[i].faults);
+                traps_add(traps, &h->rows[i].traps);
+        }
+}
+
+/* UnitHistory: two processes of web.service (one exits) and one of db.service, four minutes
+ * rolled up into the minute and hour tiers (the raw rows expired), a minute in the raw tier
+ * later, its last tick still pending when a reader asks. Every interval's sums exact, at every
+ * resolution, traps included; globs; the caller's uid; NoSuchUnit's -ENOENT. */
+static void test_unit_history(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention keep = { .raw_usec = H, .minute_usec = 3 * H, .hour_usec = 240 * H, .batch_rows = 500 };
+        ProcessInfo a = { .pid = 600, .start_time = 1, .comm = "web", .uid = 1000, .unit = (char *) "web.service",
+                          .first_seen_usec = t0 };
+        ProcessInfo b = { .pid = 601, .start_time = 1, .comm = "web-worker", .uid = 0, .unit = (char *) "web.service",
+                          .first_seen_usec = t0 };
+        ProcessInfo c = { .pid = 602, .start_time = 1, .comm = "db", .uid = 1000, .unit = (char *) "db.service",
+                          .first_seen_usec = t0 };
+        ProcessInfo d = { .pid = 603, .start_time = 1, .comm = "none", .uid = 1000, .first_seen_usec = t0 };
+        const Traps ud = { .vector[6] = 1 }, bp = { .vector[3] = 2 };
+        StoreUnitHistory h;
+        char path[256];
+        Faults faults;
+        Traps traps;
+        Store *w, *r;
+
+        snprintf(path, sizeof(path), "%s/unit-history.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        /* Four minutes of ticks every 10 s: a 1 user fault and a #UD each, b 10 faults and two
+         * #BP every third tick, c 100 faults (exits at the end), d (no unit) 1000. */
+        for (uint64_t i = 0; i < 24; i++) {
+                ProcessSample samples[] = {
+                        { &a, (Faults) { .user = 1 }, &ud },
+                        { &b, (Faults) { .user = 10 }, i % 3 == 0 ? &bp : NULL },
+                        { &c, (Faults) { .user = 100 }, NULL },
+                        { &d, (Faults) { .user = 1000 }, NULL },
+                };
+
+                a.last_seen_usec = b.last_seen_usec = c.last_seen_usec = d.last_seen_usec = t0 + i * 10 * S;
+                c.exited = i == 23;
+                assert_int_equal(store_flush(w, t0 + i * 10 * S, samples, ELEMENTSOF(samples)), 0);
+        }
+        /* Two hours later they are in the minute and hour tiers only. */
+        maintain_until_done(w, t0 + 2 * H, &keep);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_raw"), 0);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_minute WHERE process_id IN "
+                                        "(SELECT id FROM process WHERE pid IN (600, 601))"),
+                         2 * 4);
+        /* Then a minute in the raw tier, a bucket per tick: each tick folds the one before, the
+         * last (b's exit) stays pending. */
+        for (uint64_t k = 0; k < 6; k++) {
+                ProcessSample samples[] = {
+                        { &a, (Faults) { .user = 1 }, &ud },
+                        { &b, (Faults) { .user = 10 }, k % 3 == 0 ? &bp : NULL },
+                };
+
+                a.last_seen_usec = b.last_seen_usec = t0 + 2 * H + k * 10 * S;
+                b.exited = k == 5;
+                assert_int_equal(store_flush(w, t0 + 2 * H + k * 10 * S, samples, ELEMENTSOF(samples)), 0);
+        }
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        /* Per minute: 6 + 60 user faults, 6 #UD and 2 × 2 #BP (ticks 0 and 3 of each 6). */
+        assert_int_equal(store_unit_history(r, "web.service", -1, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(h.n_units, 1);
+        assert_string_equal(h.units[0], "web.service");
+        assert_int_equal(h.processes, 2);
+        assert_int_equal(h.running, 1);
+        assert_int_equal(h.resolution_usec, M);
+        assert_int_equal(h.n_rows, 5);
+        for (size_t i = 0; i < h.n_rows; i++) {
+                assert_int_equal(h.rows[i].time_usec, i < 4 ? t0 + i * M : t0 + 2 * H);
+                assert_int_equal(h.rows[i].faults.user, 66);
+                assert_int_equal(h.rows[i].traps.vector[6], 6);
+                assert_int_equal(h.rows[i].traps.vector[3], 4);
+                assert_int_equal(traps_total(&h.rows[i].traps), 10);
+        }
+        store_unit_history_done(&h);
+
+        /* By the hour: the first hour from the hour tier, the last from raw and pending. */
+        assert_int_equal(store_unit_history(r, "web.service", -1, 0, UINT64_MAX, H, 0, &h), 0);
+        assert_int_equal(h.n_rows, 2);
+        assert_int_equal(h.rows[0].time_usec, t0);
+        assert_int_equal(h.rows[0].faults.user, 4 * 66);
+        assert_int_equal(h.rows[0].traps.vector[3], 16);
+        assert_int_equal(h.rows[1].time_usec, t0 + 2 * H);
+        assert_int_equal(h.rows[1].faults.user, 66);
+        assert_int_equal(h.rows[1].traps.vector[6], 6);
+        store_unit_history_done(&h);
+
+        /* The raw minute by 10 s, the pending tick last; the default step (from t0 to now, 2 h:
+         * 10 s) and the range's processes: c exited before it, b within. */
+        assert_int_equal(store_unit_history(r, "*.service", -1, t0 + 2 * H, UINT64_MAX, 0, t0 + 2 * H + M, &h), 0);
+        assert_int_equal(h.resolution_usec, 10 * S);
+        assert_int_equal(h.n_units, 2);
+        assert_string_equal(h.units[0], "db.service");
+        assert_string_equal(h.units[1], "web.service");
+        assert_int_equal(h.processes, 2);
+        assert_int_equal(h.running, 1);
+        assert_int_equal(h.n_rows, 6);
+        for (size_t k = 0; k < h.n_rows; k++) {
+                assert_int_equal(h.rows[k].time_usec, t0 + 2 * H + k * 10 * S);
+                assert_int_equal(h.rows[k].faults.user, 11);
+                assert_int_equal(h.rows[k].traps.vector[3], k % 3 == 0 ? 2 : 0);
+        }
+        store_unit_history_done(&h);
+
+        /* All time, all units: c's 2400 too, never d's (no unit). */
+        assert_int_equal(store_unit_history(r, "*", -1, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(h.processes, 3);
+        unit_history_sum(&h, &faults, &traps);
+        assert_int_equal(faults.user, 5 * 66 + 2400);
+        assert_int_equal(traps.vector[6], 30);
+        assert_int_equal(traps.vector[3], 20);
+        assert_int_equal(traps_total(&traps), 50);
+        store_unit_history_done(&h);
+
+        /* uid 1000 sees a alone of web.service: 30 faults, 30 #UD, no #BP. */
+        assert_int_equal(store_unit_history(r, "web.service", 1000, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(h.processes, 1);
+        assert_int_equal(h.running, 1);
+        unit_history_sum(&h, &faults, &traps);
+        assert_int_equal(faults.user, 30);
+        assert_int_equal(traps.vector[6], 30);
+        assert_int_equal(traps.vector[3], 0);
+        store_unit_history_done(&h);
+        /* ... and of "w*" and "[a-z]b.service" what is theirs; a range before everything has no
+         * samples and no processes, but the unit is known. */
+        assert_int_equal(store_unit_history(r, "?b.service", 1000, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(h.n_units, 1);
+        assert_string_equal(h.units[0], "db.service");
+        unit_history_sum(&h, &faults, &traps);
+        assert_int_equal(faults.user, 2400);
+        store_unit_history_done(&h);
+        assert_int_equal(store_unit_history(r, "w*", 1000, 0, t0, M, 0, &h), 0);
+        assert_int_equal(h.n_units, 1);
+        assert_int_equal(h.processes, 0);
+        assert_int_equal(h.n_rows, 0);
+        store_unit_history_done(&h);
+
+        /* Unknown units, units only of others, case: -ENOENT. A step that is not whole buckets. */
+        assert_int_equal(store_unit_history(r, "nginx.service", -1, 0, UINT64_MAX, M, 0, &h), -ENOENT);
+        assert_int_equal(store_unit_history(r, "web.service", 5, 0, UINT64_MAX, M, 0, &h), -ENOENT);
+        assert_int_equal(store_unit_history(r, "WEB.service", -1, 0, UINT64_MAX, M, 0, &h), -ENOENT);
+        assert_int_equal(store_unit_history(r, "web.service", -1, 0, UINT64_MAX, 15 * S, 0, &h), -EINVAL);
+
+        /* The writer's own query folds the pending tick first: the same sums. */
+        assert_int_equal(store_unit_history(w, "web.service", -1, 0, UINT64_MAX, H, 0, &h), 0);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        unit_history_sum(&h, &faults, &traps);
+        assert_int_equal(faults.user, 5 * 66);
+        assert_int_equal(traps_total(&traps), 50);
+        store_unit_history_done(&h);
         store_free(r);
         store_free(w);
 }
@@ -1264,6 +1542,8 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_reader_sees_pending_ticks),
+                cmocka_unit_test(test_top_filters),
+                cmocka_unit_test(test_unit_history),
                 cmocka_unit_test(test_sites),
                 cmocka_unit_test(test_sites_tiers),
         };

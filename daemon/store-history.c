@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/* History and UnitHistory: the samples of one process, or summed over the processes of units,
+ * merged into intervals, from the tiers and from the ticks still pending, in one snapshot. */
+#include "store-internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "time-util.h"
+
+/* The processes a history sums over: as SQL over process_id, and as a list for the pending
+ * ticks (which are not in SQL rows of their own). */
+typedef struct HistoryProcesses {
+        const char *where;    /* its ?1 bound to text, or to value when text is NULL */
+        const char *text;
+        int64_t value;
+        const int64_t *ids;   /* the same processes, ascending */
+        size_t n_ids;
+} HistoryProcesses;
+
+typedef struct RowsByTime {
+        StoreHistoryRow *rows;
+        size_t n;
+} RowsByTime;
+
+/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row. */
+static Traps *history_traps_by_time(int64_t t, void *userdata) {
+        RowsByTime *r = userdata;
+        size_t lo = 0, hi = r->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if ((int64_t) r->rows[mid].time_usec < t)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < r->n && (int64_t) r->rows[lo].time_usec == t ? &r->rows[lo].traps : NULL;
+}
+
+/* Adds the pending deltas of the processes in [since, until) to the row of their interval of
+ * width r_usec, inserting it where there is none (rows stay sorted by time). */
+static int history_add_pending(Store *s, const HistoryProcesses *procs, uint64_t since_usec, uint64_t until_usec,
+                               uint64_t r_usec, StoreHistoryRow **rows, size_t *n, size_t *capacity) {
+        _cleanup_free_ PendingSample *pending = NULL;
+        size_t n_pending;
+        int r;
+
+        r = store_pending_read(s, procs->ids, procs->n_ids, &pending, &n_pending);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_pending; i++) {
+                const PendingSample *x = &pending[i];
+                uint64_t t = x->bucket_usec - x->bucket_usec % r_usec;
+                size_t at = *n;
+
+                if (x->bucket_usec < since_usec || x->bucket_usec >= until_usec)
+                        continue;
+                /* Pending buckets are the newest, and come in bucket order: look from the end. */
+                while (at > 0 && (*rows)[at - 1].time_usec > t)
+                        at--;
+                if (at == 0 || (*rows)[at - 1].time_usec != t) {
+                        StoreHistoryRow *p = grow_array(*rows, *n, capacity, sizeof(**rows));
+
+                        if (!p)
+                                return -ENOMEM;
+                        *rows = p;
+                        memmove(&p[at + 1], &p[at], (*n - at) * sizeof(*p));
+                        p[at] = (StoreHistoryRow) { .time_usec = t };
+                        (*n)++;
+                        at++;
+                }
+                faults_add(&(*rows)[at - 1].faults, &x->delta);
+        }
+        return 0;
+}
+
+static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_usec, uint64_t until_usec,
+                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *fmt = NULL, *group = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        StoreHistoryRow *rows = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        uint64_t r_usec = resolution_usec;
+        int rc, r;
+
+        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
+                return -EINVAL;
+
+        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
+
+        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0 ||
+            asprintf(&fmt, "SELECT %s AS t, %s FROM (%%s) GROUP BY t ORDER BY t", group, s->sums) < 0)
+                return -ENOMEM;
+        r = prepare_over(s, &st, fmt, STORE_KIND_SAMPLE, seg, n_seg, procs->where);
+        if (r < 0)
+                return r;
+        if (procs->text)
+                sqlite3_bind_text(st, 1, procs->text, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_int64(st, 1, procs->value);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreHistoryRow *p = grow_array(rows, n, &capacity, sizeof(*rows));
+                if (!p) {
+                        free(rows);
+                        return -ENOMEM;
+                }
+                rows = p;
+                memset(&rows[n], 0, sizeof(rows[n]));
+                rows[n].time_usec = (uint64_t) sqlite3_column_int64(st, 0);
+                read_faults(st, 1, &rows[n].faults);
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                free(rows);
+                return sqlite_to_errno(rc) ?: -EIO;
+        }
+        /* The ticks still pending, in this same read: a History that shows the process exited
+         * has its last ticks too (the writer folds them into the raw tier only now and then). */
+        r = history_add_pending(s, procs, since_usec, until_usec, r_usec, &rows, &n, &capacity);
+        if (r < 0) {
+                free(rows);
+                return r;
+        }
+        r = read_traps(s, seg, n_seg,
+                       &(TrapsQuery) { .group = group,
+                                       .where = procs->where,
+                                       .text = procs->text,
+                                       .value = procs->value,
+                                       .find = history_traps_by_time,
+                                       .userdata = &(RowsByTime) { rows, n } });
+        if (r < 0) {
+                free(rows);
+                return r;
+        }
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}
+
+/* The queries fold the pending ticks first where this connection wrote them (store-query.c says
+ * why), then read in one snapshot. */
+int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
+                  StoreHistoryRow **ret, size_t *ret_n) {
+        int r;
+
+        (void) store_pending_settle(s);
+        r = store_snapshot_begin(s);
+        if (r < 0)
+                return r;
+        r = history_read(s, &(HistoryProcesses) { .where = "process_id = ?1", .value = process_id, .ids = &process_id,
+                                                  .n_ids = 1 },
+                         since_usec, until_usec, resolution_usec, ret, ret_n);
+        store_snapshot_end(s);
+        return r;
+}
+
+void store_unit_history_done(StoreUnitHistory *h) {
+        for (size_t i = 0; i < h->n_units; i++)
+                free(h->units[i]);
+        free(h->units);
+        free(h->rows);
+        *h = (StoreUnitHistory) {};
+}
+
+/* The units' processes that the caller may see: their ids ascending (also as a JSON array, for
+ * SQL), how many overlap the range and run, the earliest first seen. */
+typedef struct UnitProcesses {
+        int64_t *ids;
+        size_t n;
+        char *json;
+        uint64_t first_seen_usec;
+} UnitProcesses;
+
+static void unit_processes_done(UnitProcesses *p) {
+        free(p->ids);
+        free(p->json);
+}
+
+static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                               UnitProcesses *ret, StoreUnitHistory *h) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        UnitProcesses p = { .first_seen_usec = UINT64_MAX };
+        size_t capacity = 0, json_size = 0;
+        FILE *json;
+        int rc, r;
+
+        /* No index on unit: a glob is searched through the whole table, as ListProcesses does.
+         * A process without a unit matches no glob (NULL GLOB anything is NULL). */
+        r = sql_prepare(s->db, &st,
+                        "SELECT id, first_seen_usec, last_seen_usec, exited FROM process "
+                        "WHERE unit GLOB ?1 AND (?2 < 0 OR uid = ?2) ORDER BY id");
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, unit_glob, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, uid);
+
+        json = open_memstream(&p.json, &json_size);
+        if (!json)
+                return -ENOMEM;
+        fputc('[', json);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t id = sqlite3_column_int64(st, 0);
+                uint64_t first = (uint64_t) sqlite3_column_int64(st, 1), last = (uint64_t) sqlite3_column_int64(st, 2);
+                bool exited = sqlite3_column_int(st, 3) != 0;
+                int64_t *a = grow_array(p.ids, p.n, &capacity, sizeof(*p.ids));
+
+                if (!a) {
+                        r = -ENOMEM;
+                        break;
+                }
+                p.ids = a;
+                fprintf(json, "%s%" PRId64, p.n ? "," : "", id);
+                p.ids[p.n++] = id;
+                p.first_seen_usec = MIN(p.first_seen_usec, first);
+                /* A running process's last seen lags up to a bucket behind: it lives until now. */
+                if (first < until_usec && (!exited || last >= since_usec)) {
+                        h->processes++;
+                        h->running += !exited;
+                }
+        }
+        fputc(']', json);
+        if (fclose(json) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = sqlite_to_errno(rc) ?: -EIO;
+        if (r >= 0 && p.n == 0)
+                r = -ENOENT;
+        if (r < 0) {
+                unit_processes_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int unit_names_read(Store *s, const char *unit_glob, int64_t uid, StoreUnitHistory *h) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        size_t capacity = 0;
+        int rc, r;
+
+        /* ORDER BY compares as memcmp() does (BINARY): sorted as strcmp() sorts. */
+        r = sql_prepare(s->db, &st,
+                        "SELECT DISTINCT unit FROM process WHERE unit GLOB ?1 AND (?2 < 0 OR uid = ?2) ORDER BY unit");
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, unit_glob, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, uid);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const unsigned char *name = sqlite3_column_text(st, 0);
+                char **a = grow_array(h->units, h->n_units, &capacity, sizeof(*h->units));
+
+                if (!a)
+                        return -ENOMEM;
+                h->units = a;
+                h->units[h->n_units] = strdup(name ? (const char *) name : "");
+                if (!h->units[h->n_units])
+                        return -ENOMEM;
+                h->n_units++;
+        }
+        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+}
+
+static int unit_history_read(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                             uint64_t resolution_usec, uint64_t now_usec, StoreUnitHistory *h) {
+        _cleanup_(unit_processes_done) UnitProcesses p = {};
+        int r;
+
+        r = unit_processes_read(s, unit_glob, uid, since_usec, until_usec, &p, h);
+        if (r < 0)
+                return r;
+        r = unit_names_read(s, unit_glob, uid, h);
+        if (r < 0)
+                return r;
+        /* As History's default, over the span of all the units' processes (those still running
+         * reach to now). */
+        h->resolution_usec = resolution_usec ?: tier_default_resolution_sec(p.first_seen_usec, now_usec, since_usec,
+                                                                            until_usec) *
+                                                        USEC_PER_SEC;
+        return history_read(s,
+                            &(HistoryProcesses) { .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                                  .text = p.json, .ids = p.ids, .n_ids = p.n },
+                            since_usec, until_usec, h->resolution_usec, &h->rows, &h->n_rows);
+}
+
+int store_unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                       uint64_t resolution_usec, uint64_t now_usec, StoreUnitHistory *ret) {
+        StoreUnitHistory h = {};
+        int r;
+
+        (void) store_pending_settle(s);
+        r = store_snapshot_begin(s);
+        if (r < 0)
+                return r;
+        r = unit_history_read(s, unit_glob, uid, since_usec, until_usec, resolution_usec, now_usec, &h);
+        store_snapshot_end(s);
+        if (r < 0) {
+                store_unit_history_done(&h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
