@@ -29,8 +29,9 @@
 #define LIVE_MAX_ROWS 10000
 /* A row that trapped is highlighted for this many refreshes. */
 #define LIVE_TRAP_HIGHLIGHT 5
-/* Between two attempts to reach a daemon that went away. */
-#define LIVE_RECONNECT_USEC (1 * USEC_PER_SEC)
+/* Between two attempts to reach a daemon that went away: what the daemon counts between its
+ * start and the view's return is in its history, not in the view's totals. */
+#define LIVE_RECONNECT_USEC (500 * USEC_PER_MSEC)
 /* How long a message about a key (a bad filter) stays on the status line. */
 #define LIVE_MESSAGE_USEC (4 * USEC_PER_SEC)
 
@@ -575,9 +576,10 @@ int top_live(const TopOptions *o) {
                                            format_duration_usec(o->reconnect_timeout_usec, span));
                                 break;
                         }
-                        if (mono >= l.next_attempt_usec && live_reconnect(&l) == 0)
-                                redraw = true;
-                        else
+                        if (mono >= l.next_attempt_usec) {
+                                (void) live_reconnect(&l);
+                                redraw = true; /* the attempt's count, or the view back */
+                        } else
                                 napms(LIVE_POLL_USEC / USEC_PER_MSEC);
                 }
 

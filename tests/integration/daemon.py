@@ -138,6 +138,16 @@ def copy_for_users(directory, *names):
     return paths
 
 
+def cgroup2_root():
+    """Where the cgroup2 hierarchy is mounted (a unit's name is its cgroup's), or None."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return fields[1]
+    return None
+
+
 class Daemon:
     """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit."""
 

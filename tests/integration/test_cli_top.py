@@ -39,7 +39,14 @@ class Tmux:
                               capture_output=True, text=True, check=True).stdout
 
     def wait(self, predicate, what):
-        return wait_for(lambda: predicate(self.screen()), timeout=20, interval=0.1, what=f"{what}; screen:\n{self.screen()}")
+        """Waits until predicate holds for the screen; returns that screen."""
+        def check():
+            screen = self.screen()
+            return screen if predicate(screen) else None
+        try:
+            return wait_for(check, timeout=20, interval=0.1, what=what)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; screen:\n{self.screen()}") from None
 
     def close(self):
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
@@ -48,7 +55,10 @@ class Tmux:
 def data_rows(screen):
     """The rows of the live view: lines below the column header (per process or grouped)."""
     lines = screen.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith(("PID S COMM", "PROCS S")))
+    # None while the screen is being drawn (or shows the help).
+    header = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("PID S COMM", "PROCS S"))), None)
+    if header is None:
+        return []
     return [line for line in lines[header + 1:] if line.strip() and line.lstrip()[0].isdigit()]
 
 
@@ -69,8 +79,9 @@ class SiteTraps:
     def __init__(self, ud, cgroup=None):
         command = [binary("SITE_TRAPS"), "--ud", str(ud), "--hold-after", "120"]
         if cgroup:
-            # A shell joins the cgroup and then execs the workload: its unit is known from the start.
-            command = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *command]
+            # A shell joins the cgroup and then forks the workload, which is born in it: its unit
+            # is known from its first fault on (the shell itself faulted before it moved).
+            command = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" || exit 1; "$@"', cgroup, *command]
         self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         self.pid = int(self.proc.stdout.readline().split()[1])
         assert self.proc.stdout.readline().strip() == f"done ud signals={ud}"
@@ -78,7 +89,7 @@ class SiteTraps:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGUSR1)
+            os.kill(self.pid, signal.SIGUSR1)
         self.proc.wait(timeout=10)
         self.proc.stdout.close()
 
@@ -212,6 +223,7 @@ class LiveTop(SharedDaemonTest):
             d.stop()
             t.wait(lambda s: "trapstatd went away at" in s and "reconnecting" in s, "the view to say the daemon went away")
             d.start()
+            t.wait(lambda s: "went away" not in s and "reconnected to trapstatd" in s, "the view to reconnect")
             after = SiteTraps(7)
             self.addCleanup(after.stop)
             s = t.wait(lambda s: (row_of(s, after.pid) or [None] * 9)[8] == "7" and "went away" not in s,
@@ -308,9 +320,10 @@ class LiveTop(SharedDaemonTest):
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
 
-        # Batch: --by unit sums the unit over the window; -p and --unit filter.
+        # Batch: --by unit sums the unit over the window; -p, --unit and --comm filter (the shells
+        # that moved the workloads into the unit are in it too).
         text = subprocess.run([binary("TRAPSTAT"), "--socket", self.daemon.socket, "top", "-b", "-n", "1", "--by", "unit",
-                               "--unit", unit], capture_output=True, text=True, check=True).stdout
+                               "--unit", unit, "--comm", "site-traps"], capture_output=True, text=True, check=True).stdout
         lines = [line.split() for line in text.splitlines() if line.split() and line.split()[-1] == unit]
         self.assertEqual(len(lines), 1, text)
         self.assertEqual((lines[0][0], lines[0][-3], lines[0][-2]), ("2", "7", "UD:7"), text)
