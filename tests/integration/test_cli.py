@@ -238,7 +238,8 @@ class Cli(SharedDaemonTest):
         self.assertEqual(text.count("trapstat top - "), 2)
         self.assertRegex(text, r"rates over 1s \([5-9] ticks\)")
         self.assertIn("USER/s", text)
-        self.assertRegex(text, r"(?m)^\s*\d+ fault-pages\s+\d")
+        # PID, S (X: exited within the interval), COMM, the rates.
+        self.assertRegex(text, r"(?m)^\s*\d+ [ X] fault-pages\s+\d")
 
     def test_procs(self):
         pid = self.traps["pid"]
