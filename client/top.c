@@ -296,7 +296,7 @@ static int top_stream(const TopOptions *o) {
 }
 
 /* Top rows grouped: PROCS, the counts of each Faults member, traps, vectors, the key. */
-static void print_group_table(const TopOptions *o, const OutputStyle *style, json_t *reply) {
+static void print_group_table(const TopOptions *o, const OutputStyle *style, json_t *reply, long long limit) {
         static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
         TopRow *rows = NULL;
         TopTable t;
@@ -324,6 +324,9 @@ static void print_group_table(const TopOptions *o, const OutputStyle *style, jso
                 (void) escape_untrusted(rows[i].key, style->utf8, &cell);
                 printf(" %6s  %-16s %s\n", format_count(rows[i].total.traps, buf), vectors[0] ? vectors : "-", cell ?: "?");
         }
+        /* Said, not hidden: past the limit the groups lack the quieter processes. */
+        if ((long long) json_array_size(json_object_get(reply, "rows")) >= limit)
+                printf("(the groups sum the %lld busiest processes of the window; --limit sets how many)\n", limit);
         top_rows_free(rows, n);
         top_table_done(&t);
 }
@@ -377,7 +380,7 @@ static int top_batch(const TopOptions *o) {
                         if (o->group == TOP_GROUP_PROCESS)
                                 print_top_table(stdout, &style, json_object_get(reply, "rows"), -1);
                         else
-                                print_group_table(o, &style, reply);
+                                print_group_table(o, &style, reply, limit);
                 }
                 json_decref(reply);
                 if (fflush(stdout) != 0)
