@@ -138,6 +138,17 @@ def copy_for_users(directory, *names):
     return paths
 
 
+def cgroup2_root():
+    """Where the cgroup2 hierarchy is mounted, or None. A cgroup made there and named like a unit
+    ("x.service") puts the processes moved into it into that unit, as far as trapstatd knows."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return fields[1]
+    return None
+
+
 class Daemon:
     """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit."""
 

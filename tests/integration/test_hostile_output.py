@@ -18,8 +18,8 @@ import unicodedata
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, create_user, exited_history, remove_user, require_root_and_bpf,  # noqa: E402
-                    trapstat_on_terminal, wait_for)
+from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, remove_user,  # noqa: E402
+                    require_root_and_bpf, trapstat_on_terminal, wait_for)
 
 USER = "trapstat-hostile-out"
 PYTHON = "/usr/bin/python3"
@@ -95,15 +95,6 @@ def cut(text, columns):
         out += unit
         used += width(unit)
     return out
-
-
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            fields = line.split()
-            if fields[2] == "cgroup2":
-                return fields[1]
-    return None
 
 
 class HostileOutput(unittest.TestCase):
