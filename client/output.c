@@ -456,25 +456,12 @@ void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n)
         }
 }
 
-void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step,
-                   const SiteCount *trap_sites, size_t n_trap_sites) {
-        json_t *p = json_object_get(reply, "process"), *samples = json_object_get(reply, "samples"), *sample;
-        json_t *total = json_object_get(reply, "total");
-        uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
-        uint64_t last_usec = (uint64_t) int_member(p, "lastSeenUsec");
-        _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "(unknown)"), 0, SIZE_MAX);
-        _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "(none)"), 0, SIZE_MAX);
-        char first[32], last[32], lifetime[32], width[32];
+/* What history prints after its header, of a History or a UnitHistory reply: one line per
+ * sample, the totals, a sparkline per non-zero counter, the traps by vector and by signal. */
+static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step) {
+        json_t *samples = json_object_get(reply, "samples"), *sample, *total = json_object_get(reply, "total");
         size_t i, n_samples = json_array_size(samples);
-
-        print_process_line(f, style, p);
-        fprintf(f, "command:  %s\n", cmdline ?: "?");
-        fprintf(f, "unit:     %s\n", unit ?: "?");
-        fprintf(f, "started:  %" JSON_INTEGER_FORMAT " ns after boot (its --start-time)\n", int_member(p, "startTime"));
-        fprintf(f, "lifetime: %s to %s (%s%s)\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
-                format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime),
-                json_is_true(json_object_get(p, "exited")) ? ", exited" : ", still running");
-        print_incarnations(f, style, p, processes);
+        char width[32];
 
         if (step == 0)
                 step = samples_step(samples);
@@ -544,11 +531,49 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
                                 json_integer_value(json_object_get(signal_codes, codes[i])));
         }
 
+}
+
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step,
+                   const SiteCount *trap_sites, size_t n_trap_sites) {
+        json_t *p = json_object_get(reply, "process");
+        uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
+        uint64_t last_usec = (uint64_t) int_member(p, "lastSeenUsec");
+        _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "(unknown)"), 0, SIZE_MAX);
+        _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "(none)"), 0, SIZE_MAX);
+        char first[32], last[32], lifetime[32];
+
+        print_process_line(f, style, p);
+        fprintf(f, "command:  %s\n", cmdline ?: "?");
+        fprintf(f, "unit:     %s\n", unit ?: "?");
+        fprintf(f, "started:  %" JSON_INTEGER_FORMAT " ns after boot (its --start-time)\n", int_member(p, "startTime"));
+        fprintf(f, "lifetime: %s to %s (%s%s)\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
+                format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime),
+                json_is_true(json_object_get(p, "exited")) ? ", exited" : ", still running");
+        print_incarnations(f, style, p, processes);
+
+        print_samples(f, style, reply, step);
+
         /* Where it trapped most (trapstat sites PID --traps has them all). */
         if (n_trap_sites > 0) {
                 fprintf(f, "\n%stop 3 trap sites%s\n", on(style, BOLD), off(style));
                 (void) print_site_table(f, style, trap_sites, n_trap_sites, false, "  ");
         }
+}
+
+void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step) {
+        json_t *units = json_object_get(reply, "units"), *unit;
+        json_int_t processes = int_member(reply, "processes");
+        size_t i;
+
+        fprintf(f, "%sunit%s ", on(style, BOLD), json_array_size(units) == 1 ? "" : "s");
+        json_array_foreach (units, i, unit) {
+                _cleanup_free_ char *name = untrusted_cell(style, json_string_value(unit) ?: "?", 0, SIZE_MAX);
+
+                fprintf(f, "%s%s", i ? ", " : "", name ?: "?");
+        }
+        fprintf(f, "%s: %" JSON_INTEGER_FORMAT " process%s, %" JSON_INTEGER_FORMAT " running\n", off(style), processes,
+                processes == 1 ? "" : "es", int_member(reply, "running"));
+        print_samples(f, style, reply, step);
 }
 
 static int compare_strings(const void *a, const void *b) {
@@ -574,7 +599,8 @@ void print_history_csv(FILE *f, json_t *reply) {
         traps = sorted_keys(json_object_get(total, "traps"), &n_traps);
         signals = sorted_keys(json_object_get(total, "signals"), &n_signals);
 
-        fputs("pid,startTime,timeUsec,time", f);
+        /* A UnitHistory reply has no process: its lines are sums over the units'. */
+        fputs(p ? "pid,startTime,timeUsec,time" : "timeUsec,time", f);
         for (i = 0; i < n_fault_fields; i++)
                 fprintf(f, ",%s", fault_fields[i].name);
         fputs(",traps", f);
@@ -595,8 +621,10 @@ void print_history_csv(FILE *f, json_t *reply) {
                 char t[32];
 
                 (void) faults_from_json(json_object_get(counters, "faults"), &faults);
-                fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s",
-                        int_member(p, "pid"), int_member(p, "startTime"), int_member(sample, "timeUsec"),
+                if (p)
+                        fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",", int_member(p, "pid"),
+                                int_member(p, "startTime"));
+                fprintf(f, "%" JSON_INTEGER_FORMAT ",%s", int_member(sample, "timeUsec"),
                         format_time_iso8601((uint64_t) int_member(sample, "timeUsec"), t));
                 for (size_t k = 0; k < n_fault_fields; k++)
                         fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));

@@ -36,7 +36,11 @@ uint64_t map_total(json_t *map);
  * no such section). step_usec is the width of a sample (0: derived from the samples). */
 void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step_usec,
                    const SiteCount *trap_sites, size_t n_trap_sites);
-/* The same samples as CSV, exact: a header line, then one line per sample. */
+/* UnitHistory: a header naming the units, how many processes and how many still run, then the
+ * samples as history's. step_usec as for print_history(). */
+void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec);
+/* The same samples as CSV, exact: a header line, then one line per sample (of a UnitHistory
+ * reply without the columns pid and startTime). */
 void print_history_csv(FILE *f, json_t *reply);
 
 /* Sites: the process (as history's header says it), then one line per site: KIND VECTOR COUNT

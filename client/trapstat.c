@@ -66,23 +66,67 @@ static int parse_pid_operand(const char *usage, const char *verb, int argc, char
 }
 
 static const char *const history_usage =
-        "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--json|--csv]";
+        "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--json|--csv]\n"
+        "       trapstat history --unit NAME [--since TIME] [--until TIME] [--step DURATION] [--json|--csv]";
+
+/* The unit NAME of history --unit names: as systemctl reads it, a name without a dot (and
+ * without a glob character) is a service's. 0; -EINVAL when the usage error is printed; -ENOMEM. */
+static int parse_unit_arg(const char *usage, const char *value, char **ret) {
+        _cleanup_free_ char *unit = NULL;
+
+        if (!*value) {
+                usage_error(usage, "invalid --unit '': expected a unit name or glob, e.g. nginx.service");
+                return -EINVAL;
+        }
+        if (strpbrk(value, ".*?["))
+                unit = strdup(value);
+        else if (asprintf(&unit, "%s.service", value) < 0)
+                unit = NULL;
+        if (!unit)
+                return -ENOMEM;
+        if (strlen(unit) > MAX_UNIT_NAME) {
+                usage_error(usage, "invalid --unit: longer than %d bytes", MAX_UNIT_NAME);
+                return -EINVAL;
+        }
+        *ret = TAKE_PTR(unit);
+        return 0;
+}
+
+/* history --unit: the processes of the units summed, as one history. */
+static int unit_history(const char *unit, json_t *params, bool csv, uint64_t step) {
+        _cleanup_json_ json_t *reply = NULL;
+        OutputStyle style = output_style();
+
+        if (json_object_set_new(params, "unit", json_string(unit)) < 0)
+                return fail("out of memory");
+        if (cli_call("io.trapstat.UnitHistory", params, &reply) < 0)
+                return EXIT_FAILURE;
+        if (arg_json)
+                print_json(reply);
+        else if (csv)
+                print_history_csv(stdout, reply);
+        else
+                print_unit_history(stdout, &style, reply, step);
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
 
 static int verb_history(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "step", required_argument, NULL, 't' },  { "start-time", required_argument, NULL, 'T' },
-                { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, 'c' },
-                { "help", no_argument, NULL, 'h' },        {},
+                { "unit", required_argument, NULL, 'U' },  { "json", no_argument, NULL, 'j' },
+                { "csv", no_argument, NULL, 'c' },         { "help", no_argument, NULL, 'h' },
+                {},
         };
         uint64_t since = 0, until = 0, step = 0, now = now_usec(CLOCK_REALTIME);
         bool has_since = false, has_until = false, csv = false;
         long long start_time = -1;
+        _cleanup_free_ char *unit = NULL;
         uint32_t pid;
         _cleanup_json_ json_t *params = NULL, *reply = NULL, *list = NULL;
         SiteCount *trap_sites = NULL;
         size_t n_trap_sites = 0;
-        int c;
+        int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -109,6 +153,15 @@ static int verb_history(int argc, char *argv[]) {
                                                    "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
                                                    optarg);
                         break;
+                case 'U':
+                        free(unit);
+                        unit = NULL;
+                        r = parse_unit_arg(history_usage, optarg, &unit);
+                        if (r == -ENOMEM)
+                                return fail("out of memory");
+                        if (r < 0)
+                                return EXIT_USAGE;
+                        break;
                 case 'j':
                         arg_json = true;
                         break;
@@ -118,12 +171,16 @@ static int verb_history(int argc, char *argv[]) {
                 case 'h':
                         printf("%s\n\n"
                                "What process PID did over time, also after it exited: a header, one line per sample,\n"
-                               "totals, and a sparkline per non-zero counter.\n\n"
+                               "totals, and a sparkline per non-zero counter. With --unit, the same summed over the\n"
+                               "processes of systemd units.\n\n"
                                "  --since TIME        samples from TIME on (default: the whole history)\n"
                                "  --until TIME        samples before TIME (default: now)\n"
                                "  --step DURATION     width of a sample, a multiple of 10s (default: by the window:\n"
                                "                      10s up to 6h, 1m up to 7d, else 1h)\n"
                                "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
+                               "  --unit NAME         instead of PID: all processes of the units matching NAME, a unit\n"
+                               "                      or a shell glob ('user@*.service'); a NAME without a dot or\n"
+                               "                      glob character means NAME.service, as in systemctl\n"
                                "  --json              the varlink reply as one JSON object\n"
                                "  --csv               one line per sample, exact counts\n\n"
                                "TIME is a duration before now (90s, 15m, 2h, 3d), or a local time: 2026-11-22T10:00,\n"
@@ -134,24 +191,32 @@ static int verb_history(int argc, char *argv[]) {
                         fprintf(stderr, "%s\n", history_usage);
                         return EXIT_USAGE;
                 }
-        if (parse_pid_operand(history_usage, "history", argc, argv, &pid) < 0)
+        if (unit && optind < argc)
+                return usage_error(history_usage, "history: a PID and --unit exclude each other");
+        if (unit && start_time >= 0)
+                return usage_error(history_usage, "history: --start-time names a process, not a unit");
+        if (!unit && parse_pid_operand(history_usage, "history", argc, argv, &pid) < 0)
                 return EXIT_USAGE;
         if (csv && arg_json)
                 return usage_error(history_usage, "history: --json and --csv exclude each other");
         if (has_since && has_until && since >= until)
                 return usage_error(history_usage, "history: --since must be before --until");
 
-        params = json_pack("{s:I}", "pid", (json_int_t) pid);
+        params = json_object();
         if (!params)
                 return fail("out of memory");
-        if (start_time >= 0)
-                json_object_set_new(params, "startTime", json_integer(start_time));
         if (has_since)
                 json_object_set_new(params, "sinceUsec", json_integer_u64(since));
         if (has_until)
                 json_object_set_new(params, "untilUsec", json_integer_u64(until));
         if (step)
                 json_object_set_new(params, "resolutionSec", json_integer_u64(step / USEC_PER_SEC));
+        if (unit)
+                return unit_history(unit, params, csv, step);
+
+        json_object_set_new(params, "pid", json_integer(pid));
+        if (start_time >= 0)
+                json_object_set_new(params, "startTime", json_integer(start_time));
 
         if (cli_call("io.trapstat.History", params, &reply) < 0)
                 return EXIT_FAILURE;
@@ -190,7 +255,6 @@ static int verb_history(int argc, char *argv[]) {
                 _cleanup_(trapstat_error_done) TrapstatError error = {};
                 _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
                 _cleanup_json_ json_t *sites_reply = NULL;
-                int r;
 
                 r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc);
                 if (r >= 0)
@@ -564,7 +628,7 @@ static const struct {
         const char *help;
 } verbs[] = {
         { "top", verb_top, "live view of the processes faulting and trapping now; -b for plain tables" },
-        { "history", verb_history, "what one process did over time, also after it exited" },
+        { "history", verb_history, "what one process (or a unit's) did over time, also after it exited" },
         { "sites", verb_sites, "where one process trapped and faulted: instructions, files, memory" },
         { "procs", verb_procs, "processes trapstatd has counted (--exited: also the gone ones)" },
         { "traps", verb_traps, "CPU exceptions of all processes by vector, signal and si_code" },

@@ -30,7 +30,7 @@ _trapstat() {
             COMPREPLY=($(compgen -W "10s 1m 10m 1h" -- "$cur"))
             return ;;
         --unit | -u)
-            [[ $verb == procs ]] && { COMPREPLY=($(compgen -W "$(systemctl list-units --plain --no-legend --type=service,scope 2>/dev/null | awk '{print $1}')" -- "$cur")); return; } ;;
+            [[ $verb == procs || $verb == history ]] && { COMPREPLY=($(compgen -W "$(systemctl list-units --plain --no-legend --type=service,scope 2>/dev/null | awk '{print $1}')" -- "$cur")); return; } ;;
         --comm | -c)
             [[ $verb == procs ]] && { COMPREPLY=($(compgen -W "$(ps -eo comm= 2>/dev/null | sort -u)" -- "$cur")); return; } ;;
         -n | --iterations | -d | --delay | --window | -w | --limit | -l | --start-time | --pid | -p)
@@ -49,14 +49,14 @@ _trapstat() {
     local opts=""
     case $verb in
         top) opts="--batch --stream --iterations --delay --window --sort --limit --pid --user --unit --comm --by --reconnect-timeout --json --help" ;;
-        history) opts="--since --until --step --start-time --json --csv --help" ;;
+        history) opts="--since --until --step --start-time --unit --json --csv --help" ;;
         sites) opts="--since --until --start-time --traps --faults --limit --json --csv --help" ;;
         procs) opts="--exited --comm --unit --pid --limit --json --csv --help" ;;
         traps) opts="--since --json --help" ;;
         status) opts="--json --help" ;;
         call)
             if [[ $cur != -* && ( $prev == call || $prev == --more || $prev == -m ) ]]; then
-                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.Sites io.trapstat.ListProcesses
+                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.UnitHistory io.trapstat.Sites io.trapstat.ListProcesses
                     io.trapstat.Watch io.trapstat.Traps org.varlink.service.GetInfo
                     org.varlink.service.GetInterfaceDescription" -- "$cur"))
                 return

@@ -75,25 +75,26 @@ static int process_filter_read(json_t *parameters, ProcessFilter *ret, const cha
         ProcessFilter f = PROCESS_FILTER_NONE;
         size_t i;
 
-        *ret_bad = NULL;
+        *ret_bad = "pids";
         if (json_is_array(pids) && !in_range((int64_t) json_array_size(pids), 1, MAX_FILTER_PIDS))
-                *ret_bad = "pids";
+                return -EINVAL;
         json_array_foreach (pids, i, v) {
-                if (*ret_bad || !in_range(json_integer_value(v), 1, INT32_MAX)) {
-                        *ret_bad = "pids";
-                        break;
-                }
+                if (!in_range(json_integer_value(v), 1, INT32_MAX))
+                        return -EINVAL;
                 f.pids[f.n_pids++] = (uint32_t) json_integer_value(v);
         }
-        if (!*ret_bad && param_present(parameters, "uid") && !in_range(uid, 0, UINT32_MAX))
-                *ret_bad = "uid";
-        /* The bound of SQLite's GLOB patterns too (store.c): Top's query could not take more. */
-        else if (!*ret_bad && unit && strlen(unit) > MAX_UNIT_NAME)
-                *ret_bad = "unit";
-        else if (!*ret_bad && comm && strlen(comm) > MAX_UNIT_NAME)
-                *ret_bad = "comm";
-        if (*ret_bad)
+        *ret_bad = "uid";
+        if (param_present(parameters, "uid") && !in_range(uid, 0, UINT32_MAX))
                 return -EINVAL;
+        /* Also the bound SQLite's GLOB is given (store.c): Top's query could take no longer. */
+        *ret_bad = "unit";
+        if (unit && strlen(unit) > MAX_UNIT_NAME)
+                return -EINVAL;
+        *ret_bad = "comm";
+        if (comm && strlen(comm) > MAX_UNIT_NAME)
+                return -EINVAL;
+        *ret_bad = NULL;
+
         f.uid = uid;
         if ((unit && !(f.unit = strdup(unit))) || (comm && !(f.comm = strdup(comm)))) {
                 process_filter_done(&f);

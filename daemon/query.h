@@ -3,8 +3,9 @@
 
 /* Queries off the event loop. A small pool of worker threads, each with its own read-only
  * connection to the database (store_open_reader()), answers the calls that read the history
- * (Top, History, Sites, ListProcesses, Traps). The event loop only hands a call over and sends the
- * reply a worker formatted, so ticks, Watch and cheap calls never wait for a query.
+ * (Top, History, UnitHistory, Sites, ListProcesses, Traps). The event loop only hands a call
+ * over and sends the reply a worker formatted, so ticks, Watch and cheap calls never wait for a
+ * query.
  *
  * Fairness and cost: at most per_uid queries of one uid run at once (the rest of that uid's
  * wait while other users' queries go first), and every query stops after cost_limit SQLite

@@ -3,10 +3,12 @@
  * from each in a signal handler, checks it saw exactly one signal per raise with the
  * kernel's trap number for the vector it meant to raise, and exits.
  *
- * usage: raise-traps N [--threads] [--only DE,UD,...]
+ * usage: raise-traps N [--threads] [--only DE,UD,...] [--hold]
  *   --threads  half of each vector's N (rounded down) is raised from a second thread, the
  *              rest from the main thread, both at once
  *   --only     raise just the listed vectors (default: all of them)
+ *   --hold     after printing, stay (not faulting, not trapping) until standard input ends:
+ *              the test decides when it exits, e.g. once trapstatd knows it
  *
  *   vector  trap  how                                     signal
  *   DE      0     idiv by zero                            SIGFPE  FPE_INTDIV
@@ -359,7 +361,7 @@ static int parse_only(char *list) {
 }
 
 static _Noreturn void usage(void) {
-        fprintf(stderr, "usage: raise-traps N [--threads] [--only DE,DB,BP,UD,GP,PF,MF,AC,XM]\n");
+        fprintf(stderr, "usage: raise-traps N [--threads] [--only DE,DB,BP,UD,GP,PF,MF,AC,XM] [--hold]\n");
         exit(2);
 }
 
@@ -367,13 +369,15 @@ int main(int argc, char *argv[]) {
         struct worker mainw = {0}, second = {0};
         struct sigaction sa;
         pthread_t thread;
-        int threads = 0, only = 0, r;
+        int threads = 0, only = 0, hold = 0, r;
         long n = -1;
         char *end;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--threads") == 0) {
                         threads = 1;
+                } else if (strcmp(argv[i], "--hold") == 0) {
+                        hold = 1;
                 } else if (strcmp(argv[i], "--only") == 0) {
                         if (++i == argc || parse_only(argv[i]) < 0)
                                 usage();
@@ -455,6 +459,14 @@ int main(int argc, char *argv[]) {
         if (fflush(stdout) != 0) {
                 perror("raise-traps: stdout");
                 return 3;
+        }
+        if (hold) {
+                char buf[64];
+
+                /* read(2) into a buffer already touched (on the stack, faulted in by now). */
+                buf[0] = 0;
+                while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
+                        ;
         }
         return 0;
 }

@@ -139,7 +139,8 @@ def copy_for_users(directory, *names):
 
 
 def cgroup2_root():
-    """Where the cgroup2 hierarchy is mounted (a unit's name is its cgroup's), or None."""
+    """Where the cgroup2 hierarchy is mounted, or None. A cgroup made there and named like a unit
+    ("x.service") puts the processes moved into it into that unit, as far as trapstatd knows."""
     with open("/proc/self/mounts") as f:
         for line in f:
             fields = line.split()

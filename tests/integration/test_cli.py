@@ -213,7 +213,7 @@ class Cli(SharedDaemonTest):
         replies = [json.loads(line) for line in lines]
         self.assertEqual(len(replies), 40)
         for r in replies:
-            self.assertEqual(set(r), {"timeUsec", "intervalUsec", "total", "processes", "rows", "missedTicks"})
+            self.assertEqual(set(r), {"timeUsec", "intervalUsec", "total", "processes", "rows", "missedTicks", "exited"})
             self.assertEqual(r["processes"], len(r["rows"]))  # --limit 10000: every process
         streamed = sum(row["counters"]["faults"]["user"] for r in replies for row in r["rows"]
                        if row["process"]["pid"] == helper["pid"])

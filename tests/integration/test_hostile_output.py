@@ -18,8 +18,8 @@ import unicodedata
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, remove_user, require_root_and_bpf,  # noqa: E402
-                    trapstat_on_terminal, wait_for)
+from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, remove_user,  # noqa: E402
+                    require_root_and_bpf, trapstat_on_terminal, wait_for)
 
 USER = "trapstat-hostile-out"
 PYTHON = "/usr/bin/python3"

@@ -467,6 +467,23 @@ static void test_validate_trapstat_input(void **state) {
         check_input(i, "Top", "{\"sortBy\": null, \"windowSec\": null, \"limit\": null}", NULL);
         check_input(i, "Top", "{\"sortBy\": 1}", "sortBy");
         check_input(i, "io.trapstat.Top", "{\"sortBy\": 1}", "sortBy");
+        /* The filters: types are the IDL's to check, bounds the handler's. */
+        check_input(i, "Top", "{\"pids\": [1, 2], \"uid\": 0, \"unit\": \"a*.service\", \"comm\": \"x\"}", NULL);
+        check_input(i, "Top", "{\"pids\": [], \"uid\": null}", NULL);
+        check_input(i, "Top", "{\"pids\": [\"1\"]}", "pids");
+        check_input(i, "Top", "{\"pids\": 1}", "pids");
+        check_input(i, "Top", "{\"pids\": [1, null]}", "pids");
+        check_input(i, "Top", "{\"unit\": 1}", "unit");
+        check_input(i, "Top", "{\"comm\": [\"x\"]}", "comm");
+        check_input(i, "Watch", "{\"pid\": 1, \"pids\": [1], \"uid\": 5, \"unit\": \"x\", \"comm\": \"y\"}", NULL);
+        check_input(i, "Watch", "{\"uid\": \"0\"}", "uid");
+
+        check_input(i, "UnitHistory", "{}", "unit");
+        check_input(i, "UnitHistory", "{\"unit\": null}", "unit");
+        check_input(i, "UnitHistory", "{\"unit\": 5}", "unit");
+        check_input(i, "UnitHistory", "{\"unit\": \"a.service\"}", NULL);
+        check_input(i, "UnitHistory", "{\"unit\": \"a*\", \"sinceUsec\": 1, \"untilUsec\": 2, \"resolutionSec\": 60}", NULL);
+        check_input(i, "UnitHistory", "{\"unit\": \"a\", \"pid\": 1}", "pid");
 
         check_input(i, "History", "{}", "pid");
         check_input(i, "History", "{\"startTime\": 5}", "pid");
@@ -631,6 +648,26 @@ static void test_validate_trapstat_output(void **state) {
         check_output(i, "Top", "{\"rows\": []}", NULL);
         check_output(i, "Top", "{}", "rows");
         check_output(i, "ListProcesses", "{\"processes\": [{\"pid\": 1}]}", "processes");
+        /* Watch always says which processes exited, also when none did. */
+        check_output(i, "Watch",
+                     "{\"timeUsec\": 1, \"intervalUsec\": 1, \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0,"
+                     " \"minor\": 0, \"major\": 0, \"read\": 0, \"write\": 0, \"exec\": 0, \"protection\": 0},"
+                     " \"traps\": {}, \"signals\": {}, \"signalCodes\": {}}, \"processes\": 0, \"rows\": [],"
+                     " \"missedTicks\": 0, \"exited\": [{\"pid\": 5, \"startTime\": 7}]}",
+                     NULL);
+        check_output(i, "Watch",
+                     "{\"timeUsec\": 1, \"intervalUsec\": 1, \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0,"
+                     " \"minor\": 0, \"major\": 0, \"read\": 0, \"write\": 0, \"exec\": 0, \"protection\": 0},"
+                     " \"traps\": {}, \"signals\": {}, \"signalCodes\": {}}, \"processes\": 0, \"rows\": [],"
+                     " \"missedTicks\": 0}",
+                     "exited");
+        check_output(i, "UnitHistory",
+                     "{\"units\": [\"a.service\"], \"processes\": 2, \"running\": 1, \"samples\": [],"
+                     " \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0, \"minor\": 0, \"major\": 0, \"read\": 0,"
+                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, \"traps\": {\"UD\": 300}, \"signals\": {},"
+                     " \"signalCodes\": {}}}",
+                     NULL);
+        check_output(i, "UnitHistory", "{\"units\": [], \"processes\": 2, \"samples\": []}", "running");
 
         check_error(i, "NoSuchProcess", "{\"pid\": 5}", NULL);
         check_error(i, "io.trapstat.NoSuchProcess", "{\"pid\": 5}", NULL);
@@ -638,6 +675,9 @@ static void test_validate_trapstat_output(void **state) {
         check_error(i, "NoSuchProcess", "{\"pid\": 5, \"startTime\": 1}", "startTime");
         check_error(i, "DatabaseError", "{\"message\": 1}", "message");
         check_error(i, "DatabaseError", "{\"message\": \"disk full\"}", NULL);
+        check_error(i, "NoSuchUnit", "{\"unit\": \"a*.service\"}", NULL);
+        check_error(i, "NoSuchUnit", "{\"pid\": 5}", "unit");
+        check_error(i, "NoSuchUnit", "{\"unit\": \"x\", \"pid\": 5}", "pid");
         varlink_interface_free(i);
 }
 
