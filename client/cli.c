@@ -96,15 +96,7 @@ int report_unreachable(int r) {
 
 int report_error_reply(const char *method, const TrapstatError *error) {
         _cleanup_free_ char *message = NULL;
-        json_t *unit = json_object_get(error->parameters, "unit");
 
-        /* trapstat_error_message() does not know this one yet; the unit is the caller's own
-         * text (history --unit). */
-        if (error->name && strcmp(error->name, "io.trapstat.NoSuchUnit") == 0 && json_is_string(unit))
-                return report_errno(-EBADR,
-                                    "no process of a unit matching '%s' is known to trapstatd, or none you may see "
-                                    "(trapstat procs --exited --unit NAME lists a unit's)",
-                                    json_string_value(unit));
         if (trapstat_error_message(method, error, &message) < 0)
                 return report_errno(-EBADR, "%s failed: %s", method, error->name);
         return report_errno(-EBADR, "%s", message);

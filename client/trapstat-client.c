@@ -35,6 +35,10 @@ int trapstat_error_message(const char *method, const TrapstatError *e, char **re
                 n = asprintf(ret, "no process with pid %" JSON_INTEGER_FORMAT
                              " is known to trapstatd (trapstat procs --exited lists the known ones)",
                              error_integer(e, "pid"));
+        else if (strcmp(name, TRAPSTAT_ERROR_NO_SUCH_UNIT) == 0 && json_is_string(json_object_get(e->parameters, "unit")))
+                n = asprintf(ret, "no process of a unit matching '%s' is known to trapstatd, or none you may see "
+                             "(trapstat procs --exited --unit NAME lists a unit's)",
+                             json_string_value(json_object_get(e->parameters, "unit")));
         else if (strcmp(name, TRAPSTAT_ERROR_PERMISSION_DENIED) == 0)
                 n = asprintf(ret, "permission denied: that process belongs to another user (root and members of group trapstat see all)");
         else if (strcmp(name, TRAPSTAT_ERROR_INVALID_PARAMETER) == 0 && json_is_string(param))

@@ -22,6 +22,7 @@
 /* The errors a client of trapstatd meets: those of io.trapstat (schema/io.trapstat.varlink)
  * and those of org.varlink.service the daemon sends. */
 #define TRAPSTAT_ERROR_NO_SUCH_PROCESS "io.trapstat.NoSuchProcess"
+#define TRAPSTAT_ERROR_NO_SUCH_UNIT "io.trapstat.NoSuchUnit"
 #define TRAPSTAT_ERROR_DATABASE "io.trapstat.DatabaseError"
 #define TRAPSTAT_ERROR_QUERY_TOO_EXPENSIVE "io.trapstat.QueryTooExpensive"
 #define TRAPSTAT_ERROR_TOO_MANY_CONNECTIONS "io.trapstat.TooManyConnections"

@@ -49,6 +49,11 @@ static void assert_message(const char *method, const char *name, const char *par
 static void test_error_message(void **state) {
         assert_message("io.trapstat.History", TRAPSTAT_ERROR_NO_SUCH_PROCESS, "{\"pid\": 4242}",
                        "no process with pid 4242 is known to trapstatd (trapstat procs --exited lists the known ones)");
+        assert_message("io.trapstat.UnitHistory", TRAPSTAT_ERROR_NO_SUCH_UNIT, "{\"unit\": \"web*.service\"}",
+                       "no process of a unit matching 'web*.service' is known to trapstatd, or none you may see "
+                       "(trapstat procs --exited --unit NAME lists a unit's)");
+        /* Without its member: the generic form. */
+        assert_message("io.trapstat.UnitHistory", TRAPSTAT_ERROR_NO_SUCH_UNIT, "{}", "io.trapstat.UnitHistory failed: io.trapstat.NoSuchUnit");
         assert_message("io.trapstat.History", TRAPSTAT_ERROR_PERMISSION_DENIED, "{}",
                        "permission denied: that process belongs to another user (root and members of group trapstat see all)");
         assert_message("io.trapstat.Top", TRAPSTAT_ERROR_INVALID_PARAMETER, "{\"parameter\": \"sortBy\"}",
