@@ -295,7 +295,8 @@ int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *
 }
 
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
-        char *cmdline = NULL;
+        char *cmdline = NULL, *unit = NULL;
+        int r;
 
         /* Counting goes on under the new name. /proc has the whole command line while the
          * process lives; the event's copy is cut at TS_ARGS_LEN but survives a process that is
@@ -308,6 +309,14 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
                 cmdline = TAKE_PTR(e->cmdline);
         free(p->info.cmdline);
         p->info.cmdline = cmdline;
+        /* So is the unit: a service manager forks, moves the child into the unit's cgroup and
+         * then execs, and the child may have faulted before it moved. A process already gone
+         * keeps the unit it had. */
+        r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
+        if (r >= 0 || r == -ENODATA) {
+                free(p->info.unit);
+                p->info.unit = unit;
+        }
         return proc_table_touch(t, p);
 }
 

@@ -312,7 +312,7 @@ class HostileOutput(unittest.TestCase):
     def test_top_stream(self):
         # Rates from the Watch stream: the running workloads fault in every tick.
         text = self.assert_safe(self.cli("top", "-b", "--stream", "-n", "1", "-d", "1", "--limit", "10000"))
-        self.assert_rows(text, "PID COMM")
+        self.assert_rows(text, "PID S COMM")
         for e in self.running.values():
             rows = self.rows_of(text, e["pid"])
             self.assertEqual(len(rows), 1, text)

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -87,7 +88,7 @@ class UnitFilters(unittest.TestCase):
     @classmethod
     def workload(cls, unit, comm, n, vector, user=False):
         """raise-traps N --only VECTOR --hold, named comm, in the unit's cgroup (joined between fork
-        and exec: the process is in the unit from its first instruction), as the test user or root;
+        and exec, after the child faulted and was seen outside it), as the test user or root;
         once it raised its traps and trapstatd knows it in its unit. Holds until release()."""
         path = os.path.join(cls.daemon.dir, comm)
         if not os.path.exists(path):
@@ -96,6 +97,11 @@ class UnitFilters(unittest.TestCase):
         cgroup = cls.cgroups[unit]
 
         def join():
+            # As a service manager's child may: fault first (trapstatd sees the child, still
+            # outside the unit, at its next tick), then move into the unit and exec. The unit
+            # is the one the process execs in.
+            bytearray(1 << 20)
+            time.sleep(0.3)
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                 f.write("0")
 
