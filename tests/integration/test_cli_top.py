@@ -69,14 +69,28 @@ def row_of(screen, pid):
         if line.split()[0] == str(pid):
             state = line[8]
             cells = line[:8].split() + [state] + line[9:].split()
-            return cells
+            # A row being drawn may be cut short: not a row yet.
+            return cells if len(cells) >= 11 else None
     return None
+
+
+def wait_known(socket, *workloads):
+    """Until trapstatd's history has every workload's traps: a view started then has them in
+    its first rows (from Top over the window)."""
+    pids = ",".join(str(w.pid) for w in workloads)
+
+    def known():
+        rows = trapstat_json(socket, "top", "-b", "-n", "1", "-p", pids, "--sort", "traps")["rows"]
+        got = {r["process"]["pid"]: sum(r["counters"]["traps"].values()) for r in rows}
+        return got == {w.pid: w.ud for w in workloads}
+    wait_for(known, what=f"the traps of {pids} in trapstatd's history")
 
 
 class SiteTraps:
     """site-traps: ud2 n times in one function, then idle until stop(); in a cgroup when given."""
 
     def __init__(self, ud, cgroup=None):
+        self.ud = ud
         command = [binary("SITE_TRAPS"), "--ud", str(ud), "--hold-after", "120"]
         if cgroup:
             # A shell joins the cgroup and then forks the workload, which is born in it: its unit
@@ -218,6 +232,7 @@ class LiveTop(SharedDaemonTest):
             d.start()
             before = SiteTraps(3)
             self.addCleanup(before.stop)
+            wait_known(d.socket, before)
             t = self.top("restart", f"--comm site-traps --sort traps", socket=d.socket)
             t.wait(lambda s: (row_of(s, before.pid) or [None] * 9)[8] == "3", "the first workload's 3 traps")
             d.stop()
@@ -264,7 +279,7 @@ class LiveTop(SharedDaemonTest):
         self.addCleanup(w.stop)
         other = SiteTraps(2)
         self.addCleanup(other.stop)
-        time.sleep(1)
+        wait_known(self.daemon.socket, w, other)
         t = self.top("pid", f"-p {w.pid}")
         s = t.wait(lambda s: row_of(s, w.pid) and "rates over" in s, "the process from the window")
         self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
@@ -297,6 +312,7 @@ class LiveTop(SharedDaemonTest):
         a, b = SiteTraps(3, cgroup), SiteTraps(4, cgroup)
         self.addCleanup(b.stop)
         self.addCleanup(a.stop)
+        wait_known(self.daemon.socket, a, b)
         t = self.top("group", "--comm site-traps --sort traps")
         t.wait(lambda s: row_of(s, a.pid) and row_of(s, b.pid), "both processes of the unit")
         self.assertEqual(row_of(t.screen(), a.pid)[-1], unit)

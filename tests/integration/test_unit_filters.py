@@ -71,8 +71,10 @@ class UnitFilters(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        # The daemon is stopped whatever failed before: one left running would take every later
+        # test's VMA lookups (sites) and count their processes twice.
         try:
-            for w in cls.held:
+            for w in list(cls.held):
                 cls.release(w)
             for cgroup in cls.cgroups.values():
                 def empty():
@@ -80,10 +82,12 @@ class UnitFilters(unittest.TestCase):
                         return f.read() == ""
                 wait_for(empty, what=f"{cgroup} to empty")
                 os.rmdir(cgroup)
-            if cls.daemon:
-                cls.daemon.__exit__(None, None, None)
         finally:
-            remove_user(USER)
+            try:
+                if cls.daemon:
+                    cls.daemon.__exit__(None, None, None)
+            finally:
+                remove_user(USER)
 
     @classmethod
     def workload(cls, unit, comm, n, vector, user=False):
