@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building and testing trapstat needs.
-# With --bench, also the tracers bench/overhead.py compares trapstatd with (bpftrace, perf).
+# With --bench, also the tracers bench/overhead.py compares trapstatd with (bpftrace, perf); with
+# --distro, what scripts/distro.sh makes a current Debian's root filesystem with (mmdebstrap).
 # Idempotent: prints nothing and touches nothing when all packages are present.
 set -euo pipefail
 
@@ -24,8 +25,9 @@ packages=(
 )
 case ${1:-} in
   --bench) packages+=(bpftrace linux-perf) ;;
+  --distro) packages=(mmdebstrap) ;;
   "") ;;
-  *) echo "usage: install-deps.sh [--bench]" >&2; exit 2 ;;
+  *) echo "usage: install-deps.sh [--bench|--distro]" >&2; exit 2 ;;
 esac
 
 missing=()

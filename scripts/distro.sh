@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The distribution leg of CI: trapstat built and tested on a current Debian suite (default forky:
+# systemd 262, libbpf 1.7, a newer gcc, clang and meson) as well as on the machine's own Debian 12.
+#
+#   scripts/distro.sh [SUITE]
+#
+# A root filesystem of SUITE is made with mmdebstrap and kept in build-SUITE/rootfs for reruns.
+# Inside it (a chroot sharing this kernel, /proc, /sys and /dev), scripts/install-deps.sh installs
+# the build and test dependencies from SUITE's archive, and the tree (bind-mounted at /src) is
+# built with -Dwerror=true into build-SUITE/build and tested: the unit, bpf and distro suites,
+# then the system suite, which boots SUITE's own systemd in a container with the build
+# installed. Test names carry the suite ("forky-store"), and the test log is
+# build-SUITE/build/meson-logs/testlog.json, which .ci/run counts with the others.
+#
+# When Debian's archive cannot be reached, the leg cannot run: its test log then holds one test,
+# "SUITE-leg", skipped with the reason, never passed. Any other failure fails the leg.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+suite=${1:-forky}
+top=build-$suite
+root=$top/rootfs
+build=$top/build # as seen from inside: /src/$build
+log=$build/meson-logs/testlog.json
+mirror_host=deb.debian.org
+
+echo "== $suite leg ($top)"
+rm -f "$log" # never count a previous run
+
+skipped() { # reason: a test log with the leg skipped, and success
+  mkdir -p "$(dirname "$log")"
+  python3 -c 'import json, sys; print(json.dumps({"name": sys.argv[1] + "-leg", "result": "SKIP", "stdout": sys.argv[2]}))' \
+    "$suite" "$1" >"$log"
+  echo "== $suite leg skipped: $1"
+  exit 0
+}
+
+failed() {
+  echo "== $suite leg failed: $1"
+  exit 1
+}
+
+# The archive, reachable or not: the one reason to skip.
+reachable() {
+  python3 - "$mirror_host" <<'PY'
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], 80), timeout=10).close()
+except OSError as e:
+    print(e)
+    sys.exit(1)
+PY
+}
+
+./scripts/install-deps.sh --distro || failed "installing mmdebstrap on the host"
+
+if [[ ! -e $root/.trapstat-rootfs ]]; then
+  if ! why=$(reachable); then
+    skipped "$mirror_host is not reachable ($why): no $suite root filesystem to test in"
+  fi
+  rm -rf "$root"
+  mkdir -p "$top"
+  # Check-Valid-Until: the suite's Release file may be past its Valid-Until here.
+  if ! mmdebstrap --mode=root --variant=minbase --include=systemd,ca-certificates \
+    --aptopt='Acquire::Check-Valid-Until "false"' "$suite" "$root" >"$top/mmdebstrap.log" 2>&1; then
+    tail -20 "$top/mmdebstrap.log"
+    why=$(reachable) || skipped "$mirror_host became unreachable while making the root filesystem ($why)"
+    failed "mmdebstrap $suite (see $top/mmdebstrap.log)"
+  fi
+  touch "$root/.trapstat-rootfs"
+fi
+
+mounts=()
+cleanup() {
+  local i
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    umount -R "${mounts[$i]}" 2>/dev/null || umount -R -l "${mounts[$i]}"
+  done
+}
+trap cleanup EXIT
+mount_at() { # target, then mount's arguments
+  local target=$1
+  shift
+  mkdir -p "$target"
+  mount "$@" "$target" || failed "mount $* $target"
+  mounts+=("$target")
+}
+mount_at "$root/proc" -t proc proc
+mount_at "$root/sys" --rbind /sys
+mount --make-rslave "$root/sys"
+mount_at "$root/dev" --rbind /dev
+mount --make-rslave "$root/dev"
+mount_at "$root/tmp" -t tmpfs -o mode=1777 tmpfs
+mount_at "$root/run" -t tmpfs -o mode=0755 tmpfs
+# The tree, without what is mounted below it (the root filesystem itself is in build-SUITE/).
+mount_at "$root/src" --bind "$PWD"
+cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+
+inside() {
+  chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root LANG=C.UTF-8 TERM=xterm "$@"
+}
+
+if ! inside /src/scripts/install-deps.sh; then
+  why=$(reachable) || skipped "$mirror_host became unreachable while installing packages ($why)"
+  failed "installing the build dependencies in $suite"
+fi
+inside sh -c 'echo "== $(. /etc/os-release; echo "$PRETTY_NAME"): systemd $(systemctl --version | sed -n "1s/^systemd \([0-9]*\).*/\1/p"),' \
+  'libbpf $(pkg-config --modversion libbpf), gcc $(gcc -dumpfullversion), clang $(clang -dumpversion), meson $(meson --version)"'
+
+setup=(meson setup "/src/$build" -Dwerror=true "-Dtest_prefix=$suite-")
+[[ -d $build/meson-private ]] && setup+=(--reconfigure)
+if ! inside sh -c 'cd /src && "$@" >/dev/null' sh "${setup[@]}" ||
+  ! inside meson compile -C "/src/$build" >"$top/compile.log" 2>&1; then
+  cat "$top/compile.log" 2>/dev/null
+  failed "the $suite build"
+fi
+
+status=0
+inside meson test -C "/src/$build" --print-errorlogs --suite unit --suite bpf --suite distro --suite system || status=1
+exit $status
