@@ -216,15 +216,17 @@ static void on_signal(int sig, siginfo_t *si, void *ctx) {
 }
 
 /* Each raise is one asm statement with fixed registers, so that the faulting instruction
- * is exactly the one the handler's table describes, and the compiler cannot fold it. */
-static void raise_de(void) {
+ * is exactly the one the handler's table describes, and the compiler cannot fold it; and a
+ * function of its own, never inlined (gcc 16 inlines them through the const table below), so
+ * that each vector traps at one instruction of one function (raise_ud, raise_bp, ...). */
+static __attribute__((noinline)) void raise_de(void) {
         __asm__ volatile("xorl %%edx, %%edx\n\t"
                          "movl $1, %%eax\n\t"
                          "xorl %%ecx, %%ecx\n\t"
                          "idivl %%ecx" ::: "eax", "ecx", "edx", "cc", "memory");
 }
 
-static void raise_db(void) {
+static __attribute__((noinline)) void raise_db(void) {
         /* popf sets TF; the single-step trap comes after the one instruction that
          * follows (the nop). pushf/popf would overwrite the red zone: step below it. */
         __asm__ volatile("subq $128, %%rsp\n\t"
@@ -235,23 +237,23 @@ static void raise_db(void) {
                          "addq $128, %%rsp" ::: "cc", "memory");
 }
 
-static void raise_bp(void) {
+static __attribute__((noinline)) void raise_bp(void) {
         __asm__ volatile("int3" ::: "memory");
 }
 
-static void raise_ud(void) {
+static __attribute__((noinline)) void raise_ud(void) {
         __asm__ volatile("ud2" ::: "memory");
 }
 
-static void raise_gp(void) {
+static __attribute__((noinline)) void raise_gp(void) {
         __asm__ volatile("cli" ::: "memory");
 }
 
-static void raise_pf(void) {
+static __attribute__((noinline)) void raise_pf(void) {
         __asm__ volatile("movl %%eax, (%%rdx)" : : "a"(1), "d"(guard) : "memory");
 }
 
-static void raise_mf(void) {
+static __attribute__((noinline)) void raise_mf(void) {
         static const float one = 1.0f, zero = 0.0f;
         /* The default control word 0x37f with ZM (bit 2) cleared. */
         static const unsigned short cw = 0x37b;
@@ -270,7 +272,7 @@ static void raise_mf(void) {
                          : "st", "memory");
 }
 
-static void raise_ac(void) {
+static __attribute__((noinline)) void raise_ac(void) {
         /* AC is set for the single load only: anything else (libc's unaligned
          * memcpy, say) would raise #AC too. The handler clears AC for the retry; the
          * clearing here is for the case it was not raised. */
@@ -288,7 +290,7 @@ static void raise_ac(void) {
                          : "eax", "cc", "memory");
 }
 
-static void raise_xm(void) {
+static __attribute__((noinline)) void raise_xm(void) {
         static const float one = 1.0f;
         unsigned int saved, unmasked;
 

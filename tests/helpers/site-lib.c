@@ -7,10 +7,16 @@
 
 #if defined(__x86_64__)
 
-/* Executes one int3 n times: one instruction, so one site with a count of n. */
+/* Executes one int3 n times: one instruction, so one site with a count of n. The loop is written
+ * in assembly: a compiler may unroll a C loop into several int3 (gcc 16 does). */
 __attribute__((noinline, used, visibility("default"))) void site_bp_lib(int n) {
-        for (int i = 0; i < n; i++)
-                __asm__ volatile("int3" ::: "memory");
+        if (n > 0)
+                __asm__ volatile("1: int3\n\t"
+                                 "dec %0\n\t"
+                                 "jnz 1b"
+                                 : "+r"(n)
+                                 :
+                                 : "memory", "cc");
 }
 
 #endif

@@ -88,10 +88,17 @@ static void on_signal(int sig, siginfo_t *si, void *ctx) {
         }
 }
 
-/* Executes one ud2 n times: one instruction, so one site with a count of n. */
+/* Executes one ud2 n times: one instruction, so one site with a count of n. The loop is written
+ * in assembly: a compiler may unroll a C loop into several ud2 (gcc 16 does). The handler steps
+ * over the ud2 to the dec. */
 __attribute__((noinline, used, visibility("default"))) void site_ud_main(int n) {
-        for (int i = 0; i < n; i++)
-                __asm__ volatile("ud2" ::: "memory");
+        if (n > 0)
+                __asm__ volatile("1: ud2\n\t"
+                                 "dec %0\n\t"
+                                 "jnz 1b"
+                                 : "+r"(n)
+                                 :
+                                 : "memory", "cc");
 }
 
 /* A store to address 8, which nothing maps: the pointer is read from a volatile so that the
@@ -111,8 +118,19 @@ __attribute__((noinline, used, visibility("default"))) int site_touch_pages(size
                 return -1;
         /* No transparent huge pages: one fault per 4 KiB page. */
         (void) madvise((void *) mem, pages * PAGE, MADV_NOHUGEPAGE);
-        for (size_t i = 0; i < pages; i++)
-                mem[i * PAGE] = 1;
+        /* One store instruction, in assembly: a C loop may be unrolled into several. */
+        if (pages > 0) {
+                volatile char *p = mem;
+                size_t left = pages;
+
+                __asm__ volatile("1: movb $1, (%0)\n\t"
+                                 "add %2, %0\n\t"
+                                 "dec %1\n\t"
+                                 "jnz 1b"
+                                 : "+r"(p), "+r"(left)
+                                 : "r"((size_t) PAGE)
+                                 : "memory", "cc");
+        }
         munmap((void *) mem, pages * PAGE);
         return 0;
 }

@@ -56,7 +56,7 @@ static void test_vector_table(void **state) {
 
                 if (t < sizeof(table) / sizeof(table[0]) && table[t].number == v) {
                         assert_string_equal(name, table[t].name);
-                        assert_in_range(strlen(name), 2, 3);
+                        assert_true(strlen(name) == 2 || strlen(name) == 3);
                         for (const char *p = name; *p; p++)
                                 assert_true(isupper((unsigned char) *p));
                         assert_non_null(trap_vector_description(v));
