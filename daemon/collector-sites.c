@@ -135,6 +135,13 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         if (!f)
                 return NULL;
         *f = (FilePath) { .dev = dev, .ino = ino, .path = file_name_join(&name) };
+        if (f->path) {
+                /* As this daemon sees it: a chrooted trapstatd sees the file at a shorter path. */
+                const char *visible = file_path_visible(f->path, dev_from_kernel(dev), ino);
+
+                if (visible != f->path)
+                        memmove(f->path, visible, strlen(visible) + 1);
+        }
         if (!f->path || !tsearch(f, &r->file_paths, file_path_compare)) {
                 file_path_free(f);
                 return NULL;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "macro.h"
@@ -168,6 +169,16 @@ void lifecycle_event_done(LifecycleEvent *e) {
 
 uint64_t dev_from_kernel(uint32_t dev) {
         return makedev(dev >> 20, dev & 0xfffff);
+}
+
+const char *file_path_visible(const char *path, uint64_t dev, uint64_t ino) {
+        for (const char *p = path; p && *p == '/'; p = strchr(p + 1, '/')) {
+                struct stat st;
+
+                if (stat(p, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+                        return p;
+        }
+        return path;
 }
 
 char *file_name_join(const struct ts_file_name *n) {

@@ -84,3 +84,9 @@ uint64_t dev_from_kernel(uint32_t dev);
 /* The path BPF recorded for a file (components innermost first) joined: "/usr/lib/libc.so.6";
  * "..." first when its outermost components did not fit. malloc'd; NULL when out of memory. */
 char *file_name_join(const struct ts_file_name *n);
+/* The path as this process can open it. BPF walks a file's path up to the root of the whole
+ * mount tree; a trapstatd whose root is below it (a chroot, a container) sees the same file at
+ * a shorter path, the walked one without some leading components. Returns the longest suffix
+ * of path, starting at a '/', that stat() finds to be the file (dev, as stat gives it, and
+ * ino): a pointer into path, or path itself when none is (a file since removed, say). */
+const char *file_path_visible(const char *path, uint64_t dev, uint64_t ino);

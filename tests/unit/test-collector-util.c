@@ -4,9 +4,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "collector-util.h"
@@ -260,6 +263,39 @@ static void test_dev_from_kernel(void **state) {
         assert_int_equal(minor(dev_from_kernel((8U << 20) | 300)), 300);
 }
 
+/* A walked path seen from a root below the mount tree's: the longest suffix that is the file. */
+static void test_file_path_visible(void **state) {
+        char dir[] = "/tmp/trapstat-visible-XXXXXX", file[128], other[128], walked[256];
+        struct stat st;
+        FILE *f;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(file, sizeof(file), "%s/lib.so", dir);
+        snprintf(other, sizeof(other), "%s/other.so", dir);
+        assert_non_null(f = fopen(file, "w"));
+        fclose(f);
+        assert_non_null(f = fopen(other, "w"));
+        fclose(f);
+        assert_int_equal(stat(file, &st), 0);
+
+        /* Seen as it is. */
+        assert_ptr_equal(file_path_visible(file, st.st_dev, st.st_ino), file);
+        /* Walked from a root above this one: the prefix is dropped. */
+        snprintf(walked, sizeof(walked), "/no-such-root/srv/chroot%s", file);
+        assert_string_equal(file_path_visible(walked, st.st_dev, st.st_ino), file);
+        /* Another file at that path is not it: the walked path stays. */
+        snprintf(walked, sizeof(walked), "/no-such-root%s", other);
+        assert_string_equal(file_path_visible(walked, st.st_dev, st.st_ino), walked);
+        /* Nothing there, or not a path. */
+        assert_string_equal(file_path_visible("/no/such/file", st.st_dev, st.st_ino), "/no/such/file");
+        assert_string_equal(file_path_visible(".../lib.so", st.st_dev, st.st_ino), ".../lib.so");
+        assert_string_equal(file_path_visible("", st.st_dev, st.st_ino), "");
+
+        assert_int_equal(unlink(file), 0);
+        assert_int_equal(unlink(other), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sources_parse),
@@ -269,6 +305,7 @@ int main(void) {
                 cmocka_unit_test(test_lifecycle_event_decode),
                 cmocka_unit_test(test_array_append),
                 cmocka_unit_test(test_file_name_join),
+                cmocka_unit_test(test_file_path_visible),
                 cmocka_unit_test(test_dev_from_kernel),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
