@@ -2,8 +2,10 @@
 # The distribution leg of CI: trapstat built and tested on a current Debian suite (default forky:
 # systemd 262, libbpf 1.7, a newer gcc, clang and meson) as well as on the machine's own Debian 12.
 #
-#   scripts/distro.sh [SUITE]
+#   scripts/distro.sh [SUITE [COMMAND...]]
 #
+# With a COMMAND, that runs inside SUITE's root filesystem instead (e.g. bash: a shell there with
+# the tree at /src and the dependencies installed).
 # A root filesystem of SUITE is made with mmdebstrap and kept in build-SUITE/rootfs for reruns.
 # Inside it (a chroot sharing this kernel, /proc, /sys and /dev), scripts/install-deps.sh installs
 # the build and test dependencies from SUITE's archive, and the tree (bind-mounted at /src) is
@@ -18,6 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 suite=${1:-forky}
+shift $(($# > 0 ? 1 : 0))
 top=build-$suite
 root=$top/rootfs
 build=$top/build # as seen from inside: /src/$build
@@ -25,7 +28,7 @@ log=$build/meson-logs/testlog.json
 mirror_host=deb.debian.org
 
 echo "== $suite leg ($top)"
-rm -f "$log" # never count a previous run
+[[ $# -gt 0 ]] || rm -f "$log" # never count a previous run
 
 skipped() { # reason: a test log with the leg skipped, and success
   mkdir -p "$(dirname "$log")"
@@ -85,9 +88,16 @@ mount_at() { # target, then mount's arguments
   mount "$@" "$target" || failed "mount $* $target"
   mounts+=("$target")
 }
+# The root a mount point of its own: systemd-nspawn, run inside, remounts / (MS_SLAVE).
+mount_at "$root" --bind "$root"
 mount_at "$root/proc" -t proc proc
 mount_at "$root/sys" --rbind /sys
 mount --make-rslave "$root/sys"
+# systemd >= 258 runs on the unified cgroup hierarchy only: where this machine has the hybrid
+# one (a tmpfs at /sys/fs/cgroup, cgroup2 below it), the root filesystem gets cgroup2 there.
+if [[ $(stat -f -c %T /sys/fs/cgroup) != cgroup2fs ]]; then
+  mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup" || failed "mounting cgroup2 for $suite's systemd"
+fi
 mount_at "$root/dev" --rbind /dev
 mount --make-rslave "$root/dev"
 mount_at "$root/tmp" -t tmpfs -o mode=1777 tmpfs
@@ -95,6 +105,8 @@ mount_at "$root/run" -t tmpfs -o mode=0755 tmpfs
 # The tree, without what is mounted below it (the root filesystem itself is in build-SUITE/).
 mount_at "$root/src" --bind "$PWD"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# systemd-nspawn wants the machine it runs on to have an id (mmdebstrap leaves it empty).
+[[ -s $root/etc/machine-id ]] || tr -d - </proc/sys/kernel/random/uuid >"$root/etc/machine-id"
 
 inside() {
   chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -105,8 +117,16 @@ if ! inside /src/scripts/install-deps.sh; then
   why=$(reachable) || skipped "$mirror_host became unreachable while installing packages ($why)"
   failed "installing the build dependencies in $suite"
 fi
-inside sh -c 'echo "== $(. /etc/os-release; echo "$PRETTY_NAME"): systemd $(systemctl --version | sed -n "1s/^systemd \([0-9]*\).*/\1/p"),' \
-  'libbpf $(pkg-config --modversion libbpf), gcc $(gcc -dumpfullversion), clang $(clang -dumpversion), meson $(meson --version)"'
+# What is tested: the versions, in CI's log.
+inside sh -c '. /etc/os-release
+  echo "== $PRETTY_NAME: systemd $(systemctl --version | sed -n "1s/^systemd \([0-9]*\).*/\1/p")," \
+    "libbpf $(pkg-config --modversion libbpf), gcc $(gcc -dumpfullversion), clang $(clang -dumpversion)," \
+    "meson $(meson --version), sqlite $(pkg-config --modversion sqlite3), libevent $(pkg-config --modversion libevent)"'
+
+if [[ $# -gt 0 ]]; then
+  inside sh -c 'cd /src && exec "$@"' sh "$@"
+  exit $?
+fi
 
 setup=(meson setup "/src/$build" -Dwerror=true "-Dtest_prefix=$suite-")
 [[ -d $build/meson-private ]] && setup+=(--reconfigure)

@@ -140,11 +140,13 @@ def copy_for_users(directory, *names):
 
 def cgroup2_root():
     """Where the cgroup2 hierarchy is mounted, or None. A cgroup made there and named like a unit
-    ("x.service") puts the processes moved into it into that unit, as far as trapstatd knows."""
+    ("x.service") puts the processes moved into it into that unit, as far as trapstatd knows.
+    The first mount that can be reached: one may be covered by another (the distro leg mounts
+    cgroup2 over a hybrid host's /sys/fs/cgroup)."""
     with open("/proc/self/mounts") as f:
         for line in f:
             fields = line.split()
-            if fields[2] == "cgroup2":
+            if fields[2] == "cgroup2" and os.path.exists(os.path.join(fields[1], "cgroup.procs")):
                 return fields[1]
     return None
 

@@ -30,12 +30,22 @@ def varlinkctl(*args, check=True, timeout=30):
 
 class ValidateIdl(unittest.TestCase):
     def test_every_interface_file(self):
+        """The product's interfaces pass systemd's parser. The varlink certification interface
+        (upstream's test interface, kept verbatim: varlink-go-certification speaks it) does not:
+        systemd's parser takes neither its string set (`[string]()`) nor some of its other
+        constructs; should that change, this test says so."""
         files = sorted(glob.glob(os.path.join(SOURCE_ROOT, "schema", "*.varlink")) +
                        glob.glob(os.path.join(SOURCE_ROOT, "tests", "data", "*.varlink")))
-        self.assertGreaterEqual(len(files), 3, files)
+        self.assertEqual({os.path.basename(f) for f in files},
+                         {"io.trapstat.varlink", "org.varlink.service.varlink", "org.varlink.certification.varlink"})
         for path in files:
             with self.subTest(file=os.path.basename(path)):
-                varlinkctl("validate-idl", path)
+                if os.path.basename(path) != "org.varlink.certification.varlink":
+                    varlinkctl("validate-idl", path)
+                    continue
+                p = varlinkctl("validate-idl", path, check=False)
+                self.assertNotEqual(p.returncode, 0, "systemd's parser now takes the certification interface")
+                self.assertIn("Bad syntax", p.stderr + p.stdout)
 
 
 class Varlinkctl(SharedDaemonTest):
@@ -103,10 +113,14 @@ class Varlinkctl(SharedDaemonTest):
         proc = subprocess.Popen([binary("VARLINKCTL"), "call", "--more", "--json=short", self.address,
                                  "io.trapstat.Watch", '{"limit": 5}'], stdout=subprocess.PIPE, text=True)
         try:
-            ticks = [json.loads(proc.stdout.readline()) for _ in range(3)]
+            # JSON text sequences (RFC 7464): each reply begins with an RS.
+            lines = [proc.stdout.readline() for _ in range(3)]
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+        for line in lines:
+            self.assertTrue(line.startswith("\x1e"), repr(line[:40]))
+        ticks = [json.loads(line[1:]) for line in lines]
         for t in ticks:
             self.assertEqual(set(t), {"timeUsec", "intervalUsec", "total", "processes", "rows", "missedTicks", "exited"})
         self.assertLess(ticks[0]["timeUsec"], ticks[1]["timeUsec"])
