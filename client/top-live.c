@@ -76,24 +76,22 @@ static void live_message(Live *l, const char *fmt, ...) {
         l->message_until = now_usec(CLOCK_MONOTONIC) + LIVE_MESSAGE_USEC;
 }
 
-/* The filter as the command line would give it, for the header. */
+/* The filter as the command line would give it, for the header: " -p 1,2 --unit x", or "". */
 static void format_filter(const ProcessFilter *f, char *buf, size_t size) {
-        FILE *m = fmemopen(buf, size, "w");
+        size_t n = 0;
         char user[32];
 
-        if (!m) {
-                buf[0] = '\0';
-                return;
-        }
+#define APPEND(...) (n += (size_t) snprintf(buf + MIN(n, size - 1), size - MIN(n, size - 1), __VA_ARGS__))
+        buf[0] = '\0';
         for (size_t i = 0; i < f->n_pids; i++)
-                fprintf(m, "%s%" PRIu32, i == 0 ? " -p " : ",", f->pids[i]);
+                APPEND("%s%" PRIu32, i == 0 ? " -p " : ",", f->pids[i]);
         if (f->uid >= 0)
-                fprintf(m, " -u %s", format_user((uint64_t) f->uid, user));
+                APPEND(" -u %s", format_user((uint64_t) f->uid, user));
         if (f->unit)
-                fprintf(m, " --unit %s", f->unit);
+                APPEND(" --unit %s", f->unit);
         if (f->comm)
-                fprintf(m, " --comm %s", f->comm);
-        fclose(m);
+                APPEND(" --comm %s", f->comm);
+#undef APPEND
 }
 
 /* (Re)starts the view's data for the current filter: Top over the window as the seed, then the
