@@ -30,5 +30,12 @@
 #define MAX_WINDOW_SEC (366 * 24 * 3600)
 /* Longest unit name a filter may give (systemd's own limit is 255 bytes plus the suffix). */
 #define MAX_UNIT_NAME 256
+/* UnitTotals: rows by default and at most; units the daemon keeps totals of before it sums the
+ * newer ones into "other" (trapstatd --max-unit-totals). */
+#define UNIT_TOTALS_DEFAULT_LIMIT 1000
+#define UNIT_TOTALS_MAX_LIMIT 100000
+#define DEFAULT_MAX_UNIT_TOTALS 10000
+/* io.systemd.Metrics: most replies to one List (trapstatd --report-max-metrics). */
+#define DEFAULT_REPORT_MAX_METRICS 1000
 /* Most pids a Top or Watch filter may name (pids member, trapstat top -p). */
 #define MAX_FILTER_PIDS 64
