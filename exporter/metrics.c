@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+#include "metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "counters.h"
+#include "macro.h"
+
+/* The daemon's catch-all for the units beyond what it keeps (schema: UnitCounters.unit). Our
+ * own remainder (the units left out by limit) is added to it: one "other" series, and no unit
+ * can be named so (systemd's names have a suffix). */
+#define OTHER "other"
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+
+MetricsFormat metrics_format_from_accept(const char *accept) {
+        /* Prometheus sends "application/openmetrics-text;version=1.0.0,...;q=0.5,text/plain;..."
+         * when it takes OpenMetrics; any client naming it gets it, all others the old format. */
+        if (accept && strstr(accept, "application/openmetrics-text"))
+                return METRICS_OPENMETRICS;
+        return METRICS_PROMETHEUS;
+}
+
+const char *metrics_content_type(MetricsFormat format) {
+        return format == METRICS_OPENMETRICS ? METRICS_CONTENT_TYPE_OPENMETRICS : METRICS_CONTENT_TYPE_PROMETHEUS;
+}
+
+void metrics_write_label_value(FILE *f, const char *s) {
+        for (; *s; s++)
+                switch (*s) {
+                case '\\':
+                        fputs("\\\\", f);
+                        break;
+                case '"':
+                        fputs("\\\"", f);
+                        break;
+                case '\n':
+                        fputs("\\n", f);
+                        break;
+                default:
+                        fputc(*s, f);
+                }
+}
+
+static uint64_t sub0(uint64_t a, uint64_t b) {
+        /* The remainders are total minus parts: never negative from a consistent reply, and a
+         * counter cannot be negative, so an inconsistent one gives 0 rather than a wrap. */
+        return a > b ? a - b : 0;
+}
+
+/* One row of UnitTotals read: its unit label and counters. */
+typedef struct UnitRow {
+        const char *unit; /* "" for processes in no unit */
+        Faults faults;
+        json_t *traps;    /* object vector -> count, borrowed */
+} UnitRow;
+
+static int counters_read(json_t *counters, Faults *ret_faults, json_t **ret_traps) {
+        json_t *traps = json_object_get(counters, "traps");
+        if (!json_is_object(traps) || faults_from_json(json_object_get(counters, "faults"), ret_faults) < 0)
+                return -EBADMSG;
+        const char *v;
+        json_t *n;
+        json_object_foreach(traps, v, n)
+                if (!json_is_integer(n) || json_integer_value(n) < 0)
+                        return -EBADMSG;
+        *ret_traps = traps;
+        return 0;
+}
+
+static uint64_t traps_get(json_t *traps, const char *vector) {
+        json_t *n = json_object_get(traps, vector);
+        return n ? (uint64_t) json_integer_value(n) : 0;
+}
+
+static uint64_t traps_sum(json_t *traps) {
+        uint64_t sum = 0;
+        const char *v;
+        json_t *n;
+        json_object_foreach(traps, v, n)
+                sum += (uint64_t) json_integer_value(n);
+        return sum;
+}
+
+static void family(FILE *f, MetricsFormat format, const char *name, bool counter, const char *help) {
+        /* A counter's family is named without _total in OpenMetrics and with it in 0.0.4, whose
+         * TYPE line names the sample. */
+        const char *suffix = counter && format == METRICS_PROMETHEUS ? "_total" : "";
+        fprintf(f, "# HELP %s%s %s\n", name, suffix, help);
+        fprintf(f, "# TYPE %s%s %s\n", name, suffix, counter ? "counter" : "gauge");
+}
+
+/* A sample: name, then n label pairs (name, value), then the value. */
+static void sample(FILE *f, const char *name, const char *const *labels, size_t n, uint64_t value) {
+        fputs(name, f);
+        if (n > 0) {
+                fputc('{', f);
+                for (size_t i = 0; i < n; i++) {
+                        fprintf(f, "%s%s=\"", i ? "," : "", labels[2 * i]);
+                        metrics_write_label_value(f, labels[2 * i + 1]);
+                        fputc('"', f);
+                }
+                fputc('}', f);
+        }
+        fprintf(f, " %" PRIu64 "\n", value);
+}
+
+typedef struct Units {
+        UnitRow *rows;
+        size_t n;
+        bool has_other; /* an "other" series is written: units were left out or summed */
+        UnitRow other;  /* the daemon's "other" plus the units beyond limit */
+        Faults total;
+        json_t *total_traps;
+} Units;
+
+static int units_read(json_t *reply, unsigned limit, Units *u) {
+        json_t *units = json_object_get(reply, "units"), *other_units = json_object_get(reply, "otherUnits");
+        if (!json_is_array(units) || !json_is_integer(other_units) ||
+            counters_read(json_object_get(reply, "total"), &u->total, &u->total_traps) < 0)
+                return -EBADMSG;
+
+        u->rows = calloc(json_array_size(units) + 1, sizeof(UnitRow));
+        if (!u->rows)
+                return -ENOMEM;
+        u->has_other = json_integer_value(other_units) > 0;
+
+        /* other = total - every listed unit but the daemon's "other": what the daemon summed
+         * and what limit left out, in one series. */
+        Faults listed = {};
+        size_t i;
+        json_t *row;
+        json_array_foreach(units, i, row) {
+                json_t *unit = json_object_get(row, "unit");
+                UnitRow r = {};
+                if (!(json_is_string(unit) || json_is_null(unit)) ||
+                    counters_read(json_object_get(row, "counters"), &r.faults, &r.traps) < 0)
+                        return -EBADMSG;
+                r.unit = json_is_string(unit) ? json_string_value(unit) : "";
+                if (strcmp(r.unit, OTHER) == 0) {
+                        u->has_other = true;
+                        continue;
+                }
+                if (limit > 0 && u->n >= limit) {
+                        u->has_other = true; /* more than asked for: summed into "other" */
+                        continue;
+                }
+                faults_add(&listed, &r.faults);
+                u->rows[u->n++] = r;
+        }
+        u->other.unit = OTHER;
+        for (size_t k = 0; k < n_fault_fields; k++)
+                *faults_field(&u->other.faults, &fault_fields[k]) =
+                        sub0(faults_get(&u->total, &fault_fields[k]), faults_get(&listed, &fault_fields[k]));
+        if (u->has_other)
+                u->rows[u->n++] = u->other;
+        return 0;
+}
+
+static void write_traps(FILE *f, MetricsFormat format, const Units *u) {
+        family(f, format, "trapstat_traps", true,
+               "CPU exceptions turned into signals since trapstatd started, by x86 vector and systemd unit.");
+        for (size_t i = 0; i < u->n; i++) {
+                const UnitRow *r = &u->rows[i];
+                bool other = r->unit == u->other.unit;
+                /* The remainder has every vector of the total; a unit those it counted. */
+                json_t *traps = other ? u->total_traps : r->traps;
+                const char *v;
+                json_t *n;
+                json_object_foreach(traps, v, n) {
+                        uint64_t value = (uint64_t) json_integer_value(n);
+                        if (other) {
+                                for (size_t k = 0; k < u->n; k++)
+                                        if (u->rows[k].unit != u->other.unit)
+                                                value = sub0(value, traps_get(u->rows[k].traps, v));
+                        }
+                        const char *labels[] = { "vector", v, "unit", r->unit };
+                        sample(f, "trapstat_traps_total", labels, 2, value);
+                }
+        }
+}
+
+static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
+        family(f, format, "trapstat_page_faults", true,
+               "Page faults since trapstatd started by mode, access (user mode only) and systemd unit; "
+               "a unit's series sum to its user plus kernel faults.");
+        for (size_t i = 0; i < u->n; i++) {
+                const Faults *x = &u->rows[i].faults;
+                const char *unit = u->rows[i].unit;
+                /* User faults by access as the daemon counts them; access "" holds user faults of
+                 * none of the three, so that the user series sum to the user faults. */
+                struct {
+                        const char *mode, *access;
+                        uint64_t value;
+                } s[] = {
+                        { "user", "read", x->read },
+                        { "user", "write", x->write },
+                        { "user", "exec", x->exec },
+                        { "user", "", sub0(x->user, x->read + x->write + x->exec) },
+                        { "kernel", "", x->kernel },
+                };
+                for (size_t k = 0; k < ELEMENTSOF(s); k++) {
+                        const char *labels[] = { "mode", s[k].mode, "access", s[k].access, "unit", unit };
+                        sample(f, "trapstat_page_faults_total", labels, 3, s[k].value);
+                }
+        }
+        family(f, format, "trapstat_minor_faults", true,
+               "Minor page faults (the kernel's min_flt) since trapstatd started, by systemd unit.");
+        for (size_t i = 0; i < u->n; i++) {
+                const char *labels[] = { "unit", u->rows[i].unit };
+                sample(f, "trapstat_minor_faults_total", labels, 1, u->rows[i].faults.minor);
+        }
+        family(f, format, "trapstat_major_faults", true,
+               "Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.");
+        for (size_t i = 0; i < u->n; i++) {
+                const char *labels[] = { "unit", u->rows[i].unit };
+                sample(f, "trapstat_major_faults_total", labels, 1, u->rows[i].faults.major);
+        }
+}
+
+static int write_drops(FILE *f, MetricsFormat format, json_t *status) {
+        json_t *drops = json_object_get(status, "dropsByKind");
+        if (!json_is_array(drops))
+                return -EBADMSG;
+        family(f, format, "trapstat_drops", true, "Events trapstatd could not count since it started, by kind.");
+        size_t i;
+        json_t *d;
+        json_array_foreach(drops, i, d) {
+                json_t *kind = json_object_get(d, "kind"), *count = json_object_get(d, "count");
+                if (!json_is_string(kind) || !json_is_integer(count) || json_integer_value(count) < 0)
+                        return -EBADMSG;
+                const char *labels[] = { "kind", json_string_value(kind) };
+                sample(f, "trapstat_drops_total", labels, 1, (uint64_t) json_integer_value(count));
+        }
+        return 0;
+}
+
+static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in, const Units *u) {
+        json_t *rows = json_object_get(in->top, "rows");
+        if (!json_is_array(rows))
+                return -EBADMSG;
+        size_t n = MIN(json_array_size(rows), (size_t) in->process_series);
+        uint64_t traps[2] = {}, faults[2] = {}; /* [0] the listed processes', [1] the remainder */
+
+        /* Two passes over the same rows, one per family, so that each family's samples are
+         * together as both formats require. */
+        for (int pass = 0; pass < 2; pass++) {
+                if (pass == 0)
+                        family(f, format, "trapstat_process_traps", true,
+                               "Traps of the processes with the most page faults since trapstatd started; "
+                               "pid \"other\": every other process.");
+                else
+                        family(f, format, "trapstat_process_page_faults", true,
+                               "User and kernel page faults of the same processes; pid \"other\": every other process.");
+                for (size_t i = 0; i < n; i++) {
+                        json_t *row = json_array_get(rows, i), *p = json_object_get(row, "process");
+                        json_t *pid = json_object_get(p, "pid"), *start = json_object_get(p, "startTime");
+                        json_t *comm = json_object_get(p, "comm"), *unit = json_object_get(p, "unit");
+                        Faults x;
+                        json_t *t;
+                        if (!json_is_integer(pid) || !json_is_integer(start) || !json_is_string(comm) ||
+                            !(json_is_string(unit) || json_is_null(unit)) ||
+                            counters_read(json_object_get(row, "counters"), &x, &t) < 0)
+                                return -EBADMSG;
+                        char pid_s[32], start_s[32];
+                        snprintf(pid_s, sizeof pid_s, "%" JSON_INTEGER_FORMAT, json_integer_value(pid));
+                        snprintf(start_s, sizeof start_s, "%" JSON_INTEGER_FORMAT, json_integer_value(start));
+                        /* start_time: a pid is reused, a series must stay one incarnation's. */
+                        const char *labels[] = { "pid", pid_s, "start_time", start_s, "comm", json_string_value(comm),
+                                                 "unit", json_is_string(unit) ? json_string_value(unit) : "" };
+                        uint64_t value = pass == 0 ? traps_sum(t) : x.user + x.kernel;
+                        if (pass == 0)
+                                traps[0] += value;
+                        else
+                                faults[0] += value;
+                        sample(f, pass == 0 ? "trapstat_process_traps_total" : "trapstat_process_page_faults_total",
+                               labels, 4, value);
+                }
+                traps[1] = sub0(traps_sum(u->total_traps), traps[0]);
+                faults[1] = sub0(u->total.user + u->total.kernel, faults[0]);
+                const char *labels[] = { "pid", OTHER, "start_time", "", "comm", "", "unit", "" };
+                sample(f, pass == 0 ? "trapstat_process_traps_total" : "trapstat_process_page_faults_total", labels,
+                       4, pass == 0 ? traps[1] : faults[1]);
+        }
+        return 0;
+}
+
+static void write_up(FILE *f, MetricsFormat format, bool up) {
+        family(f, format, "trapstat_up", false, "1 when trapstatd answered this scrape, else 0 (and no other series).");
+        sample(f, "trapstat_up", NULL, 0, up);
+}
+
+int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        _cleanup_(fclosep) FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+
+        Units u = {};
+        int r = in->unit_totals ? units_read(in->unit_totals, in->unit_limit, &u) : 0;
+        if (r >= 0 && in->unit_totals) {
+                write_up(f, format, true);
+                write_traps(f, format, &u);
+                write_faults(f, format, &u);
+                if (in->status)
+                        r = write_drops(f, format, in->status);
+                if (r >= 0 && in->top && in->process_series > 0)
+                        r = write_processes(f, format, in, &u);
+                if (r >= 0 && in->scrape_seconds >= 0) {
+                        family(f, format, "trapstat_scrape_duration_seconds", false,
+                               "Time this scrape spent asking trapstatd, seconds.");
+                        fprintf(f, "trapstat_scrape_duration_seconds %.6f\n", in->scrape_seconds);
+                }
+        } else if (!in->unit_totals)
+                write_up(f, format, false);
+        free(u.rows);
+        if (r < 0)
+                return r;
+        if (format == METRICS_OPENMETRICS)
+                fputs("# EOF\n", f);
+        if (fflush(f) != 0 || ferror(f))
+                return -ENOMEM;
+        fclose(TAKE_PTR(f));
+        *ret_size = size;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
