@@ -17,6 +17,7 @@ packages=(
   # tests
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
   tmux  # drives the live view of trapstat top in tests/integration/test_cli_top.py
+  prometheus  # promtool and a real Prometheus scraping trapstat-exporter (test_exporter.py); 2.42 in Debian 12, 3.5 in forky
   # system suite: a real systemd booted in a container (systemd-nspawn)
   systemd-container
   systemd  # systemd-socket-activate

@@ -1,0 +1,342 @@
+# SPDX-License-Identifier: MIT
+"""trapstat-exporter against a stand-in for trapstatd: a varlink server in this test answering
+UnitTotals, GetStatus and Top with canned replies. /metrics is exactly what the replies say, in
+both formats, and promtool finds nothing to say about it; 404, 405 and HEAD; trapstat_up 0 when
+no daemon answers; at most --unit-limit units plus "other" whatever the reply holds; a real
+Prometheus scraping the exporter answers a query with the exact value. No root, no BPF."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import binary  # noqa: E402
+
+PROMTOOL = shutil.which("promtool")
+PROMETHEUS = shutil.which("prometheus")
+
+
+def faults(user=0, kernel=0, minor=0, major=0, read=0, write=0, exec_=0):
+    return {"user": user, "kernel": kernel, "minor": minor, "major": major, "read": read, "write": write,
+            "exec": exec_, "protection": 0}
+
+
+def counters(f, traps):
+    return {"faults": f, "traps": traps, "signals": {}, "signalCodes": {}}
+
+
+UNIT_TOTALS = {
+    "sinceUsec": int(time.time() * 1e6) - 100_000_000,
+    "units": [
+        {"unit": "a.service", "processes": 2, "counters": counters(faults(10, 3, 12, 1, 4, 5, 1), {"UD": 7, "BP": 2})},
+        {"unit": 'ev"il\\\n.service', "processes": 1, "counters": counters(faults(5, 0, 5, 0, 5), {"GP": 1})},
+        {"unit": None, "processes": 1, "counters": counters(faults(1, 1, 2), {})},
+    ],
+    "otherUnits": 3,
+    "total": counters(faults(30, 6, 34, 2, 20, 6, 1), {"UD": 9, "BP": 2, "GP": 1}),
+}
+STATUS = {"dropsByKind": [{"kind": "fault_map_full", "count": 3, "lost": "a count"},
+                          {"kind": "exit_event_lost", "count": 0, "lost": "a final figure"}]}
+TOP = {"rows": [
+    {"process": {"pid": 42, "startTime": 99, "comm": "work", "cmdline": None, "uid": 0, "unit": "a.service",
+                 "firstSeenUsec": 1, "lastSeenUsec": 2, "exited": False},
+     "counters": counters(faults(8, 1, 9, 0, 8), {"UD": 5})},
+]}
+
+EXPECTED = r'''# HELP trapstat_up 1 when trapstatd answered this scrape, else 0 (and no other series).
+# TYPE trapstat_up gauge
+trapstat_up 1
+# HELP trapstat_traps_total CPU exceptions turned into signals since trapstatd started, by x86 vector and systemd unit.
+# TYPE trapstat_traps_total counter
+trapstat_traps_total{vector="UD",unit="a.service"} 7
+trapstat_traps_total{vector="BP",unit="a.service"} 2
+trapstat_traps_total{vector="GP",unit="ev\"il\\\n.service"} 1
+trapstat_traps_total{vector="UD",unit="other"} 2
+trapstat_traps_total{vector="BP",unit="other"} 0
+trapstat_traps_total{vector="GP",unit="other"} 0
+# HELP trapstat_page_faults_total Page faults since trapstatd started by mode, access (user mode only) and systemd unit; a unit's series sum to its user plus kernel faults.
+# TYPE trapstat_page_faults_total counter
+trapstat_page_faults_total{mode="user",access="read",unit="a.service"} 4
+trapstat_page_faults_total{mode="user",access="write",unit="a.service"} 5
+trapstat_page_faults_total{mode="user",access="exec",unit="a.service"} 1
+trapstat_page_faults_total{mode="user",access="",unit="a.service"} 0
+trapstat_page_faults_total{mode="kernel",access="",unit="a.service"} 3
+trapstat_page_faults_total{mode="user",access="read",unit="ev\"il\\\n.service"} 5
+trapstat_page_faults_total{mode="user",access="write",unit="ev\"il\\\n.service"} 0
+trapstat_page_faults_total{mode="user",access="exec",unit="ev\"il\\\n.service"} 0
+trapstat_page_faults_total{mode="user",access="",unit="ev\"il\\\n.service"} 0
+trapstat_page_faults_total{mode="kernel",access="",unit="ev\"il\\\n.service"} 0
+trapstat_page_faults_total{mode="user",access="read",unit=""} 0
+trapstat_page_faults_total{mode="user",access="write",unit=""} 0
+trapstat_page_faults_total{mode="user",access="exec",unit=""} 0
+trapstat_page_faults_total{mode="user",access="",unit=""} 1
+trapstat_page_faults_total{mode="kernel",access="",unit=""} 1
+trapstat_page_faults_total{mode="user",access="read",unit="other"} 11
+trapstat_page_faults_total{mode="user",access="write",unit="other"} 1
+trapstat_page_faults_total{mode="user",access="exec",unit="other"} 0
+trapstat_page_faults_total{mode="user",access="",unit="other"} 2
+trapstat_page_faults_total{mode="kernel",access="",unit="other"} 2
+# HELP trapstat_minor_faults_total Minor page faults (the kernel's min_flt) since trapstatd started, by systemd unit.
+# TYPE trapstat_minor_faults_total counter
+trapstat_minor_faults_total{unit="a.service"} 12
+trapstat_minor_faults_total{unit="ev\"il\\\n.service"} 5
+trapstat_minor_faults_total{unit=""} 2
+trapstat_minor_faults_total{unit="other"} 15
+# HELP trapstat_major_faults_total Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.
+# TYPE trapstat_major_faults_total counter
+trapstat_major_faults_total{unit="a.service"} 1
+trapstat_major_faults_total{unit="ev\"il\\\n.service"} 0
+trapstat_major_faults_total{unit=""} 0
+trapstat_major_faults_total{unit="other"} 1
+# HELP trapstat_drops_total Events trapstatd could not count since it started, by kind.
+# TYPE trapstat_drops_total counter
+trapstat_drops_total{kind="fault_map_full"} 3
+trapstat_drops_total{kind="exit_event_lost"} 0
+'''
+
+
+class StandIn:
+    """A varlink server on a Unix socket answering each method with replies[method] (a dict, or
+    a callable of the parameters); every call is kept in calls."""
+
+    def __init__(self, path, replies):
+        self.path, self.replies, self.calls = path, replies, []
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(conn,), daemon=True).start()
+
+    def answer(self, conn):
+        buf = b""
+        with conn:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                while b"\0" in buf:
+                    message, buf = buf.split(b"\0", 1)
+                    call = json.loads(message)
+                    self.calls.append(call)
+                    reply = self.replies.get(call["method"])
+                    if callable(reply):
+                        reply = reply(call.get("parameters", {}))
+                    if reply is None:
+                        out = {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": call["method"]}}
+                    else:
+                        out = {"parameters": reply}
+                    try:
+                        conn.sendall(json.dumps(out).encode() + b"\0")
+                    except OSError:
+                        return  # the exporter gave up waiting (test_daemon_down)
+
+    def close(self):
+        self.sock.close()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(port, path="/metrics", method="GET", accept=None):
+    """(status, content type, body) of one request."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    if accept:
+        req.add_header("Accept", accept)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read().decode()
+
+
+def without_duration(text):
+    return "".join(line + "\n" for line in text.splitlines() if "trapstat_scrape_duration_seconds" not in line)
+
+
+class Exporter(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="trapstat-exporter-")
+        self.socket = os.path.join(self.dir, "io.trapstat")
+        self.replies = {"io.trapstat.UnitTotals": UNIT_TOTALS, "io.trapstat.GetStatus": STATUS,
+                        "io.trapstat.Top": TOP}
+        self.standin = StandIn(self.socket, self.replies)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        self.standin.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def exporter(self, *args, socket_path=None):
+        port = free_port()
+        log = open(os.path.join(self.dir, f"exporter-{port}.log"), "w")
+        self.addCleanup(log.close)
+        p = subprocess.Popen([binary("TRAPSTAT_EXPORTER"), "--socket", socket_path or self.socket,
+                              "--listen", f"127.0.0.1:{port}", *args], stderr=log)
+        self.procs.append(p)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
+            except OSError:
+                if p.poll() is not None or time.monotonic() > deadline:
+                    with open(log.name) as f:
+                        raise AssertionError(f"exporter did not listen: {f.read()}")
+                time.sleep(0.05)
+
+    def promtool(self, text):
+        if not PROMTOOL:
+            return
+        r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""), text)
+
+    def test_exact_prometheus_text(self):
+        port = self.exporter()
+        status, ctype, body = http(port)
+        self.assertEqual((status, ctype), (200, "text/plain; version=0.0.4; charset=utf-8"))
+        self.assertEqual(without_duration(body), EXPECTED)
+        self.assertRegex(body, r"\n# TYPE trapstat_scrape_duration_seconds gauge\n"
+                               r"trapstat_scrape_duration_seconds [0-9]+\.[0-9]{6}\n$")
+        self.promtool(body)
+        self.assertEqual([c["method"] for c in self.standin.calls],
+                         ["io.trapstat.UnitTotals", "io.trapstat.GetStatus"])
+        self.assertEqual(self.standin.calls[0]["parameters"], {"limit": 1000})
+
+    def test_openmetrics(self):
+        port = self.exporter("--process-series", "1")
+        status, ctype, body = http(port, accept="application/openmetrics-text;version=1.0.0,text/plain;q=0.5")
+        self.assertEqual((status, ctype), (200, "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+        self.assertTrue(body.endswith("\n# EOF\n"), body)
+        self.assertIn("# TYPE trapstat_traps counter\ntrapstat_traps_total{", body)
+        self.assertNotIn("_total counter", body)
+        self.assertIn('trapstat_process_traps_total{pid="42",start_time="99",comm="work",unit="a.service"} 5\n'
+                      'trapstat_process_traps_total{pid="other",start_time="",comm="",unit=""} 7\n', body)
+        self.assertIn('trapstat_process_page_faults_total{pid="other",start_time="",comm="",unit=""} 27\n', body)
+        top = [c for c in self.standin.calls if c["method"] == "io.trapstat.Top"]
+        self.assertEqual(len(top), 1)
+        self.assertEqual(top[0]["parameters"]["limit"], 1)
+        self.assertEqual(top[0]["parameters"]["sortBy"], "user")
+        self.assertIn(top[0]["parameters"]["windowSec"], range(105, 115))  # since sinceUsec, plus a bucket
+        if PROMTOOL:
+            # promtool of Debian 12 reads the 0.0.4 format only: the same series in it.
+            _, _, text = http(port)
+            self.promtool(text)
+
+    def test_paths_and_methods(self):
+        port = self.exporter()
+        self.assertEqual(http(port, "/")[0], 404)
+        self.assertEqual(http(port, "/metrics/x")[0], 404)
+        self.assertEqual(http(port, "/metrics", method="POST")[0], 405)
+        self.assertEqual(http(port, "/metrics", method="DELETE")[0], 405)
+        status, ctype, body = http(port, method="HEAD")
+        self.assertEqual((status, ctype, body), (200, "text/plain; version=0.0.4; charset=utf-8", ""))
+        self.assertEqual(http(port, "/metrics?x=1")[0], 200)
+        # Headers beyond the limit are refused, and the exporter goes on.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
+            self.assertNotIn(b" 200 ", s.recv(4096))
+        self.assertEqual(http(port)[0], 200)
+
+    def test_daemon_down(self):
+        port = self.exporter("--timeout", "1s", socket_path=os.path.join(self.dir, "none"))
+        self.assertEqual(http(port), (200, "text/plain; version=0.0.4; charset=utf-8",
+                                      "# HELP trapstat_up 1 when trapstatd answered this scrape, else 0 (and no other "
+                                      "series).\n# TYPE trapstat_up gauge\ntrapstat_up 0\n"))
+        # An error reply and a malformed one are the same: up 0 and nothing else.
+        self.replies["io.trapstat.UnitTotals"] = None
+        port = self.exporter()
+        self.assertTrue(http(port)[2].endswith("trapstat_up 0\n"))
+        self.replies["io.trapstat.UnitTotals"] = {"units": "no"}
+        self.assertEqual(http(port)[2].count("\ntrapstat_"), 1)
+        # A daemon that never answers: up 0 after --timeout.
+        self.replies["io.trapstat.UnitTotals"] = lambda p: time.sleep(3) or UNIT_TOTALS
+        port = self.exporter("--timeout", "500ms")
+        start = time.monotonic()
+        self.assertTrue(http(port)[2].endswith("trapstat_up 0\n"))
+        self.assertLess(time.monotonic() - start, 2.5)
+
+    def test_unit_bound(self):
+        """5000 units in every reply, asked for 100: 100 units and "other" in each family."""
+        units = [{"unit": f"u{i}.service", "processes": 1, "counters": counters(faults(2, 0, 2, 0, 2), {"UD": 1})}
+                 for i in range(5000)]
+        self.replies["io.trapstat.UnitTotals"] = {
+            "sinceUsec": 1, "units": units, "otherUnits": 0,
+            "total": counters(faults(10000, 0, 10000, 0, 10000), {"UD": 5000})}
+        port = self.exporter("--unit-limit", "100")
+        body = http(port)[2]
+        self.assertEqual(self.standin.calls[0]["parameters"], {"limit": 100})
+        for name, per_unit in (("trapstat_traps_total", 1), ("trapstat_page_faults_total", 5),
+                               ("trapstat_minor_faults_total", 1), ("trapstat_major_faults_total", 1)):
+            self.assertEqual(sum(line.startswith(name + "{") for line in body.splitlines()), 101 * per_unit, name)
+        self.assertIn('trapstat_traps_total{vector="UD",unit="other"} 4900\n', body)
+        self.promtool(body)
+
+    def test_usage(self):
+        exe = binary("TRAPSTAT_EXPORTER")
+        for args in (["--listen", "nowhere"], ["--listen", "::1:80"], ["--unit-limit", "0"],
+                     ["--process-series", "-1"], ["--timeout", "forever"], ["extra"]):
+            r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("--help", r.stderr)
+
+    @unittest.skipUnless(PROMETHEUS, "prometheus is not installed")
+    def test_prometheus_scrapes(self):
+        port = self.exporter()
+        web = free_port()
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n"
+                    f"  - job_name: trapstat\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+        p = subprocess.Popen([PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.dir}/tsdb",
+                              f"--web.listen-address=127.0.0.1:{web}"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        query = urllib.parse.quote('trapstat_traps_total{unit="ev\\"il\\\\\\n.service",vector="GP"}')
+        deadline = time.monotonic() + 25
+        result = None
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/v1/query?query={query}", timeout=5) as r:
+                    result = json.load(r)["data"]["result"]
+                if result:
+                    break
+            except (OSError, KeyError):
+                pass
+            time.sleep(0.5)
+        self.assertTrue(result, "no answer from prometheus")
+        self.assertEqual(len(result), 1)
+        self.assertEqual(result[0]["metric"]["unit"], 'ev"il\\\n.service')
+        self.assertEqual(result[0]["value"][1], "1")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
