@@ -300,7 +300,10 @@ int main(int argc, char **argv) {
                 return 1;
         }
         if (n == 1) {
-                if (!evhttp_accept_socket_with_handle(http, SD_LISTEN_FDS_START)) {
+                /* libevent accepts until EAGAIN: on systemd's blocking socket the second accept
+                 * would block the loop for good. */
+                if (evutil_make_socket_nonblocking(SD_LISTEN_FDS_START) < 0 ||
+                    !evhttp_accept_socket_with_handle(http, SD_LISTEN_FDS_START)) {
                         fprintf(stderr, "%s: cannot listen on the socket passed by systemd\n", program);
                         return 1;
                 }

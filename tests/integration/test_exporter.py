@@ -6,6 +6,7 @@ no daemon answers; at most --unit-limit units plus "other" whatever the reply ho
 Prometheus scraping the exporter answers a query with the exact value. No root, no BPF."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -307,6 +308,50 @@ class Exporter(unittest.TestCase):
             r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=10)
             self.assertEqual(r.returncode, 2, args)
             self.assertIn("--help", r.stderr)
+
+    @unittest.skipUnless(shutil.which("systemd-socket-activate"), "no systemd-socket-activate")
+    def test_socket_activation(self):
+        """The socket systemd passes (trapstat-exporter.socket) is served; --listen is not bound."""
+        port, unused = free_port(), free_port()
+        log = open(os.path.join(self.dir, "activate.log"), "w")
+        self.addCleanup(log.close)
+        p = subprocess.Popen(["systemd-socket-activate", "-l", f"127.0.0.1:{port}", binary("TRAPSTAT_EXPORTER"),
+                              "--socket", self.socket, "--listen", f"127.0.0.1:{unused}"], stderr=log)
+        self.procs.append(p)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                status, _, body = http(port)
+                break
+            except OSError:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.05)
+        self.assertEqual(status, 200)
+        self.assertEqual(without_duration(body), EXPECTED)
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", unused), timeout=2).close()
+
+    @unittest.skipUnless(shutil.which("systemd-analyze"), "no systemd-analyze")
+    def test_units(self):
+        """The built units as systemd reads them: verify says nothing, exposure at most 2.0."""
+        units = os.path.join(os.path.dirname(os.path.dirname(binary("TRAPSTAT_EXPORTER"))), "units")
+        for name in ("trapstat-exporter.service", "trapstat-exporter.socket"):
+            with open(os.path.join(units, name)) as f:
+                text = f.read()
+            # The installed path may not exist yet: the built binary in its place.
+            text = "\n".join(f"ExecStart={binary('TRAPSTAT_EXPORTER')}" if line.startswith("ExecStart=") else line
+                             for line in text.split("\n"))
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text)
+        service = os.path.join(self.dir, "trapstat-exporter.service")
+        r = subprocess.run(["systemd-analyze", "verify", service, os.path.join(self.dir, "trapstat-exporter.socket")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+        r = subprocess.run(["systemd-analyze", "security", "--offline=yes", service], capture_output=True, text=True,
+                           timeout=60)
+        m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
+        self.assertTrue(m, r.stdout + r.stderr)
+        self.assertLessEqual(float(m.group(1)), 2.0)
 
     @unittest.skipUnless(PROMETHEUS, "prometheus is not installed")
     def test_prometheus_scrapes(self):
