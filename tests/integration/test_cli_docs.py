@@ -66,6 +66,22 @@ class Docs(unittest.TestCase):
             with self.subTest(option=opt):
                 self.assertIn(f"*{opt}*", man)
 
+    def test_every_exporter_option_and_metric_is_documented(self):
+        man = read(SOURCE, "man", "trapstat-exporter.1.scd")
+        opts = long_options(run(os.environ["TRAPSTAT_EXPORTER"], "--help"))
+        self.assertGreaterEqual(len(opts), 5)
+        for opt in opts:
+            with self.subTest(option=opt):
+                self.assertIn(f"*{opt}*", man)
+        # Every family the exporter writes (its HELP lines are in exporter/metrics.c).
+        families = set(re.findall(r'"(trapstat_[a-z_]+)"', read(SOURCE, "exporter", "metrics.c")))
+        self.assertGreaterEqual(len(families), 9)
+        for family in families:
+            with self.subTest(family=family):
+                name = family if family in ("trapstat_up", "trapstat_scrape_duration_seconds") or \
+                    family.endswith("_total") else family + "_total"
+                self.assertIn(f"*{name}*", man)
+
     def test_completion(self):
         self.assertEqual(complete("trapstat "), sorted(VERBS))
         self.assertEqual(complete("trapstat hi"), ["history"])
@@ -91,7 +107,8 @@ class Docs(unittest.TestCase):
         self.assertEqual(complete("trapstat call --more io.trapstat.Wa"), ["io.trapstat.Watch"])
 
     def test_man_pages_render(self):
-        for page, title in (("trapstat.1", "trapstat"), ("trapstatd.8", "trapstatd")):
+        for page, title in (("trapstat.1", "trapstat"), ("trapstatd.8", "trapstatd"),
+                            ("trapstat-exporter.1", "trapstat-exporter")):
             with self.subTest(page=page):
                 path = os.path.join(BUILD_MAN, page)
                 p = subprocess.run(["man", "--warnings", "-l", path], capture_output=True, text=True, timeout=30,
