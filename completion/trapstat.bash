@@ -56,7 +56,7 @@ _trapstat() {
         status) opts="--json --help" ;;
         call)
             if [[ $cur != -* && ( $prev == call || $prev == --more || $prev == -m ) ]]; then
-                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.UnitHistory io.trapstat.Sites io.trapstat.ListProcesses
+                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.UnitHistory io.trapstat.UnitTotals io.trapstat.Sites io.trapstat.ListProcesses
                     io.trapstat.Watch io.trapstat.Traps org.varlink.service.GetInfo
                     org.varlink.service.GetInterfaceDescription" -- "$cur"))
                 return

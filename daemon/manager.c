@@ -22,6 +22,7 @@
 #include "query.h"
 #include "store-recover.h"
 #include "time-util.h"
+#include "unit-totals.h"
 #include "varlink.h"
 #include "watch.h"
 
@@ -40,6 +41,9 @@ struct Manager {
         VarlinkServer *server;
         QueryPool *queries;
         WatchSet *watches;
+        UnitTotals *unit_totals;
+        uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
+        bool unit_totals_failed; /* logged once */
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
         int last_flush_error; /* logged once per condition, not once per tick */
         int last_maintenance_error;
@@ -195,6 +199,11 @@ static void tick(Manager *m) {
          * empty one, so clients see the daemon is alive. */
         watch_set_broadcast(m->watches, samples, n, now, now_mono - m->last_tick_mono);
         m->last_tick_mono = now_mono;
+        /* In memory, as the live view; what failed to be added is lost, and said once. */
+        r = unit_totals_add(m->unit_totals, samples, n);
+        if (r < 0 && !m->unit_totals_failed)
+                log_error_errno(r, "Failed to add a tick to the unit totals, they miss counts from now on: %m");
+        m->unit_totals_failed |= r < 0;
         /* Nothing to write says nothing about whether writing works again. */
         if (n == 0)
                 return;
@@ -466,6 +475,12 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 goto fail;
         }
         m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
+        r = unit_totals_new(config->max_unit_totals ?: DEFAULT_MAX_UNIT_TOTALS, &m->unit_totals);
+        if (r < 0) {
+                log_error_errno(r, "Out of memory");
+                goto fail;
+        }
+        m->start_usec = now_usec(CLOCK_REALTIME);
 
         m->base = event_base_new();
         if (!m->base) {
@@ -535,6 +550,7 @@ Manager *manager_free(Manager *m) {
         if (m->base)
                 event_base_free(m->base);
         collector_free(m->collector);
+        unit_totals_free(m->unit_totals);
         store_free(m->store);
         free(m->db_path);
         if (m->proc_fd >= 0)
@@ -605,4 +621,12 @@ WatchSet *manager_watch_set(Manager *m) {
 
 QueryPool *manager_query_pool(Manager *m) {
         return m->queries;
+}
+
+UnitTotals *manager_unit_totals(Manager *m) {
+        return m->unit_totals;
+}
+
+uint64_t manager_start_usec(Manager *m) {
+        return m->start_usec;
 }

@@ -31,6 +31,7 @@ typedef struct ManagerConfig {
         unsigned idle_timeout_sec;
         unsigned query_threads, queries_per_uid;
         uint64_t query_cost_limit;
+        size_t max_unit_totals; /* 0: DEFAULT_MAX_UNIT_TOTALS */
 } ManagerConfig;
 
 typedef struct Manager Manager;
@@ -50,6 +51,9 @@ uint64_t manager_tick_usec(Manager *m);
 uint64_t manager_unsaved_samples(Manager *m);
 /* The Watch streams, answered on every tick. */
 struct WatchSet *manager_watch_set(Manager *m);
+/* The running totals per unit (UnitTotals), and since when they run (CLOCK_REALTIME). */
+struct UnitTotals *manager_unit_totals(Manager *m);
+uint64_t manager_start_usec(Manager *m);
 /* The workers that answer history queries. */
 struct QueryPool *manager_query_pool(Manager *m);
 

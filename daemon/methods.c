@@ -18,6 +18,7 @@
 #include "tier-util.h"
 #include "time-util.h"
 #include "traps.h"
+#include "unit-totals.h"
 #include "varlink.h"
 #include "watch.h"
 
@@ -700,6 +701,21 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         return submit(call, m, false, run_list_processes, args, list_args_free);
 }
 
+/* In memory: answered on the loop, no worker. */
+static int method_unit_totals(VarlinkCall *call, json_t *parameters, void *userdata) {
+        Manager *m = userdata;
+        int64_t limit = param_int(parameters, "limit", UNIT_TOTALS_DEFAULT_LIMIT);
+        json_t *reply;
+
+        if (!in_range(limit, 1, UNIT_TOTALS_MAX_LIMIT))
+                return varlink_call_error_invalid_parameter(call, "limit");
+        reply = unit_totals_reply_build(manager_unit_totals(m), visible_uid(call), (size_t) limit,
+                                        manager_start_usec(m));
+        if (!reply)
+                return -ENOMEM;
+        return varlink_call_reply(call, reply, false);
+}
+
 static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
         { "Top", method_top },
@@ -709,6 +725,7 @@ static const VarlinkMethod methods[] = {
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },
         { "Traps", method_traps },
+        { "UnitTotals", method_unit_totals },
         {},
 };
 

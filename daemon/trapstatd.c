@@ -40,6 +40,8 @@ static void help(void) {
                "      --max-sites N          sites (process, instruction) held in the kernel at once\n"
                "                             (default: %u)\n"
                "      --max-sites-per-process N  of them, those of one process (default: %u)\n"
+               "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
+               "                             are summed into \"other\" (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --retention LIST       how long each tier keeps history\n"
                "                             (default: raw=%" PRIu64 "h,minute=%" PRIu64 "d,hour=%" PRIu64 "d)\n"
@@ -60,7 +62,7 @@ static void help(void) {
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
                TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
-               TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE, TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, retention.raw_usec / (3600 * USEC_PER_SEC),
+               TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE, TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS, retention.raw_usec / (3600 * USEC_PER_SEC),
                retention.minute_usec / (86400 * USEC_PER_SEC), retention.hour_usec / (86400 * USEC_PER_SEC),
                retention.max_bytes >> 20, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
                VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
@@ -154,7 +156,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_UNIT_TOTALS };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -166,6 +168,7 @@ int main(int argc, char *argv[]) {
                 { "fault-sample", required_argument, NULL, ARG_FAULT_SAMPLE },
                 { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },
+                { "max-unit-totals", required_argument, NULL, ARG_MAX_UNIT_TOTALS },
                 { "retention", required_argument, NULL, ARG_RETENTION },
                 { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
@@ -239,6 +242,11 @@ int main(int argc, char *argv[]) {
                         if (parse_uint(optarg, 1U << 22, &v) < 0)
                                 return usage_error("invalid --max-sites-per-process '%s': expected 1 to 4194304", optarg);
                         config.max_sites_per_process = (uint32_t) v;
+                        break;
+                case ARG_MAX_UNIT_TOTALS:
+                        if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+                                return usage_error("invalid --max-unit-totals '%s': expected 1 to 1000000", optarg);
+                        config.max_unit_totals = (size_t) v;
                         break;
                 case ARG_DISABLE_SOURCE:
                         if (collector_check_sources(optarg) < 0)

@@ -220,6 +220,19 @@ static int method_traps(VarlinkCall *call, json_t *parameters _unused_, void *us
                      false);
 }
 
+/* Two units, one in no unit; limit 1 leaves one out. */
+static int method_unit_totals(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
+        json_int_t limit = optional_int(parameters, "limit", 1000);
+
+        if (limit < 1)
+                return varlink_call_error_invalid_parameter(call, "limit");
+        return reply(call,
+                     json_pack("{s:I, s:[{s:s, s:i, s:o}], s:I, s:o}", "sinceUsec", (json_int_t) 1700000000000000,
+                               "units", "unit", "a.service", "processes", 2, "counters", counters_new(), "otherUnits",
+                               (json_int_t) (limit > 1 ? 0 : 1), "total", counters_new()),
+                     false);
+}
+
 /* Every method io.trapstat declares: the server refuses the interface otherwise. */
 static const VarlinkMethod methods[] = {
         { "GetStatus", method_get_status },
@@ -230,6 +243,7 @@ static const VarlinkMethod methods[] = {
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },
         { "Traps", method_traps },
+        { "UnitTotals", method_unit_totals },
         {},
 };
 

@@ -153,7 +153,7 @@ static void check_parse_error(const char *text, const char *where, const char *w
 static void test_parse_trapstat(void **state) {
         _cleanup_free_ char *text = read_file(trapstat_idl_path);
         VarlinkInterface *i = parse_ok(text);
-        static const char *const methods[] = { "GetStatus", "Top", "History", "UnitHistory", "Sites",
+        static const char *const methods[] = { "GetStatus", "Top", "History", "UnitHistory", "UnitTotals", "Sites",
                                                 "ListProcesses", "Watch", "Traps" };
 
         assert_string_equal(varlink_interface_name(i), "io.trapstat");
@@ -485,6 +485,12 @@ static void test_validate_trapstat_input(void **state) {
         check_input(i, "UnitHistory", "{\"unit\": \"a*\", \"sinceUsec\": 1, \"untilUsec\": 2, \"resolutionSec\": 60}", NULL);
         check_input(i, "UnitHistory", "{\"unit\": \"a\", \"pid\": 1}", "pid");
 
+        check_input(i, "UnitTotals", "{}", NULL);
+        check_input(i, "UnitTotals", "{\"limit\": null}", NULL);
+        check_input(i, "UnitTotals", "{\"limit\": 5}", NULL);
+        check_input(i, "UnitTotals", "{\"limit\": \"5\"}", "limit");
+        check_input(i, "UnitTotals", "{\"unit\": \"a.service\"}", "unit");
+
         check_input(i, "History", "{}", "pid");
         check_input(i, "History", "{\"startTime\": 5}", "pid");
         check_input(i, "History", "{\"pid\": null}", "pid");
@@ -668,6 +674,21 @@ static void test_validate_trapstat_output(void **state) {
                      " \"signalCodes\": {}}}",
                      NULL);
         check_output(i, "UnitHistory", "{\"units\": [], \"processes\": 2, \"samples\": []}", "running");
+
+        /* unit may be null (processes in no unit). */
+        check_output(i, "UnitTotals",
+                     "{\"sinceUsec\": 1, \"otherUnits\": 0, \"units\": [{\"unit\": null, \"processes\": 1,"
+                     " \"counters\": {\"faults\": {\"user\": 1, \"kernel\": 0, \"minor\": 0, \"major\": 0, \"read\": 0,"
+                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, \"traps\": {}, \"signals\": {},"
+                     " \"signalCodes\": {}}}],"
+                     " \"total\": {\"faults\": {\"user\": 1, \"kernel\": 0, \"minor\": 0, \"major\": 0, \"read\": 0,"
+                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, \"traps\": {}, \"signals\": {},"
+                     " \"signalCodes\": {}}}",
+                     NULL);
+        /* A row without processes is named by the member holding it. */
+        check_output(i, "UnitTotals", "{\"sinceUsec\": 1, \"otherUnits\": 0, \"units\": [{\"unit\": \"a\"}]}",
+                     "units");
+        check_output(i, "UnitTotals", "{\"sinceUsec\": 1, \"otherUnits\": 0, \"units\": []}", "total");
 
         check_error(i, "NoSuchProcess", "{\"pid\": 5}", NULL);
         check_error(i, "io.trapstat.NoSuchProcess", "{\"pid\": 5}", NULL);

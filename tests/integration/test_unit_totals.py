@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: MIT
+"""Running totals per unit (io.trapstat.UnitTotals) against a real trapstatd and workloads with
+exactly known traps (tests/helpers/raise-traps), put into units by cgroups named like units, as
+in test_unit_filters.
+
+Unit A: root's "tt-ud" (300 #UD) and "tt-bp" (200 #BP); unit B: the test user's "tt-ub" (25 #UD,
+25 #BP). All of them exit during the test: their totals stay."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import (Daemon, binary, cgroup2_root, create_user, remove_user, require_root_and_bpf,  # noqa: E402
+                    require_x86_64, skip, wait_for)
+from varlink_raw import Connection  # noqa: E402
+
+USER = "trapstat-totals-test"
+PREFIX = "trapstat-test-totals-"
+UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
+
+
+def invalid(member):
+    return {"error": "org.varlink.service.InvalidParameter", "parameters": {"parameter": member}}
+
+
+def row(reply, unit):
+    rows = [u for u in reply["units"] if u["unit"] == unit]
+    return rows[0] if rows else None
+
+
+def counters_le(a, b):
+    """Every counter of a at most b's: b is a later reply of the same series."""
+    for key in ("faults", "traps", "signals", "signalCodes"):
+        for name, value in a[key].items():
+            if value > b[key].get(name, 0):
+                return False
+    return True
+
+
+class UnitTotals(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        root = cgroup2_root()
+        if not root:
+            skip("no cgroup2 hierarchy: no process can be put into a unit")
+        cls.uid = create_user(USER).pw_uid
+        cls.cgroups, cls.held = {}, []
+        cls.daemon = None
+        try:
+            for name, unit in UNITS.items():
+                cls.cgroups[name] = os.path.join(root, unit)
+                if os.path.isdir(cls.cgroups[name]):
+                    os.rmdir(cls.cgroups[name])
+                os.mkdir(cls.cgroups[name])
+            cls.daemon = Daemon().__enter__()
+            os.chmod(cls.daemon.dir, 0o755)
+            cls.trapstat_copy = shutil.copy2(binary("TRAPSTAT"), os.path.join(cls.daemon.dir, "trapstat"))
+            os.chmod(cls.trapstat_copy, 0o755)
+            cls.ud = cls.workload("a", "tt-ud", ["300", "--only", "UD"])
+            cls.bp = cls.workload("a", "tt-bp", ["200", "--only", "BP"])
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            for w in list(cls.held):
+                cls.release(w)
+            for cgroup in cls.cgroups.values():
+                def empty():
+                    with open(os.path.join(cgroup, "cgroup.procs")) as f:
+                        return f.read() == ""
+                wait_for(empty, what=f"{cgroup} to empty")
+                os.rmdir(cgroup)
+        finally:
+            try:
+                if cls.daemon:
+                    cls.daemon.__exit__(None, None, None)
+            finally:
+                remove_user(USER)
+
+    @classmethod
+    def workload(cls, unit, comm, args, user=False):
+        """raise-traps ARGS --hold named comm in the unit's cgroup (joined before exec), as the
+        test user or root; held until release()."""
+        path = os.path.join(cls.daemon.dir, comm)
+        if not os.path.exists(path):
+            shutil.copy2(binary("RAISE_TRAPS"), path)
+            os.chmod(path, 0o755)
+        cgroup = cls.cgroups[unit]
+
+        def join():
+            # As test_unit_filters: fault and be seen outside the unit first, as a service
+            # manager's child; the unit is the one the process execs in.
+            bytearray(1 << 20)
+            time.sleep(0.3)
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+        argv = [path, *args, "--hold"]
+        if user:
+            argv = ["setpriv", f"--reuid={cls.uid}", f"--regid={cls.uid}", "--init-groups", *argv]
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=join)
+        out = json.loads(p.stdout.readline())
+        w = {"proc": p, "pid": out["pid"], "unit": UNITS[unit]}
+        cls.held.append(w)
+        # The daemon reads a process's unit from /proc while it runs: one that exits before it
+        # was seen in its unit would count in no unit.
+        with Connection(cls.daemon.socket) as c:
+            def known():
+                ps = c.call("io.trapstat.ListProcesses", {"pid": w["pid"], "includeExited": True})["processes"]
+                return ps and ps[0]["unit"] == w["unit"] and ps[0]["comm"] == comm
+
+            wait_for(known, what=f"{comm} known in {w['unit']}")
+        return w
+
+    @classmethod
+    def release(cls, w):
+        if w in cls.held:
+            cls.held.remove(w)
+            w["proc"].stdin.close()
+            w["proc"].wait(timeout=30)
+            w["proc"].stdout.close()
+
+    def call(self, method, parameters=None):
+        with Connection(self.daemon.socket) as c:
+            c.send(method, parameters or {})
+            return c.read()
+
+    def totals(self, **parameters):
+        reply = self.call("io.trapstat.UnitTotals", parameters)
+        self.assertNotIn("error", reply)
+        return reply["parameters"]
+
+    def as_user(self, *args):
+        p = subprocess.run(["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--init-groups",
+                            self.trapstat_copy, "--socket", self.daemon.socket, *args],
+                           capture_output=True, text=True, timeout=30, check=True)
+        return p.stdout
+
+    def test_totals(self):
+        a = wait_for(lambda: (lambda r: r if r and r["counters"]["traps"] == {"UD": 300, "BP": 200} else None)(
+            row(self.totals(limit=100000), UNITS["a"])), what="unit A's 300 #UD and 200 #BP in UnitTotals")
+        self.assertEqual(a["processes"], 2)
+        self.assertEqual(a["counters"]["signals"], {"SIGILL": 300, "SIGTRAP": 200})
+        # The processes exit: their totals stay, and nothing goes down.
+        before = self.totals(limit=100000)
+        self.release(self.ud)
+        self.release(self.bp)
+        time.sleep(0.6)  # three ticks: the exits are drained
+        after = self.totals(limit=100000)
+        a2 = row(after, UNITS["a"])
+        self.assertEqual(a2["counters"]["traps"], {"UD": 300, "BP": 200})
+        self.assertEqual(a2["processes"], 2)
+        self.assertTrue(counters_le(row(before, UNITS["a"])["counters"], a2["counters"]))
+        for r in before["units"]:
+            later = row(after, r["unit"])
+            self.assertIsNotNone(later, r["unit"])
+            self.assertTrue(counters_le(r["counters"], later["counters"]), r["unit"])
+            self.assertGreaterEqual(later["processes"], r["processes"])
+        self.assertTrue(counters_le(before["total"], after["total"]))
+        self.assertEqual(after["sinceUsec"], before["sinceUsec"])
+        # Sorted by page faults and traps, most first.
+        events = [sum(r["counters"]["faults"][k] for k in ("user", "kernel")) + sum(r["counters"]["traps"].values())
+                  for r in after["units"]]
+        self.assertEqual(events, sorted(events, reverse=True))
+
+    def test_unprivileged(self):
+        # The user's workload traps only now, so the test does not depend on test_totals' order.
+        w = self.workload("b", "tt-ub", ["25", "--only", "UD,BP"], user=True)
+        self.release(w)
+
+        def own():
+            r = json.loads(self.as_user("call", "io.trapstat.UnitTotals", "{}"))
+            b = row(r, UNITS["b"])
+            return r if b and b["counters"]["traps"] == {"UD": 25, "BP": 25} else None
+
+        r = wait_for(own, what="the user's 25 #UD and 25 #BP in unit B")
+        # Only their own: not root's unit A.
+        self.assertIsNone(row(r, UNITS["a"]))
+        self.assertEqual(row(r, UNITS["b"])["processes"], 1)
+        # Root sees B too, with the same counts.
+        self.assertEqual(row(self.totals(), UNITS["b"])["counters"]["traps"], {"UD": 25, "BP": 25})
+
+    def test_limit(self):
+        full = wait_for(lambda: (lambda r: r if len(r["units"]) >= 2 else None)(self.totals(limit=100000)),
+                        what="two units in UnitTotals")
+        self.assertEqual(full["otherUnits"], 0)
+        one = self.call("io.trapstat.UnitTotals", {"limit": 1})["parameters"]
+        self.assertEqual(len(one["units"]), 1)
+        # Units are counted since the daemon started: at least A, B and the test's own.
+        self.assertGreaterEqual(one["otherUnits"], len(full["units"]) - 1)
+        self.assertEqual(len(one["units"]) + one["otherUnits"], len(self.totals(limit=100000)["units"]))
+        for bad in (0, -1, 100001):
+            self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": bad}), invalid("limit"))
+        self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": "1"}), invalid("limit"))
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    require_x86_64()
+    unittest.main(verbosity=2)
