@@ -185,6 +185,7 @@ class Exporter(unittest.TestCase):
         self.procs = []
 
     def tearDown(self):
+        codes = []
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -193,8 +194,17 @@ class Exporter(unittest.TestCase):
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+            codes.append(p.returncode)
+        # Every exporter ends cleanly on SIGTERM, and says nothing of a sanitizer (ASan build).
+        logs = ""
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.dir, name)) as f:
+                    logs += f.read()
         self.standin.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertNotRegex(logs, r"Sanitizer|runtime error")
+        self.assertEqual([c for c in codes if c not in (0, -signal.SIGTERM)], [], logs)
 
     def exporter(self, *args, socket_path=None):
         port = free_port()
