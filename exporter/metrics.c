@@ -254,10 +254,10 @@ static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in
                 if (pass == 0)
                         family(f, format, "trapstat_process_traps", true,
                                "Traps of the processes with the most page faults since trapstatd started; "
-                               "pid \"other\": every other process.");
+                               "pid=other: every other process.");
                 else
                         family(f, format, "trapstat_process_page_faults", true,
-                               "User and kernel page faults of the same processes; pid \"other\": every other process.");
+                               "User and kernel page faults of the same processes; pid=other: every other process.");
                 for (size_t i = 0; i < n; i++) {
                         json_t *row = json_array_get(rows, i), *p = json_object_get(row, "process");
                         json_t *pid = json_object_get(p, "pid"), *start = json_object_get(p, "startTime");

@@ -75,8 +75,7 @@ static int parse_unsigned(const char *s, unsigned min, unsigned max, unsigned *r
         return 0;
 }
 
-static void log_error(const char *what, int r, TrapstatClient *c, const char *method, TrapstatError *e) {
-        (void) c;
+static void log_error(const char *what, int r, const char *method, TrapstatError *e) {
         if (r == TRAPSTAT_ERROR_REPLY) {
                 _cleanup_free_ char *m = NULL;
                 if (trapstat_error_message(method, e, &m) >= 0)
@@ -91,7 +90,7 @@ static json_t *call(TrapstatClient *c, const char *method, json_t *parameters) {
         TrapstatError e = {};
         int r = trapstat_client_call(c, method, parameters, &reply, &e);
         if (r != 0) {
-                log_error(method, r, c, method, &e);
+                log_error(method, r, method, &e);
                 trapstat_error_done(&e);
                 return NULL;
         }
