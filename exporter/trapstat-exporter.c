@@ -5,7 +5,7 @@
  * with --process-series, Top) and formats the replies (metrics.c). Nothing is cached between
  * scrapes: the counters are the daemon's, monotonic while it runs, and a restart of the daemon
  * is a counter reset Prometheus handles. Scrapes are answered one after the other from one
- * event loop; each call to the daemon is bounded by --timeout. */
+ * event loop; the calls to the daemon of one scrape together wait at most --timeout. */
 
 #include <errno.h>
 #include <event2/event.h>
@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static void help(void) {
                "                             a socket passed by systemd takes its place\n"
                "  -u, --unit-limit N         at most N unit series per family plus \"other\" (default %d, 1 to %d)\n"
                "  -p, --process-series N     also N per-process series plus \"other\" (default 0, at most %d)\n"
-               "  -t, --timeout DURATION     bound on each call to trapstatd in a scrape (default 5s)\n"
+               "  -t, --timeout DURATION     longest a scrape waits for trapstatd (default 5s)\n"
                "  -h, --help                 print this help\n"
                "      --version              print the version\n",
                program, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_LISTEN, UNIT_TOTALS_DEFAULT_LIMIT, UNIT_TOTALS_MAX_LIMIT,
@@ -84,12 +85,16 @@ static void log_error(const char *what, int r, const char *method, TrapstatError
                 fprintf(stderr, "%s: %s: %s\n", program, what, strerror(-r));
 }
 
-/* One call; NULL when it failed, which is logged. */
-static json_t *call(TrapstatClient *c, const char *method, json_t *parameters) {
+/* One call; NULL when it failed, which is logged. After a failure to talk to the daemon (not
+ * an error reply) *broken is set: a reply that came late would be read as the next call's. */
+static json_t *call(TrapstatClient *c, const char *method, json_t *parameters, bool *broken) {
         json_t *reply = NULL;
         TrapstatError e = {};
+        if (*broken)
+                return NULL;
         int r = trapstat_client_call(c, method, parameters, &reply, &e);
         if (r != 0) {
+                *broken = r < 0;
                 log_error(method, r, method, &e);
                 trapstat_error_done(&e);
                 return NULL;
@@ -102,16 +107,20 @@ static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *r
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         _cleanup_(json_decrefp) json_t *totals = NULL, *status = NULL, *top = NULL;
         _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        bool broken = false;
 
-        int r = trapstat_client_connect(x->socket_path, x->timeout_usec, &c);
+        /* --timeout bounds the whole scrape, as Prometheus' scrape_timeout bounds its wait:
+         * each call gets an equal share of it. */
+        uint64_t calls = 2 + (x->process_series > 0);
+        int r = trapstat_client_connect(x->socket_path, MAX(x->timeout_usec / calls, 1), &c);
         if (r < 0)
                 fprintf(stderr, "%s: connecting to %s: %s\n", program, x->socket_path, strerror(-r));
         else {
                 _cleanup_(json_decrefp) json_t *p = json_pack("{s:i}", "limit", (json_int_t) x->unit_limit);
-                totals = p ? call(c, "io.trapstat.UnitTotals", p) : NULL;
+                totals = p ? call(c, "io.trapstat.UnitTotals", p, &broken) : NULL;
         }
         if (totals) {
-                status = call(c, "io.trapstat.GetStatus", NULL);
+                status = call(c, "io.trapstat.GetStatus", NULL, &broken);
                 json_t *since = json_object_get(totals, "sinceUsec");
                 if (x->process_series > 0 && json_is_integer(since)) {
                         /* The whole life of the daemon (its history is kept in 10 s buckets, so
@@ -121,7 +130,7 @@ static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *r
                         _cleanup_(json_decrefp) json_t *p = json_pack(
                                 "{s:I,s:s,s:i}", "windowSec", (json_int_t) MIN(window, (uint64_t) MAX_WINDOW_SEC),
                                 "sortBy", "user", "limit", (json_int_t) x->process_series);
-                        top = p ? call(c, "io.trapstat.Top", p) : NULL;
+                        top = p ? call(c, "io.trapstat.Top", p, &broken) : NULL;
                 }
         }
 

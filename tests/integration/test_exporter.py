@@ -295,6 +295,22 @@ class Exporter(unittest.TestCase):
         self.assertTrue(http(port)[2].endswith("trapstat_up 0\n"))
         self.assertLess(time.monotonic() - start, 2.5)
 
+    def test_timeout_bounds_the_scrape(self):
+        """--timeout 1s bounds the scrape, not each call: a GetStatus later than its third of it
+        leaves out the drops, and the unit totals are served within the second. Its reply,
+        coming while Top would wait, is not taken for Top's: Top is not asked on that
+        connection (else a malformed Top reply would make it up 0)."""
+        self.replies["io.trapstat.GetStatus"] = lambda p: time.sleep(0.5) or STATUS
+        port = self.exporter("--timeout", "1s", "--process-series", "1")
+        start = time.monotonic()
+        status, _, body = http(port)
+        self.assertLess(time.monotonic() - start, 1.0)
+        self.assertEqual(status, 200)
+        self.assertIn("\ntrapstat_up 1\n", "\n" + body)
+        self.assertNotIn("trapstat_drops_total", body)
+        self.assertIn("trapstat_traps_total{", body)
+        self.assertNotIn("trapstat_process_", body)
+
     def test_unit_bound(self):
         """5000 units in every reply, asked for 100: 100 units and "other" in each family."""
         units = [{"unit": f"u{i}.service", "processes": 1, "counters": counters(faults(2, 0, 2, 0, 2), {"UD": 1})}
