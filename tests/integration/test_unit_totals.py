@@ -3,6 +3,8 @@
 exactly known traps (tests/helpers/raise-traps), put into units by cgroups named like units, as
 in test_unit_filters.
 
+And the same totals as io.systemd.Metrics on the report socket (--report-socket).
+
 Unit A: root's "tt-ud" (300 #UD) and "tt-bp" (200 #BP); unit B: the test user's "tt-ub" (25 #UD,
 25 #BP). All of them exit during the test: their totals stay."""
 import json
@@ -21,6 +23,8 @@ from varlink_raw import Connection  # noqa: E402
 USER = "trapstat-totals-test"
 PREFIX = "trapstat-test-totals-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
+# The smallest bound trapstatd takes: 8 system-wide series and one unit's 40.
+MAX_METRICS = 48
 
 
 def invalid(member):
@@ -56,7 +60,10 @@ class UnitTotals(unittest.TestCase):
                 if os.path.isdir(cls.cgroups[name]):
                     os.rmdir(cls.cgroups[name])
                 os.mkdir(cls.cgroups[name])
-            cls.daemon = Daemon().__enter__()
+            cls.daemon = Daemon()
+            cls.report = os.path.join(cls.daemon.dir, "report")
+            cls.daemon.args += ["--report-socket", cls.report, "--report-max-metrics", str(MAX_METRICS)]
+            cls.daemon.__enter__()
             os.chmod(cls.daemon.dir, 0o755)
             cls.trapstat_copy = shutil.copy2(binary("TRAPSTAT"), os.path.join(cls.daemon.dir, "trapstat"))
             os.chmod(cls.trapstat_copy, 0o755)
@@ -199,6 +206,80 @@ class UnitTotals(unittest.TestCase):
         for bad in (0, -1, 100001):
             self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": bad}), invalid("limit"))
         self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": "1"}), invalid("limit"))
+
+    def stream(self, method, more=True):
+        """Every reply to one call on the report socket, up to the one without continues."""
+        replies = []
+        with Connection(self.report) as c:
+            c.send(method, {}, more=more)
+            while True:
+                replies.append(c.read())
+                if not replies[-1].get("continues"):
+                    return replies
+
+    def metrics(self):
+        replies = self.stream("io.systemd.Metrics.List")
+        for r in replies:
+            self.assertNotIn("error", r)
+        return [r["parameters"] for r in replies]
+
+    @staticmethod
+    def value(metrics, name, obj=None, **fields):
+        found = [m["value"] for m in metrics if m["name"] == name and m.get("object") == obj
+                 and all(m.get("fields", {}).get(k) == v for k, v in fields.items())]
+        return found[0] if found else None
+
+    def test_metrics_list(self):
+        def traps():
+            ms = self.metrics()
+            return ms if (self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="UD") == 300
+                          and self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="BP") == 200) else None
+
+        ms = wait_for(traps, what="unit A's traps as io.trapstat.Traps")
+        self.assertLessEqual(len(ms), MAX_METRICS)
+        self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS["a"]), 2)
+        self.assertIsNone(self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="GP"))
+        for m in ms:
+            self.assertTrue(m["name"].startswith("io.trapstat."), m)
+            self.assertIsInstance(m["value"], int)
+            for v in m.get("fields", {}).values():
+                self.assertIsInstance(v, str)
+        # System-wide: one Drops per kind, without object, also at zero; UnitsNotReported.
+        drops = [m for m in ms if m["name"] == "io.trapstat.Drops"]
+        self.assertEqual(len(drops), 7)
+        self.assertTrue(all("object" not in m for m in drops))
+        status = self.call("io.trapstat.GetStatus")["parameters"]
+        self.assertEqual({m["fields"]["kind"] for m in drops}, {d["kind"] for d in status["dropsByKind"]})
+        not_reported = self.value(ms, "io.trapstat.UnitsNotReported")
+        self.assertIsNotNone(not_reported)
+        # Within the bound: every unit of UnitTotals reported or counted as not reported.
+        units = {u["unit"] for u in self.totals(limit=100000)["units"]} - {"other"}
+        objects = {m["object"] for m in ms if "object" in m} - {"other"}
+        self.assertEqual(len(objects) + not_reported, len(units))
+        # The user's page faults add up to user faults: mode user by access.
+        a = row(self.totals(limit=100000), UNITS["a"])
+        user = sum(self.value(ms, "io.trapstat.PageFaults", UNITS["a"], mode="user", access=k) or 0
+                   for k in ("read", "write", "exec"))
+        self.assertLessEqual(user, a["counters"]["faults"]["user"])
+
+    def test_metrics_protocol(self):
+        self.assertEqual(self.stream("io.systemd.Metrics.List", more=False),
+                         [{"error": "org.varlink.service.ExpectedMore", "parameters": {}}])
+        self.assertEqual(self.stream("io.systemd.Metrics.Describe", more=False),
+                         [{"error": "org.varlink.service.ExpectedMore", "parameters": {}}])
+        families = {r["parameters"]["name"]: r["parameters"]["type"] for r in self.stream("io.systemd.Metrics.Describe")}
+        self.assertEqual(families, {"io.trapstat.Traps": "counter", "io.trapstat.PageFaults": "counter",
+                                    "io.trapstat.MinorFaults": "counter", "io.trapstat.MajorFaults": "counter",
+                                    "io.trapstat.Processes": "counter", "io.trapstat.Drops": "counter",
+                                    "io.trapstat.UnitsNotReported": "gauge"})
+        # The report socket serves nothing else; the main socket no io.systemd.Metrics.
+        with Connection(self.report) as c:
+            info = c.call("org.varlink.service.GetInfo")
+            self.assertEqual(sorted(info["interfaces"]), ["io.systemd.Metrics", "org.varlink.service"])
+            c.send("io.trapstat.GetStatus")
+            self.assertEqual(c.read()["error"], "org.varlink.service.InterfaceNotFound")
+        self.assertEqual(self.call("io.systemd.Metrics.List")["error"], "org.varlink.service.InterfaceNotFound")
+        self.assertEqual(os.stat(self.report).st_mode & 0o777, 0o600)
 
 
 if __name__ == "__main__":
