@@ -92,7 +92,7 @@ class UnitTotals(unittest.TestCase):
                 remove_user(USER)
 
     @classmethod
-    def workload(cls, unit, comm, args, user=False):
+    def workload(cls, unit, comm, args, user=False, seen_first=True):
         """raise-traps ARGS --hold named comm in the unit's cgroup (joined before exec), as the
         test user or root; held until release()."""
         path = os.path.join(cls.daemon.dir, comm)
@@ -104,8 +104,9 @@ class UnitTotals(unittest.TestCase):
         def join():
             # As test_unit_filters: fault and be seen outside the unit first, as a service
             # manager's child; the unit is the one the process execs in.
-            bytearray(1 << 20)
-            time.sleep(0.3)
+            if seen_first:
+                bytearray(1 << 20)
+                time.sleep(0.3)
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                 f.write("0")
 
@@ -261,6 +262,36 @@ class UnitTotals(unittest.TestCase):
         user = sum(self.value(ms, "io.trapstat.PageFaults", UNITS["a"], mode="user", access=k) or 0
                    for k in ("read", "write", "exec"))
         self.assertLessEqual(user, a["counters"]["faults"]["user"])
+
+    def test_metrics_bound(self):
+        # 30 more units of one #UD each: more than 48 replies' worth (8 system-wide, about 6
+        # series a unit), so that some go into "other".
+        root = cgroup2_root()
+        names = [f"m{i:02d}" for i in range(30)]
+        for name in names:
+            UNITS[name] = f"{PREFIX}{name}.service"
+            self.cgroups[name] = os.path.join(root, UNITS[name])
+            if os.path.isdir(self.cgroups[name]):
+                os.rmdir(self.cgroups[name])
+            os.mkdir(self.cgroups[name])
+            self.release(self.workload(name, "tt-m", ["1", "--only", "UD"], seen_first=False))
+        ms = wait_for(lambda: (lambda ms: ms if self.value(ms, "io.trapstat.UnitsNotReported") else None)(self.metrics()),
+                      what="units not reported")
+        self.assertLessEqual(len(ms), MAX_METRICS)
+        # Room for at most (48 - 8) / 3 objects: each has a page fault, minor faults and processes.
+        objects = {m["object"] for m in ms if "object" in m}
+        self.assertIn("other", objects)
+        self.assertLessEqual(len(objects), (MAX_METRICS - 8) // 3)
+        self.assertEqual(self.value(ms, "io.trapstat.Processes", "other") >= self.value(ms, "io.trapstat.UnitsNotReported"),
+                         True)
+        # Each unit whole or not at all: a reported test unit has its #UD and its process.
+        for name in names:
+            if UNITS[name] in objects:
+                self.assertEqual(self.value(ms, "io.trapstat.Traps", UNITS[name], vector="UD"), 1)
+                self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS[name]), 1)
+        # Every test unit's #UD is somewhere: in its object or in "other".
+        reported = sum(1 for name in names if UNITS[name] in objects)
+        self.assertGreaterEqual(self.value(ms, "io.trapstat.Traps", "other", vector="UD") or 0, 30 - reported)
 
     def test_metrics_protocol(self):
         self.assertEqual(self.stream("io.systemd.Metrics.List", more=False),
