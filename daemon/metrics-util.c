@@ -77,6 +77,11 @@ static json_t *metric_new(const char *name, uint64_t value, const char *object, 
         return m;
 }
 
+/* The same with fields, which may be NULL only because building them failed. */
+static json_t *metric_fields_new(const char *name, uint64_t value, const char *object, json_t *fields) {
+        return fields ? metric_new(name, value, object, fields) : NULL;
+}
+
 static int append(json_t *list, json_t *metric) {
         return metric ? json_array_append_new(list, metric) : -1;
 }
@@ -94,14 +99,14 @@ static int append_object(json_t *list, const UnitTotalsRow *r, const char *objec
                 case SERIES_USER_READ:
                 case SERIES_USER_WRITE:
                 case SERIES_USER_EXEC:
-                        m = metric_new("io.trapstat.PageFaults", v, object,
+                        m = metric_fields_new("io.trapstat.PageFaults", v, object,
                                        json_pack("{s:s, s:s}", "mode", "user", "access",
                                                  s == SERIES_USER_READ    ? "read"
                                                  : s == SERIES_USER_WRITE ? "write"
                                                                           : "exec"));
                         break;
                 case SERIES_KERNEL:
-                        m = metric_new("io.trapstat.PageFaults", v, object, json_pack("{s:s}", "mode", "kernel"));
+                        m = metric_fields_new("io.trapstat.PageFaults", v, object, json_pack("{s:s}", "mode", "kernel"));
                         break;
                 case SERIES_MINOR:
                         m = metric_new("io.trapstat.MinorFaults", v, object, NULL);
@@ -113,7 +118,7 @@ static int append_object(json_t *list, const UnitTotalsRow *r, const char *objec
                         m = metric_new("io.trapstat.Processes", v, object, NULL);
                         break;
                 default:
-                        m = metric_new("io.trapstat.Traps", v, object,
+                        m = metric_fields_new("io.trapstat.Traps", v, object,
                                        json_pack("{s:s}", "vector", trap_vector_name(s - SERIES_TRAPS, buf)));
                 }
                 if (append(list, m) < 0)
@@ -174,7 +179,7 @@ json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorD
                 }
 
         for (size_t i = 0; i < n_drops; i++)
-                if (append(list, metric_new("io.trapstat.Drops", drops[i].count, NULL,
+                if (append(list, metric_fields_new("io.trapstat.Drops", drops[i].count, NULL,
                                             json_pack("{s:s}", "kind", drops[i].kind.name))) < 0)
                         return NULL;
         if (append(list, metric_new("io.trapstat.UnitsNotReported", left_out, NULL, NULL)) < 0)
