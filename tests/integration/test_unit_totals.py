@@ -263,6 +263,41 @@ class UnitTotals(unittest.TestCase):
                    for k in ("read", "write", "exec"))
         self.assertLessEqual(user, a["counters"]["faults"]["user"])
 
+    def test_max_unit_totals(self):
+        # A daemon that keeps one unit name: of two units of its own whose workloads run after it
+        # started, at least one is summed into "other", with its traps, and no more than one is
+        # named.
+        root = cgroup2_root()
+        for name in ("x", "y"):
+            UNITS[name] = f"{PREFIX}{name}.service"
+            self.cgroups[name] = os.path.join(root, UNITS[name])
+            if os.path.isdir(self.cgroups[name]):
+                os.rmdir(self.cgroups[name])
+            os.mkdir(self.cgroups[name])
+        with Daemon(extra_args=["--max-unit-totals", "1"]) as d:
+            for name, vector in (("x", "UD"), ("y", "BP")):
+                w = self.workload(name, f"tt-max-{name}", ["40", "--only", vector], seen_first=False)
+                # This daemon too must have seen it in its unit before it exits.
+                with Connection(d.socket) as c:
+                    wait_for(lambda: [p for p in c.call("io.trapstat.ListProcesses", {"pid": w["pid"]})["processes"]
+                                      if p["unit"] == w["unit"]], what=f"{w['unit']} known to the second daemon")
+                self.release(w)
+
+            def both():
+                with Connection(d.socket) as c:
+                    r = c.call("io.trapstat.UnitTotals", {"limit": 100000})
+                traps = {}
+                for u in r["units"]:
+                    if u["unit"] in (UNITS["x"], UNITS["y"], "other"):
+                        for k, v in u["counters"]["traps"].items():
+                            traps[k] = traps.get(k, 0) + v
+                return r if traps.get("UD", 0) >= 40 and traps.get("BP", 0) >= 40 else None
+
+            r = wait_for(both, what="both units' traps in the unit kept or in other")
+            named = [u["unit"] for u in r["units"] if u["unit"] not in (None, "other")]
+            self.assertLessEqual(len(named), 1)
+            self.assertIn("other", [u["unit"] for u in r["units"]])
+
     def test_metrics_bound(self):
         # 30 more units of one #UD each: more than 48 replies' worth (8 system-wide, about 6
         # series a unit), so that some go into "other".
