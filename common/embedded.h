@@ -15,6 +15,10 @@ typedef struct EmbeddedFile {
 extern const EmbeddedFile embedded_varlink[];
 extern const size_t embedded_varlink_count;
 
+/* schema/io.systemd.Metrics.varlink: trapstatd's report socket. */
+extern const EmbeddedFile embedded_varlink_metrics[];
+extern const size_t embedded_varlink_metrics_count;
+
 /* schema/org.varlink.service.varlink: served by every varlink server; in libcommon. */
 extern const EmbeddedFile embedded_varlink_service[];
 extern const size_t embedded_varlink_service_count;

@@ -141,13 +141,15 @@ static bool symbol_name_valid(const char *s, size_t n) {
         return true;
 }
 
-/* [a-z]([-]*[a-z0-9])* ('.' [a-z0-9]([-]*[a-z0-9])*)+ : at least two dot-separated labels of
- * lowercase letters, digits and inner hyphens, the first starting with a letter. */
+/* [A-Za-z]([-]*[A-Za-z0-9])* ('.' [A-Za-z0-9]([-]*[A-Za-z0-9])*)+ : at least two dot-separated
+ * labels of letters, digits and inner hyphens, the first starting with a letter. The varlink
+ * spec says lowercase; systemd's sd-varlink takes uppercase too and names its interfaces so
+ * (io.systemd.Metrics, which trapstatd serves). */
 static bool interface_name_valid(const char *s, size_t n) {
         const char *end = s + n, *label = s;
         size_t labels = 0;
 
-        if (n == 0 || !is_lower(s[0]))
+        if (n == 0 || !(is_lower(s[0]) || is_upper(s[0])))
                 return false;
         for (;;) {
                 const char *dot = memchr(label, '.', (size_t) (end - label));
@@ -156,7 +158,7 @@ static bool interface_name_valid(const char *s, size_t n) {
                 if (label_end == label || label[0] == '-' || label_end[-1] == '-')
                         return false;
                 for (const char *c = label; c < label_end; c++)
-                        if (!is_lower(*c) && !is_digit(*c) && *c != '-')
+                        if (!is_lower(*c) && !is_upper(*c) && !is_digit(*c) && *c != '-')
                                 return false;
                 labels++;
                 if (!dot)

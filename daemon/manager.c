@@ -39,6 +39,7 @@ struct Manager {
         char *db_path;
         int store_open_error; /* why store is NULL; logged once per condition */
         VarlinkServer *server;
+        VarlinkServer *report_server; /* io.systemd.Metrics, when a report socket is given */
         QueryPool *queries;
         WatchSet *watches;
         UnitTotals *unit_totals;
@@ -296,33 +297,13 @@ static struct timeval usec_to_timeval(uint64_t usec) {
         return (struct timeval) { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
 }
 
-/* A socket passed by systemd wins; otherwise bind our own. */
-static int listen_socket(Manager *m) {
+/* Binds path for server, its directory created first. */
+static int listen_path(VarlinkServer *server, const char *path, mode_t mode) {
         _cleanup_free_ char *dir = NULL;
         char *slash;
-        int n, r;
+        int r;
 
-        n = sd_listen_fds(1);
-        if (n < 0)
-                return log_error_errno(n, "Failed to read sockets passed by systemd: %m");
-        if (n > 1) {
-                /* Which one would be ours? None: a misconfigured socket unit should not take
-                 * the service down, and clients know the socket path, not the unit. */
-                log_warning("Expected one socket from systemd, got %d; closing them and listening on %s", n,
-                            m->config.socket_path);
-                for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++)
-                        (void) close(fd);
-                n = 0;
-        }
-        if (n == 1) {
-                r = varlink_server_listen_fd(m->server, SD_LISTEN_FDS_START);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to listen on the socket passed by systemd: %m");
-                log_info("Listening on the socket passed by systemd");
-                return 0;
-        }
-
-        dir = strdup(m->config.socket_path);
+        dir = strdup(path);
         if (!dir)
                 return log_error_errno(ENOMEM, "Out of memory");
         slash = strrchr(dir, '/');
@@ -332,17 +313,79 @@ static int listen_socket(Manager *m) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to create socket directory %s: %m", dir);
         }
-        r = varlink_server_listen_unix(m->server, m->config.socket_path, 0666);
+        r = varlink_server_listen_unix(server, path, mode);
         if (r == -EADDRINUSE)
-                return log_error_errno(r, "Failed to listen on %s: another server is accepting on it",
-                                       m->config.socket_path);
+                return log_error_errno(r, "Failed to listen on %s: another server is accepting on it", path);
         if (r == -EEXIST)
-                return log_error_errno(r, "Failed to listen on %s: a file that is not a socket is in the way",
-                                       m->config.socket_path);
+                return log_error_errno(r, "Failed to listen on %s: a file that is not a socket is in the way", path);
         if (r < 0)
-                return log_error_errno(r, "Failed to listen on %s: %m", m->config.socket_path);
-        log_info("Listening on %s", m->config.socket_path);
+                return log_error_errno(r, "Failed to listen on %s: %m", path);
+        log_info("Listening on %s", path);
         return 0;
+}
+
+/* Sockets passed by systemd win; otherwise bind our own. The report socket is the one named
+ * "report" (FileDescriptorName= of trapstatd-report.socket); any other is the main socket. */
+static int listen_socket(Manager *m) {
+        char **names = NULL;
+        int n, main_fd = -1, report_fd = -1, n_main = 0, r;
+
+        n = sd_listen_fds_with_names(1, &names);
+        if (n < 0)
+                return log_error_errno(n, "Failed to read sockets passed by systemd: %m");
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+
+                if (names && names[i] && strcmp(names[i], "report") == 0 && report_fd < 0)
+                        report_fd = fd;
+                else if (names && names[i] && strcmp(names[i], "report") == 0)
+                        (void) close(fd);
+                else {
+                        n_main++;
+                        if (main_fd < 0)
+                                main_fd = fd;
+                        else
+                                (void) close(fd);
+                }
+        }
+        if (names)
+                for (int i = 0; i < n; i++)
+                        free(names[i]);
+        free(names);
+        if (n_main > 1) {
+                /* Which one would be ours? None: a misconfigured socket unit should not take
+                 * the service down, and clients know the socket path, not the unit. */
+                log_warning("Expected one socket from systemd, got %d; closing them and listening on %s", n_main,
+                            m->config.socket_path);
+                (void) close(main_fd);
+                main_fd = -1;
+        }
+
+        if (report_fd >= 0) {
+                r = varlink_server_listen_fd(m->report_server, report_fd);
+                if (main_fd >= 0 && r < 0)
+                        (void) close(main_fd);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to listen on the report socket passed by systemd: %m");
+                log_info("Serving io.systemd.Metrics on the report socket passed by systemd");
+        } else if (m->config.report_socket_path) {
+                /* Root's: the report names every unit and what its processes did. */
+                r = listen_path(m->report_server, m->config.report_socket_path, 0600);
+                if (r < 0) {
+                        if (main_fd >= 0)
+                                (void) close(main_fd);
+                        return r;
+                }
+        }
+
+        if (main_fd >= 0) {
+                r = varlink_server_listen_fd(m->server, main_fd);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to listen on the socket passed by systemd: %m");
+                log_info("Listening on the socket passed by systemd");
+                return 0;
+        }
+        return listen_path(m->server, m->config.socket_path, 0666);
 }
 
 static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
@@ -401,9 +444,11 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 .privileged_group = TRAPSTAT_GROUP,
                 .refused_error = "io.trapstat.TooManyConnections",
         };
+        VarlinkServerConfig report_config = server_config;
         Manager *m;
         int r;
 
+        report_config.refused_error = NULL;
         m = calloc(1, sizeof(*m));
         if (!m)
                 return log_error_errno(ENOMEM, "Out of memory");
@@ -508,6 +553,18 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 log_error_errno(r, "Failed to register io.trapstat: %s", varlink_server_error(m->server));
                 goto fail;
         }
+        /* The report socket is a server of its own: there, io.systemd.Metrics and
+         * org.varlink.service only, whoever may connect (the socket's mode decides). */
+        r = varlink_server_new(m->base, &report_config, &m->report_server);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create varlink server: %m");
+                goto fail;
+        }
+        r = metrics_register(m->report_server, m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to register io.systemd.Metrics: %s", varlink_server_error(m->report_server));
+                goto fail;
+        }
         r = listen_socket(m);
         if (r < 0)
                 goto fail;
@@ -535,6 +592,7 @@ Manager *manager_free(Manager *m) {
         watch_set_free(m->watches);
         query_pool_free(m->queries);
         varlink_server_free(m->server);
+        varlink_server_free(m->report_server);
         if (m->tick)
                 event_free(m->tick);
         if (m->lifecycle)
@@ -629,4 +687,8 @@ UnitTotals *manager_unit_totals(Manager *m) {
 
 uint64_t manager_start_usec(Manager *m) {
         return m->start_usec;
+}
+
+size_t manager_report_max_metrics(Manager *m) {
+        return m->config.report_max_metrics ?: DEFAULT_REPORT_MAX_METRICS;
 }

@@ -32,6 +32,8 @@ typedef struct ManagerConfig {
         unsigned query_threads, queries_per_uid;
         uint64_t query_cost_limit;
         size_t max_unit_totals; /* 0: DEFAULT_MAX_UNIT_TOTALS */
+        const char *report_socket_path; /* io.systemd.Metrics; NULL: only one passed by systemd */
+        size_t report_max_metrics;      /* 0: DEFAULT_REPORT_MAX_METRICS */
 } ManagerConfig;
 
 typedef struct Manager Manager;
@@ -54,9 +56,13 @@ struct WatchSet *manager_watch_set(Manager *m);
 /* The running totals per unit (UnitTotals), and since when they run (CLOCK_REALTIME). */
 struct UnitTotals *manager_unit_totals(Manager *m);
 uint64_t manager_start_usec(Manager *m);
+/* Most replies to one io.systemd.Metrics.List. */
+size_t manager_report_max_metrics(Manager *m);
 /* The workers that answer history queries. */
 struct QueryPool *manager_query_pool(Manager *m);
 
 /* methods.c: registers io.trapstat on the server. */
 struct VarlinkServer;
 int methods_register(struct VarlinkServer *server, Manager *m);
+/* metrics.c: registers io.systemd.Metrics on the report server. */
+int metrics_register(struct VarlinkServer *server, Manager *m);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "metrics-util.h"
 #include "query.h"
 #include "time-util.h"
 #include "trapstat.h"
@@ -30,6 +31,10 @@ static void help(void) {
                "  -s, --state-dir DIR        database directory (default: $STATE_DIRECTORY or %s)\n"
                "  -S, --socket PATH          varlink socket (default: $RUNTIME_DIRECTORY/io.trapstat or %s);\n"
                "                             a socket passed by systemd wins\n"
+               "      --report-socket PATH   also serve io.systemd.Metrics on PATH (mode 0600); one passed\n"
+               "                             by systemd named \"report\" wins (default: none)\n"
+               "      --report-max-metrics N  most replies to one io.systemd.Metrics.List (default: %u;\n"
+               "                             %u to 1000000)\n"
                "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
                "      --slots N              fast counting slots in the kernel, a power of two (default: %u)\n"
                "      --max-processes N      processes counted outside slots at once (default: %u)\n"
@@ -61,7 +66,8 @@ static void help(void) {
                "  -v, --verbose              debug logging\n"
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
-               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
+               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_REPORT_MAX_METRICS, METRICS_MIN_MAX,
+               TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
                TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE, TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS, retention.raw_usec / (3600 * USEC_PER_SEC),
                retention.minute_usec / (86400 * USEC_PER_SEC), retention.hour_usec / (86400 * USEC_PER_SEC),
                retention.max_bytes >> 20, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
@@ -70,6 +76,8 @@ static void help(void) {
                VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, QUERY_DEFAULT_THREADS, QUERY_DEFAULT_PER_UID,
                (unsigned long long) QUERY_DEFAULT_COST_LIMIT);
 }
+
+_Static_assert(METRICS_MIN_MAX == 48, "--report-max-metrics' message says 48");
 
 static int usage_error(const char *fmt, const char *arg) {
         fprintf(stderr, "trapstatd: ");
@@ -156,7 +164,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_UNIT_TOTALS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -169,6 +177,8 @@ int main(int argc, char *argv[]) {
                 { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },
                 { "max-unit-totals", required_argument, NULL, ARG_MAX_UNIT_TOTALS },
+                { "report-socket", required_argument, NULL, ARG_REPORT_SOCKET },
+                { "report-max-metrics", required_argument, NULL, ARG_REPORT_MAX_METRICS },
                 { "retention", required_argument, NULL, ARG_RETENTION },
                 { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
@@ -242,6 +252,15 @@ int main(int argc, char *argv[]) {
                         if (parse_uint(optarg, 1U << 22, &v) < 0)
                                 return usage_error("invalid --max-sites-per-process '%s': expected 1 to 4194304", optarg);
                         config.max_sites_per_process = (uint32_t) v;
+                        break;
+                case ARG_REPORT_SOCKET:
+                        config.report_socket_path = optarg;
+                        break;
+                case ARG_REPORT_MAX_METRICS:
+                        /* At least the system-wide series and one unit's: "other" always fits. */
+                        if (parse_uint(optarg, 1000000, &v) < 0 || v < METRICS_MIN_MAX)
+                                return usage_error("invalid --report-max-metrics '%s': expected 48 to 1000000", optarg);
+                        config.report_max_metrics = (size_t) v;
                         break;
                 case ARG_MAX_UNIT_TOTALS:
                         if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Socket activation as systemd does it (sd_listen_fds), driven by systemd-socket-activate:
 exactly one passed socket is served and the daemon binds none of its own; with more than one
-it closes them and binds its own path instead of failing."""
+it closes them and binds its own path instead of failing; one named "report" is the
+io.systemd.Metrics socket, beside the main one."""
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import binary, require_root_and_bpf, trapstat, wait_for  # noqa: E402
+from varlink_raw import Connection  # noqa: E402
 
 ACTIVATE = shutil.which("systemd-socket-activate")
 
@@ -38,10 +40,12 @@ class SocketActivation(unittest.TestCase):
             self.proc.wait(timeout=20)
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def activate(self, *listen):
+    def activate(self, *listen, names=None):
         args = [ACTIVATE]
         for path in listen:
             args += ["-l", path]
+        if names:
+            args += [f"--fdname={':'.join(names)}"]
         args += [binary("TRAPSTATD"), "--state-dir", os.path.join(self.dir, "state"), "--socket", self.own,
                  "--tick", "200ms"]
         self.log = os.path.join(self.dir, "log")
@@ -71,6 +75,25 @@ class SocketActivation(unittest.TestCase):
         self.assertTrue(out)
         self.assertIsNone(self.proc.poll(), "the daemon exited")
         self.assertIn("Expected one socket from systemd, got 2", self.read_log())
+
+    def test_report_socket_by_name(self):
+        # As trapstatd.socket and trapstatd-report.socket pass them: the one named "report"
+        # serves io.systemd.Metrics, the other io.trapstat; the daemon binds neither path of its own.
+        main, report = os.path.join(self.dir, "main.socket"), os.path.join(self.dir, "report.socket")
+        self.activate(main, report, names=["trapstatd.socket", "report"])
+        poke(main)
+        with_status = wait_for(lambda: trapstat(main, "status", check=False).returncode == 0,
+                               what="status over the passed main socket")
+        self.assertTrue(with_status)
+        with Connection(report) as c:
+            c.send("io.systemd.Metrics.Describe", {}, more=True)
+            self.assertEqual(c.read()["parameters"]["name"], "io.trapstat.Traps")
+        with Connection(report) as c:
+            c.send("io.trapstat.GetStatus", {})
+            self.assertEqual(c.read()["error"], "org.varlink.service.InterfaceNotFound")
+        self.assertFalse(os.path.exists(self.own))
+        self.assertIn("Serving io.systemd.Metrics on the report socket passed by systemd", self.read_log())
+        self.assertNotIn("Expected one socket", self.read_log())
 
 
 if __name__ == "__main__":

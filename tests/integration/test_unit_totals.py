@@ -3,6 +3,8 @@
 exactly known traps (tests/helpers/raise-traps), put into units by cgroups named like units, as
 in test_unit_filters.
 
+And the same totals as io.systemd.Metrics on the report socket (--report-socket).
+
 Unit A: root's "tt-ud" (300 #UD) and "tt-bp" (200 #BP); unit B: the test user's "tt-ub" (25 #UD,
 25 #BP). All of them exit during the test: their totals stay."""
 import json
@@ -21,6 +23,8 @@ from varlink_raw import Connection  # noqa: E402
 USER = "trapstat-totals-test"
 PREFIX = "trapstat-test-totals-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
+# The smallest bound trapstatd takes: 8 system-wide series and one unit's 40.
+MAX_METRICS = 48
 
 
 def invalid(member):
@@ -56,7 +60,10 @@ class UnitTotals(unittest.TestCase):
                 if os.path.isdir(cls.cgroups[name]):
                     os.rmdir(cls.cgroups[name])
                 os.mkdir(cls.cgroups[name])
-            cls.daemon = Daemon().__enter__()
+            cls.daemon = Daemon()
+            cls.report = os.path.join(cls.daemon.dir, "report")
+            cls.daemon.args += ["--report-socket", cls.report, "--report-max-metrics", str(MAX_METRICS)]
+            cls.daemon.__enter__()
             os.chmod(cls.daemon.dir, 0o755)
             cls.trapstat_copy = shutil.copy2(binary("TRAPSTAT"), os.path.join(cls.daemon.dir, "trapstat"))
             os.chmod(cls.trapstat_copy, 0o755)
@@ -85,7 +92,7 @@ class UnitTotals(unittest.TestCase):
                 remove_user(USER)
 
     @classmethod
-    def workload(cls, unit, comm, args, user=False):
+    def workload(cls, unit, comm, args, user=False, seen_first=True):
         """raise-traps ARGS --hold named comm in the unit's cgroup (joined before exec), as the
         test user or root; held until release()."""
         path = os.path.join(cls.daemon.dir, comm)
@@ -97,8 +104,9 @@ class UnitTotals(unittest.TestCase):
         def join():
             # As test_unit_filters: fault and be seen outside the unit first, as a service
             # manager's child; the unit is the one the process execs in.
-            bytearray(1 << 20)
-            time.sleep(0.3)
+            if seen_first:
+                bytearray(1 << 20)
+                time.sleep(0.3)
             with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                 f.write("0")
 
@@ -199,6 +207,145 @@ class UnitTotals(unittest.TestCase):
         for bad in (0, -1, 100001):
             self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": bad}), invalid("limit"))
         self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": "1"}), invalid("limit"))
+
+    def stream(self, method, more=True):
+        """Every reply to one call on the report socket, up to the one without continues."""
+        replies = []
+        with Connection(self.report) as c:
+            c.send(method, {}, more=more)
+            while True:
+                replies.append(c.read())
+                if not replies[-1].get("continues"):
+                    return replies
+
+    def metrics(self):
+        replies = self.stream("io.systemd.Metrics.List")
+        for r in replies:
+            self.assertNotIn("error", r)
+        return [r["parameters"] for r in replies]
+
+    @staticmethod
+    def value(metrics, name, obj=None, **fields):
+        found = [m["value"] for m in metrics if m["name"] == name and m.get("object") == obj
+                 and all(m.get("fields", {}).get(k) == v for k, v in fields.items())]
+        return found[0] if found else None
+
+    def test_metrics_list(self):
+        def traps():
+            ms = self.metrics()
+            return ms if (self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="UD") == 300
+                          and self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="BP") == 200) else None
+
+        ms = wait_for(traps, what="unit A's traps as io.trapstat.Traps")
+        self.assertLessEqual(len(ms), MAX_METRICS)
+        self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS["a"]), 2)
+        self.assertIsNone(self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="GP"))
+        for m in ms:
+            self.assertTrue(m["name"].startswith("io.trapstat."), m)
+            self.assertIsInstance(m["value"], int)
+            for v in m.get("fields", {}).values():
+                self.assertIsInstance(v, str)
+        # System-wide: one Drops per kind, without object, also at zero; UnitsNotReported.
+        drops = [m for m in ms if m["name"] == "io.trapstat.Drops"]
+        self.assertEqual(len(drops), 7)
+        self.assertTrue(all("object" not in m for m in drops))
+        status = self.call("io.trapstat.GetStatus")["parameters"]
+        self.assertEqual({m["fields"]["kind"] for m in drops}, {d["kind"] for d in status["dropsByKind"]})
+        not_reported = self.value(ms, "io.trapstat.UnitsNotReported")
+        self.assertIsNotNone(not_reported)
+        # Within the bound: every unit of UnitTotals reported or counted as not reported.
+        units = {u["unit"] for u in self.totals(limit=100000)["units"]} - {"other"}
+        objects = {m["object"] for m in ms if "object" in m} - {"other"}
+        self.assertEqual(len(objects) + not_reported, len(units))
+        # The user's page faults add up to user faults: mode user by access.
+        a = row(self.totals(limit=100000), UNITS["a"])
+        user = sum(self.value(ms, "io.trapstat.PageFaults", UNITS["a"], mode="user", access=k) or 0
+                   for k in ("read", "write", "exec"))
+        self.assertLessEqual(user, a["counters"]["faults"]["user"])
+
+    def test_max_unit_totals(self):
+        # A daemon that keeps one unit name: of two units of its own whose workloads run after it
+        # started, at least one is summed into "other", with its traps, and no more than one is
+        # named.
+        root = cgroup2_root()
+        for name in ("x", "y"):
+            UNITS[name] = f"{PREFIX}{name}.service"
+            self.cgroups[name] = os.path.join(root, UNITS[name])
+            if os.path.isdir(self.cgroups[name]):
+                os.rmdir(self.cgroups[name])
+            os.mkdir(self.cgroups[name])
+        with Daemon(extra_args=["--max-unit-totals", "1"]) as d:
+            for name, vector in (("x", "UD"), ("y", "BP")):
+                w = self.workload(name, f"tt-max-{name}", ["40", "--only", vector], seen_first=False)
+                # This daemon too must have seen it in its unit before it exits.
+                with Connection(d.socket) as c:
+                    wait_for(lambda: [p for p in c.call("io.trapstat.ListProcesses", {"pid": w["pid"]})["processes"]
+                                      if p["unit"] == w["unit"]], what=f"{w['unit']} known to the second daemon")
+                self.release(w)
+
+            def both():
+                with Connection(d.socket) as c:
+                    r = c.call("io.trapstat.UnitTotals", {"limit": 100000})
+                traps = {}
+                for u in r["units"]:
+                    if u["unit"] in (UNITS["x"], UNITS["y"], "other"):
+                        for k, v in u["counters"]["traps"].items():
+                            traps[k] = traps.get(k, 0) + v
+                return r if traps.get("UD", 0) >= 40 and traps.get("BP", 0) >= 40 else None
+
+            r = wait_for(both, what="both units' traps in the unit kept or in other")
+            named = [u["unit"] for u in r["units"] if u["unit"] not in (None, "other")]
+            self.assertLessEqual(len(named), 1)
+            self.assertIn("other", [u["unit"] for u in r["units"]])
+
+    def test_metrics_bound(self):
+        # 30 more units of one #UD each: more than 48 replies' worth (8 system-wide, about 6
+        # series a unit), so that some go into "other".
+        root = cgroup2_root()
+        names = [f"m{i:02d}" for i in range(30)]
+        for name in names:
+            UNITS[name] = f"{PREFIX}{name}.service"
+            self.cgroups[name] = os.path.join(root, UNITS[name])
+            if os.path.isdir(self.cgroups[name]):
+                os.rmdir(self.cgroups[name])
+            os.mkdir(self.cgroups[name])
+            self.release(self.workload(name, "tt-m", ["1", "--only", "UD"], seen_first=False))
+        ms = wait_for(lambda: (lambda ms: ms if self.value(ms, "io.trapstat.UnitsNotReported") else None)(self.metrics()),
+                      what="units not reported")
+        self.assertLessEqual(len(ms), MAX_METRICS)
+        # Room for at most (48 - 8) / 3 objects: each has a page fault, minor faults and processes.
+        objects = {m["object"] for m in ms if "object" in m}
+        self.assertIn("other", objects)
+        self.assertLessEqual(len(objects), (MAX_METRICS - 8) // 3)
+        self.assertEqual(self.value(ms, "io.trapstat.Processes", "other") >= self.value(ms, "io.trapstat.UnitsNotReported"),
+                         True)
+        # Each unit whole or not at all: a reported test unit has its #UD and its process.
+        for name in names:
+            if UNITS[name] in objects:
+                self.assertEqual(self.value(ms, "io.trapstat.Traps", UNITS[name], vector="UD"), 1)
+                self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS[name]), 1)
+        # Every test unit's #UD is somewhere: in its object or in "other".
+        reported = sum(1 for name in names if UNITS[name] in objects)
+        self.assertGreaterEqual(self.value(ms, "io.trapstat.Traps", "other", vector="UD") or 0, 30 - reported)
+
+    def test_metrics_protocol(self):
+        self.assertEqual(self.stream("io.systemd.Metrics.List", more=False),
+                         [{"error": "org.varlink.service.ExpectedMore", "parameters": {}}])
+        self.assertEqual(self.stream("io.systemd.Metrics.Describe", more=False),
+                         [{"error": "org.varlink.service.ExpectedMore", "parameters": {}}])
+        families = {r["parameters"]["name"]: r["parameters"]["type"] for r in self.stream("io.systemd.Metrics.Describe")}
+        self.assertEqual(families, {"io.trapstat.Traps": "counter", "io.trapstat.PageFaults": "counter",
+                                    "io.trapstat.MinorFaults": "counter", "io.trapstat.MajorFaults": "counter",
+                                    "io.trapstat.Processes": "counter", "io.trapstat.Drops": "counter",
+                                    "io.trapstat.UnitsNotReported": "gauge"})
+        # The report socket serves nothing else; the main socket no io.systemd.Metrics.
+        with Connection(self.report) as c:
+            info = c.call("org.varlink.service.GetInfo")
+            self.assertEqual(sorted(info["interfaces"]), ["io.systemd.Metrics", "org.varlink.service"])
+            c.send("io.trapstat.GetStatus")
+            self.assertEqual(c.read()["error"], "org.varlink.service.InterfaceNotFound")
+        self.assertEqual(self.call("io.systemd.Metrics.List")["error"], "org.varlink.service.InterfaceNotFound")
+        self.assertEqual(os.stat(self.report).st_mode & 0o777, 0o600)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "integration"))
 from daemon import binary, run_workload, skip, wait_for  # noqa: E402
+from varlink_raw import Connection  # noqa: E402
 
 N = 1000  # traps raised of each vector
 PAGES = 10000
@@ -242,7 +243,8 @@ class System(unittest.TestCase):
         self.assertEqual(self.c.run("getent", "group", "trapstat", check=False).returncode, 0)
         self.assertEqual(self.c.run("getent", "passwd", "trapstatd", check=False).returncode, 0)
 
-        p = self.c.run("systemd-analyze", "verify", "trapstatd.service", "trapstatd.socket", check=False)
+        p = self.c.run("systemd-analyze", "verify", "trapstatd.service", "trapstatd.socket", "trapstatd-report.socket",
+                       check=False)
         self.assertEqual((p.returncode, p.stdout + p.stderr), (0, ""))
 
         unit = os.path.join(env("UNITDIR"), "trapstatd.service")
@@ -285,6 +287,30 @@ class System(unittest.TestCase):
         self.assertEqual(int(fields["CapEff"], 16), 1 << CAP_BPF | 1 << CAP_PERFMON)
         self.assertEqual(fields["NoNewPrivs"], "1")
         self.assertEqual(fields["Seccomp"], "2")
+
+    def test_3_report_socket(self):
+        # The report socket passed next to the main one, told apart by its name. systemd
+        # starts no socket unit whose service is running already: the service stops first.
+        self.systemctl("stop", "trapstatd.service")
+        self.systemctl("enable", "--now", "trapstatd-report.socket")
+        self.systemctl("start", "trapstatd.service")
+        self.assert_running()
+        path = self.c.path("/run/systemd/report/io.trapstat")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+
+        def names():
+            replies = []
+            with Connection(path) as c:
+                c.send("io.systemd.Metrics.List", {}, more=True)
+                while not replies or replies[-1].get("continues"):
+                    replies.append(c.read())
+            return {r["parameters"]["name"] for r in replies}
+
+        self.assertIn("io.trapstat.Drops", names())
+        # Units' page faults from the first tick on.
+        wait_for(lambda: "io.trapstat.PageFaults" in names(), what="io.trapstat.PageFaults in the report")
+        # The main socket is still the main one.
+        self.assertEqual(self.trapstat_json("status")["databasePath"], STATE_DB)
 
     def test_3_start_reaches_active_after_ready(self):
         self.systemctl("stop", "trapstatd.service")

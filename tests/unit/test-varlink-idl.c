@@ -394,7 +394,9 @@ static void test_parse_errors(void **state) {
         check_parse_error("interface\n", "2:1:", "expected interface name, found end of input");
         check_parse_error("interface(a.b)\n", "1:10:", "expected whitespace after 'interface', found '('");
         check_parse_error("interface io\nerror E ()\n", "1:11:", "invalid interface name 'io'");
-        check_parse_error("interface io.Trapstat\nerror E ()\n", "1:11:", "invalid interface name 'io.Trapstat'");
+        /* Uppercase letters, as systemd names its interfaces (io.systemd.Metrics). */
+        varlink_interface_free(parse_ok("interface io.systemd.Metrics\nerror NoSuchMetric ()\n"));
+        check_parse_error("interface io.Trap_stat\nerror E ()\n", "1:11:", "invalid interface name 'io.Trap_stat'");
         check_parse_error("interface 1o.x\nerror E ()\n", "1:11:", "invalid interface name");
         check_parse_error("interface io..x\nerror E ()\n", "1:11:", "invalid interface name");
         check_parse_error("interface io.x-\nerror E ()\n", "1:11:", "invalid interface name");

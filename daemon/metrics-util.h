@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The io.systemd.Metrics report (pure; unit-tested): the metric families trapstatd describes
+ * and the metrics it lists, from the running totals per unit (unit-totals.h) and the drops.
+ *
+ * Per unit (object: the unit; "none" for processes in no unit; "other" for the units summed
+ * together), the series that are not zero:
+ *   io.trapstat.Traps        counter  fields {"vector": "UD"}, one per vector
+ *   io.trapstat.PageFaults   counter  fields {"mode": "user", "access": "read"|"write"|"exec"}
+ *                                     and {"mode": "kernel"}: the four add up to every page fault
+ *   io.trapstat.MinorFaults  counter  the kernel's min_flt accounting
+ *   io.trapstat.MajorFaults  counter  the kernel's maj_flt accounting
+ *   io.trapstat.Processes    counter  processes counted under the unit
+ * System-wide (no object), always:
+ *   io.trapstat.Drops            counter  fields {"kind": ...}, one per drop kind
+ *   io.trapstat.UnitsNotReported gauge    units summed into "other" by the bound below */
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "collector.h"
+#include "unit-totals.h"
+
+#define METRICS_OBJECT_NONE "none"
+#define METRICS_OBJECT_OTHER UNIT_TOTALS_OTHER
+
+/* Series one object can have at most: every vector, four page fault kinds, minor, major,
+ * processes. */
+#define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 3)
+/* The system-wide ones. */
+#define METRICS_SYSTEM_SERIES (COLLECTOR_DROP_KINDS + 1)
+/* The smallest --report-max-metrics: the system-wide series and "other" always fit. */
+#define METRICS_MIN_MAX (METRICS_SYSTEM_SERIES + METRICS_MAX_SERIES_PER_OBJECT)
+
+typedef struct MetricFamily {
+        const char *name, *description, *type;
+} MetricFamily;
+
+extern const MetricFamily metric_families[];
+extern const size_t n_metric_families;
+
+/* The List replies, as a JSON array of {name, value, object?, fields?}: the system-wide series
+ * first, then the units in the order of rows (unit_totals_query(): most events first), each
+ * unit whole, as long as it and "other" still fit in max replies; the rest of the units (and a
+ * row "other" of the totals themselves) summed into the object "other". So at most max replies
+ * (max >= METRICS_MIN_MAX), no unit split, and every unit with more events than another
+ * reported unit is reported too. NULL on allocation failure. */
+json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorDrop *drops, size_t n_drops,
+                           size_t max);

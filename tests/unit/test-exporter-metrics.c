@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests for trapstat-exporter's formatting (exporter/metrics.c): whole expositions compared byte
+ * for byte in both formats, label values escaped, the "other" series as total minus the listed
+ * units, and the bounds on units and processes also when a reply holds more than asked for. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cmocka.h needs these first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "macro.h"
+#include "metrics.h"
+
+#define FAULTS(u, k, mi, ma, r, w, x)                                                              \
+        "{\"user\":" #u ",\"kernel\":" #k ",\"minor\":" #mi ",\"major\":" #ma ",\"read\":" #r      \
+        ",\"write\":" #w ",\"exec\":" #x ",\"protection\":0}"
+#define COUNTERS(faults, traps) "{\"faults\":" faults ",\"traps\":" traps ",\"signals\":{},\"signalCodes\":{}}"
+
+/* Two units, processes in no unit, the daemon's "other", and two units beyond limit (in total). */
+static const char *totals_json =
+        "{\"sinceUsec\":1000000,\"otherUnits\":2,\"units\":["
+        "{\"unit\":\"a.service\",\"processes\":2,\"counters\":" COUNTERS(FAULTS(10, 3, 12, 1, 4, 5, 1), "{\"UD\":7,\"BP\":2}") "},"
+        "{\"unit\":null,\"processes\":1,\"counters\":" COUNTERS(FAULTS(5, 0, 5, 0, 5, 0, 0), "{}") "},"
+        "{\"unit\":\"other\",\"processes\":9,\"counters\":" COUNTERS(FAULTS(1, 1, 2, 0, 1, 0, 0), "{\"UD\":1}") "}"
+        "],\"total\":" COUNTERS(FAULTS(20, 6, 24, 2, 12, 6, 1), "{\"UD\":9,\"BP\":2,\"GP\":4}") "}";
+
+static const char *status_json =
+        "{\"dropsByKind\":[{\"kind\":\"fault_map_full\",\"count\":3,\"lost\":\"x\"},"
+        "{\"kind\":\"trap_map_full\",\"count\":0,\"lost\":\"y\"}]}";
+
+static char *render(const char *totals, const char *status, const char *top, unsigned unit_limit,
+                    unsigned process_series, MetricsFormat format) {
+        json_t *t = totals ? json_loads(totals, 0, NULL) : NULL, *s = status ? json_loads(status, 0, NULL) : NULL;
+        json_t *p = top ? json_loads(top, 0, NULL) : NULL;
+        assert_true(!totals || t);
+        assert_true(!status || s);
+        assert_true(!top || p);
+        MetricsInput in = { .unit_totals = t, .status = s, .top = p, .unit_limit = unit_limit,
+                            .process_series = process_series, .scrape_seconds = -1 };
+        char *out = NULL;
+        size_t size = 0;
+        assert_int_equal(metrics_render(&in, format, &out, &size), 0);
+        assert_int_equal(strlen(out), size);
+        json_decref(t);
+        json_decref(s);
+        json_decref(p);
+        return out;
+}
+
+static void test_prometheus(void **state) {
+        _cleanup_free_ char *out = render(totals_json, status_json, NULL, 0, 0, METRICS_PROMETHEUS);
+        /* other = total - a.service - no unit: the daemon's "other" and the two left out. */
+        const char *expected =
+                "# HELP trapstat_up 1 when trapstatd answered this scrape, else 0 (and no other series).\n"
+                "# TYPE trapstat_up gauge\n"
+                "trapstat_up 1\n"
+                "# HELP trapstat_traps_total CPU exceptions turned into signals since trapstatd started, by x86 vector and systemd unit.\n"
+                "# TYPE trapstat_traps_total counter\n"
+                "trapstat_traps_total{vector=\"UD\",unit=\"a.service\"} 7\n"
+                "trapstat_traps_total{vector=\"BP\",unit=\"a.service\"} 2\n"
+                "trapstat_traps_total{vector=\"UD\",unit=\"other\"} 2\n"
+                "trapstat_traps_total{vector=\"BP\",unit=\"other\"} 0\n"
+                "trapstat_traps_total{vector=\"GP\",unit=\"other\"} 4\n"
+                "# HELP trapstat_page_faults_total Page faults since trapstatd started by mode, access (user mode only) and systemd unit; a unit's series sum to its user plus kernel faults.\n"
+                "# TYPE trapstat_page_faults_total counter\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"read\",unit=\"a.service\"} 4\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"write\",unit=\"a.service\"} 5\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"exec\",unit=\"a.service\"} 1\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"\",unit=\"a.service\"} 0\n"
+                "trapstat_page_faults_total{mode=\"kernel\",access=\"\",unit=\"a.service\"} 3\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"read\",unit=\"\"} 5\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"write\",unit=\"\"} 0\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"exec\",unit=\"\"} 0\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"\",unit=\"\"} 0\n"
+                "trapstat_page_faults_total{mode=\"kernel\",access=\"\",unit=\"\"} 0\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"read\",unit=\"other\"} 3\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"write\",unit=\"other\"} 1\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"exec\",unit=\"other\"} 0\n"
+                "trapstat_page_faults_total{mode=\"user\",access=\"\",unit=\"other\"} 1\n"
+                "trapstat_page_faults_total{mode=\"kernel\",access=\"\",unit=\"other\"} 3\n"
+                "# HELP trapstat_minor_faults_total Minor page faults (the kernel's min_flt) since trapstatd started, by systemd unit.\n"
+                "# TYPE trapstat_minor_faults_total counter\n"
+                "trapstat_minor_faults_total{unit=\"a.service\"} 12\n"
+                "trapstat_minor_faults_total{unit=\"\"} 5\n"
+                "trapstat_minor_faults_total{unit=\"other\"} 7\n"
+                "# HELP trapstat_major_faults_total Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.\n"
+                "# TYPE trapstat_major_faults_total counter\n"
+                "trapstat_major_faults_total{unit=\"a.service\"} 1\n"
+                "trapstat_major_faults_total{unit=\"\"} 0\n"
+                "trapstat_major_faults_total{unit=\"other\"} 1\n"
+                "# HELP trapstat_drops_total Events trapstatd could not count since it started, by kind.\n"
+                "# TYPE trapstat_drops_total counter\n"
+                "trapstat_drops_total{kind=\"fault_map_full\"} 3\n"
+                "trapstat_drops_total{kind=\"trap_map_full\"} 0\n";
+        assert_string_equal(out, expected);
+}
+
+static void test_openmetrics(void **state) {
+        _cleanup_free_ char *out = render(totals_json, NULL, NULL, 0, 0, METRICS_OPENMETRICS);
+        /* Families without _total, samples with it, # EOF last; no drops without a status. */
+        assert_non_null(strstr(out, "# HELP trapstat_up 1 when"));
+        assert_non_null(strstr(out, "# TYPE trapstat_traps counter\ntrapstat_traps_total{vector=\"UD\",unit=\"a.service\"} 7\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_page_faults counter\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_minor_faults counter\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_major_faults counter\n"));
+        assert_null(strstr(out, "_total counter"));
+        assert_null(strstr(out, "trapstat_drops"));
+        size_t n = strlen(out);
+        assert_true(n > 6);
+        assert_string_equal(out + n - 6, "# EOF\n");
+        assert_ptr_equal(strstr(out, "# EOF"), out + n - 6);
+}
+
+static void test_down(void **state) {
+        _cleanup_free_ char *p = render(NULL, status_json, NULL, 0, 5, METRICS_PROMETHEUS);
+        assert_string_equal(p, "# HELP trapstat_up 1 when trapstatd answered this scrape, else 0 (and no other series).\n"
+                               "# TYPE trapstat_up gauge\ntrapstat_up 0\n");
+        _cleanup_free_ char *o = render(NULL, NULL, NULL, 0, 0, METRICS_OPENMETRICS);
+        assert_string_equal(o, "# HELP trapstat_up 1 when trapstatd answered this scrape, else 0 (and no other series).\n"
+                               "# TYPE trapstat_up gauge\ntrapstat_up 0\n# EOF\n");
+}
+
+static void test_escaping(void **state) {
+        /* A unit name is text a process chose (a transient unit's name): quote, backslash and
+         * newline escaped, nothing else touched. */
+        const char *totals =
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":["
+                "{\"unit\":\"a\\\"b\\\\c\\nd}{=,\\u00e9.service\",\"processes\":1,\"counters\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":1}") "}"
+                "],\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":1}") "}";
+        _cleanup_free_ char *out = render(totals, NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+        assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\"} 1\n"));
+        /* No units left out, no daemon "other": no "other" series. */
+        assert_null(strstr(out, "\"other\""));
+}
+
+static void test_malformed(void **state) {
+        const char *bad[] = {
+                "{}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":{}}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":3,\"counters\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}],"
+                "\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":-1}") "}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                json_t *t = json_loads(bad[i], 0, NULL);
+                assert_non_null(t);
+                MetricsInput in = { .unit_totals = t, .scrape_seconds = -1 };
+                char *out = NULL;
+                size_t size;
+                assert_int_equal(metrics_render(&in, METRICS_PROMETHEUS, &out, &size), -EBADMSG);
+                assert_null(out);
+                json_decref(t);
+        }
+}
+
+static size_t count_lines(const char *s, const char *prefix) {
+        size_t n = 0;
+        for (const char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                n += strncmp(l, prefix, strlen(prefix)) == 0;
+        return n;
+}
+
+static void test_unit_bound(void **state) {
+        /* 50 units where 10 were asked for: 10 series per family and one "other" of the rest. */
+        _cleanup_free_ char *units = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&units, &size);
+        assert_non_null(f);
+        fputs("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[", f);
+        for (int i = 0; i < 50; i++)
+                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS(FAULTS(2, 0, 2, 0, 2, 0, 0), "{\"UD\":1}") "}",
+                        i ? "," : "", i);
+        fputs("],\"total\":" COUNTERS(FAULTS(100, 0, 100, 0, 100, 0, 0), "{\"UD\":50}") "}", f);
+        assert_int_equal(fclose(f), 0);
+
+        _cleanup_free_ char *out = render(units, NULL, NULL, 10, 0, METRICS_PROMETHEUS);
+        assert_int_equal(count_lines(out, "trapstat_traps_total{"), 11);
+        assert_int_equal(count_lines(out, "trapstat_minor_faults_total{"), 11);
+        assert_int_equal(count_lines(out, "trapstat_page_faults_total{"), 11 * 5);
+        assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"other\"} 40\n"));
+        assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"other\"} 80\n"));
+        assert_null(strstr(out, "u10.service"));
+}
+
+static void test_process_series(void **state) {
+        const char *top =
+                "{\"rows\":["
+                "{\"process\":{\"pid\":10,\"startTime\":5,\"comm\":\"a\\\"x\",\"cmdline\":null,\"uid\":0,\"unit\":\"a.service\","
+                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":false},\"counters\":" COUNTERS(FAULTS(8, 1, 9, 0, 8, 0, 0), "{\"UD\":3,\"BP\":1}") "},"
+                "{\"process\":{\"pid\":11,\"startTime\":6,\"comm\":\"b\",\"cmdline\":null,\"uid\":0,\"unit\":null,"
+                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":true},\"counters\":" COUNTERS(FAULTS(4, 0, 4, 0, 4, 0, 0), "{}") "},"
+                "{\"process\":{\"pid\":12,\"startTime\":7,\"comm\":\"c\",\"cmdline\":null,\"uid\":0,\"unit\":null,"
+                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":true},\"counters\":" COUNTERS(FAULTS(1, 0, 1, 0, 1, 0, 0), "{}") "}"
+                "]}";
+        /* Two of the three rows: the third is in "other" (totals: 26 faults, 15 traps). */
+        _cleanup_free_ char *out = render(totals_json, NULL, top, 0, 2, METRICS_OPENMETRICS);
+        const char *expected =
+                "# HELP trapstat_process_traps Traps of the processes with the most page faults since trapstatd started; pid=other: every other process.\n"
+                "# TYPE trapstat_process_traps counter\n"
+                "trapstat_process_traps_total{pid=\"10\",start_time=\"5\",comm=\"a\\\"x\",unit=\"a.service\"} 4\n"
+                "trapstat_process_traps_total{pid=\"11\",start_time=\"6\",comm=\"b\",unit=\"\"} 0\n"
+                "trapstat_process_traps_total{pid=\"other\",start_time=\"\",comm=\"\",unit=\"\"} 11\n"
+                "# HELP trapstat_process_page_faults User and kernel page faults of the same processes; pid=other: every other process.\n"
+                "# TYPE trapstat_process_page_faults counter\n"
+                "trapstat_process_page_faults_total{pid=\"10\",start_time=\"5\",comm=\"a\\\"x\",unit=\"a.service\"} 9\n"
+                "trapstat_process_page_faults_total{pid=\"11\",start_time=\"6\",comm=\"b\",unit=\"\"} 4\n"
+                "trapstat_process_page_faults_total{pid=\"other\",start_time=\"\",comm=\"\",unit=\"\"} 13\n"
+                "# EOF\n";
+        const char *at = strstr(out, "# HELP trapstat_process_traps");
+        assert_non_null(at);
+        assert_string_equal(at, expected);
+        /* HELP text is written as is: a double quote would need escaping in OpenMetrics and
+         * mean a backslash in 0.0.4, a backslash differs too. None in any family's. */
+        for (const char *l = out; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, "# HELP ", 7) == 0) {
+                        size_t n = strcspn(l, "\n");
+                        assert_null(memchr(l, '"', n));
+                        assert_null(memchr(l, '\\', n));
+                }
+}
+
+static void test_accept(void **state) {
+        assert_int_equal(metrics_format_from_accept(NULL), METRICS_PROMETHEUS);
+        assert_int_equal(metrics_format_from_accept("*/*"), METRICS_PROMETHEUS);
+        assert_int_equal(metrics_format_from_accept("text/plain;version=0.0.4;q=0.3,*/*;q=0.2"), METRICS_PROMETHEUS);
+        assert_int_equal(metrics_format_from_accept("application/openmetrics-text;version=1.0.0,application/"
+                                                    "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5"),
+                         METRICS_OPENMETRICS);
+        assert_string_equal(metrics_content_type(METRICS_OPENMETRICS),
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8");
+        assert_string_equal(metrics_content_type(METRICS_PROMETHEUS), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_prometheus),   cmocka_unit_test(test_openmetrics),
+                cmocka_unit_test(test_down),         cmocka_unit_test(test_escaping),
+                cmocka_unit_test(test_malformed),    cmocka_unit_test(test_unit_bound),
+                cmocka_unit_test(test_process_series), cmocka_unit_test(test_accept),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
