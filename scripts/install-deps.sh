@@ -31,6 +31,15 @@ case ${1:-} in
   *) echo "usage: install-deps.sh [--bench|--distro]" >&2; exit 2 ;;
 esac
 
+# Where the distribution has them (Debian forky, not 12): systemd-report, io.systemd.Metrics'
+# own consumer, for the distro leg's tests.
+optional=(systemd-report)
+if [[ ${1:-} == "" ]]; then
+  for p in "${optional[@]}"; do
+    apt-cache show "$p" >/dev/null 2>&1 && packages+=("$p")
+  done
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -3,7 +3,10 @@
 leg's forky has 262). Its parser accepts every .varlink file of the repository (validate-idl);
 info, list-interfaces and introspect describe the daemon; every io.trapstat method answers a
 call, with exact traps of a known workload where the method gives them; an error reply comes
-back as the error; and `call --more` streams Watch replies.
+back as the error; `call --more` streams Watch replies; and trapstatd's io.systemd.Metrics on
+the report socket (/run/systemd/report/io.trapstat) gives a unit's exact traps to
+`varlinkctl call --more … io.systemd.Metrics.List {}` and to `systemd-report metrics`
+(systemd >= 260).
 
 Registered only where meson found varlinkctl (tests/meson.build)."""
 import glob
@@ -14,8 +17,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (SharedDaemonTest, binary, exited_history, require_root_and_bpf, require_x86_64,  # noqa: E402
-                    run_workload)
+from daemon import (Daemon, SharedDaemonTest, binary, cgroup2_root, exited_history, require_root_and_bpf,  # noqa: E402
+                    require_x86_64, run_workload, trapstat_json, wait_for)
 
 SOURCE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
 METHODS = ["GetStatus", "Top", "History", "UnitHistory", "Sites", "ListProcesses", "Watch", "Traps"]
@@ -37,7 +40,8 @@ class ValidateIdl(unittest.TestCase):
         files = sorted(glob.glob(os.path.join(SOURCE_ROOT, "schema", "*.varlink")) +
                        glob.glob(os.path.join(SOURCE_ROOT, "tests", "data", "*.varlink")))
         self.assertEqual({os.path.basename(f) for f in files},
-                         {"io.trapstat.varlink", "org.varlink.service.varlink", "org.varlink.certification.varlink"})
+                         {"io.trapstat.varlink", "io.systemd.Metrics.varlink", "org.varlink.service.varlink",
+                          "org.varlink.certification.varlink"})
         for path in files:
             with self.subTest(file=os.path.basename(path)):
                 if os.path.basename(path) != "org.varlink.certification.varlink":
@@ -125,6 +129,90 @@ class Varlinkctl(SharedDaemonTest):
             self.assertEqual(set(t), {"timeUsec", "intervalUsec", "total", "processes", "rows", "missedTicks", "exited"})
         self.assertLess(ticks[0]["timeUsec"], ticks[1]["timeUsec"])
         self.assertLess(ticks[1]["timeUsec"], ticks[2]["timeUsec"])
+
+
+class SystemdMetrics(unittest.TestCase):
+    """trapstatd's io.systemd.Metrics as systemd's own tools read it: the report socket where
+    systemd's providers listen, `varlinkctl call --more … io.systemd.Metrics.List {}` and
+    `systemd-report metrics` (systemd >= 260) give a workload's exact traps for its unit."""
+
+    REPORT = "/run/systemd/report/io.trapstat"
+
+    @classmethod
+    def setUpClass(cls):
+        if os.path.exists(cls.REPORT):
+            raise AssertionError(f"{cls.REPORT} exists: another trapstatd reports here")
+        os.makedirs(os.path.dirname(cls.REPORT), exist_ok=True)
+        cls.daemon = Daemon(extra_args=["--report-socket", cls.REPORT])
+        cls.cgroup = None
+        try:
+            cls.daemon.start()
+            root = cgroup2_root()
+            if not root:
+                raise AssertionError("no cgroup2 hierarchy")
+            cls.unit = f"trapstat-report-{os.getpid()}.service"
+            cls.cgroup = os.path.join(root, cls.unit)
+            os.mkdir(cls.cgroup)
+            # A shell joins the unit's cgroup and forks the workload, born in it; it holds until
+            # trapstatd knows it in its unit (a process living less than a tick may be seen
+            # without one).
+            p = subprocess.Popen(["sh", "-c", 'echo $$ > "$0/cgroup.procs" || exit 1; "$@"', cls.cgroup,
+                                  binary("RAISE_TRAPS"), "30", "--only", "UD,BP", "--hold"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            cls.pid = json.loads(p.stdout.readline())["pid"]
+            wait_for(lambda: any(q["unit"] == cls.unit for q in trapstat_json(
+                cls.daemon.socket, "procs", "--exited", "--pid", str(cls.pid))["processes"]),
+                what=f"the workload known in {cls.unit}")
+            p.stdin.close()
+            p.wait(timeout=30)
+            p.stdout.close()
+            exited_history(cls.daemon, cls.pid)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.cgroup and os.path.isdir(cls.cgroup):
+                os.rmdir(cls.cgroup)
+        finally:
+            cls.daemon.__exit__(None, None, None)
+
+    def traps_of_unit(self, metrics):
+        return {m["fields"]["vector"]: m["value"] for m in metrics
+                if m.get("name") == "io.trapstat.Traps" and m.get("object") == self.unit}
+
+    def test_varlinkctl_list_and_describe(self):
+        def listed():
+            p = varlinkctl("call", "--more", "--json=short", self.REPORT, "io.systemd.Metrics.List", "{}")
+            metrics = [json.loads(line.lstrip("\x1e")) for line in p.stdout.splitlines() if line.strip()]
+            return metrics if self.traps_of_unit(metrics) == {"UD": 30, "BP": 30} else None
+        metrics = wait_for(listed, what=f"30 #UD and 30 #BP of {self.unit} in io.systemd.Metrics.List")
+        self.assertTrue(all(m["name"].startswith("io.trapstat.") for m in metrics))
+        p = varlinkctl("call", "--more", "--json=short", self.REPORT, "io.systemd.Metrics.Describe", "{}")
+        families = {d["name"]: d["type"] for d in (json.loads(line.lstrip("\x1e")) for line in p.stdout.splitlines()
+                                                  if line.strip())}
+        self.assertEqual(families["io.trapstat.Traps"], "counter")
+        # Without --more: systemd's own error for a method that wants it.
+        p = varlinkctl("call", self.REPORT, "io.systemd.Metrics.List", "{}", check=False)
+        self.assertNotEqual(p.returncode, 0)
+
+    @unittest.skipUnless(os.environ.get("SYSTEMD_REPORT"), "systemd-report is not installed (systemd < 260)")
+    def test_systemd_report(self):
+        def reported():
+            p = subprocess.run([binary("SYSTEMD_REPORT"), "metrics", "--json=short", "--no-pager"],
+                               capture_output=True, text=True, timeout=30)
+            if p.returncode != 0:
+                raise AssertionError(f"systemd-report metrics exited {p.returncode}: {p.stderr}")
+            metrics = []
+            for line in p.stdout.splitlines():
+                line = line.lstrip("\x1e").strip()
+                if line:
+                    j = json.loads(line)
+                    metrics += j if isinstance(j, list) else [j]
+            return metrics if self.traps_of_unit(metrics) == {"UD": 30, "BP": 30} else None
+        wait_for(reported, what=f"30 #UD and 30 #BP of {self.unit} in systemd-report metrics")
 
 
 if __name__ == "__main__":
