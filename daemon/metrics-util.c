@@ -141,13 +141,16 @@ json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorD
                            size_t max) {
         _cleanup_free_ uint64_t *suffix = calloc(n + 1, sizeof(uint64_t));
         _cleanup_json_ json_t *list = json_array();
-        UnitTotalsRow other = { .unit = METRICS_OBJECT_OTHER };
+        UnitTotalsRow other = { .unit = METRICS_OBJECT_OTHER }, all = {};
         uint64_t other_mask = 0;
         size_t budget, used = 0, left_out = 0, k;
 
         if (!suffix || !list || max < METRICS_MIN_MAX)
                 return NULL;
-        budget = max - n_drops - 1;
+        /* The system-wide totals: every row, reported or not. */
+        for (size_t i = 0; i < n; i++)
+                row_add(&all, &rows[i]);
+        budget = max - n_drops - 1 - (size_t) __builtin_popcountll(series_mask(&all));
 
         /* The totals' own "other" always goes into the report's. suffix[i]: the series "other"
          * would have if every unit from i on went into it. */
@@ -183,6 +186,8 @@ json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorD
                                             json_pack("{s:s}", "kind", drops[i].kind.name))) < 0)
                         return NULL;
         if (append(list, metric_new("io.trapstat.UnitsNotReported", left_out, NULL, NULL)) < 0)
+                return NULL;
+        if (append_object(list, &all, NULL) < 0)
                 return NULL;
         for (size_t i = 0; i < k; i++)
                 if (!is_other(&rows[i]) && append_object(list, &rows[i], rows[i].unit ?: METRICS_OBJECT_NONE) < 0)

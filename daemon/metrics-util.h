@@ -28,10 +28,11 @@
 /* Series one object can have at most: every vector, four page fault kinds, minor, major,
  * processes. */
 #define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 3)
-/* The system-wide ones. */
+/* The system-wide ones besides the totals: drops by kind, units not reported. */
 #define METRICS_SYSTEM_SERIES (COLLECTOR_DROP_KINDS + 1)
-/* The smallest --report-max-metrics: the system-wide series and "other" always fit. */
-#define METRICS_MIN_MAX (METRICS_SYSTEM_SERIES + METRICS_MAX_SERIES_PER_OBJECT)
+/* The smallest --report-max-metrics: the system-wide series, the system-wide totals (the
+ * series of an object, without one) and "other" always fit. */
+#define METRICS_MIN_MAX (METRICS_SYSTEM_SERIES + 2 * METRICS_MAX_SERIES_PER_OBJECT)
 
 typedef struct MetricFamily {
         const char *name, *description, *type;
@@ -41,7 +42,8 @@ extern const MetricFamily metric_families[];
 extern const size_t n_metric_families;
 
 /* The List replies, as a JSON array of {name, value, object?, fields?}: the system-wide series
- * first, then the units in the order of rows (unit_totals_query(): most events first), each
+ * first (drops, units not reported, and the totals over every unit, without an object), then
+ * the units in the order of rows (unit_totals_query(): most events first), each
  * unit whole, as long as it and "other" still fit in max replies; the rest of the units (and a
  * row "other" of the totals themselves) summed into the object "other". So at most max replies
  * (max >= METRICS_MIN_MAX), no unit split, and every unit with more events than another

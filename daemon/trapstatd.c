@@ -77,7 +77,7 @@ static void help(void) {
                (unsigned long long) QUERY_DEFAULT_COST_LIMIT);
 }
 
-_Static_assert(METRICS_MIN_MAX == 48, "--report-max-metrics' message says 48");
+_Static_assert(METRICS_MIN_MAX == 88, "--report-max-metrics' message says 88");
 
 static int usage_error(const char *fmt, const char *arg) {
         fprintf(stderr, "trapstatd: ");
@@ -259,7 +259,7 @@ int main(int argc, char *argv[]) {
                 case ARG_REPORT_MAX_METRICS:
                         /* At least the system-wide series and one unit's: "other" always fits. */
                         if (parse_uint(optarg, 1000000, &v) < 0 || v < METRICS_MIN_MAX)
-                                return usage_error("invalid --report-max-metrics '%s': expected 48 to 1000000", optarg);
+                                return usage_error("invalid --report-max-metrics '%s': expected 88 to 1000000", optarg);
                         config.report_max_metrics = (size_t) v;
                         break;
                 case ARG_MAX_UNIT_TOTALS:

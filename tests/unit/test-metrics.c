@@ -52,8 +52,12 @@ static void test_series(void **state _unused_) {
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 1000);
 
         assert_non_null(list);
-        /* 8 system-wide; a: 2 vectors + 4 page fault kinds + minor + major + processes; none: 3. */
-        assert_int_equal(json_array_size(list), 8 + 9 + 3);
+        /* 8 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major +
+         * processes; none: 3. */
+        assert_int_equal(json_array_size(list), 8 + 9 + 9 + 3);
+        assert_int_equal(find(list, "io.trapstat.PageFaults", NULL, "access", "read"), 7);
+        assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 3);
+        assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "BP"), 200);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "fault_map_full"), 5);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "site_process_limit"), 0);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
@@ -76,7 +80,8 @@ static void test_series(void **state _unused_) {
         assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), METRICS_MIN_MAX - 1));
 }
 
-/* Units of two series each (#UD, processes); the bound 48 leaves 40 for units. */
+/* Units of two series each (#UD, processes); the bound 88 leaves 78 for units and "other",
+ * after the 8 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
         char (*names)[32] = calloc(n_units + 1, 32);
@@ -92,10 +97,14 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 48);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 88);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
+        /* The system-wide totals hold every unit, reported or not. */
+        assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), (json_int_t) n_units);
+        assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "UD"),
+                         (json_int_t) (1000 * n_units - n_units * (n_units - 1) / 2));
         for (size_t i = 0; i < n_units; i++)
                 assert_int_equal(find(list, "io.trapstat.Traps", names[i], "vector", "UD"),
                                  i < expect_reported ? (json_int_t) (1000 - i) : -1);
@@ -107,10 +116,10 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(19, 8 + 38, 19); /* all fit */
-        check_bound(20, 48, 20);     /* exactly */
-        check_bound(21, 48, 19);     /* 19 and "other" of 2 */
-        check_bound(500, 48, 19);
+        check_bound(38, 8 + 2 + 76, 38); /* all fit */
+        check_bound(39, 88, 39);         /* exactly */
+        check_bound(40, 88, 38);         /* 38 and "other" of 2 */
+        check_bound(500, 88, 38);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
@@ -119,9 +128,12 @@ static void test_other_merged(void **state _unused_) {
                 { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70 },
                 { .unit = "a.service", .processes = 1, .traps.vector[6] = 10 },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 48);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 88);
 
-        assert_int_equal(json_array_size(list), 8 + 2 + 2);
+        /* 8 system-wide, the totals' 2, a.service's 2, other's 2. */
+        assert_int_equal(json_array_size(list), 8 + 2 + 2 + 2);
+        assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "UD"), 80);
+        assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 8);
         assert_int_equal(find(list, "io.trapstat.Traps", "other", "vector", "UD"), 70);
         assert_int_equal(find(list, "io.trapstat.Traps", "a.service", "vector", "UD"), 10);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
