@@ -151,6 +151,16 @@ def cgroup2_root():
     return None
 
 
+def remove_cgroup(path):
+    """Removes a cgroup a test made, once the processes in it have gone (the kernel refuses to
+    remove one that still has any)."""
+    def empty():
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            return f.read() == ""
+    wait_for(empty, what=f"{path} to empty")
+    os.rmdir(path)
+
+
 class Daemon:
     """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit."""
 

@@ -18,7 +18,8 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, cgroup2_root, require_root_and_bpf, require_x86_64, skip, wait_for  # noqa: E402
+from daemon import (Daemon, binary, cgroup2_root, remove_cgroup, require_root_and_bpf, require_x86_64, skip,  # noqa: E402
+                    wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 UNIT = "trapstat-test-exporter-a.service"
@@ -70,11 +71,7 @@ class ExporterDaemon(unittest.TestCase):
                     p.send_signal(signal.SIGTERM)
                     p.wait(timeout=10)
 
-            def empty():
-                with open(os.path.join(cls.cgroup, "cgroup.procs")) as f:
-                    return f.read() == ""
-            wait_for(empty, what=f"{cls.cgroup} to empty")
-            os.rmdir(cls.cgroup)
+            remove_cgroup(cls.cgroup)
         finally:
             if cls.daemon:
                 cls.daemon.__exit__(None, None, None)

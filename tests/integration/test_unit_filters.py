@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, history, remove_user,  # noqa: E402
+from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, history, remove_cgroup, remove_user,  # noqa: E402
                     require_root_and_bpf, require_x86_64, skip, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
@@ -77,11 +77,7 @@ class UnitFilters(unittest.TestCase):
             for w in list(cls.held):
                 cls.release(w)
             for cgroup in cls.cgroups.values():
-                def empty():
-                    with open(os.path.join(cgroup, "cgroup.procs")) as f:
-                        return f.read() == ""
-                wait_for(empty, what=f"{cgroup} to empty")
-                os.rmdir(cgroup)
+                remove_cgroup(cgroup)
         finally:
             try:
                 if cls.daemon:
