@@ -148,11 +148,61 @@ static __always_inline void count_drop(__u32 what) {
                 (*n)++;
 }
 
+/* The task's cgroup in the unified hierarchy, as bpf_get_current_cgroup_id() gives it for the
+ * current task: user space names its unit where /proc cannot (a process outside trapstatd's pid
+ * namespace). 0 when it cannot be read. */
+static __always_inline __u64 task_cgroup_id(struct task_struct *task) {
+        return BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+}
+
+/* kernfs_node's parent is __parent since Linux 6.15, parent before. */
+struct kernfs_node___new {
+        struct kernfs_node *__parent;
+} __attribute__((preserve_access_index));
+struct kernfs_node___old {
+        struct kernfs_node *parent;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct kernfs_node *kernfs_parent(struct kernfs_node *kn) {
+        if (bpf_core_field_exists(((struct kernfs_node___new *) kn)->__parent))
+                return BPF_CORE_READ((struct kernfs_node___new *) kn, __parent);
+        return BPF_CORE_READ((struct kernfs_node___old *) kn, parent);
+}
+
+/* Whether the len characters in unit end in suffix (n characters). */
+static __always_inline bool unit_ends_with(const char *unit, long len, const char *suffix, int n) {
+        if (len <= n || len >= TS_UNIT_LEN)
+                return false;
+        for (int i = 0; i < n; i++)
+                if (unit[(len - n + i) & (TS_UNIT_LEN - 1)] != suffix[i])
+                        return false;
+        return true;
+}
+
+#define TS_CGROUP_DEPTH 16
+
+/* The innermost unit of the task's cgroup (v2) into unit: the first name ending in .service or
+ * .scope on the way up, as user space reads units from /proc/PID/cgroup; "" when none is within
+ * TS_CGROUP_DEPTH levels. Read here because a unit may end, and its cgroup go, within a tick. */
+static __always_inline void cgroup_unit(struct task_struct *task, char *unit) {
+        struct kernfs_node *kn = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn);
+
+        for (int i = 0; i < TS_CGROUP_DEPTH && kn; i++) {
+                long n = bpf_probe_read_kernel_str(unit, TS_UNIT_LEN, BPF_CORE_READ(kn, name));
+
+                if (n > 1 && (unit_ends_with(unit, n - 1, ".service", 8) || unit_ends_with(unit, n - 1, ".scope", 6)))
+                        return;
+                kn = kernfs_parent(kn);
+        }
+        unit[0] = '\0';
+}
+
 static __always_inline void ident_fill(struct ts_ident *id, struct task_struct *task) {
         id->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         id->parent_start_time = BPF_CORE_READ(task, real_parent, group_leader, start_boottime);
         id->uid = BPF_CORE_READ(task, real_cred, uid.val);
         id->ppid = BPF_CORE_READ(task, real_parent, tgid);
+        id->cgroup_id = task_cgroup_id(task);
         /* The leader's comm, not the thread's: that is the process's name. */
         BPF_CORE_READ_STR_INTO(&id->comm, task, group_leader, comm);
 }
@@ -744,6 +794,8 @@ int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct
         e->h.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         e->uid = BPF_CORE_READ(task, real_cred, uid.val);
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+        e->cgroup_id = task_cgroup_id(task);
+        cgroup_unit(task, e->unit);
 
         mm = BPF_CORE_READ(task, mm);
         arg_start = BPF_CORE_READ(mm, arg_start);

@@ -10,6 +10,7 @@
 #define TS_COMM_LEN 16
 /* Bytes of the argument vector an exec event carries (NUL-separated, as in /proc/PID/cmdline). */
 #define TS_ARGS_LEN 256
+#define TS_UNIT_LEN 256 /* a unit name and its NUL, as systemd bounds them */
 
 /* Counting slots: a process counts into slot (tgid & (slots - 1)) when it owns that slot, which
  * costs two array lookups per fault. Processes whose slot is taken count in the fallback hash.
@@ -54,8 +55,9 @@ struct ts_ident {
         __u32 uid;               /* real uid */
         __u32 ppid;              /* parent's tgid */
         char comm[TS_COMM_LEN];  /* the group leader's: the process's name */
+        __u64 cgroup_id;         /* its cgroup in the unified (v2) hierarchy: the inode number there */
 };
-_Static_assert(sizeof(struct ts_ident) == 40, "struct ts_ident layout is shared with BPF");
+_Static_assert(sizeof(struct ts_ident) == 48, "struct ts_ident layout is shared with BPF");
 
 /* Key of the fallback hash and of the trap hash: a process incarnation, never a bare pid. */
 struct ts_proc_key {
@@ -70,7 +72,7 @@ struct ts_proc {
         struct ts_ident id;
         struct ts_counters c;
 };
-_Static_assert(sizeof(struct ts_proc) == 88, "struct ts_proc layout is shared with BPF");
+_Static_assert(sizeof(struct ts_proc) == 96, "struct ts_proc layout is shared with BPF");
 
 /* The fault signals kernel code sends for CPU exceptions, in this order. */
 #define TS_SIGNALS(X) X(SIGILL, 4) X(SIGTRAP, 5) X(SIGBUS, 7) X(SIGFPE, 8) X(SIGSEGV, 11)
@@ -99,7 +101,7 @@ struct ts_traps {
         __u64 _pad0;
         __u64 signal[TS_N_SIGNALS][TS_N_SI_CODES];
 };
-_Static_assert(sizeof(struct ts_traps) == 40 + 8 * (32 + 2 + 5 * 16), "struct ts_traps layout is shared with BPF");
+_Static_assert(sizeof(struct ts_traps) == 48 + 8 * (32 + 2 + 5 * 16), "struct ts_traps layout is shared with BPF");
 
 enum ts_event_type {
         TS_EVENT_EXIT = 1,
@@ -135,8 +137,10 @@ struct ts_exec_event {
         __u32 args_len;         /* bytes used in args */
         char comm[TS_COMM_LEN];
         char args[TS_ARGS_LEN]; /* NUL-separated, as in /proc/PID/cmdline */
+        __u64 cgroup_id;        /* its cgroup (v2) at the exec: a service manager moved it there */
+        char unit[TS_UNIT_LEN]; /* that cgroup's innermost unit (NUL-terminated), "" when none */
 };
-_Static_assert(sizeof(struct ts_exec_event) == 296, "struct ts_exec_event layout is shared with BPF");
+_Static_assert(sizeof(struct ts_exec_event) == 560, "struct ts_exec_event layout is shared with BPF");
 
 /* Ring buffer size (bytes, a power of two and a multiple of the page size), configurable at
  * load time. 4 MiB hold about 70000 exit events: a storm of exits while the daemon is busy. */

@@ -42,6 +42,7 @@ static void proc_free(void *p) {
 }
 
 int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_from_iterator) {
+        _cleanup_free_ char *cgroup_root = NULL;
         struct rlimit nofile;
 
         *t = (ProcTable) {
@@ -61,10 +62,14 @@ int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_fro
             nofile.rlim_cur >= 2048)
                 t->max_stat_fds = (size_t) nofile.rlim_cur / 2;
         t->attached_boottime = now_usec(CLOCK_BOOTTIME) * NSEC_PER_USEC;
+        /* Without a unified hierarchy (cgroup v1 only) BPF's cgroup ids name nothing. */
+        if (cgroup2_mount_find(proc_fd, &cgroup_root) >= 0)
+                (void) cgroup_units_new(cgroup_root, CGROUP_UNITS_MAX_DEFAULT, CGROUP_UNITS_RESCAN_USEC, &t->cgroups);
         return 0;
 }
 
 void proc_table_done(ProcTable *t) {
+        t->cgroups = cgroup_units_free(t->cgroups);
         tdestroy(t->tree, proc_free);
         t->tree = NULL;
         for (size_t i = 0; i < t->n_dead; i++)
@@ -136,6 +141,14 @@ int proc_table_retire(ProcTable *t, CollectorProc *p) {
         return array_append((void **) &t->dead, &t->n_dead, &t->dead_capacity, sizeof(p), &p);
 }
 
+/* The unit of the cgroup BPF saw a process in, for one that /proc cannot tell of: gone already,
+ * or of another pid namespace (a trapstatd in a container gets the host's pids from BPF). */
+static int proc_cgroup_unit(ProcTable *t, uint64_t cgroup_id, char **ret) {
+        if (!t->cgroups || cgroup_id == 0)
+                return -ENODATA;
+        return cgroup_units_lookup(t->cgroups, cgroup_id, now_usec(CLOCK_MONOTONIC), ret);
+}
+
 /* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
  * gone its parent is the one to ask (as ps shows a forked child with its parent's command line),
  * and it starts in its parent's unit. */
@@ -189,7 +202,8 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
         if (alive) {
                 (void) proc_read_cmdline(t->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
                 (void) proc_read_unit(t->proc_fd, pid, &p->info.unit);
-        }
+        } else if (id && id->start_time == start_time)
+                (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
         if (id && id->start_time == start_time && (!p->info.cmdline || !p->info.unit))
                 proc_inherit(t, p, id->ppid, id->parent_start_time);
 
@@ -296,6 +310,7 @@ int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *
 
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
         char *cmdline = NULL, *unit = NULL;
+        bool alive = proc_is_alive(t->proc_fd, p->info.pid, p->info.start_time);
         int r;
 
         /* Counting goes on under the new name. /proc has the whole command line while the
@@ -305,17 +320,23 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
         /* Changing user and then exec'ing is how processes get their user (su, setpriv, service
          * managers): the uid seen at the first fault may be the launcher's. */
         p->info.uid = e->uid;
-        if (proc_read_cmdline(t->proc_fd, p->info.pid, CMDLINE_MAX, &cmdline) < 0)
+        if (!alive || proc_read_cmdline(t->proc_fd, p->info.pid, CMDLINE_MAX, &cmdline) < 0)
                 cmdline = TAKE_PTR(e->cmdline);
         free(p->info.cmdline);
         p->info.cmdline = cmdline;
         /* So is the unit: a service manager forks, moves the child into the unit's cgroup and
          * then execs, and the child may have faulted before it moved. A process already gone
-         * keeps the unit it had. */
-        r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
-        if (r >= 0 || r == -ENODATA) {
+         * keeps the unit it had, unless BPF named its cgroup's at the exec (also that of a
+         * process in another pid namespace, whose /proc/PID is not here). */
+        if (alive) {
+                r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
+                if (r >= 0 || r == -ENODATA) {
+                        free(p->info.unit);
+                        p->info.unit = unit;
+                }
+        } else if (e->unit) {
                 free(p->info.unit);
-                p->info.unit = unit;
+                p->info.unit = TAKE_PTR(e->unit);
         }
         return proc_table_touch(t, p);
 }

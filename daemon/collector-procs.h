@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "collector-util.h"
+#include "cgroup-util.h"
 #include "counters.h"
 #include "proc-util.h"
 #include "sites.h"
@@ -47,6 +48,8 @@ typedef struct ProcTable {
         bool minmaj_from_iterator;        /* the task iterator reads min/maj of every tracked process */
         size_t n_stat_fds, max_stat_fds;  /* /proc/PID/stat fds kept open, and how many may be */
         uint64_t last_gc_usec;
+        CgroupUnits *cgroups;             /* units by cgroup id, for processes /proc cannot tell of;
+                                           * NULL without a unified hierarchy */
 
         void *tree;                       /* tsearch() tree of CollectorProc by (pid, start_time) */
         size_t n_procs;

@@ -151,6 +151,9 @@ int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret) {
                 const struct ts_exec_event *e = data;
 
                 x.uid = e->uid;
+                x.cgroup_id = e->cgroup_id;
+                if (e->unit[0] != '\0')
+                        x.unit = strndup(e->unit, sizeof(e->unit) - 1);
                 memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
                 /* args_len comes from BPF: never trust it beyond the array. A full array may end
                  * inside a UTF-8 character. */
@@ -165,6 +168,8 @@ int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret) {
 void lifecycle_event_done(LifecycleEvent *e) {
         free(e->cmdline);
         e->cmdline = NULL;
+        free(e->unit);
+        e->unit = NULL;
 }
 
 uint64_t dev_from_kernel(uint32_t dev) {

@@ -71,10 +71,13 @@ typedef struct LifecycleEvent {
         uint32_t uid;              /* the real uid after the exec, at the exit */
         char comm[COMM_MAX];       /* the new name, the final name */
         char *cmdline;             /* exec: from the event's argument bytes, NULL when none */
+        uint64_t cgroup_id;        /* exec: its cgroup (v2) then, 0 when unknown */
+        char *unit;                /* exec: that cgroup's unit as BPF named it, NULL when none */
 } LifecycleEvent;
 
 /* Decodes one ring buffer record. -EBADMSG for one too short or of a type user space does not
- * know: it is skipped. An exec event's command line is NULL when it has none (or no memory). */
+ * know: it is skipped. An exec event's command line and unit are NULL when it has none (or no
+ * memory). */
 int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret);
 void lifecycle_event_done(LifecycleEvent *e);
 

@@ -177,7 +177,7 @@ int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret) {
         return proc_cmdline_format(text, n, n == max, ret);
 }
 
-static bool is_unit_name(const char *s, size_t n) {
+bool proc_cgroup_name_is_unit(const char *s, size_t n) {
         static const char *const suffixes[] = { ".service", ".scope" };
 
         for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
@@ -198,7 +198,7 @@ static char *path_unit(const char *path, size_t len) {
 
                 while (j < len && path[j] != '/')
                         j++;
-                if (is_unit_name(path + i, j - i)) {
+                if (proc_cgroup_name_is_unit(path + i, j - i)) {
                         best = path + i;
                         best_len = j - i;
                 }
@@ -248,6 +248,10 @@ int proc_read_unit(int proc_fd, uint32_t pid, char **ret) {
         if (r < 0)
                 return r;
         return proc_cgroup_parse_unit(text, ret);
+}
+
+int proc_read_mountinfo(int proc_fd, char **ret) {
+        return read_small_file(proc_fd, "self/mountinfo", 1U << 20, ret, NULL);
 }
 
 int proc_read_boot_id(int proc_fd, char ret[static 37]) {

@@ -46,7 +46,12 @@ int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret);
  * ending in .service or .scope, of the unified (0::) hierarchy, else of name=systemd.
  * -ENODATA when it is in no unit. */
 int proc_cgroup_parse_unit(const char *text, char **ret);
+/* Whether a cgroup's name (n bytes of s) is a unit's: it ends in .service or .scope. */
+bool proc_cgroup_name_is_unit(const char *s, size_t n);
 int proc_read_unit(int proc_fd, uint32_t pid, char **ret);
+
+/* /proc/self/mountinfo: this process's mounts; the first MiB of a longer one. */
+int proc_read_mountinfo(int proc_fd, char **ret);
 
 /* /proc/sys/kernel/random/boot_id, 36 characters. */
 int proc_read_boot_id(int proc_fd, char ret[static 37]);

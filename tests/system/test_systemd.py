@@ -5,9 +5,11 @@
 activation and by `systemctl start`, in the unit's own sandbox (its user, capabilities,
 seccomp filter); this script only asks that systemd and the installed `trapstat`.
 
-The workloads run on the host, outside the container: BPF reports processes by their pids in
+Most workloads run on the host, outside the container: BPF reports processes by their pids in
 the initial pid namespace, which is how trapstatd names them (the daemon belongs on the host;
-the container is only the test's way to get a systemd of its own).
+the container is only the test's way to get a systemd of its own). The units' steps run theirs
+as the container's services (systemd-run), in the container's pid namespace, where only the
+daemon's cgroup-based naming of units can find them.
 
 Needs root. Exits 77 (skipped) only where a container cannot be booted at all, or off x86-64 (the
 trap workload raises x86 exceptions).
@@ -21,11 +23,13 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "integration"))
@@ -244,15 +248,16 @@ class System(unittest.TestCase):
         self.assertEqual(self.c.run("getent", "passwd", "trapstatd", check=False).returncode, 0)
 
         p = self.c.run("systemd-analyze", "verify", "trapstatd.service", "trapstatd.socket", "trapstatd-report.socket",
-                       check=False)
+                       "trapstat-exporter.service", "trapstat-exporter.socket", check=False)
         self.assertEqual((p.returncode, p.stdout + p.stderr), (0, ""))
 
-        unit = os.path.join(env("UNITDIR"), "trapstatd.service")
-        p = self.c.run("systemd-analyze", "security", "--offline=yes", unit, check=False)
-        m = re.search(r"Overall exposure level for trapstatd.service: (\d+\.\d)", p.stdout)
-        self.assertIsNotNone(m, p.stdout + p.stderr)
-        print(f"systemd-analyze security: exposure {m.group(1)}", file=sys.stderr)
-        self.assertLessEqual(float(m.group(1)), 2.0)
+        for name in ("trapstatd.service", "trapstat-exporter.service"):
+            unit = os.path.join(env("UNITDIR"), name)
+            p = self.c.run("systemd-analyze", "security", "--offline=yes", unit, check=False)
+            m = re.search(rf"Overall exposure level for {re.escape(name)}: (\d+\.\d)", p.stdout)
+            self.assertIsNotNone(m, p.stdout + p.stderr)
+            print(f"systemd-analyze security: {name} exposure {m.group(1)}", file=sys.stderr)
+            self.assertLessEqual(float(m.group(1)), 2.0)
 
     def test_1_installed_man_pages_and_completion(self):
         # Where `meson install` put them, man and bash-completion find them with no setup.
@@ -299,12 +304,7 @@ class System(unittest.TestCase):
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
 
         def names():
-            replies = []
-            with Connection(path) as c:
-                c.send("io.systemd.Metrics.List", {}, more=True)
-                while not replies or replies[-1].get("continues"):
-                    replies.append(c.read())
-            return {r["parameters"]["name"] for r in replies}
+            return {m["name"] for m in self.report()}
 
         self.assertIn("io.trapstat.Drops", names())
         # Units' page faults from the first tick on.
@@ -323,6 +323,75 @@ class System(unittest.TestCase):
         self.assertRegex(self.show("StatusText"), r"^(Counting page faults|Tracking \d+ processes)")
         wait_for(lambda: self.journal().count("ready: tick 1000 ms") == readies + 1, timeout=20,
                  what="the daemon's ready line")
+
+    def report(self):
+        """Every reply of io.systemd.Metrics.List on the report socket (test_3 enabled it)."""
+        replies = []
+        with Connection(self.c.path("/run/systemd/report/io.trapstat")) as c:
+            c.send("io.systemd.Metrics.List", {}, more=True)
+            while not replies or replies[-1].get("continues"):
+                replies.append(c.read())
+        return [r["parameters"] for r in replies]
+
+    def transient_traps(self, name):
+        """Runs raise-traps (N #UD and N #BP) as a transient unit of the container's systemd, to
+        its end; the unit's name."""
+        helper = "/usr/local/libexec/trapstat-test/raise-traps"
+        os.makedirs(self.c.path(os.path.dirname(helper)), exist_ok=True)
+        shutil.copy2(env("RAISE_TRAPS"), self.c.path(helper))
+        unit = f"trapstat-{name}-{os.getpid()}.service"
+        self.c.run("systemd-run", "--quiet", "--wait", "--unit", unit, "--", helper, str(N), "--only", "UD,BP")
+        return unit
+
+    def test_4_transient_unit_in_the_report(self):
+        # A transient unit of the container's systemd. Its process runs in the container's pid
+        # namespace, where the pid BPF reports (the host's) is no process or another one: the
+        # daemon names its unit from the cgroup BPF saw it in at its exec.
+        unit = self.transient_traps("transient")
+
+        def traps():
+            ms = [m for m in self.report() if m.get("object") == unit]
+            by_vector = {m["fields"]["vector"]: m["value"] for m in ms if m["name"] == "io.trapstat.Traps"}
+            return ms if by_vector.get("UD") == N and by_vector.get("BP") == N else None
+
+        ms = wait_for(traps, timeout=20, what=f"the traps of {unit} in io.systemd.Metrics.List")
+        # Exactly the unit's traps, and the page faults its process took.
+        self.assertEqual(sorted((m["fields"]["vector"], m["value"]) for m in ms if m["name"] == "io.trapstat.Traps"),
+                         [("BP", N), ("UD", N)])
+        user = [m["value"] for m in ms if m["name"] == "io.trapstat.PageFaults" and m["fields"].get("mode") == "user"]
+        self.assertTrue(user and sum(user) > 0, ms)
+        # The same unit in the daemon's own history by unit, through the installed client.
+        h = self.trapstat_json("history", "--unit", unit)
+        self.assertEqual((h["total"]["traps"], h["processes"], h["running"]), ({"BP": N, "UD": N}, 1, 0))
+        self.assertEqual(h["units"], [unit])
+
+    def test_4_unit_of_a_process_older_than_the_daemon(self):
+        # A service of the container's that runs from before trapstatd started, so no exec of
+        # its shell is seen: the daemon names its unit from the cgroup id BPF recorded when the
+        # process first faulted, by looking it up in the container's cgroup tree. Its children
+        # (true, sleep) exec and are named as in the step before.
+        # bash under a name of its own, which forks (dash would vfork: no fault of its own).
+        unit, shell = f"trapstat-older-{os.getpid()}.service", "/usr/local/libexec/trapstat-test/older-loop"
+        os.makedirs(self.c.path(os.path.dirname(shell)), exist_ok=True)
+        shutil.copy2("/bin/bash", self.c.path(shell))
+        self.systemctl("stop", "trapstatd.service")
+        self.c.run("systemd-run", "--quiet", "--unit", unit, "--", shell, "-c", "while :; do /bin/true; sleep 0.1; done")
+        try:
+            self.systemctl("reset-failed", "trapstatd")  # below the start limit (see test_6)
+            self.systemctl("start", "trapstatd.service")
+
+            def rows():
+                r = self.trapstat_json("top", "-b", "-n", "1", "--unit", unit, "--limit", "1000")["rows"]
+                comms = {row["process"]["comm"] for row in r}
+                return r if {"older-loop", "true", "sleep"} <= comms else None
+
+            r = wait_for(rows, timeout=20, what=f"the processes of {unit} in Top")
+            self.assertEqual({row["process"]["unit"] for row in r}, {unit})
+            sh = [row for row in r if row["process"]["comm"] == "older-loop"]
+            self.assertEqual(len(sh), 1, sh)
+            self.assertFalse(sh[0]["process"]["exited"])
+        finally:
+            self.systemctl("stop", unit, check=False)
 
     def test_4_workload_in_top_and_history(self):
         # The workloads run on the host (see above).
@@ -384,8 +453,13 @@ class System(unittest.TestCase):
             self.assert_running()
             hung, restarts = self.show("MainPID"), int(self.show("NRestarts"))
             self.systemctl("kill", "--signal=SIGSTOP", "trapstatd")
-            with open(self.c.path(f"proc/{hung}/status")) as f:
-                self.assertIn("State:\tT", f.read())
+
+            def stopped():
+                # Pending until the daemon's threads next enter the kernel: not at once on a busy machine.
+                with open(self.c.path(f"proc/{hung}/status")) as f:
+                    return "State:\tT" in f.read()
+
+            wait_for(stopped, timeout=10, interval=0.05, what="the daemon to stop on SIGSTOP")
 
             def restarted():
                 return (self.show("ActiveState") == "active" and self.show("MainPID") not in ("0", hung)
@@ -424,6 +498,51 @@ class System(unittest.TestCase):
             self.assertGreaterEqual(h["total"]["faults"]["write"], 3000)
         finally:
             self.remove_dropin("50-test-tick.conf")
+
+    def test_8_exporter_under_systemd(self):
+        # The exporter's units as shipped, on a free loopback port (the container shares the
+        # host's network): socket activation, its sandbox, and a unit's traps on /metrics.
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        d = self.c.path("run/systemd/system/trapstat-exporter.socket.d")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "50-test-port.conf"), "w") as f:
+            f.write(f"[Socket]\nListenStream=\nListenStream=127.0.0.1:{port}\n")
+        self.systemctl("daemon-reload")
+        # The daemon the step before left runs with its one-hour tick.
+        self.systemctl("reset-failed", "trapstatd")
+        self.systemctl("restart", "trapstatd.service")
+        self.systemctl("enable", "--now", "trapstat-exporter.socket")
+        self.assertEqual(self.show("ActiveState", "trapstat-exporter.service"), "inactive")
+        unit = self.transient_traps("scraped")
+
+        def scrape():
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                return r.status, r.headers["Content-Type"], r.read().decode()
+
+        last = {}
+
+        def traps():
+            status, ctype, text = scrape()
+            last["text"] = text
+            series = dict(re.findall(rf'(?m)^trapstat_traps_total{{vector="(\w+)",unit="{re.escape(unit)}"}} (\d+)$', text))
+            return (ctype, text, series) if series.get("UD") == str(N) else None
+
+        try:
+            ctype, text, series = wait_for(traps, timeout=20, what=f"the traps of {unit} on /metrics")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the last scrape:\n{last.get('text')}") from None
+        self.assertEqual(series, {"UD": str(N), "BP": str(N)})
+        self.assertRegex(text, r"(?m)^trapstat_up 1$")
+        self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+        # Started by its socket, under its own sandbox: a dynamic user, no capabilities.
+        self.assertEqual(self.show("ActiveState", "trapstat-exporter.service"), "active")
+        with open(self.c.path(f"proc/{self.show('MainPID', 'trapstat-exporter.service')}/status")) as f:
+            fields = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        self.assertNotEqual(fields["Uid"].split()[0], "0")
+        self.assertEqual(int(fields["CapEff"], 16), 0)
+        self.assertEqual((fields["NoNewPrivs"], fields["Seccomp"]), ("1", "2"))
 
 
 def main():

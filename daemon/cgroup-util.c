@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+#include "cgroup-util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collector-util.h"
+#include "macro.h"
+#include "proc-util.h"
+
+/* Nesting deeper than this is not walked: systemd's trees are a few levels deep, and the bound
+ * keeps the walk's fds and stack small whatever a delegated subtree holds. */
+#define CGROUP_MAX_DEPTH 32
+
+typedef struct CgroupEntry {
+        uint64_t id;
+        const char *unit; /* points into units[], NULL when in no unit */
+} CgroupEntry;
+
+struct CgroupUnits {
+        char *root;
+        uint32_t max_cgroups;
+        uint64_t rescan_usec;
+        uint64_t last_scan_usec;
+        bool scanned;
+        uint64_t scans;
+
+        CgroupEntry *entries; /* sorted by id after a walk */
+        size_t n_entries, entries_capacity;
+        char **units; /* each unit's name once per walk */
+        size_t n_units, units_capacity;
+};
+
+static void entries_clear(CgroupUnits *c) {
+        for (size_t i = 0; i < c->n_units; i++)
+                free(c->units[i]);
+        c->n_units = 0;
+        c->n_entries = 0;
+}
+
+int cgroup_units_new(const char *root, uint32_t max_cgroups, uint64_t rescan_usec, CgroupUnits **ret) {
+        CgroupUnits *c;
+
+        if (!root || max_cgroups == 0)
+                return -EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->root = strdup(root);
+        if (!c->root) {
+                free(c);
+                return -ENOMEM;
+        }
+        c->max_cgroups = max_cgroups;
+        c->rescan_usec = rescan_usec;
+        *ret = c;
+        return 0;
+}
+
+CgroupUnits *cgroup_units_free(CgroupUnits *c) {
+        if (!c)
+                return NULL;
+        entries_clear(c);
+        free(c->entries);
+        free(c->units);
+        free(c->root);
+        free(c);
+        return NULL;
+}
+
+static int entry_add(CgroupUnits *c, uint64_t id, const char *unit) {
+        CgroupEntry e = { .id = id, .unit = unit };
+
+        if (c->n_entries >= c->max_cgroups)
+                return -E2BIG;
+        return array_append((void **) &c->entries, &c->n_entries, &c->entries_capacity, sizeof(e), &e);
+}
+
+/* The cgroups below the directory dir_fd (taken), whose own unit is unit. */
+static int walk(CgroupUnits *c, int dir_fd, const char *unit, unsigned depth) {
+        DIR *d = fdopendir(dir_fd);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d) {
+                r = -errno;
+                close(dir_fd);
+                return r;
+        }
+        while (r >= 0 && (de = readdir(d))) {
+                const char *child_unit = unit;
+                size_t len;
+                int fd;
+
+                if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                len = strlen(de->d_name);
+                if (proc_cgroup_name_is_unit(de->d_name, len)) {
+                        char *name = strdup(de->d_name);
+
+                        if (!name) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        r = array_append((void **) &c->units, &c->n_units, &c->units_capacity, sizeof(name), &name);
+                        if (r < 0) {
+                                free(name);
+                                break;
+                        }
+                        child_unit = name;
+                }
+                /* A directory's inode number, as readdir() gives it, is the cgroup's id. */
+                r = entry_add(c, de->d_ino, child_unit);
+                if (r < 0 || depth + 1 >= CGROUP_MAX_DEPTH)
+                        continue;
+                fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* removed meanwhile, or not ours to read: its id is known */
+                r = walk(c, fd, child_unit, depth + 1);
+        }
+        closedir(d);
+        return r;
+}
+
+static int entry_compare(const void *a, const void *b) {
+        const CgroupEntry *x = a, *y = b;
+
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Makes the map anew. A tree over the bound is kept up to it (-E2BIG is not an error here). */
+static int scan(CgroupUnits *c) {
+        struct stat st;
+        int fd, r;
+
+        entries_clear(c);
+        c->scans++;
+        fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        r = entry_add(c, st.st_ino, NULL);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        r = walk(c, fd, NULL, 0);
+        qsort(c->entries, c->n_entries, sizeof(*c->entries), entry_compare);
+        return r == -E2BIG ? 0 : r;
+}
+
+static const CgroupEntry *entry_find(const CgroupUnits *c, uint64_t id) {
+        CgroupEntry key = { .id = id };
+
+        if (c->n_entries == 0)
+                return NULL;
+        return bsearch(&key, c->entries, c->n_entries, sizeof(*c->entries), entry_compare);
+}
+
+int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **ret_unit) {
+        const CgroupEntry *e = entry_find(c, id);
+        char *unit;
+
+        if (!e && (!c->scanned || now_usec - c->last_scan_usec >= c->rescan_usec)) {
+                int r = scan(c);
+
+                c->scanned = true;
+                c->last_scan_usec = now_usec;
+                if (r < 0)
+                        return r;
+                e = entry_find(c, id);
+        }
+        if (!e)
+                return -ENOENT;
+        if (!e->unit)
+                return -ENODATA;
+        unit = strdup(e->unit);
+        if (!unit)
+                return -ENOMEM;
+        *ret_unit = unit;
+        return 0;
+}
+
+uint32_t cgroup_units_size(const CgroupUnits *c) {
+        return (uint32_t) c->n_entries;
+}
+
+uint64_t cgroup_units_scans(const CgroupUnits *c) {
+        return c->scans;
+}
+
+/* mountinfo escapes space, tab, newline and backslash in paths as \ooo. */
+static char *unescape_octal(const char *s, size_t n) {
+        char *out = malloc(n + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] == '\\' && i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+                    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+                        *o++ = (char) ((s[i + 1] - '0') << 6 | (s[i + 2] - '0') << 3 | (s[i + 3] - '0'));
+                        i += 3;
+                } else
+                        *o++ = s[i];
+        }
+        *o = '\0';
+        return out;
+}
+
+/* The n-th (from 0) space-separated field of [line, eol). */
+static const char *field(const char *line, const char *eol, unsigned n, size_t *ret_len) {
+        const char *p = line;
+
+        for (unsigned i = 0; i < n; i++) {
+                p = memchr(p, ' ', (size_t) (eol - p));
+                if (!p)
+                        return NULL;
+                p++;
+        }
+        *ret_len = (size_t) ((const char *) (memchr(p, ' ', (size_t) (eol - p)) ?: eol) - p);
+        return p;
+}
+
+int cgroup2_mount_parse(const char *mountinfo, char **ret) {
+        for (const char *line = mountinfo; *line;) {
+                const char *eol = strchrnul(line, '\n');
+                /* "36 35 98:0 /root /mnt opts[ optional...] - fstype source superopts" */
+                const char *sep = line;
+                const char *mount_point, *fstype;
+                size_t mp_len = 0, fs_len = 0;
+
+                while ((sep = memchr(sep, '-', (size_t) (eol - sep))) && !(sep > line && sep[-1] == ' ' &&
+                                                                            sep + 1 < eol && sep[1] == ' '))
+                        sep++;
+                mount_point = field(line, eol, 4, &mp_len);
+                fstype = sep ? field(sep + 2, eol, 0, &fs_len) : NULL;
+                if (mount_point && fstype && fs_len == strlen("cgroup2") && memcmp(fstype, "cgroup2", fs_len) == 0) {
+                        char *path = unescape_octal(mount_point, mp_len);
+
+                        if (!path)
+                                return -ENOMEM;
+                        *ret = path;
+                        return 0;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        return -ENOENT;
+}
+
+int cgroup2_mount_find(int proc_fd, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = proc_read_mountinfo(proc_fd, &text);
+        if (r < 0)
+                return r;
+        return cgroup2_mount_parse(text, ret);
+}
