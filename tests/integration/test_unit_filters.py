@@ -271,6 +271,28 @@ class UnitFilters(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         return p.stdout
 
+    def test_unit_named_at_the_exec_of_a_process_gone_before_the_tick(self):
+        # A unit that ends, and whose cgroup goes, within a tick: /proc can no longer tell of the
+        # process when the tick reads it, nor can a walk of the hierarchy find its cgroup. The
+        # exec event has the unit, named by BPF from the cgroup at the exec.
+        unit = f"{PREFIX}short.service"
+        cgroup = os.path.join(cgroup2_root(), unit)
+        path = os.path.join(self.daemon.dir, "ut-short")
+        shutil.copy2(binary("RAISE_TRAPS"), path)
+        os.mkdir(cgroup)
+        try:
+            def join():
+                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                    f.write("0")
+
+            out = subprocess.run([path, "20", "--only", "UD"], preexec_fn=join, capture_output=True, text=True,
+                                 check=True, timeout=30)
+        finally:
+            remove_cgroup(cgroup)
+        pid = json.loads(out.stdout)["pid"]
+        h = exited_history(self.daemon, pid)
+        self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-short", unit, {"UD": 20}))
+
     def test_watch(self):
         """A Watch of unit C streams only its rows, and lists a workload of it in exited in the
         tick it exits; unit D's workload, running and exiting beside it, shows in neither."""

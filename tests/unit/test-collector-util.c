@@ -184,8 +184,24 @@ static void test_lifecycle_event_decode(void **state) {
         assert_int_equal(e.tgid, 43);
         assert_string_equal(e.comm, "sh");
         assert_string_equal(e.cmdline, "sh -c true");
+        assert_null(e.unit); /* "": in no unit */
         lifecycle_event_done(&e);
         assert_null(e.cmdline);
+
+        /* The unit BPF named, and the cgroup id; a name filling the array without its NUL is
+         * cut to TS_UNIT_LEN - 1 bytes. */
+        strcpy(exec_event.unit, "nginx.service");
+        exec_event.cgroup_id = 4242;
+        assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event), &e), 0);
+        assert_string_equal(e.unit, "nginx.service");
+        assert_int_equal(e.cgroup_id, 4242);
+        lifecycle_event_done(&e);
+        assert_null(e.unit);
+        memset(exec_event.unit, 'u', sizeof(exec_event.unit));
+        assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event), &e), 0);
+        assert_int_equal(strlen(e.unit), TS_UNIT_LEN - 1);
+        lifecycle_event_done(&e);
+        exec_event.unit[0] = '\0';
 
         /* No arguments: no command line. */
         exec_event.args_len = 0;
