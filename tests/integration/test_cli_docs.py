@@ -28,13 +28,15 @@ def read(*path):
 
 
 def complete(line):
-    """COMPREPLY of the trapstat completion for the command line `line` (cursor at its end)."""
+    """COMPREPLY of the completion of the command (trapstat or trapstat-exporter) for the command
+    line `line` (cursor at its end)."""
     words = line.split(" ")
+    command = words[0]
     script = (
         "source /usr/share/bash-completion/bash_completion\n"
-        f"source {os.path.join(SOURCE, 'completion', 'trapstat.bash')}\n"
+        f"source {os.path.join(SOURCE, 'completion', command + '.bash')}\n"
         'COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=("${@:2}"); COMP_CWORD=$(($# - 2))\n'
-        "_trapstat trapstat \"${COMP_WORDS[COMP_CWORD]}\" \"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+        f"_{command.replace('-', '_')} {command} \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n"
         'printf "%s\\n" "${COMPREPLY[@]}"\n'
     )
     out = run("bash", "-c", script, "complete", line, *words)
@@ -70,9 +72,15 @@ class Docs(unittest.TestCase):
         man = read(SOURCE, "man", "trapstat-exporter.1.scd")
         opts = long_options(run(os.environ["TRAPSTAT_EXPORTER"], "--help"))
         self.assertGreaterEqual(len(opts), 5)
+        completed = set(complete("trapstat-exporter --"))
+        self.assertEqual(completed - {"--help"}, set(opts) - {"--help"})
         for opt in opts:
             with self.subTest(option=opt):
                 self.assertIn(f"*{opt}*", man)
+        self.assertEqual(complete("trapstat-exporter --listen 127"), ["127.0.0.1:9472"])
+        self.assertEqual(complete("trapstat-exporter --socket /run/x --ti"), ["--timeout"])
+        self.assertEqual(complete("trapstat-exporter --timeout "), ["10s", "1s", "30s", "5s"])
+        self.assertEqual(complete("trapstat-exporter --unit-limit "), [])
         # Every family the exporter writes (its HELP lines are in exporter/metrics.c).
         families = set(re.findall(r'"(trapstat_[a-z_]+)"', read(SOURCE, "exporter", "metrics.c")))
         self.assertGreaterEqual(len(families), 9)

@@ -261,13 +261,14 @@ class System(unittest.TestCase):
 
     def test_1_installed_man_pages_and_completion(self):
         # Where `meson install` put them, man and bash-completion find them with no setup.
-        for page, section in (("trapstat", "1"), ("trapstatd", "8")):
+        for page, section in (("trapstat", "1"), ("trapstatd", "8"), ("trapstat-exporter", "1")):
             path = self.c.run("man", "-w", section, page).stdout.strip()
             self.assertTrue(path.startswith(env("PREFIX") + "/"), path)
             self.assertTrue(path.endswith(f"/man{section}/{page}.{section}"), path)
-        p = self.c.run("bash", "-c", ". /usr/share/bash-completion/bash_completion && __load_completion trapstat && "
-                       "complete -p trapstat")
-        self.assertEqual(p.stdout.strip(), "complete -F _trapstat trapstat")
+        for command in ("trapstat", "trapstat-exporter"):
+            p = self.c.run("bash", "-c", f". /usr/share/bash-completion/bash_completion && __load_completion {command} && "
+                           f"complete -p {command}")
+            self.assertEqual(p.stdout.strip(), f"complete -F _{command.replace('-', '_')} {command}")
 
     def test_2_socket_activation(self):
         self.systemctl("enable", "--now", "trapstatd.socket")
