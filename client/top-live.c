@@ -8,7 +8,6 @@
 #include <curses.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +121,7 @@ static int live_start(Live *l, char *why, size_t why_size) {
                 return r;
         }
         l->c = trapstat_client_free(l->c);
-        r = top_watch_open(l->o, &l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c);
+        r = top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c);
         if (r < 0) {
                 snprintf(why, why_size, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
                 return r;
@@ -279,22 +278,6 @@ static void draw_live(Live *l) {
         top_rows_free(view, n_view);
 }
 
-int top_parse_user(const char *text, int64_t *ret) {
-        struct passwd pw, *result = NULL;
-        char scratch[1024];
-        long long uid;
-
-        if (getpwnam_r(text, &pw, scratch, sizeof(scratch), &result) == 0 && result) {
-                *ret = result->pw_uid;
-                return 0;
-        }
-        if (parse_int_arg(text, 0, UINT32_MAX - 1, &uid) == 0) {
-                *ret = uid;
-                return 0;
-        }
-        return -EINVAL;
-}
-
 /* Applies what was typed at a filter prompt: true when the filter changed. */
 static bool prompt_apply(Live *l) {
         ProcessFilter f = l->filter;
@@ -384,7 +367,7 @@ static int live_reconnect(Live *l) {
 
         l->attempts++;
         l->next_attempt_usec = now_usec(CLOCK_MONOTONIC) + LIVE_RECONNECT_USEC;
-        r = top_watch_open(l->o, &l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c);
+        r = top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c);
         if (r < 0)
                 return r;
         l->gone_usec = 0;
@@ -504,7 +487,7 @@ static int live_key(Live *l, int ch, bool *redraw) {
         /* The daemon picks each tick's rows by the sort: restart the stream (the totals stay). */
         if (strcmp(new_sort, l->sort.name) != 0 && sort_key_from_name(new_sort, &l->sort) == 0 && !l->gone_usec) {
                 l->c = trapstat_client_free(l->c);
-                if (top_watch_open(l->o, &l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c) < 0)
+                if (top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c) < 0)
                         live_gone(l);
         }
         return 0;

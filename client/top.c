@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -123,8 +124,24 @@ void top_format_summary(char *buf, size_t size, const TopTable *t) {
                  t->missed ? "  (ticks missed: reading too slowly)" : "");
 }
 
-int top_watch_open(const TopOptions *o _unused_, const SortKey *sort, const ProcessFilter *filter, unsigned limit,
-                   uint64_t timeout_usec, TrapstatClient **ret) {
+int top_parse_user(const char *text, int64_t *ret) {
+        struct passwd pw, *result = NULL;
+        char scratch[1024];
+        long long uid;
+
+        if (getpwnam_r(text, &pw, scratch, sizeof(scratch), &result) == 0 && result) {
+                *ret = result->pw_uid;
+                return 0;
+        }
+        if (parse_int_arg(text, 0, UINT32_MAX - 1, &uid) == 0) {
+                *ret = uid;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned limit, uint64_t timeout_usec,
+                   TrapstatClient **ret) {
         _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
         int r;
 
@@ -195,7 +212,7 @@ static int stream_reconnect(const TopOptions *o, uint64_t gone_usec, unsigned li
                 struct timespec ts = { .tv_sec = 1 };
                 int r;
 
-                r = top_watch_open(o, &o->sort, &o->filter, limit, CALL_TIMEOUT_USEC, ret);
+                r = top_watch_open(&o->sort, &o->filter, limit, CALL_TIMEOUT_USEC, ret);
                 if (r >= 0)
                         return 0;
                 if (o->reconnect_timeout_usec != RECONNECT_NEVER &&

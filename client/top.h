@@ -47,8 +47,8 @@ int top_format_row(const TopRow *r, TopGroup g, uint64_t interval_usec, char sta
 /* The "all:" line of a table: rates of the last refresh over every process of the view. */
 void top_format_summary(char *buf, size_t size, const TopTable *t);
 /* Opens a Watch stream quietly (its errors come with the first read): 0 or a negative errno. */
-int top_watch_open(const TopOptions *o, const SortKey *sort, const ProcessFilter *filter, unsigned limit,
-                   uint64_t timeout_usec, TrapstatClient **ret);
+int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned limit, uint64_t timeout_usec,
+                   TrapstatClient **ret);
 /* Top over the window for the filter, quietly: 0 and the reply; TRAPSTAT_ERROR_REPLY and
  * *ret_error; or a negative errno. */
 int top_call_top(const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit, json_t **ret,

@@ -151,6 +151,19 @@ def cgroup2_root():
     return None
 
 
+def make_cgroup(unit):
+    """A cgroup named like unit under the cgroup2 hierarchy (one an interrupted run left is removed
+    first); its path. Skips where there is no cgroup2 hierarchy. remove_cgroup() removes it."""
+    root = cgroup2_root()
+    if not root:
+        skip("no cgroup2 hierarchy: no process can be put into a unit")
+    path = os.path.join(root, unit)
+    if os.path.isdir(path):
+        os.rmdir(path)
+    os.mkdir(path)
+    return path
+
+
 def remove_cgroup(path):
     """Removes a cgroup a test made, once the processes in it have gone (the kernel refuses to
     remove one that still has any)."""

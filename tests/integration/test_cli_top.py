@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, cgroup2_root, require_root_and_bpf, require_x86_64,  # noqa: E402
+from daemon import (Daemon, SharedDaemonTest, binary, cgroup2_root, make_cgroup, require_root_and_bpf, require_x86_64,  # noqa: E402
                     trapstat_json, wait_for)
 
 
@@ -303,11 +303,9 @@ class LiveTop(SharedDaemonTest):
 
     def test_group_by_unit_and_help(self):
         """g groups the rows by unit: a unit's row sums its processes' traps; h lists every key."""
-        root = cgroup2_root()
-        self.assertIsNotNone(root, "no cgroup2 hierarchy on this machine")
+        self.assertIsNotNone(cgroup2_root(), "no cgroup2 hierarchy on this machine")
         unit = f"trapstat-live-{os.getpid()}.service"
-        cgroup = os.path.join(root, unit)
-        os.mkdir(cgroup)
+        cgroup = make_cgroup(unit)
         self.addCleanup(os.rmdir, cgroup)
         a, b = SiteTraps(3, cgroup), SiteTraps(4, cgroup)
         self.addCleanup(b.stop)

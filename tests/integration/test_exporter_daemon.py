@@ -18,7 +18,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, cgroup2_root, remove_cgroup, require_root_and_bpf, require_x86_64, skip,  # noqa: E402
+from daemon import (Daemon, binary, make_cgroup, remove_cgroup, require_root_and_bpf, require_x86_64,  # noqa: E402
                     wait_for)
 from varlink_raw import Connection  # noqa: E402
 
@@ -48,13 +48,7 @@ def value(text, name, **labels):
 class ExporterDaemon(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        root = cgroup2_root()
-        if not root:
-            skip("no cgroup2 hierarchy: no process can be put into a unit")
-        cls.cgroup = os.path.join(root, UNIT)
-        if os.path.isdir(cls.cgroup):
-            os.rmdir(cls.cgroup)
-        os.mkdir(cls.cgroup)
+        cls.cgroup = make_cgroup(UNIT)
         cls.daemon, cls.exporters = None, []
         cls.dir = tempfile.mkdtemp(prefix="trapstat-exporter-daemon-")
         try:

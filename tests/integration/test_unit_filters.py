@@ -20,8 +20,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, history, remove_cgroup, remove_user,  # noqa: E402
-                    require_root_and_bpf, require_x86_64, skip, wait_for)
+from daemon import (Daemon, binary, create_user, exited_history, history, make_cgroup, remove_cgroup, remove_user,  # noqa: E402
+                    require_root_and_bpf, require_x86_64, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = "trapstat-unit-test"
@@ -38,18 +38,12 @@ def invalid(member):
 class UnitFilters(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        root = cgroup2_root()
-        if not root:
-            skip("no cgroup2 hierarchy: no process can be put into a unit")
         cls.uid = create_user(USER).pw_uid
         cls.cgroups, cls.held = {}, []
         cls.daemon = None
         try:
             for name, unit in UNITS.items():
-                cls.cgroups[name] = os.path.join(root, unit)
-                if os.path.isdir(cls.cgroups[name]):
-                    os.rmdir(cls.cgroups[name])
-                os.mkdir(cls.cgroups[name])
+                cls.cgroups[name] = make_cgroup(unit)
             cls.daemon = Daemon().__enter__()
             os.chmod(cls.daemon.dir, 0o755)
             cls.trapstat_copy = shutil.copy2(binary("TRAPSTAT"), os.path.join(cls.daemon.dir, "trapstat"))
@@ -276,10 +270,9 @@ class UnitFilters(unittest.TestCase):
         # process when the tick reads it, nor can a walk of the hierarchy find its cgroup. The
         # exec event has the unit, named by BPF from the cgroup at the exec.
         unit = f"{PREFIX}short.service"
-        cgroup = os.path.join(cgroup2_root(), unit)
         path = os.path.join(self.daemon.dir, "ut-short")
         shutil.copy2(binary("RAISE_TRAPS"), path)
-        os.mkdir(cgroup)
+        cgroup = make_cgroup(unit)
         try:
             def join():
                 with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
