@@ -671,10 +671,14 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         }
         s->packed_size = 0;
         for (size_t i = 0; i < n; i++) {
-                const ProcessInfo *p = samples[i].process;
+                /* Seen at least in the bucket it has counts in: Top finds the processes of a
+                 * stretch of time by last seen (store.h). The collector passes the tick's time. */
+                ProcessInfo seen = *samples[i].process;
+                const ProcessInfo *p = &seen;
                 KnownProcess *k;
                 int64_t id = 0;
 
+                seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
                 r = process_row(s, p, &id, &k);
                 if (r < 0)
                         goto rollback;

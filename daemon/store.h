@@ -79,7 +79,9 @@ uint64_t store_size_bytes(Store *s);
  * bucket holding now_usec, and each process row is created, or updated when its comm, uid,
  * cmdline, unit or exited changed. Last seen is written when it moves into another raw bucket:
  * while a process runs, the row's last_seen_usec is its first tick in the newest bucket, less
- * than 10 s behind the newest tick (still >= the start of every bucket the process has rows in);
+ * than 10 s behind the newest tick (still >= the start of every bucket the process has rows in,
+ * which Top relies on: a sample whose last_seen_usec is older is written as seen at the start
+ * of its tick's bucket);
  * it is exact at exit, at store_free(), and at the first flush in a later bucket once the
  * process has had no sample for a minute. The samples' ProcessInfo need to live only for the
  * call: the store keeps copies of what it wrote.
