@@ -59,6 +59,10 @@ struct Store {
         uint8_t *packed;         /* a tick's deltas for sample_pending */
         size_t packed_size, packed_capacity;
         unsigned snapshots;      /* store_snapshot_begin() calls not ended yet */
+        /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
+        unsigned checkpoint_pages;
+        void (*checkpoint_fn)(void *userdata);
+        void *checkpoint_userdata;
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };

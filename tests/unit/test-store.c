@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -721,6 +722,53 @@ static int stop_at_once(void *userdata _unused_) {
 
 /* A reader sees what the writer committed, the pending ticks once the writer settled them;
  * it cannot write; its progress handler can stop a query. Neither follows a symbolic link. */
+static void count_requests(void *userdata) {
+        (*(unsigned *) userdata)++;
+}
+
+/* With a checkpoint handler the writer's commits ask for checkpoints instead of running them,
+ * and still checkpoint themselves once the WAL reaches the backstop; store_checkpoint() does
+ * the work from its own connection. */
+static void test_checkpoint_handler(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo a = { .pid = 810, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
+        char path[256], wal[300], missing[256];
+        unsigned requests = 0;
+        struct stat st;
+        Store *w;
+
+        snprintf(path, sizeof(path), "%s/checkpoint.db", tmpdir);
+        snprintf(wal, sizeof(wal), "%s-wal", path);
+        snprintf(missing, sizeof(missing), "%s/missing.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        /* A handler that never checkpoints: only the backstop (8 x 4 pages) bounds the WAL. */
+        store_set_checkpoint_handler(w, 4, count_requests, &requests);
+        for (uint64_t i = 0; i < 300; i++) {
+                a.pid = 810 + (uint32_t) i; /* a new process row every tick: pages to write */
+                ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
+                assert_int_equal(store_flush(w, t0 + i * 10 * S, &sample, 1), 0);
+        }
+        assert_true(requests > 0);
+        /* Without the backstop, 300 commits of a few pages each: megabytes. */
+        assert_int_equal(stat(wal, &st), 0);
+        assert_true(st.st_size < 256 * 1024);
+
+        assert_int_equal(store_checkpoint(path), 0);
+        assert_true(store_checkpoint(missing) < 0);
+        assert_int_equal(access(missing, F_OK), -1);
+
+        /* Back to SQLite's own checkpoints: no more requests. */
+        store_set_checkpoint_handler(w, STORE_CHECKPOINT_PAGES, NULL, NULL);
+        requests = 0;
+        {
+                ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
+                assert_int_equal(store_flush(w, t0 + 400 * 10 * S, &sample, 1), 0);
+        }
+        assert_int_equal(requests, 0);
+        store_free(w);
+        (void) state;
+}
+
 static void test_reader(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL;
         ProcessInfo a = { .pid = 800, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
@@ -1541,6 +1589,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_checkpoint_handler),
                 cmocka_unit_test(test_reader_sees_pending_ticks),
                 cmocka_unit_test(test_top_filters),
                 cmocka_unit_test(test_unit_history),
