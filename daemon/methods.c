@@ -138,10 +138,8 @@ static uint64_t window_start_usec(int64_t window_sec) {
         return (uint64_t) window_sec >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window_sec * USEC_PER_SEC;
 }
 
-/* Hands the call to a worker. Top reads the samples of the raw tier: the ticks the writer has
- * not folded into it yet go in first (at most once per tick, however many calls come). History
- * and UnitHistory read the pending ticks themselves (store_history()), so they do not wait on
- * the event loop for that write: with a thousand processes active it is a thousand upserts. */
+/* Hands the call to a worker. Top and History read the samples: the ticks the writer has not
+ * folded into the raw tier yet go in first (at most once per tick, however many calls come). */
 static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, void *args, void (*free_args)(void *)) {
         if (samples)
                 (void) store_settle(manager_store(m));
@@ -427,7 +425,7 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         if (!args)
                 return -ENOMEM;
         *args = (HistoryArgs) { .range = range, .resolution_sec = resolution };
-        return submit(call, m, false, run_history, args, free);
+        return submit(call, m, true, run_history, args, free);
 }
 
 typedef struct UnitHistoryArgs {
@@ -502,7 +500,7 @@ static int method_unit_history(VarlinkCall *call, json_t *parameters, void *user
                                     .resolution_sec = resolution,
                                     .uid = visible_uid(call) };
         memcpy(args->unit, unit, size);
-        return submit(call, m, false, run_unit_history, args, free);
+        return submit(call, m, true, run_unit_history, args, free);
 }
 
 typedef struct SitesArgs {
