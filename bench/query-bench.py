@@ -13,8 +13,10 @@ it with its default tick, and sends calls one at a time over one connection, alt
                1440 samples of 60 s, a reply of about 150 KB
 
 with a random pause of 0-100 ms before each, so that calls fall at every point of the tick and
-of maintenance. Each call is timed from sending it to having read its whole reply. Printed per
-build and kind: calls, median, p99 (nearest rank), max in ms. Also per build:
+of maintenance. Each call is timed from sending it to having read its whole reply from the
+socket; parsing the reply's JSON (Python's json module) is timed apart, as it is the client's
+cost, not the daemon's. Printed per build and kind: calls, median, p99 (nearest rank), max in
+ms, the median parse time and the mean reply size. Also per build:
 
   tick cost    CPU time of the daemon's main thread (the event loop: collector drain, store
                flush, maintenance, replies; the query workers are other threads) over
@@ -142,13 +144,21 @@ def history_picks(conn, n, seed):
 
 
 def call_ms(conn, method, parameters):
+    """(ms until the whole reply was read from the socket, ms more to parse it in Python, its bytes)."""
     t = time.perf_counter()
     conn.send(method, parameters)
-    reply = conn.read()
-    ms = (time.perf_counter() - t) * 1000
+    while b"\0" not in conn.buf:
+        chunk = conn.sock.recv(1 << 20)
+        if not chunk:
+            raise SystemExit(f"{method}: the daemon closed the connection")
+        conn.buf += chunk
+    received = time.perf_counter()
+    msg, conn.buf = conn.buf.split(b"\0", 1)
+    reply = json.loads(msg)
+    parsed = time.perf_counter()
     if "error" in reply:
         raise SystemExit(f"{method}({parameters}) failed: {reply}")
-    return ms
+    return (received - t) * 1000, (parsed - received) * 1000, len(msg)
 
 
 def measure(build, db, args, workdir):
@@ -178,19 +188,26 @@ def measure(build, db, args, workdir):
         ticks = (t1 - t0) / tick_s
 
         times = {kind: [] for kind, _ in calls}
+        parse = {kind: [] for kind, _ in calls}
+        size = {kind: 0 for kind, _ in calls}
         main_calls0, t_calls0 = d.main_thread_cpu_ms(), time.monotonic()
         for p in picks[args.warmup:]:
             for kind, make in calls:
                 time.sleep(rng.uniform(0, 0.1))
                 if args.cold:
                     drop_caches()
-                times[kind].append(call_ms(d.conn, *make(p)))
+                received, parsed, n = call_ms(d.conn, *make(p))
+                times[kind].append(received)
+                parse[kind].append(parsed)
+                size[kind] += n
         main_calls1, t_calls1 = d.main_thread_cpu_ms(), time.monotonic()
         status = d.conn.call("io.trapstat.GetStatus")
     finally:
         d.stop()
     return {
         "times": times,
+        "parse": parse,
+        "reply bytes": {kind: size[kind] / max(1, len(times[kind])) for kind in size},
         "tick main ms": (main1 - main0) / ticks,
         "tick process ms": (all1 - all0) / ticks,
         "main ms per s during calls": (main_calls1 - main_calls0) / (t_calls1 - t_calls0),
@@ -240,11 +257,13 @@ def main():
     print(f"query-bench: {os.path.basename(args.db) if args.db else f'{args.processes} processes, {args.days} days'}, "
           f"{args.calls} calls of each kind, {'cold (page cache dropped before every call)' if args.cold else 'warm'}; "
           f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, {os.cpu_count()} CPUs")
-    print(f"{'build':8} {'call':12} {'calls':>6} {'median ms':>10} {'p99 ms':>8} {'max ms':>8}")
+    print(f"{'build':8} {'call':12} {'calls':>6} {'median ms':>10} {'p99 ms':>8} {'max ms':>8} {'+parse median ms':>17} "
+          f"{'reply KiB':>10}")
     for b in builds:
         for kind, t in results[b]["times"].items():
-            s = sorted(t)
-            print(f"{names[b]:8} {kind:12} {len(s):6} {percentile(s, 50):10.2f} {percentile(s, 99):8.2f} {s[-1]:8.2f}")
+            s, p = sorted(t), sorted(results[b]["parse"][kind])
+            print(f"{names[b]:8} {kind:12} {len(s):6} {percentile(s, 50):10.2f} {percentile(s, 99):8.2f} {s[-1]:8.2f} "
+                  f"{percentile(p, 50):17.2f} {results[b]['reply bytes'][kind] / 1024:10.1f}")
     for b in builds:
         r = results[b]
         print(f"{names[b]}: tick {r['tick s'] * 1000:.0f} ms; over {r['idle s']:.0f} s without calls the main thread "
