@@ -474,6 +474,58 @@ static void test_rollup_and_retention(void **state) {
         store_free(s);
 }
 
+/* A resolution coarser than the tiers it is read from, with the minute tier rolled up to an odd
+ * minute: the interval of 120 s that holds that minute mark comes from minute rows and from raw
+ * rows, and is one sample with the sum of both, as every other is the sum of its raw buckets. */
+static void test_history_interval_across_tiers(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 430, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        uint64_t expect[15] = {};
+        StoreHistoryRow *hist;
+        ProcessInfo found;
+        char path[256];
+        int64_t id;
+        size_t n;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/across.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < 30 * 6; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = i + 1 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + i * 10 * S, &sample, 1), 0);
+                expect[i / 12] += i + 1;
+        }
+        maintain_until_done(s, t0 + 21 * M + 5 * S, &r);
+        {
+                sqlite3 *db;
+                sqlite3_stmt *st;
+
+                /* The minutes before the mark are rolled up: that interval is read from both. */
+                assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+                assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*), MAX(time_usec) FROM sample_minute", -1, &st, NULL),
+                                 SQLITE_OK);
+                assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                assert_int_equal(sqlite3_column_int64(st, 0), 21);
+                assert_int_equal(sqlite3_column_int64(st, 1), (int64_t) (t0 + 20 * M));
+                sqlite3_finalize(st);
+                sqlite3_close(db);
+        }
+
+        assert_int_equal(store_find_process(s, 430, 0, &id, &found), 0);
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 2 * M, &hist, &n), 0);
+        assert_int_equal(n, 15);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(hist[i].time_usec, t0 + i * 2 * M);
+                assert_int_equal(hist[i].faults.user, expect[i]);
+        }
+        free(hist);
+        store_free(s);
+        (void) state;
+}
+
 static const char *fixture_dir;
 
 /* An older database, migrated by opening it: every count is still there, exactly. */
@@ -1585,6 +1637,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_traps),
                 cmocka_unit_test(test_list_filters),
                 cmocka_unit_test(test_rollup_and_retention),
+                cmocka_unit_test(test_history_interval_across_tiers),
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
