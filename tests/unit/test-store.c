@@ -526,6 +526,40 @@ static void test_history_interval_across_tiers(void **state) {
         (void) state;
 }
 
+/* Exited processes without rows go at the first maintenance step, then only when the hour
+ * tier deleted rows or an hour went by: the search costs a dozen seeks per exited process. */
+static void test_gone_processes_hourly(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 440, .start_time = 1, .comm = "a", .first_seen_usec = t0, .exited = true };
+        ProcessInfo b = { .pid = 441, .start_time = 1, .comm = "b", .first_seen_usec = t0, .exited = true };
+        ProcessInfo found;
+        char path[256];
+        int64_t id;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/gone.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        {
+                ProcessSample sample = { &a, (Faults) {}, NULL }; /* a row, no counts */
+                assert_int_equal(store_flush(s, t0, &sample, 1), 0);
+        }
+        maintain_until_done(s, t0 + 5 * S, &r);
+        assert_int_equal(store_find_process(s, 440, 0, &id, &found), -ENOENT);
+
+        {
+                ProcessSample sample = { &b, (Faults) {}, NULL };
+                assert_int_equal(store_flush(s, t0 + 10 * S, &sample, 1), 0);
+        }
+        maintain_until_done(s, t0 + 20 * S, &r);
+        assert_int_equal(store_find_process(s, 441, 0, &id, &found), 0);
+        process_info_done(&found);
+        maintain_until_done(s, t0 + 5 * S + H, &r);
+        assert_int_equal(store_find_process(s, 441, 0, &id, &found), -ENOENT);
+        store_free(s);
+        (void) state;
+}
+
 static const char *fixture_dir;
 
 /* An older database, migrated by opening it: every count is still there, exactly. */
@@ -1638,6 +1672,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_list_filters),
                 cmocka_unit_test(test_rollup_and_retention),
                 cmocka_unit_test(test_history_interval_across_tiers),
+                cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
