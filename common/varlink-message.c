@@ -321,6 +321,15 @@ int varlink_reply_append(VarlinkReply *r, json_t *element) {
         return reply_add_json(r, e);
 }
 
+int varlink_reply_append_text(VarlinkReply *r, const char *json, size_t len) {
+        if (!r || !json || len == 0 || !r->array_open)
+                return -EINVAL;
+        if (!r->first && evbuffer_add(r->text, ",", 1) < 0)
+                return -ENOMEM;
+        r->first = false;
+        return evbuffer_add(r->text, json, len) < 0 ? -ENOMEM : 0;
+}
+
 int varlink_reply_finish(VarlinkReply *r, json_t *members) {
         _cleanup_json_ json_t *m = members;
         _cleanup_free_ char *s = NULL;

@@ -166,6 +166,10 @@ int varlink_reply_new(json_t *parameters, VarlinkReply **ret);
 int varlink_reply_new_error(const char *error, json_t *parameters, VarlinkReply **ret);
 int varlink_reply_new_array(const char *member, VarlinkReply **ret);
 int varlink_reply_append(VarlinkReply *r, json_t *element);
+/* Appends an element already written as compact JSON text (len bytes, valid JSON: the caller's
+ * word), for replies of thousands of small elements where building and dumping a json_t per
+ * element is most of the cost. */
+int varlink_reply_append_text(VarlinkReply *r, const char *json, size_t len);
 /* members: an object of the parameters' other members, or NULL. */
 int varlink_reply_finish(VarlinkReply *r, json_t *members);
 size_t varlink_reply_size(const VarlinkReply *r);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "log.h"
 #include "macro.h"
 #include "proc-util.h"
@@ -41,6 +42,7 @@ struct Manager {
         VarlinkServer *server;
         VarlinkServer *report_server; /* io.systemd.Metrics, when a report socket is given */
         QueryPool *queries;
+        Checkpointer *checkpointer; /* the WAL's checkpoints, off the event loop */
         WatchSet *watches;
         UnitTotals *unit_totals;
         uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
@@ -416,6 +418,7 @@ static int manager_open_store(Manager *m) {
                 return r;
         }
         m->store_open_error = 0;
+        store_set_checkpoint_handler(m->store, STORE_CHECKPOINT_PAGES, checkpointer_request, m->checkpointer);
         if (moved_to) {
                 log_warning("Database %s is corrupt; moved it to %s and started a new one", m->db_path, moved_to);
                 return 0;
@@ -489,6 +492,11 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = check_database_files(m->db_path);
         if (r < 0)
                 goto fail;
+        r = checkpointer_new(m->db_path, &m->checkpointer);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the checkpoint thread: %m");
+                goto fail;
+        }
         /* A database newer than us is left alone; any other failure (a full disk, say) leaves
          * the live view working while maintenance retries. */
         r = manager_open_store(m);
@@ -610,6 +618,8 @@ Manager *manager_free(Manager *m) {
         collector_free(m->collector);
         unit_totals_free(m->unit_totals);
         store_free(m->store);
+        /* After the store, whose last commits may still ask for a checkpoint. */
+        checkpointer_free(m->checkpointer);
         free(m->db_path);
         if (m->proc_fd >= 0)
                 close(m->proc_fd);

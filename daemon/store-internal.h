@@ -56,9 +56,17 @@ struct Store {
         bool sweep_again;
         void *known;             /* tsearch() tree of KnownProcess by (pid, start_time) */
         uint64_t swept_bucket;   /* raw bucket in which `known` was last swept */
+        /* The search for exited processes left without rows (store-maintain.c): when it last
+         * ran (0: not yet), and whether it is due before the hour is up. */
+        uint64_t gone_checked_usec;
+        bool gone_due;
         uint8_t *packed;         /* a tick's deltas for sample_pending */
         size_t packed_size, packed_capacity;
         unsigned snapshots;      /* store_snapshot_begin() calls not ended yet */
+        /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
+        unsigned checkpoint_pages;
+        void (*checkpoint_fn)(void *userdata);
+        void *checkpoint_userdata;
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };

@@ -196,6 +196,27 @@ char *store_kind_union(const StoreKind *k, const TierSegment *seg, size_t n, con
         return memstream_done(f, &buf);
 }
 
+char *store_kind_union_per_process(const StoreKind *k, const TierSegment *seg, size_t n, const char *values,
+                                   const char *processes) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < n; i++)
+                fprintf(f,
+                        "%sSELECT process_id, %s FROM %s WHERE process_id IN (SELECT id FROM process WHERE "
+                        "last_seen_usec >= %" PRId64 " AND (%s)) AND time_usec >= %" PRId64 " AND time_usec < %" PRId64
+                        " GROUP BY process_id",
+                        i ? " UNION ALL " : "", values, k->tables[seg[i].tier], clamp_i64(seg[i].from), processes,
+                        clamp_i64(seg[i].from), clamp_i64(seg[i].to));
+        if (n == 0)
+                fprintf(f, "SELECT process_id, %s FROM %s WHERE 0 GROUP BY process_id", values, k->tables[TIER_RAW]);
+        return memstream_done(f, &buf);
+}
+
 char *store_kind_sum(const StoreKind *k, const char *group, const char *from) {
         _cleanup_free_ char *keys = keys_after(k), *sums = store_kind_join_values(k, "SUM(%1$s)", ", ");
         char *sql;

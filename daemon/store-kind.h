@@ -71,6 +71,16 @@ char *store_kind_columns(const StoreKind *k);
  * query of the same columns that returns no rows. */
 char *store_kind_union(const StoreKind *k, const TierSegment *seg, size_t n, const char *where);
 
+/* "SELECT process_id, <values> FROM <tier table> WHERE process_id IN (SELECT id FROM process
+ * WHERE last_seen_usec >= <segment start> AND (processes)) AND <segment> GROUP BY process_id
+ * UNION ALL ..." over the segments: values (aggregates of the kind's columns, with their AS
+ * names) per process and segment, each process's rows of a segment read as one range of the
+ * primary key. Exact because a process's row at time t has last_seen_usec >= t (store.h).
+ * processes: a condition on the columns of table process. With no segment a query of the same
+ * columns that returns no rows. */
+char *store_kind_union_per_process(const StoreKind *k, const TierSegment *seg, size_t n, const char *values,
+                                   const char *processes);
+
 /* "SELECT <group> AS g, <keys>, SUM(<value>)... FROM (<from>) GROUP BY g, <keys>": the values
  * summed per group (an SQL expression over the columns of from) and key. */
 char *store_kind_sum(const StoreKind *k, const char *group, const char *from);

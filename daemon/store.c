@@ -334,6 +334,47 @@ const char *store_path(Store *s) {
         return s->path;
 }
 
+/* Replaces SQLite's automatic checkpoint (the same threshold, run in the commit that reaches
+ * it): see store_set_checkpoint_handler(). */
+static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int pages) {
+        Store *s = userdata;
+
+        if (pages < 0 || (unsigned) pages < s->checkpoint_pages)
+                return SQLITE_OK;
+        /* The other thread is not keeping up: a bound on the WAL, as without a handler. */
+        if ((unsigned) pages >= STORE_CHECKPOINT_BACKSTOP * s->checkpoint_pages) {
+                (void) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+                return SQLITE_OK;
+        }
+        s->checkpoint_fn(s->checkpoint_userdata);
+        return SQLITE_OK;
+}
+
+void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata), void *userdata) {
+        s->checkpoint_pages = MAX(pages, 1U);
+        s->checkpoint_fn = fn;
+        s->checkpoint_userdata = userdata;
+        if (fn)
+                sqlite3_wal_hook(s->db, on_wal_commit, s);
+        else
+                sqlite3_wal_autocheckpoint(s->db, (int) MIN(pages, (unsigned) INT32_MAX));
+}
+
+int store_checkpoint(const char *path) {
+        sqlite3 *db = NULL;
+        int r;
+
+        /* A connection of its own, opened for this checkpoint alone: the file at path may have
+         * been moved aside and recreated since the last one. Never creates it. It is not the
+         * last connection (the writer's is open), so closing it does not checkpoint again. */
+        r = sqlite_to_errno(
+                sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL));
+        if (r >= 0)
+                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL));
+        sqlite3_close_v2(db);
+        return r;
+}
+
 uint64_t store_size_bytes(Store *s) {
         static const char *const suffixes[] = { "", "-wal" };
         uint64_t total = 0;
@@ -671,10 +712,14 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         }
         s->packed_size = 0;
         for (size_t i = 0; i < n; i++) {
-                const ProcessInfo *p = samples[i].process;
+                /* Seen at least in the bucket it has counts in: Top finds the processes of a
+                 * stretch of time by last seen (store.h). The collector passes the tick's time. */
+                ProcessInfo seen = *samples[i].process;
+                const ProcessInfo *p = &seen;
                 KnownProcess *k;
                 int64_t id = 0;
 
+                seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
                 r = process_row(s, p, &id, &k);
                 if (r < 0)
                         goto rollback;

@@ -72,6 +72,20 @@ void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userda
 Store *store_free(Store *s);
 const char *store_errmsg(Store *s);
 const char *store_path(Store *s);
+/* WAL checkpoints off the writer's thread. A checkpoint copies the pages the write-ahead log
+ * holds into the database file and syncs it: tens of ms with a sync of a file of hundreds of
+ * MiB, and SQLite runs it in the commit that brings the WAL to 1000 pages, i.e. in whatever
+ * tick or maintenance step happens to, on the event loop, in front of every call waiting there.
+ * With a handler, that commit calls fn(userdata) instead, which should have store_checkpoint()
+ * run on another thread; from STORE_CHECKPOINT_BACKSTOP times pages on (that thread is not
+ * keeping up) the commit checkpoints itself again, so the WAL stays bounded. fn NULL: SQLite's
+ * own checkpoints at pages. */
+#define STORE_CHECKPOINT_PAGES 1000U /* SQLite's default */
+#define STORE_CHECKPOINT_BACKSTOP 8U
+void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata), void *userdata);
+/* A passive checkpoint of the database at path (any thread, a connection of its own): waits
+ * neither for the writer nor for readers; frames a reader still needs are left for the next. */
+int store_checkpoint(const char *path);
 /* Database file plus write-ahead log, in bytes. */
 uint64_t store_size_bytes(Store *s);
 
@@ -79,7 +93,9 @@ uint64_t store_size_bytes(Store *s);
  * bucket holding now_usec, and each process row is created, or updated when its comm, uid,
  * cmdline, unit or exited changed. Last seen is written when it moves into another raw bucket:
  * while a process runs, the row's last_seen_usec is its first tick in the newest bucket, less
- * than 10 s behind the newest tick (still >= the start of every bucket the process has rows in);
+ * than 10 s behind the newest tick (still >= the start of every bucket the process has rows in,
+ * which Top relies on: a sample whose last_seen_usec is older is written as seen at the start
+ * of its tick's bucket);
  * it is exact at exit, at store_free(), and at the first flush in a later bucket once the
  * process has had no sample for a minute. The samples' ProcessInfo need to live only for the
  * call: the store keeps copies of what it wrote.

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,9 @@ int main(int argc, char *argv[]) {
          * heap once the clients are gone. Two arenas: the workers' allocations need no more. */
         (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
         (void) mallopt(M_ARENA_MAX, 2);
+        /* SQLite's allocation statistics (nothing here reads them) take a mutex shared by every
+         * connection on each allocation: 7 % of the query threads' time in a History of a day. */
+        (void) sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 
         /* Every client is an fd: take the hard limit, as --max-connections may ask for many. */
         struct rlimit nofile;

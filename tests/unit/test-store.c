@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -473,6 +474,92 @@ static void test_rollup_and_retention(void **state) {
         store_free(s);
 }
 
+/* A resolution coarser than the tiers it is read from, with the minute tier rolled up to an odd
+ * minute: the interval of 120 s that holds that minute mark comes from minute rows and from raw
+ * rows, and is one sample with the sum of both, as every other is the sum of its raw buckets. */
+static void test_history_interval_across_tiers(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 430, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        uint64_t expect[15] = {};
+        StoreHistoryRow *hist;
+        ProcessInfo found;
+        char path[256];
+        int64_t id;
+        size_t n;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/across.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < 30 * 6; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = i + 1 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + i * 10 * S, &sample, 1), 0);
+                expect[i / 12] += i + 1;
+        }
+        maintain_until_done(s, t0 + 21 * M + 5 * S, &r);
+        {
+                sqlite3 *db;
+                sqlite3_stmt *st;
+
+                /* The minutes before the mark are rolled up: that interval is read from both. */
+                assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+                assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*), MAX(time_usec) FROM sample_minute", -1, &st, NULL),
+                                 SQLITE_OK);
+                assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                assert_int_equal(sqlite3_column_int64(st, 0), 21);
+                assert_int_equal(sqlite3_column_int64(st, 1), (int64_t) (t0 + 20 * M));
+                sqlite3_finalize(st);
+                sqlite3_close(db);
+        }
+
+        assert_int_equal(store_find_process(s, 430, 0, &id, &found), 0);
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 2 * M, &hist, &n), 0);
+        assert_int_equal(n, 15);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(hist[i].time_usec, t0 + i * 2 * M);
+                assert_int_equal(hist[i].faults.user, expect[i]);
+        }
+        free(hist);
+        store_free(s);
+        (void) state;
+}
+
+/* Exited processes without rows go at the first maintenance step, then only when the hour
+ * tier deleted rows or an hour went by: the search costs a dozen seeks per exited process. */
+static void test_gone_processes_hourly(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 440, .start_time = 1, .comm = "a", .first_seen_usec = t0, .exited = true };
+        ProcessInfo b = { .pid = 441, .start_time = 1, .comm = "b", .first_seen_usec = t0, .exited = true };
+        ProcessInfo found;
+        char path[256];
+        int64_t id;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/gone.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        {
+                ProcessSample sample = { &a, (Faults) {}, NULL }; /* a row, no counts */
+                assert_int_equal(store_flush(s, t0, &sample, 1), 0);
+        }
+        maintain_until_done(s, t0 + 5 * S, &r);
+        assert_int_equal(store_find_process(s, 440, 0, &id, &found), -ENOENT);
+
+        {
+                ProcessSample sample = { &b, (Faults) {}, NULL };
+                assert_int_equal(store_flush(s, t0 + 10 * S, &sample, 1), 0);
+        }
+        maintain_until_done(s, t0 + 20 * S, &r);
+        assert_int_equal(store_find_process(s, 441, 0, &id, &found), 0);
+        process_info_done(&found);
+        maintain_until_done(s, t0 + 5 * S + H, &r);
+        assert_int_equal(store_find_process(s, 441, 0, &id, &found), -ENOENT);
+        store_free(s);
+        (void) state;
+}
+
 static const char *fixture_dir;
 
 /* An older database, migrated by opening it: every count is still there, exactly. */
@@ -721,6 +808,53 @@ static int stop_at_once(void *userdata _unused_) {
 
 /* A reader sees what the writer committed, the pending ticks once the writer settled them;
  * it cannot write; its progress handler can stop a query. Neither follows a symbolic link. */
+static void count_requests(void *userdata) {
+        (*(unsigned *) userdata)++;
+}
+
+/* With a checkpoint handler the writer's commits ask for checkpoints instead of running them,
+ * and still checkpoint themselves once the WAL reaches the backstop; store_checkpoint() does
+ * the work from its own connection. */
+static void test_checkpoint_handler(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo a = { .pid = 810, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
+        char path[256], wal[300], missing[256];
+        unsigned requests = 0;
+        struct stat st;
+        Store *w;
+
+        snprintf(path, sizeof(path), "%s/checkpoint.db", tmpdir);
+        snprintf(wal, sizeof(wal), "%s-wal", path);
+        snprintf(missing, sizeof(missing), "%s/missing.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        /* A handler that never checkpoints: only the backstop (8 x 4 pages) bounds the WAL. */
+        store_set_checkpoint_handler(w, 4, count_requests, &requests);
+        for (uint64_t i = 0; i < 300; i++) {
+                a.pid = 810 + (uint32_t) i; /* a new process row every tick: pages to write */
+                ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
+                assert_int_equal(store_flush(w, t0 + i * 10 * S, &sample, 1), 0);
+        }
+        assert_true(requests > 0);
+        /* Without the backstop, 300 commits of a few pages each: megabytes. */
+        assert_int_equal(stat(wal, &st), 0);
+        assert_true(st.st_size < 256 * 1024);
+
+        assert_int_equal(store_checkpoint(path), 0);
+        assert_true(store_checkpoint(missing) < 0);
+        assert_int_equal(access(missing, F_OK), -1);
+
+        /* Back to SQLite's own checkpoints: no more requests. */
+        store_set_checkpoint_handler(w, STORE_CHECKPOINT_PAGES, NULL, NULL);
+        requests = 0;
+        {
+                ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
+                assert_int_equal(store_flush(w, t0 + 400 * 10 * S, &sample, 1), 0);
+        }
+        assert_int_equal(requests, 0);
+        store_free(w);
+        (void) state;
+}
+
 static void test_reader(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL;
         ProcessInfo a = { .pid = 800, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
@@ -1537,10 +1671,13 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_traps),
                 cmocka_unit_test(test_list_filters),
                 cmocka_unit_test(test_rollup_and_retention),
+                cmocka_unit_test(test_history_interval_across_tiers),
+                cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_size_cap_keeps_what_is_not_rolled_up),
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
+                cmocka_unit_test(test_checkpoint_handler),
                 cmocka_unit_test(test_reader_sees_pending_ticks),
                 cmocka_unit_test(test_top_filters),
                 cmocka_unit_test(test_unit_history),

@@ -204,6 +204,29 @@ static void assert_members(json_t *j, const char *const *names, size_t n) {
 
 /* Every member of the IDL's Site, by its exact name, and nothing else; nulls where the IDL
  * says. */
+/* The text written without json_t is what json_dumps() makes of counters_to_json(). */
+static void test_counters_format_json(void **state) {
+        const uint64_t values[] = { 0, 1, 42, 1000000007, (uint64_t) INT64_MAX, (uint64_t) INT64_MAX + 1, UINT64_MAX };
+        char buf[COUNTERS_JSON_MAX];
+        Traps none = {}, some = { .vector[6] = 1 };
+
+        for (size_t k = 0; k < ELEMENTSOF(values); k++) {
+                Faults f = {};
+
+                for (size_t i = 0; i < n_fault_fields; i++)
+                        *faults_field(&f, &fault_fields[i]) = values[(k + i) % ELEMENTSOF(values)];
+                _cleanup_json_ json_t *j = counters_to_json(&f, &none);
+                _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
+                int n = counters_format_json(&f, &none, buf);
+
+                assert_non_null(dumped);
+                assert_int_equal(n, (int) strlen(dumped));
+                assert_string_equal(buf, dumped);
+        }
+        assert_int_equal(counters_format_json(&(Faults) {}, &some, buf), -EINVAL);
+        (void) state;
+}
+
 static void test_site_to_json(void **state) {
         static const char *const members[] = { "kind",  "vector",  "object",    "offset", "symbol", "symbolOffset",
                                                "count", "sampled", "period",    "estimated", "memory",
@@ -416,6 +439,7 @@ int main(void) {
                 cmocka_unit_test(test_fault_signals),
                 cmocka_unit_test(test_si_codes),
                 cmocka_unit_test(test_traps_to_json),
+                cmocka_unit_test(test_counters_format_json),
                 cmocka_unit_test(test_site_to_json),
                 cmocka_unit_test(test_site_to_json_edges),
                 cmocka_unit_test(test_site_to_json_clamped),

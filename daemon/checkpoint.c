@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "store.h"
+
+struct Checkpointer {
+        char *path;
+        pthread_t thread;
+        bool started;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        bool due, stopping; /* under the lock */
+};
+
+static void *checkpointer_main(void *userdata) {
+        Checkpointer *c = userdata;
+        int last_error = 0;
+
+        pthread_mutex_lock(&c->lock);
+        for (;;) {
+                int r;
+
+                while (!c->due && !c->stopping)
+                        pthread_cond_wait(&c->wake, &c->lock);
+                if (!c->due)
+                        break;
+                c->due = false;
+                pthread_mutex_unlock(&c->lock);
+
+                /* Busy: another checkpoint runs (the writer's backstop); the next request retries. */
+                r = store_checkpoint(c->path);
+                if (r < 0 && r != -EBUSY && r != last_error)
+                        log_warning_errno(r, "Failed to checkpoint the write-ahead log of %s: %m", c->path);
+                last_error = r < 0 ? r : 0;
+
+                pthread_mutex_lock(&c->lock);
+        }
+        pthread_mutex_unlock(&c->lock);
+        return NULL;
+}
+
+int checkpointer_new(const char *path, Checkpointer **ret) {
+        Checkpointer *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        pthread_mutex_init(&c->lock, NULL);
+        pthread_cond_init(&c->wake, NULL);
+        c->path = strdup(path);
+        if (!c->path) {
+                checkpointer_free(c);
+                return -ENOMEM;
+        }
+        r = -pthread_create(&c->thread, NULL, checkpointer_main, c);
+        if (r < 0) {
+                checkpointer_free(c);
+                return r;
+        }
+        c->started = true;
+        *ret = c;
+        return 0;
+}
+
+void checkpointer_request(void *userdata) {
+        Checkpointer *c = userdata;
+
+        pthread_mutex_lock(&c->lock);
+        if (!c->due) {
+                c->due = true;
+                pthread_cond_signal(&c->wake);
+        }
+        pthread_mutex_unlock(&c->lock);
+}
+
+Checkpointer *checkpointer_free(Checkpointer *c) {
+        if (!c)
+                return NULL;
+        if (c->started) {
+                pthread_mutex_lock(&c->lock);
+                c->stopping = true;
+                pthread_cond_signal(&c->wake);
+                pthread_mutex_unlock(&c->lock);
+                pthread_join(c->thread, NULL);
+        }
+        pthread_cond_destroy(&c->wake);
+        pthread_mutex_destroy(&c->lock);
+        free(c->path);
+        free(c);
+        return NULL;
+}
