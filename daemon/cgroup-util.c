@@ -239,8 +239,8 @@ int cgroup2_mount_parse(const char *mountinfo, char **ret) {
                 const char *mount_point, *fstype;
                 size_t mp_len = 0, fs_len = 0;
 
-                while ((sep = memchr(sep, '-', (size_t) (eol - sep))) && !(sep > line && sep[-1] == ' ' &&
-                                                                            sep + 1 < eol && sep[1] == ' '))
+                while ((sep = memchr(sep, '-', (size_t) (eol - sep))) &&
+                       !(sep > line && sep[-1] == ' ' && sep + 1 < eol && sep[1] == ' '))
                         sep++;
                 mount_point = field(line, eol, 4, &mp_len);
                 fstype = sep ? field(sep + 2, eol, 0, &fs_len) : NULL;

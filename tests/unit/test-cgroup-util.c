@@ -33,19 +33,21 @@ static void test_mount_parse(void **state) {
         free(path);
 
         /* Unified only, no optional fields, no trailing newline. */
-        assert_int_equal(cgroup2_mount_parse("30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate", &path), 0);
+        assert_int_equal(cgroup2_mount_parse("30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate", &path),
+                         0);
         assert_string_equal(path, "/sys/fs/cgroup");
         free(path);
 
         /* A mount point with a space and a backslash, escaped as the kernel does; a path holding
          * " - " cannot be mistaken for the separator, it is escaped too. */
-        assert_int_equal(cgroup2_mount_parse("31 22 0:27 / /mnt/a\\040-\\040b\\134c rw shared:1 - cgroup2 none rw\n", &path),
-                         0);
+        assert_int_equal(
+                cgroup2_mount_parse("31 22 0:27 / /mnt/a\\040-\\040b\\134c rw shared:1 - cgroup2 none rw\n", &path), 0);
         assert_string_equal(path, "/mnt/a - b\\c");
         free(path);
 
         /* Only v1, or a cgroup2 name that is a source, not the type. */
-        assert_int_equal(cgroup2_mount_parse("47 46 0:33 / /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n", &path), -ENOENT);
+        assert_int_equal(cgroup2_mount_parse("47 46 0:33 / /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n", &path),
+                         -ENOENT);
         assert_int_equal(cgroup2_mount_parse("48 46 0:34 / /x rw - tmpfs cgroup2 rw\n", &path), -ENOENT);
         /* Malformed lines are skipped, not read past. */
         assert_int_equal(cgroup2_mount_parse("garbage\n1 2\n- cgroup2\n\n", &path), -ENOENT);
