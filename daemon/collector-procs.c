@@ -310,7 +310,9 @@ int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *
 
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
         char *cmdline = NULL, *unit = NULL;
-        bool alive = proc_is_alive(t->proc_fd, p->info.pid, p->info.start_time);
+        ProcStat st;
+        /* As proc_new() asks: through the process's stat fd where one is kept open. */
+        bool alive = proc_table_stat(t, p, &st) >= 0;
         int r;
 
         /* Counting goes on under the new name. /proc has the whole command line while the
