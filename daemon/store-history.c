@@ -106,11 +106,7 @@ static char *history_one_sql(Store *s, const TierSegment *seg, size_t n, uint64_
         }
         if (n == 0)
                 fprintf(f, "SELECT 0 AS t, %s FROM %s WHERE 0", s->columns, k->tables[TIER_RAW]);
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return memstream_done(f, &buf);
 }
 
 static int row_time_compare(const void *a, const void *b) {

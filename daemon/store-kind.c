@@ -117,8 +117,8 @@ const char *store_kind_value(const StoreKind *k, size_t i, char buf[static STORE
         return buf;
 }
 
-/* Closes a stream of open_memstream(&buf, ...); buf is only set by then. */
-static char *memstream_done(FILE *f, char **buf) {
+/* buf is only set once the stream is closed. */
+char *memstream_done(FILE *f, char **buf) {
         if (fclose(f) != 0) {
                 free(*buf);
                 return NULL;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "tier-util.h"
 #include "traps.h"
@@ -26,6 +27,10 @@
  * though the store does not rely on that: a first roll-up starts at the oldest row of any kind,
  * and a process is deleted only when it has rows of no kind. The site kind's keys name entries
  * of the dictionaries `site` and `object` (schema/sql/0006-sites.sql). */
+/* Closes a stream of open_memstream(buf, ...), which the store builds its SQL with, and returns
+ * *buf: NULL when the stream failed (*buf is freed then). */
+char *memstream_done(FILE *f, char **buf);
+
 enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, STORE_KIND_SITE, _STORE_KIND_MAX };
 
 #define STORE_KIND_MAX_KEYS 6

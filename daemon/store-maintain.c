@@ -69,10 +69,8 @@ static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t comple
                         fprintf(f, "%sSELECT MIN(time_usec) AS t FROM %s", k ? " UNION ALL " : "",
                                 store_kinds[k].tables[tier - 1]);
                 fputs(")", f);
-                if (fclose(f) != 0) {
-                        free(sql);
+                if (!memstream_done(f, &sql))
                         return -ENOMEM;
-                }
                 r = sql_query_int(s->db, sql, 0, &oldest);
                 free(sql);
                 if (r < 0)
@@ -251,10 +249,8 @@ static int delete_gone_processes(Store *s, uint64_t now_usec, size_t batch, bool
                         fprintf(f, " AND NOT EXISTS (SELECT 1 FROM %s WHERE process_id = p.id)",
                                 store_kinds[k].tables[t]);
         fprintf(f, " LIMIT %zu)", batch);
-        if (fclose(f) != 0) {
-                free(buf);
+        if (!memstream_done(f, &buf))
                 return -ENOMEM;
-        }
         r = exec_made(s, buf);
         if (r < 0)
                 return r;
@@ -318,10 +314,8 @@ static int sweep_step(Store *s, size_t batch, bool *more) {
                 /* The term of the indexes' WHERE, so that they are used. */
                 fprint_unreferenced(f, "object", "memory_object_id", " AND memory_object_id != 0");
         }
-        if (fclose(f) != 0) {
-                free(del);
+        if (!memstream_done(f, &del))
                 return -ENOMEM;
-        }
         r = exec_made(s, del);
         if (r < 0)
                 return r;

@@ -90,11 +90,7 @@ static char *join_fault_columns(const char *fmt) {
                         fputs(", ", f);
                 fprintf(f, fmt, fault_fields[i].name);
         }
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
+        return memstream_done(f, &buf);
 }
 
 static int prepare_statements(Store *s) {
