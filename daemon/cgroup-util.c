@@ -231,7 +231,7 @@ static const char *field(const char *line, const char *eol, unsigned n, size_t *
         return p;
 }
 
-int cgroup2_mount_parse(const char *mountinfo, char **ret) {
+int cgroup2_mount_parse(const char *mountinfo, bool (*usable)(uint64_t mount_id, const char *path), char **ret) {
         for (const char *line = mountinfo; *line;) {
                 const char *eol = strchrnul(line, '\n');
                 /* "36 35 98:0 /root /mnt opts[ optional...] - fstype source superopts" */
@@ -249,12 +249,26 @@ int cgroup2_mount_parse(const char *mountinfo, char **ret) {
 
                         if (!path)
                                 return -ENOMEM;
-                        *ret = path;
-                        return 0;
+                        if (!usable || usable(strtoull(line, NULL, 10), path)) {
+                                *ret = path;
+                                return 0;
+                        }
+                        free(path);
                 }
                 line = *eol ? eol + 1 : eol;
         }
         return -ENOENT;
+}
+
+/* Whether path leads to the mount mount_id: not to one mounted over it since (a chroot's or a
+ * container's own cgroup2 over the host's /sys/fs/cgroup, say). Where the kernel does not tell a
+ * path's mount (before Linux 5.8), yes. */
+static bool mount_reachable(uint64_t mount_id, const char *path) {
+        struct statx stx;
+
+        if (statx(AT_FDCWD, path, 0, STATX_MNT_ID, &stx) < 0)
+                return false;
+        return !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id == mount_id;
 }
 
 int cgroup2_mount_find(int proc_fd, char **ret) {
@@ -264,5 +278,5 @@ int cgroup2_mount_find(int proc_fd, char **ret) {
         r = proc_read_mountinfo(proc_fd, &text);
         if (r < 0)
                 return r;
-        return cgroup2_mount_parse(text, ret);
+        return cgroup2_mount_parse(text, mount_reachable, ret);
 }

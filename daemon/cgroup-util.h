@@ -15,6 +15,7 @@
  * anew on a miss, at most once per rescan interval, and holds at most a bounded number of
  * cgroups (a larger tree is read up to the bound). Returns negative errno, never logs. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct CgroupUnits CgroupUnits;
@@ -37,7 +38,9 @@ uint32_t cgroup_units_size(const CgroupUnits *c);
 uint64_t cgroup_units_scans(const CgroupUnits *c);
 
 /* The mount point of the first cgroup2 file system in a mountinfo text (the format of
- * /proc/self/mountinfo), unescaped. -ENOENT when there is none (a cgroup v1-only system). */
-int cgroup2_mount_parse(const char *mountinfo, char **ret);
-/* The same from proc_fd's self/mountinfo: where this process sees the unified hierarchy. */
+ * /proc/self/mountinfo), unescaped, among those usable() accepts (by mount id and mount point;
+ * NULL: any). -ENOENT when there is none (a cgroup v1-only system). */
+int cgroup2_mount_parse(const char *mountinfo, bool (*usable)(uint64_t mount_id, const char *path), char **ret);
+/* The same from proc_fd's self/mountinfo, of the mounts this process reaches by their mount
+ * point (one may be covered by another): where it sees the unified hierarchy. */
 int cgroup2_mount_find(int proc_fd, char **ret);

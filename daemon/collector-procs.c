@@ -329,16 +329,20 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
         /* So is the unit: a service manager forks, moves the child into the unit's cgroup and
          * then execs, and the child may have faulted before it moved. A process already gone
          * keeps the unit it had, unless BPF named its cgroup's at the exec (also that of a
-         * process in another pid namespace, whose /proc/PID is not here). */
+         * process in another pid namespace, whose /proc/PID is not here), or, where BPF found
+         * no unit within the levels it walks, the cgroup's id names one. */
         if (alive) {
                 r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
                 if (r >= 0 || r == -ENODATA) {
                         free(p->info.unit);
                         p->info.unit = unit;
                 }
-        } else if (e->unit) {
-                free(p->info.unit);
-                p->info.unit = TAKE_PTR(e->unit);
+        } else {
+                unit = TAKE_PTR(e->unit);
+                if (unit || proc_cgroup_unit(t, e->cgroup_id, &unit) >= 0) {
+                        free(p->info.unit);
+                        p->info.unit = unit;
+                }
         }
         return proc_table_touch(t, p);
 }

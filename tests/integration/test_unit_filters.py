@@ -286,6 +286,34 @@ class UnitFilters(unittest.TestCase):
         h = exited_history(self.daemon, pid)
         self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-short", unit, {"UD": 20}))
 
+    def test_unit_of_a_cgroup_deeper_than_bpf_walks_from_its_id(self):
+        # The same, but in a cgroup 16 levels below the unit's, past what BPF walks up from it at
+        # the exec: the exec event's cgroup id names the unit, through a walk of the hierarchy.
+        # The cgroups stay until the process is known (that walk has to find them).
+        unit = f"{PREFIX}deep.service"
+        path = os.path.join(self.daemon.dir, "ut-deep")
+        shutil.copy2(binary("RAISE_TRAPS"), path)
+        cgroups = [make_cgroup(unit)]
+        for level in range(16):
+            cgroups.append(os.path.join(cgroups[-1], f"n{level}"))
+            os.mkdir(cgroups[-1])
+        try:
+            # The daemon walks the hierarchy at most once a second: not within one of another
+            # test's walk.
+            time.sleep(1.1)
+
+            def join():
+                with open(os.path.join(cgroups[-1], "cgroup.procs"), "w") as f:
+                    f.write("0")
+
+            out = subprocess.run([path, "20", "--only", "UD"], preexec_fn=join, capture_output=True, text=True,
+                                 check=True, timeout=30)
+            h = exited_history(self.daemon, json.loads(out.stdout)["pid"])
+        finally:
+            for cgroup in reversed(cgroups):
+                remove_cgroup(cgroup)
+        self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-deep", unit, {"UD": 20}))
+
     def test_watch(self):
         """A Watch of unit C streams only its rows, and lists a workload of it in exited in the
         tick it exits; unit D's workload, running and exiting beside it, shows in neither."""

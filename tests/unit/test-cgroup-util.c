@@ -19,6 +19,15 @@
 #include "cgroup-util.h"
 #include "macro.h"
 
+/* The chroot of a hybrid host with a cgroup2 of its own over /sys/fs/cgroup: the host's
+ * unified mount (55) comes first and is covered. */
+static const char hybrid_then_unified[] = "55 46 0:38 / /sys/fs/cgroup/unified rw shared:22 - cgroup2 cgroup rw\n"
+                                          "90 22 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+
+static bool not_mount_55(uint64_t mount_id, const char *path) {
+        return mount_id != 55;
+}
+
 static void test_mount_parse(void **state) {
         char *path = NULL;
 
@@ -28,30 +37,38 @@ static void test_mount_parse(void **state) {
                              "47 46 0:33 / /sys/fs/cgroup/devices ro shared:14 - cgroup cgroup rw,devices\n"
                              "55 46 0:38 / /sys/fs/cgroup/unified rw shared:22 master:3 - cgroup2 cgroup rw\n"
                              "56 46 0:37 / /sys/fs/cgroup/systemd rw shared:23 - cgroup cgroup rw,name=systemd\n";
-        assert_int_equal(cgroup2_mount_parse(hybrid, &path), 0);
+        assert_int_equal(cgroup2_mount_parse(hybrid, NULL, &path), 0);
         assert_string_equal(path, "/sys/fs/cgroup/unified");
         free(path);
 
         /* Unified only, no optional fields, no trailing newline. */
-        assert_int_equal(cgroup2_mount_parse("30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate", &path),
-                         0);
+        assert_int_equal(
+                cgroup2_mount_parse("30 22 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate", NULL, &path), 0);
         assert_string_equal(path, "/sys/fs/cgroup");
         free(path);
 
         /* A mount point with a space and a backslash, escaped as the kernel does; a path holding
          * " - " cannot be mistaken for the separator, it is escaped too. */
-        assert_int_equal(
-                cgroup2_mount_parse("31 22 0:27 / /mnt/a\\040-\\040b\\134c rw shared:1 - cgroup2 none rw\n", &path), 0);
+        assert_int_equal(cgroup2_mount_parse("31 22 0:27 / /mnt/a\\040-\\040b\\134c rw shared:1 - cgroup2 none rw\n",
+                                             NULL, &path),
+                         0);
         assert_string_equal(path, "/mnt/a - b\\c");
         free(path);
 
         /* Only v1, or a cgroup2 name that is a source, not the type. */
-        assert_int_equal(cgroup2_mount_parse("47 46 0:33 / /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n", &path),
-                         -ENOENT);
-        assert_int_equal(cgroup2_mount_parse("48 46 0:34 / /x rw - tmpfs cgroup2 rw\n", &path), -ENOENT);
+        assert_int_equal(
+                cgroup2_mount_parse("47 46 0:33 / /sys/fs/cgroup/cpu ro - cgroup cgroup rw,cpu\n", NULL, &path),
+                -ENOENT);
+        assert_int_equal(cgroup2_mount_parse("48 46 0:34 / /x rw - tmpfs cgroup2 rw\n", NULL, &path), -ENOENT);
         /* Malformed lines are skipped, not read past. */
-        assert_int_equal(cgroup2_mount_parse("garbage\n1 2\n- cgroup2\n\n", &path), -ENOENT);
-        assert_int_equal(cgroup2_mount_parse("", &path), -ENOENT);
+        assert_int_equal(cgroup2_mount_parse("garbage\n1 2\n- cgroup2\n\n", NULL, &path), -ENOENT);
+        assert_int_equal(cgroup2_mount_parse("", NULL, &path), -ENOENT);
+
+        /* One covered by another: the first that usable() takes. */
+        assert_int_equal(cgroup2_mount_parse(hybrid_then_unified, not_mount_55, &path), 0);
+        assert_string_equal(path, "/sys/fs/cgroup");
+        free(path);
+        assert_int_equal(cgroup2_mount_parse(hybrid, not_mount_55, &path), -ENOENT);
 }
 
 typedef struct Tree {
