@@ -18,8 +18,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, copy_for_users, create_user, remove_user, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, trapstat, trapstat_json, wait_for)
+from daemon import (Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
+                    require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
 
 UD = 37
 BP = 23
@@ -188,9 +188,10 @@ class Sites(unittest.TestCase):
                 raise AssertionError(f"site-traps did not do what was asked: {cls.steps}")
 
             # The counters first (exact, and drained each tick): the sites are drained with them.
+            # A workload quicker than a tick is not known yet at the first ask (NoSuchProcess).
             def counted():
-                h = trapstat_json(d.socket, "history", str(cls.pid))
-                return h if h["total"]["traps"] == {"UD": UD, "BP": BP} and \
+                h = history(d, cls.pid)
+                return h if h and h["total"]["traps"] == {"UD": UD, "BP": BP} and \
                     h["total"]["faults"]["user"] >= PAGES else None
 
             wait_for(counted, timeout=20, what="the workload's traps and faults in History")
@@ -515,8 +516,8 @@ class SiteQuota(unittest.TestCase):
             self.assertEqual(len(h["sites"]), self.SHARE)
             self.assertTrue(all(s["object"] == "[anon]" and s["vector"] == "UD" and s["count"] == 1
                                 for s in h["sites"]), h["sites"][:3])
-            history = trapstat_json(d.socket, "history", str(hostile_pid))
-            self.assertEqual(history["total"]["traps"], {"UD": self.SPREAD})
+            hostile_history = trapstat_json(d.socket, "history", str(hostile_pid))
+            self.assertEqual(hostile_history["total"]["traps"], {"UD": self.SPREAD})
             drops = {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
             self.assertEqual(drops["site_process_limit"], self.SPREAD - self.SHARE)
             self.assertEqual(drops["site_map_full"], 0)
