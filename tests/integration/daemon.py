@@ -115,6 +115,12 @@ def run_workload(name, *args, timeout=60):
     return json.loads(out.stdout)
 
 
+def user_name(base):
+    """The name of a test user: base, plus $TRAPSTAT_TEST_USER_SUFFIX when set, so that two test
+    runs side by side on one machine (two checkouts) never add and delete each other's users."""
+    return base + os.environ.get("TRAPSTAT_TEST_USER_SUFFIX", "")
+
+
 def create_user(name):
     """A system user without a home or a shell (one left over by an interrupted run is removed
     first); its pwd entry. remove_user() removes it."""

@@ -9,10 +9,10 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
+from daemon import (user_name, Daemon, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
                     require_root_and_bpf)
 
-USER = "trapstat-access-test"
+USER = user_name("trapstat-access-test")
 GROUP = "trapstat"
 
 

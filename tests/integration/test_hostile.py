@@ -21,11 +21,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
+from daemon import (user_name, Daemon, binary, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
                     require_root_and_bpf, trapstat, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
-USER = "trapstat-hostile"
+USER = user_name("trapstat-hostile")
 STORE_BENCH = None  # from the command line (meson passes the path of store-bench)
 # The user cannot enter /root, where a pyenv python of the test runner may live.
 USER_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable

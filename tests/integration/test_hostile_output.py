@@ -18,10 +18,10 @@ import unicodedata
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, cgroup2_root, create_user, exited_history, remove_user,  # noqa: E402
+from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, exited_history, remove_user,  # noqa: E402
                     require_root_and_bpf, trapstat_on_terminal, wait_for)
 
-USER = "trapstat-hostile-out"
+USER = user_name("trapstat-hostile-out")
 PYTHON = "/usr/bin/python3"
 
 # Sets its name, faults 4 MiB (only processes that fault are tracked), prints its pid, then keeps

@@ -18,13 +18,13 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
+from daemon import (user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
                     require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
 
 UD = 37
 BP = 23
 PAGES = 100000
-USER = "trapstat-sites-test"
+USER = user_name("trapstat-sites-test")
 
 # A store of the constant 1 through a register, as the compiler writes `*p = 1` and `mem[i] = 1`
 # (objdump's AT&T syntax: "movl $0x1,(%rax)", "movb $0x1,(%rax)").

@@ -14,11 +14,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
+from daemon import (user_name, Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
                     remove_user, require_root_and_bpf, require_x86_64, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
-USER = "trapstat-stress-test"
+USER = user_name("trapstat-stress-test")
 
 STORM_CHILDREN = 10000
 STORM_INFLIGHT = 64

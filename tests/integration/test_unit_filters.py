@@ -20,11 +20,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, create_user, exited_history, history, make_cgroup, remove_cgroup, remove_user,  # noqa: E402
+from daemon import (user_name, Daemon, binary, create_user, exited_history, history, make_cgroup, remove_cgroup, remove_user,  # noqa: E402
                     require_root_and_bpf, require_x86_64, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
-USER = "trapstat-unit-test"
+USER = user_name("trapstat-unit-test")
 PREFIX = "trapstat-test-units-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "abcd"}
 # Both test units, not the Watch test's: a glob the other tests' processes do not match.

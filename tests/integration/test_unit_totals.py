@@ -16,11 +16,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, cgroup2_root, create_user, remove_cgroup, remove_user, require_root_and_bpf,  # noqa: E402
+from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, remove_cgroup, remove_user, require_root_and_bpf,  # noqa: E402
                     require_x86_64, skip, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
-USER = "trapstat-totals-test"
+USER = user_name("trapstat-totals-test")
 PREFIX = "trapstat-test-totals-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
 # The smallest bound trapstatd takes: 8 system-wide series and one unit's 40.
