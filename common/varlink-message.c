@@ -50,11 +50,11 @@ typedef struct Span {
 } Span;
 
 /* Where the string token ending at `end` (jansson reports a duplicate key or a "\u0000" just past
- * it) is in the message: *ret_token the token; *ret_top the member of the message holding it, or
- * naming it; *ret_param, when that member is an object "parameters", the parameter likewise (else
- * {0, 0}). jansson tells only the offset; text before it is JSON it accepted, so following strings
- * and brackets is enough. Returns 0, or -EBADMSG when the token is not inside the message object. */
-static int locate(const char *text, size_t end, Span *ret_token, Span *ret_top, Span *ret_param) {
+ * it) is in the message: *ret_top the member of the message holding it, or naming it; *ret_param,
+ * when that member is an object "parameters", the parameter likewise (else {0, 0}). jansson tells
+ * only the offset; text before it is JSON it accepted, so following strings and brackets is
+ * enough. Returns 0, or -EBADMSG when the token is not inside the message object. */
+static int locate(const char *text, size_t end, Span *ret_top, Span *ret_param) {
         Span key[3] = {}, token = {}, top, param = {};
         bool object[3] = {}, want_key = false, token_is_key = false;
         unsigned depth = 0, token_depth = 0;
@@ -101,7 +101,6 @@ static int locate(const char *text, size_t end, Span *ret_token, Span *ret_top, 
         if (token_depth >= 2 && object[2] && top.end - top.start == strlen("\"parameters\"") &&
             memcmp(text + top.start, "\"parameters\"", top.end - top.start) == 0)
                 param = token_depth == 2 && token_is_key ? token : key[2];
-        *ret_token = token;
         *ret_top = top;
         *ret_param = param;
         return 0;
@@ -109,23 +108,43 @@ static int locate(const char *text, size_t end, Span *ret_token, Span *ret_top, 
 
 /* The name a key token stands for; its text between the quotes when that holds "\u0000". */
 static char *span_name(const char *text, Span span) {
-        _cleanup_json_ json_t *v = json_loadb(text + span.start, span.end - span.start, JSON_DECODE_ANY | JSON_ALLOW_NUL,
-                                              NULL);
+        _cleanup_json_ json_t *v =
+                json_loadb(text + span.start, span.end - span.start, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 
         if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v))
                 return strdup(json_string_value(v));
         return strndup(text + span.start + 1, span.end - span.start - 2);
 }
 
-/* The key token at span holds "\u0000", which jansson takes in no key: it becomes the string of
- * its own text ("a\u0000b" reads as a\u0000b, backslash and all). */
-static int key_rename(char **text, size_t *size, Span span) {
-        _cleanup_free_ char *name = strndup(*text + span.start + 1, span.end - span.start - 2), *quoted = NULL;
-        _cleanup_json_ json_t *v = NULL;
+/* Every "\u0000" of the text becomes "\\u0000", a backslash and "u0000": in keys, which jansson
+ * takes with no flag, and in values. One pass for all of them, however many there are. Outside
+ * strings JSON has no backslash, so every backslash starts an escape. */
+static int nul_escapes_quote(char **text, size_t *size) {
+        _cleanup_free_ char *out = NULL;
+        size_t n = 0, k = 0;
 
-        if (!name || !(v = json_string(name)) || !(quoted = json_dumps(v, JSON_ENCODE_ANY)))
+        for (size_t i = 0; i + 1 < *size; i++)
+                if ((*text)[i] == '\\' && (*text)[i + 1] == 'u' && i + 6 <= *size &&
+                    memcmp(*text + i + 2, "0000", 4) == 0)
+                        n++;
+                else if ((*text)[i] == '\\')
+                        i++;
+        out = malloc(*size + n + 1);
+        if (!out)
                 return -ENOMEM;
-        return text_replace(text, size, span.start, span.end, quoted, strlen(quoted));
+        for (size_t i = 0; i < *size; i++) {
+                if ((*text)[i] == '\\' && i + 1 < *size) {
+                        if ((*text)[i + 1] == 'u' && i + 6 <= *size && memcmp(*text + i + 2, "0000", 4) == 0)
+                                out[k++] = '\\';
+                        else
+                                out[k++] = (*text)[i++];
+                }
+                out[k++] = (*text)[i];
+        }
+        free(*text);
+        *text = TAKE_PTR(out);
+        *size = k;
+        return 0;
 }
 
 /* Puts the mark of varlink_message_read() on the member named by top (and param). */
@@ -141,8 +160,9 @@ static int mark_invalid(json_t *msg, const char *top, const char *param) {
  * closed for, repairing its text and parsing it again:
  * - a number out of range becomes the string OUT_OF_RANGE;
  * - at the first duplicate key or "\u0000", the member of the message (or of its parameters)
- *   holding it is noted; from then on duplicates and "\u0000" in values are let through, and a
- *   key holding "\u0000" is renamed (key_rename()). The noted member gets the mark.
+ *   holding it is noted; then every "\u0000" is quoted (nul_escapes_quote()) and duplicates are
+ *   let through, the last one counting: one more parse, however many there are. The noted
+ *   member gets the mark, so the call is refused whatever the rest holds.
  * Sets *ret_marked when a mark was put. NULL when the message cannot be read. */
 static json_t *load_repaired(const char *data, size_t len, json_error_t *error, bool *ret_marked) {
         _cleanup_free_ char *copy = NULL, *top = NULL, *param = NULL;
@@ -157,28 +177,26 @@ static json_t *load_repaired(const char *data, size_t len, json_error_t *error, 
         for (unsigned i = 0; i < REPAIRS_MAX && !msg; i++) {
                 enum json_error_code code = json_error_code(error);
                 size_t end = (size_t) error->position, start = end;
-                Span token, top_span, param_span;
+                Span top_span, param_span;
 
                 if (error->position <= 0 || end > size)
                         return NULL;
                 if (code == json_error_numeric_overflow) {
                         while (start > 0 && is_number_char(copy[start - 1]))
                                 start--;
-                        if (start == end || text_replace(&copy, &size, start, end, OUT_OF_RANGE, strlen(OUT_OF_RANGE)) < 0)
+                        if (start == end ||
+                            text_replace(&copy, &size, start, end, OUT_OF_RANGE, strlen(OUT_OF_RANGE)) < 0)
                                 return NULL;
                 } else if (code == json_error_duplicate_key || code == json_error_null_character ||
                            code == json_error_null_byte_in_key) {
-                        if (locate(copy, end, &token, &top_span, &param_span) < 0)
+                        /* After the first, quoted and let through: there is no second. */
+                        if (top || locate(copy, end, &top_span, &param_span) < 0)
                                 return NULL;
-                        if (!top) {
-                                top = span_name(copy, top_span);
-                                param = param_span.end > 0 ? span_name(copy, param_span) : NULL;
-                                if (!top || (param_span.end > 0 && !param))
-                                        return NULL;
-                                flags = JSON_ALLOW_NUL;
-                        }
-                        if (code == json_error_null_byte_in_key && key_rename(&copy, &size, token) < 0)
+                        top = span_name(copy, top_span);
+                        param = param_span.end > 0 ? span_name(copy, param_span) : NULL;
+                        if (!top || (param_span.end > 0 && !param) || nul_escapes_quote(&copy, &size) < 0)
                                 return NULL;
+                        flags = 0;
                 } else
                         return NULL;
                 msg = json_loadb(copy, size, flags, error);

@@ -35,10 +35,10 @@ struct evbuffer;
  * Returns 1 and sets *ret (a JSON object, new reference) when a message was complete,
  * 2 and sets *ret likewise for a message that is a JSON object but has a duplicate key or
  *  "\u0000" in a string (in a key too) somewhere: it is read with the last of each duplicate and
- *  keys holding "\u0000" renamed to their text ("a\\u0000b"), and the member of the message, or
- *  of its parameters, holding the first such thing is replaced by a string holding "\u0000",
- *  which no varlink type accepts: varlink_call_header_parse() or the IDL check names it in an
- *  error, and the connection goes on,
+ *  every "\u0000" as the text it is ("a\\u0000b"), and the member of the message, or of its
+ *  parameters, holding the first such thing is replaced by a string holding "\u0000", which no
+ *  varlink type accepts: varlink_call_header_parse() or the IDL check names it in an error, and
+ *  the connection goes on,
  * 0 when buf holds only part of a message (nothing is consumed),
  * -EMSGSIZE when more than max_size bytes are pending without a NUL, or the complete message
  *  is longer than max_size,

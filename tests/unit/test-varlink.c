@@ -220,9 +220,9 @@ static void test_read_marked(void **state _unused_) {
         }
 }
 
-/* After the first mark the rest of the message is read as it is: later duplicates and "\u0000"
- * get no mark of their own, numbers out of range are still replaced; a string that only looks
- * like "\u0000" is no mark; a message with more than 64 keys to rename is refused. */
+/* After the first mark the rest of the message is read in one more parse: the last of later
+ * duplicates, every "\u0000" (keys, values) as its text, numbers out of range still replaced; a
+ * string that only looks like "\u0000" is no mark; 1000 keys holding "\u0000" cost one parse. */
 static void test_read_marked_rest(void **state _unused_) {
         _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
         _cleanup_json_ json_t *m1 = NULL, *m2 = NULL, *m3 = NULL, *m4 = NULL;
@@ -240,6 +240,12 @@ static void test_read_marked_rest(void **state _unused_) {
         assert_json_equal(json_object_get(p, "y"), "[1]");
         assert_int_equal(json_integer_value(json_object_get(p, "z\\u0000")), 3);
         assert_int_equal(json_object_size(p), 4);
+        add_string(b, "{\"method\":\"a.B\",\"parameters\":{\"x\":\"\\u0000\",\"y\":\"\\u0000\\\\\\u0000\"}}");
+        json_decref(m1);
+        assert_int_equal(varlink_message_read(b, 1024, &m1), 2);
+        p = json_object_get(m1, "parameters");
+        assert_true(is_mark(json_object_get(p, "x")));
+        assert_string_equal(json_string_value(json_object_get(p, "y")), "\\u0000\\\\u0000");
 
         add_string(b, "{\"s\":\"\\\\u0000\"}"); /* a backslash, then u0000 */
         assert_int_equal(varlink_message_read(b, 1024, &m2), 1);
@@ -248,13 +254,17 @@ static void test_read_marked_rest(void **state _unused_) {
         f = open_memstream(&many, &size);
         assert_non_null(f);
         fputs("{\"method\":\"a.B\",\"parameters\":{", f);
-        for (int i = 0; i < 65; i++)
+        for (int i = 0; i < 1000; i++)
                 fprintf(f, "%s\"k%d\\u0000\":1", i ? "," : "", i);
         fputs("}}", f);
         assert_int_equal(fclose(f), 0);
         add_string(b, many);
         add_string(b, "{\"ok\":1}");
-        assert_int_equal(varlink_message_read(b, 4096, &m3), -EBADMSG);
+        assert_int_equal(varlink_message_read(b, 65536, &m3), 2);
+        p = json_object_get(m3, "parameters");
+        assert_true(is_mark(json_object_get(p, "k0\\u0000")));
+        assert_int_equal(json_integer_value(json_object_get(p, "k999\\u0000")), 1);
+        assert_int_equal(json_object_size(p), 1000);
         assert_int_equal(varlink_message_read(b, 4096, &m4), 1);
 }
 
