@@ -23,7 +23,7 @@
 /* ---- framing ---- */
 
 #define OUT_OF_RANGE "\"out of range\""
-#define REPAIRS_MAX 64 /* numbers replaced and keys renamed per message; a message with more is refused */
+#define REPAIRS_MAX 64 /* numbers replaced per message (and one quoting of "\u0000"); more: refused */
 
 static bool is_number_char(char c) {
         return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
@@ -51,9 +51,10 @@ typedef struct Span {
 
 /* Where the string token ending at `end` (jansson reports a duplicate key or a "\u0000" just past
  * it) is in the message: *ret_top the member of the message holding it, or naming it; *ret_param,
- * when that member is an object "parameters", the parameter likewise (else {0, 0}). jansson tells
- * only the offset; text before it is JSON it accepted, so following strings and brackets is
- * enough. Returns 0, or -EBADMSG when the token is not inside the message object. */
+ * when that member's value is an object, its member likewise (else {0, 0}): a parameter, when
+ * top is "parameters". jansson tells only the offset; text before it is JSON it accepted, so
+ * following strings and brackets is enough. Returns 0, or -EBADMSG when the token is not inside
+ * the message object. */
 static int locate(const char *text, size_t end, Span *ret_top, Span *ret_param) {
         Span key[3] = {}, token = {}, top, param = {};
         bool object[3] = {}, want_key = false, token_is_key = false;
@@ -98,8 +99,7 @@ static int locate(const char *text, size_t end, Span *ret_top, Span *ret_param) 
         /* In no member of an object: a message that is no call anyway. */
         if (token_depth == 0 || token.end != end || top.end == 0)
                 return -EBADMSG;
-        if (token_depth >= 2 && object[2] && top.end - top.start == strlen("\"parameters\"") &&
-            memcmp(text + top.start, "\"parameters\"", top.end - top.start) == 0)
+        if (token_depth >= 2 && object[2])
                 param = token_depth == 2 && token_is_key ? token : key[2];
         *ret_top = top;
         *ret_param = param;
@@ -193,8 +193,14 @@ static json_t *load_repaired(const char *data, size_t len, json_error_t *error, 
                         if (top || locate(copy, end, &top_span, &param_span) < 0)
                                 return NULL;
                         top = span_name(copy, top_span);
-                        param = param_span.end > 0 ? span_name(copy, param_span) : NULL;
-                        if (!top || (param_span.end > 0 && !param) || nul_escapes_quote(&copy, &size) < 0)
+                        if (!top)
+                                return NULL;
+                        if (param_span.end > 0 && strcmp(top, "parameters") == 0) {
+                                param = span_name(copy, param_span);
+                                if (!param)
+                                        return NULL;
+                        }
+                        if (nul_escapes_quote(&copy, &size) < 0)
                                 return NULL;
                         flags = 0;
                 } else

@@ -201,6 +201,8 @@ static void test_read_marked(void **state _unused_) {
                 { "{\"method\":\"a.B\",\"parameters\":[\"\\u0000\"]}", "parameters", NULL },
                 { "{\"method\":\"a.B\",\"m\\u0000\":1}", "m\\u0000", NULL },
                 { "{\"more\":{\"a\":1,\"a\":1},\"method\":\"a.B\"}", "more", NULL },
+                /* "parameters" spelled with an escape is still the parameters */
+                { "{\"method\":\"a.B\",\"par\\u0061meters\":{\"x\":1,\"x\":2}}", "parameters", "x" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
