@@ -499,7 +499,7 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
                 return r;
         r = list_read(s, filter, &list, &n);
         total = n;
-        if (r >= 0 && n >= filter->limit) {
+        if (r >= 0 && ret_total && n >= filter->limit) {
                 r = list_count(s, filter, &total);
                 if (r < 0)
                         process_infos_free(list, n);
@@ -509,7 +509,8 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
                 return r;
         *ret = list;
         *ret_n = n;
-        *ret_total = total;
+        if (ret_total)
+                *ret_total = total;
         return 0;
 }
 

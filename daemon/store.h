@@ -149,7 +149,7 @@ typedef struct StoreProcessFilter {
 } StoreProcessFilter;
 
 /* Processes matching filter, newest first (by first seen), at most filter->limit of them;
- * *ret_total: how many match, limit aside. */
+ * *ret_total (unless NULL): how many match, limit aside. */
 int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n,
                          uint64_t *ret_total);
 
