@@ -152,14 +152,18 @@ class Lists(unittest.TestCase):
         default = call(sock, "ListProcesses", {"comm": COMM})
         self.assertEqual(len(default["processes"]), DEFAULT_LIMIT)
         self.assertEqual(default["otherProcesses"], MORE)
-        # Newest first: the last ones started are in, the first MORE are the ones left out.
-        self.assertEqual({p["pid"] for p in default["processes"]}, set(self.pids[MORE:]))
         # The rest: a raised limit, or a narrower call.
         raised = call(sock, "ListProcesses", {"comm": COMM, "limit": SLEEPERS})
         self.assertEqual(len(raised["processes"]), SLEEPERS)
         self.assertEqual(raised["otherProcesses"], 0)
         self.assertEqual({p["pid"] for p in raised["processes"]}, set(self.pids))
-        for pid in self.pids[:MORE]:
+        shown = {p["pid"] for p in default["processes"]}
+        left_out = [p for p in raised["processes"] if p["pid"] not in shown]
+        self.assertEqual(len(left_out), MORE)
+        # Newest first: those left out were seen first.
+        self.assertLessEqual(max(p["firstSeenUsec"] for p in left_out),
+                             min(p["firstSeenUsec"] for p in default["processes"]))
+        for pid in (p["pid"] for p in left_out):
             one = call(sock, "ListProcesses", {"pid": pid})
             self.assertEqual([p["pid"] for p in one["processes"]], [pid])
             self.assertEqual(one["otherProcesses"], 0)
