@@ -749,7 +749,7 @@ static int top_once(Bench *b, uint64_t window, uint64_t *ret_rows) {
         size_t n;
         int r;
 
-        r = store_top(b->store, now_usec(CLOCK_REALTIME) - window, "user", TOP_LIMIT, -1, NULL, &rows, &n);
+        r = store_top(b->store, now_usec(CLOCK_REALTIME) - window, "user", TOP_LIMIT, -1, NULL, &rows, &n, NULL);
         if (r < 0)
                 return r;
         store_rows_free(rows, n);
@@ -963,7 +963,7 @@ static int run_checks(Bench *b, unsigned *ret_processes) {
                 size_t n, k = 0;
                 int e;
 
-                if ((e = store_top(b->store, since, "user", TOP_LIMIT, -1, NULL, &rows, &n)) < 0)
+                if ((e = store_top(b->store, since, "user", TOP_LIMIT, -1, NULL, &rows, &n, NULL)) < 0)
                         return e;
                 if ((e = prepare(b, &st, "SELECT process_id, SUM(f_user) FROM sample_raw WHERE time_usec >= ? "
                                          "GROUP BY process_id ORDER BY 2 DESC, process_id DESC LIMIT ?")) < 0) {

@@ -637,6 +637,19 @@ void print_history_csv(FILE *f, json_t *reply) {
         }
 }
 
+void print_cut_note(FILE *f, json_t *reply, const char *other, size_t shown, const char *what, const char *narrow,
+                    long long limit, long long max) {
+        json_int_t left_out = int_member(reply, other);
+
+        if (left_out <= 0)
+                return;
+        fprintf(f, "trapstat: %zu of %" JSON_INTEGER_FORMAT " %s shown; narrow with %s", shown,
+                (json_int_t) shown + left_out, what, narrow);
+        if (limit < max)
+                fprintf(f, " or raise --limit (at most %lld)", max);
+        fputc('\n', f);
+}
+
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
         size_t i, budget = style->columns;
         json_t *p;

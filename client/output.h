@@ -51,6 +51,13 @@ void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteC
  * Site (empty for null), after the process's pid and startTime. */
 void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n);
 
+/* A list reply that its limit cut (its member `other`, e.g. "otherProcesses", above zero; absent
+ * from older daemons) gets one line on f: how many of how many `what` are shown, and how to get
+ * the rest: the options that narrow the call (narrow, e.g. "--comm/--unit/--pid"), and --limit
+ * while limit is below max. Nothing when nothing was left out. */
+void print_cut_note(FILE *f, json_t *reply, const char *other, size_t shown, const char *what, const char *narrow,
+                    long long limit, long long max);
+
 /* ListProcesses: one line per process. */
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes);
 void print_processes_csv(FILE *f, json_t *processes);

@@ -399,9 +399,14 @@ static int top_batch(const TopOptions *o) {
                         else
                                 print_group_table(o, &style, reply, limit);
                 }
-                json_decref(reply);
-                if (fflush(stdout) != 0)
+                if (fflush(stdout) != 0) {
+                        json_decref(reply);
                         return fail("writing to stdout failed: %m");
+                }
+                if (!arg_json)
+                        print_cut_note(stderr, reply, "otherProcesses", json_array_size(json_object_get(reply, "rows")),
+                                       "processes", "--pid/--user/--unit/--comm", limit, TOP_MAX_LIMIT);
+                json_decref(reply);
         }
         return 0;
 }

@@ -382,7 +382,11 @@ static int verb_sites(int argc, char *argv[]) {
                 print_sites(stdout, &style, json_object_get(reply, "process"), sites, n);
         }
         site_counts_free(sites, n);
-        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+        if (fflush(stdout) != 0)
+                return fail("writing to stdout failed: %m");
+        print_cut_note(stderr, reply, "otherSites", n, "sites", "--traps/--faults/--since/--until",
+                       q.limit ? (long long) q.limit : SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
+        return 0;
 }
 
 static const char *const procs_usage =
@@ -397,7 +401,7 @@ static int verb_procs(int argc, char *argv[]) {
                 { "help", no_argument, NULL, 'h' },       {},
         };
         _cleanup_json_ json_t *params = json_object(), *reply = NULL;
-        long long v;
+        long long v, limit = LIST_DEFAULT_LIMIT;
         bool csv = false;
         int c;
 
@@ -428,6 +432,7 @@ static int verb_procs(int argc, char *argv[]) {
                         if (parse_int_arg(optarg, 1, LIST_MAX_LIMIT, &v) < 0)
                                 return usage_error(procs_usage, "invalid --limit '%s': expected 1 to %d", optarg, LIST_MAX_LIMIT);
                         json_object_set_new(params, "limit", json_integer(v));
+                        limit = v;
                         break;
                 case 'j':
                         arg_json = true;
@@ -442,10 +447,11 @@ static int verb_procs(int argc, char *argv[]) {
                                "  -c, --comm GLOB     only commands matching a shell glob, e.g. 'postgres*'\n"
                                "  -u, --unit NAME     only processes of this systemd unit, e.g. nginx.service\n"
                                "  -p, --pid PID       only the incarnations of this pid\n"
-                               "  -l, --limit N       at most N processes (default %d)\n"
+                               "  -l, --limit N       at most N processes (default %d, at most %d); when more match,\n"
+                               "                      a line on stderr says how many (--json: otherProcesses)\n"
                                "      --json          the varlink reply as one JSON object\n"
                                "      --csv           one line per process\n",
-                               procs_usage, LIST_DEFAULT_LIMIT);
+                               procs_usage, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
                         return 0;
                 default:
                         fprintf(stderr, "%s\n", procs_usage);
@@ -458,15 +464,22 @@ static int verb_procs(int argc, char *argv[]) {
 
         if (cli_call("io.trapstat.ListProcesses", params, &reply) < 0)
                 return EXIT_FAILURE;
-        if (arg_json)
+        if (arg_json) {
                 print_json(reply);
-        else if (csv)
+                return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+        }
+        if (csv)
                 print_processes_csv(stdout, json_object_get(reply, "processes"));
         else {
                 OutputStyle style = output_style();
                 print_processes(stdout, &style, json_object_get(reply, "processes"));
         }
-        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+        if (fflush(stdout) != 0)
+                return fail("writing to stdout failed: %m");
+        /* After the rows, so that it is the last line a terminal shows. */
+        print_cut_note(stderr, reply, "otherProcesses", json_array_size(json_object_get(reply, "processes")),
+                       "processes", "--comm/--unit/--pid", limit, LIST_MAX_LIMIT);
+        return 0;
 }
 
 static const char *const traps_usage = "Usage: trapstat traps [--since TIME] [--json]";

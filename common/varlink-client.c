@@ -179,6 +179,9 @@ int varlink_client_read_reply(VarlinkClient *c, json_t **ret_parameters, char **
 
         for (;;) {
                 r = varlink_message_read_incremental(c->input, c->max_message_size, &c->scanned, &msg);
+                /* A reply with a duplicate key or "\u0000" is a server's bug: not to be guessed at. */
+                if (r == 2)
+                        return -EBADMSG;
                 if (r < 0)
                         return r;
                 if (r > 0)

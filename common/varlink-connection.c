@@ -299,6 +299,9 @@ static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
                 .oneway = h.oneway && !h.more,
         };
 
+        /* A duplicate key or "\u0000" outside the parameters (varlink_message_read()). */
+        if (h.invalid)
+                return varlink_call_error_invalid_parameter(&call, h.invalid);
         if (h.oneway && h.more)
                 return varlink_call_error_invalid_parameter(&call, "oneway");
         /* No method here upgrades the connection to another protocol. */

@@ -57,6 +57,11 @@ static bool value_valid(const VarlinkType *t, json_t *v) {
         json_t *element;
         size_t index;
 
+        /* A string holding "\u0000" is a value of no type, "object" included: C code would read it
+         * cut short. varlink_message_read() marks a member holding a duplicate key so too. */
+        if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v))
+                return false;
+
         switch (t->kind) {
         case VARLINK_TYPE_BOOL:
                 return json_is_boolean(v);

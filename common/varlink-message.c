@@ -23,56 +23,202 @@
 /* ---- framing ---- */
 
 #define OUT_OF_RANGE "\"out of range\""
-#define OUT_OF_RANGE_MAX 64 /* numbers replaced per message; a message with more is refused */
+#define REPAIRS_MAX 64 /* numbers replaced per message (and one quoting of "\u0000"); more: refused */
 
 static bool is_number_char(char c) {
         return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
 }
 
-/* data failed to parse only because of a number out of range: parses it again with each such
- * number replaced by the string OUT_OF_RANGE. jansson reports the offset just past the number. */
-static json_t *load_out_of_range(const char *data, size_t len) {
-        _cleanup_free_ char *copy = NULL;
-        json_error_t error;
-        size_t size = len;
+/* Replaces text[start, end) of the message being repaired by with (len bytes). */
+static int text_replace(char **text, size_t *size, size_t start, size_t end, const char *with, size_t len) {
+        char *next = malloc(*size - (end - start) + len + 1);
 
-        copy = malloc(len ? len : 1);
+        if (!next)
+                return -ENOMEM;
+        memcpy(next, *text, start);
+        memcpy(next + start, with, len);
+        memcpy(next + start + len, *text + end, *size - end);
+        *size = *size - (end - start) + len;
+        free(*text);
+        *text = next;
+        return 0;
+}
+
+/* A string token of a message: [start, end), quotes included. */
+typedef struct Span {
+        size_t start, end;
+} Span;
+
+/* Where the string token ending at `end` (jansson reports a duplicate key or a "\u0000" just past
+ * it) is in the message: *ret_top the member of the message holding it, or naming it; *ret_param,
+ * when that member's value is an object, its member likewise (else {0, 0}): a parameter, when
+ * top is "parameters". jansson tells only the offset; text before it is JSON it accepted, so
+ * following strings and brackets is enough. Returns 0, or -EBADMSG when the token is not inside
+ * the message object. */
+static int locate(const char *text, size_t end, Span *ret_top, Span *ret_param) {
+        Span key[3] = {}, token = {}, top, param = {};
+        bool object[3] = {}, want_key = false, token_is_key = false;
+        unsigned depth = 0, token_depth = 0;
+
+        for (size_t i = 0; i < end; i++)
+                switch (text[i]) {
+                case '"':
+                        token.start = i;
+                        for (i++; i < end && text[i] != '"'; i++)
+                                if (text[i] == '\\')
+                                        i++;
+                        token.end = i + 1;
+                        token_depth = depth;
+                        token_is_key = depth >= 1 && depth <= 2 && object[depth] && want_key;
+                        if (token_is_key)
+                                key[depth] = token;
+                        break;
+                case '{':
+                case '[':
+                        depth++;
+                        want_key = text[i] == '{';
+                        if (depth <= 2) {
+                                object[depth] = want_key;
+                                key[depth] = (Span) {};
+                        }
+                        break;
+                case '}':
+                case ']':
+                        depth--;
+                        want_key = false;
+                        break;
+                case ',':
+                        want_key = depth <= 2 && object[depth];
+                        break;
+                case ':':
+                        want_key = false;
+                        break;
+                }
+
+        top = token_depth == 1 && token_is_key ? token : key[1];
+        /* In no member of an object: a message that is no call anyway. */
+        if (token_depth == 0 || token.end != end || top.end == 0)
+                return -EBADMSG;
+        if (token_depth >= 2 && object[2])
+                param = token_depth == 2 && token_is_key ? token : key[2];
+        *ret_top = top;
+        *ret_param = param;
+        return 0;
+}
+
+/* The name a key token stands for; its text between the quotes when that holds "\u0000". */
+static char *span_name(const char *text, Span span) {
+        _cleanup_json_ json_t *v =
+                json_loadb(text + span.start, span.end - span.start, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+
+        if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v))
+                return strdup(json_string_value(v));
+        return strndup(text + span.start + 1, span.end - span.start - 2);
+}
+
+/* Every "\u0000" of the text becomes "\\u0000", a backslash and "u0000": in keys, which jansson
+ * takes with no flag, and in values. One pass for all of them, however many there are. Outside
+ * strings JSON has no backslash, so every backslash starts an escape. */
+static int nul_escapes_quote(char **text, size_t *size) {
+        _cleanup_free_ char *out = NULL;
+        size_t n = 0, k = 0;
+
+        for (size_t i = 0; i + 1 < *size; i++)
+                if ((*text)[i] == '\\' && (*text)[i + 1] == 'u' && i + 6 <= *size &&
+                    memcmp(*text + i + 2, "0000", 4) == 0)
+                        n++;
+                else if ((*text)[i] == '\\')
+                        i++;
+        out = malloc(*size + n + 1);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < *size; i++) {
+                if ((*text)[i] == '\\' && i + 1 < *size) {
+                        if ((*text)[i + 1] == 'u' && i + 6 <= *size && memcmp(*text + i + 2, "0000", 4) == 0)
+                                out[k++] = '\\';
+                        else
+                                out[k++] = (*text)[i++];
+                }
+                out[k++] = (*text)[i];
+        }
+        free(*text);
+        *text = TAKE_PTR(out);
+        *size = k;
+        return 0;
+}
+
+/* Puts the mark of varlink_message_read() on the member named by top (and param). */
+static int mark_invalid(json_t *msg, const char *top, const char *param) {
+        json_t *parameters = json_object_get(msg, "parameters");
+
+        if (param && json_is_object(parameters))
+                return json_object_set_new(parameters, param, json_stringn("", 1)) < 0 ? -ENOMEM : 0;
+        return json_object_set_new(msg, top, json_stringn("", 1)) < 0 ? -ENOMEM : 0;
+}
+
+/* Parses a message jansson refused at error only for what a call is answered about rather than
+ * closed for, repairing its text and parsing it again:
+ * - a number out of range becomes the string OUT_OF_RANGE;
+ * - at the first duplicate key or "\u0000", the member of the message (or of its parameters)
+ *   holding it is noted; then every "\u0000" is quoted (nul_escapes_quote()) and duplicates are
+ *   let through, the last one counting: one more parse, however many there are. The noted
+ *   member gets the mark, so the call is refused whatever the rest holds.
+ * Sets *ret_marked when a mark was put. NULL when the message cannot be read. */
+static json_t *load_repaired(const char *data, size_t len, json_error_t *error, bool *ret_marked) {
+        _cleanup_free_ char *copy = NULL, *top = NULL, *param = NULL;
+        size_t flags = JSON_REJECT_DUPLICATES, size = len;
+        json_t *msg = NULL;
+
+        copy = malloc(len + 1);
         if (!copy)
                 return NULL;
         memcpy(copy, data, len);
 
-        for (unsigned i = 0; i < OUT_OF_RANGE_MAX; i++) {
-                size_t end, start;
-                json_t *msg;
-                char *next;
+        for (unsigned i = 0; i < REPAIRS_MAX && !msg; i++) {
+                enum json_error_code code = json_error_code(error);
+                size_t end = (size_t) error->position, start = end;
+                Span top_span, param_span;
 
-                msg = json_loadb(copy, size, JSON_REJECT_DUPLICATES, &error);
-                if (msg || json_error_code(&error) != json_error_numeric_overflow)
-                        return msg;
-                if (error.position <= 0 || (size_t) error.position > size)
+                if (error->position <= 0 || end > size)
                         return NULL;
-                end = start = (size_t) error.position;
-                while (start > 0 && is_number_char(copy[start - 1]))
-                        start--;
-                if (start == end)
+                if (code == json_error_numeric_overflow) {
+                        while (start > 0 && is_number_char(copy[start - 1]))
+                                start--;
+                        if (start == end ||
+                            text_replace(&copy, &size, start, end, OUT_OF_RANGE, strlen(OUT_OF_RANGE)) < 0)
+                                return NULL;
+                } else if (code == json_error_duplicate_key || code == json_error_null_character ||
+                           code == json_error_null_byte_in_key) {
+                        /* After the first, quoted and let through: there is no second. */
+                        if (top || locate(copy, end, &top_span, &param_span) < 0)
+                                return NULL;
+                        top = span_name(copy, top_span);
+                        if (!top)
+                                return NULL;
+                        if (param_span.end > 0 && strcmp(top, "parameters") == 0) {
+                                param = span_name(copy, param_span);
+                                if (!param)
+                                        return NULL;
+                        }
+                        if (nul_escapes_quote(&copy, &size) < 0)
+                                return NULL;
+                        flags = 0;
+                } else
                         return NULL;
-
-                next = malloc(size - (end - start) + strlen(OUT_OF_RANGE));
-                if (!next)
-                        return NULL;
-                memcpy(next, copy, start);
-                memcpy(next + start, OUT_OF_RANGE, strlen(OUT_OF_RANGE));
-                memcpy(next + start + strlen(OUT_OF_RANGE), copy + end, size - end);
-                size = size - (end - start) + strlen(OUT_OF_RANGE);
-                free(copy);
-                copy = next;
+                msg = json_loadb(copy, size, flags, error);
         }
-        return NULL;
+        if (msg && top && mark_invalid(msg, top, param) < 0) {
+                json_decref(msg);
+                return NULL;
+        }
+        *ret_marked = top != NULL;
+        return msg;
 }
 
 int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret) {
         struct evbuffer_ptr nul;
         json_error_t error;
+        bool marked = false;
         const char *data;
         json_t *msg;
         size_t len;
@@ -94,12 +240,12 @@ int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret) {
         if (!data)
                 return -ENOMEM;
 
-        /* Duplicate keys are rejected: {"method":"a.B","method":"c.D"} has no single meaning.
-         * So is "\u0000" in strings (jansson's default): every consumer uses them as C strings,
-         * where it would silently cut off the rest. */
+        /* Duplicate keys are refused: {"method":"a.B","method":"c.D"} has no single meaning. So is
+         * "\u0000" in strings (jansson's default): every consumer uses them as C strings, where it
+         * would silently cut off the rest. Both are answered, not closed for: load_repaired(). */
         msg = json_loadb(data, len, JSON_REJECT_DUPLICATES, &error);
-        if (!msg && json_error_code(&error) == json_error_numeric_overflow)
-                msg = load_out_of_range(data, len);
+        if (!msg)
+                msg = load_repaired(data, len, &error, &marked);
         evbuffer_drain(buf, len + 1);
         if (!msg)
                 return -EBADMSG;
@@ -109,7 +255,7 @@ int varlink_message_read(struct evbuffer *buf, size_t max_size, json_t **ret) {
         }
 
         *ret = msg;
-        return 1;
+        return marked ? 2 : 1;
 }
 
 /* Like varlink_message_read(), but remembers in *scanned how much of buf is already known to hold
@@ -188,6 +334,11 @@ static int json_get_optional_bool(json_t *msg, const char *key, bool *ret) {
         return 0;
 }
 
+/* Whether v is a string holding "\u0000": the mark of varlink_message_read(). */
+static bool has_nul(json_t *v) {
+        return json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v);
+}
+
 int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret) {
         VarlinkCallHeader h = {};
         const char *key, *dot;
@@ -197,6 +348,13 @@ int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret) {
                 return -EINVAL;
         if (!json_is_object(msg))
                 return -EBADMSG;
+
+        /* Before anything else: what else is wrong with such a call may stem from it. */
+        json_object_foreach(msg, key, value)
+                if (has_nul(value)) {
+                        *ret = (VarlinkCallHeader) { .invalid = key };
+                        return 0;
+                }
 
         json_object_foreach(msg, key, value) {
                 if (!strcmp(key, "method")) {

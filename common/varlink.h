@@ -33,6 +33,12 @@ struct evbuffer;
 
 /* Takes one complete message off the front of buf.
  * Returns 1 and sets *ret (a JSON object, new reference) when a message was complete,
+ * 2 and sets *ret likewise for a message that is a JSON object but has a duplicate key or
+ *  "\u0000" in a string (in a key too) somewhere: it is read with the last of each duplicate and
+ *  every "\u0000" as the text it is ("a\\u0000b"), and the member of the message, or of its
+ *  parameters, holding the first such thing is replaced by a string holding "\u0000", which no
+ *  varlink type accepts: varlink_call_header_parse() or the IDL check names it in an error, and
+ *  the connection goes on,
  * 0 when buf holds only part of a message (nothing is consumed),
  * -EMSGSIZE when more than max_size bytes are pending without a NUL, or the complete message
  *  is longer than max_size,
@@ -50,11 +56,13 @@ typedef struct VarlinkCallHeader {
         const char *method;     /* fully qualified: "io.trapstat.Top" */
         json_t *parameters;     /* always an object (empty when absent) */
         bool more, oneway, upgrade;
+        const char *invalid;    /* a member marked by varlink_message_read(); the rest unset */
 } VarlinkCallHeader;
 
 /* Checks a call message: "method" a string of the form interface.Method, "parameters" absent or
  * an object, "more"/"oneway"/"upgrade" absent or booleans, no other keys.
- * Returns 0 or -EBADMSG. */
+ * Returns 0 or -EBADMSG. 0 with only invalid set when a member is marked (varlink_message_read()):
+ * the call is to be answered with InvalidParameter naming it. */
 int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret);
 
 /* ---- server ---- */

@@ -228,10 +228,12 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
         const TopArgs *a = userdata;
         VarlinkReply *reply = NULL;
         StoreRow *rows;
+        uint64_t other;
+        json_t *members;
         size_t n;
         int r;
 
-        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, &a->filter, &rows, &n);
+        r = store_top(reader, a->since_usec, a->sort, a->limit, a->uid, &a->filter, &rows, &n, &other);
         if (r < 0)
                 return database_error(reader, r, ret);
 
@@ -240,7 +242,8 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
                 r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
                                                           "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
         store_rows_free(rows, n);
-        return reply_finish(reply, r, NULL, ret);
+        members = json_pack("{s:I}", "otherProcesses", (json_int_t) other);
+        return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
@@ -531,6 +534,7 @@ static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
         SiteCount *sites;
         ProcessInfo process;
         json_t *members;
+        uint64_t other;
         int64_t id;
         size_t n;
         int r;
@@ -538,7 +542,7 @@ static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
         r = find_process(reader, &a->range, &id, &process, ret);
         if (r <= 0)
                 return r;
-        r = store_sites(reader, id, a->range.since_usec, a->range.until_usec, a->kind, a->limit, &sites, &n);
+        r = store_sites(reader, id, a->range.since_usec, a->range.until_usec, a->kind, a->limit, &sites, &n, &other);
         if (r < 0) {
                 process_info_done(&process);
                 return database_error(reader, r, ret);
@@ -549,7 +553,7 @@ static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, site_count_to_json(&sites[i]));
         site_counts_free(sites, n);
-        members = json_pack("{s:o}", "process", process_info_to_json(&process));
+        members = json_pack("{s:o, s:I}", "process", process_info_to_json(&process), "otherSites", (json_int_t) other);
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
@@ -671,17 +675,20 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
         const ListArgs *a = userdata;
         VarlinkReply *reply = NULL;
         ProcessInfo *list;
+        uint64_t total;
+        json_t *members;
         size_t n;
         int r;
 
-        r = store_list_processes(reader, &a->filter, &list, &n);
+        r = store_list_processes(reader, &a->filter, &list, &n, &total);
         if (r < 0)
                 return database_error(reader, r, ret);
         r = varlink_reply_new_array("processes", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, process_info_to_json(&list[i]));
         process_infos_free(list, n);
-        return reply_finish(reply, r, NULL, ret);
+        members = json_pack("{s:I}", "otherProcesses", (json_int_t) (total - n));
+        return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
 static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata) {

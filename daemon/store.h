@@ -128,11 +128,11 @@ typedef struct StoreRow {
 
 /* Processes with non-zero counts in buckets starting at or after the bucket holding
  * since_usec, sorted descending by sort (a Faults member name, or "traps" for all traps);
- * at most limit rows. With uid >= 0 only that user's processes (whom the caller may see); with
- * a filter (NULL: none) only the processes it lets through, its globs as SQLite's GLOB.
- * -EINVAL for an unknown sort. */
+ * at most limit rows, *ret_other (unless NULL) those left out by limit. With uid >= 0 only that
+ * user's processes (whom the caller may see); with a filter (NULL: none) only the processes it
+ * lets through, its globs as SQLite's GLOB. -EINVAL for an unknown sort. */
 int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, const ProcessFilter *filter,
-              StoreRow **ret, size_t *ret_n);
+              StoreRow **ret, size_t *ret_n, uint64_t *ret_other);
 void store_rows_free(StoreRow *rows, size_t n);
 
 /* The process with this pid and start_time, or with start_time 0 the one seen first most
@@ -148,8 +148,10 @@ typedef struct StoreProcessFilter {
         size_t limit;
 } StoreProcessFilter;
 
-/* Processes matching filter, newest first (by first seen). */
-int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n);
+/* Processes matching filter, newest first (by first seen), at most filter->limit of them;
+ * *ret_total (unless NULL): how many match, limit aside. */
+int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n,
+                         uint64_t *ret_total);
 
 /* Traps of all processes (only uid's when uid >= 0) in buckets starting at or after the bucket
  * holding since_usec, summed; *ret_processes: how many processes trapped. */
@@ -159,10 +161,10 @@ void process_infos_free(ProcessInfo *p, size_t n);
 /* The sites of one process (common/sites.h) in [since_usec, until_usec), each instant read from
  * one tier: counts summed per (kind, vector, period, instruction, memory), largest first by
  * estimated count (count × period), ties by kind (traps first), object and offset; only kind's
- * sites when kind >= 0 (a SiteKind); at most limit. Symbols are those recorded when the site was
- * first stored. */
+ * sites when kind >= 0 (a SiteKind); at most limit, *ret_other (unless NULL) those left out by
+ * limit. Symbols are those recorded when the site was first stored. */
 int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
-                SiteCount **ret, size_t *ret_n);
+                SiteCount **ret, size_t *ret_n, uint64_t *ret_other);
 
 /* Marks exited every process of this boot not marked so for which alive() says no: those that
  * ended while no daemon was running to see it. One transaction; *ret_n: how many. */

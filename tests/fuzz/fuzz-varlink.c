@@ -184,7 +184,10 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                 return reply_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", "fuzz"));
         if (limit < 0)
                 return varlink_call_error_invalid_parameter(call, "limit");
-        return reply(call, json_pack("{s:[o]}", "processes", process_new(pid)), false);
+        /* limit 1 leaves one out, as a limit of trapstatd's does (otherProcesses). */
+        return reply(call,
+                     json_pack("{s:[o], s:I}", "processes", process_new(pid), "otherProcesses", (json_int_t) (limit == 1)),
+                     false);
 }
 
 /* Streams the way trapstatd's Watch does, through a kept call, but ends after two replies so that

@@ -119,6 +119,7 @@ static void test_flush_top_history(void **state) {
         StoreHistoryRow *hist;
         StoreRow *rows;
         ProcessInfo found;
+        uint64_t other;
         int64_t id;
         size_t n;
 
@@ -136,7 +137,7 @@ static void test_flush_top_history(void **state) {
         }
 
         /* Top since t0: a has 3*10 + 100 user faults, b 3*1; a first. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].process.pid, 100);
         assert_int_equal(rows[0].faults.user, 130);
@@ -148,11 +149,11 @@ static void test_flush_top_history(void **state) {
         store_rows_free(rows, n);
 
         /* Only the second bucket; and only uid 0's processes. */
-        assert_int_equal(store_top(s, t0 + 10000000, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0 + 10000000, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].faults.user, 100);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "user", 10, 0, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, 0, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].process.pid, 200);
         store_rows_free(rows, n);
@@ -198,7 +199,7 @@ static void test_flush_top_history(void **state) {
         /* Reopening an existing, current database migrates nothing and keeps the data. */
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         /* Both incarnations of pid 100 and pid 200, the first sorted by its 130 user faults. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.start_time, 5000);
         assert_int_equal(rows[0].faults.user, 130);
@@ -206,9 +207,14 @@ static void test_flush_top_history(void **state) {
         assert_int_equal(rows[1].faults.user, 7);
         assert_int_equal(rows[2].process.pid, 200);
         store_rows_free(rows, n);
-        /* limit applies. */
-        assert_int_equal(store_top(s, t0, "user", 1, -1, NULL, &rows, &n), 0);
+        /* limit applies, and what it left out is counted. */
+        assert_int_equal(store_top(s, t0, "user", 1, -1, NULL, &rows, &n, &other), 0);
         assert_int_equal(n, 1);
+        assert_int_equal(other, 2);
+        store_rows_free(rows, n);
+        assert_int_equal(store_top(s, t0, "user", 3, -1, NULL, &rows, &n, &other), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(other, 0);
         store_rows_free(rows, n);
         store_free(s);
 }
@@ -241,7 +247,7 @@ static void test_traps(void **state) {
         }
 
         /* Sorted by traps, the trapper comes first although it never faulted. */
-        assert_int_equal(store_top(s, t0, "traps", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "traps", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_string_equal(rows[0].process.comm, "trapper");
         assert_int_equal(rows[0].traps.vector[6], 10);
@@ -252,7 +258,7 @@ static void test_traps(void **state) {
         assert_true(faults_is_zero(&rows[0].faults));
         assert_int_equal(traps_total(&rows[1].traps), 0);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "nonsense", 10, -1, NULL, &rows, &n), -EINVAL);
+        assert_int_equal(store_top(s, t0, "nonsense", 10, -1, NULL, &rows, &n, NULL), -EINVAL);
 
         /* History per bucket and merged into one interval. */
         assert_int_equal(store_find_process(s, 300, 0, &id, &found), 0);
@@ -300,6 +306,7 @@ static void test_list_filters(void **state) {
         const uint64_t t0 = 1700000000000000ULL;
         ProcessSample samples[ELEMENTSOF(procs)];
         ProcessInfo *list;
+        uint64_t total;
         char path[256];
         Store *s;
         size_t n;
@@ -310,7 +317,9 @@ static void test_list_filters(void **state) {
                 samples[i] = (ProcessSample) { &procs[i], make_faults(1), NULL };
         assert_int_equal(store_flush(s, t0, samples, ELEMENTSOF(samples)), 0);
 
-#define LIST(...) store_list_processes(s, &(StoreProcessFilter) { .limit = 100, __VA_ARGS__ }, &list, &n)
+#define LIST_AT_MOST(l, ...) \
+        store_list_processes(s, &(StoreProcessFilter) { .limit = (l), __VA_ARGS__ }, &list, &n, &total)
+#define LIST(...) LIST_AT_MOST(100, __VA_ARGS__)
         /* GLOB is case-sensitive: "Postman" is not a "post*". Exited ones only when asked. */
         assert_int_equal(LIST(.comm_glob = "post*", .uid = -1), 0);
         assert_int_equal(n, 2);
@@ -330,8 +339,26 @@ static void test_list_filters(void **state) {
         process_infos_free(list, n);
         assert_int_equal(LIST(.unit = "nginx", .uid = -1), 0); /* exact unit names, no prefix match */
         assert_int_equal(n, 0);
+        assert_int_equal(total, 0);
+        process_infos_free(list, n);
+        /* A limit cuts the list, and total says how many matched: the newest first, the rest
+         * counted, whatever the filter. */
+        assert_int_equal(LIST_AT_MOST(3, .include_exited = true, .uid = -1), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(total, 4);
+        assert_int_equal(list[0].pid, 13);
+        process_infos_free(list, n);
+        assert_int_equal(LIST_AT_MOST(1, .comm_glob = "post*", .uid = -1), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(total, 2);
+        assert_int_equal(list[0].pid, 11);
+        process_infos_free(list, n);
+        assert_int_equal(LIST_AT_MOST(1, .uid = 1000), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(total, 1);
         process_infos_free(list, n);
 #undef LIST
+#undef LIST_AT_MOST
         store_free(s);
 }
 
@@ -429,7 +456,7 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(history_user(s, 400, 10 * S, NULL), from5h_a);
 
         /* Top over the whole time reads hours: the same totals. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.pid, 400); /* about 4 a bucket against b's 2 */
         assert_int_equal(rows[0].faults.user, all_a);
@@ -438,7 +465,7 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(rows[1].faults.user, all_b);
         store_rows_free(rows, n);
         /* And over the last 30 min: raw only. */
-        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[1].process.pid, 401);
         assert_int_equal(rows[1].faults.user, 2 * 180); /* 180 buckets of 2 */
@@ -872,7 +899,7 @@ static void test_reader(void **state) {
         }
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
         /* The ticks are pending in the writer: not in the raw tier yet. */
-        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 0);
         store_rows_free(rows, n);
         assert_int_equal(store_settle(w), 0);
@@ -886,11 +913,11 @@ static void test_reader(void **state) {
         }
 
         store_set_progress_handler(r, 10, count_calls, &calls);
-        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         store_rows_free(rows, n);
         assert_true(calls > 0);
         store_set_progress_handler(r, 1, stop_at_once, NULL);
-        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n), -ECANCELED);
+        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n, NULL), -ECANCELED);
         store_set_progress_handler(r, 0, NULL, NULL);
         store_free(r);
         store_free(w);
@@ -982,7 +1009,7 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
 
         /* Top reads what was folded before the call: the writer settles before it asks. */
-        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n), 0);
+        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].faults.user, 8025);
         store_rows_free(rows, n);
@@ -998,7 +1025,7 @@ static void top_filter_pids(Store *s, int64_t uid, const ProcessFilter *f, const
         StoreRow *rows;
         size_t n;
 
-        assert_int_equal(store_top(s, 0, "user", 10, uid, f, &rows, &n), 0);
+        assert_int_equal(store_top(s, 0, "user", 10, uid, f, &rows, &n, NULL), 0);
         assert_int_equal(n, n_want);
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(rows[i].process.pid, want[i]);
@@ -1314,7 +1341,7 @@ static uint64_t site_total(Store *s, uint32_t pid, uint64_t since, uint64_t unti
         uint64_t v;
         size_t n;
 
-        assert_int_equal(store_sites(s, process_id(s, pid), since, until, -1, 100, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, pid), since, until, -1, 100, &sites, &n, NULL), 0);
         found = find_site(sites, n, like);
         v = found ? found->count : 0;
         site_counts_free(sites, n);
@@ -1376,6 +1403,7 @@ static void test_sites(void **state) {
         SiteCount *sites;
         char path[256];
         Store *s, *r;
+        uint64_t other;
         size_t n;
 
         b_fault.memory = MEMORY_ANON; /* the same instruction as a's, other memory */
@@ -1401,7 +1429,7 @@ static void test_sites(void **state) {
         }
 
         /* a: the fault 12 × 64, the anonymous one 6 × 64, the trap 18. */
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 3);
         assert_site(&sites[0], &fault_site, 12);
         assert_site(&sites[1], &anon_site, 6);
@@ -1409,35 +1437,40 @@ static void test_sites(void **state) {
         site_counts_free(sites, n);
 
         /* By kind; at most one; the middle bucket only. */
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 1);
         assert_site(&sites[0], &trap_site, 18);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_site(&sites[0], &fault_site, 12);
         assert_site(&sites[1], &anon_site, 6);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 1, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 1, &sites, &n, &other), 0);
         assert_int_equal(n, 1);
+        assert_int_equal(other, 2);
         assert_site(&sites[0], &fault_site, 12);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 10 * S, t0 + 20 * S, -1, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 2, &sites, &n, &other), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(other, 0);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 10 * S, t0 + 20 * S, -1, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 3);
         assert_site(&sites[0], &fault_site, 4);
         assert_site(&sites[1], &anon_site, 2);
         assert_site(&sites[2], &trap_site, 6);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 30 * S, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 30 * S, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 0);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, _SITE_KIND_MAX, 10, &sites, &n), -EINVAL);
-        assert_int_equal(store_sites(s, 123456, 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, _SITE_KIND_MAX, 10, &sites, &n, NULL), -EINVAL);
+        assert_int_equal(store_sites(s, 123456, 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 0);
         site_counts_free(sites, n);
 
         /* b: equal estimates of 64, the trap first; its fault apart from a's (other memory). */
-        assert_int_equal(store_sites(s, process_id(s, 901), 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(s, process_id(s, 901), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_site(&sites[0], &b_trap, 64);
         assert_site(&sites[1], &b_fault, 1);
@@ -1451,7 +1484,7 @@ static void test_sites(void **state) {
 
         /* A reader sees the same. */
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
-        assert_int_equal(store_sites(r, process_id(r, 900), 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(r, process_id(r, 900), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 3);
         assert_site(&sites[0], &fault_site, 12);
         assert_site(&sites[1], &anon_site, 6);
@@ -1475,7 +1508,7 @@ static void test_sites(void **state) {
         }
         b_trap.symbol = (char *) "late";
         b_trap.symbol_offset = 8;
-        assert_int_equal(store_sites(r, process_id(r, 901), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n), 0);
+        assert_int_equal(store_sites(r, process_id(r, 901), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL), 0);
         assert_int_equal(n, 1);
         assert_site(&sites[0], &b_trap, 66);
         site_counts_free(sites, n);
@@ -1484,9 +1517,9 @@ static void test_sites(void **state) {
                 int64_t id = process_id(r, 901);
 
                 store_set_progress_handler(r, 1, stop_at_once, NULL);
-                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n), -ECANCELED);
+                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n, NULL), -ECANCELED);
                 store_set_progress_handler(r, 0, NULL, NULL);
-                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n), 0);
+                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
         }
         assert_int_equal(n, 2);
         site_counts_free(sites, n);
@@ -1523,7 +1556,7 @@ static void test_sites(void **state) {
                 assert_int_equal(store_flush(s, t0 + 52 * S, &sample, 1), 0);
                 sample.sites = &x;
                 assert_int_equal(store_flush(s, t0 + 53 * S, &sample, 1), 0);
-                assert_int_equal(store_sites(s, process_id(s, 900), t0 + 50 * S, UINT64_MAX, SITE_TRAP, 10, &sites, &n),
+                assert_int_equal(store_sites(s, process_id(s, 900), t0 + 50 * S, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL),
                                  0);
                 assert_int_equal(n, 2);
                 assert_site(&sites[0], &b_trap, 1);
@@ -1639,7 +1672,7 @@ static void test_sites_tiers(void **state) {
 
                         assert_int_equal(store_flush(s, t0 + 4 * H + 5 * S, &sample, 1), 0);
                         assert_int_equal(
-                                store_sites(s, process_id(s, 910), t0 + 4 * H, UINT64_MAX, -1, 10, &sites, &n), 0);
+                                store_sites(s, process_id(s, 910), t0 + 4 * H, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
                         assert_int_equal(n, 1);
                         assert_site(&sites[0], &fault_site, 1);
                         site_counts_free(sites, n);

@@ -656,6 +656,11 @@ static void test_validate_trapstat_output(void **state) {
         check_output(i, "Top", "{\"rows\": []}", NULL);
         check_output(i, "Top", "{}", "rows");
         check_output(i, "ListProcesses", "{\"processes\": [{\"pid\": 1}]}", "processes");
+        /* What a limit left out: optional (older daemons), an int when there. */
+        check_output(i, "ListProcesses", "{\"processes\": [], \"otherProcesses\": 432}", NULL);
+        check_output(i, "ListProcesses", "{\"processes\": []}", NULL);
+        check_output(i, "ListProcesses", "{\"processes\": [], \"otherProcesses\": true}", "otherProcesses");
+        check_output(i, "Top", "{\"rows\": [], \"otherProcesses\": 0}", NULL);
         /* Watch always says which processes exited, also when none did. */
         check_output(i, "Watch",
                      "{\"timeUsec\": 1, \"intervalUsec\": 1, \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0,"
@@ -882,6 +887,25 @@ static void test_validate_nul_key(void **state) {
         varlink_interface_free(i);
 }
 
+/* A string holding "\u0000" is a value of no type, "object" and optional ones included, at any
+ * depth: the member holding it is named. It is also the mark varlink_message_read() puts on a
+ * member holding a duplicate key. */
+static void test_validate_nul_string(void **state) {
+        VarlinkInterface *i = parse_ok(types_idl);
+
+        check_input(i, "Check", "{\"s\": \"a\\u0000b\"}", "s");
+        check_input(i, "Check", "{\"s\": \"\\u0000\"}", "s");
+        check_input(i, "Check", "{\"o\": \"\\u0000\"}", "o");
+        check_input(i, "Required", "{\"o\": \"\\u0000\", \"c\": \"red\"}", "o");
+        check_input(i, "Check", "{\"i\": \"\\u0000\"}", "i");
+        check_input(i, "Check", "{\"st\": {\"x\": 1, \"y\": {\"z\": \"a\\u0000\"}}}", "st");
+        check_input(i, "Check", "{\"st\": \"\\u0000\"}", "st");
+        check_input(i, "Check", "{\"m\": {\"a\": 1, \"b\": \"\\u0000\"}}", "m");
+        check_input(i, "Check", "{\"am\": [{}, {\"x\": [\"red\", \"\\u0000\"]}]}", "am");
+        check_input(i, "Check", "{\"s\": \"\\\\u0000\"}", NULL); /* a backslash and "u0000" */
+        varlink_interface_free(i);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_trapstat),
@@ -896,6 +920,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_validate_types),
                 cmocka_unit_test(test_validate_deep),
                 cmocka_unit_test(test_validate_nul_key),
+                cmocka_unit_test(test_validate_nul_string),
         };
 
         if (argc != 2) {

@@ -141,7 +141,7 @@ static void test_read_bad(void **state _unused_) {
         add_string(b, "[1,2]");
         add_string(b, "42");
         add_string(b, "");
-        add_string(b, "{\"dup\":1,\"dup\":2}");
+        add_string(b, "[\"dup\",\"\\u0000\"]"); /* "\u0000" in no object */
         add_string(b, "{\"ok\":true}");
         /* Each bad message is consumed, so the good one after them still parses. */
         for (int i = 0; i < 5; i++)
@@ -170,6 +170,106 @@ static void test_read_out_of_range(void **state _unused_) {
         assert_json_equal(m3, "{\"after\":true}");
 }
 
+/* The mark of varlink_message_read(): a string holding only "\u0000". */
+static bool is_mark(json_t *v) {
+        return json_is_string(v) && json_string_length(v) == 1 && json_string_value(v)[0] == '\0';
+}
+
+/* A duplicate key or "\u0000" in a string, at every depth, in keys and values: the message is read
+ * and the member of the message, or of its parameters, that holds the first of them is marked;
+ * the rest is read as it is (the last of duplicates; keys holding "\u0000" renamed to their text).
+ * The message after each is read as usual. */
+static void test_read_marked(void **state _unused_) {
+        static const struct {
+                const char *in, *top, *param; /* param NULL: top is marked in the message itself */
+        } cases[] = {
+                /* parameters, at their own depth and below */
+                { "{\"method\":\"a.B\",\"parameters\":{\"x\":1,\"x\":2}}", "parameters", "x" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"x\":\"a\\u0000\"}}", "parameters", "x" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"x\":{\"y\":{\"z\":1,\"z\":2}}}}", "parameters", "x" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"x\":[{\"y\":1},{\"y\":1,\"y\":1}]}}", "parameters", "x" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"w\":[\"\\u0000\"],\"x\":[\"ok\",\"\\u0000\"]}}", "parameters", "w" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"x\":{\"k\\u0000\":1}}}", "parameters", "x" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"x\":[[[{\"\\u0000\":{}}]]]}}", "parameters", "x" },
+                { "{\"method\":\"a.B\",\"parameters\":{\"a\\u0000b\":1}}", "parameters", "a\\u0000b" },
+                { "{\"parameters\":{\"\\u0078\":1,\"x\":2},\"method\":\"a.B\"}", "parameters", "x" },
+                { "{\"parameters\":{\"a\\\"b\":1,\"a\\\"b\":2},\"method\":\"a.B\"}", "parameters", "a\"b" },
+                /* the message's own members */
+                { "{\"method\":\"a.B\",\"method\":\"c.D\"}", "method", NULL },
+                { "{\"method\":\"a.B\\u0000c\"}", "method", NULL },
+                { "{\"method\":\"a.B\",\"parameters\":{},\"parameters\":{}}", "parameters", NULL },
+                { "{\"method\":\"a.B\",\"parameters\":[\"\\u0000\"]}", "parameters", NULL },
+                { "{\"method\":\"a.B\",\"m\\u0000\":1}", "m\\u0000", NULL },
+                { "{\"more\":{\"a\":1,\"a\":1},\"method\":\"a.B\"}", "more", NULL },
+                /* "parameters" spelled with an escape is still the parameters */
+                { "{\"method\":\"a.B\",\"par\\u0061meters\":{\"x\":1,\"x\":2}}", "parameters", "x" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+                _cleanup_json_ json_t *m = NULL, *next = NULL;
+                json_t *holder;
+
+                add_string(b, cases[i].in);
+                add_string(b, "{\"next\":true}");
+                if (varlink_message_read(b, 1024, &m) != 2)
+                        fail_msg("not marked: %s", cases[i].in);
+                holder = cases[i].param ? json_object_get(m, cases[i].top) : m;
+                if (!is_mark(json_object_get(holder, cases[i].param ?: cases[i].top)))
+                        fail_msg("%s: %s not marked", cases[i].in, cases[i].param ?: cases[i].top);
+                assert_int_equal(varlink_message_read(b, 1024, &next), 1);
+                assert_json_equal(next, "{\"next\":true}");
+        }
+}
+
+/* After the first mark the rest of the message is read in one more parse: the last of later
+ * duplicates, every "\u0000" (keys, values) as its text, numbers out of range still replaced; a
+ * string that only looks like "\u0000" is no mark; 1000 keys holding "\u0000" cost one parse. */
+static void test_read_marked_rest(void **state _unused_) {
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+        _cleanup_json_ json_t *m1 = NULL, *m2 = NULL, *m3 = NULL, *m4 = NULL;
+        _cleanup_free_ char *many = NULL;
+        json_t *p;
+        size_t size = 0;
+        FILE *f;
+
+        add_string(b, "{\"method\":\"a.B\",\"parameters\":{\"n\":99999999999999999999,\"x\":1,\"x\":2,"
+                      "\"y\":\"\\u0000\",\"z\\u0000\":3,\"y\":[1]}}");
+        assert_int_equal(varlink_message_read(b, 1024, &m1), 2);
+        p = json_object_get(m1, "parameters");
+        assert_string_equal(json_string_value(json_object_get(p, "n")), "out of range");
+        assert_true(is_mark(json_object_get(p, "x")));
+        assert_json_equal(json_object_get(p, "y"), "[1]");
+        assert_int_equal(json_integer_value(json_object_get(p, "z\\u0000")), 3);
+        assert_int_equal(json_object_size(p), 4);
+        add_string(b, "{\"method\":\"a.B\",\"parameters\":{\"x\":\"\\u0000\",\"y\":\"\\u0000\\\\\\u0000\"}}");
+        json_decref(m1);
+        assert_int_equal(varlink_message_read(b, 1024, &m1), 2);
+        p = json_object_get(m1, "parameters");
+        assert_true(is_mark(json_object_get(p, "x")));
+        assert_string_equal(json_string_value(json_object_get(p, "y")), "\\u0000\\\\u0000");
+
+        add_string(b, "{\"s\":\"\\\\u0000\"}"); /* a backslash, then u0000 */
+        assert_int_equal(varlink_message_read(b, 1024, &m2), 1);
+        assert_string_equal(json_string_value(json_object_get(m2, "s")), "\\u0000");
+
+        f = open_memstream(&many, &size);
+        assert_non_null(f);
+        fputs("{\"method\":\"a.B\",\"parameters\":{", f);
+        for (int i = 0; i < 1000; i++)
+                fprintf(f, "%s\"k%d\\u0000\":1", i ? "," : "", i);
+        fputs("}}", f);
+        assert_int_equal(fclose(f), 0);
+        add_string(b, many);
+        add_string(b, "{\"ok\":1}");
+        assert_int_equal(varlink_message_read(b, 65536, &m3), 2);
+        p = json_object_get(m3, "parameters");
+        assert_true(is_mark(json_object_get(p, "k0\\u0000")));
+        assert_int_equal(json_integer_value(json_object_get(p, "k999\\u0000")), 1);
+        assert_int_equal(json_object_size(p), 1000);
+        assert_int_equal(varlink_message_read(b, 4096, &m4), 1);
+}
+
 static void test_write_read(void **state _unused_) {
         _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
         _cleanup_json_ json_t *in = NULL, *out = NULL, *nul = NULL, *array = json_array();
@@ -192,13 +292,16 @@ static void test_write_read(void **state _unused_) {
         assert_int_equal(evbuffer_get_length(b), 0);
 
         /* An embedded U+0000 is escaped on the wire (it would end the message early otherwise),
-         * and refused on reading, since names and values are used as C strings. */
+         * and marked on reading (test_read_marked()), since names and values are used as C
+         * strings. */
         nul = json_pack("{s:s%}", "s", "a\0b", (size_t) 3);
         assert_non_null(nul);
         assert_int_equal(varlink_message_write(b, nul), 0);
         len = evbuffer_get_length(b);
         assert_null(memchr(evbuffer_pullup(b, -1), '\0', len - 1));
-        assert_int_equal(varlink_message_read(b, 1024, &out), -EBADMSG);
+        json_decref(out);
+        assert_int_equal(varlink_message_read(b, 1024, &out), 2);
+        assert_int_equal(json_string_length(json_object_get(out, "s")), 1); /* the mark: "\u0000" */
         assert_int_equal(evbuffer_get_length(b), 0);
 
         /* Only objects are messages. */
@@ -254,7 +357,7 @@ static void test_header_invalid(void **state _unused_) {
                 "{\"method\":\"a.B\",\"extra\":true}",       /* unknown key */
         };
         VarlinkCallHeader h = { .method = "untouched" };
-        _cleanup_json_ json_t *array = json_array();
+        _cleanup_json_ json_t *array = json_array(), *m = NULL;
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 if (parse(bad[i], &h) != -EBADMSG)
@@ -262,6 +365,13 @@ static void test_header_invalid(void **state _unused_) {
                 assert_string_equal(h.method, "untouched"); /* ret written only on success */
         }
         assert_int_equal(varlink_call_header_parse(array, &h), -EBADMSG);
+
+        /* A member marked by varlink_message_read() is named, whatever else is wrong. */
+        m = json_pack("{s:s, s:s%, s:i}", "method", "a.B", "more", "", (size_t) 1, "extra", 1);
+        assert_non_null(m);
+        assert_int_equal(varlink_call_header_parse(m, &h), 0);
+        assert_string_equal(h.invalid, "more");
+        assert_null(h.method);
 }
 
 /* ---- server and client ---- */
@@ -790,6 +900,41 @@ static void test_odd_calls_answered(void **state) {
         assert_json_equal(r4, "{\"parameters\":{\"a\":9223372036854775807}}");
 }
 
+/* Duplicate keys and "\u0000" in strings get InvalidParameter naming the parameter holding them
+ * (or the member of the call), at any depth, and the connection answers the next call; even a
+ * oneway one is answered, since which of two "oneway" counts is not known. */
+static void test_dup_and_nul_answered(void **state) {
+        static const char calls[] = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"a\":1,\"a\":2}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"b\":[\"x\",\"y\\u0000z\"]}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\\u0000\":1}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"method\":\"org.example.test.Echo\"}\0"
+                                    "{\"method\":\"org.example.test.Echo\\u0000.Stream\"}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"oneway\":true,\"oneway\":true}\0"
+                                    "{\"method\":\"org.example.test.Nope\",\"parameters\":{\"a\":1,\"a\":1}}\0"
+                                    "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"a\":7}}";
+        static const char *const expected[] = {
+                "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"a\"}}",
+                "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"b\"}}",
+                "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"n\\\\u0000\"}}",
+                "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"method\"}}",
+                "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"method\"}}",
+                "{\"error\":\"org.varlink.service.InvalidParameter\",\"parameters\":{\"parameter\":\"oneway\"}}",
+                /* The method is looked up first, as for any call. */
+                "{\"error\":\"org.varlink.service.MethodNotFound\",\"parameters\":{\"method\":\"org.example.test.Nope\"}}",
+                "{\"parameters\":{\"a\":7}}",
+        };
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+        _cleanup_close_ int fd = raw_connect(*state);
+
+        raw_send(fd, calls, sizeof(calls));
+        for (size_t i = 0; i < ELEMENTSOF(expected); i++) {
+                _cleanup_json_ json_t *r = raw_read(fd, b);
+
+                assert_non_null(r);
+                assert_json_equal(r, expected[i]);
+        }
+}
+
 /* A kept call without "more" answered later with a reply built element by element; the calls
  * pipelined behind it wait for it. */
 static void test_deferred_reply(void **state) {
@@ -1106,6 +1251,8 @@ int main(void) {
                 cmocka_unit_test(test_read_too_big),
                 cmocka_unit_test(test_read_bad),
                 cmocka_unit_test(test_read_out_of_range),
+                cmocka_unit_test(test_read_marked),
+                cmocka_unit_test(test_read_marked_rest),
                 cmocka_unit_test(test_write_read),
                 cmocka_unit_test(test_reply_builder),
                 cmocka_unit_test(test_header_valid),
@@ -1122,6 +1269,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_oneway, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_reply_rules, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_odd_calls_answered, setup_server, teardown_server),
+                cmocka_unit_test_setup_teardown(test_dup_and_nul_answered, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_deferred_reply, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_handler_failure, setup_server, teardown_server),
                 cmocka_unit_test_setup_teardown(test_too_large, setup_server, teardown_server),
