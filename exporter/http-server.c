@@ -50,6 +50,7 @@ typedef struct Head {
 typedef struct Connection {
         HttpServer *server;
         struct bufferevent *bev;
+        int fd;
         struct event *deadline;
         Phase phase;
         Head head;
@@ -103,7 +104,13 @@ static void connection_free(Connection *c) {
         if (c->deadline)
                 event_free(c->deadline);
         if (c->bev)
-                bufferevent_free(c->bev); /* closes the socket */
+                bufferevent_free(c->bev);
+        /* Closed here, not by the bufferevent: libevent frees it (and would close its socket)
+         * only later in the loop's turn, and an accept loop evicting connections to make room
+         * would run out of descriptors before then. bufferevent_free() has taken the socket
+         * out of epoll already. */
+        if (c->fd >= 0)
+                (void) close(c->fd);
         head_done(&c->head);
         free(c);
         /* A descriptor and a place are free again. */
@@ -321,7 +328,7 @@ static void on_write(struct bufferevent *bev, void *userdata) {
         if (c->phase != PHASE_SEND)
                 return;
         c->phase = PHASE_LINGER;
-        (void) shutdown(bufferevent_getfd(bev), SHUT_WR);
+        (void) shutdown(c->fd, SHUT_WR);
         (void) bufferevent_enable(bev, EV_READ);
 }
 
@@ -409,13 +416,12 @@ static void on_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
                 return;
         }
         c->server = s;
+        c->fd = fd;
         TAILQ_INSERT_TAIL(&s->connections, c, link);
         s->n_connections++;
-        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        c->bev = bufferevent_socket_new(s->base, fd, 0);
         c->deadline = evtimer_new(s->base, on_deadline, c);
         if (!c->bev || !c->deadline) {
-                if (!c->bev)
-                        evutil_closesocket(fd);
                 connection_free(c);
                 return;
         }
@@ -465,9 +471,11 @@ int http_server_new(struct event_base *base, int listen_fd, const HttpLimits *li
                 s->ratelimit[i] = (RateLimit) { .interval_usec = limits->log_interval_usec, .burst = 1 };
 
         s->resume = evtimer_new(base, on_resume, s);
-        /* The backlog is the socket's own (-1: listen() was called by whoever made it). */
+        /* Backlog 0: the socket listens already, with its own backlog (systemd's Backlog=, or
+         * SOMAXCONN); libevent's -1 would shrink it to 128, and connections beyond a full
+         * backlog wait seconds for the kernel's retransmissions. */
         s->listener = s->resume ? evconnlistener_new(base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                     -1, listen_fd)
+                                                     0, listen_fd)
                                 : NULL;
         if (!s->listener) {
                 http_server_free(s);
