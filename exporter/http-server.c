@@ -44,6 +44,7 @@ typedef struct Head {
         char *target;
         char *accept;
         uint64_t content_length;
+        bool has_length;
         bool head;
 } Head;
 
@@ -119,6 +120,9 @@ static void connection_free(Connection *c) {
 
 static void arm_deadline(Connection *c, uint64_t usec) {
         struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        /* From now, not from the loop's cached time: a scrape may have held the loop for
+         * seconds since the turn began. */
+        (void) event_base_update_cache_time(c->server->base);
         (void) evtimer_add(c->deadline, &tv);
 }
 
@@ -245,9 +249,13 @@ static int parse_header(char *line, uint64_t max_body, Head *h) {
                 unsigned long long v = strtoull(value, &end, 10);
                 if (errno != 0 || end == value || *end || value[0] < '0' || value[0] > '9')
                         return 400;
+                /* Two lengths that differ: which one frames the request is anyone's guess. */
+                if (h->has_length && h->content_length != v)
+                        return 400;
                 if (v > max_body)
                         return 413;
                 h->content_length = v;
+                h->has_length = true;
         } else if (strcasecmp(line, "Transfer-Encoding") == 0)
                 return 501; /* a scrape has no body: no chunked one either */
         else if (strcasecmp(line, "Accept") == 0 && !h->accept) {

@@ -11,7 +11,12 @@ against a real trapstatd.
 - With the open-files limit lowered below the cap while it runs (accept() fails with EMFILE),
   the same 1100 connections: the exporter does not spin (its CPU time over 10 s, from
   /proc/PID/stat, stays under 0.5 s), its log stays a handful of lines, and once the user's
-  connections are gone a scrape answers again."""
+  connections are gone a scrape answers again.
+- Requests no scrape sends (bad request lines and headers, HTTP/2.0, chunked or oversized
+  bodies, two lengths, pipelined requests, bytes the parser must not trip on): each its own
+  status, one reply per connection, then the connection is closed.
+- A client that asks for a reply of 11 MB and never reads it (a stand-in for trapstatd with
+  20000 units) is closed at the send deadline; the exporter goes on serving."""
 import json
 import os
 import re
@@ -28,6 +33,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import Daemon, binary, create_user, remove_user, require_root_and_bpf, user_name  # noqa: E402
+from test_exporter import StandIn, counters, faults  # noqa: E402
 
 USER = user_name("trapstat-hostile-exp")
 USER_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
@@ -184,6 +190,18 @@ def attack_result(p, timeout):
     return json.loads(out)
 
 
+def raw_request(port, data, timeout=10):
+    """Sends data on a fresh connection and reads until the exporter closes it: the bytes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
 def log_lines(path):
     with open(path) as f:
         return [line for line in f.read().splitlines() if line]
@@ -313,6 +331,89 @@ class HostileExporter(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertIn("\ntrapstat_up 1\n", "\n" + body)
         self.assertLess(seconds, 5.0)
+
+    def test_requests_no_scrape_sends(self):
+        port = self.start("malformed")
+        get = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        cases = [
+            (b"GARBAGE\r\n\r\n", 400),
+            (b"\r\n\r\n", 400),
+            (b"GET  /metrics HTTP/1.1\r\n\r\n", 400),
+            (b"GET /met\0rics HTTP/1.1\r\n\r\n", 400),
+            (b"GET /metrics HTTP/2.0\r\n\r\n", 505),
+            (b"GET /metrics\r\n\r\n", 400),
+            (get + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501),
+            (get + b"Content-Length: 2000\r\n\r\n", 413),
+            (get + b"Content-Length: -1\r\n\r\n", 400),
+            (get + b"Content-Length: 1\r\nContent-Length: 2\r\n\r\n", 400),
+            (get + b"Bad Name: x\r\n\r\n", 400),
+            (get + b" folded\r\n\r\n", 400),
+            (get + b"X: " + b"a" * 20000 + b"\r\n\r\n", 431),
+            (b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcde", 405),
+            (b"GET /nothing HTTP/1.1\r\n\r\n", 404),
+            (b"GET http://127.0.0.1/metrics?x=1 HTTP/1.1\r\n\r\n", 200),
+            (b"GET /metrics HTTP/1.0\r\n\r\n", 200),
+            (get + b"Content-Length: 3\r\nAccept: \xff\xfe\r\n\r\nabc", 200),
+        ]
+        for data, status in cases:
+            with self.subTest(request=data[:60]):
+                out = raw_request(port, data)
+                self.assertTrue(out.startswith(f"HTTP/1.1 {status} ".encode()), out[:200])
+                self.assertIn(b"\r\nConnection: close\r\n", out.split(b"\r\n\r\n", 1)[0] + b"\r\n")
+                if status == 405:
+                    self.assertIn(b"\r\nAllow: GET, HEAD\r\n", out)
+        # HEAD: the length of the GET, no body.
+        out = raw_request(port, b"HEAD /metrics HTTP/1.1\r\n\r\n")
+        head, body = out.split(b"\r\n\r\n", 1)
+        self.assertEqual(body, b"")
+        self.assertGreater(int(re.search(rb"\r\nContent-Length: ([0-9]+)\r\n", head).group(1)), 100)
+        # Two pipelined requests: one reply, then the connection is closed.
+        out = raw_request(port, b"GET /metrics HTTP/1.1\r\n\r\nGET /nothing HTTP/1.1\r\n\r\n")
+        self.assertEqual(out.count(b"HTTP/1.1 "), 1)
+        self.assertTrue(out.startswith(b"HTTP/1.1 200 OK\r\n"))
+        self.assertEqual(scrape(port)[1], 200)
+        self.assertEqual(log_lines(self.log_path), [])
+
+    def test_reader_that_never_reads(self):
+        """An 11 MB reply (20000 units of a stand-in) to a client that never reads it: more than
+        the kernel buffers for it (the send buffer grows to 4 MiB, tcp_wmem)."""
+        units = [{"unit": f"u{i}.service", "processes": 1, "counters": counters(faults(2, 0, 2, 0, 2), {"UD": 1})}
+                 for i in range(20000)]
+        path = os.path.join(self.dir, "standin.socket")
+        standin = StandIn(path, {"io.trapstat.UnitTotals": {
+            "sinceUsec": 1, "units": units, "otherUnits": 0,
+            "total": counters(faults(40000, 0, 40000, 0, 40000), {"UD": 20000})},
+            "io.trapstat.GetStatus": {"dropsByKind": []}})
+        self.addCleanup(standin.close)
+        self.log_path = os.path.join(self.dir, "reader.log")
+        self.exporter, port = start_exporter(binary("TRAPSTAT_EXPORTER"), path, self.log_path, self.nofile,
+                                             "--unit-limit", "20000", "--timeout", "60s", "--send-timeout", "2s")
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+
+            def said():
+                return any("did not take its reply within 2000 ms" in line for line in log_lines(self.log_path))
+            deadline = time.monotonic() + 120
+            while not said():
+                self.assertLess(time.monotonic(), deadline, log_lines(self.log_path))
+                time.sleep(0.2)
+            # What had gone out, and then the end: far less than the reply.
+            got = b""
+            s.settimeout(10)
+            try:
+                while chunk := s.recv(1 << 20):
+                    got += chunk
+            except ConnectionResetError:
+                pass
+            length = int(re.search(rb"\r\nContent-Length: ([0-9]+)\r\n", got).group(1))
+            print(f"a reply of {length} bytes, {len(got)} taken before the send deadline", file=sys.stderr)
+            self.assertGreater(length, 10_000_000)
+            self.assertLess(len(got), length)
+        # It goes on: a scrape is answered.
+        self.assertTrue(raw_request(port, b"HEAD /metrics HTTP/1.1\r\n\r\n", timeout=60).startswith(
+            b"HTTP/1.1 200 OK\r\n"))
 
 
 if __name__ == "__main__":
