@@ -119,7 +119,8 @@ static void connection_free(Connection *c) {
 }
 
 static void arm_deadline(Connection *c, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                              .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
         /* From now, not from the loop's cached time: a scrape may have held the loop for
          * seconds since the turn began. */
         (void) event_base_update_cache_time(c->server->base);
@@ -358,7 +359,8 @@ static void on_deadline(evutil_socket_t fd, short events, void *userdata) {
         switch (c->phase) {
         case PHASE_HEADERS:
                 log_ratelimited(&s->ratelimit[CONDITION_HEADERS], LOG_LEVEL_WARNING, 0,
-                                "%s: closed a connection whose request line and headers were not in within %" PRIu64 " ms",
+                                "%s: closed a connection whose request line and headers were not in within %" PRIu64
+                                " ms",
                                 program_invocation_short_name, l->header_timeout_usec / USEC_PER_MSEC);
                 break;
         case PHASE_BODY:
@@ -380,9 +382,10 @@ static void on_deadline(evutil_socket_t fd, short events, void *userdata) {
 /* The oldest connection still reading its request, or NULL. */
 static Connection *oldest_unanswered(HttpServer *s) {
         Connection *c;
-        TAILQ_FOREACH(c, &s->connections, link)
+        TAILQ_FOREACH(c, &s->connections, link) {
                 if (c->phase != PHASE_SEND)
                         return c;
+        }
         return NULL;
 }
 

@@ -68,9 +68,12 @@ static void help(void) {
                "  -p, --process-series N     also N per-process series plus \"other\" (default 0, at most %d)\n"
                "  -t, --timeout DURATION     longest a scrape waits for trapstatd (default 5s)\n"
                "      --max-connections N    at most N HTTP connections (default %d, 1 to %d)\n"
-               "      --header-timeout DURATION  a request's line and headers within this of the connection (default 10s)\n"
-               "      --body-timeout DURATION    a request's body within this of its headers (default 10s)\n"
-               "      --send-timeout DURATION    the reply taken within this of the request (default 10s)\n"
+               "      --header-timeout DURATION\n"
+               "                             request line and headers due this long after the connect (default 10s)\n"
+               "      --body-timeout DURATION\n"
+               "                             a request's body due this long after its headers (default 10s)\n"
+               "      --send-timeout DURATION\n"
+               "                             the reply taken by the client within this long (default 10s)\n"
                "  -h, --help                 print this help\n"
                "      --version              print the version\n",
                program, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_LISTEN, UNIT_TOTALS_DEFAULT_LIMIT, UNIT_TOTALS_MAX_LIMIT,
@@ -231,7 +234,13 @@ static int parse_deadline(const char *arg, uint64_t *ret) {
 
 /* Fills *x from the command line; -1 to go on, else the exit code. */
 static int parse_argv(int argc, char **argv, Exporter *x) {
-        enum { OPT_VERSION = 0x100, OPT_MAX_CONNECTIONS, OPT_HEADER_TIMEOUT, OPT_BODY_TIMEOUT, OPT_SEND_TIMEOUT };
+        enum {
+                OPT_VERSION = 0x100,
+                OPT_MAX_CONNECTIONS,
+                OPT_HEADER_TIMEOUT,
+                OPT_BODY_TIMEOUT,
+                OPT_SEND_TIMEOUT
+        };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "listen", required_argument, NULL, 'l' },
@@ -274,8 +283,8 @@ static int parse_argv(int argc, char **argv, Exporter *x) {
                         break;
                 case OPT_HEADER_TIMEOUT:
                         if (parse_deadline(optarg, &x->http.header_timeout_usec) < 0)
-                                return usage_error("invalid --header-timeout '%s': expected a duration from 1ms to 10min",
-                                                   optarg);
+                                return usage_error(
+                                        "invalid --header-timeout '%s': expected a duration from 1ms to 10min", optarg);
                         break;
                 case OPT_BODY_TIMEOUT:
                         if (parse_deadline(optarg, &x->http.body_timeout_usec) < 0)

@@ -267,6 +267,25 @@ class HostileExporter(unittest.TestCase):
         self.assertEqual(scrape(port)[1], 200)
         self.assertEqual(log_lines(self.log_path), [])
 
+    def test_fd_limit_below_the_cap_at_start(self):
+        """Started with fewer open files than the cap needs (and a hard limit it cannot pass): it
+        says so once and serves fewer, the oldest unanswered connection giving way."""
+        self.log_path = os.path.join(self.dir, "start-limit.log")
+        self.exporter, port = start_exporter(binary("TRAPSTAT_EXPORTER"), self.daemon.socket, self.log_path, 100)
+        self.assertEqual(log_lines(self.log_path), [
+            "trapstat-exporter: open files limited to 100: at most 68 HTTP connections, not 512 (--max-connections)"])
+        self.client = attack(UID, GID, port, 0, 200, 0, 3)
+        seconds, status, body = scrape(port)
+        got = attack_result(self.client, 30)
+        self.assertEqual(status, 200)
+        self.assertIn("\ntrapstat_up 1\n", "\n" + body)
+        self.assertLess(seconds, 5.0)
+        # 68 places, one of them the scrape's for a while.
+        self.assertIn(got["openAfter2s"], (67, 68))
+        lines = log_lines(self.log_path)
+        self.assertEqual(len(lines), 2, lines)
+        self.assertIn("68 connections, the most allowed", lines[1])
+
     def test_slow_clients_beside_a_scrape(self):
         port = self.start("slow", "--body-timeout", f"{BODY_TIMEOUT}s")
         self.client = attack(UID, GID, port, 500, 500, 100, HEADER_TIMEOUT + 3 * MARGIN)
