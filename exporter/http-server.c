@@ -27,6 +27,9 @@ typedef enum Phase {
                         * reset that destroys the reply before it is read */
 } Phase;
 
+/* Descriptors kept free below the open-files limit once it is met (see server_lower_cap()). */
+#define EMFILE_SPARE 8U
+
 /* What is logged, each at most once per log interval. */
 typedef enum Condition {
         CONDITION_ACCEPT,
@@ -441,6 +444,24 @@ static void on_accept(struct evconnlistener *listener, evutil_socket_t fd, struc
         arm_deadline(c, s->limits.header_timeout_usec);
 }
 
+/* EMFILE with connections open: the open-files limit is lower than the cap was fitted to (lowered
+ * while we run, or descriptors taken by something else). The cap follows it, EMFILE_SPARE below
+ * what is open, for a scrape's own connection to trapstatd; the oldest unanswered connections
+ * beyond it go, so that a new one (a scrape) gets in as at the cap, not after their deadlines. */
+static void server_lower_cap(HttpServer *s) {
+        if (s->n_connections <= EMFILE_SPARE || s->limits.max_connections <= s->n_connections - EMFILE_SPARE)
+                return;
+        s->limits.max_connections = s->n_connections - EMFILE_SPARE;
+        log_warning("%s: out of descriptors at %u connections: at most %u from now on", program_invocation_short_name,
+                    s->n_connections, s->limits.max_connections);
+        while (s->n_connections > s->limits.max_connections) {
+                Connection *old = oldest_unanswered(s);
+                if (!old)
+                        break;
+                connection_free(old);
+        }
+}
+
 /* accept() failed with what EVUTIL_ERR_ACCEPT_RETRIABLE does not cover: out of descriptors
  * (EMFILE, ENFILE) or memory above all. Trying again at once would fail again, in a loop that
  * takes a whole CPU; so accepting pauses. */
@@ -453,6 +474,9 @@ static void on_accept_error(struct evconnlistener *listener, void *userdata) {
                         "%s: cannot accept connections (%u open): %m; pausing accepting for %" PRIu64
                         " ms or until one closes",
                         program_invocation_short_name, s->n_connections, s->limits.accept_pause_usec / USEC_PER_MSEC);
+        /* ENFILE is the whole system's shortage, and may pass: the cap stays. */
+        if (error == EMFILE)
+                server_lower_cap(s);
         server_pause(s);
 }
 
