@@ -238,8 +238,9 @@ static int parse_request_line(char *line, Head *h) {
 /* One "Name: value" line; the few headers that matter are kept. 0 or a status. */
 static int parse_header(char *line, uint64_t max_body, Head *h) {
         char *colon = strchr(line, ':');
+        const char *space = strpbrk(line, " \t");
         /* No name, whitespace before the colon or a folded line: RFC 9112 says reject. */
-        if (!colon || colon == line || strpbrk(line, " \t") < colon)
+        if (!colon || colon == line || (space && space < colon))
                 return 400;
         *colon = '\0';
         char *value = colon + 1 + strspn(colon + 1, " \t");

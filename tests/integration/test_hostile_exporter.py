@@ -14,7 +14,8 @@ against a real trapstatd.
   0.5 s), its log stays a handful of lines, and once the user's connections are gone a scrape
   still answers.
 - Requests no scrape sends (bad request lines and headers, HTTP/2.0, chunked or oversized
-  bodies, two lengths, pipelined requests, bytes the parser must not trip on): each its own
+  bodies, two lengths, pipelined requests, bytes the parser must not trip on, headers without
+  spaces): each its own
   status, one reply per connection, then the connection is closed.
 - A client that asks for a reply of 11 MB and never reads it (a stand-in for trapstatd with
   20000 units) is closed at the send deadline; the exporter goes on serving."""
@@ -379,6 +380,7 @@ class HostileExporter(unittest.TestCase):
             (b"GET /nothing HTTP/1.1\r\n\r\n", 404),
             (b"GET http://127.0.0.1/metrics?x=1 HTTP/1.1\r\n\r\n", 200),
             (b"GET /metrics HTTP/1.0\r\n\r\n", 200),
+            (b"GET /metrics HTTP/1.1\r\nHost:127.0.0.1\r\nX:\r\n\r\n", 200),
             (get + b"Content-Length: 3\r\nAccept: \xff\xfe\r\n\r\nabc", 200),
         ]
         for data, status in cases:
