@@ -383,7 +383,8 @@ static void on_deadline(evutil_socket_t fd, short events, void *userdata) {
         connection_free(c);
 }
 
-/* The oldest connection still reading its request, or NULL. */
+/* The oldest connection not sending a reply (still reading its request, or done and waiting
+ * for the client to close), or NULL. */
 static Connection *oldest_unanswered(HttpServer *s) {
         Connection *c;
         TAILQ_FOREACH(c, &s->connections, link) {
