@@ -9,9 +9,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/buffer.h>
-#include <event2/keyvalq_struct.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -20,26 +17,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
 #include "defaults.h"
+#include "http-server.h"
+#include "log.h"
 #include "metrics.h"
 #include "time-util.h"
 #include "trapstat-client.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9472"
 #define DEFAULT_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* Prometheus servers scrape over a handful of connections: 512 is room for many of them, and
+ * with FD_RESERVE it is the unit's LimitNOFILE (544). */
+#define DEFAULT_MAX_CONNECTIONS 512
+#define MAX_MAX_CONNECTIONS 65536
+/* Descriptors besides the connections: standard I/O, the event loop's, the listening socket,
+ * a scrape's connection to trapstatd, with room to spare. */
+#define FD_RESERVE 32
+#define DEFAULT_HTTP_DEADLINE_USEC (10 * USEC_PER_SEC)
 /* A scrape is a GET with a few headers and no body: anything bigger is not one. */
 #define MAX_HEADERS_SIZE 8192
 #define MAX_BODY_SIZE 1024
-/* An idle or slow HTTP connection is closed after this long. */
-#define HTTP_TIMEOUT_SEC 30
+/* After accept() failed for want of descriptors or memory. */
+#define ACCEPT_PAUSE_USEC (1 * USEC_PER_SEC)
+/* Each condition a client can cause (a deadline, the cap, a failed accept) is logged at most
+ * once in this interval, with the number of lines left out. */
+#define LOG_INTERVAL_USEC (10 * USEC_PER_SEC)
 
 typedef struct Exporter {
         const char *socket_path;
+        const char *listen;
         uint64_t timeout_usec;
         unsigned unit_limit;
         unsigned process_series;
+        HttpLimits http;
 } Exporter;
 
 static const char *program = "trapstat-exporter";
@@ -53,10 +67,17 @@ static void help(void) {
                "  -u, --unit-limit N         at most N unit series per family plus \"other\" (default %d, 1 to %d)\n"
                "  -p, --process-series N     also N per-process series plus \"other\" (default 0, at most %d)\n"
                "  -t, --timeout DURATION     longest a scrape waits for trapstatd (default 5s)\n"
+               "      --max-connections N    at most N HTTP connections (default %d, 1 to %d)\n"
+               "      --header-timeout DURATION\n"
+               "                             request line and headers due this long after the connect (default 10s)\n"
+               "      --body-timeout DURATION\n"
+               "                             a request's body due this long after its headers (default 10s)\n"
+               "      --send-timeout DURATION\n"
+               "                             the reply taken by the client within this long (default 10s)\n"
                "  -h, --help                 print this help\n"
                "      --version              print the version\n",
                program, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_LISTEN, UNIT_TOTALS_DEFAULT_LIMIT, UNIT_TOTALS_MAX_LIMIT,
-               TOP_MAX_LIMIT);
+               TOP_MAX_LIMIT, DEFAULT_MAX_CONNECTIONS, MAX_MAX_CONNECTIONS);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -76,7 +97,7 @@ static int parse_unsigned(const char *s, unsigned min, unsigned max, unsigned *r
         return 0;
 }
 
-static void log_error(const char *what, int r, const char *method, TrapstatError *e) {
+static void log_call_error(const char *what, int r, const char *method, TrapstatError *e) {
         if (r == TRAPSTAT_ERROR_REPLY) {
                 _cleanup_free_ char *m = NULL;
                 if (trapstat_error_message(method, e, &m) >= 0)
@@ -95,7 +116,7 @@ static json_t *call(TrapstatClient *c, const char *method, json_t *parameters, b
         int r = trapstat_client_call(c, method, parameters, &reply, &e);
         if (r != 0) {
                 *broken = r < 0;
-                log_error(method, r, method, &e);
+                log_call_error(method, r, method, &e);
                 trapstat_error_done(&e);
                 return NULL;
         }
@@ -151,42 +172,25 @@ static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *r
         return r;
 }
 
-static void on_request(struct evhttp_request *req, void *userdata) {
+static void on_request(const HttpRequest *request, HttpResponse *response, void *userdata) {
         const Exporter *x = userdata;
-        enum evhttp_cmd_type method = evhttp_request_get_command(req);
-        struct evkeyvalq *out_headers = evhttp_request_get_output_headers(req);
 
-        const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-        if (!path || strcmp(path, "/metrics") != 0) {
-                evhttp_send_error(req, HTTP_NOTFOUND, NULL);
+        if (strcmp(request->path, "/metrics") != 0) {
+                response->status = 404;
                 return;
         }
-        if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD) {
-                evhttp_add_header(out_headers, "Allow", "GET, HEAD");
-                evhttp_send_error(req, 405, "Method Not Allowed");
+        if (strcmp(request->method, "GET") != 0 && strcmp(request->method, "HEAD") != 0) {
+                response->status = 405;
+                response->allow = "GET, HEAD";
                 return;
         }
-
-        const char *accept = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
-        MetricsFormat format = metrics_format_from_accept(accept);
-        _cleanup_free_ char *body = NULL;
-        size_t size;
-        if (scrape(x, format, &body, &size) < 0) {
-                evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        MetricsFormat format = metrics_format_from_accept(request->accept);
+        if (scrape(x, format, &response->body, &response->size) < 0) {
+                response->status = 500;
                 return;
         }
-        struct evbuffer *buf = evbuffer_new();
-        if (!buf || evbuffer_add(buf, body, size) < 0) {
-                if (buf)
-                        evbuffer_free(buf);
-                evhttp_send_error(req, HTTP_INTERNAL, NULL);
-                return;
-        }
-        evhttp_add_header(out_headers, "Content-Type", metrics_content_type(format));
-        evhttp_add_header(out_headers, "Cache-Control", "no-store");
-        /* libevent leaves the body out of the answer to a HEAD and keeps its length. */
-        evhttp_send_reply(req, HTTP_OK, "OK", buf);
-        evbuffer_free(buf);
+        response->status = 200;
+        response->content_type = metrics_content_type(format);
 }
 
 static void on_signal(evutil_socket_t sig, short events, void *userdata) {
@@ -220,45 +224,76 @@ static int parse_listen(const char *s, char **ret_host, uint16_t *ret_port) {
         return 0;
 }
 
-int main(int argc, char **argv) {
-        enum { OPT_VERSION = 0x100 };
+static int parse_deadline(const char *arg, uint64_t *ret) {
+        uint64_t v;
+        if (parse_duration_usec(arg, &v) < 0 || v < USEC_PER_MSEC || v > 600 * USEC_PER_SEC)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* Fills *x from the command line; -1 to go on, else the exit code. */
+static int parse_argv(int argc, char **argv, Exporter *x) {
+        enum {
+                OPT_VERSION = 0x100,
+                OPT_MAX_CONNECTIONS,
+                OPT_HEADER_TIMEOUT,
+                OPT_BODY_TIMEOUT,
+                OPT_SEND_TIMEOUT
+        };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "listen", required_argument, NULL, 'l' },
                 { "unit-limit", required_argument, NULL, 'u' },
                 { "process-series", required_argument, NULL, 'p' },
                 { "timeout", required_argument, NULL, 't' },
+                { "max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS },
+                { "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
+                { "body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT },
+                { "send-timeout", required_argument, NULL, OPT_SEND_TIMEOUT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
         };
-        Exporter x = {
-                .socket_path = TRAPSTAT_DEFAULT_SOCKET,
-                .timeout_usec = DEFAULT_TIMEOUT_USEC,
-                .unit_limit = UNIT_TOTALS_DEFAULT_LIMIT,
-        };
-        const char *listen = DEFAULT_LISTEN;
         int c;
         while ((c = getopt_long(argc, argv, "s:l:u:p:t:h", options, NULL)) >= 0)
                 switch (c) {
                 case 's':
-                        x.socket_path = optarg;
+                        x->socket_path = optarg;
                         break;
                 case 'l':
-                        listen = optarg;
+                        x->listen = optarg;
                         break;
                 case 'u':
-                        if (parse_unsigned(optarg, 1, UNIT_TOTALS_MAX_LIMIT, &x.unit_limit) < 0)
+                        if (parse_unsigned(optarg, 1, UNIT_TOTALS_MAX_LIMIT, &x->unit_limit) < 0)
                                 return usage_error("invalid --unit-limit '%s': expected 1 to 100000", optarg);
                         break;
                 case 'p':
-                        if (parse_unsigned(optarg, 0, TOP_MAX_LIMIT, &x.process_series) < 0)
+                        if (parse_unsigned(optarg, 0, TOP_MAX_LIMIT, &x->process_series) < 0)
                                 return usage_error("invalid --process-series '%s': expected 0 to 10000", optarg);
                         break;
                 case 't':
-                        if (parse_duration_usec(optarg, &x.timeout_usec) < 0 || x.timeout_usec < USEC_PER_MSEC ||
-                            x.timeout_usec > 600 * USEC_PER_SEC)
+                        if (parse_deadline(optarg, &x->timeout_usec) < 0)
                                 return usage_error("invalid --timeout '%s': expected a duration from 1ms to 10min",
+                                                   optarg);
+                        break;
+                case OPT_MAX_CONNECTIONS:
+                        if (parse_unsigned(optarg, 1, MAX_MAX_CONNECTIONS, &x->http.max_connections) < 0)
+                                return usage_error("invalid --max-connections '%s': expected 1 to 65536", optarg);
+                        break;
+                case OPT_HEADER_TIMEOUT:
+                        if (parse_deadline(optarg, &x->http.header_timeout_usec) < 0)
+                                return usage_error(
+                                        "invalid --header-timeout '%s': expected a duration from 1ms to 10min", optarg);
+                        break;
+                case OPT_BODY_TIMEOUT:
+                        if (parse_deadline(optarg, &x->http.body_timeout_usec) < 0)
+                                return usage_error("invalid --body-timeout '%s': expected a duration from 1ms to 10min",
+                                                   optarg);
+                        break;
+                case OPT_SEND_TIMEOUT:
+                        if (parse_deadline(optarg, &x->http.send_timeout_usec) < 0)
+                                return usage_error("invalid --send-timeout '%s': expected a duration from 1ms to 10min",
                                                    optarg);
                         break;
                 case 'h':
@@ -273,65 +308,120 @@ int main(int argc, char **argv) {
                 }
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
+        return -1;
+}
 
-        _cleanup_free_ char *host = NULL;
-        uint16_t port;
-        if (parse_listen(listen, &host, &port) < 0)
-                return usage_error("invalid --listen '%s': expected ADDR:PORT or [ADDR]:PORT", listen);
-
-        /* A scrape to a peer that went away must not kill us. */
-        signal(SIGPIPE, SIG_IGN);
-
-        struct event_base *base = event_base_new();
-        struct evhttp *http = base ? evhttp_new(base) : NULL;
-        if (!http) {
-                fprintf(stderr, "%s: cannot set up the event loop\n", program);
-                return 1;
+/* Room for every connection: the soft limit of open files raised towards the hard one (a
+ * program on epoll need not keep 1024); where even that is too low, fewer connections, said
+ * once. Under the unit, LimitNOFILE is already enough (and @resources is filtered). */
+static unsigned fit_fd_limit(unsigned max_connections) {
+        rlim_t want = (rlim_t) max_connections + FD_RESERVE;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return max_connections;
+        if (rl.rlim_cur < want && rl.rlim_cur < rl.rlim_max) {
+                struct rlimit raised = { .rlim_cur = MIN(want, rl.rlim_max), .rlim_max = rl.rlim_max };
+                if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+                        rl = raised;
         }
-        evhttp_set_max_headers_size(http, MAX_HEADERS_SIZE);
-        evhttp_set_max_body_size(http, MAX_BODY_SIZE);
-        evhttp_set_timeout(http, HTTP_TIMEOUT_SEC);
-        /* Every method reaches on_request, which answers 405 itself (libevent would say 501). */
-        evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                                 EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
-                                                 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
-        evhttp_set_gencb(http, on_request, &x);
+        if (rl.rlim_cur >= want)
+                return max_connections;
+        unsigned fit = rl.rlim_cur > FD_RESERVE + 1 ? (unsigned) (rl.rlim_cur - FD_RESERVE) : 1;
+        log_warning("%s: open files limited to %ju: at most %u HTTP connections, not %u (--max-connections)", program,
+                    (uintmax_t) rl.rlim_cur, fit, max_connections);
+        return fit;
+}
 
-        /* systemd's socket (trapstat-exporter.socket) replaces --listen. */
+/* The socket systemd passed (trapstat-exporter.socket), else one bound to --listen. */
+static int listen_socket(const char *listen_addr, int *ret_fd) {
         int n = sd_listen_fds(1);
-        if (n < 0) {
-                fprintf(stderr, "%s: sd_listen_fds: %s\n", program, strerror(-n));
-                return 1;
-        }
-        if (n > 1) {
-                fprintf(stderr, "%s: systemd passed %d sockets, expected one\n", program, n);
-                return 1;
-        }
+        if (n < 0)
+                return log_error_errno(n, "%s: sd_listen_fds: %m", program);
+        if (n > 1)
+                return log_error_errno(EINVAL, "%s: systemd passed %d sockets, expected one", program, n);
         if (n == 1) {
                 /* libevent accepts until EAGAIN: on systemd's blocking socket the second accept
                  * would block the loop for good. */
-                if (evutil_make_socket_nonblocking(SD_LISTEN_FDS_START) < 0 ||
-                    !evhttp_accept_socket_with_handle(http, SD_LISTEN_FDS_START)) {
-                        fprintf(stderr, "%s: cannot listen on the socket passed by systemd\n", program);
-                        return 1;
-                }
-        } else if (!evhttp_bind_socket_with_handle(http, host, port)) {
-                fprintf(stderr, "%s: cannot listen on %s: %s\n", program, listen, strerror(errno));
+                if (evutil_make_socket_nonblocking(SD_LISTEN_FDS_START) < 0)
+                        return log_error_errno(errno, "%s: cannot use the socket passed by systemd: %m", program);
+                *ret_fd = SD_LISTEN_FDS_START;
+                return 0;
+        }
+
+        struct sockaddr_storage ss;
+        int len = sizeof(ss);
+        if (evutil_parse_sockaddr_port(listen_addr, (struct sockaddr *) &ss, &len) < 0)
+                return log_error_errno(EINVAL, "%s: cannot listen on %s: not an address", program, listen_addr);
+        _cleanup_close_ int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(fd, (struct sockaddr *) &ss, (socklen_t) len) < 0 || listen(fd, SOMAXCONN) < 0)
+                return log_error_errno(errno, "%s: cannot listen on %s: %m", program, listen_addr);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int run(Exporter *x) {
+        /* A scrape to a peer that went away must not kill us. */
+        signal(SIGPIPE, SIG_IGN);
+        x->http.max_connections = fit_fd_limit(x->http.max_connections);
+
+        int fd = -1;
+        if (listen_socket(x->listen, &fd) < 0)
+                return 1;
+        struct event_base *base = event_base_new();
+        HttpServer *server = NULL;
+        if (!base || http_server_new(base, fd, &x->http, on_request, x, &server) < 0) {
+                fprintf(stderr, "%s: cannot set up the event loop\n", program);
+                close(fd);
+                if (base)
+                        event_base_free(base);
                 return 1;
         }
 
         struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
         struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
-        if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 || evsignal_add(sigint, NULL) < 0) {
+        int r = -1;
+        if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 || evsignal_add(sigint, NULL) < 0)
                 fprintf(stderr, "%s: cannot handle signals\n", program);
-                return 1;
+        else {
+                (void) sd_notify(0, "READY=1");
+                r = event_base_dispatch(base);
         }
-        (void) sd_notify(0, "READY=1");
-        int r = event_base_dispatch(base);
 
-        event_free(sigterm);
-        event_free(sigint);
-        evhttp_free(http);
+        if (sigterm)
+                event_free(sigterm);
+        if (sigint)
+                event_free(sigint);
+        http_server_free(server);
         event_base_free(base);
         return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+        Exporter x = {
+                .socket_path = TRAPSTAT_DEFAULT_SOCKET,
+                .listen = DEFAULT_LISTEN,
+                .timeout_usec = DEFAULT_TIMEOUT_USEC,
+                .unit_limit = UNIT_TOTALS_DEFAULT_LIMIT,
+                .http = {
+                        .max_connections = DEFAULT_MAX_CONNECTIONS,
+                        .header_timeout_usec = DEFAULT_HTTP_DEADLINE_USEC,
+                        .body_timeout_usec = DEFAULT_HTTP_DEADLINE_USEC,
+                        .send_timeout_usec = DEFAULT_HTTP_DEADLINE_USEC,
+                        .max_header_size = MAX_HEADERS_SIZE,
+                        .max_body_size = MAX_BODY_SIZE,
+                        .accept_pause_usec = ACCEPT_PAUSE_USEC,
+                        .log_interval_usec = LOG_INTERVAL_USEC,
+                },
+        };
+        int r = parse_argv(argc, argv, &x);
+        if (r >= 0)
+                return r;
+
+        _cleanup_free_ char *host = NULL;
+        uint16_t port;
+        if (parse_listen(x.listen, &host, &port) < 0)
+                return usage_error("invalid --listen '%s': expected ADDR:PORT or [ADDR]:PORT", x.listen);
+        return run(&x);
 }
