@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""The kernel's site hash under a hostile user, a real unprivileged one: 16 processes trapping at
+110 addresses each, over and over, cannot take the hash (a per-user share per tick, a reserve for
+root), and every refused site is a counted drop, exactly; a process trapping at more addresses
+than its per-process share, spread over ticks, keeps all of them (sites leave the hash once
+drained); with a second trapstatd attached first, every VMA lookup of this one fails (-EBUSY) and
+is counted, and the sites of a live process are named from /proc/PID/maps all the same.
+
+usage (through meson test): test_hostile_ksites.py"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import (user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
+                    require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
+
+USER = user_name("trapstat-ksites")
+
+
+def drops(d):
+    return {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
+
+
+def sites_of(d, pid):
+    """The trap sites of pid, or None while the daemon does not know the process yet."""
+    p = trapstat(d.socket, "call", "io.trapstat.Sites", json.dumps({"pid": pid, "kind": "trap", "limit": 10000}),
+                 check=False)
+    if p.returncode != 0:
+        return None
+    return json.loads(p.stdout)["sites"]
+
+
+def settled(get, what, timeout=30):
+    """get()'s answer once two of them a second apart are the same (and not None)."""
+    previous = [None]
+
+    def same():
+        now = get()
+        ok = now is not None and now == previous[0]
+        previous[0] = now
+        return now if ok else None
+
+    return wait_for(same, timeout=timeout, interval=1, what=what)
+
+
+def traps_counted(d, pid, n):
+    """Waits for History to show pid's n #UD traps (exact, drained each tick); the sites go with them."""
+    def get():
+        h = history(d, pid)
+        return h if h and sum(h["total"]["traps"].values()) == n else None
+
+    return wait_for(get, timeout=30, what=f"{n} traps of {pid} in History")
+
+
+class Workloads:
+    """site-traps copies any user may run, in the daemon's directory (with its library)."""
+
+    def __init__(self, d):
+        self.paths = copy_for_users(d.dir, "SITE_TRAPS")
+        self.exe = os.path.realpath(self.paths["SITE_TRAPS"])
+        self.lib = os.path.join(d.dir, "libsite-traps.so")
+        shutil.copy2(os.path.join(os.path.dirname(binary("SITE_TRAPS")), "libsite-traps.so"), self.lib)
+        os.chmod(self.lib, 0o755)
+        self.lib = os.path.realpath(self.lib)
+
+    def start(self, uid, *args):
+        """site-traps args as uid (root: None), held until stopped; (process, pid)."""
+        prefix = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups"]
+        p = subprocess.Popen(prefix + [self.exe, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        line = p.stdout.readline().split()
+        if line[:1] != ["pid"]:
+            p.kill()
+            raise AssertionError(f"site-traps {args}: {line} {p.stderr.read()}")
+        return p, int(line[1])
+
+    @staticmethod
+    def wait_done(p, step):
+        """Reads p's lines up to "done STEP"."""
+        for line in p.stdout:
+            if line.startswith(f"done {step}"):
+                return
+        raise AssertionError(f"site-traps ended before done {step}: {p.stderr.read()}")
+
+    @staticmethod
+    def stop(p):
+        if p.poll() is None:
+            p.send_signal(signal.SIGUSR1)  # the end of its hold
+        p.communicate(timeout=30)
+        if p.returncode != 0:
+            raise AssertionError(f"site-traps exited {p.returncode}")
+
+
+class UserShare(unittest.TestCase):
+    """16 processes of one user trap at 110 addresses each, 15 times over, while root traps: with
+    --max-sites 1500 (on main they took it all: 16 x 110 > 1500, held while they lived) and a
+    share of 500 per user per tick, root's sites are recorded during and after the storm, and the
+    user's traps without a site are exactly the site_user_limit drops."""
+
+    PROCS, SPREAD, ROUNDS = 16, 110, 15
+
+    def test_one_user_cannot_take_the_site_map(self):
+        # No fault sites: the user's page faults would take from the same share.
+        args = ["--max-sites", "1500", "--max-sites-per-process", "200", "--max-sites-per-user", "500",
+                "--site-reserve", "200", "--fault-sample", "0"]
+        with Daemon(extra_args=args) as d:
+            uid = create_user(USER).pw_uid
+            hostile, during, after = [], None, None
+            try:
+                w = Workloads(d)
+                before = drops(d)
+                for _ in range(self.PROCS):
+                    hostile.append(w.start(uid, "--spread", self.SPREAD, "--rounds", self.ROUNDS, "--pause", 50,
+                                           "--hold-after", 60))
+                # Root traps during the storm (at one instruction), then at 150 addresses once the
+                # storm is over while its processes live on.
+                time.sleep(0.3)
+                during, during_pid = w.start(None, "--ud", 5, "--hold-after", 60)
+                Workloads.wait_done(during, "ud")
+                for p, _ in hostile:
+                    Workloads.wait_done(p, "spread")
+                after, after_pid = w.start(None, "--spread", 150, "--hold-after", 60)
+                Workloads.wait_done(after, "spread")
+
+                self.assertEqual([(s["symbol"], s["count"]) for s in settled(lambda: sites_of(d, during_pid),
+                                                                             "root's sites during the storm")],
+                                 [("site_ud_main", 5)])
+                root_after = settled(lambda: sites_of(d, after_pid), "root's sites after the storm")
+                self.assertEqual((len(root_after), sum(s["count"] for s in root_after)), (150, 150))
+
+                # Every trap of the user either has a site or is a site_user_limit drop.
+                total = self.SPREAD * self.ROUNDS
+                for _, pid in hostile:
+                    traps_counted(d, pid, total)
+                recorded = settled(lambda: {pid: sites_of(d, pid) for _, pid in hostile}, "the user's sites")
+                counted = sum(s["count"] for ss in recorded.values() for s in ss)
+                refused = self.PROCS * total - counted
+                delta = {k: v - before[k] for k, v in drops(d).items()}
+                self.assertGreater(refused, 0)
+                self.assertEqual(delta["site_user_limit"], refused, delta)
+                # Anonymous code; [unknown] where a lookup failed (another daemon on the machine) and
+                # the code was unmapped before the tick could name it.
+                self.assertLessEqual({(s["object"], s["vector"]) for ss in recorded.values() for s in ss},
+                                     {("[anon]", "UD"), ("[unknown]", "UD")})
+                sys.stderr.write(f"user's traps {self.PROCS * total}: {counted} with a site, {refused} refused\n")
+                Workloads.stop(during)
+                Workloads.stop(after)
+                for p, _ in hostile:
+                    Workloads.stop(p)
+            finally:
+                for p, _ in hostile + [(during, 0), (after, 0)]:
+                    if p and p.poll() is None:
+                        p.kill()
+                        p.communicate()
+                remove_user(USER)
+
+
+class Drained(unittest.TestCase):
+    """A live process traps at 300 addresses, 30 every half second, under --max-sites-per-process
+    100: its sites leave the hash each tick, so it is never refused and all 300 are recorded (on
+    main: 100, the rest site_process_limit, for as long as it lived)."""
+
+    def test_sites_leave_the_hash_once_drained(self):
+        with Daemon(extra_args=["--max-sites-per-process", "100", "--fault-sample", "0"]) as d:
+            uid = create_user(USER).pw_uid
+            p = None
+            try:
+                w = Workloads(d)
+                p, pid = w.start(uid, "--spread", 300, "--chunk", 30, "--pause", 500, "--hold-after", 60)
+                Workloads.wait_done(p, "spread")
+                traps_counted(d, pid, 300)
+                s = settled(lambda: sites_of(d, pid), "the sites of the live process")
+                self.assertEqual((len(s), sum(x["count"] for x in s)), (300, 300))
+                self.assertFalse(history(d, pid)["process"]["exited"])
+                Workloads.stop(p)
+            finally:
+                if p and p.poll() is None:
+                    p.kill()
+                remove_user(USER)
+
+
+class SecondDaemon(unittest.TestCase):
+    """Another trapstatd attached first holds the per-CPU VMA lookup whenever a trap is recorded:
+    every lookup of this daemon fails (-EBUSY). Each one is a site_lookup_failed drop; every trap
+    still has its site, and a live process's sites are named from /proc/PID/maps (file, offset,
+    symbol); a process gone before the tick keeps [unknown] and its address."""
+
+    def test_failed_lookups_are_counted_and_named(self):
+        with Daemon() as first, Daemon() as d:
+            uid = create_user(USER).pw_uid
+            p = None
+            try:
+                w = Workloads(d)
+                before = drops(d)
+                p, pid = w.start(uid, "--ud", 50, "--bp", 20, "--hold-after", 60)
+                Workloads.wait_done(p, "bp")
+                traps_counted(d, pid, 70)
+                s = settled(lambda: sites_of(d, pid), "the sites of the live process")
+                self.assertEqual(sorted((x["object"], x["symbol"], x["vector"], x["count"]) for x in s),
+                                 sorted([(w.exe, "site_ud_main", "UD", 50), (w.lib, "site_bp_lib", "BP", 20)]), s)
+                Workloads.stop(p)
+
+                # Gone before it was drained: nothing to name it from.
+                gone, gone_pid = w.start(uid, "--ud", 7)
+                gone.communicate(timeout=30)
+                traps_counted(d, gone_pid, 7)
+                s = settled(lambda: sites_of(d, gone_pid), "the sites of the exited process")
+                self.assertEqual([(x["object"], x["count"]) for x in s], [("[unknown]", 7)])
+                self.assertGreater(s[0]["offset"], 0)  # the instruction's address
+
+                self.assertGreaterEqual(drops(d)["site_lookup_failed"] - before["site_lookup_failed"], 77)
+            finally:
+                if p and p.poll() is None:
+                    p.kill()
+                remove_user(USER)
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    require_x86_64()  # the workload raises x86 exceptions
+    unittest.main(verbosity=2)
