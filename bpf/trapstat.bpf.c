@@ -38,9 +38,11 @@ const volatile bool fault_sites = true;
 const volatile __u64 fault_sample_mask = TS_DEFAULT_FAULT_SAMPLE - 1;
 /* log2 of the page size, for the file offset of a mapping (vm_pgoff). */
 const volatile __u32 page_shift = 12;
-/* Entries of the site hash one process may create within an epoch; those the processes of one
- * user (not root, not group trapstat) may; and how many entries of both epochs together leave
- * only the reserve of root and group trapstat. */
+/* Entries of the site hash one epoch may create (the hash holds two epochs' worth: the one being
+ * drained does not take room from the next); of them, those one process may create; those the
+ * processes of one user (not root, not group trapstat) may; and how many leave only the reserve
+ * of root and group trapstat. */
+const volatile __u32 max_sites = TS_DEFAULT_MAX_SITES;
 const volatile __u32 max_sites_per_process = TS_DEFAULT_MAX_SITES_PER_PROCESS;
 const volatile __u32 max_sites_per_user = TS_DEFAULT_MAX_SITES / TS_DEFAULT_SITES_PER_USER_DIVISOR;
 const volatile __u32 max_sites_shared = TS_DEFAULT_MAX_SITES - TS_DEFAULT_MAX_SITES / TS_DEFAULT_SITE_RESERVE_DIVISOR;
@@ -101,7 +103,7 @@ struct {
 /* Where processes trap and (sampled) fault: counts per (process, instruction, memory touched). */
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, TS_DEFAULT_MAX_SITES);
+        __uint(max_entries, 2 * TS_DEFAULT_MAX_SITES);
         __type(key, struct ts_site_key);
         __type(value, struct ts_site);
 } sites SEC(".maps");
@@ -531,9 +533,9 @@ static __noinline bool task_privileged(struct task_struct *task) {
 }
 
 /* Whether a new entry may be created in epoch e for the process of key: within its process's
- * share, its user's share (unless privileged) and, unless privileged, short of the reserve. Each
- * share taken is in ret_shares, given back when the entry is not created after all. The refusal
- * is counted. */
+ * share, its user's share (unless privileged), the epoch's room and, unless privileged, short of
+ * the reserve. The shares taken are in ret_process and ret_user, given back when the entry is not
+ * created after all. The refusal is counted. */
 static __noinline bool site_shares_take(struct ts_site_key *key, struct task_struct *task, __u32 e,
                                         struct ts_site_quota **ret_process, struct ts_site_quota **ret_user) {
         struct ts_site_quota_key pkey = { .id = key->tgid, .epoch = e, .start_time = key->start_time };
@@ -554,12 +556,12 @@ static __noinline bool site_shares_take(struct ts_site_key *key, struct task_str
                         return false;
                 }
         }
-        held = __sync_fetch_and_add(&site_epochs.entries[e & 1], 1) + site_epochs.entries[(e + 1) & 1];
-        if (held >= max_sites_shared && !privileged && !task_privileged(task)) {
+        held = __sync_fetch_and_add(&site_epochs.entries[e & 1], 1);
+        if (held >= max_sites || (held >= max_sites_shared && !privileged && !task_privileged(task))) {
                 __sync_fetch_and_add(&site_epochs.entries[e & 1], -1);
                 share_give_back(user);
                 share_give_back(process);
-                count_drop(TS_DROP_SITE_RESERVE);
+                count_drop(held >= max_sites ? TS_DROP_SITES_FULL : TS_DROP_SITE_RESERVE);
                 return false;
         }
         *ret_process = process;

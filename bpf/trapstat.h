@@ -210,7 +210,8 @@ struct ts_site {
 };
 _Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared with BPF");
 
-/* Sites the hash holds at once; configurable at load time (trapstatd --max-sites). */
+/* Sites one epoch (a tick) may create; configurable at load time (trapstatd --max-sites). The
+ * hash holds two epochs' worth. */
 #define TS_DEFAULT_MAX_SITES 16384
 /* Of them, those one process may create within an epoch (a tick), so that no process (a JIT, or a
  * user trapping at every address on purpose) takes the hash from the others; configurable
@@ -234,7 +235,7 @@ _Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared wit
 struct ts_site_epochs {
         __u32 epoch;            /* the current one: 0 or 1; written by user space only */
         __u32 active[2];        /* programs counting into each epoch right now */
-        __u32 entries[2];       /* entries of the site hash created in each epoch */
+        __u32 entries[2];       /* entries of the site hash created in each epoch (at most max_sites) */
         __u32 privileged_gid;   /* group trapstat's gid (its members keep the reserve) ... */
         __u32 privileged_group; /* ... when this is 1; written by user space every tick */
         __u32 _pad0;

@@ -149,6 +149,7 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->skel->rodata->max_sites_per_process = config->max_sites_per_process;
         b->skel->rodata->max_sites_per_user = config->max_sites_per_user;
         b->skel->rodata->max_sites_shared = config->max_sites - config->site_reserve;
+        b->skel->rodata->max_sites = config->max_sites;
         b->skel->rodata->page_shift = (uint32_t) __builtin_ctzl((unsigned long) sysconf(_SC_PAGESIZE));
         if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
@@ -156,7 +157,8 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
             (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.sites, config->max_sites)) < 0 ||
+            /* Two epochs' worth: the one being drained takes no room from the next. */
+            (r = bpf_map__set_max_entries(b->skel->maps.sites, 2 * config->max_sites)) < 0 ||
             /* Shares of two epochs at once. */
             (r = bpf_map__set_max_entries(b->skel->maps.site_quota, 2 * config->max_processes)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.site_user_quota, 2 * config->max_processes)) < 0)

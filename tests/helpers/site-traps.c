@@ -240,7 +240,9 @@ static long number(const char *s) {
 
 /* n ud2 in anonymous memory, a ret after every chunk of them: one call of a chunk traps chunk times,
  * at as many addresses (the handler steps over each ud2 into the next). Every chunk is called in
- * turn, pause_ms after each, the whole rounds times. -1 when the memory cannot be had. */
+ * turn, pause_ms after each, the whole rounds times. The code stays mapped until the exit, as a
+ * JIT's would: trapstatd may name it from /proc/PID/maps while the process lives. -1 when the
+ * memory cannot be had. */
 static int spread_ud(long n, long chunk, long pause_ms, long rounds) {
         long chunks = (n + chunk - 1) / chunk;
         size_t size = (size_t) n * 2 + (size_t) chunks;
@@ -262,7 +264,6 @@ static int spread_ud(long n, long chunk, long pause_ms, long rounds) {
                         if (pause_ms > 0)
                                 nanosleep(&pause, NULL);
                 }
-        munmap(code, size);
         return 0;
 }
 
