@@ -321,6 +321,8 @@ static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n) {
 /* The sites of the epoch whose instruction BPF could not look up (TS_DROP_VMA_LOOKUP): named
  * from /proc/PID/maps while the process lives, one read of it per process. */
 static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
+        if (r->n_site_unknown == 0)
+                return 0;
         qsort(r->site_unknown, r->n_site_unknown, sizeof(SiteUnknown), site_unknown_compare);
         for (size_t i = 0, j; i < r->n_site_unknown; i = j) {
                 for (j = i + 1; j < r->n_site_unknown && r->site_unknown[j].key.tgid == r->site_unknown[i].key.tgid &&

@@ -37,7 +37,7 @@ def sites_of(d, pid):
     return json.loads(p.stdout)["sites"]
 
 
-def settled(get, what, timeout=30):
+def settled(get, what, timeout=30, d=None):
     """get()'s answer once two of them a second apart are the same (and not None)."""
     previous = [None]
 
@@ -47,7 +47,10 @@ def settled(get, what, timeout=30):
         previous[0] = now
         return now if ok else None
 
-    return wait_for(same, timeout=timeout, interval=1, what=what)
+    try:
+        return wait_for(same, timeout=timeout, interval=1, what=what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; drops: {drops(d)}") if d else e
 
 
 def traps_counted(d, pid, n):
@@ -129,10 +132,9 @@ class UserShare(unittest.TestCase):
                 after, after_pid = w.start(None, "--spread", 150, "--hold-after", 60)
                 Workloads.wait_done(after, "spread")
 
-                self.assertEqual([(s["symbol"], s["count"]) for s in settled(lambda: sites_of(d, during_pid),
-                                                                             "root's sites during the storm")],
-                                 [("site_ud_main", 5)])
-                root_after = settled(lambda: sites_of(d, after_pid), "root's sites after the storm")
+                root_during = settled(lambda: sites_of(d, during_pid) or None, "root's sites during the storm", d=d)
+                self.assertEqual([(s["symbol"], s["count"]) for s in root_during], [("site_ud_main", 5)])
+                root_after = settled(lambda: sites_of(d, after_pid) or None, "root's sites after the storm", d=d)
                 self.assertEqual((len(root_after), sum(s["count"] for s in root_after)), (150, 150))
 
                 # Every trap of the user either has a site or is a site_user_limit drop.
