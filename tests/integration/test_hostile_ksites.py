@@ -73,9 +73,11 @@ class Workloads:
         os.chmod(self.lib, 0o755)
         self.lib = os.path.realpath(self.lib)
 
-    def start(self, uid, *args):
-        """site-traps args as uid (root: None), held until stopped; (process, pid)."""
-        prefix = [] if uid is None else ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups"]
+    def start(self, user, *args):
+        """site-traps args as user (a pwd entry; root: None); (process, pid). The user's own gid: a
+        gid of the uid's number may be group trapstat's, which is privileged."""
+        prefix = [] if user is None else ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+                                          "--init-groups"]
         p = subprocess.Popen(prefix + [self.exe, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         line = p.stdout.readline().split()
@@ -102,25 +104,27 @@ class Workloads:
 
 
 class UserShare(unittest.TestCase):
-    """16 processes of one user trap at 110 addresses each, 15 times over, while root traps: with
-    --max-sites 1500 (on main they took it all: 16 x 110 > 1500, held while they lived) and a
+    """16 processes of one user trap at 110 addresses each, 15 times over, while root traps: with a
     share of 500 per user per tick, root's sites are recorded during and after the storm, and the
-    user's traps without a site are exactly the site_user_limit drops."""
+    user's traps without a site are exactly the site_user_limit drops. (On main, 16 processes of
+    one user holding 1100 sites each took the whole map from root for as long as they lived.)
+    The map itself is large: other processes on a busy machine (a storm of root's short-lived
+    trapping processes, one site each) must not fill a tick's room."""
 
     PROCS, SPREAD, ROUNDS = 16, 110, 15
 
     def test_one_user_cannot_take_the_site_map(self):
         # No fault sites: the user's page faults would take from the same share.
-        args = ["--max-sites", "1500", "--max-sites-per-process", "200", "--max-sites-per-user", "500",
+        args = ["--max-sites", "30000", "--max-sites-per-process", "200", "--max-sites-per-user", "500",
                 "--site-reserve", "200", "--fault-sample", "0"]
         with Daemon(extra_args=args) as d:
-            uid = create_user(USER).pw_uid
+            user = create_user(USER)
             hostile, during, after = [], None, None
             try:
                 w = Workloads(d)
                 before = drops(d)
                 for _ in range(self.PROCS):
-                    hostile.append(w.start(uid, "--spread", self.SPREAD, "--rounds", self.ROUNDS, "--pause", 50,
+                    hostile.append(w.start(user, "--spread", self.SPREAD, "--rounds", self.ROUNDS, "--pause", 50,
                                            "--hold-after", 60))
                 # Root traps during the storm (at one instruction), then at 150 addresses once the
                 # storm is over while its processes live on.
@@ -166,8 +170,9 @@ class UserShare(unittest.TestCase):
 
 class Reserve(unittest.TestCase):
     """8 processes of one user trap at 110 addresses each, 15 times over, with a per-user share
-    larger than the map (--max-sites 600, --max-sites-per-user 2000) but the last 300 entries
-    reserved: root's process and one of a member of group trapstat (a supplementary group, as
+    larger than what others may take (--max-sites-per-user 2000) but all of the map's 30000 but
+    300 reserved (--site-reserve 29700; large, so that other processes on a busy machine do not
+    fill it): root's process and one of a member of group trapstat (a supplementary group, as
     setpriv --init-groups gives it), trapping at 100 addresses 3 times over during the storm,
     have every site; the user's traps without one are site_reserve drops."""
 
@@ -175,7 +180,7 @@ class Reserve(unittest.TestCase):
     MEMBER = user_name("trapstat-ksites-m")
 
     def test_root_and_group_trapstat_keep_the_reserve(self):
-        args = ["--max-sites", "600", "--site-reserve", "300", "--max-sites-per-user", "2000",
+        args = ["--max-sites", "30000", "--site-reserve", "29700", "--max-sites-per-user", "2000",
                 "--max-sites-per-process", "200", "--fault-sample", "0"]
         try:
             grp.getgrnam("trapstat")
@@ -185,13 +190,13 @@ class Reserve(unittest.TestCase):
             created_group = True
         procs = []
         with Daemon(extra_args=args) as d:
-            uid = create_user(USER).pw_uid
-            member = create_user(self.MEMBER).pw_uid
+            user = create_user(USER)
+            member = create_user(self.MEMBER)
             try:
                 subprocess.run(["gpasswd", "--add", self.MEMBER, "trapstat"], check=True, capture_output=True)
                 w = Workloads(d)
                 before = drops(d)
-                hostile = [w.start(uid, "--spread", self.SPREAD, "--rounds", self.ROUNDS, "--pause", 50,
+                hostile = [w.start(user, "--spread", self.SPREAD, "--rounds", self.ROUNDS, "--pause", 50,
                                    "--hold-after", 60) for _ in range(self.PROCS)]
                 procs += hostile
                 time.sleep(0.3)
@@ -211,10 +216,8 @@ class Reserve(unittest.TestCase):
                 refused = self.PROCS * total - sum(x["count"] for ss in recorded.values() for x in ss)
                 delta = {k: v - before[k] for k, v in drops(d).items()}
                 self.assertGreater(refused, 0)
-                # At least the user's: other processes on the machine meet the same reserve, and
-                # root's among them may take the rest of a tick's room (site_map_full).
-                self.assertGreaterEqual(delta["site_reserve"] + delta["site_map_full"], refused, delta)
-                self.assertGreater(delta["site_reserve"], 0, delta)
+                # At least the user's: other users' processes on the machine meet the same reserve.
+                self.assertGreaterEqual(delta["site_reserve"], refused, delta)
                 self.assertEqual(delta["site_user_limit"], 0, delta)
                 for p, _ in procs:
                     Workloads.stop(p)
@@ -236,11 +239,11 @@ class Drained(unittest.TestCase):
 
     def test_sites_leave_the_hash_once_drained(self):
         with Daemon(extra_args=["--max-sites-per-process", "100", "--fault-sample", "0"]) as d:
-            uid = create_user(USER).pw_uid
+            user = create_user(USER)
             p = None
             try:
                 w = Workloads(d)
-                p, pid = w.start(uid, "--spread", 300, "--chunk", 30, "--pause", 500, "--hold-after", 60)
+                p, pid = w.start(user, "--spread", 300, "--chunk", 30, "--pause", 500, "--hold-after", 60)
                 Workloads.wait_done(p, "spread")
                 traps_counted(d, pid, 300)
                 s = settled(lambda: sites_of(d, pid), "the sites of the live process")
@@ -261,12 +264,12 @@ class SecondDaemon(unittest.TestCase):
 
     def test_failed_lookups_are_counted_and_named(self):
         with Daemon() as first, Daemon() as d:
-            uid = create_user(USER).pw_uid
+            user = create_user(USER)
             p = None
             try:
                 w = Workloads(d)
                 before = drops(d)
-                p, pid = w.start(uid, "--ud", 50, "--bp", 20, "--hold-after", 60)
+                p, pid = w.start(user, "--ud", 50, "--bp", 20, "--hold-after", 60)
                 Workloads.wait_done(p, "bp")
                 traps_counted(d, pid, 70)
                 s = settled(lambda: sites_of(d, pid), "the sites of the live process")
@@ -275,14 +278,17 @@ class SecondDaemon(unittest.TestCase):
                 Workloads.stop(p)
 
                 # Gone before it was drained: nothing to name it from.
-                gone, gone_pid = w.start(uid, "--ud", 7)
+                gone, gone_pid = w.start(user, "--ud", 7)
                 gone.communicate(timeout=30)
                 traps_counted(d, gone_pid, 7)
                 s = settled(lambda: sites_of(d, gone_pid), "the sites of the exited process")
                 self.assertEqual([(x["object"], x["count"]) for x in s], [("[unknown]", 7)])
                 self.assertGreater(s[0]["offset"], 0)  # the instruction's address
 
-                self.assertGreaterEqual(drops(d)["site_lookup_failed"] - before["site_lookup_failed"], 77)
+                # The other daemon looks up a VMA for every #UD (its address) and for the first int3
+                # in the library; a later int3 (no address) in the code mapping it remembers needs
+                # none, and ours may then succeed.
+                self.assertGreaterEqual(drops(d)["site_lookup_failed"] - before["site_lookup_failed"], 50 + 7 + 1)
             finally:
                 if p and p.poll() is None:
                     p.kill()
