@@ -34,6 +34,11 @@
 /* How long a tick waits for the programs still counting into the epoch it is over with (they
  * take microseconds); past it the drain waits for the next tick. */
 #define SITE_QUIESCE_USEC 20000
+/* Lines of /proc/PID/maps read per tick to name sites whose VMA lookup failed: a process may have
+ * 65530 mappings, and a user's processes can make their own lookups fail (a thread holding the
+ * mmap lock); past it, the tick's remaining such sites stay [unknown] (each was counted as
+ * site_lookup_failed). About 16 MiB of text, some 50 ms. */
+#define MAPS_LINES_PER_TICK 262144U
 
 /* The path of a file, by the kernel's (device, inode). */
 typedef struct FilePath {
@@ -295,9 +300,10 @@ static void fclosep(FILE **f) {
                 (void) fclose(*f);
 }
 
-/* Names the instructions of sites [i, n) of one process from its /proc/PID/maps, in one pass (both
- * are sorted by address). Those it cannot (the process is gone, the mapping too) stay unknown. */
-static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n) {
+/* Names the instructions of the n sites u of one process from its /proc/PID/maps, in one pass
+ * (both are sorted by address), taking the lines read from *budget. Those it cannot (the process
+ * is gone, the mapping too, the budget spent) stay unknown. */
+static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n, unsigned *budget) {
         _cleanup_(fclosep) FILE *maps = NULL;
         _cleanup_free_ char *line = NULL;
         size_t size = 0, i = 0;
@@ -305,7 +311,8 @@ static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n) {
 
         if (proc_open_maps(r->procs->proc_fd, u[0].key.tgid, u[0].key.start_time, &maps) < 0)
                 return;
-        while (i < n && getline(&line, &size, maps) > 0) {
+        while (i < n && *budget > 0 && getline(&line, &size, maps) > 0) {
+                (*budget)--;
                 if (proc_maps_parse_line(line, &m) < 0)
                         continue;
                 for (; i < n && u[i].key.ip.offset < m.end; i++) {
@@ -319,8 +326,11 @@ static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n) {
 }
 
 /* The sites of the epoch whose instruction BPF could not look up (TS_DROP_VMA_LOOKUP): named
- * from /proc/PID/maps while the process lives, one read of it per process. */
+ * from /proc/PID/maps while the process lives, one read of it per process, within
+ * MAPS_LINES_PER_TICK. */
 static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
+        unsigned budget = MAPS_LINES_PER_TICK;
+
         if (r->n_site_unknown == 0)
                 return 0;
         qsort(r->site_unknown, r->n_site_unknown, sizeof(SiteUnknown), site_unknown_compare);
@@ -329,7 +339,7 @@ static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
                                 r->site_unknown[j].key.start_time == r->site_unknown[i].key.start_time;
                      j++)
                         ;
-                resolve_unknown_ips(r, r->site_unknown + i, j - i);
+                resolve_unknown_ips(r, r->site_unknown + i, j - i, &budget);
         }
         for (size_t i = 0; i < r->n_site_unknown; i++) {
                 int k = drain_site(r, &r->site_unknown[i].key, r->site_unknown[i].count, now);
