@@ -44,6 +44,7 @@ typedef struct CollectorReader {
         size_t n_site_unknown, site_unknown_capacity;
         struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
         size_t n_share_keys, share_keys_capacity;
+        unsigned maps_lines_per_tick;     /* to name sites whose VMA lookup failed (--site-maps-lines) */
         bool site_flipped; /* the epoch flipped; site_old_epoch is still to be drained */
         uint32_t site_old_epoch;
         void *file_paths;                 /* tsearch() tree: (dev, inode) -> path */

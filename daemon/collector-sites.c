@@ -34,11 +34,6 @@
 /* How long a tick waits for the programs still counting into the epoch it is over with (they
  * take microseconds); past it the drain waits for the next tick. */
 #define SITE_QUIESCE_USEC 20000
-/* Lines of /proc/PID/maps read per tick to name sites whose VMA lookup failed: a process may have
- * 65530 mappings, and a user's processes can make their own lookups fail (a thread holding the
- * mmap lock); past it, the tick's remaining such sites stay [unknown] (each was counted as
- * site_lookup_failed). About 16 MiB of text, some 50 ms. */
-#define MAPS_LINES_PER_TICK 262144U
 
 /* The path of a file, by the kernel's (device, inode). */
 typedef struct FilePath {
@@ -327,9 +322,12 @@ static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n, un
 
 /* The sites of the epoch whose instruction BPF could not look up (TS_DROP_VMA_LOOKUP): named
  * from /proc/PID/maps while the process lives, one read of it per process, within
- * MAPS_LINES_PER_TICK. */
+ * r->maps_lines_per_tick lines. */
 static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
-        unsigned budget = MAPS_LINES_PER_TICK;
+        /* A process may have 65530 mappings, and a user's processes can make their own lookups
+         * fail (a thread holding the mmap lock): past the budget, the tick's remaining such sites
+         * stay [unknown] (each was counted as site_lookup_failed). */
+        unsigned budget = r->maps_lines_per_tick;
 
         if (r->n_site_unknown == 0)
                 return 0;

@@ -80,6 +80,8 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = reader_init(&c->reader, c->bpf, &c->procs);
         if (r < 0)
                 return r;
+        c->reader.maps_lines_per_tick = config->site_maps_lines == COLLECTOR_SITE_MAPS_LINES_NONE ? 0
+                                        : config->site_maps_lines ?: COLLECTOR_DEFAULT_SITE_MAPS_LINES;
         r = collector_bpf_watch_events(c->bpf, reader_take_event, &c->reader);
         if (r < 0)
                 return r;

@@ -24,6 +24,9 @@ typedef struct CollectorConfig {
         /* Entries only root and group trapstat may take; 0: max_sites / 8;
          * COLLECTOR_SITE_RESERVE_NONE: none. Less than max_sites. */
         uint32_t site_reserve;
+        /* Lines of /proc/PID/maps read per tick to name sites whose VMA lookup failed; 0: default
+         * (COLLECTOR_DEFAULT_SITE_MAPS_LINES); COLLECTOR_SITE_MAPS_LINES_NONE: none. */
+        uint32_t site_maps_lines;
         /* One in fault_sample user page faults of a process on a CPU records its site: a power
          * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (TS_DEFAULT_FAULT_SAMPLE). */
         uint32_t fault_sample;
@@ -33,6 +36,9 @@ typedef struct CollectorConfig {
 
 #define COLLECTOR_FAULT_SAMPLE_OFF UINT32_MAX
 #define COLLECTOR_SITE_RESERVE_NONE UINT32_MAX
+#define COLLECTOR_SITE_MAPS_LINES_NONE UINT32_MAX
+/* About 16 MiB of text, some 50 ms: four processes with the most mappings the kernel allows. */
+#define COLLECTOR_DEFAULT_SITE_MAPS_LINES 262144U
 /* Largest --fault-sample period. */
 #define COLLECTOR_FAULT_SAMPLE_MAX (UINT32_C(1) << 30)
 

@@ -50,6 +50,8 @@ static void help(void) {
                "                             tick (default: a quarter of --max-sites)\n"
                "      --site-reserve N       of --max-sites only for root and group trapstat (default: an\n"
                "                             eighth of --max-sites)\n"
+               "      --site-maps-lines N    lines of /proc/PID/maps read per tick to name sites whose\n"
+               "                             lookup failed; 0: none (default: 262144)\n"
                "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
                "                             are summed into \"other\" (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
@@ -169,7 +171,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -183,6 +185,7 @@ int main(int argc, char *argv[]) {
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },
                 { "max-sites-per-user", required_argument, NULL, ARG_MAX_SITES_PER_USER },
                 { "site-reserve", required_argument, NULL, ARG_SITE_RESERVE },
+                { "site-maps-lines", required_argument, NULL, ARG_SITE_MAPS_LINES },
                 { "max-unit-totals", required_argument, NULL, ARG_MAX_UNIT_TOTALS },
                 { "report-socket", required_argument, NULL, ARG_REPORT_SOCKET },
                 { "report-max-metrics", required_argument, NULL, ARG_REPORT_MAX_METRICS },
@@ -271,6 +274,13 @@ int main(int argc, char *argv[]) {
                         else if (parse_uint(optarg, (1U << 22) - 1, &v) < 0)
                                 return usage_error("invalid --site-reserve '%s': expected 0 to 4194303", optarg);
                         config.site_reserve = v == 0 ? COLLECTOR_SITE_RESERVE_NONE : (uint32_t) v;
+                        break;
+                case ARG_SITE_MAPS_LINES:
+                        if (strcmp(optarg, "0") == 0)
+                                v = 0;
+                        else if (parse_uint(optarg, 1U << 30, &v) < 0)
+                                return usage_error("invalid --site-maps-lines '%s': expected 0 to 1073741824", optarg);
+                        config.site_maps_lines = v == 0 ? COLLECTOR_SITE_MAPS_LINES_NONE : (uint32_t) v;
                         break;
                 case ARG_REPORT_SOCKET:
                         config.report_socket_path = optarg;

@@ -18,8 +18,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
-                    require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
+from daemon import (user_name, Daemon, assert_usage_errors, binary, copy_for_users, create_user, history,  # noqa: E402
+                    remove_user, require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
 
 USER = user_name("trapstat-ksites")
 
@@ -294,6 +294,23 @@ class SecondDaemon(unittest.TestCase):
                 if p and p.poll() is None:
                     p.kill()
                 remove_user(USER)
+
+
+class Options(unittest.TestCase):
+    """The site options refuse what they cannot hold, in one line, before anything starts."""
+
+    def test_bad_values(self):
+        def run(*args):
+            return subprocess.run([binary("TRAPSTATD"), "--state-dir", "/nonexistent", *args], capture_output=True,
+                                  text=True, timeout=30)
+
+        assert_usage_errors(self, run, [
+            (["--max-sites-per-user", "0"], "invalid --max-sites-per-user '0': expected 1 to 4194304"),
+            (["--site-reserve", "-1"], "invalid --site-reserve '-1': expected 0 to 4194303"),
+            (["--max-sites", "100", "--site-reserve", "100"], "invalid --site-reserve: it must be less than --max-sites"),
+            (["--site-reserve", "16384"], "invalid --site-reserve: it must be less than --max-sites"),
+            (["--site-maps-lines", "x"], "invalid --site-maps-lines 'x': expected 0 to 1073741824"),
+        ], usage="Try 'trapstatd --help'.")
 
 
 if __name__ == "__main__":
