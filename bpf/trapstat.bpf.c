@@ -38,8 +38,17 @@ const volatile bool fault_sites = true;
 const volatile __u64 fault_sample_mask = TS_DEFAULT_FAULT_SAMPLE - 1;
 /* log2 of the page size, for the file offset of a mapping (vm_pgoff). */
 const volatile __u32 page_shift = 12;
-/* Entries of the site hash one process may have. */
+/* Entries of the site hash one epoch may create (the hash holds two epochs' worth: the one being
+ * drained does not take room from the next); of them, those one process may create; those the
+ * processes of one user (not root, not group trapstat) may; and how many leave only the reserve
+ * of root and group trapstat. */
+const volatile __u32 max_sites = TS_DEFAULT_MAX_SITES;
 const volatile __u32 max_sites_per_process = TS_DEFAULT_MAX_SITES_PER_PROCESS;
+const volatile __u32 max_sites_per_user = TS_DEFAULT_MAX_SITES / TS_DEFAULT_SITES_PER_USER_DIVISOR;
+const volatile __u32 max_sites_shared = TS_DEFAULT_MAX_SITES - TS_DEFAULT_MAX_SITES / TS_DEFAULT_SITE_RESERVE_DIVISOR;
+
+/* The site hash's epochs and occupancy (bpf/trapstat.h); mmap'd by user space. */
+struct ts_site_epochs site_epochs;
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -94,18 +103,26 @@ struct {
 /* Where processes trap and (sampled) fault: counts per (process, instruction, memory touched). */
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, TS_DEFAULT_MAX_SITES);
+        __uint(max_entries, 2 * TS_DEFAULT_MAX_SITES);
         __type(key, struct ts_site_key);
         __type(value, struct ts_site);
 } sites SEC(".maps");
 
-/* How many site entries each process has (its share of the site hash). */
+/* How many site entries each process, and the processes of each user, created in an epoch (their
+ * shares of the site hash). */
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, TS_DEFAULT_MAX_PROCESSES);
-        __type(key, struct ts_proc_key);
+        __uint(max_entries, 2 * TS_DEFAULT_MAX_PROCESSES);
+        __type(key, struct ts_site_quota_key);
         __type(value, struct ts_site_quota);
 } site_quota SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 2 * TS_DEFAULT_MAX_PROCESSES);
+        __type(key, struct ts_site_quota_key);
+        __type(value, struct ts_site_quota);
+} site_user_quota SEC(".maps");
 
 /* The path of every file a site was found in, written once per file. */
 struct {
@@ -377,6 +394,8 @@ static __always_inline void locate(struct task_struct *task, __u64 addr, bool co
                 loc->kind = TS_MEM_UNMAPPED;
                 loc->offset = code ? addr : 0;
         } else if (err < 0) {
+                /* Counted: user space names the instruction from /proc/PID/maps while it can. */
+                count_drop(TS_DROP_VMA_LOOKUP);
                 loc->kind = TS_MEM_UNKNOWN;
                 loc->offset = code ? addr : 0;
         }
@@ -433,35 +452,156 @@ static __noinline void classify(struct task_struct *task, __u64 addr, const stru
         loc->kind = TS_MEM_UNKNOWN;
 }
 
-/* Adds one to the site of key, created on first use while its process is within its share of
- * the site hash (several CPUs may each create one past it at once: the share is checked, not
- * locked). A process whose quota entry cannot be had is not limited: the hash still is. */
-static __noinline void count_site(struct ts_site_key *key) {
-        struct ts_proc_key pkey = { .tgid = key->tgid, .start_time = key->start_time };
-        struct ts_site *v, zero = {};
-        struct ts_site_quota *quota, no_sites = {};
+/* The epoch this program counts a site in, announced in active[] so that user space does not
+ * drain it meanwhile (struct ts_site_epochs); -1 when user space flipped it three times in a row
+ * under us (it flips once a tick). Atomics that return their value: those are fully ordered. */
+static __always_inline int site_epoch_enter(void) {
+        for (int i = 0; i < 3; i++) {
+                __u32 e = *(volatile __u32 *) &site_epochs.epoch & 1, old;
 
+                old = __sync_fetch_and_add(&site_epochs.active[e], 1);
+                barrier_var(old);
+                if ((*(volatile __u32 *) &site_epochs.epoch & 1) == e)
+                        return e;
+                old = __sync_fetch_and_add(&site_epochs.active[e], -1);
+                barrier_var(old);
+        }
+        return -1;
+}
+
+/* After the program's last write to the epoch's entries. */
+static __always_inline void site_epoch_leave(__u32 e) {
+        __u32 old = __sync_fetch_and_add(&site_epochs.active[e & 1], -1);
+
+        barrier_var(old);
+}
+
+/* Takes one from a share: the entry's count goes up first, so that CPUs creating entries at the
+ * same time cannot all pass the limit; false (and the count as it was) when it was full. A share
+ * whose entry cannot be had is not limited: the hash still is. */
+static __always_inline bool share_take(void *map, struct ts_site_quota_key *key, __u32 limit,
+                                       struct ts_site_quota **ret) {
+        struct ts_site_quota *q, none = {};
+
+        *ret = NULL;
+        q = bpf_map_lookup_elem(map, key);
+        if (!q) {
+                (void) bpf_map_update_elem(map, key, &none, BPF_NOEXIST);
+                q = bpf_map_lookup_elem(map, key);
+                if (!q)
+                        return true;
+        }
+        if (__sync_fetch_and_add(&q->n, 1) >= limit) {
+                __sync_fetch_and_add(&q->n, -1);
+                return false;
+        }
+        *ret = q;
+        return true;
+}
+
+static __always_inline void share_give_back(struct ts_site_quota *q) {
+        if (q)
+                __sync_fetch_and_add(&q->n, -1);
+}
+
+/* Root, or a member of group trapstat (its real or a supplementary group), as the daemon's socket
+ * tells who is privileged: those keep the reserve of the site hash and have no per-user share. */
+#define TS_MAX_GROUPS 32
+static __noinline bool task_privileged(struct task_struct *task) {
+        const struct cred *cred = BPF_CORE_READ(task, real_cred);
+        struct group_info *groups;
+        __u32 gid = site_epochs.privileged_gid;
+        int n;
+
+        if (BPF_CORE_READ(cred, uid.val) == 0)
+                return true;
+        if (!site_epochs.privileged_group)
+                return false;
+        if (BPF_CORE_READ(cred, gid.val) == gid)
+                return true;
+        groups = BPF_CORE_READ(cred, group_info);
+        n = BPF_CORE_READ(groups, ngroups);
+        for (int i = 0; i < TS_MAX_GROUPS && i < n; i++) {
+                kgid_t g;
+
+                if (bpf_probe_read_kernel(&g, sizeof(g), &groups->gid[i]) < 0)
+                        break;
+                if (g.val == gid)
+                        return true;
+        }
+        return false;
+}
+
+/* Whether a new entry may be created in epoch e for the process of key: within its process's
+ * share, its user's share (unless privileged), the epoch's room and, unless privileged, short of
+ * the reserve. The shares taken are in ret_process and ret_user, given back when the entry is not
+ * created after all. The refusal is counted. */
+static __noinline bool site_shares_take(struct ts_site_key *key, struct task_struct *task, __u32 e,
+                                        struct ts_site_quota **ret_process, struct ts_site_quota **ret_user) {
+        struct ts_site_quota_key pkey = { .id = key->tgid, .epoch = e, .start_time = key->start_time };
+        struct ts_site_quota_key ukey = { .id = BPF_CORE_READ(task, real_cred, uid.val), .epoch = e };
+        struct ts_site_quota *process, *user = NULL;
+        bool privileged = ukey.id == 0; /* the rest is looked at only when it matters */
+        __u32 held;
+
+        if (!share_take(&site_quota, &pkey, max_sites_per_process, &process)) {
+                count_drop(TS_DROP_SITE_QUOTA);
+                return false;
+        }
+        if (!privileged && !share_take(&site_user_quota, &ukey, max_sites_per_user, &user)) {
+                privileged = task_privileged(task);
+                if (!privileged) {
+                        share_give_back(process);
+                        count_drop(TS_DROP_SITE_USER_QUOTA);
+                        return false;
+                }
+        }
+        held = __sync_fetch_and_add(&site_epochs.entries[e & 1], 1);
+        if (held >= max_sites || (held >= max_sites_shared && !privileged && !task_privileged(task))) {
+                __sync_fetch_and_add(&site_epochs.entries[e & 1], -1);
+                share_give_back(user);
+                share_give_back(process);
+                count_drop(held >= max_sites ? TS_DROP_SITES_FULL : TS_DROP_SITE_RESERVE);
+                return false;
+        }
+        *ret_process = process;
+        *ret_user = user;
+        return true;
+}
+
+/* Adds one to the site of key in the current epoch, created on first use within the shares of its
+ * process and user (site_shares_take()). */
+static __noinline void count_site(struct ts_site_key *key, struct task_struct *task) {
+        struct ts_site_quota *process, *user;
+        struct ts_site *v, zero = {};
+        int e = site_epoch_enter();
+        long err;
+
+        if (e < 0) {
+                count_drop(TS_DROP_SITES_FULL);
+                return;
+        }
+        key->epoch = e;
         v = bpf_map_lookup_elem(&sites, key);
         if (!v) {
-                quota = bpf_map_lookup_elem(&site_quota, &pkey);
-                if (!quota) {
-                        (void) bpf_map_update_elem(&site_quota, &pkey, &no_sites, BPF_NOEXIST);
-                        quota = bpf_map_lookup_elem(&site_quota, &pkey);
+                if (!site_shares_take(key, task, e, &process, &user))
+                        goto out;
+                /* -EEXIST: another CPU created it meanwhile, with its own shares. */
+                err = bpf_map_update_elem(&sites, key, &zero, BPF_NOEXIST);
+                if (err < 0) {
+                        __sync_fetch_and_add(&site_epochs.entries[e & 1], -1);
+                        share_give_back(user);
+                        share_give_back(process);
                 }
-                if (quota && quota->n >= max_sites_per_process) {
-                        count_drop(TS_DROP_SITE_QUOTA);
-                        return;
-                }
-                /* 0: this run created it (-EEXIST: another CPU did meanwhile). */
-                if (bpf_map_update_elem(&sites, key, &zero, BPF_NOEXIST) == 0 && quota)
-                        __sync_fetch_and_add(&quota->n, 1);
                 v = bpf_map_lookup_elem(&sites, key);
                 if (!v) {
                         count_drop(TS_DROP_SITES_FULL);
-                        return;
+                        goto out;
                 }
         }
         __sync_fetch_and_add(&v->count, 1);
+out:
+        site_epoch_leave(e);
 }
 
 /* Fills in where a trap or a sampled fault happened: the instruction at ip and, when there is an
@@ -511,7 +651,7 @@ static __noinline void record_trap_site(struct task_struct *task, __u32 vector, 
         if (vector == TS_VECTOR_BP && ip > 0)
                 ip--;
         locate_site(task, ip, addr, has_addr, &key);
-        count_site(&key);
+        count_site(&key, task);
 }
 
 /* A sampled fault's site: the faulting instruction and the memory of the faulting address. */
@@ -524,7 +664,7 @@ static __noinline void record_fault_site(__u64 address, struct pt_regs *regs) {
         key.kind = TS_SITE_FAULT;
         key.vector = 14; /* #PF */
         locate_site(task, PT_REGS_IP_CORE(regs), address, true, &key);
-        count_site(&key);
+        count_site(&key, task);
 }
 
 /* Faults taken in user mode: x86's exceptions:page_fault_user. Every architecture builds it (the

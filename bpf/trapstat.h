@@ -195,29 +195,65 @@ struct ts_site_key {
         __u32 tgid;
         __u8 kind;    /* TS_SITE_* */
         __u8 vector;  /* traps: the exception vector, TS_N_VECTORS when not known; faults: 14 */
-        __u16 _pad0;
+        __u8 epoch;   /* the site epoch it was counted in (see struct ts_site_epochs) */
+        __u8 _pad0;
         __u64 start_time;
         struct ts_location ip;     /* the instruction */
         struct ts_location memory; /* what the faulting address was in (offset 0) */
 };
 _Static_assert(sizeof(struct ts_site_key) == 64, "struct ts_site_key layout is shared with BPF");
 
-/* Value of the site hash: monotonic while the process lives (atomic adds); user space keeps
- * what it drained and removes the process's entries after its exit. */
+/* Value of the site hash: what the site counted within one epoch (atomic adds). User space
+ * takes every entry out once its epoch is over, so each entry is a delta. */
 struct ts_site {
         __u64 count; /* traps, or fault samples */
 };
 _Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared with BPF");
 
-/* Sites the hash holds at once; configurable at load time (trapstatd --max-sites). */
+/* Sites one epoch (a tick) may create; configurable at load time (trapstatd --max-sites). The
+ * hash holds two epochs' worth. */
 #define TS_DEFAULT_MAX_SITES 16384
-/* Of them, those of one process, so that no process (a JIT, or a user trapping at every address
- * on purpose) takes the hash from the others; configurable (trapstatd --max-sites-per-process). */
+/* Of them, those one process may create within an epoch (a tick), so that no process (a JIT, or a
+ * user trapping at every address on purpose) takes the hash from the others; configurable
+ * (trapstatd --max-sites-per-process). */
 #define TS_DEFAULT_MAX_SITES_PER_PROCESS 1024
+/* Those the processes of one user may create within an epoch, as a fraction of --max-sites when
+ * not configured (trapstatd --max-sites-per-user): 16 processes of one user each within their
+ * own share take no more than a quarter. Root and group trapstat have no such limit. */
+#define TS_DEFAULT_SITES_PER_USER_DIVISOR 4
+/* Entries only root and group trapstat may take, a fraction of --max-sites when not configured
+ * (trapstatd --site-reserve): however many users share the rest, their sites keep a place. */
+#define TS_DEFAULT_SITE_RESERVE_DIVISOR 8
 
-/* Value of the per-process site quota hash (keyed by struct ts_proc_key): how many entries of
- * the site hash the process has. BPF adds one per entry it creates; user space takes one away
- * per entry it removes. */
+/* The site hash is drained by epochs. BPF counts every site into the current epoch (the key's
+ * epoch); each tick user space flips the epoch, waits until no program counts into the old one
+ * any more (active[old] == 0: a program announces itself there before it reads the epoch a second
+ * time, and leaves after its last write), then reads and deletes every entry of the old epoch and
+ * resets its shares. No count can be added to an entry after it was read, and no live process
+ * keeps an entry past the tick it counted in. Lives in the BPF object's .bss, mmap'd by user
+ * space: the flip is a store, the wait a load. */
+struct ts_site_epochs {
+        __u32 epoch;            /* the current one: 0 or 1; written by user space only */
+        __u32 active[2];        /* programs counting into each epoch right now */
+        __u32 entries[2];       /* entries of the site hash created in each epoch (at most max_sites) */
+        __u32 privileged_gid;   /* group trapstat's gid (its members keep the reserve) ... */
+        __u32 privileged_group; /* ... when this is 1; written by user space every tick */
+        __u32 _pad0;
+};
+_Static_assert(sizeof(struct ts_site_epochs) == 32, "struct ts_site_epochs layout is shared with BPF");
+
+/* Key of the per-process and per-user share counts (site_quota, site_user_quota): within one
+ * epoch, entries created by the process (tgid, start_time) or by the processes of uid (tgid the
+ * uid, start_time 0). */
+struct ts_site_quota_key {
+        __u32 id;
+        __u32 epoch;
+        __u64 start_time;
+};
+_Static_assert(sizeof(struct ts_site_quota_key) == 16, "struct ts_site_quota_key layout is shared with BPF");
+
+/* Value of both share maps: entries created. BPF alone writes it, with atomic adds (one that
+ * takes a share back adds -1); user space deletes an epoch's entries once the epoch is drained. */
 struct ts_site_quota {
         __u32 n;
         __u32 _pad0;
@@ -260,5 +296,8 @@ enum ts_drop {
         TS_DROP_SITES_FULL = 4, /* a trap or a fault sample whose site did not fit in the site hash */
         TS_DROP_FILE_NAME = 5,  /* a file whose path did not fit in the name map */
         TS_DROP_SITE_QUOTA = 6, /* a trap or a fault sample whose process had its share of the site hash */
+        TS_DROP_SITE_USER_QUOTA = 7, /* the same, its user (not root, not group trapstat) had its share */
+        TS_DROP_SITE_RESERVE = 8,    /* the same, only the reserve of root and group trapstat was left */
+        TS_DROP_VMA_LOOKUP = 9, /* a VMA lookup failed (-EBUSY: another program held it): the site keeps the address */
         TS_DROP_MAX,
 };

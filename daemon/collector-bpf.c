@@ -43,8 +43,21 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
                                  "the site of one trap or fault sample not recorded: the map of sites was full "
                                  "(--max-sites); the trap itself is counted" },
         [TS_DROP_SITE_QUOTA] = { "site_process_limit",
-                                 "the site of one trap or fault sample not recorded: its process had its share of "
-                                 "the map of sites already (--max-sites-per-process); the trap itself is counted" },
+                                 "the site of one trap or fault sample not recorded: its process had created its "
+                                 "share of the map of sites in this tick already (--max-sites-per-process); the trap "
+                                 "itself is counted" },
+        [TS_DROP_SITE_USER_QUOTA] = { "site_user_limit",
+                                      "the site of one trap or fault sample not recorded: its user (not root, not "
+                                      "group trapstat) had created its share of the map of sites in this tick already "
+                                      "(--max-sites-per-user); the trap itself is counted" },
+        [TS_DROP_SITE_RESERVE] = { "site_reserve",
+                                   "the site of one trap or fault sample of a user who is not root nor in group "
+                                   "trapstat not recorded: only their reserve of the map of sites was left "
+                                   "(--site-reserve); the trap itself is counted" },
+        [TS_DROP_VMA_LOOKUP] = { "site_lookup_failed",
+                                 "the kernel's lookup of a site's memory mapping failed (busy: another BPF program "
+                                 "held it); the instruction is named from /proc/PID/maps while the process lives, "
+                                 "else shows as [unknown]; the memory a fault touched shows as [unknown]" },
         [TS_DROP_FILE_NAME] = { "site_name_lost",
                                 "the path of one mapped file not recorded: the map of file names was full; its "
                                 "sites name the file by device and inode" },
@@ -134,6 +147,9 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->skel->rodata->fault_sites = config->fault_sample > 0;
         b->skel->rodata->fault_sample_mask = config->fault_sample > 0 ? config->fault_sample - 1 : 0;
         b->skel->rodata->max_sites_per_process = config->max_sites_per_process;
+        b->skel->rodata->max_sites_per_user = config->max_sites_per_user;
+        b->skel->rodata->max_sites_shared = config->max_sites - config->site_reserve;
+        b->skel->rodata->max_sites = config->max_sites;
         b->skel->rodata->page_shift = (uint32_t) __builtin_ctzl((unsigned long) sysconf(_SC_PAGESIZE));
         if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
@@ -141,8 +157,11 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
             (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.sites, config->max_sites)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.site_quota, config->max_processes)) < 0)
+            /* Two epochs' worth: the one being drained takes no room from the next. */
+            (r = bpf_map__set_max_entries(b->skel->maps.sites, 2 * config->max_sites)) < 0 ||
+            /* Shares of two epochs at once. */
+            (r = bpf_map__set_max_entries(b->skel->maps.site_quota, 2 * config->max_processes)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.site_user_quota, 2 * config->max_processes)) < 0)
                 goto fail;
 
         b->progs[SOURCE_PAGE_FAULT_USER] = b->skel->progs.page_fault_user;
@@ -345,7 +364,6 @@ void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time) {
 
         (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.processes), &key);
         (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.traps), &key);
-        (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.site_quota), &key);
 }
 
 size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {

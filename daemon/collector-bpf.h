@@ -26,7 +26,9 @@ typedef struct CollectorBpfConfig {
         uint32_t max_processes; /* capacity of the fallback and trap hashes */
         uint32_t event_buffer;  /* bytes of the ring buffer, as collector_event_buffer_valid() allows */
         uint32_t max_sites;     /* capacity of the site hash */
-        uint32_t max_sites_per_process; /* of it, one process's share */
+        uint32_t max_sites_per_process; /* of it, one process's share per epoch (tick) */
+        uint32_t max_sites_per_user;    /* one unprivileged user's share per epoch */
+        uint32_t site_reserve;          /* entries only root and group trapstat take, < max_sites */
         uint32_t fault_sample;  /* one in this many faults records its site, a power of two; 0: none */
 } CollectorBpfConfig;
 

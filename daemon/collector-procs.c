@@ -34,7 +34,6 @@ static void proc_free(void *p) {
                 return;
         process_info_done(&proc->info);
         free(proc->traps_seen);
-        tdestroy(proc->sites_seen, free);
         site_counts_free(proc->sites, proc->n_sites);
         if (proc->stat_fd >= 0)
                 close(proc->stat_fd);

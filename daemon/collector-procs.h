@@ -34,8 +34,6 @@ typedef struct CollectorProc {
         Faults delta;                  /* this tick's */
         Traps traps_delta;
         bool has_traps_delta;
-        void *sites_seen;              /* tsearch() tree of the site counts already turned into deltas
-                                        * (collector-sites.c), by BPF site key */
         SiteCount *sites;              /* this tick's, strings owned */
         size_t n_sites, sites_capacity;
         bool touched;                  /* goes into this tick's samples */

@@ -309,7 +309,6 @@ int reader_apply_events(CollectorReader *r) {
                  * no more: its counts are complete. Remove its entries so the maps stay bounded
                  * (its slot was freed when drained, being marked exited). */
                 collector_bpf_forget(r->bpf, e->tgid, e->start_time);
-                reader_forget_sites(r, p);
                 k = proc_table_exit(r->procs, p, e);
         }
         events_clear(r);

@@ -8,6 +8,7 @@
  * Internal to the daemon (daemon/collector*.c), not a public API. Returns negative errno,
  * never logs. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,12 @@
 #include "collector-util.h"
 #include "symbolize.h"
 #include "trapstat.h"
+
+/* A site of the epoch that is over, kept until its process's /proc/PID/maps is read. */
+typedef struct SiteUnknown {
+        struct ts_site_key key;
+        uint64_t count;
+} SiteUnknown;
 
 typedef struct CollectorReader {
         CollectorBpf *bpf;                /* borrowed */
@@ -32,6 +39,14 @@ typedef struct CollectorReader {
         /* The site reader (collector-sites.c). */
         struct ts_site_key *site_keys;    /* a batch of the site hash */
         struct ts_site *site_values;
+        struct ts_site_key *site_drained; /* the batch's entries of the epoch that is over */
+        SiteUnknown *site_unknown;        /* this tick's sites whose instruction BPF could not look up */
+        size_t n_site_unknown, site_unknown_capacity;
+        struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
+        size_t n_share_keys, share_keys_capacity;
+        unsigned maps_lines_per_tick;     /* to name sites whose VMA lookup failed (--site-maps-lines) */
+        bool site_flipped; /* the epoch flipped; site_old_epoch is still to be drained */
+        uint32_t site_old_epoch;
         void *file_paths;                 /* tsearch() tree: (dev, inode) -> path */
         size_t n_file_paths;
         void *symbols;                    /* tsearch() tree: (dev, inode, offset) -> symbol */
@@ -56,14 +71,12 @@ int reader_read_tasks(CollectorReader *r);
  * drained, so that every process they name that was counted is known by then. */
 int reader_apply_events(CollectorReader *r);
 
-/* collector-sites.c: the site hash. Each entry's growth since the last tick becomes a SiteCount
- * of its process (proc_table_count_site()), with the file's path and the symbol. After the
- * other maps, so that the processes are known. */
+/* collector-sites.c: the site hash. Each tick the epoch flips, and each entry of the epoch that
+ * is over becomes a SiteCount of its process (proc_table_count_site()), with the file's path and
+ * the symbol, and leaves the hash. After the other maps, so that the processes are known. */
 int reader_sites_init(CollectorReader *r);
 void reader_sites_done(CollectorReader *r);
 int reader_drain_sites(CollectorReader *r, uint64_t now);
-/* The process counts no more: its site entries go, in BPF and in its table entry. */
-void reader_forget_sites(CollectorReader *r, CollectorProc *p);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

@@ -4,20 +4,26 @@
  * entry's growth since the last tick becomes a SiteCount of its process, named for people: the
  * file's path from the name map BPF wrote while the process lived, and the symbol from the
  * file's ELF symbol tables (daemon/symbolize.c), when the file at that path is still the one
- * that was mapped. A process's entries are removed from the hash once it exited and was drained
- * a last time, as its other map entries are. */
+ * that was mapped. The hash is drained by epochs (struct ts_site_epochs): each tick the epoch
+ * flips, and every entry of the one before is read, becomes a SiteCount of its process and leaves
+ * the hash, with the shares it took; so live processes do not keep entries. */
 #include "collector-read.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "defaults.h"
 #include "macro.h"
+#include "proc-util.h"
+#include "time-util.h"
 #include "trapstat.skel.h"
 
 /* Site entries read per bpf_map_lookup_batch() call. */
@@ -25,23 +31,9 @@
 /* Paths and symbols remembered: past this many, all are forgotten and learned again. */
 #define NAMES_MAX 65536
 
-/* A fault site of a live process that sampled nothing for this long leaves the hash, so that a
- * long-running process (a JIT, whose code addresses are all different sites) does not fill it
- * for everyone. Deleting an entry races with a BPF program that looked it up just before and
- * adds after: that one sample is lost (or, the element being reused, counted to another site).
- * Fault counts are samples, so that is within what they promise; trap sites are never aged. */
-#define FAULT_SITE_IDLE_USEC (60 * UINT64_C(1000000))
-
-/* What a site of one process counted already, by its BPF key. */
-typedef struct SiteSeen {
-        struct ts_site_key key;
-        uint64_t count;
-        uint64_t changed_usec; /* the last tick it grew */
-} SiteSeen;
-
-static int site_seen_compare(const void *a, const void *b) {
-        return memcmp(&((const SiteSeen *) a)->key, &((const SiteSeen *) b)->key, sizeof(struct ts_site_key));
-}
+/* How long a tick waits for the programs still counting into the epoch it is over with (they
+ * take microseconds); past it the drain waits for the next tick. */
+#define SITE_QUIESCE_USEC 20000
 
 /* The path of a file, by the kernel's (device, inode). */
 typedef struct FilePath {
@@ -98,7 +90,8 @@ int reader_sites_init(CollectorReader *r) {
                 return k;
         r->site_keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
         r->site_values = calloc(SITE_BATCH, sizeof(struct ts_site));
-        if (!r->site_keys || !r->site_values)
+        r->site_drained = calloc(SITE_BATCH, sizeof(struct ts_site_key));
+        if (!r->site_keys || !r->site_values || !r->site_drained)
                 return -ENOMEM;
         return 0;
 }
@@ -110,6 +103,9 @@ void reader_sites_done(CollectorReader *r) {
         symbolizer_free(r->symbolizer);
         free(r->site_keys);
         free(r->site_values);
+        free(r->site_drained);
+        free(r->site_unknown);
+        free(r->share_keys);
 }
 
 /* The file's path, remembered; when BPF could not record it, a name from its identity (not
@@ -240,67 +236,198 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
         return 0;
 }
 
-/* An entry left the site hash: its process may have one more. Not atomic with BPF's adds: one
- * that comes in between is lost, and the process may then have one entry more than its share. */
-static void quota_give_back(CollectorReader *r, const struct ts_site_key *key) {
-        struct ts_proc_key pkey = { .tgid = key->tgid, .start_time = key->start_time };
-        int fd = bpf_map__fd(r->bpf->skel->maps.site_quota);
-        struct ts_site_quota q;
-
-        if (bpf_map_lookup_elem(fd, &pkey, &q) == 0 && q.n > 0) {
-                q.n--;
-                (void) bpf_map_update_elem(fd, &pkey, &q, BPF_EXIST);
-        }
-}
-
-/* One entry: what it counted since the last tick goes to its process. */
+/* One site of an epoch that is over: what it counted goes to its process. */
 static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_t count, uint64_t now) {
-        SiteSeen probe = { .key = *key }, *seen, **found;
         CollectorProc *p;
         SiteCount delta;
         int k;
 
+        if (count == 0)
+                return 0;
         k = proc_table_get(r->procs, key->tgid, key->start_time, NULL, now, &p);
         if (k < 0)
                 return k;
-        found = tfind(&probe, &p->sites_seen, site_seen_compare);
-        if (found)
-                seen = *found;
-        else {
-                seen = calloc(1, sizeof(*seen));
-                if (!seen)
-                        return -ENOMEM;
-                seen->key = *key;
-                seen->changed_usec = now;
-                if (!tsearch(seen, &p->sites_seen, site_seen_compare)) {
-                        free(seen);
-                        return -ENOMEM;
-                }
-        }
-        if (count <= seen->count) {
-                if (key->kind == TS_SITE_FAULT && now - seen->changed_usec > FAULT_SITE_IDLE_USEC &&
-                    bpf_map_delete_elem(bpf_map__fd(r->bpf->skel->maps.sites), key) == 0) {
-                        tdelete(seen, &p->sites_seen, site_seen_compare);
-                        free(seen);
-                        quota_give_back(r, key);
-                }
-                return 0;
-        }
-        k = site_from_bpf(r, key, count - seen->count, &delta);
+        k = site_from_bpf(r, key, count, &delta);
         if (k < 0)
                 return k;
-        seen->count = count;
-        seen->changed_usec = now;
         return proc_table_count_site(r->procs, p, &delta, now);
 }
 
-int reader_drain_sites(CollectorReader *r, uint64_t now) {
+static int site_unknown_compare(const void *a, const void *b) {
+        const SiteUnknown *x = a, *y = b;
+
+        if (x->key.tgid != y->key.tgid)
+                return x->key.tgid < y->key.tgid ? -1 : 1;
+        if (x->key.start_time != y->key.start_time)
+                return x->key.start_time < y->key.start_time ? -1 : 1;
+        return x->key.ip.offset < y->key.ip.offset ? -1 : x->key.ip.offset > y->key.ip.offset;
+}
+
+/* What BPF would have recorded for an instruction at ip in mapping m (see locate_in_vma()). */
+static void location_from_mapping(const ProcMapping *m, uint64_t ip, struct ts_location *loc) {
+        *loc = (struct ts_location) { .offset = ip };
+        if (m->path[0] == '/') {
+                loc->kind = TS_MEM_FILE;
+                loc->dev = m->major << 20 | (m->minor & 0xfffff);
+                loc->ino = m->ino;
+                loc->offset = ip - m->start + m->offset;
+        } else if (strcmp(m->path, "[heap]") == 0)
+                loc->kind = TS_MEM_HEAP;
+        else if (strcmp(m->path, "[stack]") == 0)
+                loc->kind = TS_MEM_STACK;
+        else if (strcmp(m->path, "[vdso]") == 0)
+                loc->kind = TS_MEM_VDSO;
+        else
+                loc->kind = TS_MEM_ANON;
+}
+
+/* The file's path into the name map, as BPF would have put it there, unless it has one. */
+static void remember_file_name(CollectorReader *r, const struct ts_location *loc, const char *path) {
+        struct ts_file_key key = { .ino = loc->ino, .dev = loc->dev };
+        struct ts_file_name name;
+
+        if (file_name_split(path, &name) >= 0)
+                (void) bpf_map_update_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &key, &name, BPF_NOEXIST);
+}
+
+static void fclosep(FILE **f) {
+        if (*f)
+                (void) fclose(*f);
+}
+
+/* Names the instructions of the n sites u of one process from its /proc/PID/maps, in one pass
+ * (both are sorted by address), taking the lines read from *budget. Those it cannot (the process
+ * is gone, the mapping too, the budget spent) stay unknown. */
+static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n, unsigned *budget) {
+        _cleanup_(fclosep) FILE *maps = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t size = 0, i = 0;
+        ProcMapping m;
+
+        if (proc_open_maps(r->procs->proc_fd, u[0].key.tgid, u[0].key.start_time, &maps) < 0)
+                return;
+        while (i < n && *budget > 0 && getline(&line, &size, maps) > 0) {
+                (*budget)--;
+                if (proc_maps_parse_line(line, &m) < 0)
+                        continue;
+                for (; i < n && u[i].key.ip.offset < m.end; i++) {
+                        if (u[i].key.ip.offset < m.start)
+                                continue;
+                        location_from_mapping(&m, u[i].key.ip.offset, &u[i].key.ip);
+                        if (u[i].key.ip.kind == TS_MEM_FILE)
+                                remember_file_name(r, &u[i].key.ip, m.path);
+                }
+        }
+}
+
+/* The sites of the epoch whose instruction BPF could not look up (TS_DROP_VMA_LOOKUP): named
+ * from /proc/PID/maps while the process lives, one read of it per process, within
+ * r->maps_lines_per_tick lines. */
+static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
+        /* A process may have 65530 mappings, and a user's processes can make their own lookups
+         * fail (a thread holding the mmap lock): past the budget, the tick's remaining such sites
+         * stay [unknown] (each was counted as site_lookup_failed). */
+        unsigned budget = r->maps_lines_per_tick;
+
+        if (r->n_site_unknown == 0)
+                return 0;
+        qsort(r->site_unknown, r->n_site_unknown, sizeof(SiteUnknown), site_unknown_compare);
+        for (size_t i = 0, j; i < r->n_site_unknown; i = j) {
+                for (j = i + 1; j < r->n_site_unknown && r->site_unknown[j].key.tgid == r->site_unknown[i].key.tgid &&
+                                r->site_unknown[j].key.start_time == r->site_unknown[i].key.start_time;
+                     j++)
+                        ;
+                resolve_unknown_ips(r, r->site_unknown + i, j - i, &budget);
+        }
+        for (size_t i = 0; i < r->n_site_unknown; i++) {
+                int k = drain_site(r, &r->site_unknown[i].key, r->site_unknown[i].count, now);
+
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* Root and group trapstat keep the reserve of the site hash: BPF learns the group's gid here, each
+ * tick, so that creating the group needs no restart (as for the socket). */
+static void site_privileged_group_update(CollectorReader *r) {
+        struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
+        struct group grp, *found = NULL;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 4096;
+        int k;
+
+        for (;;) {
+                free(buf);
+                buf = malloc(size);
+                if (!buf)
+                        return; /* as it was: next tick */
+                k = getgrnam_r(TRAPSTAT_GROUP, &grp, buf, size, &found);
+                if (k != ERANGE || size >= 1024 * 1024)
+                        break;
+                size *= 4;
+        }
+        if (k != 0)
+                return;
+        if (found)
+                __atomic_store_n(&ep->privileged_gid, (uint32_t) found->gr_gid, __ATOMIC_RELAXED);
+        __atomic_store_n(&ep->privileged_group, found ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+/* Flips the epoch, unless the one before is still to be drained (it was busy last tick); true when
+ * no program counts into the old epoch any more, which is then in *ret_old. */
+static bool site_epoch_over(CollectorReader *r, uint32_t *ret_old) {
+        struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
+        uint64_t start;
+
+        if (!r->site_flipped) {
+                r->site_old_epoch = __atomic_load_n(&ep->epoch, __ATOMIC_RELAXED) & 1;
+                /* Sequentially consistent with the loads of active[] below (BPF's side is in
+                 * site_epoch_enter()): a program that announced itself too late to be seen here
+                 * sees the new epoch when it reads it again. */
+                __atomic_store_n(&ep->epoch, r->site_old_epoch ^ 1, __ATOMIC_SEQ_CST);
+                r->site_flipped = true;
+        }
+        start = now_usec(CLOCK_MONOTONIC);
+        while (__atomic_load_n(&ep->active[r->site_old_epoch], __ATOMIC_SEQ_CST) != 0) {
+                if (now_usec(CLOCK_MONOTONIC) - start > SITE_QUIESCE_USEC)
+                        return false;
+                sched_yield();
+        }
+        *ret_old = r->site_old_epoch;
+        return true;
+}
+
+/* Removes the share counts of an epoch that is over: keys gathered first, since a hash walk that
+ * deletes as it goes starts over. */
+static int shares_clear(CollectorReader *r, int fd, uint32_t epoch) {
+        struct ts_site_quota_key key, next;
+        bool first = true;
+        int k = 0;
+
+        r->n_share_keys = 0;
+        while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+                if (next.epoch == epoch && (k = array_append((void **) &r->share_keys, &r->n_share_keys,
+                                                             &r->share_keys_capacity, sizeof(next), &next)) < 0)
+                        return k;
+                key = next;
+                first = false;
+        }
+        for (size_t i = 0; i < r->n_share_keys; i++)
+                (void) bpf_map_delete_elem(fd, &r->share_keys[i]);
+        return 0;
+}
+
+/* Reads every entry of the epoch that is over, hands its count to its process and deletes it.
+ * Entries of the current epoch are left to the next tick. */
+static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
         int fd = bpf_map__fd(r->bpf->skel->maps.sites);
         struct ts_site_key in_batch, out_batch;
         bool first = true, done = false;
 
+        r->n_site_unknown = 0;
         while (!done) {
-                __u32 count = SITE_BATCH;
+                __u32 count = SITE_BATCH, n_drained = 0;
                 int k;
 
                 k = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->site_keys, r->site_values, &count,
@@ -312,32 +439,42 @@ int reader_drain_sites(CollectorReader *r, uint64_t now) {
                         done = true;
                 }
                 for (__u32 i = 0; i < count; i++) {
-                        k = drain_site(r, &r->site_keys[i], r->site_values[i].count, now);
+                        const struct ts_site_key *key = &r->site_keys[i];
+                        SiteUnknown u = { .key = *key, .count = r->site_values[i].count };
+
+                        if (key->epoch != old)
+                                continue;
+                        r->site_drained[n_drained++] = *key;
+                        if (key->ip.kind == TS_MEM_UNKNOWN)
+                                k = array_append((void **) &r->site_unknown, &r->n_site_unknown,
+                                                 &r->site_unknown_capacity, sizeof(u), &u);
+                        else
+                                k = drain_site(r, key, u.count, now);
                         if (k < 0)
                                 return k;
                 }
+                /* The batch's buckets are behind the walk: deleting there does not disturb it. */
+                if (n_drained > 0 && bpf_map_delete_batch(fd, r->site_drained, &n_drained, NULL) < 0)
+                        return -errno;
                 in_batch = out_batch;
                 first = false;
         }
+        return drain_unknown_sites(r, now);
+}
+
+int reader_drain_sites(CollectorReader *r, uint64_t now) {
+        struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
+        uint32_t old;
+        int k;
+
+        site_privileged_group_update(r);
+        if (!site_epoch_over(r, &old))
+                return 0; /* still busy: drained next tick */
+        if ((k = drain_epoch(r, old, now)) < 0 ||
+            (k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_quota), old)) < 0 ||
+            (k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_user_quota), old)) < 0)
+                return k;
+        __atomic_store_n(&ep->entries[old], 0, __ATOMIC_RELEASE);
+        r->site_flipped = false;
         return 0;
-}
-
-typedef struct ForgetSites {
-        int fd;
-} ForgetSites;
-
-static void forget_site_visit(const void *node, VISIT which, void *userdata) {
-        const SiteSeen *seen = *(const SiteSeen *const *) node;
-        ForgetSites *f = userdata;
-
-        if (which == postorder || which == leaf)
-                (void) bpf_map_delete_elem(f->fd, &seen->key);
-}
-
-void reader_forget_sites(CollectorReader *r, CollectorProc *p) {
-        ForgetSites f = { .fd = bpf_map__fd(r->bpf->skel->maps.sites) };
-
-        twalk_r(p->sites_seen, forget_site_visit, &f);
-        tdestroy(p->sites_seen, free);
-        p->sites_seen = NULL;
 }

@@ -205,3 +205,34 @@ char *file_name_join(const struct ts_file_name *n) {
         }
         return buf;
 }
+
+int file_name_split(const char *path, struct ts_file_name *ret) {
+        struct ts_file_name n = {};
+        const char *end;
+
+        if (path[0] != '/')
+                return -EINVAL;
+        /* From the innermost component outwards. */
+        end = path + strlen(path);
+        while (end > path) {
+                const char *start = end;
+                size_t len;
+
+                while (start > path && start[-1] != '/')
+                        start--;
+                len = (size_t) (end - start);
+                if (len > 0) {
+                        if (n.depth == TS_PATH_DEPTH) {
+                                n.truncated = 1;
+                                break;
+                        }
+                        memcpy(n.names[n.depth], start, MIN(len, (size_t) TS_NAME_LEN - 1));
+                        n.depth++;
+                }
+                if (start == path)
+                        break;
+                end = start - 1;
+        }
+        *ret = n;
+        return 0;
+}

@@ -87,6 +87,10 @@ uint64_t dev_from_kernel(uint32_t dev);
 /* The path BPF recorded for a file (components innermost first) joined: "/usr/lib/libc.so.6";
  * "..." first when its outermost components did not fit. malloc'd; NULL when out of memory. */
 char *file_name_join(const struct ts_file_name *n);
+/* The other way: an absolute path into components innermost first, as BPF records them (each
+ * cut to TS_NAME_LEN - 1 bytes; the outermost missing and truncated set past TS_PATH_DEPTH), for
+ * a file user space found in /proc/PID/maps where BPF could not look. -EINVAL when not absolute. */
+int file_name_split(const char *path, struct ts_file_name *ret);
 /* The path as this process can open it. BPF walks a file's path up to the root of the whole
  * mount tree; a trapstatd whose root is below it (a chroot, a container) sees the same file at
  * a shorter path, the walked one without some leading components. Returns the longest suffix

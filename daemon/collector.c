@@ -50,7 +50,12 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         bool disabled[_SOURCE_MAX] = {};
         int r;
 
-        if (!is_power_of_two(bpf_config.n_slots) || !collector_event_buffer_valid(bpf_config.event_buffer))
+        bpf_config.max_sites_per_user =
+                config->max_sites_per_user ?: MAX(bpf_config.max_sites / TS_DEFAULT_SITES_PER_USER_DIVISOR, 1U);
+        bpf_config.site_reserve = config->site_reserve == COLLECTOR_SITE_RESERVE_NONE ? 0
+                                  : config->site_reserve ?: bpf_config.max_sites / TS_DEFAULT_SITE_RESERVE_DIVISOR;
+        if (!is_power_of_two(bpf_config.n_slots) || !collector_event_buffer_valid(bpf_config.event_buffer) ||
+            bpf_config.site_reserve >= bpf_config.max_sites)
                 return -EINVAL;
         r = collector_sources_parse(config->disable, disabled, NULL, NULL);
         if (r < 0)
@@ -75,6 +80,8 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = reader_init(&c->reader, c->bpf, &c->procs);
         if (r < 0)
                 return r;
+        c->reader.maps_lines_per_tick = config->site_maps_lines == COLLECTOR_SITE_MAPS_LINES_NONE ? 0
+                                        : config->site_maps_lines ?: COLLECTOR_DEFAULT_SITE_MAPS_LINES;
         r = collector_bpf_watch_events(c->bpf, reader_take_event, &c->reader);
         if (r < 0)
                 return r;
@@ -135,7 +142,6 @@ static int collect_garbage(Collector *c, uint64_t now) {
                 if (p->slot >= 0)
                         reader_free_slot(&c->reader, (uint32_t) p->slot);
                 collector_bpf_forget(c->bpf, p->info.pid, p->info.start_time);
-                reader_forget_sites(&c->reader, p);
                 r = proc_table_retire(&c->procs, p);
         }
         return r < 0 ? r : error;

@@ -19,7 +19,14 @@ typedef struct CollectorConfig {
         uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
         uint32_t event_buffer;  /* bytes of the lifecycle event ring buffer; 0: default (4 MiB) */
         uint32_t max_sites;     /* capacity of the in-kernel site map; 0: default */
-        uint32_t max_sites_per_process; /* of it, one process's share; 0: default */
+        uint32_t max_sites_per_process; /* of it, one process's share per tick; 0: default */
+        uint32_t max_sites_per_user;    /* one unprivileged user's share per tick; 0: max_sites / 4 */
+        /* Entries only root and group trapstat may take; 0: max_sites / 8;
+         * COLLECTOR_SITE_RESERVE_NONE: none. Less than max_sites. */
+        uint32_t site_reserve;
+        /* Lines of /proc/PID/maps read per tick to name sites whose VMA lookup failed; 0: default
+         * (COLLECTOR_DEFAULT_SITE_MAPS_LINES); COLLECTOR_SITE_MAPS_LINES_NONE: none. */
+        uint32_t site_maps_lines;
         /* One in fault_sample user page faults of a process on a CPU records its site: a power
          * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (TS_DEFAULT_FAULT_SAMPLE). */
         uint32_t fault_sample;
@@ -28,6 +35,10 @@ typedef struct CollectorConfig {
 } CollectorConfig;
 
 #define COLLECTOR_FAULT_SAMPLE_OFF UINT32_MAX
+#define COLLECTOR_SITE_RESERVE_NONE UINT32_MAX
+#define COLLECTOR_SITE_MAPS_LINES_NONE UINT32_MAX
+/* About 16 MiB of text, some 50 ms: four processes with the most mappings the kernel allows. */
+#define COLLECTOR_DEFAULT_SITE_MAPS_LINES 262144U
 /* Largest --fault-sample period. */
 #define COLLECTOR_FAULT_SAMPLE_MAX (UINT32_C(1) << 30)
 
@@ -78,7 +89,7 @@ typedef struct CollectorDrop {
         uint64_t count;
 } CollectorDrop;
 
-#define COLLECTOR_DROP_KINDS 7
+#define COLLECTOR_DROP_KINDS 10
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
 uint64_t collector_drops_total(Collector *c);

@@ -507,6 +507,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                .event_buffer = config->event_buffer,
                                                .max_sites = config->max_sites,
                                                .max_sites_per_process = config->max_sites_per_process,
+                                               .max_sites_per_user = config->max_sites_per_user,
+                                               .site_reserve = config->site_reserve,
+                                               .site_maps_lines = config->site_maps_lines,
                                                .fault_sample = config->fault_sample,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
                           &m->collector);

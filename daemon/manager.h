@@ -20,6 +20,9 @@ typedef struct ManagerConfig {
         uint32_t event_buffer; /* bytes; 0: the collector's default */
         uint32_t max_sites;    /* 0: the collector's default */
         uint32_t max_sites_per_process; /* 0: the collector's default */
+        uint32_t max_sites_per_user;    /* 0: the collector's default */
+        uint32_t site_reserve;          /* 0: the collector's default; COLLECTOR_SITE_RESERVE_NONE: none */
+        uint32_t site_maps_lines;       /* 0: the collector's default; COLLECTOR_SITE_MAPS_LINES_NONE: none */
         uint32_t fault_sample; /* as CollectorConfig.fault_sample */
         const char *disable_sources;
         StoreRetention retention;

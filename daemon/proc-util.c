@@ -100,6 +100,58 @@ bool proc_is_alive(int proc_fd, uint32_t pid, uint64_t start_time_ns) {
         return st.start_ticks == start_time_ns / (NSEC_PER_SEC / (uint64_t) hz);
 }
 
+int proc_maps_parse_line(char *line, ProcMapping *ret) {
+        ProcMapping m = {};
+        char perms[5];
+        int used = 0;
+        size_t n;
+
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %" SCNx32 ":%" SCNx32 " %" SCNu64 "%n", &m.start,
+                   &m.end, perms, &m.offset, &m.major, &m.minor, &m.ino, &used) != 7 ||
+            used == 0 || m.end < m.start)
+                return -EBADMSG;
+        line += used;
+        line += strspn(line, " ");
+        n = strcspn(line, "\n");
+        line[n] = '\0';
+        /* A file deleted since it was mapped: the name it had. */
+        if (n > 10 && strcmp(line + n - 10, " (deleted)") == 0)
+                line[n - 10] = '\0';
+        m.path = line;
+        *ret = m;
+        return 0;
+}
+
+int proc_open_maps(int proc_fd, uint32_t pid, uint64_t start_time_ns, FILE **ret) {
+        _cleanup_close_ int dir = -1, stat_fd = -1, maps_fd = -1;
+        long hz = sysconf(_SC_CLK_TCK);
+        char path[16];
+        ProcStat st;
+        FILE *f;
+        int r;
+
+        snprintf(path, sizeof(path), "%" PRIu32, pid);
+        dir = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        /* Both through dir: bound to the process it named when opened. */
+        stat_fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
+        maps_fd = openat(dir, "maps", O_RDONLY | O_CLOEXEC);
+        if (stat_fd < 0 || maps_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        r = proc_pread_stat(stat_fd, &st);
+        if (r < 0)
+                return r;
+        if (hz <= 0 || st.start_ticks != start_time_ns / (NSEC_PER_SEC / (uint64_t) hz))
+                return -ESRCH;
+        f = fdopen(maps_fd, "re");
+        if (!f)
+                return -errno;
+        maps_fd = -1;
+        *ret = f;
+        return 0;
+}
+
 int proc_open_stat(int proc_fd, uint32_t pid) {
         char path[32];
         int fd;

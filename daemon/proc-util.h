@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "counters.h"
 
@@ -29,6 +30,21 @@ bool proc_is_alive(int proc_fd, uint32_t pid, uint64_t start_time_ns);
  * that process: once it is gone, reads fail with -ESRCH, even if its pid is reused. */
 int proc_open_stat(int proc_fd, uint32_t pid);
 int proc_pread_stat(int fd, ProcStat *ret);
+
+/* One line of /proc/PID/maps. path points into the line (its end cut off, " (deleted)" too); ""
+ * for memory in no file. */
+typedef struct ProcMapping {
+        uint64_t start, end, offset;
+        uint32_t major, minor;
+        uint64_t ino;
+        const char *path;
+} ProcMapping;
+/* Parses (and cuts) one line of /proc/PID/maps. -EBADMSG when it is not in that format. */
+int proc_maps_parse_line(char *line, ProcMapping *ret);
+/* /proc/PID/maps, opened for reading only when pid still is the process that started at
+ * start_time_ns (both through one directory fd, so pid cannot be reused in between); -ESRCH
+ * when it is another process or gone. */
+int proc_open_maps(int proc_fd, uint32_t pid, uint64_t start_time_ns, FILE **ret);
 
 /* Turns a NUL-separated argument vector (the format of /proc/PID/cmdline) of n bytes into one
  * line, arguments separated by spaces. With cut, the bytes may end inside a UTF-8 character,

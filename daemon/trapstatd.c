@@ -45,7 +45,13 @@ static void help(void) {
                "                             a CPU, a power of two; 0: no fault sites (default: %u)\n"
                "      --max-sites N          sites (process, instruction) held in the kernel at once\n"
                "                             (default: %u)\n"
-               "      --max-sites-per-process N  of them, those of one process (default: %u)\n"
+               "      --max-sites-per-process N  of them, those one process creates in a tick (default: %u)\n"
+               "      --max-sites-per-user N  those one user (not root, not group trapstat) creates in a\n"
+               "                             tick (default: a quarter of --max-sites)\n"
+               "      --site-reserve N       of --max-sites only for root and group trapstat (default: an\n"
+               "                             eighth of --max-sites)\n"
+               "      --site-maps-lines N    lines of /proc/PID/maps read per tick to name sites whose\n"
+               "                             lookup failed; 0: none (default: 262144)\n"
                "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
                "                             are summed into \"other\" (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
@@ -78,7 +84,7 @@ static void help(void) {
                (unsigned long long) QUERY_DEFAULT_COST_LIMIT);
 }
 
-_Static_assert(METRICS_MIN_MAX == 88, "--report-max-metrics' message says 88");
+_Static_assert(METRICS_MIN_MAX == 91, "--report-max-metrics' message says 91");
 
 static int usage_error(const char *fmt, const char *arg) {
         fprintf(stderr, "trapstatd: ");
@@ -165,7 +171,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -177,6 +183,9 @@ int main(int argc, char *argv[]) {
                 { "fault-sample", required_argument, NULL, ARG_FAULT_SAMPLE },
                 { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },
+                { "max-sites-per-user", required_argument, NULL, ARG_MAX_SITES_PER_USER },
+                { "site-reserve", required_argument, NULL, ARG_SITE_RESERVE },
+                { "site-maps-lines", required_argument, NULL, ARG_SITE_MAPS_LINES },
                 { "max-unit-totals", required_argument, NULL, ARG_MAX_UNIT_TOTALS },
                 { "report-socket", required_argument, NULL, ARG_REPORT_SOCKET },
                 { "report-max-metrics", required_argument, NULL, ARG_REPORT_MAX_METRICS },
@@ -254,13 +263,32 @@ int main(int argc, char *argv[]) {
                                 return usage_error("invalid --max-sites-per-process '%s': expected 1 to 4194304", optarg);
                         config.max_sites_per_process = (uint32_t) v;
                         break;
+                case ARG_MAX_SITES_PER_USER:
+                        if (parse_uint(optarg, 1U << 22, &v) < 0)
+                                return usage_error("invalid --max-sites-per-user '%s': expected 1 to 4194304", optarg);
+                        config.max_sites_per_user = (uint32_t) v;
+                        break;
+                case ARG_SITE_RESERVE:
+                        if (strcmp(optarg, "0") == 0)
+                                v = 0;
+                        else if (parse_uint(optarg, (1U << 22) - 1, &v) < 0)
+                                return usage_error("invalid --site-reserve '%s': expected 0 to 4194303", optarg);
+                        config.site_reserve = v == 0 ? COLLECTOR_SITE_RESERVE_NONE : (uint32_t) v;
+                        break;
+                case ARG_SITE_MAPS_LINES:
+                        if (strcmp(optarg, "0") == 0)
+                                v = 0;
+                        else if (parse_uint(optarg, 1U << 30, &v) < 0)
+                                return usage_error("invalid --site-maps-lines '%s': expected 0 to 1073741824", optarg);
+                        config.site_maps_lines = v == 0 ? COLLECTOR_SITE_MAPS_LINES_NONE : (uint32_t) v;
+                        break;
                 case ARG_REPORT_SOCKET:
                         config.report_socket_path = optarg;
                         break;
                 case ARG_REPORT_MAX_METRICS:
                         /* At least the system-wide series and one unit's: "other" always fits. */
                         if (parse_uint(optarg, 1000000, &v) < 0 || v < METRICS_MIN_MAX)
-                                return usage_error("invalid --report-max-metrics '%s': expected 88 to 1000000", optarg);
+                                return usage_error("invalid --report-max-metrics '%s': expected 91 to 1000000", optarg);
                         config.report_max_metrics = (size_t) v;
                         break;
                 case ARG_MAX_UNIT_TOTALS:
@@ -351,6 +379,9 @@ int main(int argc, char *argv[]) {
                 }
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
+        if (config.site_reserve != 0 && config.site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
+            config.site_reserve >= (config.max_sites ?: TS_DEFAULT_MAX_SITES))
+                return usage_error("invalid --site-reserve: %s", "it must be less than --max-sites");
 
         if (!config.state_dir)
                 config.state_dir = env_state ?: TRAPSTAT_DEFAULT_STATE_DIR;

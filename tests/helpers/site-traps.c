@@ -3,7 +3,8 @@
  * functions with distinctive names, in the executable and in a shared library, so that a test
  * can check the file, offset and symbol trapstatd reports for each, and the exact counts.
  *
- * usage: site-traps [--ud N] [--bp N] [--spread N] [--null-child] [--pages N] [--hold-after SECONDS]
+ * usage: site-traps [--ud N] [--bp N] [--spread N [--chunk K] [--pause MS] [--rounds R]] [--null-child]
+ *                   [--pages N] [--hold-after SECONDS]
  *
  * The steps given run in this order:
  *   --ud N          site_ud_main (this executable) executes one ud2 N times: #UD, SIGILL; the
@@ -16,7 +17,9 @@
  *                   anonymous pages (no transparent huge pages): N user write faults at one
  *                   instruction
  *   --spread N      N ud2 one after another in anonymous executable memory, as a JIT's code:
- *                   N sites ("[anon]"), one trap each
+ *                   N sites ("[anon]"), one trap each; with --chunk K, K at a time with a pause of
+ *                   MS milliseconds (--pause) after each K; with --rounds R all of it R times (N
+ *                   sites, R traps each)
  *   --hold-after S  then stays alive S seconds, or until it gets SIGUSR1, and exits 0
  *
  * prints, one line each, flushed at once (a test reads them to know where the workload is):
@@ -219,7 +222,8 @@ static void hold(long seconds) {
 }
 
 static _Noreturn void usage(void) {
-        fprintf(stderr, "usage: site-traps [--ud N] [--bp N] [--spread N] [--null-child] [--pages N] [--hold-after SECONDS]\n");
+        fprintf(stderr, "usage: site-traps [--ud N] [--bp N] [--spread N [--chunk K] [--pause MS] [--rounds R]] "
+                        "[--null-child] [--pages N] [--hold-after SECONDS]\n");
         exit(2);
 }
 
@@ -234,26 +238,37 @@ static long number(const char *s) {
         return v;
 }
 
-/* n ud2 in a row in anonymous memory, then a ret: one call traps n times, at n addresses (the
- * handler steps over each ud2 into the next). -1 when the memory cannot be had. */
-static int spread_ud(long n) {
-        size_t size = (size_t) n * 2 + 1;
+/* n ud2 in anonymous memory, a ret after every chunk of them: one call of a chunk traps chunk times,
+ * at as many addresses (the handler steps over each ud2 into the next). Every chunk is called in
+ * turn, pause_ms after each, the whole rounds times. The code stays mapped until the exit, as a
+ * JIT's would: trapstatd may name it from /proc/PID/maps while the process lives. -1 when the
+ * memory cannot be had. */
+static int spread_ud(long n, long chunk, long pause_ms, long rounds) {
+        long chunks = (n + chunk - 1) / chunk;
+        size_t size = (size_t) n * 2 + (size_t) chunks;
+        struct timespec pause = { pause_ms / 1000, (pause_ms % 1000) * 1000000L };
         unsigned char *code = mmap(NULL, size, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
         if (code == MAP_FAILED)
                 return -1;
-        for (long i = 0; i < n; i++) {
-                code[2 * i] = 0x0f;
-                code[2 * i + 1] = 0x0b;
+        for (long c = 0, at = 0; c < chunks; c++) {
+                for (long i = c * chunk; i < n && i < (c + 1) * chunk; i++) {
+                        code[at++] = 0x0f;
+                        code[at++] = 0x0b;
+                }
+                code[at++] = 0xc3;
         }
-        code[2 * n] = 0xc3;
-        ((void (*)(void)) code)();
-        munmap(code, size);
+        for (long r = 0; r < rounds; r++)
+                for (long c = 0; c < chunks; c++) {
+                        ((void (*)(void))(code + c * (2 * chunk + 1)))();
+                        if (pause_ms > 0)
+                                nanosleep(&pause, NULL);
+                }
         return 0;
 }
 
 int main(int argc, char *argv[]) {
-        long ud = 0, bp = 0, pages = 0, hold_sec = -1, spread = 0;
+        long ud = 0, bp = 0, pages = 0, hold_sec = -1, spread = 0, chunk = 0, pause_ms = 0, rounds = 1;
         int child = 0;
         struct sigaction sa;
         sigset_t usr1;
@@ -271,6 +286,12 @@ int main(int argc, char *argv[]) {
                         pages = number(argv[++i]);
                 else if (strcmp(argv[i], "--spread") == 0)
                         spread = number(argv[++i]);
+                else if (strcmp(argv[i], "--chunk") == 0)
+                        chunk = number(argv[++i]);
+                else if (strcmp(argv[i], "--pause") == 0)
+                        pause_ms = number(argv[++i]);
+                else if (strcmp(argv[i], "--rounds") == 0)
+                        rounds = number(argv[++i]);
                 else if (strcmp(argv[i], "--hold-after") == 0)
                         hold_sec = number(argv[++i]);
                 else
@@ -312,15 +333,16 @@ int main(int argc, char *argv[]) {
         if (spread) {
                 long before = sigills;
 
-                if (spread_ud(spread) < 0) {
+                if (spread_ud(spread, chunk > 0 ? chunk : spread, pause_ms, rounds) < 0) {
                         perror("site-traps: mmap");
                         return 3;
                 }
-                if (sigills - before != spread) {
-                        fprintf(stderr, "site-traps: %ld SIGILL for %ld ud2\n", (long) (sigills - before), spread);
+                if (sigills - before != spread * rounds) {
+                        fprintf(stderr, "site-traps: %ld SIGILL for %ld ud2\n", (long) (sigills - before),
+                                spread * rounds);
                         return 1;
                 }
-                say("done spread signals=%ld", spread);
+                say("done spread signals=%ld", spread * rounds);
         }
         if (child)
                 null_child();

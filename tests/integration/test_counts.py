@@ -218,8 +218,11 @@ class ShortLives(unittest.TestCase):
             self.assertGreaterEqual(h["total"]["faults"]["minor"], pages["minfltAfter"])
             h = exited_history(d, traps["pid"])
             self.assertEqual(h["total"]["traps"], {"UD": 100, "GP": 100, "DE": 100})
+            # Nothing lost. A failed VMA lookup loses no count (its site keeps the address), and
+            # comes with another daemon's BPF programs on the machine: not this test's business.
             st = trapstat_json(d.socket, "status")
-            self.assertEqual(st["drops"], 0)
+            lookups = next(k["count"] for k in st["dropsByKind"] if k["kind"] == "site_lookup_failed")
+            self.assertEqual(st["drops"] - lookups, 0)
 
 
 class Sources(unittest.TestCase):
@@ -263,7 +266,8 @@ class Sources(unittest.TestCase):
             st = trapstat_json(d.socket, "status")
             kinds = {k["kind"]: k for k in st["dropsByKind"]}
             self.assertEqual(set(kinds), {"fault_map_full", "trap_map_full", "exit_event_lost", "exec_event_lost",
-                                          "site_map_full", "site_process_limit", "site_name_lost"})
+                                          "site_map_full", "site_process_limit", "site_name_lost", "site_user_limit",
+                                          "site_reserve", "site_lookup_failed"})
             self.assertGreater(kinds["fault_map_full"]["count"], 0)
             self.assertGreater(kinds["trap_map_full"]["count"], 0)
             self.assertEqual(kinds["exit_event_lost"]["count"] + kinds["exec_event_lost"]["count"], 0)
@@ -276,8 +280,9 @@ class Sources(unittest.TestCase):
     def test_sites_that_do_not_fit_are_counted_as_dropped(self):
         # One site fits (--max-sites 1) and no fault takes it (--fault-sample 0): of one process's
         # two trapping instructions (raise_ud, raise_bp), the second's every trap is a drop; the
-        # traps themselves are all counted.
-        with Daemon(extra_args=["--max-sites", "1", "--fault-sample", "0"]) as d:
+        # traps themselves are all counted. A 2 s tick: the site hash is emptied each tick, and the
+        # workload (a few ms) is to see one tick, not two.
+        with Daemon(tick="2s", extra_args=["--max-sites", "1", "--fault-sample", "0"]) as d:
             pid = run("RAISE_TRAPS", 200, "--only", "UD,BP")["pid"]
             h = exited_history(d, pid)
             self.assertEqual(h["total"]["traps"], {"UD": 200, "BP": 200})

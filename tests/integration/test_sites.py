@@ -307,10 +307,13 @@ class Sites(unittest.TestCase):
             self.assertLess(other["estimated"], PAGES / 10, other)
 
     def test_no_site_was_dropped(self):
-        # Else a count above could be short for want of room, not for a wrong attribution.
+        # Else a count above could be short for want of room, not for a wrong attribution. Failed
+        # VMA lookups are not for want of room: they come with another BPF program doing lookups
+        # (a second trapstatd), and test_hostile_ksites.py checks them.
         drops = {k["kind"]: k["count"] for k in trapstat_json(self.daemon.socket, "status")["dropsByKind"]}
-        self.assertEqual({k: v for k, v in drops.items() if k.startswith("site_")},
-                         {"site_map_full": 0, "site_name_lost": 0, "site_process_limit": 0})
+        self.assertEqual({k: v for k, v in drops.items() if k.startswith("site_") and k != "site_lookup_failed"},
+                         {"site_map_full": 0, "site_name_lost": 0, "site_process_limit": 0, "site_user_limit": 0,
+                          "site_reserve": 0})
 
     # ---- The method's parameters and order ----
 
@@ -488,7 +491,8 @@ class SiteQuota(unittest.TestCase):
     SPREAD, SHARE = 300, 100
 
     def test_one_process_cannot_take_the_site_map(self):
-        with Daemon(extra_args=["--max-sites-per-process", str(self.SHARE)]) as d:
+        # The share is per tick: a 2 s one, so that the spread (a few ms) falls within one.
+        with Daemon(tick="2s", extra_args=["--max-sites-per-process", str(self.SHARE)]) as d:
             uid = create_user(USER).pw_uid
             try:
                 paths = copy_for_users(d.dir, "SITE_TRAPS")

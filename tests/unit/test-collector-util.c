@@ -270,6 +270,37 @@ static void test_file_name_join(void **state) {
         free(s);
 }
 
+/* A path from /proc/PID/maps into BPF's form: file_name_join() gives it back; past TS_PATH_DEPTH
+ * components the outermost go (truncated), a long component is cut, a relative path refused. */
+static void test_file_name_split(void **state) {
+        char deep[4 * TS_PATH_DEPTH + 1] = "", *s;
+        struct ts_file_name n;
+
+        assert_int_equal(file_name_split("/usr//lib/libc.so.6", &n), 0);
+        assert_int_equal(n.depth, 3);
+        assert_string_equal(n.names[0], "libc.so.6");
+        s = file_name_join(&n);
+        assert_string_equal(s, "/usr/lib/libc.so.6");
+        free(s);
+
+        assert_int_equal(file_name_split("/", &n), 0);
+        assert_int_equal(n.depth, 0);
+        for (int i = 0; i < TS_PATH_DEPTH + 2; i++)
+                strcat(deep, i < 10 ? "/d0" : "/d1");
+        assert_int_equal(file_name_split(deep, &n), 0);
+        assert_true(n.depth == TS_PATH_DEPTH && n.truncated);
+        s = file_name_join(&n);
+        assert_int_equal(strncmp(s, ".../d0", 6), 0);
+        assert_int_equal(strlen(s), 3 + 3 * TS_PATH_DEPTH);
+        free(s);
+
+        memset(deep, 'x', sizeof(deep) - 1);
+        deep[0] = '/';
+        assert_int_equal(file_name_split(deep, &n), 0);
+        assert_int_equal(strlen(n.names[0]), TS_NAME_LEN - 1);
+        assert_int_equal(file_name_split("usr/lib", &n), -EINVAL);
+}
+
 /* The kernel's s_dev (major << 20 | minor) is stat()'s st_dev: major 259, minor 1 (an NVMe
  * partition) and a minor above 255, which the two encodings place differently. */
 static void test_dev_from_kernel(void **state) {
@@ -321,6 +352,7 @@ int main(void) {
                 cmocka_unit_test(test_lifecycle_event_decode),
                 cmocka_unit_test(test_array_append),
                 cmocka_unit_test(test_file_name_join),
+                cmocka_unit_test(test_file_name_split),
                 cmocka_unit_test(test_file_path_visible),
                 cmocka_unit_test(test_dev_from_kernel),
         };

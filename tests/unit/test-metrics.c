@@ -18,9 +18,10 @@
 #include "traps.h"
 
 static const CollectorDrop drops[COLLECTOR_DROP_KINDS] = {
-        { { "fault_map_full", "" }, 5 }, { { "trap_map_full", "" } },      { { "exit_event_lost", "" } },
-        { { "exec_event_lost", "" } },   { { "site_map_full", "" } },      { { "site_name_lost", "" } },
-        { { "site_process_limit", "" } },
+        { { "fault_map_full", "" }, 5 },  { { "trap_map_full", "" } },   { { "exit_event_lost", "" } },
+        { { "exec_event_lost", "" } },    { { "site_map_full", "" } },   { { "site_name_lost", "" } },
+        { { "site_process_limit", "" } }, { { "site_user_limit", "" } }, { { "site_reserve", "" } },
+        { { "site_lookup_failed", "" } },
 };
 
 /* The value of the metric name with object and (when not NULL) field = value; -1 when absent. */
@@ -52,9 +53,9 @@ static void test_series(void **state _unused_) {
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 1000);
 
         assert_non_null(list);
-        /* 8 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major +
+        /* 11 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major +
          * processes; none: 3. */
-        assert_int_equal(json_array_size(list), 8 + 9 + 9 + 3);
+        assert_int_equal(json_array_size(list), 11 + 9 + 9 + 3);
         assert_int_equal(find(list, "io.trapstat.PageFaults", NULL, "access", "read"), 7);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "BP"), 200);
@@ -74,14 +75,15 @@ static void test_series(void **state _unused_) {
         assert_int_equal(find(list, "io.trapstat.Processes", METRICS_OBJECT_NONE, NULL, NULL), 1);
         assert_int_equal(find(list, "io.trapstat.MajorFaults", METRICS_OBJECT_NONE, NULL, NULL), -1);
         /* The user faults' fields name their mode too. */
-        assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(list, 8 + 2), "fields"), "mode")),
-                            "user");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(json_array_get(list, 11 + 2), "fields"), "mode")),
+                "user");
         /* Too small a bound is a bug of the caller. */
         assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), METRICS_MIN_MAX - 1));
 }
 
-/* Units of two series each (#UD, processes); the bound 88 leaves 78 for units and "other",
- * after the 8 system-wide series and the system-wide totals (#UD, processes). */
+/* Units of two series each (#UD, processes); the bound 91 leaves 78 for units and "other",
+ * after the 11 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
         char (*names)[32] = calloc(n_units + 1, 32);
@@ -97,7 +99,7 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 88);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 91);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
@@ -116,10 +118,10 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(38, 8 + 2 + 76, 38); /* all fit */
-        check_bound(39, 88, 39);         /* exactly */
-        check_bound(40, 88, 38);         /* 38 and "other" of 2 */
-        check_bound(500, 88, 38);
+        check_bound(38, 11 + 2 + 76, 38); /* all fit */
+        check_bound(39, 91, 39);          /* exactly */
+        check_bound(40, 91, 38);          /* 38 and "other" of 2 */
+        check_bound(500, 91, 38);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
@@ -128,10 +130,10 @@ static void test_other_merged(void **state _unused_) {
                 { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70 },
                 { .unit = "a.service", .processes = 1, .traps.vector[6] = 10 },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 88);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 91);
 
-        /* 8 system-wide, the totals' 2, a.service's 2, other's 2. */
-        assert_int_equal(json_array_size(list), 8 + 2 + 2 + 2);
+        /* 11 system-wide, the totals' 2, a.service's 2, other's 2. */
+        assert_int_equal(json_array_size(list), 11 + 2 + 2 + 2);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "UD"), 80);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 8);
         assert_int_equal(find(list, "io.trapstat.Traps", "other", "vector", "UD"), 70);

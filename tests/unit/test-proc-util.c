@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -158,6 +159,49 @@ static void test_boot_id(void **state) {
         assert_string_equal(id, "0f6a1b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b");
 }
 
+/* Lines of /proc/PID/maps: a file (deleted since it was mapped, too), anonymous memory, a named
+ * kind; anything else refused. */
+static void test_maps_line(void **state) {
+        char file[] = "7f1c2a000000-7f1c2a021000 r-xp 00002000 fd:01 1234567                    /usr/lib/x.so\n";
+        char deleted[] = "00400000-00401000 r-xp 00001000 103:02 42 /tmp/a b (deleted)\n";
+        char anon[] = "7f1c2b000000-7f1c2b001000 rwxp 00000000 00:00 0 \n";
+        char heap[] = "01000000-01021000 rw-p 00000000 00:00 0                          [heap]";
+        char bad[] = "7f1c2b000000 rwxp 00000000 00:00 0";
+        ProcMapping m;
+
+        assert_int_equal(proc_maps_parse_line(file, &m), 0);
+        assert_true(m.start == 0x7f1c2a000000 && m.end == 0x7f1c2a021000 && m.offset == 0x2000);
+        assert_true(m.major == 0xfd && m.minor == 1 && m.ino == 1234567);
+        assert_string_equal(m.path, "/usr/lib/x.so");
+        assert_int_equal(proc_maps_parse_line(deleted, &m), 0);
+        assert_true(m.major == 0x103 && m.minor == 2 && m.ino == 42);
+        assert_string_equal(m.path, "/tmp/a b");
+        assert_int_equal(proc_maps_parse_line(anon, &m), 0);
+        assert_string_equal(m.path, "");
+        assert_int_equal(proc_maps_parse_line(heap, &m), 0);
+        assert_string_equal(m.path, "[heap]");
+        assert_int_equal(proc_maps_parse_line(bad, &m), -EBADMSG);
+}
+
+/* The real /proc: this process's maps, only for its own start time. */
+static void test_open_maps(void **state) {
+        int real = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        uint64_t tick_ns = NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK);
+        ProcStat st;
+        FILE *f = NULL;
+
+        assert_true(real >= 0);
+        assert_int_equal(proc_read_stat(real, (uint32_t) getpid(), &st), 0);
+        assert_int_equal(proc_open_maps(real, (uint32_t) getpid(), st.start_ticks * tick_ns, &f), 0);
+        assert_non_null(f);
+        fclose(f);
+        f = NULL;
+        assert_int_equal(proc_open_maps(real, (uint32_t) getpid(), (st.start_ticks + 1) * tick_ns, &f), -ESRCH);
+        assert_int_equal(proc_open_maps(real, 99999999, 0, &f), -ESRCH);
+        assert_null(f);
+        close(real);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
@@ -168,6 +212,8 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_unit),
                 cmocka_unit_test(test_uid),
                 cmocka_unit_test(test_boot_id),
+                cmocka_unit_test(test_maps_line),
+                cmocka_unit_test(test_open_maps),
         };
 
         if (argc != 2) {
