@@ -14,7 +14,7 @@
 #include "collector-bpf.h"
 #include "collector-procs.h"
 #include "collector-util.h"
-#include "symbolize.h"
+#include "symbol-worker.h"
 #include "trapstat.h"
 
 typedef struct CollectorReader {
@@ -32,14 +32,16 @@ typedef struct CollectorReader {
         /* The site reader (collector-sites.c). */
         struct ts_site_key *site_keys;    /* a batch of the site hash */
         struct ts_site *site_values;
-        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path */
+        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
         size_t n_file_paths;
-        void *symbols;                    /* tsearch() tree: (dev, inode, offset) -> symbol */
+        void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
         size_t n_symbols;
-        Symbolizer *symbolizer;
+        SymbolWorker *symbol_worker;
+        SiteCount *fills;                 /* symbols learned at this drain, for rows already stored */
+        size_t n_fills, fills_capacity;
 } CollectorReader;
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs);
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols);
 void reader_done(CollectorReader *r);
 
 /* ring_buffer_sample_fn for collector_bpf_watch_events(), userdata the reader: keeps the event
@@ -59,7 +61,7 @@ int reader_apply_events(CollectorReader *r);
 /* collector-sites.c: the site hash. Each entry's growth since the last tick becomes a SiteCount
  * of its process (proc_table_count_site()), with the file's path and the symbol. After the
  * other maps, so that the processes are known. */
-int reader_sites_init(CollectorReader *r);
+int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols);
 void reader_sites_done(CollectorReader *r);
 int reader_drain_sites(CollectorReader *r, uint64_t now);
 /* The process counts no more: its site entries go, in BPF and in its table entry. */

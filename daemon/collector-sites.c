@@ -2,10 +2,15 @@
 /* The site reader, part of the collector's readers (collector-read.h): every tick the site hash
  * (bpf/trapstat.bpf.c: where processes trapped and, sampled, faulted) is read in batches, each
  * entry's growth since the last tick becomes a SiteCount of its process, named for people: the
- * file's path from the name map BPF wrote while the process lived, and the symbol from the
- * file's ELF symbol tables (daemon/symbolize.c), when the file at that path is still the one
- * that was mapped. A process's entries are removed from the hash once it exited and was drained
- * a last time, as its other map entries are. */
+ * file's path from the name map BPF wrote while the process lived (again whenever the inode
+ * changed: a rename, an inode number reused), and the symbol from the file's ELF symbol tables.
+ * Symbols come from the symbol worker (daemon/symbol-worker.c), never from this thread: a site
+ * whose symbol is not known yet is counted with its file and offset at once, the worker is asked,
+ * and its answer, taken at a later drain, names the site's next counts and is handed to the store
+ * for the rows already written (reader_symbol_fills()). Names and symbols are remembered by the
+ * inode's version as BPF saw it (change time, generation), so a renamed file or a reused inode
+ * number is named afresh. A process's entries are removed from the hash once it exited and was
+ * drained a last time, as its other map entries are. */
 #include "collector-read.h"
 
 #include <bpf/bpf.h>
@@ -24,6 +29,8 @@
 #define SITE_BATCH 256
 /* Paths and symbols remembered: past this many, all are forgotten and learned again. */
 #define NAMES_MAX 65536
+/* A symbol refused for its uid's budget is asked for again at a count this long after. */
+#define SYMBOL_RETRY_USEC (60 * UINT64_C(1000000))
 
 /* A fault site of a live process that sampled nothing for this long leaves the hash, so that a
  * long-running process (a JIT, whose code addresses are all different sites) does not fill it
@@ -43,19 +50,39 @@ static int site_seen_compare(const void *a, const void *b) {
         return memcmp(&((const SiteSeen *) a)->key, &((const SiteSeen *) b)->key, sizeof(struct ts_site_key));
 }
 
-/* The path of a file, by the kernel's (device, inode). */
-typedef struct FilePath {
-        uint32_t dev;
+/* A version of a file: the kernel's (device, inode), and the inode's change time and generation
+ * when BPF named it, which a rename or a reuse of the inode number changes. */
+typedef struct FileVersion {
+        uint32_t dev, generation;
         uint64_t ino;
+        uint64_t ctime_sec;
+        uint32_t ctime_nsec;
+} FileVersion;
+
+static int file_version_compare(const FileVersion *x, const FileVersion *y) {
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        if (x->ino != y->ino)
+                return x->ino < y->ino ? -1 : 1;
+        if (x->ctime_sec != y->ctime_sec)
+                return x->ctime_sec < y->ctime_sec ? -1 : 1;
+        if (x->ctime_nsec != y->ctime_nsec)
+                return x->ctime_nsec < y->ctime_nsec ? -1 : 1;
+        return x->generation < y->generation ? -1 : x->generation > y->generation;
+}
+
+/* The path of a file, by the kernel's (device, inode): the version it is the name of. */
+typedef struct FilePath {
+        FileVersion version;
         char *path;
 } FilePath;
 
 static int file_path_compare(const void *a, const void *b) {
         const FilePath *x = a, *y = b;
 
-        if (x->dev != y->dev)
-                return x->dev < y->dev ? -1 : 1;
-        return x->ino < y->ino ? -1 : x->ino > y->ino;
+        if (x->version.dev != y->version.dev)
+                return x->version.dev < y->version.dev ? -1 : 1;
+        return x->version.ino < y->version.ino ? -1 : x->version.ino > y->version.ino;
 }
 
 static void file_path_free(void *p) {
@@ -65,21 +92,28 @@ static void file_path_free(void *p) {
         free(f);
 }
 
-/* The symbol of an instruction of a file, or that it has none. */
+typedef enum SymbolState {
+        SYMBOL_PENDING, /* asked for, the worker has not answered */
+        SYMBOL_KNOWN,   /* answered: symbol, or NULL for none */
+        SYMBOL_REFUSED, /* the uid's budget was spent: asked again after retry_usec */
+} SymbolState;
+
+/* The symbol of an instruction of a version of a file, or that it has none. */
 typedef struct SymbolAt {
-        uint32_t dev;
-        uint64_t ino, offset;
+        FileVersion version;
+        uint64_t offset;
+        SymbolState state;
+        uint64_t retry_usec;
         char *symbol; /* NULL: none */
         uint64_t symbol_offset;
 } SymbolAt;
 
 static int symbol_at_compare(const void *a, const void *b) {
         const SymbolAt *x = a, *y = b;
+        int c = file_version_compare(&x->version, &y->version);
 
-        if (x->dev != y->dev)
-                return x->dev < y->dev ? -1 : 1;
-        if (x->ino != y->ino)
-                return x->ino < y->ino ? -1 : 1;
+        if (c != 0)
+                return c;
         return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
@@ -90,10 +124,13 @@ static void symbol_at_free(void *p) {
         free(s);
 }
 
-int reader_sites_init(CollectorReader *r) {
+int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols) {
         /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
-        int k = symbolizer_new(&(SymbolizerConfig) { .max_bytes = 8 * 1024 * 1024 }, &r->symbolizer);
+        SymbolWorkerConfig config = *symbols;
+        int k;
 
+        config.max_bytes = config.max_bytes ?: 8 * 1024 * 1024;
+        k = symbol_worker_new(&config, &r->symbol_worker);
         if (k < 0)
                 return k;
         r->site_keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
@@ -107,24 +144,41 @@ void reader_sites_done(CollectorReader *r) {
         tdestroy(r->file_paths, file_path_free);
         tdestroy(r->symbols, symbol_at_free);
         r->file_paths = r->symbols = NULL;
-        symbolizer_free(r->symbolizer);
+        r->symbol_worker = symbol_worker_free(r->symbol_worker);
+        site_counts_free(r->fills, r->n_fills);
+        r->fills = NULL;
+        r->n_fills = r->fills_capacity = 0;
         free(r->site_keys);
         free(r->site_values);
 }
 
-/* The file's path, remembered; when BPF could not record it, a name from its identity (not
- * remembered: the name map may have it by the next tick). NULL when out of memory. */
-static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64]) {
-        FilePath key = { .dev = dev, .ino = ino }, *f, **found;
+/* The file's path, remembered by its version, and the version BPF named; when BPF could not
+ * record it, a name from its identity (not remembered: the name map may have it by the next
+ * tick) and *ret_version zeroed but for dev and ino. NULL when out of memory. */
+static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64],
+                             FileVersion *ret_version) {
+        FilePath key = { .version = { .dev = dev, .ino = ino } }, *f, **found;
         struct ts_file_key bpf_key = { .ino = ino, .dev = dev };
         struct ts_file_name name;
 
-        found = tfind(&key, &r->file_paths, file_path_compare);
-        if (found)
-                return (*found)->path;
+        /* Asked every time: BPF writes a new name when the file was renamed or the inode
+         * number went to another file, and that one must not keep the old name. */
         if (bpf_map_lookup_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &bpf_key, &name) < 0) {
                 snprintf(fallback, 64, "[dev %u:%u inode %" PRIu64 "]", dev >> 20, dev & 0xfffff, ino);
+                *ret_version = key.version;
                 return fallback;
+        }
+        key.version = (FileVersion) { .dev = dev, .ino = ino, .ctime_sec = name.ctime_sec,
+                                      .ctime_nsec = name.ctime_nsec, .generation = name.generation };
+        *ret_version = key.version;
+        found = tfind(&key, &r->file_paths, file_path_compare);
+        if (found && file_version_compare(&(*found)->version, &key.version) == 0)
+                return (*found)->path;
+        if (found) {
+                f = *found;
+                tdelete(&key, &r->file_paths, file_path_compare);
+                file_path_free(f);
+                r->n_file_paths--;
         }
         if (r->n_file_paths >= NAMES_MAX) {
                 tdestroy(r->file_paths, file_path_free);
@@ -134,7 +188,7 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         f = calloc(1, sizeof(*f));
         if (!f)
                 return NULL;
-        *f = (FilePath) { .dev = dev, .ino = ino, .path = file_name_join(&name) };
+        *f = (FilePath) { .version = key.version, .path = file_name_join(&name) };
         if (f->path) {
                 /* As this daemon sees it: a chrooted trapstatd sees the file at a shorter path. */
                 const char *visible = file_path_visible(f->path, dev_from_kernel(dev), ino);
@@ -150,16 +204,37 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         return f->path;
 }
 
-/* The symbol at offset of the file mapped as (dev, ino), remembered, also when there is none.
- * Only when the file at path is still that file: one rebuilt or upgraded since is another. */
-static const SymbolAt *symbol_at(CollectorReader *r, const char *path, uint32_t dev, uint64_t ino, uint64_t offset) {
-        SymbolAt key = { .dev = dev, .ino = ino, .offset = offset }, *s, **found;
-        SymbolizedFrame frame = {};
-        struct stat st;
+/* Asks the worker for the symbol of s; s stays pending, or is left to ask again later when the
+ * worker's queue is full. */
+static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, uint32_t uid) {
+        SymbolRequest q = {
+                .uid = uid,
+                .dev = dev_from_kernel(s->version.dev),
+                .ino = s->version.ino,
+                .ctime = { .tv_sec = (time_t) s->version.ctime_sec, .tv_nsec = s->version.ctime_nsec },
+                .offset = s->offset,
+                .path = (char *) path,
+                .key_dev = s->version.dev,
+                .key_generation = s->version.generation,
+        };
+
+        s->state = symbol_worker_submit(r->symbol_worker, &q) < 0 ? SYMBOL_REFUSED : SYMBOL_PENDING;
+        s->retry_usec = 0; /* refused for a full queue: at the next count */
+}
+
+/* What is known of the symbol at offset of the file version, remembered; asks the worker the
+ * first time (and again after a refusal). NULL when out of memory. */
+static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const FileVersion *version, uint64_t offset,
+                                 uint32_t uid, uint64_t now) {
+        SymbolAt key = { .version = *version, .offset = offset }, *s, **found;
 
         found = tfind(&key, &r->symbols, symbol_at_compare);
-        if (found)
-                return *found;
+        if (found) {
+                s = *found;
+                if (s->state == SYMBOL_REFUSED && now >= s->retry_usec && path[0] == '/')
+                        symbol_request(r, s, path, uid);
+                return s;
+        }
         if (r->n_symbols >= NAMES_MAX) {
                 tdestroy(r->symbols, symbol_at_free);
                 r->symbols = NULL;
@@ -169,11 +244,10 @@ static const SymbolAt *symbol_at(CollectorReader *r, const char *path, uint32_t 
         if (!s)
                 return NULL;
         *s = key;
-        if (path[0] == '/' && stat(path, &st) == 0 && st.st_dev == dev_from_kernel(dev) && st.st_ino == ino &&
-            symbolizer_lookup(r->symbolizer, path, offset, &frame) >= 0) {
-                s->symbol = TAKE_PTR(frame.symbol);
-                s->symbol_offset = frame.offset;
-        }
+        s->state = SYMBOL_KNOWN;
+        /* A path that is not absolute is a name BPF cut short, no file to open. */
+        if (path[0] == '/')
+                symbol_request(r, s, path, uid);
         if (!tsearch(s, &r->symbols, symbol_at_compare)) {
                 symbol_at_free(s);
                 return NULL;
@@ -189,8 +263,10 @@ static int strdup_to(const char *s, char **ret) {
 
 /* The named form of one location: the object, its identity, and for an instruction its offset
  * and symbol. */
-static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, char **ret_object,
-                         uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol, uint64_t *ret_symbol_offset) {
+static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, uint32_t uid, uint64_t now,
+                         char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol,
+                         uint64_t *ret_symbol_offset) {
+        FileVersion version;
         char fallback[64];
         const char *object;
 
@@ -198,13 +274,13 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         if (loc->kind != TS_MEM_FILE)
                 return strdup_to(memory_kind_object((MemoryKind) loc->kind) ?: "[unknown]", ret_object);
 
-        object = file_path(r, loc->dev, loc->ino, fallback);
+        object = file_path(r, loc->dev, loc->ino, fallback, &version);
         if (!object)
                 return -ENOMEM;
         *ret_dev = dev_from_kernel(loc->dev);
         *ret_ino = loc->ino;
         if (code && object != fallback) {
-                const SymbolAt *s = symbol_at(r, object, loc->dev, loc->ino, loc->offset);
+                const SymbolAt *s = symbol_at(r, object, &version, loc->offset, uid, now);
 
                 if (!s)
                         return -ENOMEM;
@@ -215,7 +291,8 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         return strdup_to(object, ret_object);
 }
 
-static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, SiteCount *ret) {
+static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, uint32_t uid, uint64_t now,
+                         SiteCount *ret) {
         SiteCount s = {
                 .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
                 .vector = key->vector < TS_N_VECTORS ? key->vector : TRAP_VECTOR_UNKNOWN,
@@ -228,10 +305,10 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
         char *no_symbol = NULL;
         int k;
 
-        k = name_location(r, &key->ip, true, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
+        k = name_location(r, &key->ip, true, uid, now, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
         if (k >= 0 && s.memory == MEMORY_FILE)
-                k = name_location(r, &key->memory, false, &s.memory_object, &s.memory_dev, &s.memory_ino, &no_symbol,
-                                  &unused);
+                k = name_location(r, &key->memory, false, uid, now, &s.memory_object, &s.memory_dev, &s.memory_ino,
+                                  &no_symbol, &unused);
         if (k < 0) {
                 site_count_done(&s);
                 return k;
@@ -286,7 +363,7 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
                 }
                 return 0;
         }
-        k = site_from_bpf(r, key, count - seen->count, &delta);
+        k = site_from_bpf(r, key, count - seen->count, p->info.uid, now, &delta);
         if (k < 0)
                 return k;
         seen->count = count;
@@ -294,10 +371,69 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
         return proc_table_count_site(r->procs, p, &delta, now);
 }
 
+/* One answer of the worker: what the site's next counts are named with, and, for a symbol, a fill
+ * of the rows already stored. */
+static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
+        const SymbolRequest *q = &res->request;
+        SymbolAt key = { .version = { .dev = q->key_dev, .ino = q->ino, .ctime_sec = (uint64_t) q->ctime.tv_sec,
+                                      .ctime_nsec = (uint32_t) q->ctime.tv_nsec, .generation = q->key_generation },
+                         .offset = q->offset },
+                 **found;
+        SiteCount fill;
+        SymbolAt *s;
+
+        found = tfind(&key, &r->symbols, symbol_at_compare);
+        /* The answer to a question asked before the table was emptied: asked again if needed. */
+        if (!found)
+                return 0;
+        s = *found;
+        if (res->error == -EDQUOT) {
+                s->state = SYMBOL_REFUSED;
+                s->retry_usec = now + SYMBOL_RETRY_USEC;
+                return 0;
+        }
+        s->state = SYMBOL_KNOWN;
+        if (res->error < 0)
+                return 0;
+        free(s->symbol);
+        s->symbol = strdup(res->symbol);
+        s->symbol_offset = res->symbol_offset;
+        if (!s->symbol)
+                return -ENOMEM;
+        fill = (SiteCount) {
+                .kind = SITE_TRAP,
+                .period = 1,
+                .object = TAKE_PTR(res->request.path),
+                .dev = res->request.dev,
+                .ino = res->request.ino,
+                .offset = res->request.offset,
+                .symbol = TAKE_PTR(res->symbol),
+                .symbol_offset = res->symbol_offset,
+        };
+        if (array_append((void **) &r->fills, &r->n_fills, &r->fills_capacity, sizeof(fill), &fill) < 0) {
+                site_count_done(&fill);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int reader_drain_sites(CollectorReader *r, uint64_t now) {
         int fd = bpf_map__fd(r->bpf->skel->maps.sites);
         struct ts_site_key in_batch, out_batch;
         bool first = true, done = false;
+        SymbolResult *results;
+        size_t n_results;
+        int error = 0;
+
+        site_counts_free(r->fills, r->n_fills);
+        r->fills = NULL;
+        r->n_fills = r->fills_capacity = 0;
+        symbol_worker_take(r->symbol_worker, &results, &n_results);
+        for (size_t i = 0; i < n_results && error >= 0; i++)
+                error = take_symbol(r, &results[i], now);
+        symbol_results_free(results, n_results);
+        if (error < 0)
+                return error;
 
         while (!done) {
                 __u32 count = SITE_BATCH;

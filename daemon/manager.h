@@ -21,6 +21,8 @@ typedef struct ManagerConfig {
         uint32_t max_sites;    /* 0: the collector's default */
         uint32_t max_sites_per_process; /* 0: the collector's default */
         uint32_t fault_sample; /* as CollectorConfig.fault_sample */
+        uint64_t symbol_files_per_minute; /* as CollectorConfig's; 0: default */
+        uint64_t symbol_bytes_per_minute;
         const char *disable_sources;
         StoreRetention retention;
         size_t max_message_size;

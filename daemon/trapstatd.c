@@ -20,6 +20,7 @@
 #include "manager.h"
 #include "metrics-util.h"
 #include "query.h"
+#include "symbol-worker.h"
 #include "time-util.h"
 #include "trapstat.h"
 #include "varlink.h"
@@ -46,6 +47,10 @@ static void help(void) {
                "      --max-sites N          sites (process, instruction) held in the kernel at once\n"
                "                             (default: %u)\n"
                "      --max-sites-per-process N  of them, those of one process (default: %u)\n"
+               "      --symbol-files-per-minute N  files whose symbol tables are parsed for one user in\n"
+               "                             a minute; past it their sites keep file and offset (default: 64)\n"
+               "      --symbol-bytes-per-minute SIZE  bytes of symbol tables parsed for one user in a\n"
+               "                             minute (default: 64M)\n"
                "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
                "                             are summed into \"other\" (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
@@ -79,6 +84,8 @@ static void help(void) {
 }
 
 _Static_assert(METRICS_MIN_MAX == 88, "--report-max-metrics' message says 88");
+_Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
+_Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
 
 static int usage_error(const char *fmt, const char *arg) {
         fprintf(stderr, "trapstatd: ");
@@ -165,7 +172,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -177,6 +184,8 @@ int main(int argc, char *argv[]) {
                 { "fault-sample", required_argument, NULL, ARG_FAULT_SAMPLE },
                 { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },
+                { "symbol-files-per-minute", required_argument, NULL, ARG_SYMBOL_FILES_PER_MINUTE },
+                { "symbol-bytes-per-minute", required_argument, NULL, ARG_SYMBOL_BYTES_PER_MINUTE },
                 { "max-unit-totals", required_argument, NULL, ARG_MAX_UNIT_TOTALS },
                 { "report-socket", required_argument, NULL, ARG_REPORT_SOCKET },
                 { "report-max-metrics", required_argument, NULL, ARG_REPORT_MAX_METRICS },
@@ -254,6 +263,20 @@ int main(int argc, char *argv[]) {
                                 return usage_error("invalid --max-sites-per-process '%s': expected 1 to 4194304", optarg);
                         config.max_sites_per_process = (uint32_t) v;
                         break;
+                case ARG_SYMBOL_FILES_PER_MINUTE:
+                        if (parse_uint(optarg, 1000000, &v) < 0)
+                                return usage_error("invalid --symbol-files-per-minute '%s': expected 1 to 1000000", optarg);
+                        config.symbol_files_per_minute = v;
+                        break;
+                case ARG_SYMBOL_BYTES_PER_MINUTE: {
+                        uint64_t bytes;
+
+                        if (parse_size(optarg, &bytes) < 0 || bytes == 0 || bytes > (UINT64_C(1) << 40))
+                                return usage_error("invalid --symbol-bytes-per-minute '%s': expected a size from 1 to 1T, "
+                                                   "e.g. 64M", optarg);
+                        config.symbol_bytes_per_minute = bytes;
+                        break;
+                }
                 case ARG_REPORT_SOCKET:
                         config.report_socket_path = optarg;
                         break;

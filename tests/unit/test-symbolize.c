@@ -218,7 +218,10 @@ static void test_cache_limits(void **state) {
         symbolizer_get_stats(s, &st);
         lib_bytes = st.bytes;
         s = symbolizer_free(s);
-        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_bytes = MAX(pie_bytes, lib_bytes) + 1 }, &s), 0);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_bytes = MAX(pie_bytes, lib_bytes) + 1,
+                                                              .max_read_bytes = UINT64_MAX },
+                                        &s),
+                         0);
         assert_symbol(s, pie, o.alpha, "ts_target_alpha", 0);
         assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
         assert_symbol(s, lib, ol.beta, "ts_target_beta", 0);
