@@ -17,6 +17,13 @@
 #include "symbol-worker.h"
 #include "trapstat.h"
 
+/* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget
+ * pays) may change with an exec event applied after the sites were read. */
+typedef struct SymbolAsk {
+        SymbolRequest request; /* path owned; uid filled in from proc */
+        const CollectorProc *proc; /* valid until the end of the drain (dead ones too) */
+} SymbolAsk;
+
 typedef struct CollectorReader {
         CollectorBpf *bpf;                /* borrowed */
         ProcTable *procs;                 /* borrowed */
@@ -37,6 +44,8 @@ typedef struct CollectorReader {
         void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
         size_t n_symbols;
         SymbolWorker *symbol_worker;
+        SymbolAsk *asks;                  /* symbols to ask for at the end of this drain */
+        size_t n_asks, asks_capacity;
         SiteCount *fills;                 /* symbols learned at this drain, for rows already stored */
         size_t n_fills, fills_capacity;
 } CollectorReader;
@@ -66,6 +75,9 @@ void reader_sites_done(CollectorReader *r);
 int reader_drain_sites(CollectorReader *r, uint64_t now);
 /* The process counts no more: its site entries go, in BPF and in its table entry. */
 void reader_forget_sites(CollectorReader *r, CollectorProc *p);
+/* At the end of a drain, once exec and exit events gave every process its uid: asks the symbol
+ * worker for the symbols the drain did not know. */
+void reader_ask_symbols(CollectorReader *r);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

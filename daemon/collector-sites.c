@@ -124,6 +124,8 @@ static void symbol_at_free(void *p) {
         free(s);
 }
 
+static void asks_drop(CollectorReader *r);
+
 int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols) {
         /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
         SymbolWorkerConfig config = *symbols;
@@ -145,6 +147,10 @@ void reader_sites_done(CollectorReader *r) {
         tdestroy(r->symbols, symbol_at_free);
         r->file_paths = r->symbols = NULL;
         r->symbol_worker = symbol_worker_free(r->symbol_worker);
+        asks_drop(r);
+        free(r->asks);
+        r->asks = NULL;
+        r->n_asks = r->asks_capacity = 0;
         site_counts_free(r->fills, r->n_fills);
         r->fills = NULL;
         r->n_fills = r->fills_capacity = 0;
@@ -204,11 +210,10 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         return f->path;
 }
 
-/* Asks the worker for the symbol of s; s stays pending, or is left to ask again later when the
- * worker's queue is full. */
-static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, uint32_t uid) {
+/* Asks the worker for the symbol of s at the end of the drain (reader_ask_symbols()); s is pending
+ * until the answer, or asked again at its next count when it cannot be asked. */
+static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, const CollectorProc *p) {
         SymbolRequest q = {
-                .uid = uid,
                 .dev = dev_from_kernel(s->version.dev),
                 .ino = s->version.ino,
                 .ctime = { .tv_sec = (time_t) s->version.ctime_sec, .tv_nsec = s->version.ctime_nsec },
@@ -217,22 +222,68 @@ static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, ui
                 .key_dev = s->version.dev,
                 .key_generation = s->version.generation,
         };
+        SymbolAsk ask = { .request = q, .proc = p };
 
-        s->state = symbol_worker_submit(r->symbol_worker, &q) < 0 ? SYMBOL_REFUSED : SYMBOL_PENDING;
-        s->retry_usec = 0; /* refused for a full queue: at the next count */
+        s->retry_usec = 0;
+        s->state = SYMBOL_REFUSED;
+        ask.request.path = strdup(path);
+        if (!ask.request.path)
+                return;
+        if (array_append((void **) &r->asks, &r->n_asks, &r->asks_capacity, sizeof(ask), &ask) < 0) {
+                free(ask.request.path);
+                return;
+        }
+        s->state = SYMBOL_PENDING;
+}
+
+/* The entry an answer or an ask is about, NULL when it was forgotten since. */
+static SymbolAt *symbol_at_of(CollectorReader *r, const SymbolRequest *q) {
+        SymbolAt key = { .version = { .dev = q->key_dev, .ino = q->ino, .ctime_sec = (uint64_t) q->ctime.tv_sec,
+                                      .ctime_nsec = (uint32_t) q->ctime.tv_nsec, .generation = q->key_generation },
+                         .offset = q->offset },
+                 **found = tfind(&key, &r->symbols, symbol_at_compare);
+
+        return found ? *found : NULL;
+}
+
+/* Asks a drain that failed left: their processes may be freed, the sites are asked for again at
+ * their next count. */
+static void asks_drop(CollectorReader *r) {
+        for (size_t i = 0; i < r->n_asks; i++) {
+                SymbolAt *s = symbol_at_of(r, &r->asks[i].request);
+
+                if (s)
+                        s->state = SYMBOL_REFUSED;
+                free(r->asks[i].request.path);
+        }
+        r->n_asks = 0;
+}
+
+void reader_ask_symbols(CollectorReader *r) {
+        for (size_t i = 0; i < r->n_asks; i++) {
+                SymbolAsk *a = &r->asks[i];
+                SymbolAt *s;
+
+                a->request.uid = a->proc->info.uid;
+                /* A full queue: the site is asked for again at its next count. */
+                if (symbol_worker_submit(r->symbol_worker, &a->request) < 0 && (s = symbol_at_of(r, &a->request)))
+                        s->state = SYMBOL_REFUSED;
+                free(a->request.path);
+        }
+        r->n_asks = 0;
 }
 
 /* What is known of the symbol at offset of the file version, remembered; asks the worker the
  * first time (and again after a refusal). NULL when out of memory. */
 static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const FileVersion *version, uint64_t offset,
-                                 uint32_t uid, uint64_t now) {
+                                 const CollectorProc *p, uint64_t now) {
         SymbolAt key = { .version = *version, .offset = offset }, *s, **found;
 
         found = tfind(&key, &r->symbols, symbol_at_compare);
         if (found) {
                 s = *found;
                 if (s->state == SYMBOL_REFUSED && now >= s->retry_usec && path[0] == '/')
-                        symbol_request(r, s, path, uid);
+                        symbol_request(r, s, path, p);
                 return s;
         }
         if (r->n_symbols >= NAMES_MAX) {
@@ -247,7 +298,7 @@ static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const Fil
         s->state = SYMBOL_KNOWN;
         /* A path that is not absolute is a name BPF cut short, no file to open. */
         if (path[0] == '/')
-                symbol_request(r, s, path, uid);
+                symbol_request(r, s, path, p);
         if (!tsearch(s, &r->symbols, symbol_at_compare)) {
                 symbol_at_free(s);
                 return NULL;
@@ -263,7 +314,8 @@ static int strdup_to(const char *s, char **ret) {
 
 /* The named form of one location: the object, its identity, and for an instruction its offset
  * and symbol. */
-static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, uint32_t uid, uint64_t now,
+static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, const CollectorProc *p,
+                         uint64_t now,
                          char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol,
                          uint64_t *ret_symbol_offset) {
         FileVersion version;
@@ -280,7 +332,7 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         *ret_dev = dev_from_kernel(loc->dev);
         *ret_ino = loc->ino;
         if (code && object != fallback) {
-                const SymbolAt *s = symbol_at(r, object, &version, loc->offset, uid, now);
+                const SymbolAt *s = symbol_at(r, object, &version, loc->offset, p, now);
 
                 if (!s)
                         return -ENOMEM;
@@ -291,8 +343,8 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         return strdup_to(object, ret_object);
 }
 
-static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, uint32_t uid, uint64_t now,
-                         SiteCount *ret) {
+static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, const CollectorProc *p,
+                         uint64_t now, SiteCount *ret) {
         SiteCount s = {
                 .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
                 .vector = key->vector < TS_N_VECTORS ? key->vector : TRAP_VECTOR_UNKNOWN,
@@ -305,9 +357,9 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
         char *no_symbol = NULL;
         int k;
 
-        k = name_location(r, &key->ip, true, uid, now, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
+        k = name_location(r, &key->ip, true, p, now, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
         if (k >= 0 && s.memory == MEMORY_FILE)
-                k = name_location(r, &key->memory, false, uid, now, &s.memory_object, &s.memory_dev, &s.memory_ino,
+                k = name_location(r, &key->memory, false, p, now, &s.memory_object, &s.memory_dev, &s.memory_ino,
                                   &no_symbol, &unused);
         if (k < 0) {
                 site_count_done(&s);
@@ -363,7 +415,7 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
                 }
                 return 0;
         }
-        k = site_from_bpf(r, key, count - seen->count, p->info.uid, now, &delta);
+        k = site_from_bpf(r, key, count - seen->count, p, now, &delta);
         if (k < 0)
                 return k;
         seen->count = count;
@@ -375,18 +427,12 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
  * of the rows already stored. */
 static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
         const SymbolRequest *q = &res->request;
-        SymbolAt key = { .version = { .dev = q->key_dev, .ino = q->ino, .ctime_sec = (uint64_t) q->ctime.tv_sec,
-                                      .ctime_nsec = (uint32_t) q->ctime.tv_nsec, .generation = q->key_generation },
-                         .offset = q->offset },
-                 **found;
+        SymbolAt *s = symbol_at_of(r, q);
         SiteCount fill;
-        SymbolAt *s;
 
-        found = tfind(&key, &r->symbols, symbol_at_compare);
         /* The answer to a question asked before the table was emptied: asked again if needed. */
-        if (!found)
+        if (!s)
                 return 0;
-        s = *found;
         if (res->error == -EDQUOT) {
                 s->state = SYMBOL_REFUSED;
                 s->retry_usec = now + SYMBOL_RETRY_USEC;
@@ -425,6 +471,7 @@ int reader_drain_sites(CollectorReader *r, uint64_t now) {
         size_t n_results;
         int error = 0;
 
+        asks_drop(r);
         site_counts_free(r->fills, r->n_fills);
         r->fills = NULL;
         r->n_fills = r->fills_capacity = 0;

@@ -169,6 +169,8 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
 
         if ((r = reader_apply_events(&c->reader)) < 0 || (r = collect_garbage(c, now_usec)) < 0)
                 return r;
+        /* Now that exec events gave the processes their users: each pays for its own symbols. */
+        reader_ask_symbols(&c->reader);
         return proc_table_samples(&c->procs, now_usec, ret_samples, ret_n);
 }
 
