@@ -172,11 +172,14 @@ static bool timespec_equal(const struct timespec *a, const struct timespec *b) {
 }
 
 static bool key_equal(const FileKey *a, const FileKey *b) {
-        if (a->dev != b->dev || a->ino != b->ino || a->build_id_size != b->build_id_size)
+        /* The change time also with a build id: an inode number reused by another file that claims
+         * the same build id (copied, or hostile) must not get the old file's symbols. */
+        if (a->dev != b->dev || a->ino != b->ino || a->build_id_size != b->build_id_size ||
+            !timespec_equal(&a->ctime, &b->ctime))
                 return false;
         if (a->build_id_size > 0)
                 return memcmp(a->build_id, b->build_id, a->build_id_size) == 0;
-        return a->size == b->size && timespec_equal(&a->mtime, &b->mtime) && timespec_equal(&a->ctime, &b->ctime);
+        return a->size == b->size && timespec_equal(&a->mtime, &b->mtime);
 }
 
 static bool outcome_is(const Outcome *o, const struct stat *st) {

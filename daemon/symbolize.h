@@ -16,8 +16,9 @@
  * and shared libraries all work without knowing where they were loaded.
  *
  * Cache: each file's table of code symbols (sorted, names copied) is loaded once and kept, keyed
- * by the file's identity: (st_dev, st_ino) plus its GNU build id, or, for files without one,
- * plus (st_size, st_mtim, st_ctim), so a file rewritten in place is loaded again. Every lookup
+ * by the file's identity: (st_dev, st_ino, st_ctim) plus its GNU build id, or, for files
+ * without one, plus (st_size, st_mtim), so a file rewritten in place, renamed, or another file on
+ * a reused inode number is loaded again. Every lookup
  * still opens the file and reads its ELF and program headers and notes (a few small reads) to
  * learn that identity. Bounded by a number of files and a number of bytes (symbol entries plus
  * names); past either, the least recently used files are dropped. A file whose symbol and string
