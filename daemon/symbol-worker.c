@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "collector-util.h"
@@ -14,6 +15,7 @@
 #include "time-util.h"
 
 #define BUDGET_WINDOW_USEC (60 * UINT64_C(1000000))
+#define SYMBOL_WORKER_NICE 10
 
 /* What one uid had parsed in its current minute. */
 typedef struct UidBudget {
@@ -117,6 +119,9 @@ static void symbolize_one(SymbolWorker *w, const SymbolRequest *q, SymbolResult 
 static void *worker_main(void *userdata) {
         SymbolWorker *w = userdata;
 
+        /* Background work: on a busy machine the loop that ticks and answers goes first. On
+         * Linux a thread's nice value is its own. */
+        (void) setpriority(PRIO_PROCESS, (id_t) gettid(), SYMBOL_WORKER_NICE);
         pthread_mutex_lock(&w->lock);
         for (;;) {
                 SymbolResult result = {};

@@ -381,7 +381,7 @@ class Naming(unittest.TestCase):
                     results = settled_sites(sc.d, pids, 100)
                 finally:
                     swapper.kill()
-                    swapper.wait()
+                    swapper.communicate()
 
             def check():
                 symbols = [s["symbol"] for r in results for s in r]
