@@ -8,7 +8,6 @@ as it is now, path and symbol); the per-user budget counted exactly as the drop 
 
 The ELF files are offset-traps (tests/helpers) with a symbol table appended (add_symbols()) or
 its function renamed in place (renamed_copy())."""
-import ctypes
 import json
 import os
 import shutil
