@@ -294,20 +294,52 @@ static __always_inline struct ts_counters *current_counters(void) {
 /* The breakpoint vector, #BP (common/trap-vectors.h). */
 #define TS_VECTOR_BP 3
 
-/* Puts the path of file into file_names once: from its dentry up through the mounts to the
- * root, innermost component first (user space joins them). bpf_d_path() is not allowed here. */
+/* The inode's change time under the names kernels gave it: i_ctime_sec/i_ctime_nsec since 6.11,
+ * __i_ctime from 6.6, i_ctime before. */
+struct inode___ctime_ts {
+        struct timespec64 __i_ctime;
+} __attribute__((preserve_access_index));
+struct inode___ctime_old {
+        struct timespec64 i_ctime;
+} __attribute__((preserve_access_index));
+
+static __always_inline void inode_stamp(struct inode *inode, struct ts_file_name *n) {
+        if (bpf_core_field_exists(inode->i_ctime_sec)) {
+                n->ctime_sec = BPF_CORE_READ(inode, i_ctime_sec);
+                /* Bit 31 says whether the time was queried (multigrain timestamps, 6.13+), not
+                 * part of it. */
+                n->ctime_nsec = BPF_CORE_READ(inode, i_ctime_nsec) & ~(1U << 31);
+        } else if (bpf_core_field_exists(((struct inode___ctime_ts *) inode)->__i_ctime)) {
+                n->ctime_sec = BPF_CORE_READ((struct inode___ctime_ts *) inode, __i_ctime.tv_sec);
+                n->ctime_nsec = BPF_CORE_READ((struct inode___ctime_ts *) inode, __i_ctime.tv_nsec);
+        } else {
+                n->ctime_sec = BPF_CORE_READ((struct inode___ctime_old *) inode, i_ctime.tv_sec);
+                n->ctime_nsec = BPF_CORE_READ((struct inode___ctime_old *) inode, i_ctime.tv_nsec);
+        }
+        n->generation = BPF_CORE_READ(inode, i_generation);
+}
+
+/* Puts the path of file into file_names: from its dentry up through the mounts to the root,
+ * innermost component first (user space joins them). bpf_d_path() is not allowed here. Once per
+ * version of the inode: again when its change time or generation moved (a rename, an inode
+ * number reused), so that the name is the file's current one, never a former file's. */
 static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 ino) {
         struct ts_file_key key = { .ino = ino, .dev = dev };
+        struct ts_file_name *n, *known;
         struct vfsmount *vfsmnt;
         struct dentry *d, *root;
-        struct ts_file_name *n;
         struct mount *mnt;
         __u32 zero = 0;
 
-        if (!file || bpf_map_lookup_elem(&file_names, &key))
+        if (!file)
                 return;
         n = bpf_map_lookup_elem(&file_name_scratch, &zero);
         if (!n)
+                return;
+        inode_stamp(BPF_CORE_READ(file, f_inode), n);
+        known = bpf_map_lookup_elem(&file_names, &key);
+        if (known && known->ctime_sec == n->ctime_sec && known->ctime_nsec == n->ctime_nsec &&
+            known->generation == n->generation)
                 return;
         n->depth = 0;
         n->truncated = 0;
@@ -339,8 +371,8 @@ static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 in
                 n->depth = depth + 1;
                 d = parent;
         }
-        /* -EEXIST: another CPU wrote it meanwhile. */
-        if (bpf_map_update_elem(&file_names, &key, n, BPF_NOEXIST) < 0 && !bpf_map_lookup_elem(&file_names, &key))
+        /* Fails only when the map is full (a rewrite never needs room). */
+        if (bpf_map_update_elem(&file_names, &key, n, BPF_ANY) < 0)
                 count_drop(TS_DROP_FILE_NAME);
 }
 

@@ -265,7 +265,10 @@ _Static_assert(sizeof(struct ts_site_quota) == 8, "struct ts_site_quota layout i
 
 /* The path of a mapped file, written by BPF the first time one of its sites is recorded, from
  * the dentry up to the root of the mount tree: components innermost first, each cut to
- * TS_NAME_LEN - 1 bytes. User space joins them. */
+ * TS_NAME_LEN - 1 bytes. User space joins them. Written again when a site finds the inode
+ * changed since (its change time or generation): a rename changes the change time, and an inode
+ * number reused by another file comes with a new change time and generation, so the name
+ * follows what the file is now and a new file never inherits an old one's name. */
 #define TS_PATH_DEPTH 16
 #define TS_NAME_LEN 64
 struct ts_file_key {
@@ -278,9 +281,15 @@ _Static_assert(sizeof(struct ts_file_key) == 16, "struct ts_file_key layout is s
 struct ts_file_name {
         __u32 depth;     /* components used */
         __u32 truncated; /* the path had more than TS_PATH_DEPTH components: the outermost are missing */
+        /* The inode when the name was taken: its change time (as statx() gives it) and its
+         * generation. User space symbolizes the file only if the one it opens has this change
+         * time still. */
+        __u64 ctime_sec;
+        __u32 ctime_nsec;
+        __u32 generation;
         char names[TS_PATH_DEPTH][TS_NAME_LEN];
 };
-_Static_assert(sizeof(struct ts_file_name) == 8 + TS_PATH_DEPTH * TS_NAME_LEN,
+_Static_assert(sizeof(struct ts_file_name) == 24 + TS_PATH_DEPTH * TS_NAME_LEN,
                "struct ts_file_name layout is shared with BPF");
 
 /* Files whose paths the name map holds at once. */

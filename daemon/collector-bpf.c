@@ -369,7 +369,7 @@ void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time) {
 size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {
         int fd = bpf_map__fd(b->skel->maps.drops);
 
-        _Static_assert(COLLECTOR_DROP_KINDS == TS_DROP_MAX, "every drop kind of bpf/trapstat.h is reported");
+        _Static_assert(COLLECTOR_BPF_DROP_KINDS == TS_DROP_MAX, "every drop kind of bpf/trapstat.h is reported");
         for (uint32_t k = 0; k < TS_DROP_MAX; k++) {
                 uint64_t values[b->n_cpus];
 

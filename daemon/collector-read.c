@@ -17,7 +17,7 @@
 /* Slot counters read per bpf_map_lookup_batch() call; chunks without an owner are skipped. */
 #define SLOT_CHUNK 256U
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols) {
         size_t n_cpus = (size_t) bpf->n_cpus;
 
         *r = (CollectorReader) { .bpf = bpf, .procs = procs };
@@ -29,7 +29,7 @@ int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
         if (!r->owners || !r->chunk_keys || !r->percpu || !r->batch_keys || !r->batch_values)
                 return -ENOMEM;
-        return reader_sites_init(r);
+        return reader_sites_init(r, symbols);
 }
 
 static void events_clear(CollectorReader *r) {

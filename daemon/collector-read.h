@@ -15,7 +15,7 @@
 #include "collector-bpf.h"
 #include "collector-procs.h"
 #include "collector-util.h"
-#include "symbolize.h"
+#include "symbol-worker.h"
 #include "trapstat.h"
 
 /* A site of the epoch that is over, kept until its process's /proc/PID/maps is read. */
@@ -23,6 +23,13 @@ typedef struct SiteUnknown {
         struct ts_site_key key;
         uint64_t count;
 } SiteUnknown;
+
+/* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget
+ * pays) may change with an exec event applied after the sites were read. */
+typedef struct SymbolAsk {
+        SymbolRequest request; /* path owned; uid filled in from proc */
+        const CollectorProc *proc; /* valid until the end of the drain (dead ones too) */
+} SymbolAsk;
 
 typedef struct CollectorReader {
         CollectorBpf *bpf;                /* borrowed */
@@ -47,14 +54,18 @@ typedef struct CollectorReader {
         unsigned maps_lines_per_tick;     /* to name sites whose VMA lookup failed (--site-maps-lines) */
         bool site_flipped; /* the epoch flipped; site_old_epoch is still to be drained */
         uint32_t site_old_epoch;
-        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path */
+        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
         size_t n_file_paths;
-        void *symbols;                    /* tsearch() tree: (dev, inode, offset) -> symbol */
+        void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
         size_t n_symbols;
-        Symbolizer *symbolizer;
+        SymbolWorker *symbol_worker;
+        SymbolAsk *asks;                  /* symbols to ask for at the end of this drain */
+        size_t n_asks, asks_capacity;
+        SiteCount *fills;                 /* symbols learned at this drain, for rows already stored */
+        size_t n_fills, fills_capacity;
 } CollectorReader;
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs);
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols);
 void reader_done(CollectorReader *r);
 
 /* ring_buffer_sample_fn for collector_bpf_watch_events(), userdata the reader: keeps the event
@@ -73,10 +84,14 @@ int reader_apply_events(CollectorReader *r);
 
 /* collector-sites.c: the site hash. Each tick the epoch flips, and each entry of the epoch that
  * is over becomes a SiteCount of its process (proc_table_count_site()), with the file's path and
- * the symbol, and leaves the hash. After the other maps, so that the processes are known. */
-int reader_sites_init(CollectorReader *r);
+ * the symbol as far as known, and leaves the hash. After the other maps, so that the processes
+ * are known. */
+int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols);
 void reader_sites_done(CollectorReader *r);
 int reader_drain_sites(CollectorReader *r, uint64_t now);
+/* At the end of a drain, once exec and exit events gave every process its uid: asks the symbol
+ * worker for the symbols the drain did not know. */
+void reader_ask_symbols(CollectorReader *r);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

@@ -2,11 +2,16 @@
 /* The site reader, part of the collector's readers (collector-read.h): every tick the site hash
  * (bpf/trapstat.bpf.c: where processes trapped and, sampled, faulted) is read in batches, each
  * entry's growth since the last tick becomes a SiteCount of its process, named for people: the
- * file's path from the name map BPF wrote while the process lived, and the symbol from the
- * file's ELF symbol tables (daemon/symbolize.c), when the file at that path is still the one
- * that was mapped. The hash is drained by epochs (struct ts_site_epochs): each tick the epoch
- * flips, and every entry of the one before is read, becomes a SiteCount of its process and leaves
- * the hash, with the shares it took; so live processes do not keep entries. */
+ * file's path from the name map BPF wrote while the process lived (again whenever the inode
+ * changed: a rename, an inode number reused), and the symbol from the file's ELF symbol tables.
+ * Symbols come from the symbol worker (daemon/symbol-worker.c), never from this thread: a site
+ * whose symbol is not known yet is counted with its file and offset at once, the worker is asked,
+ * and its answer, taken at a later drain, names the site's next counts and is handed to the store
+ * for the rows already written (reader_symbol_fills()). Names and symbols are remembered by the
+ * inode's version as BPF saw it (change time, generation), so a renamed file or a reused inode
+ * number is named afresh. The hash is drained by epochs (struct ts_site_epochs): each tick the
+ * epoch flips, and every entry of the one before is read, becomes a SiteCount of its process and
+ * leaves the hash, with the shares it took; so live processes do not keep entries. */
 #include "collector-read.h"
 
 #include <bpf/bpf.h>
@@ -18,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "defaults.h"
 #include "macro.h"
@@ -30,24 +37,46 @@
 #define SITE_BATCH 256
 /* Paths and symbols remembered: past this many, all are forgotten and learned again. */
 #define NAMES_MAX 65536
+/* A symbol refused for its uid's budget is asked for again at a count this long after. */
+#define SYMBOL_RETRY_USEC (60 * UINT64_C(1000000))
 
 /* How long a tick waits for the programs still counting into the epoch it is over with (they
  * take microseconds); past it the drain waits for the next tick. */
 #define SITE_QUIESCE_USEC 20000
 
-/* The path of a file, by the kernel's (device, inode). */
-typedef struct FilePath {
-        uint32_t dev;
+/* A version of a file: the kernel's (device, inode), and the inode's change time and generation
+ * when BPF named it, which a rename or a reuse of the inode number changes. */
+typedef struct FileVersion {
+        uint32_t dev, generation;
         uint64_t ino;
+        uint64_t ctime_sec;
+        uint32_t ctime_nsec;
+} FileVersion;
+
+static int file_version_compare(const FileVersion *x, const FileVersion *y) {
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        if (x->ino != y->ino)
+                return x->ino < y->ino ? -1 : 1;
+        if (x->ctime_sec != y->ctime_sec)
+                return x->ctime_sec < y->ctime_sec ? -1 : 1;
+        if (x->ctime_nsec != y->ctime_nsec)
+                return x->ctime_nsec < y->ctime_nsec ? -1 : 1;
+        return x->generation < y->generation ? -1 : x->generation > y->generation;
+}
+
+/* The path of a file, by the kernel's (device, inode): the version it is the name of. */
+typedef struct FilePath {
+        FileVersion version;
         char *path;
 } FilePath;
 
 static int file_path_compare(const void *a, const void *b) {
         const FilePath *x = a, *y = b;
 
-        if (x->dev != y->dev)
-                return x->dev < y->dev ? -1 : 1;
-        return x->ino < y->ino ? -1 : x->ino > y->ino;
+        if (x->version.dev != y->version.dev)
+                return x->version.dev < y->version.dev ? -1 : 1;
+        return x->version.ino < y->version.ino ? -1 : x->version.ino > y->version.ino;
 }
 
 static void file_path_free(void *p) {
@@ -57,21 +86,28 @@ static void file_path_free(void *p) {
         free(f);
 }
 
-/* The symbol of an instruction of a file, or that it has none. */
+typedef enum SymbolState {
+        SYMBOL_PENDING, /* asked for, the worker has not answered */
+        SYMBOL_KNOWN,   /* answered: symbol, or NULL for none */
+        SYMBOL_REFUSED, /* the uid's budget was spent: asked again after retry_usec */
+} SymbolState;
+
+/* The symbol of an instruction of a version of a file, or that it has none. */
 typedef struct SymbolAt {
-        uint32_t dev;
-        uint64_t ino, offset;
+        FileVersion version;
+        uint64_t offset;
+        SymbolState state;
+        uint64_t retry_usec;
         char *symbol; /* NULL: none */
         uint64_t symbol_offset;
 } SymbolAt;
 
 static int symbol_at_compare(const void *a, const void *b) {
         const SymbolAt *x = a, *y = b;
+        int c = file_version_compare(&x->version, &y->version);
 
-        if (x->dev != y->dev)
-                return x->dev < y->dev ? -1 : 1;
-        if (x->ino != y->ino)
-                return x->ino < y->ino ? -1 : 1;
+        if (c != 0)
+                return c;
         return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
@@ -82,10 +118,15 @@ static void symbol_at_free(void *p) {
         free(s);
 }
 
-int reader_sites_init(CollectorReader *r) {
-        /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
-        int k = symbolizer_new(&(SymbolizerConfig) { .max_bytes = 8 * 1024 * 1024 }, &r->symbolizer);
+static void asks_drop(CollectorReader *r);
 
+int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols) {
+        /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
+        SymbolWorkerConfig config = *symbols;
+        int k;
+
+        config.max_bytes = config.max_bytes ?: 8 * 1024 * 1024;
+        k = symbol_worker_new(&config, &r->symbol_worker);
         if (k < 0)
                 return k;
         r->site_keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
@@ -100,7 +141,14 @@ void reader_sites_done(CollectorReader *r) {
         tdestroy(r->file_paths, file_path_free);
         tdestroy(r->symbols, symbol_at_free);
         r->file_paths = r->symbols = NULL;
-        symbolizer_free(r->symbolizer);
+        r->symbol_worker = symbol_worker_free(r->symbol_worker);
+        asks_drop(r);
+        free(r->asks);
+        r->asks = NULL;
+        r->n_asks = r->asks_capacity = 0;
+        site_counts_free(r->fills, r->n_fills);
+        r->fills = NULL;
+        r->n_fills = r->fills_capacity = 0;
         free(r->site_keys);
         free(r->site_values);
         free(r->site_drained);
@@ -108,19 +156,33 @@ void reader_sites_done(CollectorReader *r) {
         free(r->share_keys);
 }
 
-/* The file's path, remembered; when BPF could not record it, a name from its identity (not
- * remembered: the name map may have it by the next tick). NULL when out of memory. */
-static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64]) {
-        FilePath key = { .dev = dev, .ino = ino }, *f, **found;
+/* The file's path, remembered by its version, and the version BPF named; when BPF could not
+ * record it, a name from its identity (not remembered: the name map may have it by the next
+ * tick) and *ret_version zeroed but for dev and ino. NULL when out of memory. */
+static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64],
+                             FileVersion *ret_version) {
+        FilePath key = { .version = { .dev = dev, .ino = ino } }, *f, **found;
         struct ts_file_key bpf_key = { .ino = ino, .dev = dev };
         struct ts_file_name name;
 
-        found = tfind(&key, &r->file_paths, file_path_compare);
-        if (found)
-                return (*found)->path;
+        /* Asked every time: BPF writes a new name when the file was renamed or the inode
+         * number went to another file, and that one must not keep the old name. */
         if (bpf_map_lookup_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &bpf_key, &name) < 0) {
                 snprintf(fallback, 64, "[dev %u:%u inode %" PRIu64 "]", dev >> 20, dev & 0xfffff, ino);
+                *ret_version = key.version;
                 return fallback;
+        }
+        key.version = (FileVersion) { .dev = dev, .ino = ino, .ctime_sec = name.ctime_sec,
+                                      .ctime_nsec = name.ctime_nsec, .generation = name.generation };
+        *ret_version = key.version;
+        found = tfind(&key, &r->file_paths, file_path_compare);
+        if (found && file_version_compare(&(*found)->version, &key.version) == 0)
+                return (*found)->path;
+        if (found) {
+                f = *found;
+                tdelete(&key, &r->file_paths, file_path_compare);
+                file_path_free(f);
+                r->n_file_paths--;
         }
         if (r->n_file_paths >= NAMES_MAX) {
                 tdestroy(r->file_paths, file_path_free);
@@ -130,7 +192,7 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         f = calloc(1, sizeof(*f));
         if (!f)
                 return NULL;
-        *f = (FilePath) { .dev = dev, .ino = ino, .path = file_name_join(&name) };
+        *f = (FilePath) { .version = key.version, .path = file_name_join(&name) };
         if (f->path) {
                 /* As this daemon sees it: a chrooted trapstatd sees the file at a shorter path. */
                 const char *visible = file_path_visible(f->path, dev_from_kernel(dev), ino);
@@ -146,16 +208,82 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         return f->path;
 }
 
-/* The symbol at offset of the file mapped as (dev, ino), remembered, also when there is none.
- * Only when the file at path is still that file: one rebuilt or upgraded since is another. */
-static const SymbolAt *symbol_at(CollectorReader *r, const char *path, uint32_t dev, uint64_t ino, uint64_t offset) {
-        SymbolAt key = { .dev = dev, .ino = ino, .offset = offset }, *s, **found;
-        SymbolizedFrame frame = {};
-        struct stat st;
+/* Asks the worker for the symbol of s at the end of the drain (reader_ask_symbols()); s is pending
+ * until the answer, or asked again at its next count when it cannot be asked. */
+static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, const CollectorProc *p) {
+        SymbolRequest q = {
+                .dev = dev_from_kernel(s->version.dev),
+                .ino = s->version.ino,
+                .ctime = { .tv_sec = (time_t) s->version.ctime_sec, .tv_nsec = s->version.ctime_nsec },
+                .offset = s->offset,
+                .path = (char *) path,
+                .key_dev = s->version.dev,
+                .key_generation = s->version.generation,
+        };
+        SymbolAsk ask = { .request = q, .proc = p };
+
+        s->retry_usec = 0;
+        s->state = SYMBOL_REFUSED;
+        ask.request.path = strdup(path);
+        if (!ask.request.path)
+                return;
+        if (array_append((void **) &r->asks, &r->n_asks, &r->asks_capacity, sizeof(ask), &ask) < 0) {
+                free(ask.request.path);
+                return;
+        }
+        s->state = SYMBOL_PENDING;
+}
+
+/* The entry an answer or an ask is about, NULL when it was forgotten since. */
+static SymbolAt *symbol_at_of(CollectorReader *r, const SymbolRequest *q) {
+        SymbolAt key = { .version = { .dev = q->key_dev, .ino = q->ino, .ctime_sec = (uint64_t) q->ctime.tv_sec,
+                                      .ctime_nsec = (uint32_t) q->ctime.tv_nsec, .generation = q->key_generation },
+                         .offset = q->offset },
+                 **found = tfind(&key, &r->symbols, symbol_at_compare);
+
+        return found ? *found : NULL;
+}
+
+/* Asks a drain that failed left: their processes may be freed, the sites are asked for again at
+ * their next count. */
+static void asks_drop(CollectorReader *r) {
+        for (size_t i = 0; i < r->n_asks; i++) {
+                SymbolAt *s = symbol_at_of(r, &r->asks[i].request);
+
+                if (s)
+                        s->state = SYMBOL_REFUSED;
+                free(r->asks[i].request.path);
+        }
+        r->n_asks = 0;
+}
+
+void reader_ask_symbols(CollectorReader *r) {
+        for (size_t i = 0; i < r->n_asks; i++) {
+                SymbolAsk *a = &r->asks[i];
+                SymbolAt *s;
+
+                a->request.uid = a->proc->info.uid;
+                /* A full queue: the site is asked for again at its next count. */
+                if (symbol_worker_submit(r->symbol_worker, &a->request) < 0 && (s = symbol_at_of(r, &a->request)))
+                        s->state = SYMBOL_REFUSED;
+                free(a->request.path);
+        }
+        r->n_asks = 0;
+}
+
+/* What is known of the symbol at offset of the file version, remembered; asks the worker the
+ * first time (and again after a refusal). NULL when out of memory. */
+static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const FileVersion *version, uint64_t offset,
+                                 const CollectorProc *p, uint64_t now) {
+        SymbolAt key = { .version = *version, .offset = offset }, *s, **found;
 
         found = tfind(&key, &r->symbols, symbol_at_compare);
-        if (found)
-                return *found;
+        if (found) {
+                s = *found;
+                if (s->state == SYMBOL_REFUSED && now >= s->retry_usec && path[0] == '/')
+                        symbol_request(r, s, path, p);
+                return s;
+        }
         if (r->n_symbols >= NAMES_MAX) {
                 tdestroy(r->symbols, symbol_at_free);
                 r->symbols = NULL;
@@ -165,11 +293,10 @@ static const SymbolAt *symbol_at(CollectorReader *r, const char *path, uint32_t 
         if (!s)
                 return NULL;
         *s = key;
-        if (path[0] == '/' && stat(path, &st) == 0 && st.st_dev == dev_from_kernel(dev) && st.st_ino == ino &&
-            symbolizer_lookup(r->symbolizer, path, offset, &frame) >= 0) {
-                s->symbol = TAKE_PTR(frame.symbol);
-                s->symbol_offset = frame.offset;
-        }
+        s->state = SYMBOL_KNOWN;
+        /* A path that is not absolute is a name BPF cut short, no file to open. */
+        if (path[0] == '/')
+                symbol_request(r, s, path, p);
         if (!tsearch(s, &r->symbols, symbol_at_compare)) {
                 symbol_at_free(s);
                 return NULL;
@@ -185,8 +312,11 @@ static int strdup_to(const char *s, char **ret) {
 
 /* The named form of one location: the object, its identity, and for an instruction its offset
  * and symbol. */
-static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, char **ret_object,
-                         uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol, uint64_t *ret_symbol_offset) {
+static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, const CollectorProc *p,
+                         uint64_t now,
+                         char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol,
+                         uint64_t *ret_symbol_offset) {
+        FileVersion version;
         char fallback[64];
         const char *object;
 
@@ -194,13 +324,13 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         if (loc->kind != TS_MEM_FILE)
                 return strdup_to(memory_kind_object((MemoryKind) loc->kind) ?: "[unknown]", ret_object);
 
-        object = file_path(r, loc->dev, loc->ino, fallback);
+        object = file_path(r, loc->dev, loc->ino, fallback, &version);
         if (!object)
                 return -ENOMEM;
         *ret_dev = dev_from_kernel(loc->dev);
         *ret_ino = loc->ino;
         if (code && object != fallback) {
-                const SymbolAt *s = symbol_at(r, object, loc->dev, loc->ino, loc->offset);
+                const SymbolAt *s = symbol_at(r, object, &version, loc->offset, p, now);
 
                 if (!s)
                         return -ENOMEM;
@@ -211,7 +341,8 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         return strdup_to(object, ret_object);
 }
 
-static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, SiteCount *ret) {
+static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, const CollectorProc *p,
+                         uint64_t now, SiteCount *ret) {
         SiteCount s = {
                 .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
                 .vector = key->vector < TS_N_VECTORS ? key->vector : TRAP_VECTOR_UNKNOWN,
@@ -224,10 +355,10 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
         char *no_symbol = NULL;
         int k;
 
-        k = name_location(r, &key->ip, true, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
+        k = name_location(r, &key->ip, true, p, now, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
         if (k >= 0 && s.memory == MEMORY_FILE)
-                k = name_location(r, &key->memory, false, &s.memory_object, &s.memory_dev, &s.memory_ino, &no_symbol,
-                                  &unused);
+                k = name_location(r, &key->memory, false, p, now, &s.memory_object, &s.memory_dev, &s.memory_ino,
+                                  &no_symbol, &unused);
         if (k < 0) {
                 site_count_done(&s);
                 return k;
@@ -247,7 +378,7 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_
         k = proc_table_get(r->procs, key->tgid, key->start_time, NULL, now, &p);
         if (k < 0)
                 return k;
-        k = site_from_bpf(r, key, count, &delta);
+        k = site_from_bpf(r, key, count, p, now, &delta);
         if (k < 0)
                 return k;
         return proc_table_count_site(r->procs, p, &delta, now);
@@ -281,13 +412,24 @@ static void location_from_mapping(const ProcMapping *m, uint64_t ip, struct ts_l
                 loc->kind = TS_MEM_ANON;
 }
 
-/* The file's path into the name map, as BPF would have put it there, unless it has one. */
+/* The file's path into the name map, as BPF would have put it there, unless it has one. The
+ * inode's change time is taken from the file at that path only when it is the mapped one (same
+ * device and inode): else it stays 0, which no file has, and the symbol worker will not read it.
+ * The generation is not to be had from a path: 0, as for a file system without one. */
 static void remember_file_name(CollectorReader *r, const struct ts_location *loc, const char *path) {
         struct ts_file_key key = { .ino = loc->ino, .dev = loc->dev };
         struct ts_file_name name;
+        struct stat st;
 
-        if (file_name_split(path, &name) >= 0)
-                (void) bpf_map_update_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &key, &name, BPF_NOEXIST);
+        if (file_name_split(path, &name) < 0)
+                return;
+        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            (uint64_t) st.st_ino == loc->ino && major(st.st_dev) == loc->dev >> 20 &&
+            minor(st.st_dev) == (loc->dev & 0xfffff)) {
+                name.ctime_sec = (uint64_t) st.st_ctim.tv_sec;
+                name.ctime_nsec = (uint32_t) st.st_ctim.tv_nsec;
+        }
+        (void) bpf_map_update_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &key, &name, BPF_NOEXIST);
 }
 
 static void fclosep(FILE **f) {
@@ -344,6 +486,46 @@ static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
 
                 if (k < 0)
                         return k;
+        }
+        return 0;
+}
+
+/* One answer of the worker: what the site's next counts are named with, and, for a symbol, a fill
+ * of the rows already stored. */
+static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
+        const SymbolRequest *q = &res->request;
+        SymbolAt *s = symbol_at_of(r, q);
+        SiteCount fill;
+
+        /* The answer to a question asked before the table was emptied: asked again if needed. */
+        if (!s)
+                return 0;
+        if (res->error == -EDQUOT) {
+                s->state = SYMBOL_REFUSED;
+                s->retry_usec = now + SYMBOL_RETRY_USEC;
+                return 0;
+        }
+        s->state = SYMBOL_KNOWN;
+        if (res->error < 0)
+                return 0;
+        free(s->symbol);
+        s->symbol = strdup(res->symbol);
+        s->symbol_offset = res->symbol_offset;
+        if (!s->symbol)
+                return -ENOMEM;
+        fill = (SiteCount) {
+                .kind = SITE_TRAP,
+                .period = 1,
+                .object = TAKE_PTR(res->request.path),
+                .dev = res->request.dev,
+                .ino = res->request.ino,
+                .offset = res->request.offset,
+                .symbol = TAKE_PTR(res->symbol),
+                .symbol_offset = res->symbol_offset,
+        };
+        if (array_append((void **) &r->fills, &r->n_fills, &r->fills_capacity, sizeof(fill), &fill) < 0) {
+                site_count_done(&fill);
+                return -ENOMEM;
         }
         return 0;
 }
@@ -462,11 +644,30 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
         return drain_unknown_sites(r, now);
 }
 
+/* The worker's answers since the last drain: named sites for this drain, fills for the store. */
+static int take_symbols(CollectorReader *r, uint64_t now) {
+        SymbolResult *results;
+        size_t n_results;
+        int error = 0;
+
+        asks_drop(r);
+        site_counts_free(r->fills, r->n_fills);
+        r->fills = NULL;
+        r->n_fills = r->fills_capacity = 0;
+        symbol_worker_take(r->symbol_worker, &results, &n_results);
+        for (size_t i = 0; i < n_results && error >= 0; i++)
+                error = take_symbol(r, &results[i], now);
+        symbol_results_free(results, n_results);
+        return error;
+}
+
 int reader_drain_sites(CollectorReader *r, uint64_t now) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
         uint32_t old;
         int k;
 
+        if ((k = take_symbols(r, now)) < 0)
+                return k;
         site_privileged_group_update(r);
         if (!site_epoch_over(r, &old))
                 return 0; /* still busy: drained next tick */

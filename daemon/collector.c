@@ -77,7 +77,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = proc_table_init(&c->procs, config->proc_fd, bpf_config.n_slots, c->bpf->iter_link != NULL);
         if (r < 0)
                 return r;
-        r = reader_init(&c->reader, c->bpf, &c->procs);
+        r = reader_init(&c->reader, c->bpf, &c->procs,
+                        &(SymbolWorkerConfig) { .files_per_minute = config->symbol_files_per_minute,
+                                                .bytes_per_minute = config->symbol_bytes_per_minute });
         if (r < 0)
                 return r;
         c->reader.maps_lines_per_tick = config->site_maps_lines == COLLECTOR_SITE_MAPS_LINES_NONE ? 0
@@ -173,6 +175,8 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
 
         if ((r = reader_apply_events(&c->reader)) < 0 || (r = collect_garbage(c, now_usec)) < 0)
                 return r;
+        /* Now that exec events gave the processes their users: each pays for its own symbols. */
+        reader_ask_symbols(&c->reader);
         return proc_table_samples(&c->procs, now_usec, ret_samples, ret_n);
 }
 
@@ -194,7 +198,21 @@ size_t collector_n_tracked_uid(Collector *c, uint32_t uid) {
 }
 
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {
-        return collector_bpf_drops(c->bpf, ret);
+        size_t n = collector_bpf_drops(c->bpf, ret);
+
+        ret[n++] = (CollectorDrop) {
+                .kind = { "symbol_budget",
+                          "the symbol of one site not looked up: its user had its share of symbol tables parsed "
+                          "this minute (--symbol-files-per-minute, --symbol-bytes-per-minute); the site keeps "
+                          "its file and offset" },
+                .count = symbol_worker_refused(c->reader.symbol_worker),
+        };
+        return n;
+}
+
+void collector_symbol_fills(Collector *c, const SiteCount **ret, size_t *ret_n) {
+        *ret = c->reader.fills;
+        *ret_n = c->reader.n_fills;
 }
 
 uint64_t collector_drops_total(Collector *c) {

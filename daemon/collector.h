@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "sites.h"
 
 typedef struct Collector Collector;
 
@@ -30,6 +31,10 @@ typedef struct CollectorConfig {
         /* One in fault_sample user page faults of a process on a CPU records its site: a power
          * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (TS_DEFAULT_FAULT_SAMPLE). */
         uint32_t fault_sample;
+        /* Symbols parsed for one uid in a minute: files and bytes of symbol tables; 0: default
+         * (daemon/symbol-worker.h). */
+        uint64_t symbol_files_per_minute;
+        uint64_t symbol_bytes_per_minute;
         int proc_fd;            /* the proc root (borrowed) */
         const char *disable;    /* comma-separated source names not to use; NULL: none */
 } CollectorConfig;
@@ -89,7 +94,14 @@ typedef struct CollectorDrop {
         uint64_t count;
 } CollectorDrop;
 
-#define COLLECTOR_DROP_KINDS 10
+/* The kinds BPF counts (enum ts_drop), then those of user space. */
+#define COLLECTOR_BPF_DROP_KINDS 10
+#define COLLECTOR_DROP_KINDS (COLLECTOR_BPF_DROP_KINDS + 1)
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
 uint64_t collector_drops_total(Collector *c);
+
+/* Symbols the symbol worker found since the last drain for sites counted before: SiteCounts with
+ * object, dev, ino, offset and symbol set (count 0), for store_sites_fill(). Valid until the next
+ * collector_drain(). */
+void collector_symbol_fills(Collector *c, const SiteCount **ret, size_t *ret_n);

@@ -186,6 +186,22 @@ static int manager_lock_state_dir(Manager *m) {
         return 0;
 }
 
+/* Symbols the worker found for sites stored without one. Best effort: a site that counts again
+ * carries its symbol with it. */
+static void store_symbol_fills(Manager *m) {
+        const SiteCount *fills;
+        size_t n;
+        int r;
+
+        collector_symbol_fills(m->collector, &fills, &n);
+        if (n == 0 || !m->store)
+                return;
+        r = store_sites_fill(m->store, fills, n);
+        if (r < 0)
+                log_debug_errno(r, "Failed to write %zu symbols to %s: %s (%m)", n, store_path(m->store),
+                                store_errmsg(m->store));
+}
+
 static void tick(Manager *m) {
         const ProcessSample *samples;
         size_t n;
@@ -207,6 +223,7 @@ static void tick(Manager *m) {
         if (r < 0 && !m->unit_totals_failed)
                 log_error_errno(r, "Failed to add a tick to the unit totals, they miss counts from now on: %m");
         m->unit_totals_failed |= r < 0;
+        store_symbol_fills(m);
         /* Nothing to write says nothing about whether writing works again. */
         if (n == 0)
                 return;
@@ -511,6 +528,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                .site_reserve = config->site_reserve,
                                                .site_maps_lines = config->site_maps_lines,
                                                .fault_sample = config->fault_sample,
+                                               .symbol_files_per_minute = config->symbol_files_per_minute,
+                                               .symbol_bytes_per_minute = config->symbol_bytes_per_minute,
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources },
                           &m->collector);
         if (r == -ENOTSUP) {

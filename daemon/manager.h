@@ -24,6 +24,8 @@ typedef struct ManagerConfig {
         uint32_t site_reserve;          /* 0: the collector's default; COLLECTOR_SITE_RESERVE_NONE: none */
         uint32_t site_maps_lines;       /* 0: the collector's default; COLLECTOR_SITE_MAPS_LINES_NONE: none */
         uint32_t fault_sample; /* as CollectorConfig.fault_sample */
+        uint64_t symbol_files_per_minute; /* as CollectorConfig's; 0: default */
+        uint64_t symbol_bytes_per_minute;
         const char *disable_sources;
         StoreRetention retention;
         size_t max_message_size;

@@ -160,6 +160,38 @@ static bool site_valid(const SiteCount *sc) {
                sc->period > 0;
 }
 
+int store_sites_fill(Store *s, const SiteCount *sites, size_t n) {
+        int r;
+
+        if (n == 0)
+                return 0;
+        if (!s->site_ids) {
+                s->site_ids = calloc(1, sizeof(*s->site_ids));
+                if (!s->site_ids)
+                        return -ENOMEM;
+        }
+        r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                int64_t unused;
+
+                if (!sites[i].object || !sites[i].symbol)
+                        continue;
+                r = site_id(s, &sites[i], &unused);
+                if (r < 0)
+                        goto rollback;
+        }
+        r = sql_exec(s->db, "COMMIT");
+        if (r < 0)
+                goto rollback;
+        return 0;
+rollback:
+        store_rollback(s);
+        store_site_ids_clear(s);
+        return r;
+}
+
 int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const SiteCount *sites, size_t n) {
         sqlite3_stmt *st = s->add_raw[STORE_KIND_SITE];
 

@@ -110,6 +110,11 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
  * delta or traps; sites with count 0 are skipped. The whole tick fails with -EINVAL for a site
  * without object, or with a kind or memory out of range, or period 0. */
 
+/* Writes the symbols learned since their sites were stored (collector_symbol_fills()): each
+ * site's row gets its symbol when it has none, in one transaction. Only object, dev, ino,
+ * offset, symbol and symbol_offset of each are read; those without a symbol are skipped. */
+int store_sites_fill(Store *s, const SiteCount *sites, size_t n);
+
 /* One step of maintenance, each part in its own short transaction so that queries wait at most
  * one batch: rolls complete intervals up into the minute and hour tiers, deletes what the
  * retention and the size cap say, and exited processes without any rows left. *ret_more is set

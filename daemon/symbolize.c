@@ -31,8 +31,18 @@ typedef struct FileKey {
         size_t build_id_size; /* 0: none, then size and mtime tell versions of the file apart */
         uint8_t build_id[BUILD_ID_MAX];
         off_t size;
-        struct timespec mtime;
+        struct timespec mtime, ctime;
 } FileKey;
+
+/* A file remembered as not to be symbolized: its identity from fstat() alone, so that it is
+ * answered before any of it is read. */
+typedef struct Outcome {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime, ctime;
+        int error;
+} Outcome;
 
 typedef struct SymbolEntry {
         uint64_t addr;
@@ -54,6 +64,8 @@ struct Symbolizer {
         SymbolizerConfig config;
         SymbolFile *head, *tail;
         SymbolizerStats stats;
+        Outcome outcomes[SYMBOLIZER_OUTCOMES_MAX]; /* a ring: the oldest is overwritten */
+        size_t n_outcomes, next_outcome;
 };
 
 /* A symbol while a table is being built, pointing into libelf's copy of the string table. */
@@ -91,6 +103,8 @@ int symbolizer_new(const SymbolizerConfig *config, Symbolizer **ret) {
                 s->config.max_files = SYMBOLIZER_MAX_FILES_DEFAULT;
         if (s->config.max_bytes == 0)
                 s->config.max_bytes = SYMBOLIZER_MAX_BYTES_DEFAULT;
+        if (s->config.max_read_bytes == 0)
+                s->config.max_read_bytes = s->config.max_bytes > UINT64_MAX / 2 ? UINT64_MAX : 2 * s->config.max_bytes;
         if (s->config.max_file_size == 0)
                 s->config.max_file_size = SYMBOLIZER_MAX_FILE_SIZE_DEFAULT;
         *ret = s;
@@ -153,12 +167,44 @@ static void evict_tail(Symbolizer *s) {
         symbol_file_free(f);
 }
 
+static bool timespec_equal(const struct timespec *a, const struct timespec *b) {
+        return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
 static bool key_equal(const FileKey *a, const FileKey *b) {
-        if (a->dev != b->dev || a->ino != b->ino || a->build_id_size != b->build_id_size)
+        /* The change time also with a build id: an inode number reused by another file that claims
+         * the same build id (copied, or hostile) must not get the old file's symbols. */
+        if (a->dev != b->dev || a->ino != b->ino || a->build_id_size != b->build_id_size ||
+            !timespec_equal(&a->ctime, &b->ctime))
                 return false;
         if (a->build_id_size > 0)
                 return memcmp(a->build_id, b->build_id, a->build_id_size) == 0;
-        return a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+        return a->size == b->size && timespec_equal(&a->mtime, &b->mtime);
+}
+
+static bool outcome_is(const Outcome *o, const struct stat *st) {
+        return o->dev == st->st_dev && o->ino == st->st_ino && o->size == st->st_size &&
+               timespec_equal(&o->mtime, &st->st_mtim) && timespec_equal(&o->ctime, &st->st_ctim);
+}
+
+/* The remembered outcome of the file, 0 when there is none. */
+static int outcome_find(const Symbolizer *s, const struct stat *st) {
+        for (size_t i = 0; i < s->n_outcomes; i++)
+                if (outcome_is(&s->outcomes[i], st))
+                        return s->outcomes[i].error;
+        return 0;
+}
+
+/* Returns error, remembered when it is about the whole file and lasts as long as the file does
+ * (not -ENOMEM, not a budget). */
+static int outcome_remember(Symbolizer *s, const struct stat *st, int error) {
+        if (error != -ENOEXEC && error != -EFBIG && error != -E2BIG)
+                return error;
+        s->outcomes[s->next_outcome] = (Outcome) { .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size,
+                                                   .mtime = st->st_mtim, .ctime = st->st_ctim, .error = error };
+        s->next_outcome = (s->next_outcome + 1) % SYMBOLIZER_OUTCOMES_MAX;
+        s->n_outcomes = MIN(s->n_outcomes + 1, (size_t) SYMBOLIZER_OUTCOMES_MAX);
+        return error;
 }
 
 /* Linear: max_files is in the hundreds, and the walk is nothing next to the open() before it. */
@@ -188,6 +234,36 @@ static int open_regular(const char *path, uint64_t max_size, struct stat *ret_st
                 return -EFBIG;
         *ret_st = st;
         return TAKE_FD(fd);
+}
+
+int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size,
+                    int *ret_fd) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        /* O_NOFOLLOW: a symlink swapped in for the file is refused, not followed to whatever it
+         * points at; O_NONBLOCK: opening a FIFO for reading must not wait for a writer. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        /* The path may name another file by now (renamed over, swapped): only the one the
+         * caller was told of is read. */
+        if ((uint64_t) st.st_dev != dev || (uint64_t) st.st_ino != ino || (ctime && !timespec_equal(&st.st_ctim, ctime)))
+                return -ESTALE;
+        if (st.st_size < 0 || (uint64_t) st.st_size > max_size)
+                return -EFBIG;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+uint64_t symbolizer_max_file_size(const Symbolizer *s) {
+        return s->config.max_file_size;
 }
 
 /* The GNU build id from the PT_NOTE segment p; leaves key untouched when there is none. */
@@ -389,6 +465,38 @@ static int collect_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *shdr, size_t
         return 0;
 }
 
+/* What a section costs to read: its size, when it is in the file; libelf refuses to read one
+ * that is not (and the table is then skipped). */
+static uint64_t section_read_size(const GElf_Shdr *shdr, uint64_t file_size) {
+        if (shdr->sh_type == SHT_NOBITS || shdr->sh_offset > file_size || shdr->sh_size > file_size - shdr->sh_offset)
+                return 0;
+        return shdr->sh_size;
+}
+
+/* What loading the file's symbols reads: the sizes of its symbol tables and of their string
+ * tables, from the section headers, before any of them is read. At most the file's size per
+ * section, so the sum cannot overflow. */
+static int symbol_tables_size(Elf *elf, uint64_t file_size, uint64_t *ret) {
+        Elf_Scn *scn = NULL;
+        uint64_t total = 0;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr, strtab;
+                Elf_Scn *link;
+
+                if (!gelf_getshdr(scn, &shdr))
+                        return -ENOEXEC;
+                if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
+                        continue;
+                total += section_read_size(&shdr, file_size);
+                link = elf_getscn(elf, shdr.sh_link);
+                if (link && gelf_getshdr(link, &strtab))
+                        total += section_read_size(&strtab, file_size);
+        }
+        *ret = total;
+        return 0;
+}
+
 /* The sorted table of the file's code symbols, with names copied out of libelf's buffers. */
 static int load_symbols(Elf *elf, uint64_t max_bytes, SymbolFile *f) {
         _cleanup_(candidate_list_done) CandidateList l = { .max_bytes = max_bytes };
@@ -495,48 +603,27 @@ static int table_lookup(const SymbolFile *f, uint64_t vaddr, SymbolizedFrame *re
         return -ENOENT;
 }
 
-int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, SymbolizedFrame *ret) {
+/* Loads the table of the file into the cache, within the budget; returns it. */
+static int cache_load(Symbolizer *s, Elf *elf, const FileKey *key, SymbolizerBudget *budget, SymbolFile **ret) {
         _cleanup_(symbol_file_freep) SymbolFile *loaded = NULL;
-        _cleanup_(elf_endp) Elf *elf = NULL;
-        _cleanup_close_ int fd = -1;
-        GElf_Ehdr ehdr;
-        FileKey key = {};
-        struct stat st = {};
-        SymbolFile *f;
-        uint64_t vaddr;
+        uint64_t tables;
         int r;
 
-        fd = open_regular(path, s->config.max_file_size, &st);
-        if (fd < 0)
-                return fd;
-        key = (FileKey) { .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim };
-
-        /* ELF_C_READ reads with pread as needed; a mapping would turn a file truncated under us
-         * into SIGBUS. */
-        elf = elf_begin(fd, ELF_C_READ, NULL);
-        if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-                return -ENOEXEC;
-        if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
-                return -ENOEXEC;
-        r = check_section_headers(elf, &ehdr, (uint64_t) st.st_size);
+        r = symbol_tables_size(elf, (uint64_t) key->size, &tables);
         if (r < 0)
                 return r;
-        r = read_program_headers(elf, &ehdr, (uint64_t) st.st_size, file_offset, &key, &vaddr);
-        if (r < 0)
-                return r;
-
-        f = cache_find(s, &key);
-        if (f) {
-                s->stats.hits++;
-                lru_unlink(s, f);
-                lru_push_front(s, f);
-                return table_lookup(f, vaddr, ret);
+        if (tables > s->config.max_read_bytes)
+                return -E2BIG;
+        if (budget && (budget->files == 0 || tables > budget->bytes))
+                return -EDQUOT;
+        if (budget) {
+                budget->files--;
+                budget->bytes -= tables;
         }
-
         loaded = calloc(1, sizeof(*loaded));
         if (!loaded)
                 return -ENOMEM;
-        loaded->key = key;
+        loaded->key = *key;
         r = load_symbols(elf, s->config.max_bytes, loaded);
         if (r < 0)
                 return r;
@@ -547,9 +634,80 @@ int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, Sym
         while (s->tail &&
                (s->stats.files >= s->config.max_files || s->stats.bytes + loaded->bytes > s->config.max_bytes))
                 evict_tail(s);
-        f = TAKE_PTR(loaded);
-        lru_push_front(s, f);
+        lru_push_front(s, loaded);
         s->stats.files++;
-        s->stats.bytes += f->bytes;
+        s->stats.bytes += loaded->bytes;
+        *ret = TAKE_PTR(loaded);
+        return 0;
+}
+
+/* The ELF checks and the address of file_offset; the file's identity completed with its build
+ * id. */
+static int read_headers(Elf *elf, const struct stat *st, uint64_t file_offset, FileKey *key, uint64_t *ret_vaddr) {
+        GElf_Ehdr ehdr;
+        int r;
+
+        if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+                return -ENOEXEC;
+        if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN)
+                return -ENOEXEC;
+        r = check_section_headers(elf, &ehdr, (uint64_t) st->st_size);
+        if (r < 0)
+                return r;
+        return read_program_headers(elf, &ehdr, (uint64_t) st->st_size, file_offset, key, ret_vaddr);
+}
+
+int symbolizer_lookup_fd(Symbolizer *s, int fd, uint64_t file_offset, SymbolizerBudget *budget,
+                         SymbolizedFrame *ret) {
+        _cleanup_(elf_endp) Elf *elf = NULL;
+        FileKey key;
+        struct stat st;
+        SymbolFile *f;
+        uint64_t vaddr;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        r = outcome_find(s, &st);
+        if (r < 0) {
+                s->stats.remembered++;
+                return r;
+        }
+        if (st.st_size < 0 || (uint64_t) st.st_size > s->config.max_file_size)
+                return outcome_remember(s, &st, -EFBIG);
+        key = (FileKey) { .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime = st.st_mtim,
+                          .ctime = st.st_ctim };
+
+        /* ELF_C_READ reads with pread as needed; a mapping would turn a file truncated under us
+         * into SIGBUS. */
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        r = read_headers(elf, &st, file_offset, &key, &vaddr);
+        if (r < 0)
+                return outcome_remember(s, &st, r);
+
+        f = cache_find(s, &key);
+        if (f) {
+                s->stats.hits++;
+                lru_unlink(s, f);
+                lru_push_front(s, f);
+        } else {
+                r = cache_load(s, elf, &key, budget, &f);
+                if (r < 0)
+                        return outcome_remember(s, &st, r);
+        }
         return table_lookup(f, vaddr, ret);
+}
+
+int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, SymbolizedFrame *ret) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        fd = open_regular(path, s->config.max_file_size, &st);
+        if (fd < 0)
+                return fd;
+        return symbolizer_lookup_fd(s, fd, file_offset, NULL, ret);
 }

@@ -5,22 +5,32 @@
  * offset within the symbol), from the ELF symbol tables .symtab and .dynsym. Pure: no BPF, no
  * logging; functions return negative errno.
  *
- * Paths are opened as given (O_RDONLY|O_CLOEXEC|O_NOCTTY, regular files only). Resolving the
- * path as the target process sees it (a /proc/PID/root prefix, its mount namespace) is the
- * caller's business.
+ * symbolizer_lookup() opens a path as given (O_RDONLY|O_CLOEXEC|O_NOCTTY, regular files only).
+ * A file named by someone else (a process's mapping) is opened with symbolizer_open(), which
+ * proves the descriptor is that file (device, inode, change time) before anything is read, and
+ * read with symbolizer_lookup_fd(). Resolving the path as the target process sees it (a
+ * /proc/PID/root prefix, its mount namespace) is the caller's business.
  *
  * The file offset is the one of the mapping (vm_pgoff * page size + address - vm_start); it is
  * turned into a link-time virtual address through the PT_LOAD program headers, so ET_EXEC, PIE
  * and shared libraries all work without knowing where they were loaded.
  *
  * Cache: each file's table of code symbols (sorted, names copied) is loaded once and kept, keyed
- * by the file's identity: (st_dev, st_ino) plus its GNU build id, or, for files without one,
- * plus (st_size, st_mtim), so a file rewritten in place is loaded again. Every lookup still
- * opens the file and reads its ELF and program headers and notes (a few small reads) to learn
- * that identity. Bounded by a number of files and a number of bytes (symbol entries plus
- * names); past either, the least recently used files are dropped. A file whose table alone
- * exceeds the byte budget is not symbolized (-E2BIG). Loading a file briefly takes more: libelf's
- * copies of its symbol and string tables, and a few times max_bytes of candidate symbols.
+ * by the file's identity: (st_dev, st_ino, st_ctim) plus its GNU build id, or, for files
+ * without one, plus (st_size, st_mtim), so a file rewritten in place, renamed, or another file on
+ * a reused inode number is loaded again. Every lookup
+ * still opens the file and reads its ELF and program headers and notes (a few small reads) to
+ * learn that identity. Bounded by a number of files and a number of bytes (symbol entries plus
+ * names); past either, the least recently used files are dropped. A file whose symbol and string
+ * tables, by the sizes its section headers give, exceed max_read_bytes is not symbolized
+ * (-E2BIG), and nothing of them is read; nor one whose finished table exceeds max_bytes. Loading
+ * a file briefly takes more: libelf's copies of its symbol and string tables (at most
+ * max_read_bytes), and about twice max_bytes of candidate symbols.
+ *
+ * Outcomes: a file that cannot be symbolized as a whole (-ENOEXEC, -EFBIG, -E2BIG) is
+ * remembered by (st_dev, st_ino, st_size, st_mtim, st_ctim), the last SYMBOLIZER_OUTCOMES_MAX
+ * of them, and answered without reading it again; a file without symbols is cached as an empty
+ * table.
  *
  * Which symbol: only those in executable sections (STT_FUNC, STT_GNU_IFUNC, and STT_NOTYPE
  * labels of assembly). A sized symbol covers [st_value, st_value + st_size); a size-0 one covers
@@ -36,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "macro.h"
 
@@ -45,11 +56,16 @@
 /* Longer symbol names (a few C++ ones) are cut to this many bytes, so that a hostile string
  * table cannot make each of a million symbols cost megabytes. */
 #define SYMBOLIZER_NAME_MAX 1024
+/* Files remembered as not to be symbolized (see Outcomes above). */
+#define SYMBOLIZER_OUTCOMES_MAX 1024
 
 typedef struct SymbolizerConfig {
         size_t max_files;       /* files kept in the cache; 0: SYMBOLIZER_MAX_FILES_DEFAULT */
         uint64_t max_bytes;     /* memory of all cached tables; 0: SYMBOLIZER_MAX_BYTES_DEFAULT */
         uint64_t max_file_size; /* larger files give -EFBIG; 0: SYMBOLIZER_MAX_FILE_SIZE_DEFAULT */
+        /* A file whose symbol and string tables take more (section header sizes) gives -E2BIG
+         * before they are read; 0: twice max_bytes. */
+        uint64_t max_read_bytes;
 } SymbolizerConfig;
 
 typedef struct SymbolizedFrame {
@@ -57,9 +73,17 @@ typedef struct SymbolizedFrame {
         uint64_t offset; /* of the address from the symbol's start */
 } SymbolizedFrame;
 
+/* What one caller may still have parsed: a load of a table takes one file and the bytes of its
+ * symbol and string tables; a lookup that needs more gives -EDQUOT and reads nothing. */
+typedef struct SymbolizerBudget {
+        uint64_t files;
+        uint64_t bytes;
+} SymbolizerBudget;
+
 typedef struct SymbolizerStats {
         uint64_t loads;     /* symbol tables read from files (cache misses that parsed a file) */
         uint64_t hits;      /* lookups answered from the cache */
+        uint64_t remembered; /* lookups answered by a remembered outcome (-ENOEXEC, -EFBIG, -E2BIG) */
         uint64_t evictions; /* files dropped to stay within the limits */
         size_t files;       /* files cached now */
         uint64_t bytes;     /* bytes of the cached tables now */
@@ -86,6 +110,19 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Symbolizer *, symbolizer_free);
  * Files are read with pread, not mapped, so a file truncated while being read gives an error,
  * not SIGBUS. */
 int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, SymbolizedFrame *ret);
+
+/* Opens path (O_NOFOLLOW: a symlink in its last component is refused with -ELOOP; O_NONBLOCK: a
+ * FIFO never blocks) and returns the descriptor only when it is a regular file with device dev
+ * (st_dev), inode ino and, when ctime is not NULL, that change time; -ESTALE when it is another
+ * file, -EISDIR, -EBADFD for one that is not regular, -EFBIG above max_size. */
+int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size,
+                    int *ret_fd);
+
+/* As symbolizer_lookup(), on a descriptor the caller opened (and keeps). budget: NULL for none;
+ * else a load takes from it, and -EDQUOT (not remembered) when it has not enough left. */
+int symbolizer_lookup_fd(Symbolizer *s, int fd, uint64_t file_offset, SymbolizerBudget *budget,
+                         SymbolizedFrame *ret);
+uint64_t symbolizer_max_file_size(const Symbolizer *s);
 
 void symbolizer_get_stats(const Symbolizer *s, SymbolizerStats *ret);
 

@@ -20,6 +20,7 @@
 #include "manager.h"
 #include "metrics-util.h"
 #include "query.h"
+#include "symbol-worker.h"
 #include "time-util.h"
 #include "trapstat.h"
 #include "varlink.h"
@@ -52,6 +53,10 @@ static void help(void) {
                "                             eighth of --max-sites)\n"
                "      --site-maps-lines N    lines of /proc/PID/maps read per tick to name sites whose\n"
                "                             lookup failed; 0: none (default: 262144)\n"
+               "      --symbol-files-per-minute N  files whose symbol tables are parsed for one user in\n"
+               "                             a minute; past it their sites keep file and offset (default: 64)\n"
+               "      --symbol-bytes-per-minute SIZE  bytes of symbol tables parsed for one user in a\n"
+               "                             minute (default: 64M)\n"
                "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
                "                             are summed into \"other\" (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
@@ -85,6 +90,8 @@ static void help(void) {
 }
 
 _Static_assert(METRICS_MIN_MAX == 91, "--report-max-metrics' message says 91");
+_Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
+_Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
 
 static int usage_error(const char *fmt, const char *arg) {
         fprintf(stderr, "trapstatd: ");
@@ -171,7 +178,7 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -186,6 +193,8 @@ int main(int argc, char *argv[]) {
                 { "max-sites-per-user", required_argument, NULL, ARG_MAX_SITES_PER_USER },
                 { "site-reserve", required_argument, NULL, ARG_SITE_RESERVE },
                 { "site-maps-lines", required_argument, NULL, ARG_SITE_MAPS_LINES },
+                { "symbol-files-per-minute", required_argument, NULL, ARG_SYMBOL_FILES_PER_MINUTE },
+                { "symbol-bytes-per-minute", required_argument, NULL, ARG_SYMBOL_BYTES_PER_MINUTE },
                 { "max-unit-totals", required_argument, NULL, ARG_MAX_UNIT_TOTALS },
                 { "report-socket", required_argument, NULL, ARG_REPORT_SOCKET },
                 { "report-max-metrics", required_argument, NULL, ARG_REPORT_MAX_METRICS },
@@ -282,6 +291,20 @@ int main(int argc, char *argv[]) {
                                 return usage_error("invalid --site-maps-lines '%s': expected 0 to 1073741824", optarg);
                         config.site_maps_lines = v == 0 ? COLLECTOR_SITE_MAPS_LINES_NONE : (uint32_t) v;
                         break;
+                case ARG_SYMBOL_FILES_PER_MINUTE:
+                        if (parse_uint(optarg, 1000000, &v) < 0)
+                                return usage_error("invalid --symbol-files-per-minute '%s': expected 1 to 1000000", optarg);
+                        config.symbol_files_per_minute = v;
+                        break;
+                case ARG_SYMBOL_BYTES_PER_MINUTE: {
+                        uint64_t bytes;
+
+                        if (parse_size(optarg, &bytes) < 0 || bytes == 0 || bytes > (UINT64_C(1) << 40))
+                                return usage_error("invalid --symbol-bytes-per-minute '%s': expected a size from 1 to 1T, "
+                                                   "e.g. 64M", optarg);
+                        config.symbol_bytes_per_minute = bytes;
+                        break;
+                }
                 case ARG_REPORT_SOCKET:
                         config.report_socket_path = optarg;
                         break;

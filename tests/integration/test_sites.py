@@ -461,7 +461,9 @@ class Sites(unittest.TestCase):
             def own_sites():
                 p = call_as_user(own_pid)
                 reply = json.loads(p.stdout) if p.returncode == 0 else None
-                return reply if reply and reply["process"]["exited"] and traps_of(reply) else None
+                # The symbol comes from the symbol worker, a tick or so after the site.
+                return reply if reply and reply["process"]["exited"] and any(s["symbol"] for s in traps_of(reply)) \
+                    else None
 
             own_reply = wait_for(own_sites, what="the user's own Sites")
         finally:

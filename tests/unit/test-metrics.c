@@ -17,7 +17,7 @@
 #include "metrics-util.h"
 #include "traps.h"
 
-static const CollectorDrop drops[COLLECTOR_DROP_KINDS] = {
+static const CollectorDrop drops[COLLECTOR_BPF_DROP_KINDS] = {
         { { "fault_map_full", "" }, 5 },  { { "trap_map_full", "" } },   { { "exit_event_lost", "" } },
         { { "exec_event_lost", "" } },    { { "site_map_full", "" } },   { { "site_name_lost", "" } },
         { { "site_process_limit", "" } }, { { "site_user_limit", "" } }, { { "site_reserve", "" } },

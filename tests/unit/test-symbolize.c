@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "symbol-worker.h"
 #include "symbolize.h"
 
 static const char *pie, *pie_stripped, *exec_nopie, *lib, *lib_stripped;
@@ -218,7 +219,10 @@ static void test_cache_limits(void **state) {
         symbolizer_get_stats(s, &st);
         lib_bytes = st.bytes;
         s = symbolizer_free(s);
-        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_bytes = MAX(pie_bytes, lib_bytes) + 1 }, &s), 0);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_bytes = MAX(pie_bytes, lib_bytes) + 1,
+                                                              .max_read_bytes = UINT64_MAX },
+                                        &s),
+                         0);
         assert_symbol(s, pie, o.alpha, "ts_target_alpha", 0);
         assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
         assert_symbol(s, lib, ol.beta, "ts_target_beta", 0);
@@ -264,8 +268,8 @@ static void copy_file(const char *from, const char *to, bool in_place) {
         close(out);
 }
 
-/* The same inode with other contents is loaded again: by the build id when the file has one,
- * else by size and modification time. The same build id is the same code. */
+/* The same inode with other contents is loaded again: by the change time, and the build id when
+ * the file has one, else size and modification time. */
 static void test_rewritten_in_place(void **state) {
         _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
         char path[PATH];
@@ -290,14 +294,16 @@ static void test_rewritten_in_place(void **state) {
         symbolizer_get_stats(s, &st);
         assert_int_equal(st.loads, 2);
 
-        /* lib and lib-stripped share a build id: the cached table of lib answers, with the
-         * local symbols the stripped file no longer has. */
+        /* lib and lib-stripped share a build id, but the inode changed (its change time): the
+         * stripped file is read again and has no local symbols, so a file on a reused inode
+         * number that claims the build id of the one before never gets its symbols. */
         copy_file(lib, path, true);
         assert_symbol(s, path, ol.hidden, "ts_target_hidden", 0);
-        copy_file(lib_stripped, path, true);
         assert_symbol(s, path, ol.hidden + 1, "ts_target_hidden", 1);
+        copy_file(lib_stripped, path, true);
+        assert_no_symbol(s, path, ol.hidden + 1, -ENOENT);
         symbolizer_get_stats(s, &st);
-        assert_int_equal(st.loads, 3);
+        assert_int_equal(st.loads, 4);
         assert_int_equal(st.hits, 1);
 }
 
@@ -513,6 +519,202 @@ static void test_hostile(void **state) {
         }
 }
 
+/* The bytes a load of path reads: its symbol tables and their string tables, by the section
+ * headers (as the symbolizer checks them before reading). */
+static uint64_t tables_size(const char *path) {
+        _cleanup_free_ char *buf = NULL;
+        Elf64_Ehdr *eh;
+        uint64_t total = 0;
+        size_t size;
+
+        buf = slurp(path, &size);
+        eh = (Elf64_Ehdr *) buf;
+        for (size_t i = 0; i < eh->e_shnum; i++) {
+                Elf64_Shdr *sh = (Elf64_Shdr *) (buf + eh->e_shoff + i * eh->e_shentsize);
+
+                if (sh->sh_type != SHT_SYMTAB && sh->sh_type != SHT_DYNSYM)
+                        continue;
+                total += sh->sh_size;
+                total += ((Elf64_Shdr *) (buf + eh->e_shoff + sh->sh_link * eh->e_shentsize))->sh_size;
+        }
+        return total;
+}
+
+static void assert_symbol_fd(Symbolizer *s, int fd, uint64_t offset, SymbolizerBudget *budget, const char *symbol) {
+        SymbolizedFrame f = {};
+
+        assert_int_equal(symbolizer_lookup_fd(s, fd, offset, budget, &f), 0);
+        assert_string_equal(f.symbol, symbol);
+        symbolized_frame_done(&f);
+}
+
+/* A file is read only when the descriptor is the file the caller names: never through a symlink,
+ * never another file that took the path, never a FIFO or a directory, never past the size. */
+static void test_open_by_identity(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        char path[PATH], link[PATH], fifo[PATH], other[PATH];
+        struct stat st;
+        struct timespec later;
+        Offsets ol;
+        int fd = -1;
+
+        target_offsets(pie, lib, &ol);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+        snprintf(path, sizeof(path), "%s/ident", tmpdir);
+        copy_file(lib, path, false);
+        assert_int_equal(stat(path, &st), 0);
+
+        assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino, &st.st_ctim, UINT64_MAX, &fd), 0);
+        assert_symbol_fd(s, fd, ol.alpha, NULL, "ts_target_alpha");
+        close(fd);
+        /* Another inode, device or change time is another file (or another version of it). */
+        assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino + 1, NULL, UINT64_MAX, &fd), -ESTALE);
+        assert_int_equal(symbolizer_open(path, st.st_dev + 1, st.st_ino, NULL, UINT64_MAX, &fd), -ESTALE);
+        later = (struct timespec) { .tv_sec = st.st_ctim.tv_sec, .tv_nsec = (st.st_ctim.tv_nsec + 1) % 1000000000 };
+        assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino, &later, UINT64_MAX, &fd), -ESTALE);
+        assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino, &st.st_ctim, 4096, &fd), -EFBIG);
+
+        /* A symlink to the very file is refused all the same: the last component is never followed. */
+        snprintf(link, sizeof(link), "%s/ident-link", tmpdir);
+        assert_int_equal(symlink(path, link), 0);
+        assert_int_equal(symbolizer_open(link, st.st_dev, st.st_ino, NULL, UINT64_MAX, &fd), -ELOOP);
+
+        /* Another file renamed over the path: the old identity does not open it. */
+        snprintf(other, sizeof(other), "%s/ident-other", tmpdir);
+        copy_file(pie, other, false);
+        assert_int_equal(rename(other, path), 0);
+        assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino, NULL, UINT64_MAX, &fd), -ESTALE);
+
+        /* A FIFO without a writer: no hang; a directory. */
+        snprintf(fifo, sizeof(fifo), "%s/ident-fifo", tmpdir);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(stat(fifo, &st), 0);
+        assert_int_equal(symbolizer_open(fifo, st.st_dev, st.st_ino, NULL, UINT64_MAX, &fd), -EBADFD);
+        assert_int_equal(stat(tmpdir, &st), 0);
+        assert_int_equal(symbolizer_open(tmpdir, st.st_dev, st.st_ino, NULL, UINT64_MAX, &fd), -EISDIR);
+}
+
+/* Tables over max_read_bytes are refused from the section headers, before anything of them is
+ * read, and the file is then answered from memory; so are files that are not ELF, until they
+ * change. */
+static void test_outcomes_remembered(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        uint64_t tables = tables_size(lib);
+        char path[PATH];
+        SymbolizerStats st;
+        Offsets ol;
+
+        target_offsets(pie, lib, &ol);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_read_bytes = tables - 1 }, &s), 0);
+        assert_no_symbol(s, lib, ol.alpha, -E2BIG);
+        assert_no_symbol(s, lib, ol.beta, -E2BIG);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 0);
+        assert_int_equal(st.remembered, 1);
+        s = symbolizer_free(s);
+        assert_int_equal(symbolizer_new(&(SymbolizerConfig) { .max_read_bytes = tables }, &s), 0);
+        assert_symbol(s, lib, ol.alpha, "ts_target_alpha", 0);
+
+        snprintf(path, sizeof(path), "%s/outcome", tmpdir);
+        write_file(path, "#!/bin/sh\n", 10);
+        assert_no_symbol(s, path, 0, -ENOEXEC);
+        assert_no_symbol(s, path, 0, -ENOEXEC);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.remembered, 1);
+        /* Rewritten in place (same inode): another size, modification and change time. */
+        copy_file(lib, path, true);
+        assert_symbol(s, path, ol.alpha, "ts_target_alpha", 0);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.remembered, 1);
+}
+
+/* A load takes one file and its tables' bytes from the budget; past it -EDQUOT, nothing read
+ * and nothing remembered; cached tables are free. */
+static void test_budget(void **state) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        SymbolizerBudget budget = { .files = 1, .bytes = UINT64_MAX };
+        _cleanup_close_ int fd_pie = -1, fd_lib = -1;
+        SymbolizedFrame f = {};
+        SymbolizerStats st;
+        Offsets o, ol;
+
+        target_offsets(pie, NULL, &o);
+        target_offsets(pie, lib, &ol);
+        fd_pie = open(pie, O_RDONLY | O_CLOEXEC);
+        fd_lib = open(lib, O_RDONLY | O_CLOEXEC);
+        assert_true(fd_pie >= 0 && fd_lib >= 0);
+        assert_int_equal(symbolizer_new(NULL, &s), 0);
+
+        assert_symbol_fd(s, fd_pie, o.alpha, &budget, "ts_target_alpha");
+        assert_int_equal(budget.files, 0);
+        assert_int_equal(budget.bytes, UINT64_MAX - tables_size(pie));
+        assert_symbol_fd(s, fd_pie, o.beta, &budget, "ts_target_beta");
+        assert_int_equal(symbolizer_lookup_fd(s, fd_lib, ol.alpha, &budget, &f), -EDQUOT);
+        symbolizer_get_stats(s, &st);
+        assert_int_equal(st.loads, 1);
+        assert_int_equal(st.hits, 1);
+        assert_int_equal(st.remembered, 0);
+
+        /* Bytes: one short of the tables. */
+        budget = (SymbolizerBudget) { .files = 1, .bytes = tables_size(lib) - 1 };
+        assert_int_equal(symbolizer_lookup_fd(s, fd_lib, ol.alpha, &budget, &f), -EDQUOT);
+        assert_int_equal(budget.files, 1);
+        budget.bytes++;
+        assert_symbol_fd(s, fd_lib, ol.alpha, &budget, "ts_target_alpha");
+        assert_int_equal(budget.bytes, 0);
+        assert_int_equal(budget.files, 0);
+}
+
+static SymbolRequest worker_request(const char *path, uint32_t uid, uint64_t offset) {
+        struct stat st;
+
+        assert_int_equal(stat(path, &st), 0);
+        return (SymbolRequest) { .uid = uid, .dev = st.st_dev, .ino = st.st_ino, .ctime = st.st_ctim,
+                                 .offset = offset, .path = (char *) path };
+}
+
+/* The worker answers on its own thread, each uid within its own share of files. */
+static void test_worker(void **state) {
+        _cleanup_(symbol_worker_freep) SymbolWorker *w = NULL;
+        SymbolResult *results = NULL;
+        char copy[PATH];
+        SymbolRequest q;
+        size_t n = 0;
+        Offsets o, ol;
+
+        target_offsets(pie, NULL, &o);
+        target_offsets(pie, lib, &ol);
+        snprintf(copy, sizeof(copy), "%s/worker-lib", tmpdir);
+        copy_file(lib, copy, false);
+        assert_int_equal(symbol_worker_new(&(SymbolWorkerConfig) { .files_per_minute = 1 }, &w), 0);
+
+        q = worker_request(pie, 1000, o.alpha);
+        assert_int_equal(symbol_worker_submit(w, &q), 0);
+        q = worker_request(lib, 1000, ol.alpha);
+        assert_int_equal(symbol_worker_submit(w, &q), 0);
+        q = worker_request(lib, 1001, ol.beta);
+        assert_int_equal(symbol_worker_submit(w, &q), 0);
+        /* Not the version named: changed since. */
+        q = worker_request(copy, 1002, ol.alpha);
+        q.ctime.tv_sec--;
+        assert_int_equal(symbol_worker_submit(w, &q), 0);
+        symbol_worker_wait_idle(w);
+        symbol_worker_take(w, &results, &n);
+        assert_int_equal(n, 4);
+        assert_int_equal(results[0].error, 0);
+        assert_string_equal(results[0].symbol, "ts_target_alpha");
+        assert_int_equal(results[1].error, -EDQUOT);
+        assert_null(results[1].symbol);
+        assert_int_equal(results[2].error, 0);
+        assert_string_equal(results[2].symbol, "ts_target_beta");
+        assert_int_equal(results[3].error, -ESTALE);
+        assert_int_equal(symbol_worker_refused(w), 1);
+        symbol_results_free(results, n);
+        symbol_worker_take(w, &results, &n);
+        assert_int_equal(n, 0);
+        free(results);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pie),
@@ -524,6 +726,10 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_not_readable),
                 cmocka_unit_test(test_damaged),
                 cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_open_by_identity),
+                cmocka_unit_test(test_outcomes_remembered),
+                cmocka_unit_test(test_budget),
+                cmocka_unit_test(test_worker),
         };
 
         if (argc != 6) {

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+#include "symbol-worker.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "collector-util.h"
+#include "symbolize.h"
+#include "time-util.h"
+
+#define BUDGET_WINDOW_USEC (60 * UINT64_C(1000000))
+#define SYMBOL_WORKER_NICE 10
+
+/* What one uid had parsed in its current minute. */
+typedef struct UidBudget {
+        uint32_t uid;
+        uint64_t window_start; /* CLOCK_MONOTONIC µs */
+        uint64_t files, bytes;
+} UidBudget;
+
+struct SymbolWorker {
+        SymbolWorkerConfig config;
+        pthread_t thread;
+        bool started;
+
+        /* Under lock. */
+        pthread_mutex_t lock;
+        pthread_cond_t wake, idle;
+        bool stop, busy;
+        SymbolRequest *queue; /* a ring of SYMBOL_WORKER_QUEUE_MAX */
+        size_t head, n_queued;
+        SymbolResult *results;
+        size_t n_results, results_capacity;
+
+        /* The thread's alone. */
+        Symbolizer *symbolizer;
+        UidBudget *budgets;
+        size_t n_budgets, budgets_capacity;
+
+        uint64_t refused; /* atomic */
+};
+
+void symbol_results_free(SymbolResult *results, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(results[i].request.path);
+                free(results[i].symbol);
+        }
+        free(results);
+}
+
+/* The uid's budget, its minute started again when it is over; NULL when out of memory. Old
+ * windows are dropped while looking, so the array holds the uids of the last minute. */
+static UidBudget *budget_of(SymbolWorker *w, uint32_t uid, uint64_t now) {
+        UidBudget *found = NULL;
+
+        for (size_t i = 0; i < w->n_budgets;) {
+                UidBudget *b = &w->budgets[i];
+
+                if (now - b->window_start >= BUDGET_WINDOW_USEC) {
+                        *b = w->budgets[--w->n_budgets];
+                        continue;
+                }
+                if (b->uid == uid)
+                        found = b;
+                i++;
+        }
+        if (found)
+                return found;
+        if (array_append((void **) &w->budgets, &w->n_budgets, &w->budgets_capacity, sizeof(UidBudget),
+                         &(UidBudget) { .uid = uid, .window_start = now }) < 0)
+                return NULL;
+        return &w->budgets[w->n_budgets - 1];
+}
+
+static void symbolize_one(SymbolWorker *w, const SymbolRequest *q, SymbolResult *ret) {
+        _cleanup_close_ int fd = -1;
+        SymbolizedFrame frame = {};
+        SymbolizerStats before, after;
+        SymbolizerBudget left;
+        UidBudget *b;
+        int r;
+
+        r = symbolizer_open(q->path, q->dev, q->ino, &q->ctime, symbolizer_max_file_size(w->symbolizer), &fd);
+        if (r < 0) {
+                ret->error = r;
+                return;
+        }
+        b = budget_of(w, q->uid, now_usec(CLOCK_MONOTONIC));
+        if (!b) {
+                ret->error = -ENOMEM;
+                return;
+        }
+        left = (SymbolizerBudget) { .files = w->config.files_per_minute - MIN(b->files, w->config.files_per_minute),
+                                    .bytes = w->config.bytes_per_minute - MIN(b->bytes, w->config.bytes_per_minute) };
+        symbolizer_get_stats(w->symbolizer, &before);
+        r = symbolizer_lookup_fd(w->symbolizer, fd, q->offset, &left, &frame);
+        symbolizer_get_stats(w->symbolizer, &after);
+        b->files = w->config.files_per_minute - left.files;
+        b->bytes = w->config.bytes_per_minute - left.bytes;
+        if (r == -EDQUOT)
+                __atomic_add_fetch(&w->refused, 1, __ATOMIC_RELAXED);
+        /* libelf's copies of the tables and the candidates were freed: give the pages back, so
+         * that one large table does not stay in the daemon's RSS. */
+        if (after.loads != before.loads)
+                (void) malloc_trim(0);
+        ret->error = r < 0 ? r : 0;
+        if (r >= 0) {
+                ret->symbol = TAKE_PTR(frame.symbol);
+                ret->symbol_offset = frame.offset;
+        }
+}
+
+static void *worker_main(void *userdata) {
+        SymbolWorker *w = userdata;
+
+        /* Background work: on a busy machine the loop that ticks and answers goes first. On
+         * Linux a thread's nice value is its own. */
+        (void) setpriority(PRIO_PROCESS, (id_t) gettid(), SYMBOL_WORKER_NICE);
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                SymbolResult result = {};
+
+                while (!w->stop && w->n_queued == 0) {
+                        w->busy = false;
+                        pthread_cond_broadcast(&w->idle);
+                        pthread_cond_wait(&w->wake, &w->lock);
+                }
+                if (w->stop)
+                        break;
+                w->busy = true;
+                result.request = w->queue[w->head];
+                w->head = (w->head + 1) % SYMBOL_WORKER_QUEUE_MAX;
+                w->n_queued--;
+                pthread_mutex_unlock(&w->lock);
+
+                symbolize_one(w, &result.request, &result);
+
+                pthread_mutex_lock(&w->lock);
+                /* Without memory the answer is lost: the collector asks again at the next count. */
+                if (array_append((void **) &w->results, &w->n_results, &w->results_capacity, sizeof(result), &result) < 0) {
+                        free(result.request.path);
+                        free(result.symbol);
+                }
+        }
+        w->busy = false;
+        pthread_cond_broadcast(&w->idle);
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+int symbol_worker_new(const SymbolWorkerConfig *config, SymbolWorker **ret) {
+        _cleanup_(symbol_worker_freep) SymbolWorker *w = NULL;
+        int r;
+
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->wake, NULL);
+        pthread_cond_init(&w->idle, NULL);
+        w->config = *config;
+        if (w->config.files_per_minute == 0)
+                w->config.files_per_minute = SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT;
+        if (w->config.bytes_per_minute == 0)
+                w->config.bytes_per_minute = SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT;
+        w->queue = calloc(SYMBOL_WORKER_QUEUE_MAX, sizeof(*w->queue));
+        if (!w->queue)
+                return -ENOMEM;
+        /* The table read and the table kept are bounded alike: what one load costs in memory is
+         * known whatever the file. */
+        r = symbolizer_new(&(SymbolizerConfig) { .max_bytes = config->max_bytes, .max_read_bytes = config->max_bytes },
+                           &w->symbolizer);
+        if (r < 0)
+                return r;
+        r = -pthread_create(&w->thread, NULL, worker_main, w);
+        if (r < 0)
+                return r;
+        w->started = true;
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+SymbolWorker *symbol_worker_free(SymbolWorker *w) {
+        if (!w)
+                return NULL;
+        if (w->started) {
+                pthread_mutex_lock(&w->lock);
+                w->stop = true;
+                pthread_cond_signal(&w->wake);
+                pthread_mutex_unlock(&w->lock);
+                pthread_join(w->thread, NULL);
+        }
+        if (w->queue)
+                for (size_t i = 0; i < w->n_queued; i++)
+                        free(w->queue[(w->head + i) % SYMBOL_WORKER_QUEUE_MAX].path);
+        free(w->queue);
+        symbol_results_free(w->results, w->n_results);
+        symbolizer_free(w->symbolizer);
+        free(w->budgets);
+        pthread_cond_destroy(&w->idle);
+        pthread_cond_destroy(&w->wake);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return NULL;
+}
+
+int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request) {
+        SymbolRequest q = *request;
+        int r = 0;
+
+        q.path = strdup(request->path);
+        if (!q.path)
+                return -ENOMEM;
+        pthread_mutex_lock(&w->lock);
+        if (w->n_queued >= SYMBOL_WORKER_QUEUE_MAX)
+                r = -EAGAIN;
+        else {
+                w->queue[(w->head + w->n_queued) % SYMBOL_WORKER_QUEUE_MAX] = q;
+                w->n_queued++;
+                w->busy = true;
+                pthread_cond_signal(&w->wake);
+        }
+        pthread_mutex_unlock(&w->lock);
+        if (r < 0)
+                free(q.path);
+        return r;
+}
+
+void symbol_worker_take(SymbolWorker *w, SymbolResult **ret, size_t *ret_n) {
+        pthread_mutex_lock(&w->lock);
+        *ret = TAKE_PTR(w->results);
+        *ret_n = w->n_results;
+        w->n_results = w->results_capacity = 0;
+        pthread_mutex_unlock(&w->lock);
+}
+
+uint64_t symbol_worker_refused(SymbolWorker *w) {
+        return __atomic_load_n(&w->refused, __ATOMIC_RELAXED);
+}
+
+void symbol_worker_wait_idle(SymbolWorker *w) {
+        pthread_mutex_lock(&w->lock);
+        while (w->busy || w->n_queued > 0)
+                pthread_cond_wait(&w->idle, &w->lock);
+        pthread_mutex_unlock(&w->lock);
+}

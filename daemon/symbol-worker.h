@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The symbol worker: one thread of its own that symbolizes (file, offset) pairs for the
+ * collector, so that the event loop never reads an ELF file. A thread of its own rather than the
+ * query pool (daemon/query.c): the pool's threads each hold a SQLite connection and its slots are
+ * counted per uid for queries, and a hostile file must not take a query slot; the Symbolizer's
+ * cache is not thread-safe, so one thread owns it.
+ *
+ * The collector submits a request and goes on (the site is stored with its file and offset at
+ * once); it takes the answers at its next drain. Before anything is read, the file at the path is
+ * opened without following a symlink and proved to be the one the kernel named: device, inode
+ * and change time as BPF saw them (symbolizer_open()); else it is not read. Each uid may have
+ * files_per_minute files and bytes_per_minute bytes of symbol tables parsed in a minute (tables
+ * already cached and remembered outcomes are free); a request past it is answered -EDQUOT and
+ * counted in symbol_worker_refused().
+ *
+ * Ownership: requests and results are under the worker's lock; the Symbolizer and the budgets
+ * are the thread's alone; the refused counter is atomic. */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "macro.h"
+
+#define SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT 64
+#define SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT (64ULL * 1024 * 1024)
+/* Requests waiting at once: past it symbol_worker_submit() says -EAGAIN and the collector asks
+ * again at the site's next count. */
+#define SYMBOL_WORKER_QUEUE_MAX 4096
+
+typedef struct SymbolWorkerConfig {
+        uint64_t files_per_minute; /* per uid; 0: default */
+        uint64_t bytes_per_minute; /* per uid; 0: default */
+        uint64_t max_bytes;        /* the Symbolizer's cache and the largest table read; 0: its default */
+} SymbolWorkerConfig;
+
+typedef struct SymbolRequest {
+        uint32_t uid;          /* whose budget pays */
+        uint64_t dev, ino;     /* as stat() gives them */
+        struct timespec ctime; /* the inode's change time when BPF named it */
+        uint64_t offset;
+        char *path;            /* owned */
+        uint32_t key_dev, key_generation; /* the caller's, returned as they are */
+} SymbolRequest;
+
+typedef struct SymbolResult {
+        SymbolRequest request;
+        int error;             /* 0: symbol set; else why not (-EDQUOT: the uid's budget) */
+        char *symbol;          /* owned */
+        uint64_t symbol_offset;
+} SymbolResult;
+
+typedef struct SymbolWorker SymbolWorker;
+
+/* Starts the thread. */
+int symbol_worker_new(const SymbolWorkerConfig *config, SymbolWorker **ret);
+/* Stops and joins it; what is queued is dropped. */
+SymbolWorker *symbol_worker_free(SymbolWorker *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SymbolWorker *, symbol_worker_free);
+
+/* Queues a copy of request (the path is copied); -EAGAIN when SYMBOL_WORKER_QUEUE_MAX wait. */
+int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request);
+/* The results since the last call, the caller's to free with symbol_results_free(). */
+void symbol_worker_take(SymbolWorker *w, SymbolResult **ret, size_t *ret_n);
+void symbol_results_free(SymbolResult *results, size_t n);
+/* Requests refused for their uid's budget since the start. */
+uint64_t symbol_worker_refused(SymbolWorker *w);
+/* Blocks until every submitted request has its result (tests and shutdown). */
+void symbol_worker_wait_idle(SymbolWorker *w);
