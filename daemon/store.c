@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,7 @@ static int store_new(const char *path, const char *boot_id, int flags, Store **r
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->max_cmdline = STORE_MAX_CMDLINE_DEFAULT;
         s->path = strdup(path);
         s->boot_id = strdup(boot_id);
         if (!s->path || !s->boot_id) {
@@ -332,21 +334,29 @@ const char *store_path(Store *s) {
 
 /* Replaces SQLite's automatic checkpoint (the same threshold, run in the commit that reaches
  * it): see store_set_checkpoint_handler(). */
-static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int pages) {
+static int on_wal_commit(void *userdata, sqlite3 *db _unused_, const char *name _unused_, int pages) {
         Store *s = userdata;
 
         if (pages < 0 || (unsigned) pages < s->checkpoint_pages)
                 return SQLITE_OK;
-        /* The other thread is not keeping up: a bound on the WAL, as without a handler. */
-        if ((unsigned) pages >= STORE_CHECKPOINT_BACKSTOP * s->checkpoint_pages) {
-                (void) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-                return SQLITE_OK;
-        }
-        s->checkpoint_fn(s->checkpoint_userdata);
+        /* Past the backstop the other thread is not keeping up (a reader held the log, or its
+         * checkpoints are slow): it forces one, the loop still never checkpoints itself. */
+        s->checkpoint_fn(s->checkpoint_userdata, (unsigned) pages >= STORE_CHECKPOINT_BACKSTOP * s->checkpoint_pages);
         return SQLITE_OK;
 }
 
-void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata), void *userdata) {
+unsigned store_checkpoint_pages(uint64_t max_bytes) {
+        /* max_bytes / 4096 / 32: a WAL of 1/32 of the cap asks for a checkpoint. */
+        uint64_t pages = max_bytes / (UINT64_C(4096) * 32);
+
+        if (max_bytes == 0 || pages > STORE_CHECKPOINT_PAGES)
+                return STORE_CHECKPOINT_PAGES;
+        return (unsigned) MAX(pages, 16U);
+}
+
+void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata, bool force), void *userdata) {
+        int64_t page_size = 4096;
+
         s->checkpoint_pages = MAX(pages, 1U);
         s->checkpoint_fn = fn;
         s->checkpoint_userdata = userdata;
@@ -354,21 +364,40 @@ void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *use
                 sqlite3_wal_hook(s->db, on_wal_commit, s);
         else
                 sqlite3_wal_autocheckpoint(s->db, (int) MIN(pages, (unsigned) INT32_MAX));
+        /* A checkpoint copies the log into the database but leaves the file as long as it was;
+         * SQLite cuts it back to this when the writer starts the log over, after a checkpoint
+         * that copied every frame. Without it the file keeps its longest size for good. */
+        (void) sql_query_int(s->db, "PRAGMA page_size", 0, &page_size);
+        (void) sql_exec_fmt(s->db, "PRAGMA journal_size_limit = %" PRId64, (int64_t) s->checkpoint_pages * page_size);
 }
 
-int store_checkpoint(const char *path) {
+int store_checkpoint(const char *path, bool force, int *ret_frames) {
         sqlite3 *db = NULL;
-        int r;
+        int64_t ignored;
+        int frames = -1, copied = -1, r;
 
         /* A connection of its own, opened for this checkpoint alone: the file at path may have
          * been moved aside and recreated since the last one. Never creates it. It is not the
          * last connection (the writer's is open), so closing it does not checkpoint again. */
         r = sqlite_to_errno(
                 sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL));
+        /* A connection that has read nothing has not seen that the database is in WAL mode, and
+         * sqlite3_wal_checkpoint_v2() on it copies nothing and says SQLITE_OK with -1 frames
+         * (SQLite 3.40 and later): read the header first. */
         if (r >= 0)
-                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL));
+                r = sql_query_int(db, "PRAGMA schema_version", 0, &ignored);
+        if (r >= 0 && force) {
+                /* Waits for readers and the writer, which waits for it in turn: briefly. */
+                sqlite3_busy_timeout(db, STORE_CHECKPOINT_FORCE_MSEC);
+                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied));
+        } else if (r >= 0)
+                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied));
         sqlite3_close_v2(db);
-        return r;
+        if (r < 0)
+                return r;
+        if (ret_frames)
+                *ret_frames = frames > copied ? frames - copied : 0;
+        return 0;
 }
 
 uint64_t store_size_bytes(Store *s) {
@@ -384,6 +413,26 @@ uint64_t store_size_bytes(Store *s) {
                         total += (uint64_t) st.st_size;
         }
         return total;
+}
+
+void store_set_max_cmdline(Store *s, size_t max) {
+        s->max_cmdline = max;
+}
+
+/* The command line as stored: *ret a copy cut to s->max_cmdline bytes and marked, or NULL when
+ * it fits as it is. */
+static int cmdline_cut(const Store *s, const char *cmdline, char **ret) {
+        size_t n;
+
+        if (!cmdline || s->max_cmdline == 0 || strnlen(cmdline, s->max_cmdline + 1) <= s->max_cmdline) {
+                *ret = NULL;
+                return 0;
+        }
+        /* Never half a character: JSON needs valid UTF-8. cmdline[n] is the first byte cut. */
+        n = s->max_cmdline;
+        while (n > 0 && ((unsigned char) cmdline[n] & 0xC0) == 0x80)
+                n--;
+        return asprintf(ret, "%.*s%s", (int) n, cmdline, STORE_CMDLINE_CUT) < 0 ? -ENOMEM : 0;
 }
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
@@ -712,10 +761,16 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                  * stretch of time by last seen (store.h). The collector passes the tick's time. */
                 ProcessInfo seen = *samples[i].process;
                 const ProcessInfo *p = &seen;
+                _cleanup_free_ char *cut = NULL;
                 KnownProcess *k;
                 int64_t id = 0;
 
                 seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
+                r = cmdline_cut(s, seen.cmdline, &cut);
+                if (r < 0)
+                        goto rollback;
+                if (cut)
+                        seen.cmdline = cut;
                 r = process_row(s, p, &id, &k);
                 if (r < 0)
                         goto rollback;
