@@ -69,7 +69,6 @@ struct Store {
         void (*checkpoint_fn)(void *userdata, bool force);
         void *checkpoint_userdata;
         size_t max_cmdline;      /* store_set_max_cmdline() */
-        uint64_t wal_peak;       /* the WAL file's size lately (store-share.c) */
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };

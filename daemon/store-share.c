@@ -11,41 +11,28 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 /* Processes of a victim looked at per statement, and victims tried per step when the first
  * ones have nothing left that may go (only live processes without rows). */
 #define SHARE_PROCESSES 256
 #define SHARE_VICTIMS 4
-
-/* The WAL's size lately: its largest, forgotten by 1/16 at each look. */
-static uint64_t wal_peak(Store *s) {
-        char p[4096];
-        struct stat st;
-
-        snprintf(p, sizeof(p), "%s-wal", s->path);
-        s->wal_peak -= s->wal_peak / 16;
-        if (stat(p, &st) == 0)
-                s->wal_peak = MAX(s->wal_peak, (uint64_t) st.st_size);
-        return s->wal_peak;
-}
+/* Rows deleted per step at most: a step's pages are WAL until a checkpoint copies them, and the
+ * WAL is part of the cap. */
+#define SHARE_BATCH(ret) MIN((ret)->batch_rows, (size_t) 1000)
 
 uint64_t store_cap_target(Store *s, uint64_t max_bytes) {
         /* The WAL asks for a checkpoint at checkpoint_pages and is cut back to that many pages
-         * when it starts over; twice that leaves room for the log written meanwhile. But a
-         * transaction's frames stay until it is checkpointed, and one tick of a storm of
-         * processes (or the cap's own step) writes hundreds of pages: the room is at least what
-         * the log held lately. */
-        uint64_t wal = MAX(2 * (uint64_t) MAX(s->checkpoint_pages, 1U) * 4096, s->wal_peak);
+         * when it starts over; but a transaction's frames stay until a checkpoint copied them
+         * all, and a tick of a storm of processes, or the cap's own step, writes hundreds of
+         * pages: an eighth of the cap at least. A fixed room: one that followed the WAL's size
+         * would have a large WAL lower the target, and the step that follows write more WAL. */
+        uint64_t wal = MAX(2 * (uint64_t) MAX(s->checkpoint_pages, 1U) * 4096, max_bytes / 8);
 
         return max_bytes > 2 * wal ? max_bytes - wal : max_bytes / 2;
 }
 
 bool store_over_cap(Store *s, const StoreRetention *ret) {
-        if (ret->max_bytes == 0)
-                return false;
-        (void) wal_peak(s);
-        return store_used_bytes(s) > store_cap_target(s, ret->max_bytes);
+        return ret->max_bytes > 0 && store_used_bytes(s) > store_cap_target(s, ret->max_bytes);
 }
 
 /* The users in the order they lose data: most bytes first, the reserved ones less their
@@ -133,12 +120,12 @@ static int evict_process(Store *s, ShareStatements *q, int64_t id, bool exited, 
         return r;
 }
 
-/* The victim's oldest processes lose their rows until the pages in use are at target or
- * batch rows went; *freed as evict_process(). */
+/* The victim's oldest processes lose their rows until the pages in use are at target or *freed
+ * (as evict_process(), over the step) reaches batch. */
 static int evict_user(Store *s, ShareStatements *q, int64_t uid, uint64_t target, size_t batch, size_t *freed,
                       bool *sites) {
         sqlite3_stmt *st = q->oldest;
-        size_t n = 0, start = *freed;
+        size_t n = 0;
         int64_t ids[SHARE_PROCESSES];
         bool exited[SHARE_PROCESSES];
         int rc, r = 0;
@@ -156,49 +143,58 @@ static int evict_user(Store *s, ShareStatements *q, int64_t uid, uint64_t target
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 r = evict_process(s, q, ids[i], exited[i], freed, sites);
                 /* Deleted pages are free at once, also inside the transaction. */
-                if (*freed - start >= batch || (i % 16 == 15 && store_used_bytes(s) <= target))
+                if (*freed >= batch || (i % 16 == 15 && store_used_bytes(s) <= target))
                         break;
         }
         return r;
 }
 
-static int give_back(Store *s, uint64_t target) {
-        int64_t pages, free_pages, page_size;
+/* Gives back to the file system free pages that leave the file over target: the file counts
+ * towards the cap. Only those (the next ticks reuse free pages anyway), and at most a
+ * checkpoint's worth a step: moving pages to the front rewrites them and their parents through
+ * the WAL. *more set when more remain. */
+static int give_back(Store *s, uint64_t target, bool *more) {
+        int64_t pages, free_pages, page_size, excess;
         int r;
 
         if ((r = sql_query_int(s->db, "PRAGMA page_count", 0, &pages)) < 0 ||
             (r = sql_query_int(s->db, "PRAGMA freelist_count", 0, &free_pages)) < 0 ||
             (r = sql_query_int(s->db, "PRAGMA page_size", 0, &page_size)) < 0)
                 return r;
-        if (page_size <= 0 || (uint64_t) (pages * page_size) <= target || free_pages <= 0)
+        if (page_size <= 0)
+                return -EIO;
+        excess = MIN(free_pages, pages - (int64_t) (target / (uint64_t) page_size));
+        if (excess <= 0)
                 return 0;
-        return sql_exec_fmt(s->db, "PRAGMA incremental_vacuum(%" PRId64 ")",
-                            MIN(free_pages, pages - (int64_t) (target / (uint64_t) page_size)));
+        if (excess > (int64_t) MAX(s->checkpoint_pages, 1U)) {
+                excess = (int64_t) MAX(s->checkpoint_pages, 1U);
+                *more = true;
+        }
+        return sql_exec_fmt(s->db, "PRAGMA incremental_vacuum(%" PRId64 ")", excess);
 }
 
-int store_cap_step(Store *s, const StoreRetention *ret, bool *more) {
+/* Deletes the oldest data of the users holding the most down to low, in one transaction; *more
+ * set when still over it. */
+static int evict(Store *s, const StoreRetention *ret, uint64_t low, bool *more) {
         ShareStatements q = {};
-        uint64_t target;
         int64_t victims[SHARE_VICTIMS];
         size_t n = 0, freed = 0;
         bool sites = false;
         int r;
 
-        if (ret->max_bytes == 0)
-                return 0;
-        (void) wal_peak(s);
-        target = store_cap_target(s, ret->max_bytes);
-        if (store_used_bytes(s) <= target)
-                return 0;
         r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
         r = share_statements_prepare(s, &q);
         if (r >= 0)
                 r = pick_victims(s, ret, victims, SHARE_VICTIMS, &n);
-        /* The next victim only when this one had nothing left that may go. */
-        for (size_t i = 0; r >= 0 && i < n && freed == 0; i++)
-                r = evict_user(s, &q, victims[i], target, ret->batch_rows, &freed, &sites);
+        /* The next victim when this one had not enough left that may go: a user whose bytes
+         * are live processes' rows (their command lines) keeps those, and the next gives. */
+        for (size_t i = 0; r >= 0 && i < n && freed < SHARE_BATCH(ret); i++) {
+                r = evict_user(s, &q, victims[i], low, SHARE_BATCH(ret), &freed, &sites);
+                if (r >= 0 && store_used_bytes(s) <= low)
+                        break;
+        }
         share_statements_done(&q);
         if (r >= 0)
                 r = sql_exec(s->db, "COMMIT");
@@ -208,13 +204,24 @@ int store_cap_step(Store *s, const StoreRetention *ret, bool *more) {
         }
         if (sites)
                 store_sweep_start(s);
-        /* Give back to the file system the free pages that leave the file over the target: the
-         * file counts towards the cap. Only those: moving pages to the front rewrites them and
-         * their parents through the WAL, and the next ticks reuse free pages anyway. */
-        r = give_back(s, target);
-        if (r < 0)
-                return r;
-        if (freed > 0 && store_used_bytes(s) > target)
+        if (freed > 0 && store_used_bytes(s) > low)
                 *more = true;
         return 0;
+}
+
+int store_cap_step(Store *s, const StoreRetention *ret, bool *more) {
+        uint64_t target;
+        int r;
+
+        if (ret->max_bytes == 0)
+                return 0;
+        target = store_cap_target(s, ret->max_bytes);
+        /* Down to a margin below the target, so that the ticks that follow fit before the next
+         * step. */
+        if (store_used_bytes(s) > target) {
+                r = evict(s, ret, target - target / 32, more);
+                if (r < 0)
+                        return r;
+        }
+        return give_back(s, target, more);
 }
