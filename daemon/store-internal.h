@@ -41,6 +41,7 @@ struct Store {
         char *sums_as; /* "SUM(f_user) AS f_user, ..." */
         sqlite3_stmt *upsert_process;
         sqlite3_stmt *update_process; /* by id, for a process in `known` */
+        sqlite3_stmt *update_process_seen; /* the same, uid, cmdline and unit unchanged */
         sqlite3_stmt *add_pending;
         /* store_kind_upsert() into each kind's raw table; the sample kind's folds the pending
          * ticks, the others take a tick's Traps at once. */

@@ -118,6 +118,13 @@ static int prepare_statements(Store *s) {
                         "exited = max(exited, ?7) WHERE id = ?1");
         if (r < 0)
                 return r;
+        /* The same with uid, cmdline and unit as they are: ?3 to ?5 are bound (the statement
+         * has parameters up to ?7) and not used. */
+        r = sql_prepare(s->db, &s->update_process_seen,
+                        "UPDATE process SET comm = ?2, last_seen_usec = max(last_seen_usec, ?6), "
+                        "exited = max(exited, ?7) WHERE id = ?1");
+        if (r < 0)
+                return r;
         r = sql_prepare(s->db, &s->add_pending, "INSERT INTO sample_pending (time_usec, data) VALUES (?, ?)");
         if (r < 0)
                 return r;
@@ -304,6 +311,7 @@ Store *store_free(Store *s) {
         known_clear(s);
         sqlite3_finalize(s->upsert_process);
         sqlite3_finalize(s->update_process);
+        sqlite3_finalize(s->update_process_seen);
         sqlite3_finalize(s->add_pending);
         for (int k = 0; k < _STORE_KIND_MAX; k++)
                 sqlite3_finalize(s->add_raw[k]);
@@ -588,9 +596,11 @@ static int known_add(Store *s, const ProcessInfo *p, int64_t id, KnownProcess **
         return 0;
 }
 
-/* Writes identity, last seen and exited into the row with this id; -ENOENT when it is gone. */
-static int update_process(Store *s, int64_t id, const ProcessInfo *p) {
-        sqlite3_stmt *st = s->update_process;
+/* Writes identity, last seen and exited into the row with this id; -ENOENT when it is gone.
+ * identity: uid, cmdline or unit may differ from the row's; without, they are not written, which
+ * spares the uid index and the size shares' trigger (schema/sql/0007-shares.sql) the update. */
+static int update_process(Store *s, int64_t id, const ProcessInfo *p, bool identity) {
+        sqlite3_stmt *st = identity ? s->update_process : s->update_process_seen;
         int r;
 
         sqlite3_reset(st);
@@ -615,7 +625,7 @@ static int known_write_last_seen(Store *s, KnownProcess *k) {
         if (k->last_seen <= k->last_seen_written)
                 return 0;
         snprintf(p.comm, sizeof(p.comm), "%s", k->comm);
-        r = update_process(s, k->id, &p);
+        r = update_process(s, k->id, &p, false);
         if (r == -ENOENT)
                 return 0; /* nothing left to update */
         if (r >= 0)
@@ -636,7 +646,9 @@ static int process_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownPro
                         *ret_known = k;
                         return 0;
                 }
-                r = update_process(s, k->id, p);
+                r = update_process(s, k->id, p,
+                                   k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
+                                           text_changes(k->unit, p->unit));
                 if (r >= 0) {
                         r = known_update(k, p);
                         if (r < 0)
