@@ -24,9 +24,12 @@ uint64_t store_cap_target(Store *s, uint64_t max_bytes) {
         /* The WAL asks for a checkpoint at checkpoint_pages and is cut back to that many pages
          * when it starts over; but a transaction's frames stay until a checkpoint copied them
          * all, and a tick of a storm of processes, or the cap's own step, writes hundreds of
-         * pages: an eighth of the cap at least. A fixed room: one that followed the WAL's size
-         * would have a large WAL lower the target, and the step that follows write more WAL. */
-        uint64_t wal = MAX(2 * (uint64_t) MAX(s->checkpoint_pages, 1U) * 4096, max_bytes / 8);
+         * pages, and checkpoints fall behind while the disk is slow to sync: a quarter of the
+         * cap (up to 32 MiB) at least, which a storm under an 8 MiB cap on a busy machine was
+         * seen to take (2.5 MiB). A fixed room: one that followed the WAL's size would have a
+         * large WAL lower the target, and the step that follows write more WAL. */
+        uint64_t wal = MAX(2 * (uint64_t) MAX(s->checkpoint_pages, 1U) * 4096,
+                           MIN(max_bytes / 4, (uint64_t) 32 * 1024 * 1024));
 
         return max_bytes > 2 * wal ? max_bytes - wal : max_bytes / 2;
 }

@@ -133,8 +133,8 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *r
 /* Bytes of the pages in use (the size cap's measure). */
 uint64_t store_used_bytes(Store *s);
 /* What store_used_bytes() is held to under a cap of max_bytes: the cap less room for the WAL,
- * an eighth of the cap or twice its checkpoint threshold (store_set_checkpoint_handler()) if
- * more. */
+ * a quarter of the cap up to 32 MiB, or twice its checkpoint threshold
+ * (store_set_checkpoint_handler()) if more. */
 uint64_t store_cap_target(Store *s, uint64_t max_bytes);
 /* Whether the pages in use are over the cap's target: maintenance is due now. */
 bool store_over_cap(Store *s, const StoreRetention *r);

@@ -95,7 +95,7 @@ class SizeCapShares(unittest.TestCase):
 
 
         self.assertLessEqual(peak[0], CAP + SLACK)
-        self.assertLessEqual(self.size(), CAP + SLACK)
+        self.assertLessEqual(self.size(), CAP + SLACK, f"database and WAL now: {self.sizes()}")
 
         # The storm's newest processes are stored, with their command lines cut and marked.
         v = Connection(d.socket, timeout=60)

@@ -675,9 +675,9 @@ static void test_size_cap_shares(void **state) {
                 assert_int_equal(store_flush(s, t0 + 300 * S, &sample, 1), 0);
         }
 
-        /* 6000 processes of uid 1000, 100 per tick, each with one sample and one trap: 0.7 MiB of
+        /* 4000 processes of uid 1000, 100 per tick, each with one sample and one trap: 0.7 MiB of
          * WAL a tick with the cap's step, which the target leaves room for. */
-        for (uint32_t tick = 0; tick < 60; tick++) {
+        for (uint32_t tick = 0; tick < 40; tick++) {
                 uint64_t now = t0 + 310 * S + tick * S;
                 ProcessInfo p[100];
                 ProcessSample samples[100];
@@ -722,8 +722,8 @@ static void test_size_cap_shares(void **state) {
                                                                          .limit = 100000 },
                                               &list, &n),
                          0);
-        assert_true(n > 100 && n < 6000);
-        assert_int_equal(list[0].pid, 10000 + 5999);
+        assert_true(n > 100 && n < 4000);
+        assert_int_equal(list[0].pid, 10000 + 3999);
         assert_int_equal(strlen(list[0].cmdline), STORE_MAX_CMDLINE_DEFAULT + strlen(STORE_CMDLINE_CUT));
         assert_string_equal(list[0].cmdline + STORE_MAX_CMDLINE_DEFAULT, STORE_CMDLINE_CUT);
         process_infos_free(list, n);
