@@ -636,8 +636,20 @@ static int known_write_last_seen(Store *s, KnownProcess *k) {
 /* The process's row id, the row created or updated as needed; *ret_known: its cache entry. */
 static int process_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProcess **ret_known) {
         KnownProcess *k = known_find(s, p);
+        _cleanup_free_ char *cut = NULL;
+        ProcessInfo stored;
         int64_t id = 0;
         int r;
+
+        /* The command line as it is stored, also for comparing with the cache. */
+        r = cmdline_cut(s, p->cmdline, &cut);
+        if (r < 0)
+                return r;
+        if (cut) {
+                stored = *p;
+                stored.cmdline = cut;
+                p = &stored;
+        }
 
         if (k) {
                 if (!known_differs(k, p)) {
@@ -773,16 +785,10 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                  * stretch of time by last seen (store.h). The collector passes the tick's time. */
                 ProcessInfo seen = *samples[i].process;
                 const ProcessInfo *p = &seen;
-                _cleanup_free_ char *cut = NULL;
                 KnownProcess *k;
                 int64_t id = 0;
 
                 seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
-                r = cmdline_cut(s, seen.cmdline, &cut);
-                if (r < 0)
-                        goto rollback;
-                if (cut)
-                        seen.cmdline = cut;
                 r = process_row(s, p, &id, &k);
                 if (r < 0)
                         goto rollback;
