@@ -736,6 +736,39 @@ static void test_size_cap_shares(void **state) {
         (void) state;
 }
 
+/* root's reserve: root holding more than the user loses nothing first while the difference is
+ * within --db-reserve; without a reserve, root, holding the most, loses first. */
+static void test_size_cap_reserve(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo root = { .pid = 520, .start_time = 1, .comm = "root", .uid = 0, .first_seen_usec = t0 };
+        ProcessInfo user = { .pid = 521, .start_time = 1, .comm = "user", .uid = 1000, .first_seen_usec = t0 };
+        char path[256];
+        bool more;
+        Store *s;
+
+        for (int reserve = 1; reserve >= 0; reserve--) {
+                snprintf(path, sizeof(path), "%s/reserve-%d.db", tmpdir, reserve);
+                assert_int_equal(store_open(path, "boot-1", &s), 0);
+                /* root: 40 buckets of samples; the user: 10. */
+                for (uint64_t i = 0; i < 40; i++) {
+                        ProcessSample samples[] = { { &root, (Faults) { .user = 1 }, NULL },
+                                                    { &user, (Faults) { .user = 1 }, NULL } };
+                        root.last_seen_usec = user.last_seen_usec = t0 + i * 10 * S;
+                        assert_int_equal(store_flush(s, t0 + i * 10 * S, samples, i < 10 ? 2 : 1), 0);
+                }
+                /* Over the cap whatever goes; one step stops after a process once 10 rows went. */
+                r.max_bytes = 1;
+                r.batch_rows = 10;
+                r.reserve_bytes = reserve ? 1024 * 1024 : 0;
+                assert_int_equal(store_maintain(s, t0 + 400 * S, &r, &more), 0);
+                assert_int_equal(history_user(s, 520, 10 * S, NULL), reserve ? 40 : 0);
+                assert_int_equal(history_user(s, 521, 10 * S, NULL), reserve ? 0 : 10);
+                store_free(s);
+        }
+        (void) state;
+}
+
 static ProcessInfo found_process(Store *s, uint32_t pid) {
         ProcessInfo found;
         int64_t id;
@@ -1778,6 +1811,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_history_interval_across_tiers),
                 cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_size_cap_shares),
+                cmocka_unit_test(test_size_cap_reserve),
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
