@@ -333,7 +333,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         }
 
         /* The size cap, by shares (store-share.c). */
-        r = store_cap_step(s, ret, &more);
+        r = store_cap_step(s, ret, now_usec, &more);
         if (r < 0)
                 return r;
 

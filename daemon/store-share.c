@@ -15,7 +15,10 @@
 /* Processes of a victim looked at per statement, and victims tried per step when the first
  * ones have nothing left that may go (only live processes without rows). */
 #define SHARE_PROCESSES 256
-#define SHARE_VICTIMS 4
+#define SHARE_VICTIMS 16
+/* A process not seen for this long may lose its row once its rows went, exited or not: longer
+ * than the store's cache of known processes keeps one (store.c). */
+#define SHARE_IDLE_USEC (120 * UINT64_C(1000000))
 /* Rows deleted per step at most: a step's pages are WAL until a checkpoint copies them, and the
  * WAL is part of the cap. */
 #define SHARE_BATCH(ret) MIN((ret)->batch_rows, (size_t) 1000)
@@ -73,7 +76,7 @@ static int pick_victims(Store *s, const StoreRetention *ret, int64_t *ret_uids, 
 typedef struct ShareStatements {
         sqlite3_stmt *oldest;                       /* a user's oldest processes */
         sqlite3_stmt *rows[_STORE_KIND_MAX][_TIER_MAX]; /* a process's rows */
-        sqlite3_stmt *process;                      /* an exited process without rows */
+        sqlite3_stmt *process;                      /* a process gone or idle, without rows */
 } ShareStatements;
 
 static void share_statements_done(ShareStatements *q) {
@@ -88,20 +91,22 @@ static int share_statements_prepare(Store *s, ShareStatements *q) {
         int r;
 
         r = sql_prepare(s->db, &q->oldest,
-                        "SELECT id, exited FROM process WHERE uid = ?1 ORDER BY first_seen_usec, id LIMIT %d",
+                        "SELECT id FROM process WHERE uid = ?1 ORDER BY first_seen_usec, id LIMIT %d",
                         SHARE_PROCESSES);
         for (int k = 0; r >= 0 && k < _STORE_KIND_MAX; k++)
                 for (int t = 0; r >= 0 && t < _TIER_MAX; t++)
                         r = sql_prepare(s->db, &q->rows[k][t], "DELETE FROM %s WHERE process_id = ?1",
                                         store_kinds[k].tables[t]);
         if (r >= 0)
-                r = sql_prepare(s->db, &q->process, "DELETE FROM process WHERE id = ?1 AND exited");
+                r = sql_prepare(s->db, &q->process, "DELETE FROM process WHERE id = ?1 AND (exited OR last_seen_usec < ?2)");
         return r;
 }
 
-/* Deletes every row of the process, and the process itself when it exited. *freed: rows and
- * processes deleted; *sites: whether rows of the site kind went. */
-static int evict_process(Store *s, ShareStatements *q, int64_t id, bool exited, size_t *freed, bool *sites) {
+/* Deletes every row of the process, and the process itself when it exited or was last seen
+ * before idle_before (one whose exit was never seen, or that is idle; should it run again, its
+ * next tick makes its row again). *freed: rows and processes deleted; *sites: whether rows of
+ * the site kind went. */
+static int evict_process(Store *s, ShareStatements *q, int64_t id, uint64_t idle_before, size_t *freed, bool *sites) {
         int r;
 
         for (int k = 0; k < _STORE_KIND_MAX; k++)
@@ -114,9 +119,8 @@ static int evict_process(Store *s, ShareStatements *q, int64_t id, bool exited, 
                         if (k == STORE_KIND_SITE && sqlite3_changes(s->db) > 0)
                                 *sites = true;
                 }
-        if (!exited)
-                return 0;
         sqlite3_bind_int64(q->process, 1, id);
+        sqlite3_bind_int64(q->process, 2, clamp_i64(idle_before));
         r = sql_step_done(q->process);
         if (r >= 0)
                 *freed += (size_t) sqlite3_changes(s->db);
@@ -125,26 +129,24 @@ static int evict_process(Store *s, ShareStatements *q, int64_t id, bool exited, 
 
 /* The victim's oldest processes lose their rows until the pages in use are at target or *freed
  * (as evict_process(), over the step) reaches batch. */
-static int evict_user(Store *s, ShareStatements *q, int64_t uid, uint64_t target, size_t batch, size_t *freed,
-                      bool *sites) {
+static int evict_user(Store *s, ShareStatements *q, int64_t uid, uint64_t idle_before, uint64_t target, size_t batch,
+                      size_t *freed, bool *sites) {
         sqlite3_stmt *st = q->oldest;
         size_t n = 0;
         int64_t ids[SHARE_PROCESSES];
-        bool exited[SHARE_PROCESSES];
         int rc, r = 0;
 
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, uid);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < SHARE_PROCESSES) {
-                ids[n] = sqlite3_column_int64(st, 0);
-                exited[n++] = sqlite3_column_int(st, 1) != 0;
+                ids[n++] = sqlite3_column_int64(st, 0);
         }
         sqlite3_reset(st);
         if (rc != SQLITE_DONE && rc != SQLITE_ROW)
                 return sqlite_to_errno(rc) ?: -EIO;
 
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                r = evict_process(s, q, ids[i], exited[i], freed, sites);
+                r = evict_process(s, q, ids[i], idle_before, freed, sites);
                 /* Deleted pages are free at once, also inside the transaction. */
                 if (*freed >= batch || (i % 16 == 15 && store_used_bytes(s) <= target))
                         break;
@@ -178,7 +180,7 @@ static int give_back(Store *s, uint64_t target, bool *more) {
 
 /* Deletes the oldest data of the users holding the most down to low, in one transaction; *more
  * set when still over it. */
-static int evict(Store *s, const StoreRetention *ret, uint64_t low, bool *more) {
+static int evict(Store *s, const StoreRetention *ret, uint64_t idle_before, uint64_t low, bool *more) {
         ShareStatements q = {};
         int64_t victims[SHARE_VICTIMS];
         size_t n = 0, freed = 0;
@@ -194,7 +196,7 @@ static int evict(Store *s, const StoreRetention *ret, uint64_t low, bool *more) 
         /* The next victim when this one had not enough left that may go: a user whose bytes
          * are live processes' rows (their command lines) keeps those, and the next gives. */
         for (size_t i = 0; r >= 0 && i < n && freed < SHARE_BATCH(ret); i++) {
-                r = evict_user(s, &q, victims[i], low, SHARE_BATCH(ret), &freed, &sites);
+                r = evict_user(s, &q, victims[i], idle_before, low, SHARE_BATCH(ret), &freed, &sites);
                 if (r >= 0 && store_used_bytes(s) <= low)
                         break;
         }
@@ -212,7 +214,7 @@ static int evict(Store *s, const StoreRetention *ret, uint64_t low, bool *more) 
         return 0;
 }
 
-int store_cap_step(Store *s, const StoreRetention *ret, bool *more) {
+int store_cap_step(Store *s, const StoreRetention *ret, uint64_t now_usec, bool *more) {
         uint64_t target;
         int r;
 
@@ -222,7 +224,8 @@ int store_cap_step(Store *s, const StoreRetention *ret, bool *more) {
         /* Down to a margin below the target, so that the ticks that follow fit before the next
          * step. */
         if (store_used_bytes(s) > target) {
-                r = evict(s, ret, target - target / 32, more);
+                r = evict(s, ret, now_usec > SHARE_IDLE_USEC ? now_usec - SHARE_IDLE_USEC : 0, target - target / 32,
+                          more);
                 if (r < 0)
                         return r;
         }

@@ -162,12 +162,12 @@ static void test_size_cap_reserve(void **state) {
         for (int reserve = 1; reserve >= 0; reserve--) {
                 snprintf(path, sizeof(path), "%s/reserve-%d.db", tmpdir, reserve);
                 assert_int_equal(store_open(path, "boot-1", &s), 0);
-                /* root: 40 buckets of samples; the user: 10. */
+                /* root: 40 buckets of samples; the user: 10, both running. */
                 for (uint64_t i = 0; i < 40; i++) {
                         ProcessSample samples[] = { { &root, (Faults) { .user = 1 }, NULL },
-                                                    { &user, (Faults) { .user = 1 }, NULL } };
+                                                    { &user, (Faults) { .user = i < 10 }, NULL } };
                         root.last_seen_usec = user.last_seen_usec = t0 + i * 10 * S;
-                        assert_int_equal(store_flush(s, t0 + i * 10 * S, samples, i < 10 ? 2 : 1), 0);
+                        assert_int_equal(store_flush(s, t0 + i * 10 * S, samples, 2), 0);
                 }
                 /* Over the cap whatever goes; one step stops after a process once 10 rows went. */
                 r.max_bytes = 1;
