@@ -175,7 +175,7 @@ void store_sweep_start(Store *s);
 
 /* One step of the size cap: when the pages in use are over store_cap_target(), a transaction
  * deleting the oldest processes' rows of the user holding the most (then those processes, if
- * they exited or were not seen for two minutes), at most batch_rows rows; *more set when still
+ * they exited or were not seen for 10 s), at most batch_rows rows; *more set when still
  * over. */
 int store_cap_step(Store *s, const StoreRetention *ret, uint64_t now_usec, bool *more);
 

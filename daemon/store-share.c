@@ -16,9 +16,10 @@
  * ones have nothing left that may go (only live processes without rows). */
 #define SHARE_PROCESSES 256
 #define SHARE_VICTIMS 16
-/* A process not seen for this long may lose its row once its rows went, exited or not: longer
- * than the store's cache of known processes keeps one (store.c). */
-#define SHARE_IDLE_USEC (120 * UINT64_C(1000000))
+/* A process not seen for this long may lose its row once its rows went, exited or not: under a
+ * storm, exits can be applied seconds late, and meanwhile the rows of processes already gone
+ * held the cap. Should one still run, its next tick makes its row again (store.c). */
+#define SHARE_IDLE_USEC (10 * UINT64_C(1000000))
 /* Rows deleted per step at most: a step's pages are WAL until a checkpoint copies them, and the
  * WAL is part of the cap. */
 #define SHARE_BATCH(ret) MIN((ret)->batch_rows, (size_t) 1000)
