@@ -16,7 +16,7 @@ struct Checkpointer {
         bool started;
         pthread_mutex_t lock;
         pthread_cond_t wake;
-        bool due, stopping; /* under the lock */
+        bool due, force, stopping; /* under the lock */
 };
 
 static void *checkpointer_main(void *userdata) {
@@ -29,13 +29,16 @@ static void *checkpointer_main(void *userdata) {
 
                 while (!c->due && !c->stopping)
                         pthread_cond_wait(&c->wake, &c->lock);
+                bool force = c->force;
+
                 if (!c->due)
                         break;
-                c->due = false;
+                c->due = c->force = false;
                 pthread_mutex_unlock(&c->lock);
 
-                /* Busy: another checkpoint runs (the writer's backstop); the next request retries. */
-                r = store_checkpoint(c->path);
+                /* Busy: a forced checkpoint found readers or the writer past its wait; the next
+                 * request retries. */
+                r = store_checkpoint(c->path, force, NULL);
                 if (r < 0 && r != -EBUSY && r != last_error)
                         log_warning_errno(r, "Failed to checkpoint the write-ahead log of %s: %m", c->path);
                 last_error = r < 0 ? r : 0;
@@ -70,10 +73,11 @@ int checkpointer_new(const char *path, Checkpointer **ret) {
         return 0;
 }
 
-void checkpointer_request(void *userdata) {
+void checkpointer_request(void *userdata, bool force) {
         Checkpointer *c = userdata;
 
         pthread_mutex_lock(&c->lock);
+        c->force = c->force || force;
         if (!c->due) {
                 c->due = true;
                 pthread_cond_signal(&c->wake);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+
 /* WAL checkpoints on a thread of their own (store_set_checkpoint_handler()): the writer's commits
  * on the event loop only ask for one, so that no tick, maintenance step or call waiting behind
  * them waits for a checkpoint's writes and sync of the database file. */
@@ -9,8 +11,9 @@ typedef struct Checkpointer Checkpointer;
 
 /* Starts the thread; it checkpoints the database at path when asked. */
 int checkpointer_new(const char *path, Checkpointer **ret);
-/* Asks for a checkpoint soon; requests while one is due or running are one. Any thread; a
- * store_set_checkpoint_handler() function (userdata: the Checkpointer). */
-void checkpointer_request(void *userdata);
+/* Asks for a checkpoint soon; requests while one is due or running are one (forced if any of
+ * them was: store_checkpoint()). Any thread; a store_set_checkpoint_handler() function
+ * (userdata: the Checkpointer). */
+void checkpointer_request(void *userdata, bool force);
 /* Runs a checkpoint still asked for, then stops the thread. */
 Checkpointer *checkpointer_free(Checkpointer *c);

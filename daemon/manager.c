@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ struct Manager {
         VarlinkServer *report_server; /* io.systemd.Metrics, when a report socket is given */
         QueryPool *queries;
         Checkpointer *checkpointer; /* the WAL's checkpoints, off the event loop */
+        uint32_t *reserved_uids;    /* config.retention.reserved_uids */
         WatchSet *watches;
         UnitTotals *unit_totals;
         uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
@@ -239,7 +242,13 @@ static void tick(Manager *m) {
                         log_error_errno(r, "Failed to write %zu samples to %s: %s (%m); counting what is lost until "
                                            "writing works again",
                                         n, store_path(m->store), store_errmsg(m->store));
-        } else if (m->last_flush_error < 0)
+        } else if (store_over_cap(m->store, &m->config.retention)) {
+                /* A storm of processes fills the cap within seconds: the cap's step now, not at
+                 * the next maintenance interval. */
+                struct timeval now_tv = {};
+                (void) event_add(m->maintenance, &now_tv);
+        }
+        if (r >= 0 && m->last_flush_error < 0)
                 log_notice("Writing to %s again; %" PRIu64 " samples could not be stored meanwhile", store_path(m->store),
                            m->unsaved_samples);
         m->last_flush_error = r < 0 ? r : 0;
@@ -435,7 +444,9 @@ static int manager_open_store(Manager *m) {
                 return r;
         }
         m->store_open_error = 0;
-        store_set_checkpoint_handler(m->store, STORE_CHECKPOINT_PAGES, checkpointer_request, m->checkpointer);
+        store_set_checkpoint_handler(m->store, store_checkpoint_pages(m->config.retention.max_bytes),
+                                     checkpointer_request, m->checkpointer);
+        store_set_max_cmdline(m->store, m->config.max_cmdline);
         if (moved_to) {
                 log_warning("Database %s is corrupt; moved it to %s and started a new one", m->db_path, moved_to);
                 return 0;
@@ -446,6 +457,34 @@ static int manager_open_store(Manager *m) {
                                   store_errmsg(m->store));
         else if (gone > 0)
                 log_info("%zu processes ended while trapstatd was not running; marked them exited", gone);
+        return 0;
+}
+
+/* The members of group trapstat named in the group database, whose history keeps the size
+ * cap's reserve beside root's (store-share.c). Users with it as their primary group only are
+ * not listed there: they share with everyone. */
+static int resolve_reserved_uids(Manager *m) {
+        struct group grp, *found = NULL;
+        char buf[16384];
+        size_t n = 0;
+
+        if (getgrnam_r(TRAPSTAT_GROUP, &grp, buf, sizeof(buf), &found) != 0 || !found)
+                return 0;
+        for (char **u = grp.gr_mem; *u; u++) {
+                struct passwd pw, *pw_found = NULL;
+                char pw_buf[4096];
+                uint32_t *a;
+
+                if (getpwnam_r(*u, &pw, pw_buf, sizeof(pw_buf), &pw_found) != 0 || !pw_found)
+                        continue;
+                a = reallocarray(m->reserved_uids, n + 1, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                m->reserved_uids = a;
+                m->reserved_uids[n++] = pw.pw_uid;
+        }
+        m->config.retention.reserved_uids = m->reserved_uids;
+        m->config.retention.n_reserved_uids = n;
         return 0;
 }
 
@@ -509,6 +548,11 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = check_database_files(m->db_path);
         if (r < 0)
                 goto fail;
+        r = resolve_reserved_uids(m);
+        if (r < 0) {
+                log_error_errno(r, "Out of memory");
+                goto fail;
+        }
         r = checkpointer_new(m->db_path, &m->checkpointer);
         if (r < 0) {
                 log_error_errno(r, "Failed to start the checkpoint thread: %m");
@@ -642,6 +686,7 @@ Manager *manager_free(Manager *m) {
         store_free(m->store);
         /* After the store, whose last commits may still ask for a checkpoint. */
         checkpointer_free(m->checkpointer);
+        free(m->reserved_uids);
         free(m->db_path);
         if (m->proc_fd >= 0)
                 close(m->proc_fd);

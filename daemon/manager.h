@@ -28,6 +28,7 @@ typedef struct ManagerConfig {
         uint64_t symbol_bytes_per_minute;
         const char *disable_sources;
         StoreRetention retention;
+        size_t max_cmdline; /* bytes of a command line stored (store_set_max_cmdline()) */
         size_t max_message_size;
         size_t max_buffer;
         unsigned max_connections;

@@ -10,8 +10,9 @@
  *   store-query.c    the reads: Top, Traps, Sites, ListProcesses, finding a process; and marking
  *                    gone the processes that ended unseen; the helpers of every read (below)
  *   store-history.c  History and UnitHistory: samples over time, also the pending ticks
- *   store-maintain.c roll-up, retention, the size cap, deleting processes and dictionary entries
+ *   store-maintain.c roll-up, retention, deleting processes and dictionary entries
  *                    left without rows
+ *   store-share.c    the size cap, with the WAL, by shares: the user holding the most loses first
  *   store-sites.c    writing a tick's sites: the object and site dictionaries, a cache of their ids
  *   store-kind.c     the kinds of counts and the SQL made from them (store-kind.h)
  *   store-util.c     the helpers below
@@ -40,6 +41,7 @@ struct Store {
         char *sums_as; /* "SUM(f_user) AS f_user, ..." */
         sqlite3_stmt *upsert_process;
         sqlite3_stmt *update_process; /* by id, for a process in `known` */
+        sqlite3_stmt *update_process_seen; /* the same, uid, cmdline and unit unchanged */
         sqlite3_stmt *add_pending;
         /* store_kind_upsert() into each kind's raw table; the sample kind's folds the pending
          * ticks, the others take a tick's Traps at once. */
@@ -65,8 +67,9 @@ struct Store {
         unsigned snapshots;      /* store_snapshot_begin() calls not ended yet */
         /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
         unsigned checkpoint_pages;
-        void (*checkpoint_fn)(void *userdata);
+        void (*checkpoint_fn)(void *userdata, bool force);
         void *checkpoint_userdata;
+        size_t max_cmdline;      /* store_set_max_cmdline() */
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };
@@ -162,6 +165,19 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
  * back, and when maintenance deleted entries. */
 void store_site_ids_clear(Store *s);
 void store_site_ids_free(Store *s);
+
+/* ---- store-maintain.c ---- */
+
+/* Rows of the site kind went: dictionary entries may have lost their last reference. */
+void store_sweep_start(Store *s);
+
+/* ---- store-share.c ---- */
+
+/* One step of the size cap: when the pages in use are over store_cap_target(), a transaction
+ * deleting the oldest processes' rows of the user holding the most (then those processes, if
+ * they exited or were not seen for 10 s), at most batch_rows rows; *more set when still
+ * over. */
+int store_cap_step(Store *s, const StoreRetention *ret, uint64_t now_usec, bool *more);
 
 /* ---- store.c ---- */
 

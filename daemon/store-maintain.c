@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The store's maintenance: roll-up into the coarser tiers, retention by age, the size cap, and
- * deleting exited processes and the site kind's dictionary entries left without rows. Every part
+/* The store's maintenance: roll-up into the coarser tiers, retention by age, the size cap (its
+ * shares are in store-share.c), and deleting exited processes and the site kind's dictionary entries left without rows. Every part
  * works on all kinds of store-kind.h. */
 #include "store-internal.h"
 
@@ -115,7 +115,7 @@ enum { SWEEP_NONE, SWEEP_SITES, SWEEP_OBJECTS };
 
 /* Rows of the site kind are about to leave a tier: dictionary entries may lose their last
  * reference. */
-static void sweep_start(Store *s) {
+void store_sweep_start(Store *s) {
         if (s->sweep != SWEEP_NONE) {
                 /* Entries before the cursor may have lost theirs too: once more after this one. */
                 s->sweep_again = true;
@@ -171,51 +171,8 @@ static int expire_tier(Store *s, const TierState tiers[_TIER_MAX], int tier, uin
                 if (tier == _TIER_MAX - 1 && r > 0)
                         s->gone_due = true;
                 if (sweep && r > 0)
-                        sweep_start(s);
+                        store_sweep_start(s);
         }
-        return 0;
-}
-
-/* The size cap: the oldest rows of the finest tier go first, but only what the next tier has
- * rolled up (else that stretch would be in no tier at all); when the finest tier has nothing
- * such, the next one. A batch is measured on the sample kind: every other kind's rows have one
- * of its rows beside them (the site kind's in practice: a tier holding sites but no samples at
- * all is left to retention by age). */
-static int cap_size(Store *s, const TierState tiers[_TIER_MAX], size_t batch, bool *more) {
-        for (int t = TIER_RAW; t < _TIER_MAX; t++) {
-                const char *table = store_kinds[STORE_KIND_SAMPLE].tables[t];
-                _cleanup_free_ char *first_sql = NULL, *nth_sql = NULL, *last_sql = NULL;
-                int64_t first, nth;
-                uint64_t cutoff;
-                int r;
-
-                if (asprintf(&first_sql, "SELECT MIN(time_usec) FROM %s", table) < 0 ||
-                    asprintf(&nth_sql, "SELECT time_usec FROM %s ORDER BY time_usec LIMIT 1 OFFSET ?1", table) < 0 ||
-                    asprintf(&last_sql, "SELECT MAX(time_usec) + 1 FROM %s", table) < 0)
-                        return -ENOMEM;
-                if ((r = sql_query_int(s->db, first_sql, 0, &first)) < 0)
-                        return r;
-                if (first == INT64_MIN)
-                        continue; /* empty */
-                /* Up to a batch of rows: the time of the row after it, or past the last. */
-                if ((r = sql_query_int(s->db, nth_sql, (int64_t) batch, &nth)) < 0)
-                        return r;
-                if (nth == INT64_MIN && (r = sql_query_int(s->db, last_sql, 0, &nth)) < 0)
-                        return r;
-                cutoff = (uint64_t) nth;
-                if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
-                        cutoff = tiers[t + 1].rolled_until;
-                cutoff -= cutoff % store_tier_width_usec[t];
-                if (cutoff <= (uint64_t) first)
-                        continue; /* nothing here is rolled up yet */
-                r = expire_tier(s, tiers, t, cutoff, batch, more);
-                if (r < 0)
-                        return r;
-                *more = true;
-                break;
-        }
-        /* Give the freed pages back to the file system. */
-        (void) sql_exec(s->db, "PRAGMA incremental_vacuum(1000)");
         return 0;
 }
 
@@ -375,15 +332,10 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
                 }
         }
 
-        if (ret->max_bytes > 0 && store_used_bytes(s) > ret->max_bytes) {
-                /* The marks retention just moved (sites_may_lose_last() reads them). */
-                r = store_load_tiers(s, tiers);
-                if (r < 0)
-                        return r;
-                r = cap_size(s, tiers, ret->batch_rows, &more);
-                if (r < 0)
-                        return r;
-        }
+        /* The size cap, by shares (store-share.c). */
+        r = store_cap_step(s, ret, now_usec, &more);
+        if (r < 0)
+                return r;
 
         r = delete_gone_processes(s, now_usec, ret->batch_rows, &more);
         if (r < 0)

@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +118,13 @@ static int prepare_statements(Store *s) {
                         "exited = max(exited, ?7) WHERE id = ?1");
         if (r < 0)
                 return r;
+        /* The same with uid, cmdline and unit as they are: ?3 to ?5 are bound (the statement
+         * has parameters up to ?7) and not used. */
+        r = sql_prepare(s->db, &s->update_process_seen,
+                        "UPDATE process SET comm = ?2, last_seen_usec = max(last_seen_usec, ?6), "
+                        "exited = max(exited, ?7) WHERE id = ?1");
+        if (r < 0)
+                return r;
         r = sql_prepare(s->db, &s->add_pending, "INSERT INTO sample_pending (time_usec, data) VALUES (?, ?)");
         if (r < 0)
                 return r;
@@ -170,6 +178,7 @@ static int store_new(const char *path, const char *boot_id, int flags, Store **r
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        s->max_cmdline = STORE_MAX_CMDLINE_DEFAULT;
         s->path = strdup(path);
         s->boot_id = strdup(boot_id);
         if (!s->path || !s->boot_id) {
@@ -302,6 +311,7 @@ Store *store_free(Store *s) {
         known_clear(s);
         sqlite3_finalize(s->upsert_process);
         sqlite3_finalize(s->update_process);
+        sqlite3_finalize(s->update_process_seen);
         sqlite3_finalize(s->add_pending);
         for (int k = 0; k < _STORE_KIND_MAX; k++)
                 sqlite3_finalize(s->add_raw[k]);
@@ -332,21 +342,29 @@ const char *store_path(Store *s) {
 
 /* Replaces SQLite's automatic checkpoint (the same threshold, run in the commit that reaches
  * it): see store_set_checkpoint_handler(). */
-static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int pages) {
+static int on_wal_commit(void *userdata, sqlite3 *db _unused_, const char *name _unused_, int pages) {
         Store *s = userdata;
 
         if (pages < 0 || (unsigned) pages < s->checkpoint_pages)
                 return SQLITE_OK;
-        /* The other thread is not keeping up: a bound on the WAL, as without a handler. */
-        if ((unsigned) pages >= STORE_CHECKPOINT_BACKSTOP * s->checkpoint_pages) {
-                (void) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-                return SQLITE_OK;
-        }
-        s->checkpoint_fn(s->checkpoint_userdata);
+        /* Past the backstop the other thread is not keeping up (a reader held the log, or its
+         * checkpoints are slow): it forces one, the loop still never checkpoints itself. */
+        s->checkpoint_fn(s->checkpoint_userdata, (unsigned) pages >= STORE_CHECKPOINT_BACKSTOP * s->checkpoint_pages);
         return SQLITE_OK;
 }
 
-void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata), void *userdata) {
+unsigned store_checkpoint_pages(uint64_t max_bytes) {
+        /* max_bytes / 4096 / 32: a WAL of 1/32 of the cap asks for a checkpoint. */
+        uint64_t pages = max_bytes / (UINT64_C(4096) * 32);
+
+        if (max_bytes == 0 || pages > STORE_CHECKPOINT_PAGES)
+                return STORE_CHECKPOINT_PAGES;
+        return (unsigned) MAX(pages, 16U);
+}
+
+void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata, bool force), void *userdata) {
+        int64_t page_size = 4096;
+
         s->checkpoint_pages = MAX(pages, 1U);
         s->checkpoint_fn = fn;
         s->checkpoint_userdata = userdata;
@@ -354,21 +372,40 @@ void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *use
                 sqlite3_wal_hook(s->db, on_wal_commit, s);
         else
                 sqlite3_wal_autocheckpoint(s->db, (int) MIN(pages, (unsigned) INT32_MAX));
+        /* A checkpoint copies the log into the database but leaves the file as long as it was;
+         * SQLite cuts it back to this when the writer starts the log over, after a checkpoint
+         * that copied every frame. Without it the file keeps its longest size for good. */
+        (void) sql_query_int(s->db, "PRAGMA page_size", 0, &page_size);
+        (void) sql_exec_fmt(s->db, "PRAGMA journal_size_limit = %" PRId64, (int64_t) s->checkpoint_pages * page_size);
 }
 
-int store_checkpoint(const char *path) {
+int store_checkpoint(const char *path, bool force, int *ret_frames) {
         sqlite3 *db = NULL;
-        int r;
+        int64_t ignored;
+        int frames = -1, copied = -1, r;
 
         /* A connection of its own, opened for this checkpoint alone: the file at path may have
          * been moved aside and recreated since the last one. Never creates it. It is not the
          * last connection (the writer's is open), so closing it does not checkpoint again. */
         r = sqlite_to_errno(
                 sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL));
+        /* A connection that has read nothing has not seen that the database is in WAL mode, and
+         * sqlite3_wal_checkpoint_v2() on it copies nothing and says SQLITE_OK with -1 frames
+         * (SQLite 3.40 and later): read the header first. */
         if (r >= 0)
-                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL));
+                r = sql_query_int(db, "PRAGMA schema_version", 0, &ignored);
+        if (r >= 0 && force) {
+                /* Waits for readers and the writer, which waits for it in turn: briefly. */
+                sqlite3_busy_timeout(db, STORE_CHECKPOINT_FORCE_MSEC);
+                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied));
+        } else if (r >= 0)
+                r = sqlite_to_errno(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied));
         sqlite3_close_v2(db);
-        return r;
+        if (r < 0)
+                return r;
+        if (ret_frames)
+                *ret_frames = frames > copied ? frames - copied : 0;
+        return 0;
 }
 
 uint64_t store_size_bytes(Store *s) {
@@ -384,6 +421,26 @@ uint64_t store_size_bytes(Store *s) {
                         total += (uint64_t) st.st_size;
         }
         return total;
+}
+
+void store_set_max_cmdline(Store *s, size_t max) {
+        s->max_cmdline = max;
+}
+
+/* The command line as stored: *ret a copy cut to s->max_cmdline bytes and marked, or NULL when
+ * it fits as it is. */
+static int cmdline_cut(const Store *s, const char *cmdline, char **ret) {
+        size_t n;
+
+        if (!cmdline || s->max_cmdline == 0 || strnlen(cmdline, s->max_cmdline + 1) <= s->max_cmdline) {
+                *ret = NULL;
+                return 0;
+        }
+        /* Never half a character: JSON needs valid UTF-8. cmdline[n] is the first byte cut. */
+        n = s->max_cmdline;
+        while (n > 0 && ((unsigned char) cmdline[n] & 0xC0) == 0x80)
+                n--;
+        return asprintf(ret, "%.*s%s", (int) n, cmdline, STORE_CMDLINE_CUT) < 0 ? -ENOMEM : 0;
 }
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
@@ -539,9 +596,11 @@ static int known_add(Store *s, const ProcessInfo *p, int64_t id, KnownProcess **
         return 0;
 }
 
-/* Writes identity, last seen and exited into the row with this id; -ENOENT when it is gone. */
-static int update_process(Store *s, int64_t id, const ProcessInfo *p) {
-        sqlite3_stmt *st = s->update_process;
+/* Writes identity, last seen and exited into the row with this id; -ENOENT when it is gone.
+ * identity: uid, cmdline or unit may differ from the row's; without, they are not written, which
+ * spares the uid index and the size shares' trigger (schema/sql/0007-shares.sql) the update. */
+static int update_process(Store *s, int64_t id, const ProcessInfo *p, bool identity) {
+        sqlite3_stmt *st = identity ? s->update_process : s->update_process_seen;
         int r;
 
         sqlite3_reset(st);
@@ -566,7 +625,7 @@ static int known_write_last_seen(Store *s, KnownProcess *k) {
         if (k->last_seen <= k->last_seen_written)
                 return 0;
         snprintf(p.comm, sizeof(p.comm), "%s", k->comm);
-        r = update_process(s, k->id, &p);
+        r = update_process(s, k->id, &p, false);
         if (r == -ENOENT)
                 return 0; /* nothing left to update */
         if (r >= 0)
@@ -577,8 +636,20 @@ static int known_write_last_seen(Store *s, KnownProcess *k) {
 /* The process's row id, the row created or updated as needed; *ret_known: its cache entry. */
 static int process_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProcess **ret_known) {
         KnownProcess *k = known_find(s, p);
+        _cleanup_free_ char *cut = NULL;
+        ProcessInfo stored;
         int64_t id = 0;
         int r;
+
+        /* The command line as it is stored, also for comparing with the cache. */
+        r = cmdline_cut(s, p->cmdline, &cut);
+        if (r < 0)
+                return r;
+        if (cut) {
+                stored = *p;
+                stored.cmdline = cut;
+                p = &stored;
+        }
 
         if (k) {
                 if (!known_differs(k, p)) {
@@ -587,7 +658,9 @@ static int process_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownPro
                         *ret_known = k;
                         return 0;
                 }
-                r = update_process(s, k->id, p);
+                r = update_process(s, k->id, p,
+                                   k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
+                                           text_changes(k->unit, p->unit));
                 if (r >= 0) {
                         r = known_update(k, p);
                         if (r < 0)

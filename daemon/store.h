@@ -29,8 +29,13 @@ typedef struct Store Store;
 /* How long each tier keeps its rows, and the size cap (README: history and retention). */
 typedef struct StoreRetention {
         uint64_t raw_usec, minute_usec, hour_usec;
-        uint64_t max_bytes;  /* pages in use, file and free pages aside */
+        uint64_t max_bytes;  /* database and WAL (store_cap_target()); 0: no cap */
         size_t batch_rows;   /* rows rolled up or deleted per transaction */
+        /* Under the cap, uid 0's and these users' first reserve_bytes do not count when the
+         * user holding the most is picked to lose data first (store-share.c). */
+        uint64_t reserve_bytes;
+        const uint32_t *reserved_uids;
+        size_t n_reserved_uids;
 } StoreRetention;
 
 #define STORE_RETENTION_DEFAULT                                                                    \
@@ -38,7 +43,8 @@ typedef struct StoreRetention {
                             .minute_usec = 14 * 24 * 3600 * UINT64_C(1000000),                     \
                             .hour_usec = 365 * 24 * 3600 * UINT64_C(1000000),                      \
                             .max_bytes = 256 * 1024 * 1024,                                        \
-                            .batch_rows = 5000 })
+                            .batch_rows = 5000,                                                    \
+                            .reserve_bytes = 32 * 1024 * 1024 })
 
 /* Applies migrations[user_version .. n-1] in order, each in its own transaction, and sets
  * PRAGMA user_version to its number. Returns the number applied, or
@@ -76,16 +82,24 @@ const char *store_path(Store *s);
  * holds into the database file and syncs it: tens of ms with a sync of a file of hundreds of
  * MiB, and SQLite runs it in the commit that brings the WAL to 1000 pages, i.e. in whatever
  * tick or maintenance step happens to, on the event loop, in front of every call waiting there.
- * With a handler, that commit calls fn(userdata) instead, which should have store_checkpoint()
- * run on another thread; from STORE_CHECKPOINT_BACKSTOP times pages on (that thread is not
- * keeping up) the commit checkpoints itself again, so the WAL stays bounded. fn NULL: SQLite's
- * own checkpoints at pages. */
+ * With a handler, every commit that leaves the WAL at `pages` or more calls fn(userdata, force)
+ * instead, which should have store_checkpoint() run on another thread; force is set from
+ * STORE_CHECKPOINT_BACKSTOP times pages on (passive checkpoints are not keeping up). The WAL
+ * file is cut back to `pages` pages whenever the log starts over (PRAGMA journal_size_limit).
+ * fn NULL: SQLite's own checkpoints at pages. */
 #define STORE_CHECKPOINT_PAGES 1000U /* SQLite's default */
-#define STORE_CHECKPOINT_BACKSTOP 8U
-void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata), void *userdata);
-/* A passive checkpoint of the database at path (any thread, a connection of its own): waits
- * neither for the writer nor for readers; frames a reader still needs are left for the next. */
-int store_checkpoint(const char *path);
+#define STORE_CHECKPOINT_BACKSTOP 4U
+#define STORE_CHECKPOINT_FORCE_MSEC 200
+void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata, bool force), void *userdata);
+/* The `pages` for a size cap of max_bytes (0: none): 1/32 of the cap, at most
+ * STORE_CHECKPOINT_PAGES, at least 16, so that the WAL stays a small part of the cap. */
+unsigned store_checkpoint_pages(uint64_t max_bytes);
+/* A checkpoint of the database at path (any thread, a connection of its own). Passive: waits
+ * neither for the writer nor for readers; frames a reader still needs are left for the next.
+ * force: a TRUNCATE checkpoint, which waits up to STORE_CHECKPOINT_FORCE_MSEC for readers and
+ * the writer, copies every frame and empties the WAL file. *ret_frames (may be NULL): the
+ * frames it could not copy. */
+int store_checkpoint(const char *path, bool force, int *ret_frames);
 /* Database file plus write-ahead log, in bytes. */
 uint64_t store_size_bytes(Store *s);
 
@@ -123,6 +137,18 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *r
 
 /* Bytes of the pages in use (the size cap's measure). */
 uint64_t store_used_bytes(Store *s);
+/* What store_used_bytes() is held to under a cap of max_bytes: the cap less room for the WAL,
+ * a quarter of the cap up to 32 MiB, or twice its checkpoint threshold
+ * (store_set_checkpoint_handler()) if more. */
+uint64_t store_cap_target(Store *s, uint64_t max_bytes);
+/* Whether the pages in use are over the cap's target: maintenance is due now. */
+bool store_over_cap(Store *s, const StoreRetention *r);
+
+/* Command lines are stored up to max bytes (at a character's boundary), followed by
+ * STORE_CMDLINE_CUT when longer: the cut shows in every reply. 0: no limit. */
+#define STORE_MAX_CMDLINE_DEFAULT 1024
+#define STORE_CMDLINE_CUT "\xe2\x80\xa6" /* U+2026, an ellipsis */
+void store_set_max_cmdline(Store *s, size_t max);
 
 typedef struct StoreRow {
         int64_t id;

@@ -62,7 +62,12 @@ static void help(void) {
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --retention LIST       how long each tier keeps history\n"
                "                             (default: raw=%" PRIu64 "h,minute=%" PRIu64 "d,hour=%" PRIu64 "d)\n"
-               "      --max-db-size SIZE     database size cap, e.g. 256M, 2G (default: %" PRIu64 "M; 0: none)\n"
+               "      --max-db-size SIZE     database size cap, WAL included, e.g. 256M, 2G (default: %" PRIu64 "M;\n"
+               "                             0: none)\n"
+               "      --db-reserve SIZE      of it, what root's and group trapstat's history keeps when\n"
+               "                             others use more (default: %" PRIu64 "M)\n"
+               "      --max-cmdline BYTES    longest command line stored; a longer one is cut and ends in an\n"
+               "                             ellipsis, U+2026 (default: %u; 16 to 4096)\n"
                "      --max-message-size SIZE  largest varlink call accepted (default: %uK)\n"
                "      --max-buffer SIZE      calls and replies buffered for all clients together\n"
                "                             (default: %uM)\n"
@@ -82,7 +87,8 @@ static void help(void) {
                TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
                TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE, TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS, retention.raw_usec / (3600 * USEC_PER_SEC),
                retention.minute_usec / (86400 * USEC_PER_SEC), retention.hour_usec / (86400 * USEC_PER_SEC),
-               retention.max_bytes >> 20, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
+               retention.max_bytes >> 20, retention.reserve_bytes >> 20, STORE_MAX_CMDLINE_DEFAULT,
+               VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
                VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
                VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_RESERVED_CONNECTIONS,
                VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, QUERY_DEFAULT_THREADS, QUERY_DEFAULT_PER_UID,
@@ -178,7 +184,8 @@ static char *first_of_env(const char *name) {
 
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS };
+               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS,
+               ARG_DB_RESERVE, ARG_MAX_CMDLINE };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -200,6 +207,8 @@ int main(int argc, char *argv[]) {
                 { "report-max-metrics", required_argument, NULL, ARG_REPORT_MAX_METRICS },
                 { "retention", required_argument, NULL, ARG_RETENTION },
                 { "max-db-size", required_argument, NULL, ARG_MAX_DB_SIZE },
+                { "db-reserve", required_argument, NULL, ARG_DB_RESERVE },
+                { "max-cmdline", required_argument, NULL, ARG_MAX_CMDLINE },
                 { "max-message-size", required_argument, NULL, ARG_MAX_MESSAGE_SIZE },
                 { "max-connections", required_argument, NULL, ARG_MAX_CONNECTIONS },
                 { "max-connections-per-uid", required_argument, NULL, ARG_MAX_CONNECTIONS_PER_UID },
@@ -216,7 +225,8 @@ int main(int argc, char *argv[]) {
         };
         _cleanup_free_ char *env_state = first_of_env("STATE_DIRECTORY"), *env_runtime = first_of_env("RUNTIME_DIRECTORY"),
                             *runtime_socket = NULL;
-        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC, .retention = STORE_RETENTION_DEFAULT };
+        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC, .retention = STORE_RETENTION_DEFAULT,
+                                 .max_cmdline = STORE_MAX_CMDLINE_DEFAULT };
         unsigned long long v;
         uint64_t usec;
         Manager *m = NULL;
@@ -332,6 +342,15 @@ int main(int argc, char *argv[]) {
                 case ARG_MAX_DB_SIZE:
                         if (parse_size(optarg, &config.retention.max_bytes) < 0)
                                 return usage_error("invalid --max-db-size '%s': expected bytes with K, M, G or T, e.g. 256M", optarg);
+                        break;
+                case ARG_DB_RESERVE:
+                        if (parse_size(optarg, &config.retention.reserve_bytes) < 0)
+                                return usage_error("invalid --db-reserve '%s': expected bytes with K, M, G or T, e.g. 32M", optarg);
+                        break;
+                case ARG_MAX_CMDLINE:
+                        if (parse_uint(optarg, 4096, &v) < 0 || v < 16)
+                                return usage_error("invalid --max-cmdline '%s': expected 16 to 4096", optarg);
+                        config.max_cmdline = (size_t) v;
                         break;
                 case ARG_MAX_MESSAGE_SIZE: {
                         uint64_t bytes;

@@ -140,7 +140,8 @@ static void test_kinds_match_the_schema(void **state) {
         /* The tables that are not counts: processes, the tiers' marks, the pending ticks, the
          * site kind's dictionaries. */
         assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT IN ('process', 'tier', 'sample_pending', 'object', 'site')"),
+                                       "AND name NOT IN ('process', 'tier', 'sample_pending', 'object', 'site', "
+                                       "'user_usage')"),
                          (int64_t) tables);
         sqlite3_close(db);
 }
@@ -428,18 +429,13 @@ static void test_roll_up_and_expiry_of_each_kind(void **state) {
         store_free(s);
 }
 
-/* Rows of the kind's raw table at or after t. */
-static int64_t raw_rows_from(sqlite3 *db, const StoreKind *k, uint64_t t) {
-        return query_int(db, "SELECT COUNT(*) FROM %s WHERE time_usec >= %" PRIu64, k->tables[TIER_RAW], t);
-}
-
-/* Over the size cap, each step deletes a batch of the oldest raw rows of every kind, and only
- * what the minute tier has: no kind loses what is in no other tier. */
+/* Over the size cap, a step takes every row of every kind and tier of the oldest process of the
+ * user holding the most (one process at least, whatever the batch), and nothing of the other;
+ * then the process, not seen for long. */
 static void test_size_cap_cuts_every_kind(void **state) {
         const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
         StoreRetention r = STORE_RETENTION_DEFAULT;
-        int64_t before[_STORE_KIND_MAX], rows;
-        uint64_t cut;
+        int64_t before[_STORE_KIND_MAX][_TIER_MAX], usage, first;
         char path[256];
         sqlite3 *db;
         bool more;
@@ -448,45 +444,38 @@ static void test_size_cap_cuts_every_kind(void **state) {
         db_path("cap.db", path, sizeof(path));
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         db = open_db("cap.db");
-        fill_raw(db, store_kinds, _STORE_KIND_MAX, t0, 2);
+        first = fill_raw(db, store_kinds, _STORE_KIND_MAX, t0, 2);
         /* "Now" in the middle: the second hour is not rolled up. */
         maintain_until_done(s, t0 + H, &r);
-        for (int k = 0; k < _STORE_KIND_MAX; k++) {
-                before[k] = rows_of(db, &store_kinds[k], TIER_RAW);
-                assert_int_equal(roll_up_mismatches(db, &store_kinds[k], TIER_MINUTE, t0 + H, &rows), 0);
-        }
+        for (int k = 0; k < _STORE_KIND_MAX; k++)
+                for (int t = 0; t < _TIER_MAX; t++) {
+                        before[k][t] = query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
+                                                 store_kinds[k].tables[t], first + 1);
+                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
+                                                   store_kinds[k].tables[t], first),
+                                         before[k][t]);
+                }
+        usage = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 0");
 
         r.max_bytes = 1;
         r.batch_rows = 100;
         assert_int_equal(store_maintain(s, t0 + H, &r, &more), 0);
         assert_true(more);
-        cut = (uint64_t) query_int(db, "SELECT kept_from_usec FROM tier WHERE name = 'raw'");
-        assert_true(cut > t0 && cut <= t0 + H);
-        for (int k = 0; k < _STORE_KIND_MAX; k++) {
-                const StoreKind *kind = &store_kinds[k];
-                int64_t per_bucket = 2 * (store_kind_n_keys(kind) ? 3 : 1);
-
-                /* A batch at most, of rows before the cut only. */
-                assert_true(rows_of(db, kind, TIER_RAW) < before[k]);
-                assert_true(rows_of(db, kind, TIER_RAW) >= before[k] - 100);
-                assert_int_equal(raw_rows_from(db, kind, cut), (int64_t) ((t0 + 2 * H - cut) / (10 * S)) * per_bucket);
-        }
-
-        /* Until the sample kind's raw rows start at the minute tier's mark: the second hour of
-         * every kind is all there, the first hour's minutes too. */
-        for (int i = 0; query_int(db, "SELECT MIN(time_usec) FROM sample_raw") < (int64_t) (t0 + H); i++) {
-                assert_true(i < 1000);
-                assert_int_equal(store_maintain(s, t0 + H, &r, &more), 0);
-        }
-        for (int k = 0; k < _STORE_KIND_MAX; k++) {
-                const StoreKind *kind = &store_kinds[k];
-                int64_t per_bucket = 2 * (store_kind_n_keys(kind) ? 3 : 1);
-
-                assert_int_equal(raw_rows_from(db, kind, t0 + H), 360 * per_bucket);
-                assert_int_equal(rows_of(db, kind, TIER_MINUTE), 60 * per_bucket);
-        }
+        for (int k = 0; k < _STORE_KIND_MAX; k++)
+                for (int t = 0; t < _TIER_MAX; t++) {
+                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
+                                                   store_kinds[k].tables[t], first),
+                                         0);
+                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
+                                                   store_kinds[k].tables[t], first + 1),
+                                         before[k][t]);
+                }
+        /* Not exited, but last seen long before now: it went too. */
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM process"), 1);
+        assert_true(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 0") < usage);
         sqlite3_close(db);
         store_free(s);
+        (void) state;
 }
 
 /* A kind the store does not have, with two keys and two values, on tables made as a migration
