@@ -288,7 +288,9 @@ class Sources(unittest.TestCase):
             self.assertEqual(h["total"]["traps"], {"UD": 200, "BP": 200})
             drops = {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
             self.assertEqual(drops["site_map_full"], 200)
-            sites = trapstat_json(d.socket, "sites", str(pid))["sites"]
+            # The symbol comes from the symbol worker, a tick or so after the site.
+            sites = wait_for(lambda: (lambda r: r if r and r[0]["symbol"] else None)(
+                trapstat_json(d.socket, "sites", str(pid))["sites"]), what="the site's symbol")
             self.assertEqual([(s["kind"], s["count"]) for s in sites], [("trap", 200)])
             self.assertIn(sites[0]["symbol"], ("raise_ud", "raise_bp"))
 
