@@ -332,8 +332,8 @@ int main(int argc, char *argv[]) {
                         config.query_cost_limit = v;
                         break;
                 case ARG_QUERY_TIME_LIMIT:
-                        if (parse_duration_usec(optarg, &usec) < 0 || usec < 10 * USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
-                                return usage_error("invalid --query-time-limit '%s': expected a duration from 10ms to 1h", optarg);
+                        if (parse_duration_usec(optarg, &usec) < 0 || usec < USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
+                                return usage_error("invalid --query-time-limit '%s': expected a duration from 1ms to 1h", optarg);
                         config.query_time_limit_usec = usec;
                         break;
                 case ARG_WRITE_TIMEOUT:
