@@ -98,7 +98,7 @@ while True:
     t0 = time.monotonic()
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
+        s.settimeout(float(sys.argv[4]))
         s.connect(sys.argv[1])
         s.sendall(b'{"method": "io.trapstat.GetStatus"}\0')
         buf = b""
@@ -129,8 +129,11 @@ class RootStatus:
 
     def __init__(self, socket_path, min_calls=20):
         self.stop_file = socket_path + ".stop-status"
+        # ASan's daemon alone stalls for seconds here now and then (an idle one: up to 3.5 s).
+        self.timeout = 15 if sanitized() else 5
         self.proc = subprocess.Popen([sys.executable, "-c", "import os\n" + ROOT_STATUS, socket_path, str(min_calls),
-                                      self.stop_file], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                      self.stop_file, str(self.timeout)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
 
     def stop(self):
         with open(self.stop_file, "w"):
@@ -160,7 +163,11 @@ class RepliesTest(HostileTest):
         p95 = lat[int(len(lat) * 0.95)]
         print(f"{what}: root's GetStatus {len(lat)} calls, median {lat[len(lat) // 2] * 1000:.1f} ms, 95th "
               f"percentile {p95 * 1000:.1f} ms, max {worst * 1000:.1f} ms", file=sys.stderr)
-        self.assertEqual(status.failures, [])
+        self.assertEqual(status.failures, [], f"every GetStatus answered within {status.timeout} s")
+        if sanitized():
+            # An idle ASan trapstatd here: p95 280 ms, max 3.5 s (plain: 20 ms, 70 ms).
+            print(f"{what}: ASan build, the latency bounds are not asserted", file=sys.stderr)
+            return
         self.assertLess(p95, 0.2, f"root's GetStatus: 95th percentile {p95 * 1000:.0f} ms")
         self.assertLess(worst, 1.0, f"root's GetStatus took {worst * 1000:.0f} ms")
 
@@ -293,7 +300,12 @@ for c in conns:
     c.send(call)
 say({"sent": len(conns)})
 wait_stdin()
-out = {"rows": 0, "errors": {}, "limits": [], "other": []}
+# Every call answered (or refused) before any reply is taken: taking one makes room for more.
+pending, deadline = {c.s for c in conns}, time.monotonic() + 120
+while pending and time.monotonic() < deadline:
+    ready, _, _ = select.select(list(pending), [], [], 1)
+    pending -= set(ready)
+out = {"rows": 0, "errors": {}, "limits": [], "other": [], "unanswered": len(pending)}
 for c in conns:
     r = c.recv(60)
     if isinstance(r, dict) and "error" in r:
@@ -350,6 +362,7 @@ class Hoard(RepliesTest):
               f"(limits {sorted(set(r['limits']))[:5]}...), root's {n} rows in {root_took:.2f} s, daemon VmHWM "
               f"{hwm} KiB", file=sys.stderr)
         self.assertEqual(r["other"], [])
+        self.assertEqual(r["unanswered"], 0)
         self.assertEqual(r["rows"] + r["errors"].get("io.trapstat.ReplyTooLarge", 0), conns)
         # The user's share is half of three quarters of --max-buffer (12 MiB): one reply of some
         # 6 MiB at a time, the others refused with the room that was left.
