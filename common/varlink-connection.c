@@ -94,18 +94,20 @@ static size_t uid_buffered(const VarlinkServer *s, uid_t uid) {
 /* How many more bytes c's share of max_buffer holds: for a privileged peer what the others left
  * free, and at least the reserve minus what privileged peers hold; for any other, the room left to
  * the unprivileged peers together and to its uid, whichever is less. The uid's connections are
- * only counted when the unprivileged peers together hold more than one uid's share. */
+ * walked only when the unprivileged peers together have room but hold more than one uid's share. */
 static size_t connection_room(const VarlinkConnection *c) {
         const VarlinkServer *s = c->server;
-        size_t reserve = server_reserve(s), share = server_uid_share(s), privileged, held;
+        size_t reserve = server_reserve(s), share = server_uid_share(s), pool = s->max_buffer - reserve;
+        size_t privileged, held;
 
         if (c->privileged) {
                 privileged = s->buffered - MIN(s->buffered, s->buffered_unprivileged);
                 return MAX(s->max_buffer - MIN(s->max_buffer, s->buffered), reserve - MIN(reserve, privileged));
         }
+        if (s->buffered_unprivileged >= pool)
+                return 0;
         held = s->buffered_unprivileged <= share ? s->buffered_unprivileged : uid_buffered(s, c->peer.uid);
-        return MIN(s->max_buffer - reserve - MIN(s->max_buffer - reserve, s->buffered_unprivileged),
-                   share - MIN(share, held));
+        return MIN(pool - s->buffered_unprivileged, share - MIN(share, held));
 }
 
 static void server_resume_waiting(VarlinkServer *s);
