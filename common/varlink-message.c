@@ -237,7 +237,8 @@ int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret) {
 /* ---- replies formatted ahead ---- */
 
 /* varlink_reply_set_thread_max_size(): each query thread limits the replies it builds. */
-static _Thread_local size_t thread_max_size;
+/* initial-exec: a plain %fs-relative load, not a __tls_get_addr() call (which ASan intercepts). */
+static _Thread_local size_t thread_max_size __attribute__((tls_model("initial-exec")));
 
 void varlink_reply_set_thread_max_size(size_t max) {
         thread_max_size = max;
