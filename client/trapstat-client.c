@@ -51,6 +51,15 @@ int trapstat_error_message(const char *method, const TrapstatError *e, char **re
                 n = asprintf(ret, "%s was stopped after %" JSON_INTEGER_FORMAT
                              " database steps (trapstatd --query-cost-limit): ask for a shorter window or fewer rows",
                              method, error_integer(e, "limit"));
+        else if (strcmp(name, TRAPSTAT_ERROR_QUERY_TOO_SLOW) == 0)
+                n = asprintf(ret, "%s was stopped after %" JSON_INTEGER_FORMAT
+                             " ms (trapstatd --query-time-limit): ask for a shorter window, fewer rows or processes",
+                             method, error_integer(e, "limitMsec"));
+        else if (strcmp(name, TRAPSTAT_ERROR_REPLY_TOO_LARGE) == 0)
+                n = asprintf(ret, "the reply to %s would be over %" JSON_INTEGER_FORMAT
+                             " bytes (trapstatd --max-reply-size, less while your other connections hold unread "
+                             "replies): ask for fewer rows (--limit), a shorter window or a filter",
+                             method, error_integer(e, "limit"));
         else if (strcmp(name, TRAPSTAT_ERROR_METHOD_NOT_FOUND) == 0)
                 n = asprintf(ret, "%s failed: %s (trapstatd has no such method; is it older than this trapstat? see trapstat status)",
                              method, name);

@@ -25,6 +25,8 @@
 #define TRAPSTAT_ERROR_NO_SUCH_UNIT "io.trapstat.NoSuchUnit"
 #define TRAPSTAT_ERROR_DATABASE "io.trapstat.DatabaseError"
 #define TRAPSTAT_ERROR_QUERY_TOO_EXPENSIVE "io.trapstat.QueryTooExpensive"
+#define TRAPSTAT_ERROR_QUERY_TOO_SLOW "io.trapstat.QueryTooSlow"
+#define TRAPSTAT_ERROR_REPLY_TOO_LARGE "io.trapstat.ReplyTooLarge"
 #define TRAPSTAT_ERROR_TOO_MANY_CONNECTIONS "io.trapstat.TooManyConnections"
 #define TRAPSTAT_ERROR_PERMISSION_DENIED "org.varlink.service.PermissionDenied"
 #define TRAPSTAT_ERROR_INVALID_PARAMETER "org.varlink.service.InvalidParameter"

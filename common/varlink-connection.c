@@ -47,12 +47,67 @@ static void connection_drop_kept(VarlinkConnection *c) {
                 k->on_close(k, k->userdata);
 }
 
-/* Counts what goes in and out of a connection's buffers towards max_buffer. */
-static void on_buffer_change(struct evbuffer *b _unused_, const struct evbuffer_cb_info *info, void *userdata) {
-        VarlinkServer *s = userdata;
+/* Counts bytes added to and deleted from c's buffers in its and the server's sums. */
+static void connection_count(VarlinkConnection *c, size_t added, size_t deleted) {
+        VarlinkServer *s = c->server;
 
-        s->buffered += info->n_added;
-        s->buffered -= MIN(info->n_deleted, s->buffered);
+        /* The server's counts are sums of the connections': the same delta keeps them so. */
+        deleted = MIN(deleted, c->buffered + added);
+        c->buffered = c->buffered + added - deleted;
+        s->buffered = s->buffered + added - deleted;
+        if (!c->privileged)
+                s->buffered_unprivileged = s->buffered_unprivileged + added - deleted;
+}
+
+/* Counts what goes in and out of a connection's buffers towards max_buffer, and runs the reply's
+ * deadline while the output holds anything. */
+static void on_buffer_change(struct evbuffer *b, const struct evbuffer_cb_info *info, void *userdata) {
+        VarlinkConnection *c = userdata;
+
+        connection_count(c, info->n_added, info->n_deleted);
+        if (b != bufferevent_get_output(c->bev))
+                return;
+        if (evbuffer_get_length(b) == 0)
+                evtimer_del(c->deadline);
+        else if (!evtimer_pending(c->deadline, NULL))
+                evtimer_add(c->deadline, &c->server->write_timeout);
+}
+
+/* The reserve of the privileged peers, and what one unprivileged uid may hold. */
+static size_t server_reserve(const VarlinkServer *s) {
+        return s->max_buffer / VARLINK_BUFFER_RESERVE_DIVISOR;
+}
+
+static size_t server_uid_share(const VarlinkServer *s) {
+        return (s->max_buffer - server_reserve(s)) / 2;
+}
+
+static size_t uid_buffered(const VarlinkServer *s, uid_t uid) {
+        size_t n = 0;
+
+        for (const VarlinkConnection *c = s->connections; c; c = c->next)
+                if (c->peer.uid == uid && !c->privileged)
+                        n += c->buffered;
+        return n;
+}
+
+/* How many more bytes c's share of max_buffer holds: for a privileged peer what the others left
+ * free, and at least the reserve minus what privileged peers hold; for any other, the room left to
+ * the unprivileged peers together and to its uid, whichever is less. The uid's connections are
+ * walked only when the unprivileged peers together have room but hold more than one uid's share. */
+static size_t connection_room(const VarlinkConnection *c) {
+        const VarlinkServer *s = c->server;
+        size_t reserve = server_reserve(s), share = server_uid_share(s), pool = s->max_buffer - reserve;
+        size_t privileged, held;
+
+        if (c->privileged) {
+                privileged = s->buffered - MIN(s->buffered, s->buffered_unprivileged);
+                return MAX(s->max_buffer - MIN(s->max_buffer, s->buffered), reserve - MIN(reserve, privileged));
+        }
+        if (s->buffered_unprivileged >= pool)
+                return 0;
+        held = s->buffered_unprivileged <= share ? s->buffered_unprivileged : uid_buffered(s, c->peer.uid);
+        return MIN(pool - s->buffered_unprivileged, share - MIN(share, held));
 }
 
 static void server_resume_waiting(VarlinkServer *s);
@@ -67,6 +122,8 @@ void varlink_connection_free(VarlinkConnection *c) {
         connection_drop_kept(c);
         if (c->resume)
                 event_free(c->resume);
+        if (c->deadline)
+                event_free(c->deadline);
         if (c->waiting)
                 s->n_waiting--;
 
@@ -79,10 +136,9 @@ void varlink_connection_free(VarlinkConnection *c) {
         c->server->n_connections--;
 
         /* What the buffers still hold is not ours to count any more: libevent frees them later. */
-        evbuffer_remove_cb(bufferevent_get_input(c->bev), on_buffer_change, s);
-        evbuffer_remove_cb(bufferevent_get_output(c->bev), on_buffer_change, s);
-        s->buffered -= MIN(s->buffered, evbuffer_get_length(bufferevent_get_input(c->bev)) +
-                                                evbuffer_get_length(bufferevent_get_output(c->bev)));
+        evbuffer_remove_cb(bufferevent_get_input(c->bev), on_buffer_change, c);
+        evbuffer_remove_cb(bufferevent_get_output(c->bev), on_buffer_change, c);
+        connection_count(c, 0, c->buffered);
         /* Safe from inside the bufferevent's own callbacks: libevent defers the actual free. */
         bufferevent_free(c->bev);
         free(c);
@@ -250,6 +306,12 @@ VarlinkCall *varlink_call_unref(VarlinkCall *call) {
         return NULL;
 }
 
+size_t varlink_call_reply_room(VarlinkCall *call) {
+        if (!call || !call->connection)
+                return 0;
+        return connection_room(call->connection);
+}
+
 size_t varlink_call_queued_bytes(VarlinkCall *call) {
         if (!call || !call->connection)
                 return 0;
@@ -347,7 +409,7 @@ static int connection_dispatch(VarlinkConnection *c, json_t *msg) {
         return 0;
 }
 
-/* Pauses reading until the server's buffers are below max_buffer again. */
+/* Pauses reading until the connection's share of max_buffer has room again. */
 static void connection_wait(VarlinkConnection *c) {
         if (!c->waiting) {
                 c->waiting = true;
@@ -356,13 +418,13 @@ static void connection_wait(VarlinkConnection *c) {
         bufferevent_disable(c->bev, EV_READ);
 }
 
-/* Lets the waiting connections go on once the buffers are below max_buffer. Each goes on from
- * the event loop; the first ones may fill the buffers again, and the others wait again. */
+/* Lets the waiting connections whose share has room again go on. Each goes on from the event
+ * loop; the first ones may fill the buffers again, and the others wait again. */
 static void server_resume_waiting(VarlinkServer *s) {
-        if (s->n_waiting == 0 || s->buffered > s->max_buffer)
+        if (s->n_waiting == 0)
                 return;
         for (VarlinkConnection *c = s->connections; c; c = c->next)
-                if (c->waiting) {
+                if (c->waiting && connection_room(c) > 0) {
                         c->waiting = false;
                         s->n_waiting--;
                         bufferevent_enable(c->bev, EV_READ);
@@ -374,7 +436,6 @@ static void server_resume_waiting(VarlinkServer *s) {
  * in flight, or the connection is closed (c is then freed: callers must not touch it
  * afterwards). */
 static void connection_process(VarlinkConnection *c) {
-        VarlinkServer *s = c->server;
         struct evbuffer *in = bufferevent_get_input(c->bev), *out = bufferevent_get_output(c->bev);
 
         /* While a call is kept, later calls wait; the input high watermark bounds how much of
@@ -390,19 +451,20 @@ static void connection_process(VarlinkConnection *c) {
                         bufferevent_disable(c->bev, EV_READ);
                         return;
                 }
-                /* Replies of all connections together fill max_buffer: no new call starts. */
-                if (s->buffered > s->max_buffer && evbuffer_get_length(in) > 0) {
+                /* The connection's share of max_buffer is full (its uid's, or all unprivileged
+                 * peers'): no new call starts here; other connections go on. */
+                if (evbuffer_get_length(in) > 0 && connection_room(c) == 0) {
                         connection_wait(c);
                         return;
                 }
 
-                r = varlink_message_read_incremental(in, s->max_message_size, &c->scanned, &msg);
+                r = varlink_message_read_incremental(in, c->server->max_message_size, &c->scanned, &msg);
                 if (r == 0) {
                         /* Part of a call, while the buffers are full: the one thing that would
                          * have us buffer more for a client that has not finished asking. */
-                        if (evbuffer_get_length(in) > 0 && s->buffered > s->max_buffer) {
-                                log_client(ENOBUFS, "Buffers of all connections are full, closing a connection "
-                                                    "that sent part of a call");
+                        if (evbuffer_get_length(in) > 0 && connection_room(c) == 0) {
+                                log_client(ENOBUFS, "The buffers of this connection's share are full, closing "
+                                                    "a connection that sent part of a call");
                                 connection_close_after_flush(c);
                         }
                         return;
@@ -426,6 +488,16 @@ static void on_read(struct bufferevent *bev _unused_, void *userdata) {
 
 static void on_resume(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
         connection_process(userdata);
+}
+
+/* A reply was not written whole within the write timeout: the client reads too slowly (or not
+ * at all) and holds its share of the buffers; it is closed, whatever it took so far. */
+static void on_deadline(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        VarlinkConnection *c = userdata;
+
+        log_client(ETIMEDOUT, "A reply was not taken within the write timeout, closing connection (uid %u)",
+                   (unsigned) c->peer.uid);
+        varlink_connection_free(c);
 }
 
 /* Called when the output is empty: the client has taken its reply. */
@@ -585,23 +657,27 @@ int varlink_connection_new(VarlinkServer *s, int fd) {
         }
 
         c->resume = event_new(s->base, -1, 0, on_resume, c);
-        c->bev = c->resume ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
+        c->deadline = evtimer_new(s->base, on_deadline, c);
+        c->bev = c->resume && c->deadline ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) : NULL;
         if (!c->bev) {
                 if (c->resume)
                         event_free(c->resume);
+                if (c->deadline)
+                        event_free(c->deadline);
                 free(c);
                 return -ENOMEM;
         }
         TAKE_FD(fd_close);
 
         bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-        /* The read timeout is the idle timeout; the write timeout ends a connection whose client
-         * stopped reading while we wait to flush (reading is paused then, so no read timeout). */
-        bufferevent_set_timeouts(c->bev, &idle, &idle);
+        /* The read timeout is the idle timeout. Writes have c->deadline instead of libevent's
+         * write timeout, which restarts on every partial write: a client reading a few bytes
+         * every so often would hold its reply's buffers for ever. */
+        bufferevent_set_timeouts(c->bev, &idle, NULL);
         /* on_write() runs once the output is empty: the reply in flight is taken. */
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-        evbuffer_add_cb(bufferevent_get_input(c->bev), on_buffer_change, s);
-        evbuffer_add_cb(bufferevent_get_output(c->bev), on_buffer_change, s);
+        evbuffer_add_cb(bufferevent_get_input(c->bev), on_buffer_change, c);
+        evbuffer_add_cb(bufferevent_get_output(c->bev), on_buffer_change, c);
         /* Input is consumed as it arrives, except behind an open stream: then reading pauses
          * once a message's worth is waiting. One byte more than the limit lets a message of
          * exactly max_message_size bytes (plus its NUL) in, and shows when one is longer. */

@@ -46,12 +46,16 @@ struct VarlinkConnection {
         bool privileged; /* root or a member of the server's privileged group */
         size_t scanned;  /* input bytes already searched for a NUL, without finding one */
         bool throttled;  /* reading paused until the client has taken its reply */
-        bool waiting;    /* reading paused until the server's buffers are below max_buffer */
+        bool waiting;    /* reading paused until the connection's share of max_buffer has room */
         bool closing;    /* reading stopped for good; freed once the output is flushed */
         /* A call kept after its handler returned (varlink_call_keep()): a deferred reply or a
          * stream. Later calls wait until it ends, so replies stay in call order. */
         VarlinkCall *kept;
         struct event *resume; /* goes on with waiting calls from the event loop */
+        size_t buffered;      /* bytes in this connection's input and output buffers */
+        /* Runs out write_timeout after the output became non-empty, unless it was written whole
+         * meanwhile: the deadline of the reply in flight, not restarted by partial writes. */
+        struct event *deadline;
 };
 
 /* A call lives on the stack of connection_dispatch() and is valid while its handler runs,
@@ -85,6 +89,8 @@ struct VarlinkServer {
         VarlinkConnection *connections;
         unsigned n_connections;
         size_t buffered;  /* bytes in every connection's input and output buffers */
+        size_t buffered_unprivileged; /* of them, in the connections of peers not privileged */
+        struct timeval write_timeout;
         unsigned n_waiting; /* connections with `waiting` set */
 };
 
@@ -93,6 +99,7 @@ struct VarlinkReply {
         char *error;           /* the error name of an error reply */
         bool array_open;       /* varlink_reply_new_array() until varlink_reply_finish() */
         bool first;            /* no element appended yet */
+        size_t max_size;       /* the text stops growing here (-EMSGSIZE); 0: no limit */
 };
 
 /* ---- varlink-message.c ---- */

@@ -394,6 +394,19 @@ int varlink_call_header_parse(json_t *msg, VarlinkCallHeader *ret) {
 
 /* ---- replies formatted ahead ---- */
 
+/* varlink_reply_set_thread_max_size(): each query thread limits the replies it builds. */
+/* initial-exec: a plain %fs-relative load, not a __tls_get_addr() call (which ASan intercepts). */
+static _Thread_local size_t thread_max_size __attribute__((tls_model("initial-exec")));
+
+void varlink_reply_set_thread_max_size(size_t max) {
+        thread_max_size = max;
+}
+
+/* Whether len more bytes (and the message's closing "]}}" and NUL) still fit in r. */
+static bool reply_fits(const VarlinkReply *r, size_t len) {
+        return r->max_size == 0 || evbuffer_get_length(r->text) + len + 4 <= r->max_size;
+}
+
 static int reply_alloc(VarlinkReply **ret) {
         VarlinkReply *r = calloc(1, sizeof(*r));
 
@@ -404,6 +417,7 @@ static int reply_alloc(VarlinkReply **ret) {
                 free(r);
                 return -ENOMEM;
         }
+        r->max_size = thread_max_size;
         *ret = r;
         return 0;
 }
@@ -411,10 +425,14 @@ static int reply_alloc(VarlinkReply **ret) {
 /* Appends v as compact JSON. */
 static int reply_add_json(VarlinkReply *r, const json_t *v) {
         _cleanup_free_ char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t len;
 
         if (!s)
                 return -ENOMEM;
-        return evbuffer_add(r->text, s, strlen(s)) < 0 ? -ENOMEM : 0;
+        len = strlen(s);
+        if (!reply_fits(r, len))
+                return -EMSGSIZE;
+        return evbuffer_add(r->text, s, len) < 0 ? -ENOMEM : 0;
 }
 
 static int reply_new_message(json_t *msg, const char *error, VarlinkReply **ret) {
@@ -426,6 +444,11 @@ static int reply_new_message(json_t *msg, const char *error, VarlinkReply **ret)
         if ((error && !(r->error = strdup(error))) || varlink_message_write(r->text, m) < 0) {
                 varlink_reply_free(r);
                 return -ENOMEM;
+        }
+        /* Formatted whole (a reply of one object is small), but not sent when over the limit. */
+        if (!error && !reply_fits(r, 0)) {
+                varlink_reply_free(r);
+                return -EMSGSIZE;
         }
         *ret = r;
         return 0;
@@ -482,6 +505,8 @@ int varlink_reply_append(VarlinkReply *r, json_t *element) {
 int varlink_reply_append_text(VarlinkReply *r, const char *json, size_t len) {
         if (!r || !json || len == 0 || !r->array_open)
                 return -EINVAL;
+        if (!reply_fits(r, len + 1))
+                return -EMSGSIZE;
         if (!r->first && evbuffer_add(r->text, ",", 1) < 0)
                 return -ENOMEM;
         r->first = false;
@@ -503,6 +528,8 @@ int varlink_reply_finish(VarlinkReply *r, json_t *members) {
                 if (!s)
                         return -ENOMEM;
                 len = strlen(s);
+                if (!reply_fits(r, len))
+                        return -EMSGSIZE;
                 if (evbuffer_add(r->text, ",", 1) < 0 || evbuffer_add(r->text, s + 1, len - 2) < 0)
                         return -ENOMEM;
         }

@@ -130,6 +130,10 @@ int varlink_server_new(struct event_base *base, const VarlinkServerConfig *confi
                 return -EINVAL;
         }
         s->idle_timeout_sec = config->idle_timeout_sec ?: VARLINK_DEFAULT_IDLE_TIMEOUT_SEC;
+        s->write_timeout = config->write_timeout_usec
+                                   ? (struct timeval) { .tv_sec = (time_t) (config->write_timeout_usec / 1000000),
+                                                        .tv_usec = (suseconds_t) (config->write_timeout_usec % 1000000) }
+                                   : (struct timeval) { .tv_sec = s->idle_timeout_sec };
 
         s->vendor = strdup(config->vendor ?: "");
         s->product = strdup(config->product ?: "");

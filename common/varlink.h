@@ -27,6 +27,8 @@ struct evbuffer;
 #define VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID 1024U
 #define VARLINK_DEFAULT_RESERVED_CONNECTIONS 64U
 #define VARLINK_DEFAULT_IDLE_TIMEOUT_SEC 60U
+/* Of max_buffer, the part only root and the privileged group may fill: a quarter. */
+#define VARLINK_BUFFER_RESERVE_DIVISOR 4U
 #define VARLINK_CLIENT_DEFAULT_MAX_MESSAGE_SIZE (64U * 1024U * 1024U)
 
 /* ---- framing (pure; unit-tested on their own) ---- */
@@ -91,8 +93,12 @@ typedef struct VarlinkMethod {
 /* Limits. Each connection has at most one reply in flight: while a reply is unsent or a call is
  * being answered (a kept call, see varlink_call_keep()), the connection is not read further, so
  * pipelined calls wait in the kernel's socket buffer, not in ours. max_buffer bounds what all
- * connections hold together: past it, no connection starts a new call until replies drain, and a
- * connection that sends part of a call is closed. Connections: at most max_connections; peers
+ * connections hold together, in shares: peers that are not privileged hold at most three quarters of
+ * it together (the last quarter is the privileged peers' reserve) and one uid at most half of
+ * that. A connection whose share is full starts no new call until replies drain (a connection that
+ * sends part of a call meanwhile is closed); the others go on. A reply has write_timeout to go out
+ * whole, from the moment it is queued (not restarted by progress): a client that reads slower is
+ * closed. Connections: at most max_connections; peers
  * that are not privileged (root, or a member of privileged_group) get at most
  * max_connections - reserved_connections of them together and max_connections_per_uid each, so
  * other users can never lock the privileged ones out. A refused connection is sent the error
@@ -106,6 +112,7 @@ typedef struct VarlinkServerConfig {
         unsigned reserved_connections;                  /* (unsigned) -1: none; 0: default, 64 or
                                                          * max_connections / 16 if less */
         unsigned idle_timeout_sec;                      /* 0: default */
+        uint64_t write_timeout_usec;                    /* 0: idle_timeout_sec */
         const char *privileged_group;                   /* NULL: root only */
         const char *refused_error;                      /* e.g. "io.trapstat.TooManyConnections" */
 } VarlinkServerConfig;
@@ -162,6 +169,11 @@ VarlinkCall *varlink_call_unref(VarlinkCall *call);
  * is full. A stream skips updates while this is non-zero, so a slow reader costs at most one
  * reply of memory and never holds the others back. */
 size_t varlink_call_queued_bytes(VarlinkCall *call);
+/* The largest reply the call's connection may be sent now, within its share of max_buffer (see
+ * VarlinkServerConfig): what its uid's and all peers' connections hold already is taken off. A
+ * deferred reply larger than this is answered with an error instead (the caller's choice). 0 when
+ * the connection is gone. */
+size_t varlink_call_reply_room(VarlinkCall *call);
 
 /* A reply formatted away from the event loop, e.g. by a worker thread (nothing in it touches the
  * server), and sent later with varlink_call_send_reply(). A reply whose parameters hold one large
@@ -180,6 +192,11 @@ int varlink_reply_append(VarlinkReply *r, json_t *element);
 int varlink_reply_append_text(VarlinkReply *r, const char *json, size_t len);
 /* members: an object of the parameters' other members, or NULL. */
 int varlink_reply_finish(VarlinkReply *r, json_t *members);
+/* Replies built by the calling thread from now on stop growing at max bytes: a
+ * varlink_reply_new(), _append*() or _finish() that would make one longer fails with -EMSGSIZE,
+ * so that a reply over the limit is never built whole. 0: no limit (the default). Error replies
+ * are not limited. */
+void varlink_reply_set_thread_max_size(size_t max);
 size_t varlink_reply_size(const VarlinkReply *r);
 /* The error name of an error reply, NULL for a normal one. */
 const char *varlink_reply_error(const VarlinkReply *r);

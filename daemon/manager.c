@@ -500,6 +500,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 .max_connections_per_uid = config->max_connections_per_uid,
                 .reserved_connections = config->reserved_connections,
                 .idle_timeout_sec = config->idle_timeout_sec,
+                .write_timeout_usec = config->write_timeout_usec,
                 .privileged_group = TRAPSTAT_GROUP,
                 .refused_error = "io.trapstat.TooManyConnections",
         };
@@ -616,7 +617,9 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                 .boot_id = m->boot_id,
                                                 .threads = config->query_threads,
                                                 .per_uid = config->queries_per_uid,
-                                                .cost_limit = config->query_cost_limit },
+                                                .cost_limit = config->query_cost_limit,
+                                                .time_limit_usec = config->query_time_limit_usec,
+                                                .max_reply_size = config->max_reply_size },
                            &m->queries);
         if (r < 0) {
                 log_error_errno(r, "Failed to start query threads: %m");

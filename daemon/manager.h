@@ -37,6 +37,9 @@ typedef struct ManagerConfig {
         unsigned idle_timeout_sec;
         unsigned query_threads, queries_per_uid;
         uint64_t query_cost_limit;
+        uint64_t query_time_limit_usec; /* 0: QUERY_DEFAULT_TIME_LIMIT_USEC */
+        size_t max_reply_size;          /* 0: QUERY_DEFAULT_MAX_REPLY_SIZE */
+        uint64_t write_timeout_usec;    /* 0: idle_timeout_sec */
         size_t max_unit_totals; /* 0: DEFAULT_MAX_UNIT_TOTALS */
         const char *report_socket_path; /* io.systemd.Metrics; NULL: only one passed by systemd */
         size_t report_max_metrics;      /* 0: DEFAULT_REPORT_MAX_METRICS */

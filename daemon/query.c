@@ -14,6 +14,7 @@
 #include "json-util.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 
 typedef enum JobState { JOB_QUEUED, JOB_RUNNING, JOB_DONE } JobState;
 
@@ -31,7 +32,8 @@ struct QueryJob {
         bool cancelled;
         /* The worker's alone while it runs the job. */
         uint64_t steps;
-        bool over_budget;
+        uint64_t deadline_usec; /* CLOCK_MONOTONIC */
+        bool over_budget, over_time;
         int error;
         VarlinkReply *reply;
 };
@@ -47,7 +49,8 @@ typedef struct Worker {
 struct QueryPool {
         char *db_path, *boot_id;
         unsigned per_uid;
-        uint64_t cost_limit;
+        uint64_t cost_limit, time_limit_usec;
+        size_t max_reply_size;
         unsigned progress_every; /* steps between two progress callbacks: a tenth of the limit */
 
         int done_fd; /* eventfd: workers tell the event loop that jobs are done */
@@ -115,6 +118,11 @@ static int on_progress(void *userdata) {
                 j->over_budget = true;
                 return 1;
         }
+        /* A clock read per thousand steps (some 10 us of SQLite's work) costs nothing. */
+        if (now_usec(CLOCK_MONOTONIC) >= j->deadline_usec) {
+                j->over_time = true;
+                return 1;
+        }
         return 0;
 }
 
@@ -129,6 +137,7 @@ static void worker_run(Worker *w, QueryJob *j) {
                         return;
                 }
         }
+        j->deadline_usec = now_usec(CLOCK_MONOTONIC) + p->time_limit_usec;
         store_set_progress_handler(w->reader, p->progress_every, on_progress, j);
         /* One snapshot per call: what a reply says of a process agrees with its counts. */
         r = store_snapshot_begin(w->reader);
@@ -139,7 +148,7 @@ static void worker_run(Worker *w, QueryJob *j) {
         store_set_progress_handler(w->reader, 0, NULL, NULL);
         /* Whatever went wrong, a fresh connection for the next query: the database may have been
          * moved aside and recreated meanwhile. */
-        if (r < 0 && r != -ECANCELED)
+        if (r < 0 && r != -ECANCELED && r != -EMSGSIZE)
                 w->reader = store_free(w->reader);
         j->error = r;
 }
@@ -149,6 +158,8 @@ static void *worker_main(void *userdata) {
         QueryPool *p = w->pool;
         const uint64_t one = 1;
 
+        /* Every reply this worker builds stops at the limit (-EMSGSIZE): never built whole. */
+        varlink_reply_set_thread_max_size(p->max_reply_size);
         pthread_mutex_lock(&p->lock);
         for (;;) {
                 QueryJob *j = NULL;
@@ -179,17 +190,40 @@ static void *worker_main(void *userdata) {
 
 /* ---- the event loop's side ---- */
 
+static VarlinkReply *reply_too_large(size_t limit) {
+        VarlinkReply *reply = NULL;
+
+        (void) varlink_reply_new_error("io.trapstat.ReplyTooLarge", json_pack("{s:I}", "limit", (json_int_t) limit),
+                                       &reply);
+        return reply;
+}
+
 static VarlinkReply *reply_for(QueryPool *p, QueryJob *j) {
         VarlinkReply *reply = NULL;
         char message[256];
+        size_t room;
 
         if (j->over_budget) {
                 (void) varlink_reply_new_error("io.trapstat.QueryTooExpensive",
                                                json_pack("{s:I}", "limit", (json_int_t) p->cost_limit), &reply);
                 return reply;
         }
-        if (j->error >= 0 && j->reply)
+        if (j->over_time) {
+                (void) varlink_reply_new_error("io.trapstat.QueryTooSlow",
+                                               json_pack("{s:I}", "limitMsec", (json_int_t) (p->time_limit_usec / 1000)),
+                                               &reply);
+                return reply;
+        }
+        if (j->error == -EMSGSIZE)
+                return reply_too_large(p->max_reply_size);
+        if (j->error >= 0 && j->reply) {
+                /* Its connection's share of the buffers must hold it now, or the reply is not
+                 * queued: a user's connections cannot take more than their share between them. */
+                room = varlink_call_reply_room(j->call);
+                if (varlink_reply_size(j->reply) > room)
+                        return reply_too_large(MIN(room, p->max_reply_size));
                 return TAKE_PTR(j->reply);
+        }
         snprintf(message, sizeof(message), "query failed: %s", strerror(j->error < 0 ? -j->error : EIO));
         (void) varlink_reply_new_error("io.trapstat.DatabaseError", json_pack("{s:s}", "message", message), &reply);
         return reply;
@@ -295,6 +329,8 @@ int query_pool_new(struct event_base *base, const QueryPoolConfig *config, Query
         p->queue_tail = &p->queue;
         p->per_uid = config->per_uid ?: QUERY_DEFAULT_PER_UID;
         p->cost_limit = config->cost_limit ?: QUERY_DEFAULT_COST_LIMIT;
+        p->time_limit_usec = config->time_limit_usec ?: QUERY_DEFAULT_TIME_LIMIT_USEC;
+        p->max_reply_size = config->max_reply_size ?: QUERY_DEFAULT_MAX_REPLY_SIZE;
         /* Often enough that the limit holds to a tenth, rarely enough to cost nothing. */
         p->progress_every = (unsigned) MAX(UINT64_C(1), MIN(UINT64_C(1000), p->cost_limit / 10));
         p->n_workers = config->threads ?: QUERY_DEFAULT_THREADS;

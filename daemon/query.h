@@ -9,8 +9,12 @@
  *
  * Fairness and cost: at most per_uid queries of one uid run at once (the rest of that uid's
  * wait while other users' queries go first), and every query stops after cost_limit SQLite
- * virtual machine steps with io.trapstat.QueryTooExpensive. A query whose client went away is
- * dropped from the queue, or interrupted if it runs. */
+ * virtual machine steps with io.trapstat.QueryTooExpensive, or after time_limit_usec of wall time
+ * with io.trapstat.QueryTooSlow. A reply stops growing at max_reply_size (its text is built in the
+ * worker, so its size is known there, for nothing) and is answered io.trapstat.ReplyTooLarge; so
+ * is a reply larger than what its connection's share of the server's buffers has room for when it
+ * is done (varlink_call_reply_room()). A query whose client went away is dropped from the queue,
+ * or interrupted if it runs. */
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,12 +29,19 @@ struct event_base;
 /* About 2 s of one core here (100 million steps a second); Top over a day or a year of a
  * database of 1000 processes takes 1 to 4 million. */
 #define QUERY_DEFAULT_COST_LIMIT UINT64_C(200000000)
+/* Five times what the default cost limit takes alone: a query that is slow for another reason
+ * (a busy machine, a cold cache) still gets its answer. */
+#define QUERY_DEFAULT_TIME_LIMIT_USEC (10U * 1000000U)
+/* A Top of 10000 rows of ordinary command lines is 4 to 6 MiB. */
+#define QUERY_DEFAULT_MAX_REPLY_SIZE (8U * 1024U * 1024U)
 
 typedef struct QueryPoolConfig {
         const char *db_path, *boot_id;
         unsigned threads;    /* 0: default */
         unsigned per_uid;    /* 0: default */
         uint64_t cost_limit; /* virtual machine steps; 0: default */
+        uint64_t time_limit_usec; /* wall time of one query; 0: default */
+        size_t max_reply_size;    /* bytes; 0: default */
 } QueryPoolConfig;
 
 /* Runs in a worker with that worker's reader. Returns 0 and the complete reply (a normal one or

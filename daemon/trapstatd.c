@@ -77,9 +77,14 @@ static void help(void) {
                "      --reserved-connections N  of --max-connections only for root and group trapstat\n"
                "                             (default: %u)\n"
                "      --idle-timeout DURATION  close idle client connections after it (default: %us)\n"
+               "      --write-timeout DURATION  close a connection whose reply has not gone out whole within\n"
+               "                             it (default: the idle timeout)\n"
+               "      --max-reply-size SIZE  largest reply to a history query; larger ones are refused\n"
+               "                             with ReplyTooLarge (default: %zuM)\n"
                "      --query-threads N      threads answering history queries (default: %u)\n"
                "      --queries-per-uid N    queries of one user running at once (default: %u)\n"
                "      --query-cost-limit N   SQLite steps one query may take (default: %llu)\n"
+               "      --query-time-limit DURATION  wall time one query may take (default: %us)\n"
                "  -v, --verbose              debug logging\n"
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
@@ -91,8 +96,9 @@ static void help(void) {
                VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
                VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
                VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_RESERVED_CONNECTIONS,
-               VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, QUERY_DEFAULT_THREADS, QUERY_DEFAULT_PER_UID,
-               (unsigned long long) QUERY_DEFAULT_COST_LIMIT);
+               VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, (size_t) QUERY_DEFAULT_MAX_REPLY_SIZE >> 20, QUERY_DEFAULT_THREADS,
+               QUERY_DEFAULT_PER_UID, (unsigned long long) QUERY_DEFAULT_COST_LIMIT,
+               QUERY_DEFAULT_TIME_LIMIT_USEC / 1000000U);
 }
 
 _Static_assert(METRICS_MIN_MAX == 91, "--report-max-metrics' message says 91");
@@ -185,7 +191,7 @@ static char *first_of_env(const char *name) {
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
                ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS,
-               ARG_DB_RESERVE, ARG_MAX_CMDLINE };
+               ARG_DB_RESERVE, ARG_MAX_CMDLINE, ARG_WRITE_TIMEOUT, ARG_MAX_REPLY_SIZE, ARG_QUERY_TIME_LIMIT };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -218,6 +224,9 @@ int main(int argc, char *argv[]) {
                 { "query-threads", required_argument, NULL, ARG_QUERY_THREADS },
                 { "queries-per-uid", required_argument, NULL, ARG_QUERIES_PER_UID },
                 { "query-cost-limit", required_argument, NULL, ARG_QUERY_COST_LIMIT },
+                { "query-time-limit", required_argument, NULL, ARG_QUERY_TIME_LIMIT },
+                { "write-timeout", required_argument, NULL, ARG_WRITE_TIMEOUT },
+                { "max-reply-size", required_argument, NULL, ARG_MAX_REPLY_SIZE },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -391,6 +400,24 @@ int main(int argc, char *argv[]) {
                                 return usage_error("invalid --query-cost-limit '%s': expected 1 to 2^50", optarg);
                         config.query_cost_limit = v;
                         break;
+                case ARG_QUERY_TIME_LIMIT:
+                        if (parse_duration_usec(optarg, &usec) < 0 || usec < USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
+                                return usage_error("invalid --query-time-limit '%s': expected a duration from 1ms to 1h", optarg);
+                        config.query_time_limit_usec = usec;
+                        break;
+                case ARG_WRITE_TIMEOUT:
+                        if (parse_duration_usec(optarg, &usec) < 0 || usec < 100 * USEC_PER_MSEC || usec > 86400 * USEC_PER_SEC)
+                                return usage_error("invalid --write-timeout '%s': expected a duration from 100ms to 1d", optarg);
+                        config.write_timeout_usec = usec;
+                        break;
+                case ARG_MAX_REPLY_SIZE: {
+                        uint64_t bytes;
+
+                        if (parse_size(optarg, &bytes) < 0 || bytes < 4096 || bytes > (UINT64_C(1) << 30))
+                                return usage_error("invalid --max-reply-size '%s': expected 4K to 1G", optarg);
+                        config.max_reply_size = (size_t) bytes;
+                        break;
+                }
                 case ARG_MAX_CONNECTIONS:
                         if (parse_uint(optarg, 1U << 20, &v) < 0)
                                 return usage_error("invalid --max-connections '%s': expected 1 to 1048576", optarg);

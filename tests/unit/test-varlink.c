@@ -972,6 +972,43 @@ static void test_reply_builder(void **state _unused_) {
         r = varlink_reply_free(r);
 }
 
+/* A reply stops growing at the thread's limit: the element that would cross it is refused whole,
+ * error replies are never limited, and other threads (and later replies after a reset) are not
+ * affected. */
+static void test_reply_max_size(void **state _unused_) {
+        VarlinkReply *r = NULL;
+        char element[100];
+        int k = 0, i;
+
+        memset(element, 'a', sizeof(element));
+        element[0] = element[sizeof(element) - 1] = '"';
+        varlink_reply_set_thread_max_size(1000);
+        assert_int_equal(varlink_reply_new_array("rows", &r), 0);
+        for (i = 0; i < 100 && (k = varlink_reply_append_text(r, element, sizeof(element))) == 0; i++)
+                ;
+        assert_int_equal(k, -EMSGSIZE);
+        assert_int_equal(i, 9); /* 23 bytes of header and 9 elements of 100 bytes and a comma, "]}}" and NUL */
+        assert_true(varlink_reply_size(r) <= 1000);
+        assert_int_equal(varlink_reply_append(r, json_string("x")), 0);
+        assert_int_equal(varlink_reply_append(r, json_pack("{s:s%}", "s", element, sizeof(element))), -EMSGSIZE);
+        r = varlink_reply_free(r);
+
+        assert_int_equal(varlink_reply_new(json_pack("{s:s%}", "s", element, sizeof(element)), &r), 0);
+        r = varlink_reply_free(r);
+        varlink_reply_set_thread_max_size(50);
+        assert_int_equal(varlink_reply_new(json_pack("{s:s%}", "s", element, sizeof(element)), &r), -EMSGSIZE);
+        assert_null(r);
+        assert_int_equal(varlink_reply_new_error("a.B", json_pack("{s:s%}", "s", element, sizeof(element)), &r), 0);
+        r = varlink_reply_free(r);
+
+        varlink_reply_set_thread_max_size(0);
+        assert_int_equal(varlink_reply_new_array("rows", &r), 0);
+        for (i = 0; i < 100; i++)
+                assert_int_equal(varlink_reply_append_text(r, element, sizeof(element)), 0);
+        assert_int_equal(varlink_reply_finish(r, NULL), 0);
+        r = varlink_reply_free(r);
+}
+
 static void test_reply_rules(void **state) {
         TestServer *t = *state;
         _cleanup_client_ VarlinkClient *c = client_new(t, CLIENT_TIMEOUT_USEC);
@@ -1255,6 +1292,7 @@ int main(void) {
                 cmocka_unit_test(test_read_marked_rest),
                 cmocka_unit_test(test_write_read),
                 cmocka_unit_test(test_reply_builder),
+                cmocka_unit_test(test_reply_max_size),
                 cmocka_unit_test(test_header_valid),
                 cmocka_unit_test(test_header_invalid),
                 cmocka_unit_test(test_server_setup_errors),
