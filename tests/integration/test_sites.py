@@ -515,8 +515,9 @@ class SiteQuota(unittest.TestCase):
             def settled():
                 h = sites_once_known(d, hostile_pid, kind="trap", limit=10000)
                 r = sites_once_known(d, root_pid, kind="trap")
+                # root's site has its symbol from the symbol worker, a tick or so after the site.
                 return (h, r) if h and r and h["process"]["exited"] and r["process"]["exited"] and traps_of(r) \
-                    else None
+                    and all(s["symbol"] for s in traps_of(r)) else None
 
             h, r = stable(lambda: wait_for(settled, what="both processes' sites"), "their sites")
             self.assertEqual(len(h["sites"]), self.SHARE)
