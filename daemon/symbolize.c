@@ -215,13 +215,14 @@ static SymbolFile *cache_find(Symbolizer *s, const FileKey *key) {
         return NULL;
 }
 
-static int open_regular(const char *path, uint64_t max_size, struct stat *ret_st) {
+/* path opened for reading (with extra_flags), if it is a regular file of at most max_size bytes.
+ * O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it changes nothing for the
+ * regular files that are read. */
+static int open_regular(const char *path, int extra_flags, uint64_t max_size, struct stat *ret_st) {
         _cleanup_close_ int fd = -1;
         struct stat st;
 
-        /* O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it changes nothing
-         * for the regular files that are read. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
@@ -242,21 +243,15 @@ int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct t
         struct stat st;
 
         /* O_NOFOLLOW: a symlink swapped in for the file is refused, not followed to whatever it
-         * points at; O_NONBLOCK: opening a FIFO for reading must not wait for a writer. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+         * points at. The size is checked after the identity: a file swapped in is refused as such. */
+        fd = open_regular(path, O_NOFOLLOW, UINT64_MAX, &st);
         if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
+                return fd;
         /* The path may name another file by now (renamed over, swapped): only the one the
          * caller was told of is read. */
         if ((uint64_t) st.st_dev != dev || (uint64_t) st.st_ino != ino || (ctime && !timespec_equal(&st.st_ctim, ctime)))
                 return -ESTALE;
-        if (st.st_size < 0 || (uint64_t) st.st_size > max_size)
+        if ((uint64_t) st.st_size > max_size)
                 return -EFBIG;
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -706,7 +701,7 @@ int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, Sym
         _cleanup_close_ int fd = -1;
         struct stat st;
 
-        fd = open_regular(path, s->config.max_file_size, &st);
+        fd = open_regular(path, 0, s->config.max_file_size, &st);
         if (fd < 0)
                 return fd;
         return symbolizer_lookup_fd(s, fd, file_offset, NULL, ret);

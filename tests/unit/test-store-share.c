@@ -28,27 +28,6 @@ static uint64_t file_bytes(const char *path, const char *suffix) {
         return stat(p, &st) == 0 ? (uint64_t) st.st_size : 0;
 }
 
-static uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution, uint64_t *ret_traps) {
-        StoreHistoryRow *hist;
-        ProcessInfo found;
-        uint64_t user = 0, traps = 0;
-        int64_t id;
-        size_t n;
-
-        assert_int_equal(store_find_process(s, pid, 0, &id, &found), 0);
-        process_info_done(&found);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, resolution, &hist, &n), 0);
-        for (size_t i = 0; i < n; i++) {
-                assert_int_equal(hist[i].time_usec % resolution, 0);
-                user += hist[i].faults.user;
-                traps += traps_total(&hist[i].traps);
-        }
-        free(hist);
-        if (ret_traps)
-                *ret_traps = traps;
-        return user;
-}
-
 static void note_checkpoint(void *userdata, bool force _unused_) {
         *(bool *) userdata = true;
 }

@@ -381,27 +381,6 @@ static int64_t count_rows(Store *s, const char *table) {
         return n;
 }
 
-static uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution, uint64_t *ret_traps) {
-        StoreHistoryRow *hist;
-        ProcessInfo found;
-        uint64_t user = 0, traps = 0;
-        int64_t id;
-        size_t n;
-
-        assert_int_equal(store_find_process(s, pid, 0, &id, &found), 0);
-        process_info_done(&found);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, resolution, &hist, &n), 0);
-        for (size_t i = 0; i < n; i++) {
-                assert_int_equal(hist[i].time_usec % resolution, 0);
-                user += hist[i].faults.user;
-                traps += traps_total(&hist[i].traps);
-        }
-        free(hist);
-        if (ret_traps)
-                *ret_traps = traps;
-        return user;
-}
-
 static void test_rollup_and_retention(void **state) {
         const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
         const StoreRetention r = { .raw_usec = H, .minute_usec = 3 * H, .hour_usec = 240 * H, .batch_rows = 500 };
