@@ -28,10 +28,9 @@
 /* Series one object can have at most: every vector, four page fault kinds, minor, major,
  * processes. */
 #define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 3)
-/* The system-wide ones besides the totals: drops by kind (those BPF counts; the user-space
- * kinds are in GetStatus only, so that the smallest bound stays what it is), units not
+/* The system-wide ones besides the totals: drops by kind (every kind GetStatus has), units not
  * reported. */
-#define METRICS_SYSTEM_SERIES (COLLECTOR_BPF_DROP_KINDS + 1)
+#define METRICS_SYSTEM_SERIES (COLLECTOR_DROP_KINDS + 1)
 /* The smallest --report-max-metrics: the system-wide series, the system-wide totals (the
  * series of an object, without one) and "other" always fit. */
 #define METRICS_MIN_MAX (METRICS_SYSTEM_SERIES + 2 * METRICS_MAX_SERIES_PER_OBJECT)

@@ -43,8 +43,7 @@ static int method_list(VarlinkCall *call, json_t *parameters _unused_, void *use
         r = unit_totals_query(manager_unit_totals(m), -1, &rows, &n);
         if (r < 0)
                 return r;
-        /* The kernel's kinds come first; METRICS_SYSTEM_SERIES counts only them. */
-        n_drops = MIN(collector_drops(manager_collector(m), drops), (size_t) COLLECTOR_BPF_DROP_KINDS);
+        n_drops = collector_drops(manager_collector(m), drops);
         list = metrics_list_build(rows, n, drops, n_drops, manager_report_max_metrics(m));
         if (!list)
                 return -ENOMEM;
