@@ -70,6 +70,9 @@ struct Store {
         void (*checkpoint_fn)(void *userdata, bool force);
         void *checkpoint_userdata;
         size_t max_cmdline;      /* store_set_max_cmdline() */
+        /* The bytes in use when store_over_cap() or the cap's step last looked, and how much the
+         * flushes grew them since: the step keeps room for as much as the last tick wrote. */
+        uint64_t cap_used_seen, cap_growth;
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };

@@ -39,7 +39,13 @@ uint64_t store_cap_target(Store *s, uint64_t max_bytes) {
 }
 
 bool store_over_cap(Store *s, const StoreRetention *ret) {
-        return ret->max_bytes > 0 && store_used_bytes(s) > store_cap_target(s, ret->max_bytes);
+        uint64_t used = store_used_bytes(s);
+
+        /* Called after each flush: what it grew since the last look (a step's deletions are
+         * looked at by the step itself). */
+        s->cap_growth = used > s->cap_used_seen ? used - s->cap_used_seen : 0;
+        s->cap_used_seen = used;
+        return ret->max_bytes > 0 && used > store_cap_target(s, ret->max_bytes);
 }
 
 /* The users in the order they lose data: most bytes first, the reserved ones less their
@@ -222,13 +228,17 @@ int store_cap_step(Store *s, const StoreRetention *ret, uint64_t now_usec, bool 
         if (ret->max_bytes == 0)
                 return 0;
         target = store_cap_target(s, ret->max_bytes);
-        /* Down to a margin below the target, so that the ticks that follow fit before the next
-         * step. */
+        /* Down to a margin below the target, so that the tick that follows fits before the next
+         * step: as much as the last tick wrote (a storm of short processes writes megabytes a
+         * second), at least a 32nd, at most half. */
         if (store_used_bytes(s) > target) {
-                r = evict(s, ret, now_usec > SHARE_IDLE_USEC ? now_usec - SHARE_IDLE_USEC : 0, target - target / 32,
-                          more);
+                uint64_t margin = MAX(target / 32, MIN(s->cap_growth, target / 2));
+
+                r = evict(s, ret, now_usec > SHARE_IDLE_USEC ? now_usec - SHARE_IDLE_USEC : 0, target - margin, more);
                 if (r < 0)
                         return r;
         }
-        return give_back(s, target, more);
+        r = give_back(s, target, more);
+        s->cap_used_seen = store_used_bytes(s);
+        return r;
 }

@@ -243,7 +243,7 @@ class UnitTotals(unittest.TestCase):
                 self.assertIsInstance(v, str)
         # System-wide: one Drops per kind, without object, also at zero; UnitsNotReported.
         drops = [m for m in ms if m["name"] == "io.trapstat.Drops"]
-        self.assertEqual(len(drops), 10)
+        self.assertEqual(len(drops), 11)
         self.assertTrue(all("object" not in m for m in drops))
         status = self.call("io.trapstat.GetStatus")["parameters"]
         self.assertEqual({m["fields"]["kind"] for m in drops}, {d["kind"] for d in status["dropsByKind"]})
