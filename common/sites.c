@@ -80,6 +80,19 @@ static int strdup_or_null(const char *s, char **ret) {
         return 0;
 }
 
+int site_count_copy(const SiteCount *s, SiteCount *ret) {
+        SiteCount c = *s;
+
+        c.object = c.symbol = c.memory_object = NULL;
+        if (strdup_or_null(s->object, &c.object) < 0 || strdup_or_null(s->symbol, &c.symbol) < 0 ||
+            strdup_or_null(s->memory_object, &c.memory_object) < 0) {
+                site_count_done(&c);
+                return -ENOMEM;
+        }
+        *ret = c;
+        return 0;
+}
+
 uint64_t site_count_estimated(const SiteCount *s) {
         uint64_t period = s->period ?: 1;
 

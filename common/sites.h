@@ -72,6 +72,8 @@ typedef struct SiteCount {
 /* Frees the strings; the struct itself is the caller's. */
 void site_count_done(SiteCount *s);
 void site_counts_free(SiteCount *a, size_t n);
+/* Deep copy into *ret (its strings duplicated); -ENOMEM. */
+int site_count_copy(const SiteCount *s, SiteCount *ret);
 /* The estimated number of events: count × period. */
 uint64_t site_count_estimated(const SiteCount *s);
 

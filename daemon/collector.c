@@ -214,12 +214,3 @@ void collector_symbol_fills(Collector *c, const SiteCount **ret, size_t *ret_n) 
         *ret = c->reader.fills;
         *ret_n = c->reader.n_fills;
 }
-
-uint64_t collector_drops_total(Collector *c) {
-        CollectorDrop drops[COLLECTOR_DROP_KINDS];
-        uint64_t total = 0;
-
-        for (size_t i = 0, n = collector_drops(c, drops); i < n; i++)
-                total += drops[i].count;
-        return total;
-}

@@ -99,7 +99,6 @@ typedef struct CollectorDrop {
 #define COLLECTOR_DROP_KINDS (COLLECTOR_BPF_DROP_KINDS + 1)
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
-uint64_t collector_drops_total(Collector *c);
 
 /* Symbols the symbol worker found since the last drain for sites counted before: SiteCounts with
  * object, dev, ino, offset and symbol set (count 0), for store_sites_fill(). Valid until the next

@@ -23,7 +23,6 @@
 #include "macro.h"
 #include "proc-util.h"
 #include "query.h"
-#include "store-recover.h"
 #include "time-util.h"
 #include "unit-totals.h"
 #include "varlink.h"
@@ -32,15 +31,14 @@
 struct Manager {
         ManagerConfig config;
         struct event_base *base;
-        struct event *tick, *maintenance, *watchdog, *sigterm, *sigint;
+        struct event *tick, *status, *watchdog, *sigterm, *sigint;
         struct event *lifecycle; /* the ring buffer of exit and exec events has a batch waiting */
         int proc_fd;
         int lock_fd; /* flock()ed STATE_DIR/trapstatd.lock: one daemon per state directory */
         char boot_id[37];
         Collector *collector;
-        Store *store;        /* NULL while the database cannot be opened (e.g. disk full at start) */
+        Writer *writer;      /* the database's, on a thread of its own */
         char *db_path;
-        int store_open_error; /* why store is NULL; logged once per condition */
         VarlinkServer *server;
         VarlinkServer *report_server; /* io.systemd.Metrics, when a report socket is given */
         QueryPool *queries;
@@ -51,9 +49,6 @@ struct Manager {
         uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
         bool unit_totals_failed; /* logged once */
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
-        int last_flush_error; /* logged once per condition, not once per tick */
-        int last_maintenance_error;
-        uint64_t unsaved_samples; /* process-ticks whose counts could not be stored */
 };
 
 static int mkdir_parents(const char *path, mode_t mode) {
@@ -189,25 +184,10 @@ static int manager_lock_state_dir(Manager *m) {
         return 0;
 }
 
-/* Symbols the worker found for sites stored without one. Best effort: a site that counts again
- * carries its symbol with it. */
-static void store_symbol_fills(Manager *m) {
-        const SiteCount *fills;
-        size_t n;
-        int r;
-
-        collector_symbol_fills(m->collector, &fills, &n);
-        if (n == 0 || !m->store)
-                return;
-        r = store_sites_fill(m->store, fills, n);
-        if (r < 0)
-                log_debug_errno(r, "Failed to write %zu symbols to %s: %s (%m)", n, store_path(m->store),
-                                store_errmsg(m->store));
-}
-
 static void tick(Manager *m) {
         const ProcessSample *samples;
-        size_t n;
+        const SiteCount *fills;
+        size_t n, n_fills;
         int r;
 
         uint64_t now_mono = now_usec(CLOCK_MONOTONIC), now = now_usec(CLOCK_REALTIME);
@@ -226,32 +206,11 @@ static void tick(Manager *m) {
         if (r < 0 && !m->unit_totals_failed)
                 log_error_errno(r, "Failed to add a tick to the unit totals, they miss counts from now on: %m");
         m->unit_totals_failed |= r < 0;
-        store_symbol_fills(m);
-        /* Nothing to write says nothing about whether writing works again. */
-        if (n == 0)
-                return;
-        if (!m->store) {
-                m->unsaved_samples += n;
-                return;
-        }
-        r = store_flush(m->store, now, samples, n);
-        if (r < 0) {
-                /* The counts of this tick are gone: say how many, in GetStatus and STATUS=. */
-                m->unsaved_samples += n;
-                if (r != m->last_flush_error)
-                        log_error_errno(r, "Failed to write %zu samples to %s: %s (%m); counting what is lost until "
-                                           "writing works again",
-                                        n, store_path(m->store), store_errmsg(m->store));
-        } else if (store_over_cap(m->store, &m->config.retention)) {
-                /* A storm of processes fills the cap within seconds: the cap's step now, not at
-                 * the next maintenance interval. */
-                struct timeval now_tv = {};
-                (void) event_add(m->maintenance, &now_tv);
-        }
-        if (r >= 0 && m->last_flush_error < 0)
-                log_notice("Writing to %s again; %" PRIu64 " samples could not be stored meanwhile", store_path(m->store),
-                           m->unsaved_samples);
-        m->last_flush_error = r < 0 ? r : 0;
+        /* The writer takes a copy; the event loop never waits for the database. Its failures are
+         * its to log; this one is counted in unsavedSamples. */
+        collector_symbol_fills(m->collector, &fills, &n_fills);
+        if (n > 0 || n_fills > 0)
+                (void) writer_submit(m->writer, now, samples, n, fills, n_fills);
 }
 
 static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
@@ -269,44 +228,26 @@ static void on_lifecycle(evutil_socket_t fd _unused_, short what _unused_, void 
                 log_error_errno(r, "Failed to read lifecycle events: %m");
 }
 
-/* Roll-ups and retention, in short steps between ticks: every MAINTENANCE_INTERVAL, and
- * right again while a step says more is pending. */
-#define MAINTENANCE_INTERVAL_USEC (10 * USEC_PER_SEC)
-#define MAINTENANCE_BUSY_USEC (100 * USEC_PER_MSEC)
+#define STATUS_INTERVAL_USEC (10 * USEC_PER_SEC)
 
 static struct timeval usec_to_timeval(uint64_t usec);
 
-static int manager_open_store(Manager *m);
-
-static void on_maintenance(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+/* systemctl status shows this line: what is counted, how big the history is, trouble. */
+static void on_status(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
         Manager *m = userdata;
-        struct timeval tv;
-        bool more = false;
-        int r = 0;
+        WriterStats stats = writer_stats(m->writer);
+        CollectorDrop drops[MANAGER_DROP_KINDS];
+        uint64_t total = 0;
+        struct timeval tv = usec_to_timeval(STATUS_INTERVAL_USEC);
 
-        /* Without a database, retry opening it; nothing to maintain until then. */
-        if (!m->store && manager_open_store(m) >= 0)
-                log_notice("Opened database %s; writing history again, %" PRIu64 " samples could not be stored meanwhile",
-                           m->db_path, m->unsaved_samples);
-
-        if (m->store) {
-                r = store_maintain(m->store, now_usec(CLOCK_REALTIME), &m->config.retention, &more);
-                if (r < 0 && r != m->last_maintenance_error)
-                        log_error_errno(r, "Failed to roll up or expire history in %s: %s", store_path(m->store),
-                                        store_errmsg(m->store));
-                m->last_maintenance_error = r < 0 ? r : 0;
-        }
-
-        /* systemctl status shows this line: what is counted, how big the history is, trouble. */
+        for (size_t i = 0, n = manager_drops(m, drops); i < n; i++)
+                total += drops[i].count;
         (void) sd_notifyf(0, "STATUS=Tracking %zu processes, history %" PRIu64 " MiB, %" PRIu64 " drops%s",
-                          collector_n_tracked(m->collector), m->store ? store_size_bytes(m->store) >> 20 : 0,
-                          collector_drops_total(m->collector),
-                          !m->store                    ? ", database unavailable"
-                          : m->last_flush_error < 0 ? ", database writes failing"
-                                                    : "");
-
-        tv = usec_to_timeval(more && r >= 0 ? MAINTENANCE_BUSY_USEC : MAINTENANCE_INTERVAL_USEC);
-        (void) event_add(m->maintenance, &tv);
+                          collector_n_tracked(m->collector), stats.database_bytes >> 20, total,
+                          !stats.available ? ", database unavailable"
+                          : stats.failing  ? ", database writes failing"
+                                           : "");
+        (void) event_add(m->status, &tv);
 }
 
 static void on_watchdog(evutil_socket_t fd _unused_, short what _unused_, void *userdata _unused_) {
@@ -416,50 +357,6 @@ static int listen_socket(Manager *m) {
         return listen_path(m->server, m->config.socket_path, 0666);
 }
 
-static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
-        Manager *m = userdata;
-
-        return proc_is_alive(m->proc_fd, pid, start_time);
-}
-
-/* Opens (or, when corrupt, moves aside and recreates) the database. Logs a failure once per
- * condition; returns -EPROTO when the database is newer than this daemon. */
-static int manager_open_store(Manager *m) {
-        _cleanup_free_ char *moved_to = NULL;
-        size_t gone = 0;
-        int r;
-
-        r = store_open_recover(m->db_path, m->boot_id, now_usec(CLOCK_REALTIME), &m->store, &moved_to);
-        if (r == -EPROTO) {
-                log_error("Database %s was written by a newer trapstatd; refusing to touch it", m->db_path);
-                return r;
-        }
-        if (r == -ELOOP)
-                return log_error_errno(r, "Database %s is a symbolic link; refusing to follow it", m->db_path);
-        if (r < 0) {
-                if (r != m->store_open_error)
-                        log_error_errno(r, "Failed to open database %s: %m; serving live counts only, retrying every %u s",
-                                        m->db_path, (unsigned) (MAINTENANCE_INTERVAL_USEC / USEC_PER_SEC));
-                m->store_open_error = r;
-                return r;
-        }
-        m->store_open_error = 0;
-        store_set_checkpoint_handler(m->store, store_checkpoint_pages(m->config.retention.max_bytes),
-                                     checkpointer_request, m->checkpointer);
-        store_set_max_cmdline(m->store, m->config.max_cmdline);
-        if (moved_to) {
-                log_warning("Database %s is corrupt; moved it to %s and started a new one", m->db_path, moved_to);
-                return 0;
-        }
-        r = store_mark_gone(m->store, process_alive, m, &gone);
-        if (r < 0)
-                log_warning_errno(r, "Failed to mark processes that ended while trapstatd was not running: %s (%m)",
-                                  store_errmsg(m->store));
-        else if (gone > 0)
-                log_info("%zu processes ended while trapstatd was not running; marked them exited", gone);
-        return 0;
-}
-
 /* The members of group trapstat named in the group database, whose history keeps the size
  * cap's reserve beside root's (store-share.c). Users with it as their primary group only are
  * not listed there: they share with everyone. */
@@ -486,6 +383,12 @@ static int resolve_reserved_uids(Manager *m) {
         m->config.retention.reserved_uids = m->reserved_uids;
         m->config.retention.n_reserved_uids = n;
         return 0;
+}
+
+static int query_sync(void *userdata, uint64_t seq, uint64_t deadline_usec, const bool *cancelled) {
+        Manager *m = userdata;
+
+        return writer_sync(m->writer, seq, deadline_usec, cancelled);
 }
 
 int manager_new(const ManagerConfig *config, Manager **ret) {
@@ -559,11 +462,14 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 log_error_errno(r, "Failed to start the checkpoint thread: %m");
                 goto fail;
         }
-        /* A database newer than us is left alone; any other failure (a full disk, say) leaves
-         * the live view working while maintenance retries. */
-        r = manager_open_store(m);
-        if (r == -EPROTO || r == -ELOOP)
+        r = writer_new(&(WriterConfig) { .db_path = m->db_path, .boot_id = m->boot_id,
+                                         .retention = config->retention, .max_cmdline = config->max_cmdline,
+                                         .max_queue = config->writer_queue, .checkpointer = m->checkpointer,
+                                         .proc_fd = m->proc_fd },
+                       &m->writer);
+        if (r < 0)
                 goto fail;
+        writer_set_hold_file(m->writer, config->writer_hold_file);
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
                                                .event_buffer = config->event_buffer,
@@ -615,6 +521,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = query_pool_new(m->base,
                            &(QueryPoolConfig) { .db_path = m->db_path,
                                                 .boot_id = m->boot_id,
+                                                .sync = query_sync,
+                                                .sync_userdata = m,
                                                 .threads = config->query_threads,
                                                 .per_uid = config->queries_per_uid,
                                                 .cost_limit = config->query_cost_limit,
@@ -648,10 +556,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
 
         m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
         m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);
-        m->maintenance = evtimer_new(m->base, on_maintenance, m);
+        m->status = evtimer_new(m->base, on_status, m);
         m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
         m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
-        if (!m->tick || !m->lifecycle || !m->maintenance || !m->sigterm || !m->sigint) {
+        if (!m->tick || !m->lifecycle || !m->status || !m->sigterm || !m->sigint) {
                 r = log_error_errno(ENOMEM, "Out of memory");
                 goto fail;
         }
@@ -674,8 +582,8 @@ Manager *manager_free(Manager *m) {
                 event_free(m->tick);
         if (m->lifecycle)
                 event_free(m->lifecycle);
-        if (m->maintenance)
-                event_free(m->maintenance);
+        if (m->status)
+                event_free(m->status);
         if (m->watchdog)
                 event_free(m->watchdog);
         if (m->sigterm)
@@ -686,8 +594,9 @@ Manager *manager_free(Manager *m) {
                 event_base_free(m->base);
         collector_free(m->collector);
         unit_totals_free(m->unit_totals);
-        store_free(m->store);
-        /* After the store, whose last commits may still ask for a checkpoint. */
+        /* After the queries (which may wait for it): writes every tick still waiting. */
+        writer_free(m->writer);
+        /* After the writer, whose last commits may still ask for a checkpoint. */
         checkpointer_free(m->checkpointer);
         free(m->reserved_uids);
         free(m->db_path);
@@ -706,7 +615,7 @@ int manager_run(Manager *m) {
 
         struct timeval now_tv = { 0, 0 };
 
-        if (event_add(m->tick, &tv) < 0 || event_add(m->lifecycle, NULL) < 0 || event_add(m->maintenance, &now_tv) < 0 || event_add(m->sigterm, NULL) < 0 ||
+        if (event_add(m->tick, &tv) < 0 || event_add(m->lifecycle, NULL) < 0 || event_add(m->status, &now_tv) < 0 || event_add(m->sigterm, NULL) < 0 ||
             event_add(m->sigint, NULL) < 0)
                 return log_error_errno(ENOMEM, "Failed to arm event loop");
 
@@ -737,16 +646,24 @@ const char *manager_database_path(Manager *m) {
         return m->db_path;
 }
 
-Store *manager_store(Manager *m) {
-        return m->store;
+Writer *manager_writer(Manager *m) {
+        return m->writer;
+}
+
+size_t manager_drops(Manager *m, CollectorDrop ret[static MANAGER_DROP_KINDS]) {
+        size_t n = collector_drops(m->collector, ret);
+
+        ret[n++] = (CollectorDrop) {
+                .kind = { "tick_merged",
+                          "one tick not written on its own: the database's writer was behind by --writer-queue "
+                          "ticks, so its counts were added to the next tick's and carry that tick's time" },
+                .count = writer_stats(m->writer).merged_ticks,
+        };
+        return n;
 }
 
 Collector *manager_collector(Manager *m) {
         return m->collector;
-}
-
-uint64_t manager_unsaved_samples(Manager *m) {
-        return m->unsaved_samples;
 }
 
 uint64_t manager_tick_usec(Manager *m) {

@@ -9,6 +9,7 @@
 #include "collector.h"
 #include "defaults.h"
 #include "store.h"
+#include "writer.h"
 
 
 typedef struct ManagerConfig {
@@ -28,6 +29,8 @@ typedef struct ManagerConfig {
         uint64_t symbol_bytes_per_minute;
         const char *disable_sources;
         StoreRetention retention;
+        unsigned writer_queue; /* ticks waiting for the writer; 0: WRITER_DEFAULT_QUEUE */
+        const char *writer_hold_file; /* tests only (writer_set_hold_file()); NULL: none */
         size_t max_cmdline; /* bytes of a command line stored (store_set_max_cmdline()) */
         size_t max_message_size;
         size_t max_buffer;
@@ -52,14 +55,18 @@ Manager *manager_free(Manager *m);
 /* Runs until SIGTERM/SIGINT, then drains and flushes one last time. */
 int manager_run(Manager *m);
 
+/* Every drop kind: the collector's, then the writer's (tick_merged). */
+#define MANAGER_DROP_KINDS (COLLECTOR_DROP_KINDS + 1)
+
 /* For the method handlers (methods.c). */
-/* NULL while the database cannot be opened: methods answer DatabaseError then. */
-Store *manager_store(Manager *m);
+/* The database's writer: whether the database is open (methods answer DatabaseError while it
+ * is not), its size, what could not be stored (writer_stats()). */
+Writer *manager_writer(Manager *m);
 const char *manager_database_path(Manager *m);
 Collector *manager_collector(Manager *m);
 uint64_t manager_tick_usec(Manager *m);
-/* Process-ticks counted but not stored (database writes failing, e.g. disk full). */
-uint64_t manager_unsaved_samples(Manager *m);
+/* Fills ret with every drop kind, also those at zero; returns how many. */
+size_t manager_drops(Manager *m, CollectorDrop ret[static MANAGER_DROP_KINDS]);
 /* The Watch streams, answered on every tick. */
 struct WatchSet *manager_watch_set(Manager *m);
 /* The running totals per unit (UnitTotals), and since when they run (CLOCK_REALTIME). */

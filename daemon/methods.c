@@ -118,16 +118,16 @@ static int database_error(Store *store, int error, VarlinkReply **ret) {
 }
 
 /* The history needs the database; while it cannot be opened, say so (live Watch still works). */
-static Store *need_store(VarlinkCall *call, Manager *m, int *ret) {
+static bool need_store(VarlinkCall *call, Manager *m, int *ret) {
         char message[512];
-        Store *store = manager_store(m);
+        bool available = writer_stats(manager_writer(m)).available;
 
-        if (!store) {
+        if (!available) {
                 snprintf(message, sizeof(message), "database %s is not available; only live counts (Watch) are",
                          manager_database_path(m));
                 *ret = varlink_call_error(call, "io.trapstat.DatabaseError", json_pack("{s:s}", "message", message));
         }
-        return store;
+        return available;
 }
 
 /* now - window_sec, or 0 when the window reaches back before the epoch (no overflow for any
@@ -139,18 +139,20 @@ static uint64_t window_start_usec(int64_t window_sec) {
         return (uint64_t) window_sec >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window_sec * USEC_PER_SEC;
 }
 
-/* Hands the call to a worker. Top and History read the samples: the ticks the writer has not
- * folded into the raw tier yet go in first (at most once per tick, however many calls come). */
+/* Hands the call to a worker. Top and History read the samples: the worker waits until the
+ * writer has written and folded every tick drained before the call came (writer_sync()); the
+ * event loop does not wait. */
 static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, void *args, void (*free_args)(void *)) {
-        if (samples)
-                (void) store_settle(manager_store(m));
-        return query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), run, args, free_args);
+        uint64_t seq = samples ? writer_seq(manager_writer(m)) : 0;
+
+        return query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), seq, run, args, free_args);
 }
 
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
-        CollectorDrop drops[COLLECTOR_DROP_KINDS];
+        CollectorDrop drops[MANAGER_DROP_KINDS];
+        WriterStats stats = writer_stats(manager_writer(m));
         const CollectorSource *sources;
         uint64_t total_drops = 0;
         json_t *list, *drop_list;
@@ -170,18 +172,18 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                                       sources[i].active, "reason",
                                                       sources[i].reason ? json_string(sources[i].reason) : json_null()));
         drop_list = json_array();
-        for (size_t i = 0, k = collector_drops(c, drops); i < k; i++) {
+        for (size_t i = 0, k = manager_drops(m, drops); i < k; i++) {
                 json_array_append_new(drop_list, json_pack("{s:s, s:I, s:s}", "kind", drops[i].kind.name, "count",
                                                            (json_int_t) drops[i].count, "lost", drops[i].kind.lost));
                 total_drops += drops[i].count;
         }
         return varlink_call_reply(call,
                                   json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I}", "unsavedSamples",
-                                            (json_int_t) manager_unsaved_samples(m), "version", TRAPSTAT_VERSION,
+                                            (json_int_t) stats.unsaved_samples, "version", TRAPSTAT_VERSION,
                                             "arch", arch,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
                                             "databasePath", manager_database_path(m), "databaseBytes",
-                                            (json_int_t) (manager_store(m) ? store_size_bytes(manager_store(m)) : 0),
+                                            (json_int_t) stats.database_bytes,
                                             "processesTracked",
                                             (json_int_t) (uid < 0 ? collector_n_tracked(c)
                                                                   : collector_n_tracked_uid(c, (uint32_t) uid)),

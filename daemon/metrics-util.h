@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "collector.h"
+#include "manager.h"
 #include "unit-totals.h"
 
 #define METRICS_OBJECT_NONE "none"
@@ -30,7 +30,7 @@
 #define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 3)
 /* The system-wide ones besides the totals: drops by kind (every kind GetStatus has), units not
  * reported. */
-#define METRICS_SYSTEM_SERIES (COLLECTOR_DROP_KINDS + 1)
+#define METRICS_SYSTEM_SERIES (MANAGER_DROP_KINDS + 1)
 /* The smallest --report-max-metrics: the system-wide series, the system-wide totals (the
  * series of an object, without one) and "other" always fit. */
 #define METRICS_MIN_MAX (METRICS_SYSTEM_SERIES + 2 * METRICS_MAX_SERIES_PER_OBJECT)

@@ -34,7 +34,7 @@ static int stream(VarlinkCall *call, json_t *list) {
 
 static int method_list(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
         Manager *m = userdata;
-        CollectorDrop drops[COLLECTOR_DROP_KINDS];
+        CollectorDrop drops[MANAGER_DROP_KINDS];
         _cleanup_free_ UnitTotalsRow *rows = NULL;
         _cleanup_json_ json_t *list = NULL;
         size_t n, n_drops;
@@ -43,7 +43,7 @@ static int method_list(VarlinkCall *call, json_t *parameters _unused_, void *use
         r = unit_totals_query(manager_unit_totals(m), -1, &rows, &n);
         if (r < 0)
                 return r;
-        n_drops = collector_drops(manager_collector(m), drops);
+        n_drops = manager_drops(m, drops);
         list = metrics_list_build(rows, n, drops, n_drops, manager_report_max_metrics(m));
         if (!list)
                 return -ENOMEM;

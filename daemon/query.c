@@ -24,6 +24,7 @@ struct QueryJob {
         QueryPool *pool;
         VarlinkCall *call; /* kept; the event loop's alone */
         uid_t uid;
+        uint64_t seq; /* the newest tick the database must hold first; 0: none */
         QueryRunFn run;
         void *args;
         void (*free_args)(void *args);
@@ -48,6 +49,8 @@ typedef struct Worker {
 
 struct QueryPool {
         char *db_path, *boot_id;
+        QuerySyncFn sync;
+        void *sync_userdata;
         unsigned per_uid;
         uint64_t cost_limit, time_limit_usec;
         size_t max_reply_size;
@@ -138,6 +141,17 @@ static void worker_run(Worker *w, QueryJob *j) {
                 }
         }
         j->deadline_usec = now_usec(CLOCK_MONOTONIC) + p->time_limit_usec;
+        /* The ticks drained before the call arrived are in its reply: the writer has them in the
+         * database first. */
+        if (j->seq > 0 && p->sync) {
+                r = p->sync(p->sync_userdata, j->seq, j->deadline_usec, &j->cancelled);
+                if (r == -ETIME)
+                        j->over_time = true;
+                if (r < 0) {
+                        j->error = -ECANCELED;
+                        return;
+                }
+        }
         store_set_progress_handler(w->reader, p->progress_every, on_progress, j);
         /* One snapshot per call: what a reply says of a process agrees with its counts. */
         r = store_snapshot_begin(w->reader);
@@ -288,7 +302,7 @@ static void on_call_close(VarlinkCall *call _unused_, void *userdata) {
                 job_free(j);
 }
 
-int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, QueryRunFn run, void *args,
+int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, uint64_t seq, QueryRunFn run, void *args,
                       void (*free_args)(void *args)) {
         QueryJob *j;
         int r;
@@ -299,7 +313,7 @@ int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, QueryRunFn run
                         free_args(args);
                 return -ENOMEM;
         }
-        *j = (QueryJob) { .pool = p, .uid = uid, .run = run, .args = args, .free_args = free_args };
+        *j = (QueryJob) { .pool = p, .uid = uid, .seq = seq, .run = run, .args = args, .free_args = free_args };
 
         r = varlink_call_keep(call, on_call_close, j, &j->call);
         if (r < 0) {
@@ -327,6 +341,8 @@ int query_pool_new(struct event_base *base, const QueryPoolConfig *config, Query
                 return -ENOMEM;
         p->done_fd = -1;
         p->queue_tail = &p->queue;
+        p->sync = config->sync;
+        p->sync_userdata = config->sync_userdata;
         p->per_uid = config->per_uid ?: QUERY_DEFAULT_PER_UID;
         p->cost_limit = config->cost_limit ?: QUERY_DEFAULT_COST_LIMIT;
         p->time_limit_usec = config->time_limit_usec ?: QUERY_DEFAULT_TIME_LIMIT_USEC;

@@ -16,6 +16,7 @@
  * is done (varlink_call_reply_room()). A query whose client went away is dropped from the queue,
  * or interrupted if it runs. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,8 +36,14 @@ struct event_base;
 /* A Top of 10000 rows of ordinary command lines is 4 to 6 MiB. */
 #define QUERY_DEFAULT_MAX_REPLY_SIZE (8U * 1024U * 1024U)
 
+/* Waits until the database holds every tick up to seq (writer_sync()); -ETIME at deadline_usec
+ * (CLOCK_MONOTONIC), -ECANCELED when *cancelled turns true. */
+typedef int (*QuerySyncFn)(void *userdata, uint64_t seq, uint64_t deadline_usec, const bool *cancelled);
+
 typedef struct QueryPoolConfig {
         const char *db_path, *boot_id;
+        QuerySyncFn sync; /* NULL: queries never wait */
+        void *sync_userdata;
         unsigned threads;    /* 0: default */
         unsigned per_uid;    /* 0: default */
         uint64_t cost_limit; /* virtual machine steps; 0: default */
@@ -55,7 +62,8 @@ int query_pool_new(struct event_base *base, const QueryPoolConfig *config, Query
 /* Stops the workers (running queries are interrupted) and drops the queued calls. */
 QueryPool *query_pool_free(QueryPool *p);
 
-/* Answers call (the handler's, not kept yet) from a worker: run(reader, args). args is freed
- * with free_args when the query is done or dropped, also when this fails. */
-int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, QueryRunFn run, void *args,
+/* Answers call (the handler's, not kept yet) from a worker: run(reader, args), once the
+ * database holds every tick up to seq (0: at once; the wait counts in the query's time limit).
+ * args is freed with free_args when the query is done or dropped, also when this fails. */
+int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, uint64_t seq, QueryRunFn run, void *args,
                       void (*free_args)(void *args));

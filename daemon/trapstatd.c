@@ -85,6 +85,8 @@ static void help(void) {
                "      --queries-per-uid N    queries of one user running at once (default: %u)\n"
                "      --query-cost-limit N   SQLite steps one query may take (default: %llu)\n"
                "      --query-time-limit DURATION  wall time one query may take (default: %us)\n"
+               "      --writer-queue N       ticks waiting for the database's writer; more are merged\n"
+               "                             into the last one waiting (default: %u; 1 to 1024)\n"
                "  -v, --verbose              debug logging\n"
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
@@ -98,10 +100,10 @@ static void help(void) {
                VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_RESERVED_CONNECTIONS,
                VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, (size_t) QUERY_DEFAULT_MAX_REPLY_SIZE >> 20, QUERY_DEFAULT_THREADS,
                QUERY_DEFAULT_PER_UID, (unsigned long long) QUERY_DEFAULT_COST_LIMIT,
-               QUERY_DEFAULT_TIME_LIMIT_USEC / 1000000U);
+               QUERY_DEFAULT_TIME_LIMIT_USEC / 1000000U, WRITER_DEFAULT_QUEUE);
 }
 
-_Static_assert(METRICS_MIN_MAX == 92, "--report-max-metrics' message says 92");
+_Static_assert(METRICS_MIN_MAX == 93, "--report-max-metrics' message says 93");
 _Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
 _Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
 
@@ -191,7 +193,8 @@ static char *first_of_env(const char *name) {
 int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
                ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS,
-               ARG_DB_RESERVE, ARG_MAX_CMDLINE, ARG_WRITE_TIMEOUT, ARG_MAX_REPLY_SIZE, ARG_QUERY_TIME_LIMIT };
+               ARG_DB_RESERVE, ARG_MAX_CMDLINE, ARG_WRITE_TIMEOUT, ARG_MAX_REPLY_SIZE, ARG_QUERY_TIME_LIMIT,
+               ARG_WRITER_QUEUE };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -222,6 +225,7 @@ int main(int argc, char *argv[]) {
                 { "max-buffer", required_argument, NULL, ARG_MAX_BUFFER },
                 { "reserved-connections", required_argument, NULL, ARG_RESERVED_CONNECTIONS },
                 { "query-threads", required_argument, NULL, ARG_QUERY_THREADS },
+                { "writer-queue", required_argument, NULL, ARG_WRITER_QUEUE },
                 { "queries-per-uid", required_argument, NULL, ARG_QUERIES_PER_UID },
                 { "query-cost-limit", required_argument, NULL, ARG_QUERY_COST_LIMIT },
                 { "query-time-limit", required_argument, NULL, ARG_QUERY_TIME_LIMIT },
@@ -330,7 +334,7 @@ int main(int argc, char *argv[]) {
                 case ARG_REPORT_MAX_METRICS:
                         /* At least the system-wide series and one unit's: "other" always fits. */
                         if (parse_uint(optarg, 1000000, &v) < 0 || v < METRICS_MIN_MAX)
-                                return usage_error("invalid --report-max-metrics '%s': expected 92 to 1000000", optarg);
+                                return usage_error("invalid --report-max-metrics '%s': expected 93 to 1000000", optarg);
                         config.report_max_metrics = (size_t) v;
                         break;
                 case ARG_MAX_UNIT_TOTALS:
@@ -389,6 +393,11 @@ int main(int argc, char *argv[]) {
                         if (parse_uint(optarg, 64, &v) < 0)
                                 return usage_error("invalid --query-threads '%s': expected 1 to 64", optarg);
                         config.query_threads = (unsigned) v;
+                        break;
+                case ARG_WRITER_QUEUE:
+                        if (parse_uint(optarg, 1024, &v) < 0)
+                                return usage_error("invalid --writer-queue '%s': expected 1 to 1024", optarg);
+                        config.writer_queue = (unsigned) v;
                         break;
                 case ARG_QUERIES_PER_UID:
                         if (parse_uint(optarg, 64, &v) < 0)
@@ -485,6 +494,8 @@ int main(int argc, char *argv[]) {
                 (void) setrlimit(RLIMIT_NOFILE, &nofile);
         }
 
+        /* Tests hold the writer while this file exists (the writer falling behind). */
+        config.writer_hold_file = secure_getenv("TRAPSTATD_TEST_HOLD_WRITER");
         r = manager_new(&config, &m);
         if (r < 0)
                 return EXIT_FAILURE;

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A tick on its way to the writer thread (writer.h). The collector's samples live only until its
+ * next drain, so the event loop hands the writer a copy of them, with everything they point to.
+ * When the writer is behind, a newer tick is merged into the last one waiting instead of queued:
+ * per process the deltas and traps add up, the sites are kept side by side, the process's
+ * name, command line, unit and exit are the newer tick's; nothing counted is lost, only the
+ * older tick's time (the batch carries the newest tick's). Pure: unit-tested. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "counters.h"
+#include "sites.h"
+#include "traps.h"
+
+typedef struct TickEntry {
+        ProcessInfo process;
+        Faults delta;
+        Traps *traps; /* NULL: none */
+        SiteCount *sites;
+        size_t n_sites;
+} TickEntry;
+
+typedef struct TickBatch {
+        struct TickBatch *next; /* the writer's queue */
+        uint64_t seq;           /* the newest tick in it (writer_sync()) */
+        uint64_t now_usec;      /* the newest tick's time */
+        uint64_t merged;        /* ticks merged into it after its first */
+        TickEntry *entries;     /* sorted by (pid, start_time), each process once */
+        size_t n_entries;
+        SiteCount *fills; /* symbols found for sites stored before (store_sites_fill()) */
+        size_t n_fills;
+        ProcessSample *samples; /* tick_batch_samples() */
+} TickBatch;
+
+/* A batch holding a copy of one tick. -ENOMEM. */
+int tick_batch_new(uint64_t seq, uint64_t now_usec, const ProcessSample *samples, size_t n, const SiteCount *fills,
+                   size_t n_fills, TickBatch **ret);
+/* Merges a newer tick into b (above). -ENOMEM, after which b holds part of the tick. */
+int tick_batch_merge(TickBatch *b, uint64_t seq, uint64_t now_usec, const ProcessSample *samples, size_t n,
+                     const SiteCount *fills, size_t n_fills);
+/* The batch as store_flush() takes it; valid until the batch is merged into or freed. */
+int tick_batch_samples(TickBatch *b, const ProcessSample **ret, size_t *ret_n);
+TickBatch *tick_batch_free(TickBatch *b);
