@@ -11,6 +11,8 @@ it with its default tick, and sends calls one at a time over one connection, alt
                replies are short)
   History 24h  the same of a random process seen in the last 24 h: a long-lived one gets
                1440 samples of 60 s, a reply of about 150 KB
+  GetStatus    answered on the event loop itself: how long a call waits for the loop (a tick's
+               drain, and before the writer thread, the tick's write and maintenance)
 
 with a random pause of 0-100 ms before each, so that calls fall at every point of the tick and
 of maintenance. Each call is timed from sending it to having read its whole reply from the
@@ -175,7 +177,9 @@ def measure(build, db, args, workdir):
 
         calls = [("Top", lambda p: ("io.trapstat.Top", {"windowSec": 86400, "limit": 20})),
                  ("History", lambda p: ("io.trapstat.History", history(p[0]))),
-                 ("History 24h", lambda p: ("io.trapstat.History", history(p[1])))]
+                 ("History 24h", lambda p: ("io.trapstat.History", history(p[1]))),
+                 # Answered on the event loop itself: its time is how long a call waits for the loop.
+                 ("GetStatus", lambda p: ("io.trapstat.GetStatus", {}))]
         for p in picks[: args.warmup]:
             for _, make in calls:
                 call_ms(d.conn, *make(p))
