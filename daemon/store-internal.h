@@ -73,6 +73,9 @@ struct Store {
         /* The bytes in use when store_over_cap() or the cap's step last looked, and how much the
          * flushes grew them since: the step keeps room for as much as the last tick wrote. */
         uint64_t cap_used_seen, cap_growth;
+        /* store_set_maintain_yield() */
+        bool (*maintain_yield)(void *userdata);
+        void *maintain_yield_userdata;
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };

@@ -408,6 +408,11 @@ int store_checkpoint(const char *path, bool force, int *ret_frames) {
         return 0;
 }
 
+void store_set_maintain_yield(Store *s, bool (*fn)(void *userdata), void *userdata) {
+        s->maintain_yield = fn;
+        s->maintain_yield_userdata = userdata;
+}
+
 uint64_t store_size_bytes(Store *s) {
         static const char *const suffixes[] = { "", "-wal" };
         uint64_t total = 0;

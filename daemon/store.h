@@ -135,6 +135,11 @@ int store_sites_fill(Store *s, const SiteCount *sites, size_t n);
  * when a part stopped at batch_rows and more is pending: call again soon. */
 int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *ret_more);
 
+/* Between the parts of a store_maintain() step (each its own transaction), fn is asked whether
+ * something more urgent waits (the writer's next tick); if it says so, the step ends there with
+ * *ret_more set. NULL: every part runs. */
+void store_set_maintain_yield(Store *s, bool (*fn)(void *userdata), void *userdata);
+
 /* Bytes of the pages in use (the size cap's measure). */
 uint64_t store_used_bytes(Store *s);
 /* What store_used_bytes() is held to under a cap of max_bytes: the cap less room for the WAL,

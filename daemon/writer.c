@@ -54,6 +54,17 @@ static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
         return proc_is_alive(*proc_fd, pid, start_time);
 }
 
+/* A maintenance step gives way between its parts to a tick waiting or a query waiting for one. */
+static bool urgent(void *userdata) {
+        Writer *w = userdata;
+        bool r;
+
+        pthread_mutex_lock(&w->lock);
+        r = w->queue || w->fold_seq > w->settled || w->stopping;
+        pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
 static int writer_open_store(Writer *w) {
         _cleanup_free_ char *moved_to = NULL;
         size_t gone = 0;
@@ -76,6 +87,7 @@ static int writer_open_store(Writer *w) {
         store_set_checkpoint_handler(w->store, store_checkpoint_pages(w->config.retention.max_bytes),
                                      checkpointer_request, w->config.checkpointer);
         store_set_max_cmdline(w->store, w->config.max_cmdline);
+        store_set_maintain_yield(w->store, urgent, w);
         if (moved_to) {
                 log_warning("Database %s is corrupt; moved it to %s and started a new one", w->db_path, moved_to);
                 return 0;

@@ -87,6 +87,13 @@ class Writer(unittest.TestCase):
             # 20 ticks, at most QUEUE of them waiting: the rest merged, and said so.
             self.assertGreaterEqual(drops(st, "tick_merged"), 1)
             self.assertTrue(slow.is_alive(), "History answered while the writer was held")
+            # Calls that need no tick of the queue are answered from what was committed.
+            with Connection(d.socket) as c:
+                t = time.monotonic()
+                listed = c.call("io.trapstat.ListProcesses", {"includeExited": True, "limit": 100000})
+                self.assertLess(time.monotonic() - t, 5.0, "ListProcesses while the writer is held")
+                self.assertIsInstance(listed["processes"], list)
+                c.call("io.trapstat.Traps", {})
 
             os.unlink(self.hold)
             slow.join(timeout=30)

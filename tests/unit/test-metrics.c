@@ -17,11 +17,11 @@
 #include "metrics-util.h"
 #include "traps.h"
 
-static const CollectorDrop drops[COLLECTOR_DROP_KINDS] = {
+static const CollectorDrop drops[MANAGER_DROP_KINDS] = {
         { { "fault_map_full", "" }, 5 },  { { "trap_map_full", "" } },   { { "exit_event_lost", "" } },
         { { "exec_event_lost", "" } },    { { "site_map_full", "" } },   { { "site_name_lost", "" } },
         { { "site_process_limit", "" } }, { { "site_user_limit", "" } }, { { "site_reserve", "" } },
-        { { "site_lookup_failed", "" } }, { { "symbol_budget", "" } },
+        { { "site_lookup_failed", "" } }, { { "symbol_budget", "" } },    { { "tick_merged", "" } },
 };
 
 /* The value of the metric name with object and (when not NULL) field = value; -1 when absent. */
@@ -53,15 +53,16 @@ static void test_series(void **state _unused_) {
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 1000);
 
         assert_non_null(list);
-        /* 12 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major +
+        /* 13 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major +
          * processes; none: 3. */
-        assert_int_equal(json_array_size(list), 12 + 9 + 9 + 3);
+        assert_int_equal(json_array_size(list), 13 + 9 + 9 + 3);
         assert_int_equal(find(list, "io.trapstat.PageFaults", NULL, "access", "read"), 7);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "BP"), 200);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "fault_map_full"), 5);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "site_process_limit"), 0);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "symbol_budget"), 0);
+        assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "tick_merged"), 0);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
         assert_int_equal(find(list, "io.trapstat.Traps", "a.service", "vector", "UD"), 300);
         assert_int_equal(find(list, "io.trapstat.Traps", "a.service", "vector", "BP"), 200);
@@ -77,14 +78,14 @@ static void test_series(void **state _unused_) {
         assert_int_equal(find(list, "io.trapstat.MajorFaults", METRICS_OBJECT_NONE, NULL, NULL), -1);
         /* The user faults' fields name their mode too. */
         assert_string_equal(
-                json_string_value(json_object_get(json_object_get(json_array_get(list, 12 + 2), "fields"), "mode")),
+                json_string_value(json_object_get(json_object_get(json_array_get(list, 13 + 2), "fields"), "mode")),
                 "user");
         /* Too small a bound is a bug of the caller. */
         assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), METRICS_MIN_MAX - 1));
 }
 
-/* Units of two series each (#UD, processes); the bound 92 leaves 78 for units and "other",
- * after the 12 system-wide series and the system-wide totals (#UD, processes). */
+/* Units of two series each (#UD, processes); the bound 93 leaves 78 for units and "other",
+ * after the 13 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
         char (*names)[32] = calloc(n_units + 1, 32);
@@ -100,7 +101,7 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 92);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 93);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
@@ -119,10 +120,10 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(38, 12 + 2 + 76, 38); /* all fit */
-        check_bound(39, 92, 39);          /* exactly */
-        check_bound(40, 92, 38);          /* 38 and "other" of 2 */
-        check_bound(500, 92, 38);
+        check_bound(38, 13 + 2 + 76, 38); /* all fit */
+        check_bound(39, 93, 39);          /* exactly */
+        check_bound(40, 93, 38);          /* 38 and "other" of 2 */
+        check_bound(500, 93, 38);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
@@ -131,10 +132,10 @@ static void test_other_merged(void **state _unused_) {
                 { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70 },
                 { .unit = "a.service", .processes = 1, .traps.vector[6] = 10 },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 92);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 93);
 
-        /* 12 system-wide, the totals' 2, a.service's 2, other's 2. */
-        assert_int_equal(json_array_size(list), 12 + 2 + 2 + 2);
+        /* 13 system-wide, the totals' 2, a.service's 2, other's 2. */
+        assert_int_equal(json_array_size(list), 13 + 2 + 2 + 2);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "UD"), 80);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 8);
         assert_int_equal(find(list, "io.trapstat.Traps", "other", "vector", "UD"), 70);
