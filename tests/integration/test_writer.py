@@ -85,6 +85,8 @@ class Writer(unittest.TestCase):
             st = status(d)
             self.assertLess(time.monotonic() - t, 1.0, "GetStatus while the writer is held")
             # 20 ticks, at most QUEUE of them waiting: the rest merged, and said so.
+            print(f"writer held: {drops(st, 'tick_merged')} ticks merged, Watch gaps at most {max(gaps):.3f} s",
+                  file=sys.stderr)
             self.assertGreaterEqual(drops(st, "tick_merged"), 1)
             self.assertTrue(slow.is_alive(), "History answered while the writer was held")
             # Calls that need no tick of the queue are answered from what was committed.
