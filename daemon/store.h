@@ -136,7 +136,7 @@ int store_sites_fill(Store *s, const SiteCount *sites, size_t n);
 int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *ret_more);
 
 /* Between the parts of a store_maintain() step (each its own transaction), fn is asked whether
- * something more urgent waits (the writer's next tick); if it says so, the step ends there with
+ * something more urgent waits (a query waiting for a tick); if it says so, the step ends there with
  * *ret_more set. NULL: every part runs. */
 void store_set_maintain_yield(Store *s, bool (*fn)(void *userdata), void *userdata);
 

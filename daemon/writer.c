@@ -23,6 +23,7 @@
 #define MAINTENANCE_BUSY_USEC (100 * USEC_PER_MSEC)
 /* A tick the database refused as locked is tried again after this. */
 #define BUSY_RETRY_USEC (100 * USEC_PER_MSEC)
+#define MAINTENANCE_SLICE_USEC (10 * USEC_PER_MSEC)
 #define HOLD_POLL_USEC (20 * USEC_PER_MSEC)
 #define SYNC_POLL_USEC (50 * USEC_PER_MSEC)
 
@@ -35,7 +36,8 @@ struct Writer {
         /* The writer thread's alone once it runs. */
         Store *store; /* NULL while the database cannot be opened */
         int store_open_error, last_flush_error, last_maintenance_error;
-        uint64_t maintenance_due; /* CLOCK_MONOTONIC */
+        uint64_t maintenance_due;     /* CLOCK_MONOTONIC */
+        uint64_t maintenance_started; /* of the step running */
 
         pthread_mutex_t lock;
         pthread_cond_t wake; /* the writer: a tick, a fold or the stop */
@@ -54,13 +56,18 @@ static bool process_alive(uint32_t pid, uint64_t start_time, void *userdata) {
         return proc_is_alive(*proc_fd, pid, start_time);
 }
 
-/* A maintenance step gives way between its parts to a tick waiting or a query waiting for one. */
+/* A maintenance step gives way between its parts to a query waiting for a tick, once it has run
+ * for MAINTENANCE_SLICE_USEC: every step gets that far, so that a flood of queries cannot starve
+ * the size cap. Ticks alone do not interrupt it: they wait in the queue (merged if need be),
+ * nothing is lost. */
 static bool urgent(void *userdata) {
         Writer *w = userdata;
         bool r;
 
+        if (now_usec(CLOCK_MONOTONIC) < w->maintenance_started + MAINTENANCE_SLICE_USEC)
+                return false;
         pthread_mutex_lock(&w->lock);
-        r = w->queue || w->fold_seq > w->settled || w->stopping;
+        r = w->fold_seq > w->settled || w->stopping;
         pthread_mutex_unlock(&w->lock);
         return r;
 }
@@ -158,6 +165,7 @@ static void maintain(Writer *w) {
                 log_notice("Opened database %s; writing history again, %" PRIu64 " samples could not be stored meanwhile",
                            w->db_path, writer_stats(w).unsaved_samples);
         if (w->store) {
+                w->maintenance_started = now_usec(CLOCK_MONOTONIC);
                 r = store_maintain(w->store, now_usec(CLOCK_REALTIME), &w->config.retention, &more);
                 if (r < 0 && r != w->last_maintenance_error)
                         log_error_errno(r, "Failed to roll up or expire history in %s: %s", w->db_path,
