@@ -200,6 +200,12 @@ static int next_work(Writer *w, TickBatch **ret) {
                 /* A query waits for the ticks before it to be folded: before the next tick. */
                 if (w->fold_seq > w->settled && w->written >= w->fold_seq)
                         return 2;
+                /* A step that is due goes before the ticks waiting, as the loop's timer did
+                 * between two ticks: a storm's ticks, written one after the other, would keep the
+                 * size cap's step from ever running. Each step ends within a few transactions and
+                 * the next is at least MAINTENANCE_BUSY_USEC later. */
+                if (!w->stopping && now >= w->maintenance_due)
+                        return 3;
                 if (w->queue) {
                         TickBatch *b = w->queue;
 
@@ -213,8 +219,6 @@ static int next_work(Writer *w, TickBatch **ret) {
                 }
                 if (w->stopping)
                         return 0;
-                if (now >= w->maintenance_due)
-                        return 3;
                 wait_until(&w->wake, &w->lock, w->maintenance_due);
         }
 }
