@@ -92,6 +92,12 @@ void process_info_done(ProcessInfo *p) {
         p->cmdline = p->unit = NULL;
 }
 
+int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, uint64_t start_b) {
+        if (pid_a != pid_b)
+                return pid_a < pid_b ? -1 : 1;
+        return start_a < start_b ? -1 : start_a > start_b;
+}
+
 int process_info_copy(const ProcessInfo *p, ProcessInfo *ret) {
         ProcessInfo c = *p;
 

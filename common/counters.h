@@ -77,6 +77,8 @@ typedef struct ProcessInfo {
 } ProcessInfo;
 
 void process_info_done(ProcessInfo *p);
+/* Orders processes by who they are, (pid, start time): for qsort() and tsearch() comparators. */
+int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, uint64_t start_b);
 /* Deep copy into *ret. */
 int process_info_copy(const ProcessInfo *p, ProcessInfo *ret);
 json_t *process_info_to_json(const ProcessInfo *p);

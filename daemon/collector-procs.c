@@ -22,9 +22,7 @@
 static int proc_compare(const void *a, const void *b) {
         const ProcessInfo *x = &((const CollectorProc *) a)->info, *y = &((const CollectorProc *) b)->info;
 
-        if (x->pid != y->pid)
-                return x->pid < y->pid ? -1 : 1;
-        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
 
 static void proc_free(void *p) {

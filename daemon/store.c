@@ -513,9 +513,7 @@ static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const T
 static int known_compare(const void *a, const void *b) {
         const KnownProcess *x = a, *y = b;
 
-        if (x->pid != y->pid)
-                return x->pid < y->pid ? -1 : 1;
-        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
 
 static void known_free(void *p) {

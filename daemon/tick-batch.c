@@ -10,9 +10,7 @@
 static int entry_compare(const void *a, const void *b) {
         const ProcessInfo *x = &((const TickEntry *) a)->process, *y = &((const TickEntry *) b)->process;
 
-        if (x->pid != y->pid)
-                return x->pid < y->pid ? -1 : 1;
-        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
 
 static void entry_done(TickEntry *e) {

@@ -37,9 +37,7 @@ static int sort_item_compare(const void *a, const void *b) {
 static int exited_compare(const void *a, const void *b) {
         const ProcessInfo *x = *(const ProcessInfo *const *) a, *y = *(const ProcessInfo *const *) b;
 
-        if (x->pid != y->pid)
-                return x->pid < y->pid ? -1 : 1;
-        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
 
 static bool watch_filter_match(const WatchFilter *f, const ProcessInfo *p) {
