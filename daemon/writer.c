@@ -38,6 +38,7 @@ struct Writer {
         int store_open_error, last_flush_error, last_maintenance_error;
         uint64_t maintenance_due;     /* CLOCK_MONOTONIC */
         uint64_t maintenance_started; /* of the step running */
+        bool checkpoint_forced;       /* a commit left the WAL past the backstop */
 
         pthread_mutex_t lock;
         pthread_cond_t wake; /* the writer: a tick, a fold or the stop */
@@ -72,6 +73,31 @@ static bool urgent(void *userdata) {
         return r;
 }
 
+/* The store's commits ask for checkpoints (store_set_checkpoint_handler()): the passive ones on
+ * the checkpoint thread, beside the writer; a forced one (the WAL past the backstop: passive ones
+ * are not keeping up with a storm of writes) on this thread, after the work item, so that no
+ * write of ours keeps it from emptying the WAL. Readers hold it back at most
+ * STORE_CHECKPOINT_FORCE_MSEC. */
+static void on_checkpoint(void *userdata, bool force) {
+        Writer *w = userdata;
+
+        if (force)
+                w->checkpoint_forced = true;
+        else
+                checkpointer_request(w->config.checkpointer, false);
+}
+
+static void checkpoint_forced(Writer *w) {
+        int r;
+
+        if (!w->checkpoint_forced)
+                return;
+        w->checkpoint_forced = false;
+        r = store_checkpoint(w->db_path, true, NULL);
+        if (r < 0 && r != -EBUSY)
+                log_debug_errno(r, "Failed to checkpoint the write-ahead log of %s: %m", w->db_path);
+}
+
 static int writer_open_store(Writer *w) {
         _cleanup_free_ char *moved_to = NULL;
         size_t gone = 0;
@@ -91,8 +117,8 @@ static int writer_open_store(Writer *w) {
                 return r;
         }
         w->store_open_error = 0;
-        store_set_checkpoint_handler(w->store, store_checkpoint_pages(w->config.retention.max_bytes),
-                                     checkpointer_request, w->config.checkpointer);
+        store_set_checkpoint_handler(w->store, store_checkpoint_pages(w->config.retention.max_bytes), on_checkpoint,
+                                     w);
         store_set_max_cmdline(w->store, w->config.max_cmdline);
         store_set_maintain_yield(w->store, urgent, w);
         if (moved_to) {
@@ -249,6 +275,7 @@ static void *writer_main(void *userdata) {
                         (void) store_settle(w->store);
                 else if (work == 3)
                         maintain(w);
+                checkpoint_forced(w);
                 uint64_t bytes = w->store ? store_size_bytes(w->store) : 0;
 
                 pthread_mutex_lock(&w->lock);
