@@ -34,8 +34,9 @@ case ${1:-} in
 esac
 
 # Where the distribution has them (Debian forky, not 12): systemd-report, io.systemd.Metrics'
-# own consumer, for the distro leg's tests.
-optional=(systemd-report)
+# own consumer, for the distro leg's tests; systemd-dev, systemd.pc for the packages' build
+# (part of systemd itself before 253).
+optional=(systemd-report systemd-dev)
 if [[ ${1:-} == "" ]]; then
   for p in "${optional[@]}"; do
     apt-cache show "$p" >/dev/null 2>&1 && packages+=("$p")
