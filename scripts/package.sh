@@ -32,6 +32,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 ./scripts/install-deps.sh
+# The tree may belong to another user than the one building (a CI checkout, a chroot's bind
+# mount): git refuses such a repository unless told it is safe.
+git() { command git -c safe.directory="$PWD" "$@"; }
 version=$(sed -n '1s/^trapstat (\([^)]*\)).*/\1/p' debian/changelog)
 mkdir -p "$out"
 out=$(realpath "$out")
