@@ -47,10 +47,10 @@ def migrations():
 
 
 def build(out, commit=None):
-    """scripts/package.sh into out; its output (sizes and lintian's tags)."""
+    """scripts/package.sh into out; its output (sizes, and lintian's tags for this tree's)."""
     args = [os.path.join(env("MESON_SOURCE_ROOT"), "scripts", "package.sh"), "-o", out]
     if commit:
-        args += ["-c", commit]
+        args += ["-c", commit, "--no-lintian"]  # a fixture, never shipped: only this tree's are checked
     p = subprocess.run(args, capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
         raise AssertionError(f"package.sh {' '.join(args[1:])} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
@@ -93,7 +93,7 @@ class Package(unittest.TestCase):
     """The steps build on each other (one container) and run in order."""
 
     c = None  # the PackageContainer, set by main
-    lintian = {}  # "new"/"old" -> package.sh's output
+    lintian = {}  # "new" -> package.sh's output
     totals = None  # the old daemon's history of the workload
     workload = None
     files = []  # dpkg -L of the installed packages, before the purge
@@ -308,7 +308,7 @@ def main():
     Package.lintian["new"] = build(os.path.join(out, "new"))
     PackageContainer.debs["new"] = os.path.join(out, "new")
     if old_commit_readable():
-        Package.lintian["old"] = build(os.path.join(out, "old"), OLD_COMMIT)
+        print(build(os.path.join(out, "old"), OLD_COMMIT), file=sys.stderr)
         PackageContainer.debs["old"] = os.path.join(out, "old")
     else:
         print(f"git cannot read {OLD_COMMIT} in {env('MESON_SOURCE_ROOT')}: the upgrade steps are skipped",
