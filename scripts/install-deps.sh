@@ -18,6 +18,8 @@ packages=(
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
   tmux  # drives the live view of trapstat top in tests/integration/test_cli_top.py
   prometheus  # promtool and a real Prometheus scraping trapstat-exporter (test_exporter.py); 2.42 in Debian 12, 3.5 in forky
+  # Debian packages (scripts/package.sh; git archive for the upgrade test's older commit)
+  debhelper dpkg-dev build-essential lintian git
   # system suite: a real systemd booted in a container (systemd-nspawn)
   systemd-container
   systemd  # systemd-socket-activate
@@ -32,8 +34,9 @@ case ${1:-} in
 esac
 
 # Where the distribution has them (Debian forky, not 12): systemd-report, io.systemd.Metrics'
-# own consumer, for the distro leg's tests.
-optional=(systemd-report)
+# own consumer, for the distro leg's tests; systemd-dev, systemd.pc for the packages' build
+# (part of systemd itself before 253).
+optional=(systemd-report systemd-dev)
 if [[ ${1:-} == "" ]]; then
   for p in "${optional[@]}"; do
     apt-cache show "$p" >/dev/null 2>&1 && packages+=("$p")
