@@ -152,13 +152,20 @@ class Storm(unittest.TestCase):
         if by_comm != {STORM_NAME: len(stored)}:
             problems.append(f"comms of the children: {by_comm}")
 
+        # Nothing lost: every kind of drop at 0 but tick_merged, which loses no count (a tick the
+        # writer was too far behind to take alone is added to the next; under ASan the storm
+        # outruns it), and the counts below are exact either way.
         status = v.call("io.trapstat.GetStatus")
-        if status["drops"] != 0:
-            problems.append(f"GetStatus drops = {status['drops']}")
         if "dropsByKind" not in status:
             problems.append("GetStatus has no dropsByKind")
-        elif any(k["count"] for k in status["dropsByKind"]):
-            problems.append(f"dropsByKind: {status['dropsByKind']}")
+        else:
+            lost = {k["kind"]: k["count"] for k in status["dropsByKind"] if k["count"] and k["kind"] != "tick_merged"}
+            merged = sum(k["count"] for k in status["dropsByKind"] if k["kind"] == "tick_merged")
+            if lost:
+                problems.append(f"drops: {lost}")
+            if status["drops"] != merged:
+                problems.append(f"GetStatus drops = {status['drops']}, of them tick_merged {merged}")
+            print(f"storm: {merged} ticks merged", file=sys.stderr)
 
         # The user's own view: only their processes, of which only the children trapped.
         traps = json.loads(self.as_user(self.bin["TRAPSTAT"], "--socket", d.socket, "call", "io.trapstat.Traps",
