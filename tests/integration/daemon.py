@@ -279,6 +279,7 @@ def wait_for(predicate, timeout=15, interval=0.1, what="condition"):
         if last:
             return last
         time.sleep(interval)
+    what = what() if callable(what) else what
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
