@@ -28,7 +28,9 @@ typedef struct SiteUnknown {
  * pays) may change with an exec event applied after the sites were read. */
 typedef struct SymbolAsk {
         SymbolRequest request; /* path owned; uid filled in from proc */
-        const CollectorProc *proc; /* valid until the end of the drain (dead ones too) */
+        const CollectorProc *proc; /* valid until the end of the drain (dead ones too); NULL once
+                                    * the uid is filled in and the ask waits for room in the
+                                    * worker's queue */
 } SymbolAsk;
 
 typedef struct CollectorReader {
@@ -90,7 +92,8 @@ int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols);
 void reader_sites_done(CollectorReader *r);
 int reader_drain_sites(CollectorReader *r, uint64_t now);
 /* At the end of a drain, once exec and exit events gave every process its uid: asks the symbol
- * worker for the symbols the drain did not know. */
+ * worker for the symbols the drain did not know; what its full queue cannot take waits for the
+ * next drain's end. */
 void reader_ask_symbols(CollectorReader *r);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */

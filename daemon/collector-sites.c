@@ -118,7 +118,7 @@ static void symbol_at_free(void *p) {
         free(s);
 }
 
-static void asks_drop(CollectorReader *r);
+static void asks_drop(CollectorReader *r, bool all);
 
 int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols) {
         /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
@@ -142,7 +142,7 @@ void reader_sites_done(CollectorReader *r) {
         tdestroy(r->symbols, symbol_at_free);
         r->file_paths = r->symbols = NULL;
         r->symbol_worker = symbol_worker_free(r->symbol_worker);
-        asks_drop(r);
+        asks_drop(r, true);
         free(r->asks);
         r->asks = NULL;
         r->n_asks = r->asks_capacity = 0;
@@ -244,31 +244,49 @@ static SymbolAt *symbol_at_of(CollectorReader *r, const SymbolRequest *q) {
         return found ? *found : NULL;
 }
 
-/* Asks a drain that failed left: their processes may be freed, the sites are asked for again at
+/* Drops the asks not yet sent: those a drain that failed left (their processes may be freed), and
+ * with all also those waiting for room in the worker's queue. Their sites are asked for again at
  * their next count. */
-static void asks_drop(CollectorReader *r) {
-        for (size_t i = 0; i < r->n_asks; i++) {
-                SymbolAt *s = symbol_at_of(r, &r->asks[i].request);
+static void asks_drop(CollectorReader *r, bool all) {
+        size_t kept = 0;
 
-                if (s)
-                        s->state = SYMBOL_REFUSED;
-                free(r->asks[i].request.path);
-        }
-        r->n_asks = 0;
-}
-
-void reader_ask_symbols(CollectorReader *r) {
         for (size_t i = 0; i < r->n_asks; i++) {
                 SymbolAsk *a = &r->asks[i];
                 SymbolAt *s;
 
-                a->request.uid = a->proc->info.uid;
-                /* A full queue: the site is asked for again at its next count. */
-                if (symbol_worker_submit(r->symbol_worker, &a->request) < 0 && (s = symbol_at_of(r, &a->request)))
+                if (!a->proc && !all) {
+                        r->asks[kept++] = *a;
+                        continue;
+                }
+                s = symbol_at_of(r, &a->request);
+                if (s)
                         s->state = SYMBOL_REFUSED;
                 free(a->request.path);
         }
-        r->n_asks = 0;
+        r->n_asks = kept;
+}
+
+void reader_ask_symbols(CollectorReader *r) {
+        size_t kept = 0;
+
+        /* Those kept from earlier drains first, in the order they were asked. */
+        for (size_t i = 0; i < r->n_asks; i++) {
+                SymbolAsk *a = &r->asks[i];
+
+                if (a->proc) {
+                        a->request.uid = a->proc->info.uid;
+                        a->proc = NULL;
+                }
+                /* A full queue (or no memory for the copy): the ask waits for the end of the next
+                 * drain, its site pending. Never more than one ask per remembered symbol, and the
+                 * symbols are at most NAMES_MAX: nothing is lost, and nothing grows past that. */
+                if (kept > 0 || symbol_worker_submit(r->symbol_worker, &a->request) < 0) {
+                        r->asks[kept++] = *a;
+                        continue;
+                }
+                free(a->request.path);
+        }
+        r->n_asks = kept;
 }
 
 /* What is known of the symbol at offset of the file version, remembered; asks the worker the
@@ -288,6 +306,7 @@ static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const Fil
                 tdestroy(r->symbols, symbol_at_free);
                 r->symbols = NULL;
                 r->n_symbols = 0;
+                asks_drop(r, true); /* about symbols forgotten now */
         }
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -650,7 +669,7 @@ static int take_symbols(CollectorReader *r, uint64_t now) {
         size_t n_results;
         int error = 0;
 
-        asks_drop(r);
+        asks_drop(r, false);
         site_counts_free(r->fills, r->n_fills);
         r->fills = NULL;
         r->n_fills = r->fills_capacity = 0;

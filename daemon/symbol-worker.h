@@ -26,8 +26,8 @@
 
 #define SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT 64
 #define SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT (64ULL * 1024 * 1024)
-/* Requests waiting at once: past it symbol_worker_submit() says -EAGAIN and the collector asks
- * again at the site's next count. */
+/* Requests waiting at once: past it symbol_worker_submit() says -EAGAIN and the collector keeps
+ * the request until the end of its next drain. */
 #define SYMBOL_WORKER_QUEUE_MAX 4096
 
 typedef struct SymbolWorkerConfig {

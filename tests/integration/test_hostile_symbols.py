@@ -357,6 +357,34 @@ class Budget(unittest.TestCase):
 
         attempt(self, run)
 
+    def test_full_queue_loses_no_name(self):
+        # 5 copies trap at 1024 offsets each within one 2 s tick: 5120 asks at the drain's end,
+        # past the worker's queue of 4096. What does not fit waits for the next drain: every
+        # site named, though the processes exited and never count again.
+        def run():
+            with Scenario(["--tick", "2s", "--max-sites", "65536", "--max-sites-per-process", "4096",
+                           "--max-sites-per-user", "16384"]) as sc:
+                files = [sc.user_copy(f"app-{i}") for i in range(5)]
+                procs = [subprocess.Popen(as_user(UID, f, 1024), stdout=subprocess.PIPE, text=True) for f in files]
+                outs = [p.communicate(timeout=60)[0] for p in procs]
+                self.assertEqual([p.returncode for p in procs], [0] * 5)
+                pids = [int(dict(line.split(" ", 1) for line in out.splitlines())["pid"]) for out in outs]
+                # Settled twice at a 2 s tick: by then every name the worker gave is stored.
+                results = settled_sites(sc.d, pids, 1024)
+                time.sleep(4)
+                results = settled_sites(sc.d, pids, 1024)
+                left = drops(sc.d)
+
+            def check():
+                self.assertEqual([len(r) for r in results], [1024] * 5)
+                unnamed = sum(s["symbol"] is None for r in results for s in r)
+                self.assertEqual(unnamed, 0, f"{unnamed} of 5120 sites without a name")
+                self.assertEqual({s["symbol"] for r in results for s in r}, {SLED})
+                self.assertEqual(left["symbol_budget"], 0)
+            return results, check
+
+        attempt(self, run)
+
 
 class Naming(unittest.TestCase):
     def test_swapped_path_is_never_parsed(self):
