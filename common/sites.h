@@ -68,15 +68,18 @@ typedef struct SiteCount {
         /* The instruction. */
         char *object;          /* the file's path; for code in no file memory_kind_object() of its memory */
         uint64_t dev, ino;     /* the file's, as stat() gives them (st_dev, st_ino); 0 for no file */
-        ObjectVersion version; /* the file's, when it was named */
+        ObjectVersion version; /* the file's, when it was named: a site per version in the store */
         uint64_t offset;       /* in the file; the address for code in no file */
         char *symbol;          /* NULL when not known */
         uint64_t symbol_offset;
         /* The memory the faulting address was in. */
         MemoryKind memory;
         char *memory_object;   /* the file for MEMORY_FILE, else NULL */
+        /* Its identity without a version: the store keeps it as version 0. It has no symbol that
+         * a new file could inherit, and a data file written while mapped changes its change time
+         * with every write: a version would make a dictionary row (and coarser-tier rows) per
+         * write. */
         uint64_t memory_dev, memory_ino;
-        ObjectVersion memory_version;
         uint64_t count;        /* traps, or fault samples */
 } SiteCount;
 

@@ -359,6 +359,7 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
                 .count = count,
         };
         uint64_t unused;
+        ObjectVersion no_version; /* not kept for the memory's file: SiteCount.memory_dev */
         char *no_symbol = NULL;
         int k;
 
@@ -366,7 +367,7 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
                           &s.symbol_offset);
         if (k >= 0 && s.memory == MEMORY_FILE)
                 k = name_location(r, &key->memory, false, p, now, &s.memory_object, &s.memory_dev, &s.memory_ino,
-                                  &s.memory_version, &no_symbol, &unused);
+                                  &no_version, &no_symbol, &unused);
         if (k < 0) {
                 site_count_done(&s);
                 return k;

@@ -544,7 +544,7 @@ int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret
 #define SITES_SQL                                                                                                      \
         "SELECT t.kind, t.vector, t.period, o.name, o.dev, o.ino, site.file_offset, site.symbol, "                     \
         "site.symbol_offset, t.memory, m.name, m.dev, m.ino, t.count, COUNT(*) OVER (), o.ctime_nsec, "                \
-        "o.generation, m.ctime_nsec, m.generation FROM "                                                               \
+        "o.generation FROM "                                                                                           \
         "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count FROM (%s) "              \
         "GROUP BY kind, vector, period, site_id, memory, memory_object_id) AS t "                                      \
         "JOIN site ON site.id = t.site_id JOIN object AS o ON o.id = site.object_id "                                  \
@@ -580,8 +580,6 @@ static int read_site(sqlite3_stmt *st, SiteCount *ret) {
                 /* After the total (14), so that the columns before keep their numbers. */
                 .version = { .ctime_nsec = (uint64_t) sqlite3_column_int64(st, 15),
                              .generation = (uint32_t) sqlite3_column_int64(st, 16) },
-                .memory_version = { .ctime_nsec = (uint64_t) sqlite3_column_int64(st, 17), /* NULL reads as 0 */
-                                    .generation = (uint32_t) sqlite3_column_int64(st, 18) },
         };
 
         c.object = column_strdup_or_null(st, 3, &failed);

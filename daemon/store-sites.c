@@ -213,8 +213,7 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
         }
         for (size_t i = 0; i < n; i++) {
                 const SiteCount *sc = &sites[i];
-                const ObjectKey memory = { .name = sc->memory_object, .dev = sc->memory_dev, .ino = sc->memory_ino,
-                                           .version = sc->memory_version };
+                const ObjectKey memory = { .name = sc->memory_object, .dev = sc->memory_dev, .ino = sc->memory_ino };
                 int64_t site = 0, memory_object = 0;
                 int r;
 

@@ -5,7 +5,9 @@
 -- first learned", 0006-sites.sql) for good. The version is what the kernel's inode said when the
 -- file was named (common/sites.h, ObjectVersion): its change time and generation, which a reuse of
 -- the inode number changes. A new version is a new object row, with site rows and symbols of its
--- own; replies keep rows of one name apart by id, as they did.
+-- own; replies keep rows of one name apart by id, as they did. The file a fault touched
+-- (memory_object_id) is kept with version 0: it has no symbol to inherit, and a data file written
+-- while mapped changes its change time with every write, which would make a row per write.
 --
 -- SQLite cannot change a UNIQUE constraint in place: the table is rebuilt the documented way
 -- (https://www.sqlite.org/lang_altertable.html#otheralter), every id kept, so that site.object_id
