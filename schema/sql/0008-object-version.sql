@@ -22,9 +22,9 @@ CREATE TABLE object_new (
         dev INTEGER NOT NULL, -- the file's st_dev (the kernel's encoding, major << 20 | minor); 0: no file
         ino INTEGER NOT NULL, -- the file's st_ino; 0: no file
         ctime_nsec INTEGER NOT NULL DEFAULT 0, -- the inode's change time when the file was named, ns since
-                                               -- the epoch; 0: not known, or no file
+                                               -- the epoch; 0: not known, no file, or a fault's file
         generation INTEGER NOT NULL DEFAULT 0, -- the inode's generation then (0 where the file system
-                                               -- keeps none); 0 also when not known, or no file
+                                               -- keeps none); 0 also as for ctime_nsec
         UNIQUE (name, dev, ino, ctime_nsec, generation)
 );
 
