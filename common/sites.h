@@ -51,6 +51,15 @@ const char *memory_kind_object(MemoryKind k);
 /* The page fault vector: Site.vector of fault sites is this (they are #PF, sampled). */
 #define SITE_FAULT_VECTOR 14
 
+/* Which file a path and an inode number stood for when a site was named: what a rename, a change
+ * of the file or a reuse of its inode number by another file changes. The store keeps a site per
+ * version, so an inode number reused at the same path never gets the old file's symbol. Both 0:
+ * not known (no file; a file the kernel could not name; a row stored before versions were kept). */
+typedef struct ObjectVersion {
+        uint64_t ctime_nsec; /* the inode's change time, ns since the epoch */
+        uint32_t generation; /* the inode's generation (0 where the file system keeps none) */
+} ObjectVersion;
+
 typedef struct SiteCount {
         SiteKind kind;
         unsigned vector;       /* traps: the exception vector (TRAP_VECTOR_UNKNOWN when not known);
@@ -59,12 +68,17 @@ typedef struct SiteCount {
         /* The instruction. */
         char *object;          /* the file's path; for code in no file memory_kind_object() of its memory */
         uint64_t dev, ino;     /* the file's, as stat() gives them (st_dev, st_ino); 0 for no file */
+        ObjectVersion version; /* the file's, when it was named: a site per version in the store */
         uint64_t offset;       /* in the file; the address for code in no file */
         char *symbol;          /* NULL when not known */
         uint64_t symbol_offset;
         /* The memory the faulting address was in. */
         MemoryKind memory;
         char *memory_object;   /* the file for MEMORY_FILE, else NULL */
+        /* Its identity without a version: the store keeps it as version 0. It has no symbol that
+         * a new file could inherit, and a data file written while mapped changes its change time
+         * with every write: a version would make a dictionary row (and coarser-tier rows) per
+         * write. */
         uint64_t memory_dev, memory_ino;
         uint64_t count;        /* traps, or fault samples */
 } SiteCount;
@@ -87,6 +101,7 @@ json_t *site_count_to_json(const SiteCount *s);
  * symbolOffset and memoryObject may be null or absent) and no other, each of its type and in its
  * range, and consistent: sampled exactly for faults, period 1 for traps, "PF" for faults,
  * symbolOffset with symbol, memoryObject only for "file", estimated = count × period (clamped as
- * above). -EBADMSG otherwise, -ENOMEM. dev and ino, which the reply does not carry, are 0.
+ * above). -EBADMSG otherwise, -ENOMEM. dev, ino and the versions, which the reply does not carry,
+ * are 0.
  * Free *ret with site_count_done(). */
 int site_count_from_json(json_t *j, SiteCount *ret);

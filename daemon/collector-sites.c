@@ -79,6 +79,11 @@ static int file_path_compare(const void *a, const void *b) {
         return x->version.ino < y->version.ino ? -1 : x->version.ino > y->version.ino;
 }
 
+/* What the store keeps of a version (the device and inode are the site's own). */
+static ObjectVersion object_version(uint64_t ctime_sec, uint32_t ctime_nsec, uint32_t generation) {
+        return (ObjectVersion) { .ctime_nsec = ctime_sec * UINT64_C(1000000000) + ctime_nsec, .generation = generation };
+}
+
 static void file_path_free(void *p) {
         FilePath *f = p;
 
@@ -329,17 +334,17 @@ static int strdup_to(const char *s, char **ret) {
         return s && !*ret ? -ENOMEM : 0;
 }
 
-/* The named form of one location: the object, its identity, and for an instruction its offset
- * and symbol. */
+/* The named form of one location: the object, its identity (with the version the store keeps it
+ * by), and for an instruction its offset and symbol. */
 static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, const CollectorProc *p,
-                         uint64_t now,
-                         char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino, char **ret_symbol,
-                         uint64_t *ret_symbol_offset) {
+                         uint64_t now, char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino,
+                         ObjectVersion *ret_version, char **ret_symbol, uint64_t *ret_symbol_offset) {
         FileVersion version;
         char fallback[64];
         const char *object;
 
         *ret_dev = *ret_ino = 0;
+        *ret_version = (ObjectVersion) {};
         if (loc->kind != TS_MEM_FILE)
                 return strdup_to(memory_kind_object((MemoryKind) loc->kind) ?: "[unknown]", ret_object);
 
@@ -348,6 +353,8 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
                 return -ENOMEM;
         *ret_dev = dev_from_kernel(loc->dev);
         *ret_ino = loc->ino;
+        /* 0 for a name made from the identity (fallback): not known, as the name says. */
+        *ret_version = object_version(version.ctime_sec, version.ctime_nsec, version.generation);
         if (code && object != fallback) {
                 const SymbolAt *s = symbol_at(r, object, &version, loc->offset, p, now);
 
@@ -371,13 +378,15 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
                 .count = count,
         };
         uint64_t unused;
+        ObjectVersion no_version; /* not kept for the memory's file: SiteCount.memory_dev */
         char *no_symbol = NULL;
         int k;
 
-        k = name_location(r, &key->ip, true, p, now, &s.object, &s.dev, &s.ino, &s.symbol, &s.symbol_offset);
+        k = name_location(r, &key->ip, true, p, now, &s.object, &s.dev, &s.ino, &s.version, &s.symbol,
+                          &s.symbol_offset);
         if (k >= 0 && s.memory == MEMORY_FILE)
                 k = name_location(r, &key->memory, false, p, now, &s.memory_object, &s.memory_dev, &s.memory_ino,
-                                  &no_symbol, &unused);
+                                  &no_version, &no_symbol, &unused);
         if (k < 0) {
                 site_count_done(&s);
                 return k;
@@ -538,6 +547,8 @@ static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
                 .object = TAKE_PTR(res->request.path),
                 .dev = res->request.dev,
                 .ino = res->request.ino,
+                /* The version the site's counts were stored with, so the fill finds their row. */
+                .version = object_version((uint64_t) q->ctime.tv_sec, (uint32_t) q->ctime.tv_nsec, q->key_generation),
                 .offset = res->request.offset,
                 .symbol = TAKE_PTR(res->symbol),
                 .symbol_offset = res->symbol_offset,

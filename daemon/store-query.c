@@ -539,16 +539,18 @@ int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret
 
 /* The rows of one process's sites summed per key of the site kind, with the names their ids
  * stand for, and how many there are, limit aside; %s: the union of the tiers' rows. The key order
- * of store_kinds[STORE_KIND_SITE]. */
-#define SITES_SQL                                                                                                   \
-        "SELECT t.kind, t.vector, t.period, o.name, o.dev, o.ino, site.file_offset, site.symbol, "                  \
-        "site.symbol_offset, t.memory, m.name, m.dev, m.ino, t.count, COUNT(*) OVER () FROM "                       \
-        "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count FROM (%s) "           \
-        "GROUP BY kind, vector, period, site_id, memory, memory_object_id) AS t "                                    \
-        "JOIN site ON site.id = t.site_id JOIN object AS o ON o.id = site.object_id "                               \
-        "LEFT JOIN object AS m ON m.id = t.memory_object_id "                                                        \
-        "ORDER BY t.count * t.period DESC, t.kind, o.name, site.file_offset, t.vector, t.period, t.memory, m.name " \
-        "LIMIT ?3"
+ * of store_kinds[STORE_KIND_SITE]. Two versions of a file (one path) are two objects, so two sites:
+ * the ids order them last. */
+#define SITES_SQL                                                                                                      \
+        "SELECT t.kind, t.vector, t.period, o.name, o.dev, o.ino, site.file_offset, site.symbol, "                     \
+        "site.symbol_offset, t.memory, m.name, m.dev, m.ino, t.count, COUNT(*) OVER (), o.ctime_nsec, "                \
+        "o.generation FROM "                                                                                           \
+        "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count FROM (%s) "              \
+        "GROUP BY kind, vector, period, site_id, memory, memory_object_id) AS t "                                      \
+        "JOIN site ON site.id = t.site_id JOIN object AS o ON o.id = site.object_id "                                  \
+        "LEFT JOIN object AS m ON m.id = t.memory_object_id "                                                          \
+        "ORDER BY t.count * t.period DESC, t.kind, o.name, site.file_offset, t.vector, t.period, t.memory, m.name, "   \
+        "t.site_id, t.memory_object_id LIMIT ?3"
 
 static char *column_strdup_or_null(sqlite3_stmt *st, int i, bool *failed) {
         char *v;
@@ -575,6 +577,9 @@ static int read_site(sqlite3_stmt *st, SiteCount *ret) {
                 .memory_dev = (uint64_t) sqlite3_column_int64(st, 11),
                 .memory_ino = (uint64_t) sqlite3_column_int64(st, 12),
                 .count = (uint64_t) sqlite3_column_int64(st, 13),
+                /* After the total (14), so that the columns before keep their numbers. */
+                .version = { .ctime_nsec = (uint64_t) sqlite3_column_int64(st, 15),
+                             .generation = (uint32_t) sqlite3_column_int64(st, 16) },
         };
 
         c.object = column_strdup_or_null(st, 3, &failed);

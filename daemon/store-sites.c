@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Writing a tick's sites (ProcessSample.sites): each count goes to the raw bucket of the site
- * kind at once, keyed by ids of the dictionaries `object` (a file, or "[anon]" and the like) and
- * `site` (an offset in an object, with its symbol). Most sites of a tick were written in earlier
- * ticks, so the ids are remembered in a small cache: a site seen before is one upsert, not four
- * statements. */
+ * kind at once, keyed by ids of the dictionaries `object` (a version of a file, or "[anon]" and
+ * the like) and `site` (an offset in an object, with its symbol). Most sites of a tick were
+ * written in earlier ticks, so the ids are remembered in a small cache: a site seen before is one
+ * upsert, not four statements. */
 #include "store-internal.h"
 
 #include <errno.h>
@@ -15,9 +15,17 @@
 #define SITE_SLOTS 1024
 #define OBJECT_SLOTS 256
 
+/* What names an object row: a version of a file (or "[anon]" and the like, the rest 0). */
+typedef struct ObjectKey {
+        const char *name;
+        uint64_t dev, ino;
+        ObjectVersion version;
+} ObjectKey;
+
 typedef struct IdSlot {
         char *name; /* the object's; NULL: empty */
         uint64_t dev, ino;
+        ObjectVersion version;
         uint64_t offset;    /* site slots: the site's file offset */
         int64_t id;         /* site.id, or object.id in the object slots */
         bool has_symbol;    /* site slots: the row has a symbol, nothing to fill in */
@@ -34,25 +42,27 @@ static uint64_t hash_mix(uint64_t h, uint64_t v) {
         return h;
 }
 
-static uint64_t hash_object(const char *name, uint64_t dev, uint64_t ino) {
+static uint64_t hash_object(const ObjectKey *o) {
         uint64_t h = UINT64_C(0xcbf29ce484222325);
 
-        for (const unsigned char *p = (const unsigned char *) name; *p; p++)
+        for (const unsigned char *p = (const unsigned char *) o->name; *p; p++)
                 h = (h ^ *p) * UINT64_C(0x100000001b3);
-        return hash_mix(hash_mix(h, dev), ino);
+        h = hash_mix(hash_mix(h, o->dev), o->ino);
+        return hash_mix(hash_mix(h, o->version.ctime_nsec), o->version.generation);
 }
 
-static bool slot_is(const IdSlot *slot, const char *name, uint64_t dev, uint64_t ino, uint64_t offset) {
-        return slot->name && slot->dev == dev && slot->ino == ino && slot->offset == offset &&
-               strcmp(slot->name, name) == 0;
+static bool slot_is(const IdSlot *slot, const ObjectKey *o, uint64_t offset) {
+        return slot->name && slot->dev == o->dev && slot->ino == o->ino &&
+               slot->version.ctime_nsec == o->version.ctime_nsec && slot->version.generation == o->version.generation &&
+               slot->offset == offset && strcmp(slot->name, o->name) == 0;
 }
 
 /* Remembers an id. Best effort: without memory for the name the slot stays empty. */
-static void slot_set(IdSlot *slot, const char *name, uint64_t dev, uint64_t ino, uint64_t offset, int64_t id,
-                     bool has_symbol) {
-        if (!slot_is(slot, name, dev, ino, offset)) {
+static void slot_set(IdSlot *slot, const ObjectKey *o, uint64_t offset, int64_t id, bool has_symbol) {
+        if (!slot_is(slot, o, offset)) {
                 free(slot->name);
-                *slot = (IdSlot) { .name = strdup(name), .dev = dev, .ino = ino, .offset = offset };
+                *slot = (IdSlot) { .name = strdup(o->name), .dev = o->dev, .ino = o->ino, .version = o->version,
+                                   .offset = offset };
         }
         slot->id = id;
         slot->has_symbol = has_symbol;
@@ -78,15 +88,16 @@ void store_site_ids_free(Store *s) {
         s->site_ids = NULL;
 }
 
-/* Runs find_object or add_object for (name, dev, ino): 1 and the id when it returned a row,
- * 0 when none. */
-static int object_step(sqlite3_stmt *st, const char *name, uint64_t dev, uint64_t ino, int64_t *ret) {
+/* Runs find_object or add_object for o: 1 and the id when it returned a row, 0 when none. */
+static int object_step(sqlite3_stmt *st, const ObjectKey *o, int64_t *ret) {
         int rc;
 
         sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t) dev);
-        sqlite3_bind_int64(st, 3, (int64_t) ino);
+        sqlite3_bind_text(st, 1, o->name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (int64_t) o->dev);
+        sqlite3_bind_int64(st, 3, (int64_t) o->ino);
+        sqlite3_bind_int64(st, 4, (int64_t) o->version.ctime_nsec);
+        sqlite3_bind_int64(st, 5, o->version.generation);
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret = sqlite3_column_int64(st, 0);
@@ -94,25 +105,25 @@ static int object_step(sqlite3_stmt *st, const char *name, uint64_t dev, uint64_
         return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
 }
 
-/* The id of the object row (name, dev, ino), created if needed. */
-static int object_id(Store *s, const char *name, uint64_t dev, uint64_t ino, int64_t *ret) {
-        IdSlot *slot = &s->site_ids->objects[hash_object(name, dev, ino) % OBJECT_SLOTS];
+/* The id of the object row of o, created if needed. */
+static int object_id(Store *s, const ObjectKey *o, int64_t *ret) {
+        IdSlot *slot = &s->site_ids->objects[hash_object(o) % OBJECT_SLOTS];
         int64_t id = 0;
         int r;
 
-        if (slot_is(slot, name, dev, ino, 0)) {
+        if (slot_is(slot, o, 0)) {
                 *ret = slot->id;
                 return 0;
         }
         /* Look before inserting: an upsert would write the row it finds. */
-        r = object_step(s->find_object, name, dev, ino, &id);
+        r = object_step(s->find_object, o, &id);
         if (r == 0)
-                r = object_step(s->add_object, name, dev, ino, &id);
+                r = object_step(s->add_object, o, &id);
         if (r == 0)
                 r = -EIO; /* RETURNING gave no row */
         if (r < 0)
                 return r;
-        slot_set(slot, name, dev, ino, 0, id, false);
+        slot_set(slot, o, 0, id, false);
         *ret = id;
         return 0;
 }
@@ -120,17 +131,17 @@ static int object_id(Store *s, const char *name, uint64_t dev, uint64_t ino, int
 /* The id of the site row of sc's instruction, created if needed; its symbol written when the row
  * has none yet. */
 static int site_id(Store *s, const SiteCount *sc, int64_t *ret) {
-        uint64_t h = hash_mix(hash_object(sc->object, sc->dev, sc->ino), sc->offset);
-        IdSlot *slot = &s->site_ids->sites[h % SITE_SLOTS];
+        const ObjectKey o = { .name = sc->object, .dev = sc->dev, .ino = sc->ino, .version = sc->version };
+        IdSlot *slot = &s->site_ids->sites[hash_mix(hash_object(&o), sc->offset) % SITE_SLOTS];
         sqlite3_stmt *st = s->upsert_site;
         int64_t object = 0;
         int rc, r;
 
-        if (slot_is(slot, sc->object, sc->dev, sc->ino, sc->offset) && (slot->has_symbol || !sc->symbol)) {
+        if (slot_is(slot, &o, sc->offset) && (slot->has_symbol || !sc->symbol)) {
                 *ret = slot->id;
                 return 0;
         }
-        r = object_id(s, sc->object, sc->dev, sc->ino, &object);
+        r = object_id(s, &o, &object);
         if (r < 0)
                 return r;
         sqlite3_reset(st);
@@ -150,7 +161,7 @@ static int site_id(Store *s, const SiteCount *sc, int64_t *ret) {
                 return sqlite_to_errno(rc) ?: -EIO;
         }
         *ret = sqlite3_column_int64(st, 0);
-        slot_set(slot, sc->object, sc->dev, sc->ino, sc->offset, *ret, sqlite3_column_int(st, 1) != 0);
+        slot_set(slot, &o, sc->offset, *ret, sqlite3_column_int(st, 1) != 0);
         sqlite3_reset(st);
         return 0;
 }
@@ -202,6 +213,7 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
         }
         for (size_t i = 0; i < n; i++) {
                 const SiteCount *sc = &sites[i];
+                const ObjectKey memory = { .name = sc->memory_object, .dev = sc->memory_dev, .ino = sc->memory_ino };
                 int64_t site = 0, memory_object = 0;
                 int r;
 
@@ -211,7 +223,7 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
                         continue; /* only non-zero counts are stored */
                 r = site_id(s, sc, &site);
                 if (r >= 0 && sc->memory_object)
-                        r = object_id(s, sc->memory_object, sc->memory_dev, sc->memory_ino, &memory_object);
+                        r = object_id(s, &memory, &memory_object);
                 if (r < 0)
                         return r;
 

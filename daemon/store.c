@@ -32,11 +32,12 @@ typedef struct KnownProcess {
 
 #define KNOWN_IDLE_USEC (60 * UINT64_C(1000000))
 
-static int get_user_version(sqlite3 *db, int *ret) {
+/* The value of a PRAGMA that reads one integer ("PRAGMA user_version"). */
+static int pragma_int(sqlite3 *db, const char *pragma, int *ret) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         int rc;
 
-        rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+        rc = sqlite3_prepare_v2(db, pragma, -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sqlite_to_errno(rc);
         rc = sqlite3_step(st);
@@ -46,36 +47,65 @@ static int get_user_version(sqlite3 *db, int *ret) {
         return 0;
 }
 
-int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
-        int version = 0, r, applied = 0;
+/* -EBADMSG when a row refers to one that is not there. */
+static int foreign_keys_check(sqlite3 *db) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int rc;
 
-        r = get_user_version(db, &version);
+        rc = sqlite3_prepare_v2(db, "PRAGMA foreign_key_check", -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        rc = sqlite3_step(st);
+        return rc == SQLITE_ROW ? -EBADMSG : rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
+}
+
+/* One migration, which makes the database schema version `version`: the schema change, the
+ * check of its references and the version bump commit together or not at all. */
+static int migrate_one(sqlite3 *db, const EmbeddedFile *migration, size_t version) {
+        char pragma[64];
+        int r;
+
+        r = sql_exec(db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %zu", version);
+        r = sql_exec(db, migration->text);
+        if (r >= 0)
+                r = foreign_keys_check(db);
+        if (r >= 0)
+                r = sql_exec(db, pragma);
+        if (r >= 0)
+                r = sql_exec(db, "COMMIT");
+        if (r < 0 && !sqlite3_get_autocommit(db)) /* SQLite may have rolled back itself */
+                (void) sql_exec(db, "ROLLBACK");
+        return r;
+}
+
+int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
+        int version = 0, foreign_keys = 0, r, k;
+
+        r = pragma_int(db, "PRAGMA user_version", &version);
         if (r < 0)
                 return r;
         if (version < 0 || (size_t) version > n)
                 return -EPROTO;
+        if ((size_t) version == n)
+                return 0;
 
-        for (size_t i = (size_t) version; i < n; i++) {
-                char pragma[64];
-
-                /* Schema change and version bump commit together or not at all. */
-                r = sql_exec(db, "BEGIN IMMEDIATE");
-                if (r < 0)
-                        return r;
-                snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %zu", i + 1);
-                r = sql_exec(db, migrations[i].text);
-                if (r >= 0)
-                        r = sql_exec(db, pragma);
-                if (r >= 0)
-                        r = sql_exec(db, "COMMIT");
-                if (r < 0) {
-                        if (!sqlite3_get_autocommit(db)) /* SQLite may have rolled back itself */
-                                (void) sql_exec(db, "ROLLBACK");
-                        return r;
-                }
-                applied++;
-        }
-        return applied;
+        /* Migrations run with foreign keys off. A migration that changes a constraint rebuilds
+         * the table (SQLite cannot change one in place; 0008 does it to object): it drops the old
+         * table, and with foreign keys on the DROP deletes its rows first, which fails while rows
+         * of another table refer to them. The PRAGMA does nothing inside a transaction, so it is
+         * switched here, around them; migrate_one() checks every reference before each commit
+         * instead, and the setting is put back as the caller had it. */
+        r = pragma_int(db, "PRAGMA foreign_keys", &foreign_keys);
+        if (r >= 0 && foreign_keys)
+                r = sql_exec(db, "PRAGMA foreign_keys = OFF");
+        for (size_t i = (size_t) version; r >= 0 && i < n; i++)
+                r = migrate_one(db, &migrations[i], i + 1);
+        if (foreign_keys && (k = sql_exec(db, "PRAGMA foreign_keys = ON")) < 0 && r >= 0)
+                r = k;
+        return r < 0 ? r : (int) (n - (size_t) version);
 }
 
 /* fmt once per Faults member, comma-separated; it gets the member's name as %1$s. */
@@ -137,10 +167,14 @@ static int prepare_statements(Store *s) {
                 if (r < 0)
                         return r;
         }
-        r = sql_prepare(s->db, &s->find_object, "SELECT id FROM object WHERE name = ?1 AND dev = ?2 AND ino = ?3");
+        r = sql_prepare(s->db, &s->find_object,
+                        "SELECT id FROM object WHERE name = ?1 AND dev = ?2 AND ino = ?3 AND ctime_nsec = ?4 "
+                        "AND generation = ?5");
         if (r < 0)
                 return r;
-        r = sql_prepare(s->db, &s->add_object, "INSERT INTO object (name, dev, ino) VALUES (?1, ?2, ?3) RETURNING id");
+        r = sql_prepare(s->db, &s->add_object,
+                        "INSERT INTO object (name, dev, ino, ctime_nsec, generation) VALUES (?1, ?2, ?3, ?4, ?5) "
+                        "RETURNING id");
         if (r < 0)
                 return r;
         /* A symbol is written when the site is first stored, or later while it has none; once
@@ -211,7 +245,7 @@ int store_open_reader(const char *path, const char *boot_id, Store **ret) {
                 return r;
         sqlite3_busy_timeout(s->db, 5000);
         /* The writer migrates; a reader only checks it has the schema it knows. */
-        r = get_user_version(s->db, &version);
+        r = pragma_int(s->db, "PRAGMA user_version", &version);
         if (r >= 0 && (size_t) version != embedded_migrations_count)
                 r = -EPROTO;
         if (r >= 0)

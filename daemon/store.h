@@ -47,8 +47,11 @@ typedef struct StoreRetention {
                             .reserve_bytes = 32 * 1024 * 1024 })
 
 /* Applies migrations[user_version .. n-1] in order, each in its own transaction, and sets
- * PRAGMA user_version to its number. Returns the number applied, or
- * -EPROTO when the database is newer than the list (user_version > n), or another -errno. */
+ * PRAGMA user_version to its number. They run with foreign keys off (a migration may rebuild a
+ * table others refer to), the setting put back afterwards; a migration that leaves a row
+ * referring to one that is not there (PRAGMA foreign_key_check) is rolled back: -EBADMSG.
+ * Returns the number applied, or -EPROTO when the database is newer than the list
+ * (user_version > n), or another -errno. */
 int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 
 /* Longest comm glob a query accepts (ListProcesses). */
@@ -119,14 +122,16 @@ uint64_t store_size_bytes(Store *s);
  * every committed tick. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 /* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
- * (they are few), creating the object and site rows they name: a site's symbol is written when
- * the site is first stored (or later, while it has none). Also the sites of a sample without a
+ * (they are few), creating the object and site rows they name: an object row per version of a
+ * file (name, dev, ino and SiteCount.version), so a file that took an old one's path and inode
+ * number has rows of its own; a site's symbol is written when the site is first stored (or later,
+ * while it has none). Also the sites of a sample without a
  * delta or traps; sites with count 0 are skipped. The whole tick fails with -EINVAL for a site
  * without object, or with a kind or memory out of range, or period 0. */
 
 /* Writes the symbols learned since their sites were stored (collector_symbol_fills()): each
  * site's row gets its symbol when it has none, in one transaction. Only object, dev, ino,
- * offset, symbol and symbol_offset of each are read; those without a symbol are skipped. */
+ * version, offset, symbol and symbol_offset of each are read; those without a symbol are skipped. */
 int store_sites_fill(Store *s, const SiteCount *sites, size_t n);
 
 /* One step of maintenance, each part in its own short transaction so that queries wait at most

@@ -3,8 +3,9 @@
 user: a symbol bomb (one ELF whose symbol tables are past the budget, trapped at 100 offsets,
 then 60 distinct ones just under it) beside Watch, GetStatus and the daemon's RSS; a path
 swapped for a symlink to a private root binary in a tight loop (its symbols never show); a
-binary renamed after it ran and a deleted binary's inode number reused by another (each named
-as it is now, path and symbol); the per-user budget counted exactly as the drop symbol_budget.
+binary renamed after it ran and a deleted binary's inode number reused by another, also at the
+deleted one's path (each named as it is now, path and symbol, live and in the stored history); the
+per-user budget counted exactly as the drop symbol_budget.
 
 The ELF files are offset-traps (tests/helpers) with a symbol table appended (add_symbols()) or
 its function renamed in place (renamed_copy())."""
@@ -475,6 +476,44 @@ class Naming(unittest.TestCase):
                 self.assertEqual([(s["object"], s["symbol"]) for s in before], [(first, "aaaa_sled")])
                 self.assertEqual([(s["object"], s["symbol"]) for s in after], [(second, "bbbb_sled")])
             return [before, after], check
+
+        attempt(self, run)
+
+    def test_reused_inode_number_at_the_same_path_is_stored_apart(self):
+        # What `rm app; cp new app` can do, and a user can arrange: the new binary has the old
+        # one's path AND inode number. Once each process exited and its tick is stored, the
+        # database names each one's site with its own binary's symbol: the stored site belongs to
+        # that version of the file (change time, generation), not to (path, device, inode).
+        def run():
+            with Scenario() as sc:
+                app = sc.user_copy("app", lambda src, dst: renamed_copy(src, dst, "aaaa_sled"))
+                ino = os.stat(app).st_ino
+                first, _ = run_as(UID, app, 1)
+                before = one_settled(sc.d, first, 1)
+                os.unlink(app)
+                for i in range(200):
+                    # The others are kept until the end, so that the next one gets another number.
+                    path = sc.user_copy(f"new-{i}", lambda src, dst: renamed_copy(src, dst, "bbbb_sled"))
+                    if os.stat(path).st_ino == ino:
+                        os.rename(path, app)
+                        break
+                else:
+                    self.skipTest(f"the file system of {sc.home} did not give inode {ino} again in 200 new files")
+                self.assertEqual(os.stat(app).st_ino, ino)
+                second, _ = run_as(UID, app, 1)
+                after = one_settled(sc.d, second, 1)
+                with connect(sc.d.socket) as conn:
+                    first_again = trap_sites(conn, first)
+                    conn.send("io.trapstat.History", {"pid": second})
+                    history = conn.read()
+
+            def check():
+                self.assertTrue(history["parameters"]["process"]["exited"], history)
+                self.assertEqual(history["parameters"]["process"]["pid"], second)
+                self.assertEqual([(s["object"], s["symbol"]) for s in after], [(app, "bbbb_sled")])
+                self.assertEqual([(s["object"], s["symbol"]) for s in before], [(app, "aaaa_sled")])
+                self.assertEqual([(s["object"], s["symbol"]) for s in first_again], [(app, "aaaa_sled")])
+            return [before, after, first_again], check
 
         attempt(self, run)
 

@@ -102,6 +102,56 @@ static void test_migrate_refuses_newer(void **state) {
         sqlite3_close(db);
 }
 
+static int pragma_value(sqlite3 *db, const char *pragma) {
+        sqlite3_stmt *st;
+        int v;
+
+        assert_int_equal(sqlite3_prepare_v2(db, pragma, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+static const EmbeddedFile with_references[] = {
+        { "0001-parent.sql",
+          "CREATE TABLE p (id INTEGER PRIMARY KEY); CREATE TABLE c (p INTEGER NOT NULL REFERENCES p (id));"
+          "INSERT INTO p VALUES (1), (2); INSERT INTO c VALUES (1), (2);",
+          0 },
+        /* A table others refer to rebuilt, as 0008 does to object: with foreign keys on, its DROP
+         * fails (the rows of c still refer to the old table's). */
+        { "0002-rebuild.sql",
+          "CREATE TABLE p_new (id INTEGER PRIMARY KEY, x INTEGER NOT NULL DEFAULT 0);"
+          "INSERT INTO p_new (id) SELECT id FROM p; DROP TABLE p; ALTER TABLE p_new RENAME TO p;",
+          0 },
+        /* A migration that loses a row others refer to. */
+        { "0003-dangling.sql", "DELETE FROM p WHERE id = 2;", 0 },
+};
+
+/* Migrations run with foreign keys off, whatever the caller had (store_open() has them on), and
+ * the caller's setting is back afterwards; one that leaves a broken reference is rolled back. */
+static void test_migrate_foreign_keys(void **state) {
+        sqlite3 *db = open_db("references.db");
+
+        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(store_migrate(db, with_references, 2), 2);
+        assert_int_equal(user_version(db), 2);
+        assert_int_equal(pragma_value(db, "PRAGMA foreign_keys"), 1);
+        assert_int_equal(pragma_value(db, "SELECT COUNT(*) FROM c JOIN p ON p.id = c.p"), 2);
+
+        assert_int_equal(store_migrate(db, with_references, 3), -EBADMSG);
+        assert_int_equal(user_version(db), 2);
+        assert_int_equal(pragma_value(db, "SELECT COUNT(*) FROM p"), 2);
+        assert_int_equal(pragma_value(db, "PRAGMA foreign_keys"), 1);
+
+        /* Off as the caller had it: still off. */
+        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = OFF", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(store_migrate(db, with_references, 3), -EBADMSG);
+        assert_int_equal(pragma_value(db, "PRAGMA foreign_keys"), 0);
+        sqlite3_close(db);
+        (void) state;
+}
+
 static Faults make_faults(uint64_t base) {
         Faults f = {};
         for (size_t i = 0; i < n_fault_fields; i++)
@@ -1356,6 +1406,8 @@ static void assert_site(const SiteCount *got, const SiteCount *want, uint64_t co
                 assert_null(got->memory_object);
         assert_int_equal(got->memory_dev, want->memory_dev);
         assert_int_equal(got->memory_ino, want->memory_ino);
+        assert_int_equal(got->version.ctime_nsec, want->version.ctime_nsec);
+        assert_int_equal(got->version.generation, want->version.generation);
         assert_int_equal(got->count, count);
 }
 
@@ -1679,11 +1731,206 @@ static void test_sites_tiers(void **state) {
         store_free(s);
 }
 
+/* One path, device and inode number, two versions of the file (a binary deleted and another
+ * made at its path that got its inode number): two object rows and two site rows, each version's
+ * symbol its own, in one tick and across ticks; a symbol learned later fills its own version's
+ * row only. */
+static void test_site_versions(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL; /* a bucket boundary */
+        ProcessInfo a = { .pid = 920, .start_time = 1, .comm = "a", .first_seen_usec = t0 };
+        ProcessInfo b = { .pid = 921, .start_time = 1, .comm = "b", .first_seen_usec = t0 };
+        SiteCount old = fault_site, new = fault_site, old_late, new_late;
+        SiteCount *sites;
+        char path[256];
+        Store *s, *r;
+        size_t n;
+
+        old.version = (ObjectVersion) { .ctime_nsec = t0 * 1000, .generation = 11 };
+        new.version = (ObjectVersion) { .ctime_nsec = t0 * 1000 + 5, .generation = 12 };
+        new.symbol = (char *) "other_fn";
+        new.symbol_offset = 4;
+
+        snprintf(path, sizeof(path), "%s/site-versions.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        /* The old one first, alone (its ids remembered), then both in one tick. */
+        {
+                SiteCount one = with_count(old, 3);
+                ProcessSample sample = { &a, (Faults) {}, NULL, &one, 1 };
+                assert_int_equal(store_flush(s, t0, &sample, 1), 0);
+        }
+        {
+                SiteCount a_sites[] = { with_count(old, 1) }, b_sites[] = { with_count(new, 2) };
+                ProcessSample samples[] = { { &a, (Faults) {}, NULL, a_sites, 1 }, { &b, (Faults) {}, NULL, b_sites, 1 } };
+                assert_int_equal(store_flush(s, t0 + S, samples, 2), 0);
+        }
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '/usr/lib/libc.so.6'"), 2);
+        /* The file the faults touched is kept without a version (SiteCount.memory_dev): one row. */
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '/var/lib/data.bin'"), 1);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object"), 3);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site"), 2);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '/usr/lib/libc.so.6' AND "
+                                        "ctime_nsec = 1700000000000000005 AND generation = 12"),
+                         1);
+
+        /* Each process its own version's site and symbol, on the writer and on a reader. */
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        for (int i = 0; i < 2; i++) {
+                Store *q = i == 0 ? s : r;
+
+                assert_int_equal(store_sites(q, process_id(q, 920), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+                assert_int_equal(n, 1);
+                assert_site(&sites[0], &old, 4);
+                site_counts_free(sites, n);
+                assert_int_equal(store_sites(q, process_id(q, 921), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+                assert_int_equal(n, 1);
+                assert_site(&sites[0], &new, 2);
+                site_counts_free(sites, n);
+        }
+
+        /* Another offset, stored without a symbol in both versions; the new one's learned: only
+         * its row gets it. */
+        old_late = with_count(old, 1);
+        new_late = with_count(new, 1);
+        old_late.offset = new_late.offset = old.offset + 0x100;
+        old_late.symbol = new_late.symbol = NULL;
+        {
+                ProcessSample samples[] = { { &a, (Faults) {}, NULL, &old_late, 1 },
+                                            { &b, (Faults) {}, NULL, &new_late, 1 } };
+                assert_int_equal(store_flush(s, t0 + 2 * S, samples, 2), 0);
+        }
+        new_late.symbol = (char *) "late_fn";
+        new_late.symbol_offset = 0x10;
+        assert_int_equal(store_sites_fill(s, &new_late, 1), 0);
+        assert_int_equal(store_sites(r, process_id(r, 921), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(n, 2);
+        assert_site(&sites[0], &new, 2);
+        assert_site(&sites[1], &new_late, 1);
+        site_counts_free(sites, n);
+        assert_int_equal(store_sites(r, process_id(r, 920), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(n, 2);
+        assert_site(&sites[0], &old, 4);
+        assert_site(&sites[1], &old_late, 1);
+        site_counts_free(sites, n);
+        store_free(r);
+        store_free(s);
+        (void) state;
+}
+
+/* The rows of a query as one string, "|" between columns and ";" after each row; NULL as "~". */
+static char *db_rows(const char *path, const char *sql) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        sqlite3_stmt *st;
+        sqlite3 *db;
+
+        assert_non_null(f);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                for (int i = 0; i < sqlite3_column_count(st); i++) {
+                        const unsigned char *v = sqlite3_column_text(st, i);
+
+                        fprintf(f, "%s%s", i ? "|" : "", v ? (const char *) v : "~");
+                }
+                fputc(';', f);
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        assert_int_equal(fclose(f), 0);
+        return buf;
+}
+
+/* A schema version 7 database with sites (ids not dense, rows in every tier, a site without a
+ * symbol, a fault's file), as the daemon before 0008 wrote it. */
+static const char v7_sites[] =
+        "INSERT INTO process (id, boot_id, pid, start_time, comm, uid, first_seen_usec, last_seen_usec, exited) VALUES "
+        "(4, 'boot-a', 700, 1, 'old', 1000, 1699999000000000, 1700000000000000, 1);"
+        "INSERT INTO object (id, name, dev, ino) VALUES (3, '/usr/bin/old', 5, 6), (8, '[anon]', 0, 0), "
+        "(11, '/var/lib/old.dat', 5, 9);"
+        "INSERT INTO site (id, object_id, file_offset, symbol, symbol_offset) VALUES (2, 3, 4096, 'old_fn', 16), "
+        "(7, 8, 140000000, NULL, NULL), (9, 3, 8192, NULL, NULL);"
+        "INSERT INTO site_raw VALUES (4, 1700000000000000, 0, 6, 1, 2, 0, 0, 5), "
+        "(4, 1700000000000000, 1, 14, 64, 7, 2, 0, 3), (4, 1700000000000000, 1, 14, 64, 9, 1, 11, 2);"
+        "INSERT INTO site_minute VALUES (4, 1699999000000000, 0, 6, 1, 2, 0, 0, 40), "
+        "(4, 1699999000000000, 1, 14, 64, 9, 1, 11, 7);"
+        "INSERT INTO site_hour VALUES (4, 1699996400000000, 0, 6, 1, 2, 0, 0, 900);";
+
+/* What the migration must keep, each as one string. */
+static const char *const v7_kept[] = {
+        "SELECT id, name, dev, ino FROM object ORDER BY id",
+        "SELECT * FROM site ORDER BY id",
+        "SELECT * FROM site_raw ORDER BY process_id, time_usec, kind, site_id",
+        "SELECT * FROM site_minute ORDER BY process_id, time_usec, kind, site_id",
+        "SELECT * FROM site_hour ORDER BY process_id, time_usec, kind, site_id",
+        "SELECT * FROM user_usage ORDER BY uid",
+};
+
+/* A version 7 database migrated by opening it: every object, site and count keeps its id and
+ * values, the objects version 0, no reference broken; the sites answer as before; new sites of the same file, named with their version, get rows of their own. */
+static void test_migrate_v7_sites(void **state) {
+        char path[256], *before[ELEMENTSOF(v7_kept)];
+        SiteCount now = { .kind = SITE_TRAP, .vector = 6, .period = 1, .object = (char *) "/usr/bin/old", .dev = 5,
+                          .ino = 6, .version = { .ctime_nsec = 1700000000123456789, .generation = 42 }, .offset = 4096,
+                          .symbol = (char *) "new_fn", .memory = MEMORY_NONE, .count = 1 };
+        ProcessInfo p = { .pid = 701, .start_time = 1, .comm = "new", .uid = 1000, .first_seen_usec = 1700000100000000 };
+        SiteCount *sites;
+        sqlite3 *db;
+        Store *s;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/v7-sites.db", tmpdir);
+        unlink(path);
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(store_migrate(db, embedded_migrations, 7), 7);
+        assert_int_equal(sqlite3_exec(db, v7_sites, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        for (size_t i = 0; i < ELEMENTSOF(v7_kept); i++)
+                before[i] = db_rows(path, v7_kept[i]);
+
+        assert_int_equal(store_open(path, "boot-b", &s), 0);
+        for (size_t i = 0; i < ELEMENTSOF(v7_kept); i++) {
+                char *after = db_rows(path, v7_kept[i]);
+
+                assert_string_equal(after, before[i]);
+                free(after);
+                free(before[i]);
+        }
+        assert_int_equal(db_count(path, "PRAGMA user_version"), (int64_t) embedded_migrations_count);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE ctime_nsec != 0 OR generation != 0"), 0);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'object_new'"), 0);
+        assert_int_equal(store_sites(s, process_id(s, 700), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(sites[0].symbol, "old_fn");
+        assert_int_equal(sites[0].count, 5); /* nothing rolled up (tier): each instant read from raw */
+        site_counts_free(sites, n);
+
+        /* The same file's instruction, now with its version: rows of its own, after the old ids. */
+        {
+                ProcessSample sample = { &p, (Faults) {}, NULL, &now, 1 };
+                assert_int_equal(store_flush(s, 1700000100000000, &sample, 1), 0);
+        }
+        assert_int_equal(db_count(path, "SELECT id FROM object WHERE generation = 42"), 12);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '/usr/bin/old' AND dev = 5 AND ino = 6"),
+                         2);
+        assert_int_equal(db_count(path, "SELECT symbol = 'old_fn' FROM site WHERE id = 2"), 1);
+        assert_int_equal(store_sites(s, process_id(s, 701), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        assert_site(&sites[0], &now, 1);
+        site_counts_free(sites, n);
+        store_free(s);
+        (void) state;
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_migrate_embedded),
                 cmocka_unit_test(test_migrate_stepwise_and_atomic),
                 cmocka_unit_test(test_migrate_refuses_newer),
+                cmocka_unit_test(test_migrate_foreign_keys),
                 cmocka_unit_test(test_migrate_fixture_v1),
                 cmocka_unit_test(test_migrate_fixture_v2),
                 cmocka_unit_test(test_flush_top_history),
@@ -1701,6 +1948,8 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_unit_history),
                 cmocka_unit_test(test_sites),
                 cmocka_unit_test(test_sites_tiers),
+                cmocka_unit_test(test_site_versions),
+                cmocka_unit_test(test_migrate_v7_sites),
         };
         if (argc != 2) {
                 fprintf(stderr, "usage: test-store FIXTURE-DIR\n");

@@ -28,7 +28,8 @@ static void test_copy_outlives_the_samples(void **state _unused_) {
         char cmdline[] = "app --flag", unit[] = "a.service", object[] = "/usr/bin/app";
         ProcessInfo a = { .pid = 20, .start_time = 7, .comm = "app", .cmdline = cmdline, .unit = unit };
         ProcessInfo b = { .pid = 10, .start_time = 9, .comm = "b" };
-        SiteCount site = { .kind = SITE_TRAP, .vector = 6, .period = 1, .object = object, .offset = 0x40, .count = 3 };
+        SiteCount site = { .kind = SITE_TRAP, .vector = 6, .period = 1, .object = object, .offset = 0x40, .count = 3,
+                           .version = { .ctime_nsec = 1700000000000000001, .generation = 5 } };
         ProcessSample s[] = {
                 { &a, (Faults) { .user = 5, .minor = 5 }, &ud3, &site, 1 },
                 { &b, (Faults) { .kernel = 2 } },
@@ -56,8 +57,11 @@ static void test_copy_outlives_the_samples(void **state _unused_) {
         assert_int_equal(out[1].traps->vector[6], 3);
         assert_int_equal(out[1].n_sites, 1);
         assert_string_equal(out[1].sites[0].object, "/usr/bin/app");
+        /* The file's version goes with it: the store keeps a site per version. */
+        assert_true(out[1].sites[0].version.ctime_nsec == 1700000000000000001 && out[1].sites[0].version.generation == 5);
         assert_int_equal(batch->n_fills, 1);
         assert_string_equal(batch->fills[0].object, "/usr/bin/app");
+        assert_int_equal(batch->fills[0].version.generation, 5);
         assert_int_equal(batch->merged, 0);
         tick_batch_free(batch);
 }
@@ -71,7 +75,7 @@ static void test_merge_adds_up(void **state _unused_) {
         ProcessInfo c = { .pid = 5, .start_time = 1, .comm = "c" };
         SiteCount x = { .kind = SITE_TRAP, .vector = 6, .period = 1, .object = (char *) "/x", .offset = 1, .count = 3 };
         SiteCount y = { .kind = SITE_FAULT, .vector = SITE_FAULT_VECTOR, .period = 256, .object = (char *) "/y",
-                        .offset = 2, .count = 1 };
+                        .version = { .ctime_nsec = 77, .generation = 8 }, .offset = 2, .count = 1 };
         const TickEntry *e;
         TickBatch *batch;
 
@@ -97,6 +101,7 @@ static void test_merge_adds_up(void **state _unused_) {
         assert_int_equal(e->n_sites, 2);
         assert_string_equal(e->sites[0].object, "/x");
         assert_string_equal(e->sites[1].object, "/y");
+        assert_true(e->sites[1].version.ctime_nsec == 77 && e->sites[1].version.generation == 8);
         /* The newer tick's name, command line and unit; first seen and exit kept. */
         assert_string_equal(e->process.comm, "app2");
         assert_string_equal(e->process.cmdline, "new");
