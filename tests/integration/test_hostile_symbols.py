@@ -284,6 +284,23 @@ def attempt(test, run):
     test.fail(f"no exact run in {ATTEMPTS}: see the attempts above")
 
 
+def copy_on_inode(test, sc, ino, prefix, sled):
+    """A new copy of offset-traps, its function of ud2s named sled, that got inode number ino: one
+    of up to 200 new files, each kept until it is found so that the next gets another number, then
+    deleted. The test is skipped when the file system gives ino to none of them."""
+    others = []
+    for i in range(200):
+        path = sc.user_copy(f"{prefix}-{i}", lambda src, dst: renamed_copy(src, dst, sled))
+        if os.stat(path).st_ino == ino:
+            break
+        others.append(path)
+    else:
+        test.skipTest(f"the file system of {sc.home} did not give inode {ino} again in 200 new files")
+    for other in others:
+        os.unlink(other)
+    return path
+
+
 class SymbolBombs(unittest.TestCase):
     def test_table_past_the_budget_at_100_offsets(self):
         # 400000 symbols: 13 MiB of tables, over the 8 MiB the daemon reads of one file.
@@ -465,17 +482,7 @@ class Naming(unittest.TestCase):
                 pid, _ = run_as(UID, first, 1)
                 before = one_settled(sc.d, pid, 1)
                 os.unlink(first)
-                second, others = None, []
-                for i in range(200):
-                    path = sc.user_copy(f"second-{i}", lambda src, dst: renamed_copy(src, dst, "bbbb_sled"))
-                    if os.stat(path).st_ino == ino:
-                        second = path
-                        break
-                    others.append(path)  # kept until the end, so that the next one gets another number
-                for path in others:
-                    os.unlink(path)
-                if second is None:
-                    self.skipTest(f"the file system of {sc.home} did not give inode {ino} again in 200 new files")
+                second = copy_on_inode(self, sc, ino, "second", "bbbb_sled")
                 pid, _ = run_as(UID, second, 1)
                 after = one_settled(sc.d, pid, 1)
 
@@ -498,14 +505,7 @@ class Naming(unittest.TestCase):
                 first, _ = run_as(UID, app, 1)
                 before = one_settled(sc.d, first, 1)
                 os.unlink(app)
-                for i in range(200):
-                    # The others are kept until the end, so that the next one gets another number.
-                    path = sc.user_copy(f"new-{i}", lambda src, dst: renamed_copy(src, dst, "bbbb_sled"))
-                    if os.stat(path).st_ino == ino:
-                        os.rename(path, app)
-                        break
-                else:
-                    self.skipTest(f"the file system of {sc.home} did not give inode {ino} again in 200 new files")
+                os.rename(copy_on_inode(self, sc, ino, "new", "bbbb_sled"), app)
                 self.assertEqual(os.stat(app).st_ino, ino)
                 second, _ = run_as(UID, app, 1)
                 after = one_settled(sc.d, second, 1)
