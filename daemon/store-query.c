@@ -171,12 +171,11 @@ static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_jso
 }
 
 /* Step 1 of Top: the processes of the window the caller may see and the filter lets through, by
- * the sum of the sort column in the tiers, largest first (ties: the newer process row first), at
- * most limit; the processes of pending_ids (a JSON array: those with ticks still pending) before
- * every other, whatever their sums, as the pending ticks add to them. Their ids go into t->rows
- * in that order, how many there are in all into t->total. */
+ * the sum of the sort column in the tiers and in the ticks still pending (pending: [[id, value],
+ * ...], top_pending()), largest first (ties: the newer process row first), at most limit; their
+ * ids go into t->rows in that order, how many there are in all into t->total. */
 static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *column, size_t limit, int64_t uid,
-                    const ProcessFilter *filter, const char *pending_ids, TopRows *t) {
+                    const ProcessFilter *filter, const char *pending, TopRows *t) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ char *value = NULL, *processes = NULL, *u = NULL;
         char filter_buf[256], pids_json[FILTER_PIDS_JSON_MAX];
@@ -189,15 +188,15 @@ static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *
         if (!u)
                 return -ENOMEM;
         r = sql_prepare(s->db, &st,
-                        "SELECT process_id, COUNT(*) OVER () FROM (%s UNION ALL SELECT value, 0 FROM json_each(?8) "
-                        "WHERE value IN (SELECT id FROM process WHERE %s)) GROUP BY process_id "
-                        "ORDER BY process_id IN (SELECT value FROM json_each(?8)) DESC, SUM(v) DESC, process_id DESC "
-                        "LIMIT ?2",
+                        "SELECT process_id, COUNT(*) OVER () FROM (%s UNION ALL SELECT json_extract(value, '$[0]'), "
+                        "json_extract(value, '$[1]') FROM json_each(?8) WHERE json_extract(value, '$[0]') IN "
+                        "(SELECT id FROM process WHERE %s)) GROUP BY process_id "
+                        "ORDER BY SUM(v) DESC, process_id DESC LIMIT ?2",
                         u, processes);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 2, (int64_t) limit);
-        sqlite3_bind_text(st, 8, pending_ids, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 8, pending, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, uid);
         filter_bind(st, filter, pids_json);
 
@@ -249,11 +248,14 @@ static int pending_by_process(const void *a, const void *b) {
 }
 
 /* The ticks still pending (store-pending.c) of buckets from since_bucket on, summed per process,
- * in process id order; their ids as a JSON array in *ret_ids. */
-static int top_pending(Store *s, uint64_t since_bucket, PendingSample **ret, size_t *ret_n, char **ret_ids) {
+ * in process id order; in *ret_values, for the SQL, each one's id and value of the sort key as a
+ * JSON array of pairs. */
+static int top_pending(Store *s, uint64_t since_bucket, const SortKey *key, PendingSample **ret, size_t *ret_n,
+                       char **ret_values) {
         _cleanup_free_ PendingSample *a = NULL;
-        _cleanup_free_ char *ids = NULL;
-        size_t n, m = 0;
+        char *values = NULL;
+        size_t n, m = 0, size = 0;
+        FILE *f;
         int r;
 
         r = store_pending_read(s, NULL, 0, &a, &n);
@@ -273,12 +275,19 @@ static int top_pending(Store *s, uint64_t since_bucket, PendingSample **ret, siz
                 } else
                         a[m++] = a[i];
         }
-        ids = json_ids(a, m, sizeof(*a), offsetof(PendingSample, process_id));
-        if (!ids)
+        f = open_memstream(&values, &size);
+        if (!f)
+                return -ENOMEM;
+        fputc('[', f);
+        for (size_t i = 0; i < m; i++)
+                fprintf(f, "%s[%" PRId64 ",%" PRIu64 "]", i ? "," : "", a[i].process_id,
+                        key->field ? faults_get(&a[i].delta, key->field) : a[i].traps);
+        fputc(']', f);
+        if (!memstream_done(f, &values))
                 return -ENOMEM;
         *ret = TAKE_PTR(a);
         *ret_n = m;
-        *ret_ids = TAKE_PTR(ids);
+        *ret_values = values;
         return 0;
 }
 
@@ -351,23 +360,10 @@ static int top_fill_processes(Store *s, const char *ids, TopRows *t) {
 }
 
 /* Step 4 of Top: the pending deltas added to the ranked processes (the per-vector traps are
- * written with their tick, never pending), the rows without a process row left out (in one
+ * written with their tick, never pending); the rows without a process row left out (in one
  * snapshot every ranked process has one; should one not, it is left out rather than shown
- * without a name), the rest sorted again by the sort key and cut at limit. */
-static uint64_t top_value(const StoreRow *row, const SortKey *key) {
-        return key->field ? faults_get(&row->faults, key->field) : traps_total(&row->traps);
-}
-
-static int top_row_compare(const void *a, const void *b, void *userdata) {
-        const StoreRow *x = a, *y = b;
-        uint64_t vx = top_value(x, userdata), vy = top_value(y, userdata);
-
-        if (vx != vy)
-                return vx > vy ? -1 : 1;
-        return x->id > y->id ? -1 : x->id < y->id;
-}
-
-static size_t top_finish(TopRows *t, const PendingSample *pending, size_t n_pending, const SortKey *key, size_t limit) {
+ * without a name). */
+static size_t top_finish(TopRows *t, const PendingSample *pending, size_t n_pending) {
         size_t m = 0;
 
         for (size_t i = 0; i < n_pending; i++) {
@@ -382,20 +378,14 @@ static size_t top_finish(TopRows *t, const PendingSample *pending, size_t n_pend
                 else
                         process_info_done(&t->rows[i].process);
         }
-        t->n = m;
-        /* The order of the ranks again, with the pending counts: by_id and filled no longer match
-         * the rows. */
-        qsort_r(t->rows, t->n, sizeof(*t->rows), top_row_compare, (void *) key);
-        for (; t->n > limit; t->n--)
-                process_info_done(&t->rows[t->n - 1].process);
-        return t->n;
+        return m;
 }
 
 static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid,
                     const ProcessFilter *filter, StoreRow **ret, size_t *ret_n, uint64_t *ret_other) {
         _cleanup_(top_rows_done) TopRows t = {};
         _cleanup_free_ PendingSample *pending = NULL;
-        _cleanup_free_ char *ids = NULL, *pending_ids = NULL;
+        _cleanup_free_ char *ids = NULL, *pending_values = NULL;
         uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];
@@ -419,13 +409,12 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
                 return r;
         n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
 
-        /* The ticks not yet folded into the raw tier are read as they are: Top never waits for
-         * the writer to fold them. A process they add to can overtake any other, so every one of
-         * them is ranked, and limit more: the first limit of the rest by the tiers alone. */
-        r = top_pending(s, since_bucket, &pending, &n_pending, &pending_ids);
+        /* The ticks not yet folded into the raw tier are read as they are, ranked with the tiers:
+         * Top never waits for the writer to fold them. */
+        r = top_pending(s, since_bucket, &key, &pending, &n_pending, &pending_values);
         if (r < 0)
                 return r;
-        r = top_rank(s, seg, n_seg, column, limit + n_pending, uid, filter, pending_ids, &t);
+        r = top_rank(s, seg, n_seg, column, limit, uid, filter, pending_values, &t);
         if (r < 0)
                 return r;
         if (t.n > 0) {
@@ -447,8 +436,8 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
         }
 
         if (ret_other)
-                *ret_other = t.total - MIN(t.n, limit);
-        *ret_n = top_finish(&t, pending, n_pending, &key, limit);
+                *ret_other = t.total - t.n;
+        *ret_n = top_finish(&t, pending, n_pending);
         *ret = TAKE_PTR(t.rows);
         t.n = 0;
         return 0;
