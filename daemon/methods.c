@@ -139,8 +139,8 @@ static uint64_t window_start_usec(int64_t window_sec) {
         return (uint64_t) window_sec >= now / USEC_PER_SEC ? 0 : now - (uint64_t) window_sec * USEC_PER_SEC;
 }
 
-/* Hands the call to a worker. Top and History read the samples: the worker waits until the
- * writer has written and folded every tick drained before the call came (writer_sync()); the
+/* Hands the call to a worker. Top, History and UnitHistory read the samples: the worker waits
+ * until the writer has committed every tick drained before the call came (writer_sync()); the
  * event loop does not wait. */
 static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, void *args, void (*free_args)(void *)) {
         uint64_t seq = samples ? writer_seq(manager_writer(m)) : 0;

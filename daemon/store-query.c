@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,10 +171,11 @@ static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_jso
 }
 
 /* Step 1 of Top: the processes of the window the caller may see and the filter lets through, by
- * the sum of the sort column, largest first (ties: the newer process row first), at most limit;
- * their ids go into t->rows in that order, how many there are in all into t->total. */
+ * the sum of the sort column in the tiers and in the ticks still pending (pending: [[id, value],
+ * ...], top_pending()), largest first (ties: the newer process row first), at most limit; their
+ * ids go into t->rows in that order, how many there are in all into t->total. */
 static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *column, size_t limit, int64_t uid,
-                    const ProcessFilter *filter, TopRows *t) {
+                    const ProcessFilter *filter, const char *pending, TopRows *t) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ char *value = NULL, *processes = NULL, *u = NULL;
         char filter_buf[256], pids_json[FILTER_PIDS_JSON_MAX];
@@ -186,12 +188,15 @@ static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *
         if (!u)
                 return -ENOMEM;
         r = sql_prepare(s->db, &st,
-                        "SELECT process_id, COUNT(*) OVER () FROM (%s) GROUP BY process_id "
+                        "SELECT process_id, COUNT(*) OVER () FROM (%s UNION ALL SELECT json_extract(value, '$[0]'), "
+                        "json_extract(value, '$[1]') FROM json_each(?8) WHERE json_extract(value, '$[0]') IN "
+                        "(SELECT id FROM process WHERE %s)) GROUP BY process_id "
                         "ORDER BY SUM(v) DESC, process_id DESC LIMIT ?2",
-                        u);
+                        u, processes);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 2, (int64_t) limit);
+        sqlite3_bind_text(st, 8, pending, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, uid);
         filter_bind(st, filter, pids_json);
 
@@ -214,6 +219,75 @@ static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *
         for (size_t i = 0; i < t->n; i++)
                 t->by_id[i] = &t->rows[i];
         qsort(t->by_id, t->n, sizeof(*t->by_id), row_ptr_compare);
+        return 0;
+}
+
+/* The int64 ids at offset in each of the n elements of stride bytes from base, as a JSON array. */
+static char *json_ids(const void *base, size_t n, size_t stride, size_t offset) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return NULL;
+        fputc('[', f);
+        for (size_t i = 0; i < n; i++) {
+                int64_t id;
+
+                memcpy(&id, (const uint8_t *) base + i * stride + offset, sizeof(id));
+                fprintf(f, "%s%" PRId64, i ? "," : "", id);
+        }
+        fputc(']', f);
+        return memstream_done(f, &buf);
+}
+
+static int pending_by_process(const void *a, const void *b) {
+        const PendingSample *x = a, *y = b;
+
+        return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
+}
+
+/* The ticks still pending (store-pending.c) of buckets from since_bucket on, summed per process,
+ * in process id order; in *ret_values, for the SQL, each one's id and value of the sort key as a
+ * JSON array of pairs. */
+static int top_pending(Store *s, uint64_t since_bucket, const SortKey *key, PendingSample **ret, size_t *ret_n,
+                       char **ret_values) {
+        _cleanup_free_ PendingSample *a = NULL;
+        char *values = NULL;
+        size_t n, m = 0, size = 0;
+        FILE *f;
+        int r;
+
+        r = store_pending_read(s, NULL, 0, &a, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (a[i].bucket_usec >= since_bucket)
+                        a[m++] = a[i];
+        n = m;
+        m = 0;
+        if (n > 0)
+                qsort(a, n, sizeof(*a), pending_by_process);
+        for (size_t i = 0; i < n; i++) {
+                if (m > 0 && a[m - 1].process_id == a[i].process_id) {
+                        faults_add(&a[m - 1].delta, &a[i].delta);
+                        a[m - 1].traps += a[i].traps;
+                } else
+                        a[m++] = a[i];
+        }
+        f = open_memstream(&values, &size);
+        if (!f)
+                return -ENOMEM;
+        fputc('[', f);
+        for (size_t i = 0; i < m; i++)
+                fprintf(f, "%s[%" PRId64 ",%" PRIu64 "]", i ? "," : "", a[i].process_id,
+                        key->field ? faults_get(&a[i].delta, key->field) : a[i].traps);
+        fputc(']', f);
+        if (!memstream_done(f, &values))
+                return -ENOMEM;
+        *ret = TAKE_PTR(a);
+        *ret_n = m;
+        *ret_values = values;
         return 0;
 }
 
@@ -262,17 +336,62 @@ static int top_fill(Store *s, const TierSegment *seg, size_t n_seg, const char *
  *
  * then SCAN of the union, USE TEMP B-TREE FOR GROUP BY and FOR ORDER BY. The fill step is the
  * same SEARCH ... USING PRIMARY KEY for the ranked ids only. */
+/* Step 3 of Top: the process rows of the ranked processes that have no rows in the tiers for the
+ * window (their counts are all still pending); ids: the ranked ids as a JSON array. */
+static int top_fill_processes(Store *s, const char *ids, TopRows *t) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int rc, r;
+
+        r = sql_prepare(s->db, &st, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE id IN (SELECT value FROM json_each(?1))");
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, ids, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreRow *row = top_row_by_id(t, sqlite3_column_int64(st, 0));
+
+                if (!row || t->filled[row - t->rows])
+                        continue;
+                r = read_process(st, 1, &row->process);
+                if (r < 0)
+                        return r;
+                t->filled[row - t->rows] = true;
+        }
+        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+}
+
+/* Step 4 of Top: the pending deltas added to the ranked processes (the per-vector traps are
+ * written with their tick, never pending); the rows without a process row left out (in one
+ * snapshot every ranked process has one; should one not, it is left out rather than shown
+ * without a name). */
+static size_t top_finish(TopRows *t, const PendingSample *pending, size_t n_pending) {
+        size_t m = 0;
+
+        for (size_t i = 0; i < n_pending; i++) {
+                StoreRow *row = top_row_by_id(t, pending[i].process_id);
+
+                if (row)
+                        faults_add(&row->faults, &pending[i].delta);
+        }
+        for (size_t i = 0; i < t->n; i++) {
+                if (t->filled[i])
+                        t->rows[m++] = t->rows[i];
+                else
+                        process_info_done(&t->rows[i].process);
+        }
+        return m;
+}
+
 static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid,
                     const ProcessFilter *filter, StoreRow **ret, size_t *ret_n, uint64_t *ret_other) {
         _cleanup_(top_rows_done) TopRows t = {};
-        _cleanup_free_ char *ids = NULL;
+        _cleanup_free_ PendingSample *pending = NULL;
+        _cleanup_free_ char *ids = NULL, *pending_values = NULL;
         uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];
-        size_t n_seg, size = 0, m = 0;
+        size_t n_seg, n_pending = 0;
         char column[32];
         SortKey key;
-        FILE *f;
         int r;
 
         /* The sort column comes from fault_fields or is "traps", never the caller's text. */
@@ -290,45 +409,36 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
                 return r;
         n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
 
-        r = top_rank(s, seg, n_seg, column, limit, uid, filter, &t);
+        /* The ticks not yet folded into the raw tier are read as they are, ranked with the tiers:
+         * Top never waits for the writer to fold them. */
+        r = top_pending(s, since_bucket, &key, &pending, &n_pending, &pending_values);
+        if (r < 0)
+                return r;
+        r = top_rank(s, seg, n_seg, column, limit, uid, filter, pending_values, &t);
         if (r < 0)
                 return r;
         if (t.n > 0) {
-                f = open_memstream(&ids, &size);
-                if (!f)
+                ids = json_ids(t.rows, t.n, sizeof(*t.rows), offsetof(StoreRow, id));
+                if (!ids)
                         return -ENOMEM;
-                fputc('[', f);
-                for (size_t i = 0; i < t.n; i++)
-                        fprintf(f, "%s%" PRId64, i ? "," : "", t.rows[i].id);
-                fputc(']', f);
-                if (fclose(f) != 0)
-                        return -ENOMEM;
-
                 r = top_fill(s, seg, n_seg, ids, &t);
-                if (r < 0)
-                        return r;
-                r = read_traps(s, seg, n_seg,
-                               &(TrapsQuery) { .group = "process_id",
-                                               .where = "process_id IN (SELECT value FROM json_each(?1))",
-                                               .text = ids,
-                                               .find = top_traps_by_id,
-                                               .userdata = &t });
+                if (r >= 0 && n_pending > 0)
+                        r = top_fill_processes(s, ids, &t);
+                if (r >= 0)
+                        r = read_traps(s, seg, n_seg,
+                                       &(TrapsQuery) { .group = "process_id",
+                                                       .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                                       .text = ids,
+                                                       .find = top_traps_by_id,
+                                                       .userdata = &t });
                 if (r < 0)
                         return r;
         }
 
         if (ret_other)
                 *ret_other = t.total - t.n;
-        /* In one snapshot every ranked process has its rows and its process row; should one not,
-         * it is left out rather than shown without a name. */
-        for (size_t i = 0; i < t.n; i++) {
-                if (t.filled[i])
-                        t.rows[m++] = t.rows[i];
-                else
-                        process_info_done(&t.rows[i].process);
-        }
+        *ret_n = top_finish(&t, pending, n_pending);
         *ret = TAKE_PTR(t.rows);
-        *ret_n = m;
         t.n = 0;
         return 0;
 }
@@ -647,10 +757,9 @@ finish:
 
 /* The queries that plan their reads over the tiers read the tiers' marks and the rows in one
  * snapshot, so that a maintenance step in between cannot move a stretch into another tier than
- * the one planned for it (read twice, or not). Those that read the samples fold the pending
- * ticks first where this connection wrote them (the writer; a reader has none of its own):
- * should folding fail (a full disk, say), History still reads them from sample_pending, Top
- * lacks at most the newest bucket's counts, which are not being kept either then. */
+ * the one planned for it (read twice, or not). Those that read the samples read the ticks still
+ * in sample_pending too (Top, History, UnitHistory), so they never wait for a fold; on the
+ * writer's own connection (the unit tests') they fold them first all the same. */
 
 int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, const ProcessFilter *filter,
               StoreRow **ret, size_t *ret_n, uint64_t *ret_other) {

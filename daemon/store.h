@@ -64,8 +64,8 @@ int store_open(const char *path, const char *boot_id, Store **ret);
 /* A second, read-only connection to the database a store_open() has migrated, for queries on
  * another thread: store_top(), store_find_process(), store_history(), store_unit_history(),
  * store_list_processes(), store_traps(), store_sites(). It sees what the writer had committed
- * when each query began (WAL); the writer's pending ticks only after store_settle() on the
- * writer. -EPROTO when the schema is not the one this build knows. */
+ * when each query began (WAL), the ticks still pending in sample_pending included. -EPROTO when
+ * the schema is not the one this build knows. */
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
 /* Folds the pending ticks into the raw tier (queries on this connection do it themselves). */
 int store_settle(Store *s);

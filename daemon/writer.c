@@ -41,12 +41,13 @@ struct Writer {
         bool checkpoint_forced;       /* a commit left the WAL past the backstop */
 
         pthread_mutex_t lock;
-        pthread_cond_t wake; /* the writer: a tick, a fold or the stop */
-        pthread_cond_t done; /* writer_sync(): settled moved */
+        pthread_cond_t wake; /* the writer: a tick or the stop */
+        pthread_cond_t done; /* writer_sync(): written moved */
         /* Under the lock. */
         TickBatch *queue, *tail;
         unsigned queued;
-        uint64_t submitted, written, settled, fold_seq;
+        uint64_t submitted, written;
+        uint64_t wanted; /* the newest tick a query waits for (writer_sync()) */
         bool stopping;
         WriterStats stats;
 };
@@ -68,7 +69,7 @@ static bool urgent(void *userdata) {
         if (now_usec(CLOCK_MONOTONIC) < w->maintenance_started + MAINTENANCE_SLICE_USEC)
                 return false;
         pthread_mutex_lock(&w->lock);
-        r = w->fold_seq > w->settled || w->stopping;
+        r = w->wanted > w->written || w->stopping;
         pthread_mutex_unlock(&w->lock);
         return r;
 }
@@ -213,8 +214,8 @@ static void wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t use
         (void) pthread_cond_timedwait(cond, lock, &ts);
 }
 
-/* What the writer does next, under the lock: 1 a batch (taken from the queue into *ret), 2 a
- * fold, 3 maintenance, 0 stop. Waits until one of them is due. */
+/* What the writer does next, under the lock: 1 a batch (taken from the queue into *ret), 2
+ * maintenance, 0 stop. Waits until one of them is due. */
 static int next_work(Writer *w, TickBatch **ret) {
         for (;;) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
@@ -223,15 +224,12 @@ static int next_work(Writer *w, TickBatch **ret) {
                         wait_until(&w->wake, &w->lock, now + HOLD_POLL_USEC);
                         continue;
                 }
-                /* A query waits for the ticks before it to be folded: before the next tick. */
-                if (w->fold_seq > w->settled && w->written >= w->fold_seq)
-                        return 2;
                 /* A step that is due goes before the ticks waiting, as the loop's timer did
                  * between two ticks: a storm's ticks, written one after the other, would keep the
                  * size cap's step from ever running. Each step ends within a few transactions and
                  * the next is at least MAINTENANCE_BUSY_USEC later. */
                 if (!w->stopping && now >= w->maintenance_due)
-                        return 3;
+                        return 2;
                 if (w->queue) {
                         TickBatch *b = w->queue;
 
@@ -271,9 +269,7 @@ static void *writer_main(void *userdata) {
                 pthread_mutex_unlock(&w->lock);
                 if (work == 1)
                         r = write_batch(w, b);
-                else if (work == 2 && w->store)
-                        (void) store_settle(w->store);
-                else if (work == 3)
+                else if (work == 2)
                         maintain(w);
                 checkpoint_forced(w);
                 uint64_t bytes = w->store ? store_size_bytes(w->store) : 0;
@@ -285,16 +281,12 @@ static void *writer_main(void *userdata) {
                 } else if (b) {
                         w->written = b->seq;
                         tick_batch_free(b);
-                }
-                if (work == 2) {
-                        w->settled = w->written;
                         pthread_cond_broadcast(&w->done);
                 }
                 w->stats.available = w->store != NULL;
                 w->stats.failing = w->last_flush_error < 0;
                 w->stats.database_bytes = bytes;
         }
-        w->settled = w->written;
         pthread_cond_broadcast(&w->done);
         pthread_mutex_unlock(&w->lock);
         return NULL;
@@ -425,7 +417,7 @@ int writer_sync(Writer *w, uint64_t seq, uint64_t deadline_usec, const bool *can
         int r = 0;
 
         pthread_mutex_lock(&w->lock);
-        while (w->settled < seq) {
+        while (w->written < seq) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
 
                 if (w->stopping || (cancelled && __atomic_load_n(cancelled, __ATOMIC_RELAXED))) {
@@ -436,10 +428,8 @@ int writer_sync(Writer *w, uint64_t seq, uint64_t deadline_usec, const bool *can
                         r = -ETIME;
                         break;
                 }
-                if (w->fold_seq < seq) {
-                        w->fold_seq = seq;
-                        pthread_cond_signal(&w->wake);
-                }
+                /* Seen by a maintenance step, which then gives way to the ticks (urgent()). */
+                w->wanted = MAX(w->wanted, seq);
                 wait_until(&w->done, &w->lock, MIN(deadline_usec, now + SYNC_POLL_USEC));
         }
         pthread_mutex_unlock(&w->lock);

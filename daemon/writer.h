@@ -3,8 +3,8 @@
 
 /* The one thread that writes the database. The event loop never calls SQLite: each tick it
  * hands the writer a copy of the tick's samples (writer_submit()) and goes on; the writer opens
- * the store (and reopens it after a failure), writes the ticks in order, folds the pending ticks
- * when a query needs them, and runs the maintenance steps (roll-up, retention, the size cap)
+ * the store (and reopens it after a failure), writes the ticks in order, and runs the
+ * maintenance steps (roll-up, retention, the size cap)
  * between ticks, one short transaction at a time, so that a tick waits for at most one step.
  *
  * Bounded: at most `max_queue` ticks wait. When the writer is behind by that many, each new
@@ -49,9 +49,9 @@ int64_t writer_submit(Writer *w, uint64_t now_usec, const ProcessSample *samples
                       size_t n_fills);
 /* The sequence number of the newest tick submitted (0: none yet). */
 uint64_t writer_seq(Writer *w);
-/* Waits until every tick up to seq is written (or given up as unsaved) and the pending ticks
- * are folded into the raw tier, so that a query reading the database from now on sees them.
- * Any thread but the event loop. -ETIME at deadline_usec (CLOCK_MONOTONIC), -ECANCELED when
+/* Waits until every tick up to seq is committed (or given up as unsaved), so that a query
+ * reading the database from now on sees them: the queries read the ticks still pending in
+ * sample_pending themselves, none waits for a fold. Any thread but the event loop. -ETIME at deadline_usec (CLOCK_MONOTONIC), -ECANCELED when
  * *cancelled turns true (looked at every 50 ms) or the writer stops. */
 int writer_sync(Writer *w, uint64_t seq, uint64_t deadline_usec, const bool *cancelled);
 

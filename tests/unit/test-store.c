@@ -934,9 +934,10 @@ static void test_reader(void **state) {
                 assert_int_equal(store_flush(w, t0 + i * S, &sample, 1), 0);
         }
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
-        /* The ticks are pending in the writer: not in the raw tier yet. */
+        /* The ticks are pending in the writer, not in the raw tier yet: Top reads them there. */
         assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
-        assert_int_equal(n, 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rows[0].faults.user, 30);
         store_rows_free(rows, n);
         assert_int_equal(store_settle(w), 0);
         assert_int_equal(history_user(r, 800, 10 * S, NULL), 30);
@@ -1049,6 +1050,70 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].faults.user, 8025);
         store_rows_free(rows, n);
+        store_free(r);
+        store_free(w);
+}
+
+/* Top on a reader with ticks the writer has not folded: the pending counts are added, can
+ * overtake the tiers' ranks, a process with only pending ticks is found (and counted in
+ * otherProcesses), the user and the filter apply to it, traps sort with their pending part, and
+ * the answer is the one after the fold. */
+static void top_pending_pids(Store *r, const char *sort, size_t limit, int64_t uid, const ProcessFilter *f,
+                             const uint32_t *want, const uint64_t *values, size_t n_want, uint64_t other) {
+        StoreRow *rows;
+        uint64_t left;
+        size_t n;
+
+        assert_int_equal(store_top(r, 0, sort, limit, uid, f, &rows, &n, &left), 0);
+        assert_int_equal(n, n_want);
+        assert_int_equal(left, other);
+        for (size_t i = 0; i < n; i++) {
+                assert_int_equal(rows[i].process.pid, want[i]);
+                assert_int_equal(strcmp(sort, "traps") == 0 ? traps_total(&rows[i].traps) : rows[i].faults.user,
+                                 values[i]);
+        }
+        store_rows_free(rows, n);
+}
+
+static void test_top_reads_pending(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo a = { .pid = 830, .start_time = 1, .comm = "a", .uid = 1000, .first_seen_usec = t0 },
+                    b = { .pid = 831, .start_time = 1, .comm = "b", .uid = 1000, .first_seen_usec = t0 },
+                    c = { .pid = 832, .start_time = 1, .comm = "c", .uid = 2000, .first_seen_usec = t0 };
+        ProcessFilter only_c = PROCESS_FILTER_NONE;
+        Traps ud = { .vector[6] = 7 };
+        char path[256];
+        Store *w, *r;
+
+        snprintf(path, sizeof(path), "%s/top-pending.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+        /* Folded: a 100, b 50. */
+        {
+                ProcessSample samples[] = { { &a, (Faults) { .user = 100 }, NULL }, { &b, (Faults) { .user = 50 }, NULL } };
+                assert_int_equal(store_flush(w, t0, samples, 2), 0);
+        }
+        assert_int_equal(store_settle(w), 0);
+        /* Pending: b 80 more (130, past a), c only pending (90, and 7 traps). */
+        {
+                ProcessSample samples[] = { { &b, (Faults) { .user = 80 }, NULL }, { &c, (Faults) { .user = 90 }, &ud } };
+                assert_int_equal(store_flush(w, t0 + S, samples, 2), 0);
+        }
+        for (int folded = 0; folded < 2; folded++) {
+                top_pending_pids(r, "user", 10, -1, NULL, (uint32_t[]) { 831, 830, 832 }, (uint64_t[]) { 130, 100, 90 },
+                                 3, 0);
+                top_pending_pids(r, "user", 1, -1, NULL, (uint32_t[]) { 831 }, (uint64_t[]) { 130 }, 1, 2);
+                top_pending_pids(r, "user", 10, 2000, NULL, (uint32_t[]) { 832 }, (uint64_t[]) { 90 }, 1, 0);
+                top_pending_pids(r, "user", 1, 1000, NULL, (uint32_t[]) { 831 }, (uint64_t[]) { 130 }, 1, 1);
+                only_c.comm = (char *) "c";
+                top_pending_pids(r, "user", 10, -1, &only_c, (uint32_t[]) { 832 }, (uint64_t[]) { 90 }, 1, 0);
+                only_c.comm = NULL;
+                /* Ties (a and b have no traps): the newer process row first. */
+                top_pending_pids(r, "traps", 10, -1, NULL, (uint32_t[]) { 832, 831, 830 }, (uint64_t[]) { 7, 0, 0 }, 3,
+                                 0);
+                /* The same answers once the writer folded the pending ticks into the raw tier. */
+                assert_int_equal(store_settle(w), 0);
+        }
         store_free(r);
         store_free(w);
 }
@@ -1944,6 +2009,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_checkpoint_handler),
                 cmocka_unit_test(test_reader_sees_pending_ticks),
+                cmocka_unit_test(test_top_reads_pending),
                 cmocka_unit_test(test_top_filters),
                 cmocka_unit_test(test_unit_history),
                 cmocka_unit_test(test_sites),
