@@ -291,12 +291,32 @@ static int top_pending(Store *s, uint64_t since_bucket, const SortKey *key, Pend
         return 0;
 }
 
+/* Reads the rows of st (id, PROCESS_COLUMNS, with faults the fault fields) into the ranked
+ * processes they name that are not filled yet. */
+static int top_fill_rows(sqlite3_stmt *st, bool faults, TopRows *t) {
+        int rc, r;
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                StoreRow *row = top_row_by_id(t, sqlite3_column_int64(st, 0));
+
+                if (!row || t->filled[row - t->rows])
+                        continue;
+                r = read_process(st, 1, &row->process);
+                if (r < 0)
+                        return r;
+                if (faults)
+                        read_faults(st, 10, &row->faults);
+                t->filled[row - t->rows] = true;
+        }
+        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+}
+
 /* Step 2 of Top: every fault field of the ranked processes summed over the window, with their
  * process rows; ids: the ranked ids as a JSON array. */
 static int top_fill(Store *s, const TierSegment *seg, size_t n_seg, const char *ids, TopRows *t) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ char *fmt = NULL;
-        int rc, r;
+        int r;
 
         if (asprintf(&fmt,
                      "SELECT process.id, " PROCESS_COLUMNS ", %s FROM (SELECT process_id, %s FROM (%%s) "
@@ -307,56 +327,20 @@ static int top_fill(Store *s, const TierSegment *seg, size_t n_seg, const char *
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, ids, -1, SQLITE_STATIC);
-
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                StoreRow *row = top_row_by_id(t, sqlite3_column_int64(st, 0));
-
-                if (!row || t->filled[row - t->rows])
-                        continue;
-                r = read_process(st, 1, &row->process);
-                if (r < 0)
-                        return r;
-                read_faults(st, 10, &row->faults);
-                t->filled[row - t->rows] = true;
-        }
-        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+        return top_fill_rows(st, true, t);
 }
 
-/* Top in two statements, so that the one that reads the whole window sums one column, not ten,
- * and reads each process's rows of a tier segment as one range of the primary key (process_id,
- * time_usec). Reading the window through the time index instead costs a primary-key lookup per
- * row; and a covering index of the time index and every column would double the tiers' size.
- * On a store-bench database (1000 processes, 14 days), over 24 h: 20 ms before, 9 ms for the
- * per-process ranges alone, 5 ms for both steps (bench/README.md, "Store"). EXPLAIN QUERY PLAN
- * of the ranking, for each tier segment (in the order of the window):
- *
- *   SEARCH sample_<tier> USING PRIMARY KEY (process_id=? AND time_usec>? AND time_usec<?)
- *   LIST SUBQUERY
- *   SEARCH process USING INDEX process_by_last_seen (last_seen_usec>?)
- *
- * then SCAN of the union, USE TEMP B-TREE FOR GROUP BY and FOR ORDER BY. The fill step is the
- * same SEARCH ... USING PRIMARY KEY for the ranked ids only. */
 /* Step 3 of Top: the process rows of the ranked processes that have no rows in the tiers for the
  * window (their counts are all still pending); ids: the ranked ids as a JSON array. */
 static int top_fill_processes(Store *s, const char *ids, TopRows *t) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int rc, r;
+        int r;
 
         r = sql_prepare(s->db, &st, "SELECT id, " PROCESS_COLUMNS " FROM process WHERE id IN (SELECT value FROM json_each(?1))");
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, ids, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                StoreRow *row = top_row_by_id(t, sqlite3_column_int64(st, 0));
-
-                if (!row || t->filled[row - t->rows])
-                        continue;
-                r = read_process(st, 1, &row->process);
-                if (r < 0)
-                        return r;
-                t->filled[row - t->rows] = true;
-        }
-        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+        return top_fill_rows(st, false, t);
 }
 
 /* Step 4 of Top: the pending deltas added to the ranked processes (the per-vector traps are
@@ -381,6 +365,20 @@ static size_t top_finish(TopRows *t, const PendingSample *pending, size_t n_pend
         return m;
 }
 
+/* Top in two statements, so that the one that reads the whole window sums one column, not ten,
+ * and reads each process's rows of a tier segment as one range of the primary key (process_id,
+ * time_usec). Reading the window through the time index instead costs a primary-key lookup per
+ * row; and a covering index of the time index and every column would double the tiers' size.
+ * On a store-bench database (1000 processes, 14 days), over 24 h: 20 ms before, 9 ms for the
+ * per-process ranges alone, 5 ms for both steps (bench/README.md, "Store"). EXPLAIN QUERY PLAN
+ * of the ranking, for each tier segment (in the order of the window):
+ *
+ *   SEARCH sample_<tier> USING PRIMARY KEY (process_id=? AND time_usec>? AND time_usec<?)
+ *   LIST SUBQUERY
+ *   SEARCH process USING INDEX process_by_last_seen (last_seen_usec>?)
+ *
+ * then SCAN of the union, USE TEMP B-TREE FOR GROUP BY and FOR ORDER BY. The fill step is the
+ * same SEARCH ... USING PRIMARY KEY for the ranked ids only. */
 static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid,
                     const ProcessFilter *filter, StoreRow **ret, size_t *ret_n, uint64_t *ret_other) {
         _cleanup_(top_rows_done) TopRows t = {};
