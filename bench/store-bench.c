@@ -738,7 +738,7 @@ static int history_once(Bench *b, uint32_t pid, uint64_t window, uint64_t *ret_r
         process_info_done(&process);
         if (r < 0)
                 return r;
-        free(rows);
+        store_history_rows_free(rows, n);
         *ret_rows = n;
         *ret_resolution = res;
         return 0;
@@ -810,9 +810,9 @@ static int history_totals(Bench *b, int64_t id, uint64_t since, uint64_t resolut
         *ret = (Totals) {};
         for (size_t i = 0; i < n; i++) {
                 faults_add(&ret->faults, &rows[i].faults);
-                ret->traps += traps_total(&rows[i].traps);
+                ret->traps += rows[i].traps ? traps_total(rows[i].traps) : 0;
         }
-        free(rows);
+        store_history_rows_free(rows, n);
         return 0;
 }
 

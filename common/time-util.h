@@ -12,6 +12,12 @@
 /* Microseconds on the given clock. */
 uint64_t now_usec(clockid_t clock);
 
+/* The same point as a timespec, e.g. for pthread_cond_timedwait(). */
+static inline struct timespec usec_to_timespec(uint64_t usec) {
+        return (struct timespec) { .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                                   .tv_nsec = (long) (usec % USEC_PER_SEC) * 1000 };
+}
+
 /* Parses a duration: a sequence of <number><unit> with units us, ms, s, m (or min), h, d,
  * e.g. "1s", "250ms", "1h30m". A bare number means seconds. Returns 0, -EINVAL on bad syntax,
  * -ERANGE on overflow. */

@@ -371,12 +371,14 @@ static int find_process(Store *reader, const ProcessRange *range, int64_t *ret_i
  * where it has no traps (nearly always): a day at 60 s is 1440 of them, and building and dumping
  * a json_t for each was most of the call's time. */
 static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row) {
+        static const Traps none = {};
+        const Traps *traps = row->traps ?: &none;
         char counters[COUNTERS_JSON_MAX], element[COUNTERS_JSON_MAX + 64];
         int n;
 
-        if (counters_format_json(&row->faults, &row->traps, counters) < 0)
+        if (counters_format_json(&row->faults, traps, counters) < 0)
                 return varlink_reply_append(reply, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec,
-                                                             "counters", counters_to_json(&row->faults, &row->traps)));
+                                                             "counters", counters_to_json(&row->faults, traps)));
         n = snprintf(element, sizeof(element), "{\"timeUsec\":%" PRId64 ",\"counters\":%s}", (int64_t) row->time_usec,
                      counters);
         if (n < 0 || (size_t) n >= sizeof(element))
@@ -419,10 +421,11 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("samples", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 faults_add(&total, &rows[i].faults);
-                traps_add(&total_traps, &rows[i].traps);
+                if (rows[i].traps)
+                        traps_add(&total_traps, rows[i].traps);
                 r = append_sample(reply, &rows[i]);
         }
-        free(rows);
+        store_history_rows_free(rows, n);
         members = json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
                             counters_to_json(&total, &total_traps));
         process_info_done(&process);
@@ -477,7 +480,8 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("samples", &reply);
         for (size_t i = 0; r >= 0 && i < h.n_rows; i++) {
                 faults_add(&total, &h.rows[i].faults);
-                traps_add(&total_traps, &h.rows[i].traps);
+                if (h.rows[i].traps)
+                        traps_add(&total_traps, h.rows[i].traps);
                 r = append_sample(reply, &h.rows[i]);
         }
         /* Unit names are untrusted text, as a process's. */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,9 @@
 #include "log.h"
 #include "macro.h"
 #include "time-util.h"
+
+/* Memory the calls freed is given back once no call has run for this long. */
+#define QUERY_TRIM_IDLE_USEC (5 * USEC_PER_SEC)
 
 typedef enum JobState { JOB_QUEUED, JOB_RUNNING, JOB_DONE } JobState;
 
@@ -66,6 +70,7 @@ struct QueryPool {
         QueryJob *done;
         Worker *workers;
         unsigned n_workers;
+        bool trim_due; /* a job ran since memory was last given back */
 };
 
 static void job_free(QueryJob *j) {
@@ -178,8 +183,24 @@ static void *worker_main(void *userdata) {
         for (;;) {
                 QueryJob *j = NULL;
 
-                while (!p->stopping && !(j = queue_take(p)))
-                        pthread_cond_wait(&p->wake, &p->lock);
+                while (!p->stopping && !(j = queue_take(p))) {
+                        struct timespec until;
+
+                        if (!p->trim_due) {
+                                pthread_cond_wait(&p->wake, &p->lock);
+                                continue;
+                        }
+                        /* What the calls freed stays in the heap for the next ones (trapstatd.c,
+                         * mallopt); once they have stopped for a while, one worker gives it back. */
+                        until = usec_to_timespec(now_usec(CLOCK_MONOTONIC) + QUERY_TRIM_IDLE_USEC);
+                        if (pthread_cond_timedwait(&p->wake, &p->lock, &until) == ETIMEDOUT && p->trim_due &&
+                            !p->queue) {
+                                p->trim_due = false;
+                                pthread_mutex_unlock(&p->lock);
+                                (void) malloc_trim(0);
+                                pthread_mutex_lock(&p->lock);
+                        }
+                }
                 if (p->stopping)
                         break;
                 j->state = JOB_RUNNING;
@@ -190,6 +211,7 @@ static void *worker_main(void *userdata) {
 
                 pthread_mutex_lock(&p->lock);
                 w->job = NULL;
+                p->trim_due = true;
                 j->state = JOB_DONE;
                 j->next = p->done;
                 p->done = j;
@@ -351,7 +373,11 @@ int query_pool_new(struct event_base *base, const QueryPoolConfig *config, Query
         p->progress_every = (unsigned) MAX(UINT64_C(1), MIN(UINT64_C(1000), p->cost_limit / 10));
         p->n_workers = config->threads ?: QUERY_DEFAULT_THREADS;
         pthread_mutex_init(&p->lock, NULL);
-        pthread_cond_init(&p->wake, NULL);
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&p->wake, &attr);
+        pthread_condattr_destroy(&attr);
 
         p->db_path = strdup(config->db_path);
         p->boot_id = strdup(config->boot_id);

@@ -24,11 +24,20 @@ typedef struct HistoryProcesses {
 typedef struct RowsByTime {
         StoreHistoryRow *rows;
         size_t n;
+        bool oom;
 } RowsByTime;
 
-/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row. */
+void store_history_rows_free(StoreHistoryRow *rows, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(rows[i].traps);
+        free(rows);
+}
+
+/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row; its Traps
+ * is made at its first trap. */
 static Traps *history_traps_by_time(int64_t t, void *userdata) {
         RowsByTime *r = userdata;
+        StoreHistoryRow *row;
         size_t lo = 0, hi = r->n;
 
         while (lo < hi) {
@@ -39,7 +48,13 @@ static Traps *history_traps_by_time(int64_t t, void *userdata) {
                 else
                         hi = mid;
         }
-        return lo < r->n && (int64_t) r->rows[lo].time_usec == t ? &r->rows[lo].traps : NULL;
+        if (lo == r->n || (int64_t) r->rows[lo].time_usec != t)
+                return NULL;
+        row = &r->rows[lo];
+        if (!row->traps)
+                row->traps = calloc(1, sizeof(*row->traps));
+        r->oom = r->oom || !row->traps;
+        return row->traps;
 }
 
 /* Adds the pending deltas of the processes in [since, until) to the row of their interval of
@@ -201,15 +216,18 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
                 free(rows);
                 return r;
         }
+        RowsByTime by_time = { rows, n };
         r = read_traps(s, seg, n_seg,
                        &(TrapsQuery) { .group = group,
                                        .where = procs->where,
                                        .text = procs->text,
                                        .value = procs->value,
                                        .find = history_traps_by_time,
-                                       .userdata = &(RowsByTime) { rows, n } });
+                                       .userdata = &by_time });
+        if (r >= 0 && by_time.oom)
+                r = -ENOMEM;
         if (r < 0) {
-                free(rows);
+                store_history_rows_free(rows, n);
                 return r;
         }
         *ret = rows;
@@ -238,7 +256,7 @@ void store_unit_history_done(StoreUnitHistory *h) {
         for (size_t i = 0; i < h->n_units; i++)
                 free(h->units[i]);
         free(h->units);
-        free(h->rows);
+        store_history_rows_free(h->rows, h->n_rows);
         *h = (StoreUnitHistory) {};
 }
 

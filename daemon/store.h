@@ -212,16 +212,21 @@ int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t unti
 int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, void *userdata), void *userdata,
                     size_t *ret_n);
 
+/* One interval of History. Its traps are apart, and only where there are any: a day at 60 s is
+ * 1440 rows, nearly all without traps, and a Traps in each (904 bytes) made the array of one
+ * History call about 1.4 MB of freshly faulted memory, most of the call's time. */
 typedef struct StoreHistoryRow {
         uint64_t time_usec;
         Faults faults;
-        Traps traps;
+        Traps *traps; /* NULL: none in the interval */
 } StoreHistoryRow;
 
 /* Samples of one process in [since_usec, until_usec), merged into intervals of
- * resolution_usec (a multiple of STORE_RAW_BUCKET_USEC), oldest first. */
+ * resolution_usec (a multiple of STORE_RAW_BUCKET_USEC), oldest first. *ret to
+ * store_history_rows_free(). */
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n);
+void store_history_rows_free(StoreHistoryRow *rows, size_t n);
 
 /* What the processes of the units matching a glob did over time (UnitHistory). */
 typedef struct StoreUnitHistory {

@@ -480,8 +480,15 @@ int main(int argc, char *argv[]) {
 
         /* Large allocations (replies, query results) come from mmap and go back when freed,
          * instead of raising glibc's threshold to the largest one seen and keeping that much
-         * heap once the clients are gone. Two arenas: the workers' allocations need no more. */
+         * heap once the clients are gone. The heap itself is not trimmed at every free: a day's
+         * History (1440 samples, a 200 KB reply) frees a few hundred KB per call, and giving
+         * them back each time meant faulting them in again at the next call and flushing TLBs
+         * on every CPU (in a VM, 14 of 18 ms a call, with the samples' arrays of issue 26). Up to
+         * 8 MiB of free heap stays for the next call; the query pool gives it back once the calls
+         * stop (query.c, QUERY_TRIM_IDLE_USEC), the symbol worker after each table it read.
+         * Two arenas: the workers' allocations need no more. */
         (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        (void) mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
         (void) mallopt(M_ARENA_MAX, 2);
         /* SQLite's allocation statistics (nothing here reads them) take a mutex shared by every
          * connection on each allocation: 7 % of the query threads' time in a History of a day. */

@@ -208,8 +208,7 @@ static bool held(Writer *w) {
 }
 
 static void wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t usec) {
-        struct timespec ts = { .tv_sec = (time_t) (usec / USEC_PER_SEC),
-                               .tv_nsec = (long) (usec % USEC_PER_SEC) * 1000 };
+        struct timespec ts = usec_to_timespec(usec);
 
         (void) pthread_cond_timedwait(cond, lock, &ts);
 }

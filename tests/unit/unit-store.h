@@ -33,9 +33,9 @@ static inline uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution,
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(hist[i].time_usec % resolution, 0);
                 user += hist[i].faults.user;
-                traps += traps_total(&hist[i].traps);
+                traps += hist[i].traps ? traps_total(hist[i].traps) : 0;
         }
-        free(hist);
+        store_history_rows_free(hist, n);
         if (ret_traps)
                 *ret_traps = traps;
         return user;
