@@ -478,16 +478,18 @@ int main(int argc, char *argv[]) {
                 return 2;
         }
 
-        /* Large allocations (replies, query results) come from mmap and go back when freed,
-         * instead of raising glibc's threshold to the largest one seen and keeping that much
-         * heap once the clients are gone. The heap itself is not trimmed at every free: a day's
-         * History (1440 samples, a 200 KB reply) frees a few hundred KB per call, and giving
-         * them back each time meant faulting them in again at the next call and flushing TLBs
-         * on every CPU (in a VM, 14 of 18 ms a call, with the samples' arrays of issue 26). Up to
-         * 8 MiB of free heap stays for the next call; the query pool gives it back once the calls
-         * stop (query.c, QUERY_TRIM_IDLE_USEC), the symbol worker after each table it read.
+        /* In a VM a page fault costs about 20 us, and giving pages back flushes the TLBs of every
+         * CPU. The daemon allocates and frees the same few hundred KB over and over: the tick's
+         * copy for the writer (170 bytes a process, 170 KB at 1000 processes), a day's History
+         * (1440 samples, a 200 KB reply). From mmap (glibc's threshold was 128 KB here), or
+         * trimmed off the heap at every free, each tick and each call faulted those pages in
+         * anew: half the daemon's CPU at 1000 processes, and 14 of 18 ms of such a History
+         * call. So allocations up to 4 MiB come from the heap, and up to 8 MiB of free heap stays
+         * for the next use; the query pool gives it back once the calls stop (query.c,
+         * QUERY_TRIM_IDLE_USEC), the symbol worker after each table it read. Fixed values also
+         * stop glibc from raising its threshold to the largest allocation seen (a big reply).
          * Two arenas: the workers' allocations need no more. */
-        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        (void) mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
         (void) mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
         (void) mallopt(M_ARENA_MAX, 2);
         /* SQLite's allocation statistics (nothing here reads them) take a mutex shared by every
