@@ -202,6 +202,7 @@ def measure(build, db, args, workdir):
         parse = {kind: [] for kind, _ in calls}
         size = {kind: 0 for kind, _ in calls}
         main_calls0, t_calls0 = d.main_thread_cpu_ms(), time.monotonic()
+        slow0 = d.conn.call("io.trapstat.GetStatus").get("loopSlowTurns")
         for p in picks[args.warmup:]:
             for kind, make in calls:
                 time.sleep(rng.uniform(0, 0.1))
@@ -227,6 +228,10 @@ def measure(build, db, args, workdir):
         "db bytes start": d.bytes_at_start,
         "db bytes stop": d.bytes_at_stop,
         "database bytes (GetStatus)": status["databaseBytes"],
+        # The event loop's longest turn since the start (the start's catch-up included), and its
+        # turns over 5 ms during the calls; None from a daemon that does not report them.
+        "loop longest turn ms": status["loopLongestTurnUsec"] / 1000 if "loopLongestTurnUsec" in status else None,
+        "loop slow turns during the calls": status["loopSlowTurns"] - slow0 if slow0 is not None else None,
         "processes known": n_known,
         "processes seen in 24 h": n_recent,
     }
@@ -286,6 +291,9 @@ def main():
               f"during the calls {r['main ms per s during calls']:.1f} ms per s; database "
               f"{r['db bytes start'] / 2**20:.1f} MiB at start, {r['db bytes stop'] / 2**20:.1f} MiB at stop; "
               f"{r['processes known']} processes known, {r['processes seen in 24 h']} seen in the last 24 h")
+        if r["loop longest turn ms"] is not None:
+            print(f"{names[b]}: the event loop's longest turn {r['loop longest turn ms']:.2f} ms since the start; "
+                  f"{r['loop slow turns during the calls']} turns over 5 ms during the calls")
     if args.json:
         print(json.dumps({names[b]: results[b] for b in builds}))
 

@@ -759,6 +759,9 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
                 else
                         fprintf(f, "sites:     every trap; page faults not sampled (trapstatd --fault-sample 0)\n");
         }
+        if (json_is_integer(json_object_get(reply, "loopLongestTurnUsec")))
+                fprintf(f, "loop:      longest turn %.1f ms, %" JSON_INTEGER_FORMAT " over 5 ms\n",
+                        (double) int_member(reply, "loopLongestTurnUsec") / 1000, int_member(reply, "loopSlowTurns"));
         fprintf(f, "drops:     %s%" JSON_INTEGER_FORMAT "%s\n", int_member(reply, "drops") ? on(style, RED) : "",
                 int_member(reply, "drops"), int_member(reply, "drops") ? off(style) : "");
         /* Each kind that happened, with what one occurrence lost. */

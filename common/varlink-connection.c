@@ -25,6 +25,7 @@
 
 #include "json-util.h"
 #include "log.h"
+#include "loop-turn.h"
 #include "macro.h"
 
 /* The rate limit of log_client() (varlink-internal.h), shared by every file of the library. */
@@ -483,16 +484,19 @@ static void connection_process(VarlinkConnection *c) {
 }
 
 static void on_read(struct bufferevent *bev _unused_, void *userdata) {
+        LOOP_TURN;
         connection_process(userdata);
 }
 
 static void on_resume(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        LOOP_TURN;
         connection_process(userdata);
 }
 
 /* A reply was not written whole within the write timeout: the client reads too slowly (or not
  * at all) and holds its share of the buffers; it is closed, whatever it took so far. */
 static void on_deadline(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        LOOP_TURN;
         VarlinkConnection *c = userdata;
 
         log_client(ETIMEDOUT, "A reply was not taken within the write timeout, closing connection (uid %u)",
@@ -502,6 +506,7 @@ static void on_deadline(evutil_socket_t fd _unused_, short what _unused_, void *
 
 /* Called when the output is empty: the client has taken its reply. */
 static void on_write(struct bufferevent *bev, void *userdata) {
+        LOOP_TURN;
         VarlinkConnection *c = userdata;
 
         if (c->closing) {
@@ -521,6 +526,7 @@ static void on_write(struct bufferevent *bev, void *userdata) {
 }
 
 static void on_event(struct bufferevent *bev, short what, void *userdata) {
+        LOOP_TURN;
         VarlinkConnection *c = userdata;
 
         /* A client still receiving a long reply, or a stream, is not idle even if it sends

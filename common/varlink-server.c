@@ -25,6 +25,7 @@
 #include "embedded.h"
 #include "json-util.h"
 #include "log.h"
+#include "loop-turn.h"
 #include "macro.h"
 
 /* Bursts of clients (scripts, many trapstat at once) queue rather than fail; the kernel caps it
@@ -33,6 +34,7 @@
 
 static void on_accept(struct evconnlistener *l _unused_, evutil_socket_t fd, struct sockaddr *sa _unused_,
                       int socklen _unused_, void *userdata) {
+        LOOP_TURN;
         VarlinkServer *s = userdata;
         int r;
 

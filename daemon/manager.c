@@ -20,6 +20,7 @@
 
 #include "checkpoint.h"
 #include "log.h"
+#include "loop-turn.h"
 #include "macro.h"
 #include "proc-util.h"
 #include "query.h"
@@ -214,12 +215,14 @@ static void tick(Manager *m) {
 }
 
 static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        LOOP_TURN;
         tick(userdata);
 }
 
 /* Exit and exec events are taken out of the ring buffer as they come, so that a storm of exits
  * between two ticks does not overflow it; they are applied at the next tick. */
 static void on_lifecycle(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        LOOP_TURN;
         Manager *m = userdata;
         int r;
 
@@ -234,6 +237,7 @@ static struct timeval usec_to_timeval(uint64_t usec);
 
 /* systemctl status shows this line: what is counted, how big the history is, trouble. */
 static void on_status(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        LOOP_TURN;
         Manager *m = userdata;
         WriterStats stats = writer_stats(m->writer);
         CollectorDrop drops[MANAGER_DROP_KINDS];

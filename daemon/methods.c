@@ -13,6 +13,7 @@
 #include "filter.h"
 #include "json-util.h"
 #include "log.h"
+#include "loop-turn.h"
 #include "manager.h"
 #include "query.h"
 #include "sites.h"
@@ -178,7 +179,8 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                 total_drops += drops[i].count;
         }
         return varlink_call_reply(call,
-                                  json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I}", "unsavedSamples",
+                                  json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I}",
+                                            "unsavedSamples",
                                             (json_int_t) stats.unsaved_samples, "version", TRAPSTAT_VERSION,
                                             "arch", arch,
                                             "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
@@ -189,7 +191,9 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                                                   : collector_n_tracked_uid(c, (uint32_t) uid)),
                                             "drops",
                                             (json_int_t) total_drops, "dropsByKind", drop_list, "faultSamplePeriod",
-                                            (json_int_t) collector_fault_sample_period(c)),
+                                            (json_int_t) collector_fault_sample_period(c), "loopLongestTurnUsec",
+                                            (json_int_t) loop_turn_longest_usec(), "loopSlowTurns",
+                                            (json_int_t) loop_turn_slow()),
                                   false);
 }
 

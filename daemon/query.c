@@ -14,6 +14,7 @@
 
 #include "json-util.h"
 #include "log.h"
+#include "loop-turn.h"
 #include "macro.h"
 #include "time-util.h"
 
@@ -281,6 +282,7 @@ static void job_answer(QueryPool *p, QueryJob *j) {
 }
 
 static void on_done(evutil_socket_t fd, short what _unused_, void *userdata) {
+        LOOP_TURN;
         QueryPool *p = userdata;
         QueryJob *done;
         uint64_t n;

@@ -122,6 +122,11 @@ class EndToEnd(SharedDaemonTest):
         lost = [k for k in st["dropsByKind"] if k["count"] and k["kind"] not in LOSSLESS_DROPS]
         self.assertEqual(lost, [])
         self.assertEqual(st["drops"], sum(k["count"] for k in st["dropsByKind"]))
+        # The loop has ticked and answered: its longest turn is known, and no longer than the
+        # daemon has run (it started at most a few minutes ago in this suite).
+        self.assertGreater(st["loopLongestTurnUsec"], 0)
+        self.assertLess(st["loopLongestTurnUsec"], 600 * 1000000)
+        self.assertGreaterEqual(st["loopSlowTurns"], 0)
 
     def test_parameters_are_checked_against_the_idl(self):
         for method, params, field in (
