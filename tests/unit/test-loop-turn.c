@@ -37,12 +37,12 @@ static void test_longest_and_slow(void **state) {
         assert_int_equal(loop_turn_slow(), 0);
 
         run_turn(base, 1000);
-        assert_in_range(loop_turn_longest_usec(), 1000, UINT64_MAX);
+        assert_true(loop_turn_longest_usec() >= 1000);
         /* Under 5 ms unless the machine held this thread that long. */
         uint64_t slow = loop_turn_slow();
 
         run_turn(base, 12000);
-        assert_in_range(loop_turn_longest_usec(), 12000, UINT64_MAX);
+        assert_true(loop_turn_longest_usec() >= 12000);
         assert_int_equal(loop_turn_slow(), slow + 1);
         event_base_free(base);
 }
