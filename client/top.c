@@ -362,8 +362,7 @@ static int top_batch(const TopOptions *o) {
                 int r;
 
                 if (v > 0) {
-                        struct timespec ts = { .tv_sec = (time_t) (o->delay_usec / USEC_PER_SEC),
-                                               .tv_nsec = (long) (o->delay_usec % USEC_PER_SEC * 1000) };
+                        struct timespec ts = usec_to_timespec(o->delay_usec);
                         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                                 ;
                 }
