@@ -12,7 +12,9 @@ Meanwhile, through the socket:
 one call at a time, alternating, with a random pause of 0-100 ms before each, each timed until
 its whole reply was read. At the end: how many of the N processes ListProcesses knows, the
 drops by kind, the daemon's CPU (% of one core over the measured time), its peak RSS
-(VmHWM) and database size. The first --warmup seconds (the start, the processes being seen)
+(VmHWM) and database size, how busy the whole machine was (all CPUs: the workload's share is
+most of it), the event loop's longest turn and its turns over 5 ms, the writer thread's time
+writing ticks and maintaining (% of wall time) and its longest step. The first --warmup seconds (the start, the processes being seen)
 are not measured.
 
 usage: sudo python3 bench/live-bench.py [--build DIR] [--baseline-build DIR] [--procs 10000]
@@ -47,6 +49,14 @@ def cpu_seconds(pid):
 def status_kib(pid, key):
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+
+
+def machine_busy():
+    """(busy, total) jiffies of every CPU, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v) - idle, sum(v)
 
 
 def percentile(values, p):
@@ -112,6 +122,8 @@ def run(build, args):
         picks = [p for p in listed["processes"]] or [None]
         rng = random.Random(1)
         times = {"Top": [], "History": [], "GetStatus": []}
+        status0 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
+        busy0 = machine_busy()
         cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
         end = t0 + args.minutes * 60
         while time.monotonic() < end:
@@ -128,6 +140,7 @@ def run(build, args):
                     ms, _ = call_ms(conn, "io.trapstat.GetStatus", {})
                 times[kind].append(ms)
         cpu1, t1 = cpu_seconds(d.pid), time.monotonic()
+        busy1 = machine_busy()
         watcher.stopped = True
         arrivals = [a for a in watcher.arrivals if t0 <= a <= t1]
         gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
@@ -138,6 +151,12 @@ def run(build, args):
             "watch gaps": gaps,
             "listed": len(listed["processes"]),
             "cpu %": (cpu1 - cpu0) / (t1 - t0) * 100,
+            "machine busy %": (busy1[0] - busy0[0]) / (busy1[1] - busy0[1]) * 100,
+            "loop longest ms": status["loopLongestTurnUsec"] / 1000,
+            "loop slow turns": status["loopSlowTurns"] - status0["loopSlowTurns"],
+            "writer write %": (status["writerWriteUsec"] - status0["writerWriteUsec"]) / 1e4 / (t1 - t0),
+            "writer maintain %": (status["writerMaintainUsec"] - status0["writerMaintainUsec"]) / 1e4 / (t1 - t0),
+            "writer longest ms": status["writerLongestStepUsec"] / 1000,
             "rss MiB": status_kib(d.pid, "VmHWM") / 1024,
             "database MiB": status["databaseBytes"] / 2**20,
             "drops": {k["kind"]: k["count"] for k in status["dropsByKind"] if k["count"]},
@@ -184,6 +203,10 @@ def main():
              ("Watch replies", lambda r: f"{len(r['watch gaps']) + 1}"),
              ("listed", lambda r: f"{r['listed']} of {args.procs}"),
              ("CPU % of a core", lambda r: f"{r['cpu %']:.1f}"),
+             ("machine busy %", lambda r: f"{r['machine busy %']:.1f}"),
+             ("loop longest/slow", lambda r: f"{r['loop longest ms']:.1f} ms / {r['loop slow turns']}"),
+             ("writer write/maint %", lambda r: f"{r['writer write %']:.1f} / {r['writer maintain %']:.1f}"),
+             ("writer longest ms", lambda r: f"{r['writer longest ms']:.1f}"),
              ("peak RSS MiB", lambda r: f"{r['rss MiB']:.1f}"),
              ("database MiB", lambda r: f"{r['database MiB']:.1f}"),
              ("drops", lambda r: json.dumps(r["drops"]))]

@@ -762,6 +762,12 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         if (json_is_integer(json_object_get(reply, "loopLongestTurnUsec")))
                 fprintf(f, "loop:      longest turn %.1f ms, %" JSON_INTEGER_FORMAT " over 5 ms\n",
                         (double) int_member(reply, "loopLongestTurnUsec") / 1000, int_member(reply, "loopSlowTurns"));
+        if (json_is_integer(json_object_get(reply, "writerLongestStepUsec")))
+                fprintf(f, "writer:    %" JSON_INTEGER_FORMAT " ticks waiting, longest step %.1f ms; %.1f s writing ticks, "
+                           "%.1f s maintaining since start\n",
+                        int_member(reply, "writerQueuedTicks"), (double) int_member(reply, "writerLongestStepUsec") / 1000,
+                        (double) int_member(reply, "writerWriteUsec") / 1e6,
+                        (double) int_member(reply, "writerMaintainUsec") / 1e6);
         fprintf(f, "drops:     %s%" JSON_INTEGER_FORMAT "%s\n", int_member(reply, "drops") ? on(style, RED) : "",
                 int_member(reply, "drops"), int_member(reply, "drops") ? off(style) : "");
         /* Each kind that happened, with what one occurrence lost. */

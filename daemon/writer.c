@@ -266,14 +266,18 @@ static void *writer_main(void *userdata) {
                 if (work == 0)
                         break;
                 pthread_mutex_unlock(&w->lock);
+                uint64_t started = now_usec(CLOCK_MONOTONIC);
                 if (work == 1)
                         r = write_batch(w, b);
                 else if (work == 2)
                         maintain(w);
                 checkpoint_forced(w);
                 uint64_t bytes = w->store ? store_size_bytes(w->store) : 0;
+                uint64_t took = now_usec(CLOCK_MONOTONIC) - started;
 
                 pthread_mutex_lock(&w->lock);
+                *(work == 1 ? &w->stats.write_usec : &w->stats.maintain_usec) += took;
+                w->stats.longest_step_usec = MAX(w->stats.longest_step_usec, took);
                 if (r == -EBUSY) {
                         requeue(w, b);
                         wait_until(&w->wake, &w->lock, now_usec(CLOCK_MONOTONIC) + BUSY_RETRY_USEC);

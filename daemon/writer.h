@@ -62,6 +62,11 @@ typedef struct WriterStats {
         uint64_t unsaved_samples; /* process-ticks counted but not stored */
         uint64_t merged_ticks;    /* ticks merged into the one before (the writer was behind) */
         unsigned queued;          /* ticks waiting now */
+        /* Where the writer's time went since it started, microseconds of wall time: writing
+         * ticks (with their symbols), and maintenance steps (roll-up, retention, the size cap,
+         * reopening a database that failed). The longest single tick's write or step: the most
+         * a tick waited behind another piece of the writer's work. */
+        uint64_t write_usec, maintain_usec, longest_step_usec;
 } WriterStats;
 
 /* Any thread. */

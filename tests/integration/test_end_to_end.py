@@ -127,6 +127,10 @@ class EndToEnd(SharedDaemonTest):
         self.assertGreater(st["loopLongestTurnUsec"], 0)
         self.assertLess(st["loopLongestTurnUsec"], 600 * 1000000)
         self.assertGreaterEqual(st["loopSlowTurns"], 0)
+        # The writer has written this suite's ticks; no one step is longer than all it did.
+        self.assertGreater(st["writerWriteUsec"], 0)
+        self.assertLessEqual(st["writerLongestStepUsec"], st["writerWriteUsec"] + st["writerMaintainUsec"])
+        self.assertGreaterEqual(st["writerQueuedTicks"], 0)
 
     def test_parameters_are_checked_against_the_idl(self):
         for method, params, field in (

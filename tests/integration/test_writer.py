@@ -88,6 +88,8 @@ class Writer(unittest.TestCase):
             print(f"writer held: {drops(st, 'tick_merged')} ticks merged, Watch gaps at most {max(gaps):.3f} s",
                   file=sys.stderr)
             self.assertGreaterEqual(drops(st, "tick_merged"), 1)
+            # The queue is full (merging goes into its last tick) and says so.
+            self.assertEqual(st["writerQueuedTicks"], QUEUE)
             self.assertTrue(slow.is_alive(), "History answered while the writer was held")
             # Calls that need no tick of the queue are answered from what was committed.
             with Connection(d.socket) as c:
@@ -111,6 +113,12 @@ class Writer(unittest.TestCase):
             st = status(d)
             self.assertEqual(st["unsavedSamples"], 0)
             self.assertGreaterEqual(drops(st, "tick_merged"), 1)
+            # Caught up: at most the tick drained since is waiting. The writer's time is
+            # accounted: ticks were written, and no single step is longer than all of its work.
+            self.assertLessEqual(st["writerQueuedTicks"], 1)
+            self.assertGreater(st["writerWriteUsec"], 0)
+            self.assertGreater(st["writerLongestStepUsec"], 0)
+            self.assertLessEqual(st["writerLongestStepUsec"], st["writerWriteUsec"] + st["writerMaintainUsec"])
 
     def test_kill9_while_held_keeps_what_was_committed(self):
         d = Daemon(extra_args=["--writer-queue", str(QUEUE)])
