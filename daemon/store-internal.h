@@ -135,6 +135,9 @@ int store_pending_fold(Store *s);
 /* Before anything reads the samples: store_pending_fold() in a transaction of its own, when
  * s->pending says there may be rows. */
 int store_pending_settle(Store *s);
+/* The same, only when the pending ticks may be in a raw bucket before before_usec (when their
+ * bucket is not known, too): what a roll-up up to before_usec needs. */
+int store_pending_settle_before(Store *s, uint64_t before_usec);
 
 /* ---- store-query.c: what every read uses ---- */
 

@@ -182,6 +182,12 @@ int store_pending_fold(Store *s) {
         return sql_exec(s->db, "DELETE FROM sample_pending");
 }
 
+int store_pending_settle_before(Store *s, uint64_t before_usec) {
+        if (s->pending && s->pending_bucket != 0 && s->pending_bucket >= before_usec)
+                return 0;
+        return store_pending_settle(s);
+}
+
 int store_pending_settle(Store *s) {
         int r;
 

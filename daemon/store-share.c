@@ -234,6 +234,10 @@ int store_cap_step(Store *s, const StoreRetention *ret, uint64_t now_usec, bool 
         if (store_used_bytes(s) > target) {
                 uint64_t margin = MAX(target / 32, MIN(s->cap_growth, target / 2));
 
+                /* The victims' pending ticks go with their rows, not into rows after them. */
+                r = store_pending_settle(s);
+                if (r < 0)
+                        return r;
                 r = evict(s, ret, now_usec > SHARE_IDLE_USEC ? now_usec - SHARE_IDLE_USEC : 0, target - margin, more);
                 if (r < 0)
                         return r;

@@ -585,6 +585,192 @@ static void test_history_interval_across_tiers(void **state) {
         (void) state;
 }
 
+static bool always_yield(void *userdata) {
+        (void) userdata;
+        return true;
+}
+
+static int64_t tier_mark(const char *path, const char *tier) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        int64_t v;
+
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, "SELECT rolled_until_usec FROM tier WHERE name = ?", -1, &st, NULL),
+                         SQLITE_OK);
+        sqlite3_bind_text(st, 1, tier, -1, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+/* The workload of test_rollup_marks_inside_intervals: bucket i of process a. */
+static uint64_t mark_user(uint64_t i) {
+        return i % 7 + 1;
+}
+
+/* Every resolution's history of a, sample by sample, and Top over everything: exact, wherever
+ * the marks of the minute and hour tiers stand. */
+static void assert_marks_exact(Store *s, int64_t id, uint64_t t0, size_t n_buckets) {
+        const uint64_t S = 1000000, resolutions[] = { 10 * S, 60 * S, 120 * S, 3600 * S };
+        uint64_t total = 0, traps = 0;
+        StoreHistoryRow *hist;
+        StoreRow *rows;
+        size_t n;
+
+        for (size_t i = 0; i < n_buckets; i++) {
+                total += mark_user(i);
+                traps += i % 10 == 0;
+        }
+        for (size_t k = 0; k < ELEMENTSOF(resolutions); k++) {
+                uint64_t res = resolutions[k], sum = 0, sum_traps = 0;
+
+                assert_int_equal(store_history(s, id, 0, UINT64_MAX, res, &hist, &n), 0);
+                for (size_t j = 0; j < n; j++) {
+                        uint64_t expect = 0, expect_traps = 0;
+
+                        for (size_t i = 0; i < n_buckets; i++)
+                                if ((t0 + i * 10 * S) / res * res == hist[j].time_usec) {
+                                        expect += mark_user(i);
+                                        expect_traps += i % 10 == 0;
+                                }
+                        assert_int_equal(hist[j].faults.user, expect);
+                        assert_int_equal(hist[j].traps ? hist[j].traps->vector[6] : 0, expect_traps);
+                        sum += hist[j].faults.user;
+                        sum_traps += hist[j].traps ? hist[j].traps->vector[6] : 0;
+                }
+                store_history_rows_free(hist, n);
+                assert_int_equal(sum, total);
+                assert_int_equal(sum_traps, traps);
+        }
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rows[0].faults.user, total);
+        assert_int_equal(rows[0].traps.vector[6], traps);
+        store_rows_free(rows, n);
+}
+
+/* A roll-up step is one finer interval per transaction, and may stop inside a coarser interval
+ * (the writer had something more urgent): the minute mark then stands on a 10 s bucket, the
+ * hour mark on a minute. Every answer stays exact at every such mark, and nothing is rolled up
+ * twice. With a yield that always says yes, each maintenance step rolls exactly one interval. */
+static void test_rollup_marks_inside_intervals(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, H = 60 * M, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        const size_t n_buckets = 2 * 360 + 90; /* 2 h 15 min */
+        ProcessInfo a = { .pid = 440, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        ProcessInfo found;
+        char path[256];
+        bool more = true;
+        int64_t id;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/marks.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (size_t i = 0; i < n_buckets; i++) {
+                Traps tr = { .vector = { [6] = 1 } };
+                ProcessSample sample = { &a, (Faults) { .user = mark_user(i) }, i % 10 == 0 ? &tr : NULL };
+
+                assert_int_equal(store_flush(s, t0 + i * 10 * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_find_process(s, 440, 0, &id, &found), 0);
+        process_info_done(&found);
+        store_set_maintain_yield(s, always_yield, NULL);
+
+        /* The minute tier, one raw bucket a step, checked at marks inside a minute. */
+        for (size_t step = 1; step <= n_buckets; step++) {
+                assert_int_equal(store_maintain(s, t0 + n_buckets * 10 * S, &r, &more), 0);
+                assert_true(more);
+                assert_int_equal(tier_mark(path, "minute"), (int64_t) (t0 + step * 10 * S));
+                if (step == 1 || step == 7 || step == 365 || step == n_buckets - 1)
+                        assert_marks_exact(s, id, t0, n_buckets);
+        }
+        /* Up to the current minute (2 h 15 min), then the hour tier, one minute a step, up to
+         * the current hour. */
+        for (size_t step = 1; step <= 120; step++) {
+                assert_int_equal(store_maintain(s, t0 + n_buckets * 10 * S, &r, &more), 0);
+                assert_int_equal(tier_mark(path, "minute"), (int64_t) (t0 + 135 * M));
+                assert_int_equal(tier_mark(path, "hour"), (int64_t) (t0 + step * M));
+                if (step == 1 || step == 59 || step == 61 || step == 119)
+                        assert_marks_exact(s, id, t0, n_buckets);
+        }
+        store_set_maintain_yield(s, NULL, NULL);
+        maintain_until_done(s, t0 + n_buckets * 10 * S, &r);
+        assert_int_equal(tier_mark(path, "hour"), (int64_t) (t0 + 2 * H));
+        assert_marks_exact(s, id, t0, n_buckets);
+        store_free(s);
+        (void) state;
+}
+
+static int64_t count_in(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        int64_t n;
+
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+/* Maintenance folds pending ticks only where it needs them: not those of the current raw bucket
+ * (the roll-up stops at the current minute; the tick that opens the next bucket folds them), but
+ * those of an earlier minute (the writer was behind) before rolling up, and those of an exited
+ * process before looking for processes without rows, which must not take its last ticks. */
+static void test_maintain_folds_only_what_it_needs(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 450, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        ProcessInfo b = { .pid = 451, .start_time = 1, .comm = "b", .first_seen_usec = 1, .exited = true };
+        char path[256];
+        bool more;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/fold.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < 5; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 3 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + 5 * M + i * S, &sample, 1), 0);
+        }
+        /* The first step looks for gone processes (none exited): that folds. Later ones, an
+         * hour apart from it, do not; the current bucket's ticks stay pending. */
+        assert_int_equal(store_maintain(s, t0 + 5 * M + 5 * S, &r, &more), 0);
+        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        for (uint64_t i = 0; i < 4; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 2 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + 5 * M + 6 * S + i * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_maintain(s, t0 + 5 * M + 9 * S, &r, &more), 0);
+        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 4);
+        assert_int_equal(count_in(path, "SELECT SUM(f_user) FROM sample_raw"), 5 * 3);
+
+        /* Two minutes later, nothing written meanwhile: those ticks are in a minute to roll up. */
+        assert_int_equal(store_maintain(s, t0 + 7 * M + 9 * S, &r, &more), 0);
+        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(count_in(path, "SELECT COALESCE(SUM(f_user), 0) FROM sample_minute"), 5 * 3 + 4 * 2);
+
+        /* An exited process whose only ticks are pending, at the hourly search for gone ones. */
+        {
+                ProcessSample sample = { &b, (Faults) { .user = 7 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + 67 * M + 9 * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_maintain(s, t0 + 67 * M + 9 * S, &r, &more), 0);
+        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(count_in(path, "SELECT SUM(f_user) FROM sample_raw JOIN process ON process.id = process_id "
+                                        "WHERE pid = 451"),
+                         7);
+        store_free(s);
+        (void) state;
+}
+
 /* Exited processes without rows go at the first maintenance step, then only when the hour
  * tier deleted rows or an hour went by: the search costs a dozen seeks per exited process. */
 static void test_gone_processes_hourly(void **state) {
@@ -2005,6 +2191,8 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_list_filters),
                 cmocka_unit_test(test_rollup_and_retention),
                 cmocka_unit_test(test_history_interval_across_tiers),
+                cmocka_unit_test(test_rollup_marks_inside_intervals),
+                cmocka_unit_test(test_maintain_folds_only_what_it_needs),
                 cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_process_row_writes),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
