@@ -6,6 +6,9 @@
  * The store keeps counts in three tiers: raw (10 s), minute, hour. A tier is complete for
  * [kept_from, rolled_until): retention deleted what is older, and what is newer has not been
  * rolled into it yet (the raw tier is rolled into nothing: its rolled_until is UINT64_MAX).
+ * rolled_until may stand inside one of the tier's intervals (the roll-up goes one finer
+ * interval at a time): that interval's row then holds only the finer rows before the mark,
+ * which a segment ending at the mark reads, and the finer tier the rest.
  * Retention never deletes from a tier what the next coarser tier has not rolled up, so every
  * instant is in at least one tier. A query reads each instant from exactly one tier: the
  * coarsest allowed one for whole intervals inside the range, finer ones at the edges. */
