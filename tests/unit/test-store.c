@@ -413,22 +413,27 @@ static void test_list_filters(void **state) {
         store_free(s);
 }
 
-static int64_t count_rows(Store *s, const char *table) {
+static int64_t sql_int_at(const char *path, const char *sql) {
         sqlite3 *db;
         sqlite3_stmt *st;
-        char path[256], sql[128];
         int64_t n;
 
-        (void) s;
-        snprintf(path, sizeof(path), "%s/maintain.db", tmpdir);
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s", table);
         assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
         assert_int_equal(sqlite3_step(st), SQLITE_ROW);
         n = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
         sqlite3_close(db);
         return n;
+}
+
+static int64_t count_rows(Store *s, const char *table) {
+        char path[256], sql[128];
+
+        (void) s;
+        snprintf(path, sizeof(path), "%s/maintain.db", tmpdir);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s", table);
+        return sql_int_at(path, sql);
 }
 
 static void test_rollup_and_retention(void **state) {
@@ -591,19 +596,10 @@ static bool always_yield(void *userdata) {
 }
 
 static int64_t tier_mark(const char *path, const char *tier) {
-        sqlite3 *db;
-        sqlite3_stmt *st;
-        int64_t v;
+        char sql[128];
 
-        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_prepare_v2(db, "SELECT rolled_until_usec FROM tier WHERE name = ?", -1, &st, NULL),
-                         SQLITE_OK);
-        sqlite3_bind_text(st, 1, tier, -1, SQLITE_STATIC);
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        sqlite3_close(db);
-        return v;
+        snprintf(sql, sizeof(sql), "SELECT rolled_until_usec FROM tier WHERE name = '%s'", tier);
+        return sql_int_at(path, sql);
 }
 
 /* The workload of test_rollup_marks_inside_intervals: bucket i of process a. */
@@ -704,20 +700,6 @@ static void test_rollup_marks_inside_intervals(void **state) {
         (void) state;
 }
 
-static int64_t count_in(const char *path, const char *sql) {
-        sqlite3 *db;
-        sqlite3_stmt *st;
-        int64_t n;
-
-        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        n = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        sqlite3_close(db);
-        return n;
-}
-
 /* Maintenance folds pending ticks only where it needs them: not those of the current raw bucket
  * (the roll-up stops at the current minute; the tick that opens the next bucket folds them), but
  * those of an earlier minute (the writer was behind) before rolling up, and those of an exited
@@ -741,20 +723,20 @@ static void test_maintain_folds_only_what_it_needs(void **state) {
         /* The first step looks for gone processes (none exited): that folds. Later ones, an
          * hour apart from it, do not; the current bucket's ticks stay pending. */
         assert_int_equal(store_maintain(s, t0 + 5 * M + 5 * S, &r, &more), 0);
-        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
         for (uint64_t i = 0; i < 4; i++) {
                 ProcessSample sample = { &a, (Faults) { .user = 2 }, NULL };
 
                 assert_int_equal(store_flush(s, t0 + 5 * M + 6 * S + i * S, &sample, 1), 0);
         }
         assert_int_equal(store_maintain(s, t0 + 5 * M + 9 * S, &r, &more), 0);
-        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 4);
-        assert_int_equal(count_in(path, "SELECT SUM(f_user) FROM sample_raw"), 5 * 3);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 4);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), 5 * 3);
 
         /* Two minutes later, nothing written meanwhile: those ticks are in a minute to roll up. */
         assert_int_equal(store_maintain(s, t0 + 7 * M + 9 * S, &r, &more), 0);
-        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 0);
-        assert_int_equal(count_in(path, "SELECT COALESCE(SUM(f_user), 0) FROM sample_minute"), 5 * 3 + 4 * 2);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COALESCE(SUM(f_user), 0) FROM sample_minute"), 5 * 3 + 4 * 2);
 
         /* An exited process whose only ticks are pending, at the hourly search for gone ones. */
         {
@@ -763,8 +745,8 @@ static void test_maintain_folds_only_what_it_needs(void **state) {
                 assert_int_equal(store_flush(s, t0 + 67 * M + 9 * S, &sample, 1), 0);
         }
         assert_int_equal(store_maintain(s, t0 + 67 * M + 9 * S, &r, &more), 0);
-        assert_int_equal(count_in(path, "SELECT COUNT(*) FROM sample_pending"), 0);
-        assert_int_equal(count_in(path, "SELECT SUM(f_user) FROM sample_raw JOIN process ON process.id = process_id "
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw JOIN process ON process.id = process_id "
                                         "WHERE pid = 451"),
                          7);
         store_free(s);
