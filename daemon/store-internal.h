@@ -62,6 +62,7 @@ struct Store {
          * ran (0: not yet), and whether it is due before the hour is up. */
         uint64_t gone_checked_usec;
         bool gone_due;
+        unsigned roll_span[_TIER_MAX]; /* finer intervals per roll-up transaction (store-maintain.c) */
         uint8_t *packed;         /* a tick's deltas for sample_pending */
         size_t packed_size, packed_capacity;
         unsigned snapshots;      /* store_snapshot_begin() calls not ended yet */

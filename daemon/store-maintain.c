@@ -30,14 +30,19 @@ static int exec_made(Store *s, char *sql) {
 
 /* Sums the finer tier's rows in [from, to) of every kind into tier, and moves its mark, in one
  * transaction: a crash leaves either all or none. */
-static int roll_up(Store *s, int tier, uint64_t from, uint64_t to) {
+static int roll_up(Store *s, int tier, uint64_t from, uint64_t to, size_t *ret_rows) {
+        size_t rows = 0;
         int r;
 
         r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
-        for (int k = 0; r >= 0 && k < _STORE_KIND_MAX; k++)
+        for (int k = 0; r >= 0 && k < _STORE_KIND_MAX; k++) {
                 r = exec_made(s, store_kind_roll_up(&store_kinds[k], tier, from, to));
+                rows += r >= 0 ? (size_t) sqlite3_changes(s->db) : 0;
+        }
+        if (ret_rows)
+                *ret_rows = rows;
         if (r >= 0)
                 r = sql_exec_fmt(s->db, "UPDATE tier SET rolled_until_usec = %" PRId64 " WHERE name = '%s'",
                                  clamp_i64(to), tier_name(tier));
@@ -50,18 +55,27 @@ static int roll_up(Store *s, int tier, uint64_t from, uint64_t to) {
 
 /* How long one roll_step() goes on rolling, transaction after transaction. */
 #define ROLL_SLICE_USEC (10 * USEC_PER_MSEC)
+/* A transaction quicker than this, with fewer than half of batch_rows rows, doubles the span of
+ * the next one (up to ROLL_SPAN_MAX finer intervals); one slower than ROLL_SLICE_USEC, or with
+ * more than batch_rows rows, halves it. */
+#define ROLL_GROW_USEC (2 * USEC_PER_MSEC)
+#define ROLL_SPAN_MAX 64U
 
-/* Rolls the complete stretch of the finer tier into tier, one of the finer tier's intervals per
- * transaction, for at most ROLL_SLICE_USEC or until something more urgent waits (*more set
- * when some is left). A transaction's cost
- * is the rows of one finer interval (about one per live process and kind), however far behind
- * the roll-up is. The mark may then stop inside one of tier's intervals: that interval's row has
- * the finer rows before the mark, the finer tier the rest, and a query reading tier before the
- * mark and the finer tier after it (tier-util.h) counts each exactly once. Returns 1 when it
- * wrote anything, 0 when there was nothing to roll up. */
-static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t complete_until, bool *more) {
+/* Rolls the complete stretch of the finer tier into tier, a span of the finer tier's intervals
+ * per transaction, for at most ROLL_SLICE_USEC or until something more urgent waits (*more set
+ * when some is left). The span adapts: one finer interval (about a row per live process and
+ * kind) where the rows are many, up to ROLL_SPAN_MAX of them over empty or sparse stretches
+ * (catching up after the daemon was stopped), so that a transaction stays short however many
+ * processes live and however far behind the roll-up is. The mark may then stop inside one of
+ * tier's intervals: that interval's row has the finer rows before the mark, the finer tier the
+ * rest, and a query reading tier before the mark and the finer tier after it (tier-util.h)
+ * counts each exactly once. Returns 1 when it wrote anything, 0 when there was nothing to roll
+ * up. */
+static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t complete_until, size_t batch,
+                     bool *more) {
         uint64_t w = store_tier_width_usec[tier], step = store_tier_width_usec[tier - 1],
                  from = tiers[tier].rolled_until, deadline = now_usec(CLOCK_MONOTONIC) + ROLL_SLICE_USEC;
+        unsigned *span = &s->roll_span[tier];
         int64_t oldest;
         int r;
 
@@ -92,17 +106,24 @@ static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t comple
         if (from >= complete_until) {
                 if (from == tiers[tier].rolled_until)
                         return 0;
-                r = roll_up(s, tier, from, from);
+                r = roll_up(s, tier, from, from, NULL);
                 return r < 0 ? r : 1;
         }
         /* A mark written by an older trapstatd is on tier's own width, which is a multiple of
          * step: from is on step's width either way. */
         for (;;) {
-                uint64_t to = MIN(from - from % step + step, complete_until);
+                uint64_t to = MIN(from - from % step + MAX(*span, 1U) * step, complete_until), started, took;
+                size_t rows;
 
-                r = roll_up(s, tier, from, to);
+                started = now_usec(CLOCK_MONOTONIC);
+                r = roll_up(s, tier, from, to, &rows);
                 if (r < 0)
                         return r;
+                took = now_usec(CLOCK_MONOTONIC) - started;
+                if (rows * 2 < batch && took < ROLL_GROW_USEC)
+                        *span = MIN(MAX(*span, 1U) * 2, ROLL_SPAN_MAX);
+                else if (rows > batch || took > ROLL_SLICE_USEC)
+                        *span = MAX(*span / 2, 1U);
                 from = to;
                 if (from >= complete_until)
                         return 1;
@@ -339,20 +360,20 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         if (r < 0)
                 return r;
 
-        /* Roll-ups: raw buckets before the current minute never change again. Each finer
-         * interval in its own transaction, for at most ROLL_SLICE_USEC a step: a step runs on
-         * the writer's thread, and a query waiting for a tick waits for the transaction that
-         * runs. Catching up after the daemon was stopped takes more steps, 100 ms apart. */
+        /* Roll-ups: raw buckets before the current minute never change again. A span of finer
+         * intervals per transaction (roll_step()), for at most ROLL_SLICE_USEC a step: a step
+         * runs on the writer's thread, and a query waiting for a tick waits for the transaction
+         * that runs. Catching up after the daemon was stopped takes more steps, 100 ms apart. */
         r = store_load_tiers(s, tiers);
         if (r < 0)
                 return r;
-        r = roll_step(s, tiers, TIER_MINUTE, now_usec, &more);
+        r = roll_step(s, tiers, TIER_MINUTE, now_usec, ret->batch_rows, &more);
         if (r < 0 || (r > 0 && yield(s, &more)))
                 goto done;
         r = store_load_tiers(s, tiers);
         if (r < 0)
                 return r;
-        r = roll_step(s, tiers, TIER_HOUR, tiers[TIER_MINUTE].rolled_until, &more);
+        r = roll_step(s, tiers, TIER_HOUR, tiers[TIER_MINUTE].rolled_until, ret->batch_rows, &more);
         if (r < 0 || (r > 0 && yield(s, &more)))
                 goto done;
         r = store_load_tiers(s, tiers);

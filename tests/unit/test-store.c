@@ -648,13 +648,14 @@ static void assert_marks_exact(Store *s, int64_t id, uint64_t t0, size_t n_bucke
         store_rows_free(rows, n);
 }
 
-/* A roll-up step is one finer interval per transaction, and may stop inside a coarser interval
- * (the writer had something more urgent): the minute mark then stands on a 10 s bucket, the
- * hour mark on a minute. Every answer stays exact at every such mark, and nothing is rolled up
- * twice. With a yield that always says yes, each maintenance step rolls exactly one interval. */
+/* A roll-up transaction may stop inside a coarser interval (the writer had something more
+ * urgent): the minute mark then stands on a 10 s bucket, the hour mark on a minute. Every answer
+ * stays exact at every such mark, and nothing is rolled up twice. With a yield that always says
+ * yes, each maintenance step is one transaction; with a batch of one row, one interval. */
 static void test_rollup_marks_inside_intervals(void **state) {
         const uint64_t S = 1000000, M = 60 * S, H = 60 * M, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
-        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        /* One row a transaction: the span never grows past one finer interval. */
+        StoreRetention r = STORE_RETENTION_DEFAULT;
         const size_t n_buckets = 2 * 360 + 90; /* 2 h 15 min */
         ProcessInfo a = { .pid = 440, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
         ProcessInfo found;
@@ -663,6 +664,7 @@ static void test_rollup_marks_inside_intervals(void **state) {
         int64_t id;
         Store *s;
 
+        r.batch_rows = 1;
         snprintf(path, sizeof(path), "%s/marks.db", tmpdir);
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         for (size_t i = 0; i < n_buckets; i++) {
@@ -696,6 +698,40 @@ static void test_rollup_marks_inside_intervals(void **state) {
         maintain_until_done(s, t0 + n_buckets * 10 * S, &r);
         assert_int_equal(tier_mark(path, "hour"), (int64_t) (t0 + 2 * H));
         assert_marks_exact(s, id, t0, n_buckets);
+        store_free(s);
+        (void) state;
+}
+
+/* Over a stretch without rows (the daemon was stopped for a day) the roll-up's span grows from
+ * one finer interval per transaction to 64: a day of raw buckets (8640) takes far fewer steps,
+ * each still one transaction. Exact all the same. */
+static void test_rollup_span_grows_over_gaps(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, H = 60 * M, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 441, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        char path[256];
+        bool more = true;
+        size_t steps = 0;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/gap.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t day = 0; day <= 1; day++) {
+                ProcessSample sample = { &a, (Faults) { .user = 5 + day }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + day * 24 * H, &sample, 1), 0);
+        }
+        store_set_maintain_yield(s, always_yield, NULL);
+        while (tier_mark(path, "minute") < (int64_t) (t0 + 24 * H)) {
+                assert_int_equal(store_maintain(s, t0 + 24 * H + M, &r, &more), 0);
+                steps++;
+                assert_true(steps < 1000);
+        }
+        print_message("a day of raw buckets rolled into minutes in %zu one-transaction steps\n", steps);
+        store_set_maintain_yield(s, NULL, NULL);
+        maintain_until_done(s, t0 + 24 * H + M, &r);
+        assert_int_equal(history_user(s, 441, 60 * S, NULL), 5 + 6);
+        assert_int_equal(history_user(s, 441, 3600 * S, NULL), 5 + 6);
         store_free(s);
         (void) state;
 }
@@ -2174,6 +2210,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_rollup_and_retention),
                 cmocka_unit_test(test_history_interval_across_tiers),
                 cmocka_unit_test(test_rollup_marks_inside_intervals),
+                cmocka_unit_test(test_rollup_span_grows_over_gaps),
                 cmocka_unit_test(test_maintain_folds_only_what_it_needs),
                 cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_process_row_writes),
