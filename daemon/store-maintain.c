@@ -53,6 +53,15 @@ static int roll_up(Store *s, int tier, uint64_t from, uint64_t to, size_t *ret_r
         return r;
 }
 
+/* Between two parts of a step: whether the writer has something more urgent to do (a tick, a
+ * query waiting for one). The step then ends early and says more is pending. */
+static bool yield(Store *s, bool *more) {
+        if (!s->maintain_yield || !s->maintain_yield(s->maintain_yield_userdata))
+                return false;
+        *more = true;
+        return true;
+}
+
 /* How long one roll_step() goes on rolling, transaction after transaction. */
 #define ROLL_SLICE_USEC (10 * USEC_PER_MSEC)
 /* A transaction quicker than this, with fewer than half of batch_rows rows, doubles the span of
@@ -112,7 +121,8 @@ static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t comple
         /* A mark written by an older trapstatd is on tier's own width, which is a multiple of
          * step: from is on step's width either way. */
         for (;;) {
-                uint64_t to = MIN(from - from % step + MAX(*span, 1U) * step, complete_until), started, took;
+                unsigned n = MAX(*span, 1U);
+                uint64_t to = MIN(from - from % step + n * step, complete_until), started, took;
                 size_t rows;
 
                 started = now_usec(CLOCK_MONOTONIC);
@@ -121,17 +131,18 @@ static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t comple
                         return r;
                 took = now_usec(CLOCK_MONOTONIC) - started;
                 if (rows * 2 < batch && took < ROLL_GROW_USEC)
-                        *span = MIN(MAX(*span, 1U) * 2, ROLL_SPAN_MAX);
+                        *span = MIN(n * 2, ROLL_SPAN_MAX);
                 else if (rows > batch || took > ROLL_SLICE_USEC)
-                        *span = MAX(*span / 2, 1U);
+                        *span = MAX(n / 2, 1U);
                 from = to;
                 if (from >= complete_until)
                         return 1;
-                if (now_usec(CLOCK_MONOTONIC) >= deadline ||
-                    (s->maintain_yield && s->maintain_yield(s->maintain_yield_userdata))) {
+                if (now_usec(CLOCK_MONOTONIC) >= deadline) {
                         *more = true;
                         return 1;
                 }
+                if (yield(s, more))
+                        return 1;
         }
 }
 
@@ -335,15 +346,6 @@ static int sweep_step(Store *s, size_t batch, bool *more) {
         s->sweep_cursor = last;
         *more = true;
         return 0;
-}
-
-/* Between two parts of a step: whether the writer has something more urgent to do (a tick, a
- * query waiting for one). The step then ends early and says more is pending. */
-static bool yield(Store *s, bool *more) {
-        if (!s->maintain_yield || !s->maintain_yield(s->maintain_yield_userdata))
-                return false;
-        *more = true;
-        return true;
 }
 
 int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool *ret_more) {

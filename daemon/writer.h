@@ -64,7 +64,7 @@ typedef struct WriterStats {
         unsigned queued;          /* ticks waiting now */
         /* Where the writer's time went since it started, microseconds of wall time: writing
          * ticks (with their symbols), and maintenance steps (roll-up, retention, the size cap,
-         * reopening a database that failed). The longest single tick's write or step: the most
+         * reopening a database that failed), each with the forced checkpoint after it, if any. The longest single tick's write or step: the most
          * a tick waited behind another piece of the writer's work. */
         uint64_t write_usec, maintain_usec, longest_step_usec;
 } WriterStats;
