@@ -369,7 +369,7 @@ static int make_processes(Bench *b) {
 static bool sim_bucket(SimProc *p, uint64_t t, Faults *ret_f, uint64_t *ret_traps) {
         Rng *r = &p->rng;
         double c = 0;
-        uint64_t n, traps = 0;
+        uint64_t n, traps = 0, run, k;
 
         *ret_f = (Faults) {};
         *ret_traps = 0;
@@ -407,12 +407,17 @@ static bool sim_bucket(SimProc *p, uint64_t t, Faults *ret_f, uint64_t *ret_trap
                 workload.by_decade[MIN(5, (int) floor(log10((double) n)))]++;
         ret_f->kernel = rng_round(r, (double) n * p->kernel_frac);
         ret_f->user = n - ret_f->kernel;
-        ret_f->major = rng_uniform(r) < MAJOR_P ? MIN(n, rng_run(r, 5.0)) : 0;
+        /* One draw: MIN() evaluates its arguments twice. */
+        run = rng_uniform(r) < MAJOR_P ? rng_run(r, 5.0) : 0;
+        ret_f->major = MIN(n, run);
         ret_f->minor = n - ret_f->major;
-        ret_f->write = MIN(ret_f->user, rng_round(r, (double) ret_f->user * p->write_frac));
-        ret_f->exec = MIN(ret_f->user - ret_f->write, rng_round(r, (double) ret_f->user * p->exec_frac));
+        k = rng_round(r, (double) ret_f->user * p->write_frac);
+        ret_f->write = MIN(ret_f->user, k);
+        k = rng_round(r, (double) ret_f->user * p->exec_frac);
+        ret_f->exec = MIN(ret_f->user - ret_f->write, k);
         ret_f->read = ret_f->user - ret_f->write - ret_f->exec;
-        ret_f->protection = MIN(ret_f->write, rng_round(r, (double) ret_f->write * p->protection_frac));
+        k = rng_round(r, (double) ret_f->write * p->protection_frac);
+        ret_f->protection = MIN(ret_f->write, k);
         *ret_traps = traps;
 
         faults_add(&p->total, ret_f);
@@ -677,7 +682,14 @@ static int generate_raw(Bench *b) {
                                 p->traps.signal[fault_signal_index(trap_kinds[k].signo)][si_code_slot(trap_kinds[k].si_code)] =
                                         traps;
                         }
-                        samples[n++] = (ProcessSample) { &p->info, f, traps ? &p->traps : NULL };
+                        /* Every fault timed: minor ones at 1.5 us, major ones at 3 ms. */
+                        FaultTime ft = { .minor_ns = f.minor * 1500, .major_ns = f.major * 3000000 };
+
+                        ft.histogram[fault_time_bucket_of(1500)] = f.minor;
+                        ft.histogram[fault_time_bucket_of(3000000)] = f.major;
+                        ft.max_ns = f.major ? 3000000 : f.minor ? 1500 : 0;
+                        samples[n++] = (ProcessSample) { .process = &p->info, .delta = f, .fault_time = ft,
+                                                         .traps = traps ? &p->traps : NULL };
                 }
                 /* One tick per bucket: the daemon's ticks (1 s) add up to the same rows. */
                 r = store_flush(b->store, t + BUCKET / 2, samples, n);

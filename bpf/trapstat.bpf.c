@@ -36,6 +36,12 @@ const volatile __u32 wakeup_bytes = TS_DEFAULT_EVENT_BUFFER / 16;
  * fault_sites is false, which the verifier then removes. Set by user space before load. */
 const volatile bool fault_sites = true;
 const volatile __u64 fault_sample_mask = TS_DEFAULT_FAULT_SAMPLE - 1;
+/* Fault time: the fault's entry stores its start, its completion adds the duration (see
+ * fault_done()). False when user space does not attach the completion programs; the verifier
+ * then removes the entry's part. */
+const volatile bool fault_timing = true;
+/* The tick the longest fault is kept for (struct ts_counters max_ns); written by user space. */
+__u64 fault_tick;
 /* log2 of the page size, for the file offset of a mapping (vm_pgoff). */
 const volatile __u32 page_shift = 12;
 /* Entries of the site hash one epoch may create (the hash holds two epochs' worth: the one being
@@ -157,6 +163,22 @@ struct {
         __type(key, struct ts_proc_key);
         __type(value, struct code_mapping);
 } code_mappings SEC(".maps");
+
+/* A thread's fault in progress: when it started, where, and in which mode. Per thread, not per
+ * CPU: a major fault sleeps and may resume on another CPU. */
+struct fault_start {
+        __u64 ns;      /* bpf_ktime_get_ns() at the entry; 0 when none is in progress */
+        __u64 address; /* the faulting address: the completion must name the same one */
+        __u32 kernel;  /* taken in kernel mode */
+        __u32 _pad0;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct fault_start);
+} fault_starts SEC(".maps");
 
 static __always_inline void count_drop(__u32 what) {
         __u64 *n = bpf_map_lookup_elem(&drops, &what);
@@ -284,6 +306,116 @@ static __always_inline struct ts_counters *current_counters(void) {
         if (owner && owner->tgid == tgid)
                 return bpf_map_lookup_elem(&slot_counters, &slot);
         return claim_or_hash(tgid, slot);
+}
+
+/* The counters the current process has already, without claiming a slot or creating a hash
+ * entry: NULL (and no drop, the fault's entry counted that) where it has none. */
+static __noinline struct ts_counters *hash_counters_existing(void) {
+        struct ts_proc_key key;
+        struct ts_proc *p;
+
+        proc_key_fill(&key, bpf_get_current_task_btf());
+        p = bpf_map_lookup_elem(&processes, &key);
+        return p ? &p->c : NULL;
+}
+
+static __always_inline struct ts_counters *existing_counters(void) {
+        __u32 tgid = bpf_get_current_pid_tgid() >> 32;
+        __u32 slot = tgid & slot_mask;
+        struct ts_owner *owner = bpf_map_lookup_elem(&slot_owner, &slot);
+
+        if (owner && owner->tgid == tgid)
+                return bpf_map_lookup_elem(&slot_counters, &slot);
+        return hash_counters_existing();
+}
+
+/* ---- Fault time ---- */
+
+/* The entry of a fault of the current thread: remembered until its completion. A fault that never
+ * completes (a bad address that becomes a signal, VM_FAULT_ERROR) leaves its start behind, but
+ * the thread's next fault overwrites it at its own entry, and a completion only takes a start of
+ * its own address. */
+static __always_inline void fault_begin(__u64 address, bool kernel) {
+        struct fault_start *s;
+
+        if (!fault_timing)
+                return;
+        s = bpf_task_storage_get(&fault_starts, bpf_get_current_task_btf(), NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        if (!s)
+                return;
+        s->address = address;
+        s->kernel = kernel;
+        s->ns = bpf_ktime_get_ns();
+}
+
+/* The histogram bucket of a fault of ns nanoseconds (TS_FAULT_BUCKETS in bpf/trapstat.h). */
+static __always_inline __u32 fault_bucket(__u64 ns) {
+        __u64 us = ns / 1000;
+        __u32 b = 1;
+
+        if (us == 0)
+                return 0;
+        if (us >= 1ULL << (TS_FAULT_BUCKETS - 2))
+                return TS_FAULT_BUCKETS - 1;
+        /* b = 1 + floor(log2(us)), us < 2^22 */
+        if (us >= 1 << 16) { us >>= 16; b += 16; }
+        if (us >= 1 << 8) { us >>= 8; b += 8; }
+        if (us >= 1 << 4) { us >>= 4; b += 4; }
+        if (us >= 1 << 2) { us >>= 2; b += 2; }
+        if (us >= 1 << 1) b += 1;
+        return b;
+}
+
+/* The completion of the current thread's fault at address, as the kernel accounts it (minor or
+ * major): the time since its entry goes to the process. A completion without an entry of its own
+ * (nested faults, a source disabled) is not timed. */
+static __always_inline void fault_done(__u64 address, bool major) {
+        struct fault_start *s = bpf_task_storage_get(&fault_starts, bpf_get_current_task_btf(), NULL, 0);
+        struct ts_counters *c;
+        __u64 d, tick;
+        __u32 i;
+
+        if (!s || !s->ns || s->address != address)
+                return;
+        d = bpf_ktime_get_ns() - s->ns;
+        s->ns = 0;
+        /* The entry counted the fault, and claimed or created what it counts in (or counted a
+         * drop): the completion only adds to what is there. */
+        c = existing_counters();
+        if (!c)
+                return;
+        if (s->kernel)
+                c->kernel_ns += d;
+        else if (major)
+                c->major_ns += d;
+        else
+                c->minor_ns += d;
+        i = fault_bucket(d);
+        if (i < TS_FAULT_BUCKETS)
+                c->buckets[i]++;
+        tick = fault_tick;
+        i = tick & 1;
+        if (c->max_tick[i] != tick) {
+                c->max_tick[i] = tick;
+                c->max_ns[i] = d;
+        } else if (d > c->max_ns[i]) {
+                c->max_ns[i] = d;
+        }
+}
+
+/* PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ, one event per CPU each: the kernel raises them in
+ * mm_account_fault() once a fault completed (not on a retry, not for get_user_pages()), in the
+ * faulting thread, with the faulting address. */
+SEC("perf_event")
+int fault_done_minor(struct bpf_perf_event_data *ctx) {
+        fault_done(ctx->addr, false);
+        return 0;
+}
+
+SEC("perf_event")
+int fault_done_major(struct bpf_perf_event_data *ctx) {
+        fault_done(ctx->addr, true);
+        return 0;
 }
 
 /* ---- Sites ---- */
@@ -706,6 +838,7 @@ SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
         struct ts_counters *c = current_counters();
 
+        fault_begin(address, false);
         if (!c)
                 return 0;
         c->user_faults++;
@@ -723,6 +856,7 @@ int BPF_PROG(page_fault_kernel, unsigned long address, struct pt_regs *regs, uns
         /* Kernel threads have no user memory to fault on for anyone; don't track them. */
         if (!bpf_get_current_task_btf()->mm)
                 return 0;
+        fault_begin(address, true);
         c = current_counters();
         if (c)
                 c->kernel_faults++;
@@ -741,6 +875,7 @@ SEC("perf_event")
 int perf_page_fault_user(struct bpf_perf_event_data *ctx) {
         struct ts_counters *c = current_counters();
 
+        fault_begin(ctx->addr, false);
         if (c)
                 c->user_faults++;
         return 0;
@@ -752,6 +887,7 @@ int perf_page_fault_kernel(struct bpf_perf_event_data *ctx) {
 
         if (!bpf_get_current_task_btf()->mm)
                 return 0;
+        fault_begin(ctx->addr, true);
         c = current_counters();
         if (c)
                 c->kernel_faults++;

@@ -36,6 +36,11 @@ _Static_assert(sizeof(struct ts_owner) == 8, "struct ts_owner layout is shared w
  * counted; user space sums the CPUs and subtracts what it drained before. The read / write /
  * exec / protection breakdown of user faults comes from the architecture header (bpf/arch/):
  * zero where it cannot be told (no x86 error code, or the perf event counts the faults). */
+/* Fault time: buckets of the histogram of faults by duration. Bucket 0 holds faults under 1 us,
+ * bucket i (1..TS_FAULT_BUCKETS - 2) those from 2^(i-1) us to under 2^i us, the last those from
+ * 2^(TS_FAULT_BUCKETS - 2) us up. */
+#define TS_FAULT_BUCKETS 24
+
 struct ts_counters {
         __u64 user_faults;
         __u64 kernel_faults;
@@ -43,8 +48,22 @@ struct ts_counters {
         __u64 fault_write;
         __u64 fault_exec;
         __u64 fault_protection;
+        /* Fault time: nanoseconds from a fault's entry (the exception event or PAGE_FAULTS) to its
+         * completion (PAGE_FAULTS_MIN / PAGE_FAULTS_MAJ), of user-mode faults by the kernel's
+         * minor / major accounting and of kernel-mode faults; and every timed fault by duration.
+         * Monotonic like the counts. */
+        __u64 minor_ns;
+        __u64 major_ns;
+        __u64 kernel_ns;
+        __u64 buckets[TS_FAULT_BUCKETS];
+        /* The longest fault that completed in each tick, not monotonic: max_ns[i] belongs to tick
+         * max_tick[i], i = tick & 1 (fault_tick in the BPF object, which user space advances
+         * before it reads the tick just ended). */
+        __u64 max_ns[2];
+        __u64 max_tick[2];
 };
-_Static_assert(sizeof(struct ts_counters) == 48, "struct ts_counters layout is shared with BPF");
+_Static_assert(sizeof(struct ts_counters) == 48 + 8 * (3 + TS_FAULT_BUCKETS + 4),
+               "struct ts_counters layout is shared with BPF");
 
 /* Who a process is, written when it is first counted (slot, fallback hash or trap hash), so that
  * a process is known however short its life. The parent's identity is for a child that never
@@ -72,7 +91,8 @@ struct ts_proc {
         struct ts_ident id;
         struct ts_counters c;
 };
-_Static_assert(sizeof(struct ts_proc) == 96, "struct ts_proc layout is shared with BPF");
+_Static_assert(sizeof(struct ts_proc) == sizeof(struct ts_ident) + sizeof(struct ts_counters),
+               "struct ts_proc layout is shared with BPF");
 
 /* The fault signals kernel code sends for CPU exceptions, in this order. */
 #define TS_SIGNALS(X) X(SIGILL, 4) X(SIGTRAP, 5) X(SIGBUS, 7) X(SIGFPE, 8) X(SIGSEGV, 11)

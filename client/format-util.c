@@ -11,6 +11,7 @@
 #include <time.h>
 #include <wchar.h>
 
+#include "fault-time.h"
 #include "macro.h"
 #include "time-util.h"
 #include "utf8-util.h"
@@ -42,6 +43,66 @@ const char *format_rate(double per_sec, char buf[static 16]) {
                 snprintf(buf, 16, "%.0f", per_sec);
         else
                 format_scaled(per_sec, buf);
+        return buf;
+}
+
+const char *format_share(double fraction, char buf[static 16]) {
+        double percent = fraction * 100;
+
+        if (!(percent > 0))
+                snprintf(buf, 16, "0");
+        else if (percent < 0.05)
+                snprintf(buf, 16, "<0.1");
+        else if (percent < 999.95)
+                snprintf(buf, 16, "%.1f", percent);
+        else
+                snprintf(buf, 16, "%.0f", percent);
+        return buf;
+}
+
+const char *format_ns(uint64_t ns, bool utf8, char buf[static 16]) {
+        static const struct {
+                uint64_t scale;
+                const char *unit;
+        } units[] = { { 1000000000, "s" }, { 1000000, "ms" }, { 1000, "µs" } };
+
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (ns >= units[i].scale) {
+                        double v = (double) ns / (double) units[i].scale;
+                        const char *unit = i == 2 && !utf8 ? "us" : units[i].unit;
+
+                        snprintf(buf, 16, v < 9.995 ? "%.2f%s" : v < 99.95 ? "%.1f%s" : "%.0f%s", v, unit);
+                        return buf;
+                }
+        snprintf(buf, 16, "%" PRIu64 "ns", ns);
+        return buf;
+}
+
+/* A bucket edge in µs (a power of two): "4µs", "1ms" (1024 µs shown as about 1 ms), "4.2s". */
+static void format_edge_us(uint64_t us, const char *micro, char buf[static 12]) {
+        if (us < 1000)
+                snprintf(buf, 12, "%" PRIu64 "%s", us, micro);
+        else if (us < 1000000)
+                snprintf(buf, 12, "%.0fms", (double) us / 1000);
+        else
+                snprintf(buf, 12, "%.1fs", (double) us / 1000000);
+}
+
+const char *format_fault_bucket(unsigned bucket, bool utf8, char buf[static 24]) {
+        const char *micro = utf8 ? "µs" : "us";
+        char lo[12], hi[12];
+
+        if (bucket == 0) {
+                snprintf(buf, 24, "<1%s", micro);
+                return buf;
+        }
+        format_edge_us(fault_time_bucket_low_ns(bucket) / 1000, micro, lo);
+        if (bucket >= FAULT_TIME_BUCKETS - 1) {
+                snprintf(buf, 24, "%s%s", utf8 ? "≥" : ">=", lo);
+                return buf;
+        }
+        format_edge_us(fault_time_bucket_high_ns(bucket) / 1000, micro, hi);
+        snprintf(buf, 24, "%s-%s", lo, hi);
         return buf;
 }
 

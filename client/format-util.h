@@ -13,6 +13,14 @@
 const char *format_count(uint64_t n, char buf[static 16]);
 /* A rate per second: 0 -> "0", 0.25 -> "0.2", 12.4 -> "12", 1234.5 -> "1.23k"; buf 16 bytes. */
 const char *format_rate(double per_sec, char buf[static 16]);
+/* A share of time, as top shows %CPU: 0.123 (seconds per second) -> "12.3"; 0 -> "0", a share
+ * too small for one decimal -> "<0.1"; buf 16 bytes. */
+const char *format_share(double fraction, char buf[static 16]);
+/* Nanoseconds -> "850ns", "1.5µs" ("us" unless utf8), "12µs", "3.2ms", "1.25s"; buf 16 bytes. */
+const char *format_ns(uint64_t ns, bool utf8, char buf[static 16]);
+/* A fault time histogram bucket's range (common/fault-time.h): "<1µs", "2-4µs", "1-2ms", "≥4.2s"
+ * ("us", ">=" unless utf8); buf 24 bytes. */
+const char *format_fault_bucket(unsigned bucket, bool utf8, char buf[static 24]);
 /* Microseconds since the epoch -> "2026-11-22 04:05:06" in local time; buf 32 bytes. */
 const char *format_time_usec(uint64_t usec, char buf[static 32]);
 /* The same without the year, for table rows under a header that has it: "11-22 04:05:06". */

@@ -135,17 +135,26 @@ void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size)
                 snprintf(buf, size, "-");
 }
 
+/* The FaultTime of a Counters object; all zero from a daemon that sends none. */
+static FaultTime counters_fault_time(json_t *counters) {
+        FaultTime t = {};
+
+        (void) fault_time_from_json(json_object_get(counters, "faultTime"), &t);
+        return t;
+}
+
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows) {
         size_t i;
         json_t *row;
 
-        fprintf(f, "%s    PID COMM           %s  TRAPS  VECTORS          UNIT%s\n", on(style, BOLD), faults_header,
-                off(style));
+        fprintf(f, "%s    PID COMM           %s    FTIME  TRAPS  VECTORS          UNIT%s\n", on(style, BOLD),
+                faults_header, off(style));
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
                 json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
                 _cleanup_free_ char *comm = NULL, *unit = NULL;
-                char buf[16], vectors[64];
+                char buf[16], vectors[64], ftime[16];
+                FaultTime time;
 
                 if (max_rows >= 0 && (int) i >= max_rows)
                         break;
@@ -153,6 +162,9 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
                 unit = untrusted_cell(style, string_member(p, "unit", "-"), 0, SIZE_MAX);
                 fprintf(f, "%7" JSON_INTEGER_FORMAT " %s", int_member(p, "pid"), comm ?: "?");
                 print_faults(f, json_object_get(row, "counters"));
+                /* The time the process spent waiting on faults in the window. */
+                time = counters_fault_time(json_object_get(row, "counters"));
+                fprintf(f, " %8s", fault_time_count(&time) ? format_ns(fault_time_total_ns(&time), style->utf8, ftime) : "-");
                 format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
                 fprintf(f, " %6s  %-16s %s\n", format_count(map_total(traps), buf), vectors, unit ?: "?");
         }
@@ -458,7 +470,83 @@ void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n)
 
 /* What history prints after its header, of a History or a UnitHistory reply: one line per
  * sample, the totals, a sparkline per non-zero counter, the traps by vector and by signal. */
-static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step) {
+/* One line of the fault time table: faults timed, time spent, its share of the interval (as
+ * %CPU), the buckets of p50 and p99, the longest fault. */
+static void print_fault_time_line(FILE *f, const OutputStyle *style, const char *label, json_t *counters,
+                                  uint64_t interval_usec) {
+        FaultTime t = counters_fault_time(counters);
+        int p50 = fault_time_quantile_bucket(&t, 0.5), p99 = fault_time_quantile_bucket(&t, 0.99);
+        char timed[16], time[16], share[16], a[24], b[24], max[16];
+
+        fprintf(f, "%-14s %7s %9s %7s %11s %11s %9s", label, format_count(fault_time_count(&t), timed),
+                format_ns(fault_time_total_ns(&t), style->utf8, time),
+                interval_usec ? format_share((double) fault_time_total_ns(&t) / 1e3 / (double) interval_usec, share)
+                              : "-",
+                p50 >= 0 ? format_fault_bucket((unsigned) p50, style->utf8, a) : "-",
+                p99 >= 0 ? format_fault_bucket((unsigned) p99, style->utf8, b) : "-",
+                fault_time_count(&t) ? format_ns(t.max_ns, style->utf8, max) : "-");
+}
+
+/* Fault time per sample, when any fault was timed: a second table beside the counts. */
+static void print_fault_time_table(FILE *f, const OutputStyle *style, json_t *samples, json_t *total, uint64_t step) {
+        FaultTime all = counters_fault_time(total);
+        json_t *sample;
+        char width[32];
+        size_t i;
+
+        if (fault_time_count(&all) == 0)
+                return;
+        fprintf(f, "\nfault time per %s (%%FAULT as %%CPU; P50, P99: buckets of the histogram):\n"
+                   "%sTIME             TIMED      TIME  %%FAULT         P50         P99   LONGEST%s\n",
+                format_duration_usec(step, width), on(style, BOLD), off(style));
+        json_array_foreach (samples, i, sample) {
+                char t[32];
+
+                print_fault_time_line(f, style, format_time_usec_short((uint64_t) int_member(sample, "timeUsec"), t),
+                                      json_object_get(sample, "counters"), step);
+                fputc('\n', f);
+        }
+        fputs(on(style, BOLD), f);
+        print_fault_time_line(f, style, "total", total, 0);
+        fprintf(f, "%s\n", off(style));
+}
+
+/* The distribution of fault times as bars, from the first bucket with faults to the last, the
+ * buckets of p50, p99 and the longest fault marked. */
+static void print_fault_histogram(FILE *f, const OutputStyle *style, json_t *total) {
+        enum { BAR = 40 };
+        FaultTime t = counters_fault_time(total);
+        uint64_t n = fault_time_count(&t), most = 0;
+        int p50 = fault_time_quantile_bucket(&t, 0.5), p99 = fault_time_quantile_bucket(&t, 0.99);
+        int max = t.max_ns ? (int) fault_time_bucket_of(t.max_ns) : -1, first = -1, last = -1;
+        char time[16], longest[16], range[24];
+
+        fprintf(f, "\n%sfault time%s ", on(style, BOLD), off(style));
+        if (n == 0) {
+                fprintf(f, "(no fault timed)\n");
+                return;
+        }
+        for (int i = 0; i < FAULT_TIME_BUCKETS; i++)
+                if (t.histogram[i]) {
+                        first = first < 0 ? i : first;
+                        last = i;
+                        most = MAX(most, t.histogram[i]);
+                }
+        fprintf(f, "%s in %" PRIu64 " fault%s timed; longest %s\n", format_ns(fault_time_total_ns(&t), style->utf8, time),
+                n, n == 1 ? "" : "s", format_ns(t.max_ns, style->utf8, longest));
+        for (int i = first; i <= MAX(last, max); i++) {
+                /* At least one cell for a bucket with faults: a single slow fault stays visible. */
+                size_t cells = t.histogram[i] ? (size_t) MAX((uint64_t) 1, t.histogram[i] * BAR / most) : 0;
+
+                fprintf(f, "  %10s %10" PRIu64 " ", format_fault_bucket((unsigned) i, style->utf8, range), t.histogram[i]);
+                for (size_t k = 0; k < cells; k++)
+                        fputs(style->utf8 ? "█" : "#", f);
+                fprintf(f, "%*s%s%s%s\n", (int) (BAR - cells), "", i == p50 ? " p50" : "", i == p99 ? " p99" : "",
+                        i == max ? " max" : "");
+        }
+}
+
+static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step, bool histogram) {
         json_t *samples = json_object_get(reply, "samples"), *sample, *total = json_object_get(reply, "total");
         size_t i, n_samples = json_array_size(samples);
         char width[32];
@@ -484,6 +572,9 @@ static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint
                 print_faults(f, total);
                 fprintf(f, " %6s%s\n", format_count(map_total(json_object_get(total, "traps")), buf), off(style));
         }
+        print_fault_time_table(f, style, samples, total, step);
+        if (histogram)
+                print_fault_histogram(f, style, total);
 
         /* A sparkline per non-zero counter over the whole span of the samples. */
         if (n_samples > 0) {
@@ -533,7 +624,7 @@ static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint
 
 }
 
-void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step,
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step, bool histogram,
                    const SiteCount *trap_sites, size_t n_trap_sites) {
         json_t *p = json_object_get(reply, "process");
         uint64_t first_usec = (uint64_t) int_member(p, "firstSeenUsec");
@@ -551,7 +642,7 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
                 json_is_true(json_object_get(p, "exited")) ? ", exited" : ", still running");
         print_incarnations(f, style, p, processes);
 
-        print_samples(f, style, reply, step);
+        print_samples(f, style, reply, step, histogram);
 
         /* Where it trapped most (trapstat sites PID --traps has them all). */
         if (n_trap_sites > 0) {
@@ -560,7 +651,7 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
         }
 }
 
-void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step) {
+void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step, bool histogram) {
         json_t *units = json_object_get(reply, "units"), *unit;
         json_int_t processes = int_member(reply, "processes");
         size_t i;
@@ -573,7 +664,7 @@ void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64
         }
         fprintf(f, "%s: %" JSON_INTEGER_FORMAT " process%s, %" JSON_INTEGER_FORMAT " running\n", off(style), processes,
                 processes == 1 ? "" : "es", int_member(reply, "running"));
-        print_samples(f, style, reply, step);
+        print_samples(f, style, reply, step, histogram);
 }
 
 static int compare_strings(const void *a, const void *b) {
@@ -603,7 +694,7 @@ void print_history_csv(FILE *f, json_t *reply) {
         fputs(p ? "pid,startTime,timeUsec,time" : "timeUsec,time", f);
         for (i = 0; i < n_fault_fields; i++)
                 fprintf(f, ",%s", fault_fields[i].name);
-        fputs(",traps", f);
+        fputs(",traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed", f);
         for (i = 0; i < n_traps; i++) {
                 fputs(",", f);
                 fprintf(f, "traps.");
@@ -629,6 +720,12 @@ void print_history_csv(FILE *f, json_t *reply) {
                 for (size_t k = 0; k < n_fault_fields; k++)
                         fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));
                 fprintf(f, ",%" PRIu64, map_total(json_object_get(counters, "traps")));
+                {
+                        FaultTime ft = counters_fault_time(counters);
+
+                        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, ft.minor_ns, ft.major_ns,
+                                ft.kernel_ns, ft.max_ns, fault_time_count(&ft));
+                }
                 for (size_t k = 0; k < n_traps; k++)
                         fprintf(f, ",%" JSON_INTEGER_FORMAT, int_member(json_object_get(counters, "traps"), traps[k]));
                 for (size_t k = 0; k < n_signals; k++)

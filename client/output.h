@@ -20,8 +20,8 @@ typedef struct OutputStyle {
         unsigned columns;
 } OutputStyle;
 
-/* Top rows (counts over a window): PID COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT TRAPS
- * VECTORS UNIT. At most max_rows rows, all when negative. */
+/* Top rows (counts over a window): PID COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT FTIME
+ * (time spent in faults) TRAPS VECTORS UNIT. At most max_rows rows, all when negative. */
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows);
 
 /* The busiest entries of a JSON map of counts, most first, as "UD:1.00k GP:12"; counts divided
@@ -33,12 +33,14 @@ uint64_t map_total(json_t *map);
 /* History: a process header, the incarnations of its pid when there are several (processes is
  * the ListProcesses reply's array, or NULL), the samples, the totals and a sparkline per
  * non-zero counter, and under the traps the sites of the most (trap_sites, n_trap_sites; none:
- * no such section). step_usec is the width of a sample (0: derived from the samples). */
-void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step_usec,
+ * no such section). Each sample and the total show the time spent in faults and the bucket of
+ * the 99th percentile; with histogram the total's distribution follows as bars, p50, p99 and the
+ * longest fault marked. step_usec is the width of a sample (0: derived from the samples). */
+void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step_usec, bool histogram,
                    const SiteCount *trap_sites, size_t n_trap_sites);
 /* UnitHistory: a header naming the units, how many processes and how many still run, then the
  * samples as history's. step_usec as for print_history(). */
-void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec);
+void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec, bool histogram);
 /* The same samples as CSV, exact: a header line, then one line per sample (of a UnitHistory
  * reply without the columns pid and startTime). */
 void print_history_csv(FILE *f, json_t *reply);

@@ -138,7 +138,7 @@ static char row_state(const Live *l, const TopRow *r) {
 }
 
 static const char *live_keys_line =
-        "q quit  p pause  < > sort  u k m t sort by  g group  P U N C filter  = clear  h help";
+        "q quit  p pause  < > sort  u k m t w sort by  g group  P U N C filter  = clear  h help";
 
 static const char *const live_help[] = {
         "trapstat top: keys",
@@ -146,7 +146,7 @@ static const char *const live_help[] = {
         "  q, Ctrl-C     quit",
         "  p, space      pause and resume the screen (counting goes on)",
         "  < >           move the sort column left, right",
-        "  u k m t       sort by user, kernel, major faults, traps (then by total)",
+        "  u k m t w     sort by user, kernel, major faults, traps, fault time (then by total)",
         "  g             group rows: per process, by unit, by comm, by user",
         "  P             show only these pids (e.g. 123,456; empty: all)",
         "  U             show only this user (name or uid; empty: all)",
@@ -157,6 +157,7 @@ static const char *const live_help[] = {
         "",
         "Columns: rates over the last refresh (per second), then totals since the view started",
         "(the --window before it included). S: X exited, T trapped in the last 5 refreshes.",
+        "%FAULT: time spent waiting on page faults, per second, as %CPU (100: one thread always).",
         "",
         "Any key returns to the view.",
 };

@@ -47,6 +47,14 @@ static int counts_add_json(TopCounts *c, json_t *counters) {
         if (faults_from_json(json_object_get(counters, "faults"), &faults) < 0)
                 return -EBADMSG;
         faults_add(&c->faults, &faults);
+        /* Older daemons measure no fault time. */
+        if (json_object_get(counters, "faultTime")) {
+                FaultTime time;
+
+                if (fault_time_from_json(json_object_get(counters, "faultTime"), &time) < 0)
+                        return -EBADMSG;
+                c->time_ns += fault_time_total_ns(&time);
+        }
         json_object_foreach (traps, vector, v) {
                 uint64_t n = json_u64(v);
 
@@ -66,6 +74,7 @@ static int counts_add(TopCounts *c, const TopCounts *add) {
         json_t *v;
 
         faults_add(&c->faults, &add->faults);
+        c->time_ns += add->time_ns;
         c->traps += add->traps;
         json_object_foreach (add->vectors, vector, v) {
                 if (!c->vectors && !(c->vectors = json_object()))
@@ -77,7 +86,7 @@ static int counts_add(TopCounts *c, const TopCounts *add) {
 }
 
 static int counts_copy(const TopCounts *c, TopCounts *ret) {
-        *ret = (TopCounts) { .faults = c->faults, .traps = c->traps };
+        *ret = (TopCounts) { .faults = c->faults, .time_ns = c->time_ns, .traps = c->traps };
         if (c->vectors && !(ret->vectors = json_deep_copy(c->vectors)))
                 return -ENOMEM;
         return 0;
@@ -274,7 +283,14 @@ bool top_row_trapped_recently(const TopTable *t, const TopRow *r, unsigned n) {
 }
 
 static uint64_t counts_key(const TopCounts *c, const SortKey *sort) {
-        return sort->field ? faults_get(&c->faults, sort->field) : c->traps;
+        switch (sort->what) {
+        case SORT_TRAPS:
+                return c->traps;
+        case SORT_FAULT_TIME:
+                return c->time_ns;
+        default:
+                return faults_get(&c->faults, sort->field);
+        }
 }
 
 static int compare_rows(const void *a, const void *b, void *userdata) {

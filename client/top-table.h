@@ -32,9 +32,11 @@ typedef enum TopGroup {
 const char *top_group_name(TopGroup g);
 int top_group_from_name(const char *name, TopGroup *ret);
 
-/* Counts of one process (or one group): faults, all traps, and traps per vector. */
+/* Counts of one process (or one group): faults, the time they took, all traps, and traps per
+ * vector. */
 typedef struct TopCounts {
         Faults faults;
+        uint64_t time_ns; /* time spent in faults (FaultTime: minor + major + kernel) */
         uint64_t traps;
         json_t *vectors; /* owned: vector -> count; NULL while none */
 } TopCounts;

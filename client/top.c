@@ -33,11 +33,14 @@
  * matters in a table summed over several ticks. */
 #define STREAM_LIMIT 1000
 
-const TopColumn top_columns[4] = {
+const TopColumn top_columns[5] = {
         { "user", "USER/s", 'u' },
         { "kernel", "KERNEL/s", 'k' },
         { "major", "MAJOR/s", 'm' },
         { "traps", "TRAPS/s", 't' },
+        /* Time in faults per second of wall time, as top shows %CPU: 100 is one thread always
+         * waiting on a fault. */
+        { SORT_KEY_FAULT_TIME_NAME, "%FAULT", 'w' },
 };
 
 static const char *const top_usage =
@@ -59,7 +62,7 @@ static double per_sec(uint64_t n, uint64_t interval_usec) {
 /* Process rows: PID S COMM, then the rates; group rows: PROCS S, then the rates. */
 #define PROCESS_LEAD "%7s %c %-15s"
 #define GROUP_LEAD "%7s %c"
-#define RATES " %9s %9s %9s %9s %9s %7s  %-20s %s"
+#define RATES " %9s %9s %9s %9s %9s %9s %7s  %-20s %s"
 
 void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, bool marks, int *ret_sorted_x) {
         char cells[ELEMENTSOF(top_columns)][16], key[16];
@@ -74,13 +77,13 @@ void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, 
         for (size_t i = 0; g != TOP_GROUP_PROCESS && i < sizeof(key) - 1 && top_group_name(g)[i]; i++)
                 key[i] = (char) (top_group_name(g)[i] - 'a' + 'A'), key[i + 1] = '\0';
         if (lead >= 0 && (size_t) lead < size)
-                snprintf(buf + lead, size - (size_t) lead, RATES, cells[0], cells[1], cells[2], cells[3], "FAULTS",
-                         "TRAPS", "VECTORS", g == TOP_GROUP_PROCESS ? "UNIT" : key);
+                snprintf(buf + lead, size - (size_t) lead, RATES, cells[0], cells[1], cells[2], cells[3], cells[4],
+                         "FAULTS", "TRAPS", "VECTORS", g == TOP_GROUP_PROCESS ? "UNIT" : key);
         *ret_sorted_x = sorted >= 0 ? lead + 1 + sorted * 10 : -1;
 }
 
 int top_format_row(const TopRow *r, TopGroup g, uint64_t interval, char state, bool utf8, char **ret) {
-        char user[16], kernel[16], major[16], traps[16], faults[16], total_traps[16], vectors[64], procs[16];
+        char user[16], kernel[16], major[16], traps[16], time[16], faults[16], total_traps[16], vectors[64], procs[16];
         const char *unit = g == TOP_GROUP_PROCESS ? json_string_value(json_object_get(r->process, "unit")) : r->key;
         const char *comm = json_string_value(json_object_get(r->process, "comm"));
         _cleanup_free_ char *lead = NULL, *comm_cell = NULL, *unit_cell = NULL;
@@ -105,7 +108,7 @@ int top_format_row(const TopRow *r, TopGroup g, uint64_t interval, char state, b
                      format_rate(per_sec(r->last.faults.kernel, interval), kernel),
                      format_rate(per_sec(r->last.faults.major, interval), major),
                      format_rate(per_sec(r->last.traps, interval), traps),
-                     format_count(r->total.faults.user + r->total.faults.kernel, faults),
+                     format_share(per_sec(r->last.time_ns, interval) / 1e9, time), format_count(r->total.faults.user + r->total.faults.kernel, faults),
                      format_count(r->total.traps, total_traps), vectors[0] ? vectors : "-", unit_cell) < 0)
                 return -ENOMEM;
         return 0;
@@ -458,9 +461,10 @@ int verb_top(int argc, char *argv[]) {
                                 return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
                         break;
                 case 's':
-                        if (sort_key_from_name(optarg, &o.sort) < 0)
+                        /* "time" is what people type; the IDL's name works too. */
+                        if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &o.sort) < 0)
                                 return usage_error(top_usage,
-                                                   "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection or traps",
+                                                   "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
                                                    optarg);
                         break;
                 case 'l':
@@ -510,9 +514,11 @@ int verb_top(int argc, char *argv[]) {
                                "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
                                "exited process is marked X and stays for --window, one that trapped is marked T.\n"
                                "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
-                               "traps per second, total faults and traps, the trap vectors, the systemd unit.\n\n"
-                               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t\n"
-                               "sort by user, kernel, major faults or traps; g group by unit, comm, user; P, U, N, C\n"
+                               "traps per second, the share of time spent waiting on page faults (as %%CPU: 100 is one\n"
+                               "thread always in a fault), total faults and traps, the trap vectors, the systemd unit.\n\n"
+                               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
+                               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user;\n"
+                               "P, U, N, C\n"
                                "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
                                "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
                                "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
@@ -522,7 +528,8 @@ int verb_top(int argc, char *argv[]) {
                                "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
                                "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
                                "                      long an exited process stays (default %ds)\n"
-                               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps\n"
+                               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps,\n"
+                               "                      time (time spent in page faults)\n"
                                "  -l, --limit N       at most N rows (default %d with -b)\n"
                                "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
                                "  -u, --user USER     only processes of this user (name or uid)\n"

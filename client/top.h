@@ -33,7 +33,7 @@ typedef struct TopColumn {
         int key;           /* letter selecting it */
 } TopColumn;
 
-extern const TopColumn top_columns[4];
+extern const TopColumn top_columns[5];
 int top_column_of(const SortKey *sort);
 
 /* The header of the rate table (per process, or per group of g); the sorted column marked with

@@ -66,8 +66,9 @@ static int parse_pid_operand(const char *usage, const char *verb, int argc, char
 }
 
 static const char *const history_usage =
-        "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--json|--csv]\n"
-        "       trapstat history --unit NAME [--since TIME] [--until TIME] [--step DURATION] [--json|--csv]";
+        "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--histogram]\n"
+        "                        [--json|--csv]\n"
+        "       trapstat history --unit NAME [--since TIME] [--until TIME] [--step DURATION] [--histogram] [--json|--csv]";
 
 /* The unit NAME of history --unit names: as systemctl reads it, a name without a dot (and
  * without a glob character) is a service's. 0; -EINVAL when the usage error is printed; -ENOMEM. */
@@ -93,7 +94,7 @@ static int parse_unit_arg(const char *usage, const char *value, char **ret) {
 }
 
 /* history --unit: the processes of the units summed, as one history. */
-static int unit_history(const char *unit, json_t *params, bool csv, uint64_t step) {
+static int unit_history(const char *unit, json_t *params, bool csv, uint64_t step, bool histogram) {
         _cleanup_json_ json_t *reply = NULL;
         OutputStyle style = output_style();
 
@@ -106,7 +107,7 @@ static int unit_history(const char *unit, json_t *params, bool csv, uint64_t ste
         else if (csv)
                 print_history_csv(stdout, reply);
         else
-                print_unit_history(stdout, &style, reply, step);
+                print_unit_history(stdout, &style, reply, step, histogram);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
@@ -116,10 +117,10 @@ static int verb_history(int argc, char *argv[]) {
                 { "step", required_argument, NULL, 't' },  { "start-time", required_argument, NULL, 'T' },
                 { "unit", required_argument, NULL, 'U' },  { "json", no_argument, NULL, 'j' },
                 { "csv", no_argument, NULL, 'c' },         { "help", no_argument, NULL, 'h' },
-                {},
+                { "histogram", no_argument, NULL, 'H' },   {},
         };
         uint64_t since = 0, until = 0, step = 0, now = now_usec(CLOCK_REALTIME);
-        bool has_since = false, has_until = false, csv = false;
+        bool has_since = false, has_until = false, csv = false, histogram = false;
         long long start_time = -1;
         _cleanup_free_ char *unit = NULL;
         uint32_t pid;
@@ -168,11 +169,15 @@ static int verb_history(int argc, char *argv[]) {
                 case 'c':
                         csv = true;
                         break;
+                case 'H':
+                        histogram = true;
+                        break;
                 case 'h':
                         printf("%s\n\n"
                                "What process PID did over time, also after it exited: a header, one line per sample,\n"
-                               "totals, and a sparkline per non-zero counter. With --unit, the same summed over the\n"
-                               "processes of systemd units.\n\n"
+                               "totals, and a sparkline per non-zero counter. FTIME is the time spent waiting on page\n"
+                               "faults, P99 the range of the histogram bucket that holds the 99th percentile of their\n"
+                               "durations. With --unit, the same summed over the processes of systemd units.\n\n"
                                "  --since TIME        samples from TIME on (default: the whole history)\n"
                                "  --until TIME        samples before TIME (default: now)\n"
                                "  --step DURATION     width of a sample, a multiple of 10s (default: by the window:\n"
@@ -182,7 +187,9 @@ static int verb_history(int argc, char *argv[]) {
                                "                      or a shell glob ('user@*.service'); a NAME without a dot or\n"
                                "                      glob character means NAME.service, as in systemctl\n"
                                "  --json              the varlink reply as one JSON object\n"
-                               "  --csv               one line per sample, exact counts\n\n"
+                               "  --csv               one line per sample, exact counts\n"
+                               "  --histogram         the distribution of fault durations over the window as bars,\n"
+                               "                      with p50, p99 and the longest fault marked\n\n"
                                "TIME is a duration before now (90s, 15m, 2h, 3d), or a local time: 2026-11-22T10:00,\n"
                                "\"2026-11-22 10:00:00\", 10:00 (today); Z or +01:00 after it for another zone; @EPOCH.\n",
                                history_usage);
@@ -212,7 +219,7 @@ static int verb_history(int argc, char *argv[]) {
         if (step)
                 json_object_set_new(params, "resolutionSec", json_integer_u64(step / USEC_PER_SEC));
         if (unit)
-                return unit_history(unit, params, csv, step);
+                return unit_history(unit, params, csv, step, histogram);
 
         json_object_set_new(params, "pid", json_integer(pid));
         if (start_time >= 0)
@@ -268,7 +275,7 @@ static int verb_history(int argc, char *argv[]) {
         }
 
         OutputStyle style = output_style();
-        print_history(stdout, &style, reply, list, step, trap_sites, n_trap_sites);
+        print_history(stdout, &style, reply, list, step, histogram, trap_sites, n_trap_sites);
         site_counts_free(trap_sites, n_trap_sites);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }

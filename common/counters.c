@@ -31,13 +31,17 @@ int sort_key_from_name(const char *name, SortKey *ret) {
         if (!name)
                 return -EINVAL;
         if (strcmp(name, SORT_KEY_TRAPS_NAME) == 0) {
-                *ret = (SortKey) { .name = SORT_KEY_TRAPS_NAME };
+                *ret = (SortKey) { .name = SORT_KEY_TRAPS_NAME, .what = SORT_TRAPS };
+                return 0;
+        }
+        if (strcmp(name, SORT_KEY_FAULT_TIME_NAME) == 0) {
+                *ret = (SortKey) { .name = SORT_KEY_FAULT_TIME_NAME, .what = SORT_FAULT_TIME };
                 return 0;
         }
         field = fault_field_by_name(name);
         if (!field)
                 return -EINVAL;
-        *ret = (SortKey) { .name = field->name, .field = field };
+        *ret = (SortKey) { .name = field->name, .what = SORT_FAULTS, .field = field };
         return 0;
 }
 

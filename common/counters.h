@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault-time.h"
+
 typedef struct Faults {
         uint64_t user;       /* page faults taken in user mode */
         uint64_t kernel;     /* page faults taken in kernel mode for the process */
@@ -39,13 +41,22 @@ static inline uint64_t faults_get(const Faults *f, const FaultField *field) {
 const FaultField *fault_field_by_name(const char *name);
 
 /* What rows are sorted by (IDL: sortBy of Top and Watch, trapstat top --sort): a Faults member,
- * or "traps", all traps together. The one place that tells the two apart. */
+ * "traps", all traps together, or "faultTime", all time spent in faults. The one place that
+ * tells them apart. */
+typedef enum SortWhat {
+        SORT_FAULTS,     /* the Faults member field */
+        SORT_TRAPS,
+        SORT_FAULT_TIME, /* fault_time_total_ns() */
+} SortWhat;
+
 typedef struct SortKey {
         const char *name;        /* static storage: outlives the text it was parsed from */
-        const FaultField *field; /* NULL for "traps" */
+        SortWhat what;
+        const FaultField *field; /* SORT_FAULTS only */
 } SortKey;
 
 #define SORT_KEY_TRAPS_NAME "traps"
+#define SORT_KEY_FAULT_TIME_NAME "faultTime"
 
 /* 0 and *ret for a known name; -EINVAL for any other. */
 int sort_key_from_name(const char *name, SortKey *ret);
@@ -92,4 +103,5 @@ typedef struct ProcessSample {
         /* Where it trapped and (sampled) faulted this tick: each site's count of the tick (common/sites.h). */
         const struct SiteCount *sites;
         size_t n_sites;
+        FaultTime fault_time; /* how long its faults took this tick */
 } ProcessSample;

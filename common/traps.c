@@ -178,8 +178,8 @@ fail:
         return -ENOMEM;
 }
 
-json_t *counters_to_json(const Faults *f, const Traps *t) {
-        json_t *o = json_pack("{s:o}", "faults", faults_to_json(f));
+json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t) {
+        json_t *o = json_pack("{s:o, s:o}", "faults", faults_to_json(f), "faultTime", fault_time_to_json(ft));
 
         if (o && traps_to_json(t, o) < 0) {
                 json_decref(o);
@@ -208,23 +208,31 @@ static bool put_u64(char *buf, size_t *k, uint64_t v) {
         return put(buf, k, digits + sizeof(digits) - n, n);
 }
 
-int counters_format_json(const Faults *f, const Traps *t, char buf[static COUNTERS_JSON_MAX]) {
-        static const char head[] = "{\"faults\":{", tail[] = "},\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
+/* "name":v where a comma precedes unless first. */
+static bool put_member(char *buf, size_t *k, bool first, const char *name, uint64_t v) {
+        return (first || put(buf, k, ",", 1)) && put(buf, k, "\"", 1) && put(buf, k, name, strlen(name)) &&
+               put(buf, k, "\":", 2) && put_u64(buf, k, v > INT64_MAX ? (uint64_t) INT64_MAX : v);
+}
+
+int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, char buf[static COUNTERS_JSON_MAX]) {
+        static const char head[] = "{\"faults\":{", middle[] = "},\"faultTime\":{",
+                          tail[] = "]},\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
         size_t k = 0;
         bool ok;
 
         if (!traps_is_zero(t))
                 return -EINVAL;
         ok = put(buf, &k, head, sizeof(head) - 1);
-        for (size_t i = 0; ok && i < n_fault_fields; i++) {
-                uint64_t v = faults_get(f, &fault_fields[i]);
-
-                ok = (i == 0 || put(buf, &k, ",", 1)) && put(buf, &k, "\"", 1) &&
-                     put(buf, &k, fault_fields[i].name, strlen(fault_fields[i].name)) && put(buf, &k, "\":", 2) &&
-                     put_u64(buf, &k, v > INT64_MAX ? (uint64_t) INT64_MAX : v);
-        }
+        for (size_t i = 0; ok && i < n_fault_fields; i++)
+                ok = put_member(buf, &k, i == 0, fault_fields[i].name, faults_get(f, &fault_fields[i]));
+        ok = ok && put(buf, &k, middle, sizeof(middle) - 1) && put_member(buf, &k, true, "minorNs", ft->minor_ns) &&
+             put_member(buf, &k, false, "majorNs", ft->major_ns) && put_member(buf, &k, false, "kernelNs", ft->kernel_ns) &&
+             put_member(buf, &k, false, "maxNs", ft->max_ns) && put(buf, &k, ",\"histogram\":[", 14);
+        for (size_t i = 0; ok && i < FAULT_TIME_BUCKETS; i++)
+                ok = (i == 0 || put(buf, &k, ",", 1)) &&
+                     put_u64(buf, &k, ft->histogram[i] > INT64_MAX ? (uint64_t) INT64_MAX : ft->histogram[i]);
         ok = ok && put(buf, &k, tail, sizeof(tail) - 1);
-        /* Nine names of a few letters and ten numbers of at most 19 digits: well within. */
+        /* Fifteen names of a few letters and 40 numbers of at most 19 digits: well within. */
         if (!ok)
                 return -ENOBUFS;
         buf[k] = '\0';

@@ -21,7 +21,7 @@ _trapstat() {
             _filedir
             return ;;
         --sort | -s)
-            COMPREPLY=($(compgen -W "user kernel minor major read write exec protection traps" -- "$cur"))
+            COMPREPLY=($(compgen -W "user kernel minor major read write exec protection traps time" -- "$cur"))
             return ;;
         --since | --until)
             COMPREPLY=($(compgen -W "15m 1h 2h 1d 3d now" -- "$cur"))
@@ -49,7 +49,7 @@ _trapstat() {
     local opts=""
     case $verb in
         top) opts="--batch --stream --iterations --delay --window --sort --limit --pid --user --unit --comm --by --reconnect-timeout --json --help" ;;
-        history) opts="--since --until --step --start-time --unit --json --csv --help" ;;
+        history) opts="--since --until --step --start-time --unit --histogram --json --csv --help" ;;
         sites) opts="--since --until --start-time --traps --faults --limit --json --csv --help" ;;
         procs) opts="--exited --comm --unit --pid --limit --json --csv --help" ;;
         traps) opts="--since --json --help" ;;
@@ -73,7 +73,7 @@ _trapstat() {
             -p|--pid) COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur")) ;;
             -u|--user) COMPREPLY=($(compgen -u -- "$cur")) ;;
             --by) COMPREPLY=($(compgen -W "unit comm user" -- "$cur")) ;;
-            -s|--sort) COMPREPLY=($(compgen -W "user kernel minor major read write exec protection traps" -- "$cur")) ;;
+            -s|--sort) COMPREPLY=($(compgen -W "user kernel minor major read write exec protection traps time" -- "$cur")) ;;
         esac
     fi
 } && complete -F _trapstat trapstat

@@ -110,6 +110,15 @@ static void set_source(CollectorBpf *b, int i, int error, const char *why) {
 /* A source that is not loaded: inactive for the reason given. */
 static void skip_source(CollectorBpf *b, int s, int error, const char *why) {
         set_source(b, s, error, why);
+        if (s == SOURCE_FAULT_TIME) {
+                /* The entries then take no start times either. */
+                b->skel->rodata->fault_timing = false;
+                for (size_t i = 0; i < ELEMENTSOF(b->time_progs); i++) {
+                        bpf_program__set_autoload(b->time_progs[i], false);
+                        b->time_progs[i] = NULL;
+                }
+                return;
+        }
         bpf_program__set_autoload(b->progs[s], false);
         b->progs[s] = NULL;
 }
@@ -130,8 +139,9 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
                 goto fail;
         }
         b->perf_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
+        b->time_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
         b->zero_percpu = calloc((size_t) b->n_cpus, sizeof(struct ts_counters));
-        if (!b->perf_links || !b->zero_percpu) {
+        if (!b->perf_links || !b->time_links || !b->zero_percpu) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -172,6 +182,8 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->progs[SOURCE_PROCESS_EXIT] = b->skel->progs.sched_process_exit;
         b->progs[SOURCE_PROCESS_EXEC] = b->skel->progs.sched_process_exec;
         b->progs[SOURCE_TASK_ITERATOR] = b->skel->progs.tracked_tasks;
+        b->time_progs[0] = b->skel->progs.fault_done_minor;
+        b->time_progs[1] = b->skel->progs.fault_done_major;
         *ret = b;
         return 0;
 fail:
@@ -213,6 +225,8 @@ void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _S
                 else if (b->progs[tracepoint])
                         skip_source(b, s, -ECANCELED, "not needed: the tracepoint is used");
         }
+        if (disabled[SOURCE_FAULT_TIME])
+                skip_source(b, SOURCE_FAULT_TIME, -ECANCELED, "disabled by --disable-source");
 }
 
 /* An mmap'able BPF array of n elements of size bytes (arrays round elements up to 8 bytes). */
@@ -242,16 +256,17 @@ int collector_bpf_load(CollectorBpf *b) {
         return 0;
 }
 
-/* Opens the PAGE_FAULTS software event on every CPU, for user or kernel mode only, and
- * attaches prog to each. CPUs that are offline are skipped. */
-static int attach_perf(CollectorBpf *b, struct bpf_program *prog, bool user_mode, struct bpf_link **links) {
+/* Opens a page fault software event (config: PERF_COUNT_SW_PAGE_FAULTS*) on every CPU, for
+ * user mode, kernel mode or both, and attaches prog to each. CPUs that are offline are skipped. */
+static int attach_perf(CollectorBpf *b, struct bpf_program *prog, unsigned long long config, bool user,
+                       bool kernel, struct bpf_link **links) {
         struct perf_event_attr attr = {
                 .type = PERF_TYPE_SOFTWARE,
                 .size = sizeof(attr),
-                .config = PERF_COUNT_SW_PAGE_FAULTS,
+                .config = config,
                 .sample_period = 1,
-                .exclude_kernel = user_mode,
-                .exclude_user = !user_mode,
+                .exclude_kernel = !kernel,
+                .exclude_user = !user,
         };
         int attached = 0;
 
@@ -294,7 +309,8 @@ int collector_bpf_attach(CollectorBpf *b) {
 
                 if (!b->progs[s])
                         continue;
-                r = attach_perf(b, b->progs[s], s == SOURCE_PERF_USER,
+                r = attach_perf(b, b->progs[s], PERF_COUNT_SW_PAGE_FAULTS, s == SOURCE_PERF_USER,
+                                s == SOURCE_PERF_KERNEL,
                                 b->perf_links + (s == SOURCE_PERF_USER ? 0 : (size_t) b->n_cpus));
                 set_source(b, s, r, "perf_event_open failed");
                 if (r < 0)
@@ -302,6 +318,22 @@ int collector_bpf_attach(CollectorBpf *b) {
                 else
                         log_info("Counting page faults with the perf software event instead of %s",
                                  collector_source_names[tracepoint]);
+        }
+        /* Fault time: both completions, in either mode (a fault's entry says which mode). */
+        if (b->time_progs[0]) {
+                r = attach_perf(b, b->time_progs[0], PERF_COUNT_SW_PAGE_FAULTS_MIN, true, true, b->time_links);
+                if (r >= 0)
+                        r = attach_perf(b, b->time_progs[1], PERF_COUNT_SW_PAGE_FAULTS_MAJ, true, true,
+                                        b->time_links + b->n_cpus);
+                set_source(b, SOURCE_FAULT_TIME, r, "perf_event_open failed");
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to attach to the PAGE_FAULTS_MIN/MAJ software events, fault time "
+                                             "is not measured: %m");
+                        for (size_t i = 0; i < 2 * (size_t) b->n_cpus; i++) {
+                                bpf_link__destroy(b->time_links[i]);
+                                b->time_links[i] = NULL;
+                        }
+                }
         }
         /* Minor/major faults: the task iterator, else /proc/PID/stat of the active processes. */
         if (b->progs[SOURCE_TASK_ITERATOR]) {
@@ -339,6 +371,9 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
         for (size_t i = 0; b->perf_links && i < 2 * (size_t) b->n_cpus; i++)
                 bpf_link__destroy(b->perf_links[i]);
         free(b->perf_links);
+        for (size_t i = 0; b->time_links && i < 2 * (size_t) b->n_cpus; i++)
+                bpf_link__destroy(b->time_links[i]);
+        free(b->time_links);
         if (b->owner_map)
                 (void) munmap(b->owner_map, b->owner_map_size);
         if (b->ident_map)

@@ -40,6 +40,8 @@ typedef struct CollectorBpf {
         struct bpf_program *progs[_SOURCE_MAX]; /* to load and attach; NULL when not used */
         struct bpf_link *links[_SOURCE_MAX];    /* attached programs; detached when destroyed */
         struct bpf_link **perf_links;           /* SOURCE_PERF_*: 2 * n_cpus, one per CPU each */
+        struct bpf_program *time_progs[2];      /* SOURCE_FAULT_TIME: minor, major completions */
+        struct bpf_link **time_links;           /* 2 * n_cpus, one per CPU each */
         struct bpf_link *iter_link;             /* SOURCE_TASK_ITERATOR; NULL: /proc/PID/stat instead */
         struct ring_buffer *ringbuf;
         struct ts_owner *owner_map;             /* slot_owner and slot_ident, mmap'd */

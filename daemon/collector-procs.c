@@ -251,11 +251,14 @@ void proc_table_set_slot(ProcTable *t, uint32_t slot, CollectorProc *p) {
 
 int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_counters *counters,
                             struct ts_counters *seen, uint64_t now) {
-        Faults d = counters_delta(counters, seen);
+        FaultTime time;
+        Faults d = counters_delta(counters, seen, &time);
 
-        if (faults_is_zero(&d))
+        /* A fault counted at its entry in one tick may complete in the next. */
+        if (faults_is_zero(&d) && fault_time_is_zero(&time))
                 return 0;
         faults_add(&p->delta, &d);
+        fault_time_add(&p->time_delta, &time);
         p->last_counted_usec = now;
         return proc_table_touch(t, p);
 }
@@ -452,11 +455,13 @@ int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, si
                 t->samples[n++] = (ProcessSample) {
                         .process = &p->info,
                         .delta = p->delta,
+                        .fault_time = p->time_delta,
                         .traps = p->has_traps_delta ? &p->traps_delta : NULL,
                         .sites = p->sites,
                         .n_sites = p->n_sites,
                 };
                 p->delta = (Faults) {};
+                p->time_delta = (FaultTime) {};
                 p->touched = false;
         }
         *ret = t->samples;

@@ -32,6 +32,7 @@ typedef struct CollectorProc {
         uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
         int stat_fd;                   /* its /proc/PID/stat, kept open when that is the min/maj source */
         Faults delta;                  /* this tick's */
+        FaultTime time_delta;          /* this tick's fault time */
         Traps traps_delta;
         bool has_traps_delta;
         SiteCount *sites;              /* this tick's, strings owned */

@@ -104,7 +104,7 @@ static struct ts_counters slot_sum(CollectorReader *r, const struct ts_counters 
         struct ts_counters sum = {};
 
         for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
-                counters_sum(&values[cpu], &sum);
+                counters_sum(&values[cpu], r->fault_tick, &sum);
         return sum;
 }
 
@@ -214,7 +214,7 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
         for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
                 if (!id && v[cpu].id.start_time)
                         id = &v[cpu].id;
-                counters_sum(&v[cpu].c, &sum);
+                counters_sum(&v[cpu].c, r->fault_tick, &sum);
         }
         k = proc_table_get(r->procs, key->tgid, key->start_time, id, now, &p);
         if (k < 0)
@@ -236,6 +236,9 @@ int reader_drain_maps(CollectorReader *r, uint64_t now) {
         struct trapstat_bpf *skel = r->bpf->skel;
         int k;
 
+        /* The tick that ends: its longest faults are read while BPF keeps the next one's apart. */
+        r->fault_tick = __atomic_load_n(&skel->bss->fault_tick, __ATOMIC_RELAXED);
+        __atomic_store_n(&skel->bss->fault_tick, r->fault_tick + 1, __ATOMIC_SEQ_CST);
         if ((k = drain_slots(r, now)) < 0 ||
             (k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
                                 drain_hash_entry, now)) < 0 ||

@@ -13,6 +13,7 @@
 
 _Static_assert(TS_N_SIGNALS == FAULT_SIGNALS && TS_N_SI_CODES == SI_CODE_SLOTS && TS_N_VECTORS == TRAP_VECTORS,
                "bpf/trapstat.h and common/traps.h agree on the trap layout");
+_Static_assert(TS_FAULT_BUCKETS == FAULT_TIME_BUCKETS, "bpf/trapstat.h and common/fault-time.h agree on the buckets");
 _Static_assert(TS_COMM_LEN == COMM_MAX, "bpf/trapstat.h and common/counters.h agree on the name length");
 
 const char *const collector_source_names[_SOURCE_MAX] = {
@@ -25,6 +26,7 @@ const char *const collector_source_names[_SOURCE_MAX] = {
         [SOURCE_PROCESS_EXEC] = "sched_process_exec",
         [SOURCE_TASK_ITERATOR] = "task_iterator",
         [SOURCE_PROC_STAT] = "proc_pid_stat",
+        [SOURCE_FAULT_TIME] = "fault_time",
 };
 
 int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX], const char **ret_unknown,
@@ -65,16 +67,25 @@ int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const v
         return 0;
 }
 
-void counters_sum(const struct ts_counters *v, struct ts_counters *sum) {
+void counters_sum(const struct ts_counters *v, uint64_t tick, struct ts_counters *sum) {
+        unsigned i = tick & 1;
+
         sum->user_faults += v->user_faults;
         sum->kernel_faults += v->kernel_faults;
         sum->fault_read += v->fault_read;
         sum->fault_write += v->fault_write;
         sum->fault_exec += v->fault_exec;
         sum->fault_protection += v->fault_protection;
+        sum->minor_ns += v->minor_ns;
+        sum->major_ns += v->major_ns;
+        sum->kernel_ns += v->kernel_ns;
+        for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
+                sum->buckets[b] += v->buckets[b];
+        if (v->max_tick[i] == tick && v->max_ns[i] > sum->max_ns[0])
+                sum->max_ns[0] = v->max_ns[i];
 }
 
-Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen) {
+Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, FaultTime *ret_time) {
         Faults d = {
                 .user = now->user_faults - seen->user_faults,
                 .kernel = now->kernel_faults - seen->kernel_faults,
@@ -83,8 +94,19 @@ Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen) {
                 .exec = now->fault_exec - seen->fault_exec,
                 .protection = now->fault_protection - seen->fault_protection,
         };
+        FaultTime t = {
+                .minor_ns = now->minor_ns - seen->minor_ns,
+                .major_ns = now->major_ns - seen->major_ns,
+                .kernel_ns = now->kernel_ns - seen->kernel_ns,
+        };
 
+        for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
+                t.histogram[b] = now->buckets[b] - seen->buckets[b];
+        /* The longest is taken only with a fault timed in the tick: a maximum without a count
+         * would be one of a fault counted in the tick before. */
+        t.max_ns = fault_time_count(&t) > 0 ? now->max_ns[0] : 0;
         *seen = *now;
+        *ret_time = t;
         return d;
 }
 

@@ -26,6 +26,7 @@ enum {
         SOURCE_PROCESS_EXEC,
         SOURCE_TASK_ITERATOR, /* minor/major faults, name and user of tracked processes */
         SOURCE_PROC_STAT,     /* its fallback */
+        SOURCE_FAULT_TIME,    /* PAGE_FAULTS_MIN / PAGE_FAULTS_MAJ: how long each fault took */
         _SOURCE_MAX
 };
 
@@ -41,10 +42,12 @@ int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX],
 /* Appends value (elem bytes) to an array of n, growing its capacity by doubling. */
 int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value);
 
-/* Adds one CPU's counters to sum. */
-void counters_sum(const struct ts_counters *v, struct ts_counters *sum);
-/* What the counters grew by since *seen, which then becomes now. */
-Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen);
+/* Adds one CPU's counters to sum; sum->max_ns[0] becomes the longest fault of tick `tick` on
+ * any CPU so far (the ones kept for other ticks are left out). */
+void counters_sum(const struct ts_counters *v, uint64_t tick, struct ts_counters *sum);
+/* What the counters grew by since *seen, which then becomes now; *ret_time the fault time, with
+ * now->max_ns[0] (as counters_sum() leaves it) as the longest when a fault was timed. */
+Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, FaultTime *ret_time);
 
 /* The kernel's min_flt/maj_flt of one process already reported. */
 typedef struct MinMajSeen {

@@ -250,7 +250,7 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("rows", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
-                                                          "counters", counters_to_json(&rows[i].faults, &rows[i].traps)));
+                                                          "counters", counters_to_json(&rows[i].faults, &rows[i].fault_time, &rows[i].traps)));
         store_rows_free(rows, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) other);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
@@ -384,9 +384,10 @@ static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row) {
         char counters[COUNTERS_JSON_MAX], element[COUNTERS_JSON_MAX + 64];
         int n;
 
-        if (counters_format_json(&row->faults, traps, counters) < 0)
-                return varlink_reply_append(reply, json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec,
-                                                             "counters", counters_to_json(&row->faults, traps)));
+        if (counters_format_json(&row->faults, &row->fault_time, traps, counters) < 0)
+                return varlink_reply_append(reply,
+                                            json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec, "counters",
+                                                      counters_to_json(&row->faults, &row->fault_time, traps)));
         n = snprintf(element, sizeof(element), "{\"timeUsec\":%" PRId64 ",\"counters\":%s}", (int64_t) row->time_usec,
                      counters);
         if (n < 0 || (size_t) n >= sizeof(element))
@@ -405,6 +406,7 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         StoreHistoryRow *rows;
         ProcessInfo process;
         Faults total = {};
+        FaultTime total_time = {};
         Traps total_traps = {};
         json_t *members;
         int64_t id, resolution = a->resolution_sec;
@@ -429,13 +431,14 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("samples", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 faults_add(&total, &rows[i].faults);
+                fault_time_add(&total_time, &rows[i].fault_time);
                 if (rows[i].traps)
                         traps_add(&total_traps, rows[i].traps);
                 r = append_sample(reply, &rows[i]);
         }
         store_history_rows_free(rows, n);
         members = json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
-                            counters_to_json(&total, &total_traps));
+                            counters_to_json(&total, &total_time, &total_traps));
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
@@ -473,6 +476,7 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
         VarlinkReply *reply = NULL;
         StoreUnitHistory h;
         Faults total = {};
+        FaultTime total_time = {};
         Traps total_traps = {};
         json_t *members, *units;
         int r;
@@ -488,6 +492,7 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("samples", &reply);
         for (size_t i = 0; r >= 0 && i < h.n_rows; i++) {
                 faults_add(&total, &h.rows[i].faults);
+                fault_time_add(&total_time, &h.rows[i].fault_time);
                 if (h.rows[i].traps)
                         traps_add(&total_traps, h.rows[i].traps);
                 r = append_sample(reply, &h.rows[i]);
@@ -500,7 +505,8 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
                         units = NULL;
                 }
         members = units ? json_pack("{s:o, s:I, s:I, s:o}", "units", units, "processes", (json_int_t) h.processes,
-                                    "running", (json_int_t) h.running, "total", counters_to_json(&total, &total_traps))
+                                    "running", (json_int_t) h.running, "total",
+                                    counters_to_json(&total, &total_time, &total_traps))
                         : NULL;
         store_unit_history_done(&h);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);

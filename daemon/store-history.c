@@ -33,11 +33,8 @@ void store_history_rows_free(StoreHistoryRow *rows, size_t n) {
         free(rows);
 }
 
-/* Intervals are sorted: binary search. Every interval with traps has a sample_raw row; its Traps
- * is made at its first trap. */
-static Traps *history_traps_by_time(int64_t t, void *userdata) {
-        RowsByTime *r = userdata;
-        StoreHistoryRow *row;
+/* Intervals are sorted: binary search. NULL when there is no row at t. */
+static StoreHistoryRow *history_row_at(RowsByTime *r, int64_t t) {
         size_t lo = 0, hi = r->n;
 
         while (lo < hi) {
@@ -50,11 +47,27 @@ static Traps *history_traps_by_time(int64_t t, void *userdata) {
         }
         if (lo == r->n || (int64_t) r->rows[lo].time_usec != t)
                 return NULL;
-        row = &r->rows[lo];
+        return &r->rows[lo];
+}
+
+/* Every interval with traps has a sample row; its Traps is made at its first trap. */
+static Traps *history_traps_by_time(int64_t t, void *userdata) {
+        RowsByTime *r = userdata;
+        StoreHistoryRow *row = history_row_at(r, t);
+
+        if (!row)
+                return NULL;
         if (!row->traps)
                 row->traps = calloc(1, sizeof(*row->traps));
         r->oom = r->oom || !row->traps;
         return row->traps;
+}
+
+/* Every interval with fault time has a sample row too (its time_ns). */
+static FaultTime *history_time_by_time(int64_t t, void *userdata) {
+        StoreHistoryRow *row = history_row_at(userdata, t);
+
+        return row ? &row->fault_time : NULL;
 }
 
 /* Adds the pending deltas of the processes in [since, until) to the row of their interval of
@@ -224,6 +237,14 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
                                        .value = procs->value,
                                        .find = history_traps_by_time,
                                        .userdata = &by_time });
+        if (r >= 0)
+                r = read_fault_time(s, seg, n_seg,
+                                    &(FaultTimeQuery) { .group = group,
+                                                        .where = procs->where,
+                                                        .text = procs->text,
+                                                        .value = procs->value,
+                                                        .find = history_time_by_time,
+                                                        .userdata = &by_time });
         if (r >= 0 && by_time.oom)
                 r = -ENOMEM;
         if (r < 0) {

@@ -115,7 +115,7 @@ void *grow_array(void *array, size_t n, size_t *capacity, size_t elem);
 /* ---- store-pending.c: a tick's deltas as one row of sample_pending ---- */
 
 /* Appends a process's delta to the tick being packed (s->packed; store_flush() empties it). */
-int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps);
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns);
 /* Commits what was packed as one pending row; in the caller's transaction. */
 int store_pending_add(Store *s, uint64_t now_usec);
 /* A process's deltas of one raw bucket that are still pending. */
@@ -124,7 +124,11 @@ typedef struct PendingSample {
         int64_t process_id;
         Faults delta;
         uint64_t traps;
+        uint64_t time_ns; /* all fault time */
 } PendingSample;
+
+/* Adds b's counts to a. */
+void pending_sample_add(PendingSample *a, const PendingSample *b);
 
 /* Every pending sample (only_ids not NULL: of the n_only processes it lists, sorted ascending,
  * only), summed per bucket and process, in (bucket, process) order: *ret_n of them in *ret, to
@@ -164,6 +168,20 @@ typedef struct TrapsQuery {
 /* Sums the rows of every kind that is part of a Traps over the segments, per group and key, and
  * adds them to the Traps of their group. */
 int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q);
+
+/* The same for the fault time kind: what read_fault_time() reads, as TrapsQuery. */
+typedef struct FaultTimeQuery {
+        const char *group;
+        const char *where;
+        const char *text;
+        int64_t value;
+        FaultTime *(*find)(int64_t group, void *userdata);
+        void *userdata;
+} FaultTimeQuery;
+
+/* Merges the fault time rows over the segments per group (sums, maximum, histogram) into the
+ * FaultTime of their group. */
+int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const FaultTimeQuery *q);
 
 /* ---- store-sites.c: a tick's sites ---- */
 

@@ -57,7 +57,8 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                 .name = "sample",
                 .tables = { "sample_raw", "sample_minute", "sample_hour" },
                 .fault_values = true,
-                .values = { "traps" }, /* all traps of the interval, so that Top sorts by them */
+                /* All traps and all fault time of the interval, so that Top sorts by them. */
+                .values = { "traps", "time_ns" },
         },
         [STORE_KIND_TRAP] = {
                 .name = "trap",
@@ -83,7 +84,18 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                 .keys = { "kind", "vector", "period", "site_id", "memory", "memory_object_id" },
                 .values = { "count" },
         },
+        /* Written by store_flush() from ProcessSample.fault_time; the sample kind's time_ns is
+         * their sum, for Top to sort by. */
+        [STORE_KIND_FAULT_TIME] = {
+                .name = "fault_time",
+                .tables = { "fault_time_raw", "fault_time_minute", "fault_time_hour" },
+                .values = { "minor_ns", "major_ns", "kernel_ns", "max_ns", "h0", "h1", "h2", "h3", "h4", "h5", "h6",
+                            "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18", "h19",
+                            "h20", "h21", "h22", "h23" },
+                .max_values = 1U << 3,
+        },
 };
+_Static_assert(FAULT_TIME_BUCKETS == 24, "the fault_time kind has a column per bucket");
 
 const uint64_t store_tier_width_usec[_TIER_MAX] = { STORE_RAW_BUCKET_USEC, 60 * UINT64_C(1000000),
                                                     3600 * UINT64_C(1000000) };
@@ -142,6 +154,16 @@ char *store_kind_join_keys(const StoreKind *k, const char *fmt, const char *sep)
 }
 
 char *store_kind_join_values(const StoreKind *k, const char *fmt, const char *sep) {
+        return store_kind_join_merges(k, fmt, fmt, sep);
+}
+
+static bool value_is_max(const StoreKind *k, size_t i) {
+        size_t own = k->fault_values ? i - n_fault_fields : i;
+
+        return (!k->fault_values || i >= n_fault_fields) && own < 32 && (k->max_values >> own & 1);
+}
+
+char *store_kind_join_merges(const StoreKind *k, const char *sum_fmt, const char *max_fmt, const char *sep) {
         size_t n = store_kind_n_values(k), size = 0;
         char *buf = NULL;
         FILE *f = open_memstream(&buf, &size);
@@ -153,7 +175,7 @@ char *store_kind_join_values(const StoreKind *k, const char *fmt, const char *se
 
                 if (i > 0)
                         fputs(sep, f);
-                fprintf(f, fmt, store_kind_value(k, i, column));
+                fprintf(f, value_is_max(k, i) ? max_fmt : sum_fmt, store_kind_value(k, i, column));
         }
         return memstream_done(f, &buf);
 }
@@ -218,7 +240,7 @@ char *store_kind_union_per_process(const StoreKind *k, const TierSegment *seg, s
 }
 
 char *store_kind_sum(const StoreKind *k, const char *group, const char *from) {
-        _cleanup_free_ char *keys = keys_after(k), *sums = store_kind_join_values(k, "SUM(%1$s)", ", ");
+        _cleanup_free_ char *keys = keys_after(k), *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", ");
         char *sql;
 
         if (!keys || !sums ||
@@ -227,9 +249,10 @@ char *store_kind_sum(const StoreKind *k, const char *group, const char *from) {
         return sql;
 }
 
-/* "v = v + excluded.v, ...": what a row whose key exists already adds to it. */
+/* "v = v + excluded.v, ...": what a row whose key exists already adds to it (a maximum: the
+ * larger). */
 static char *increments(const StoreKind *k) {
-        return store_kind_join_values(k, "%1$s = %1$s + excluded.%1$s", ", ");
+        return store_kind_join_merges(k, "%1$s = %1$s + excluded.%1$s", "%1$s = MAX(%1$s, excluded.%1$s)", ", ");
 }
 
 char *store_kind_upsert(const StoreKind *k, int tier) {
@@ -260,7 +283,7 @@ char *store_kind_upsert(const StoreKind *k, int tier) {
 
 char *store_kind_roll_up(const StoreKind *k, int tier, uint64_t from, uint64_t to) {
         _cleanup_free_ char *keys = keys_after(k), *values = store_kind_join_values(k, "%1$s", ", "),
-                            *sums = store_kind_join_values(k, "SUM(%1$s)", ", "), *adds = increments(k);
+                            *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", "), *adds = increments(k);
         uint64_t w = store_tier_width_usec[tier];
         char *sql;
 

@@ -31,10 +31,10 @@
  * *buf: NULL when the stream failed (*buf is freed then). */
 char *memstream_done(FILE *f, char **buf);
 
-enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, STORE_KIND_SITE, _STORE_KIND_MAX };
+enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, STORE_KIND_SITE, STORE_KIND_FAULT_TIME, _STORE_KIND_MAX };
 
 #define STORE_KIND_MAX_KEYS 6
-#define STORE_KIND_MAX_VALUES 16
+#define STORE_KIND_MAX_VALUES 32
 /* Longest column name, with its NUL. */
 #define STORE_COLUMN_MAX 32
 
@@ -46,6 +46,8 @@ typedef struct StoreKind {
          * then come values[]. */
         bool fault_values;
         const char *values[STORE_KIND_MAX_VALUES + 1];   /* NULL-ended */
+        /* Bit i: values[i] is a maximum, not a count: rows of one key merge by MAX, not by SUM. */
+        uint32_t max_values;
         /* For the kinds that are part of a Traps (NULL for the others): the next row of t with
          * a non-zero count at or after *cursor, its keys and values (false: no more), and its
          * inverse, that adds one row to t (keys it has no place for are ignored). */
@@ -67,6 +69,8 @@ const char *store_kind_value(const StoreKind *k, size_t i, char buf[static STORE
  * name as %1$s; sep comes between two of them. "" for a kind without such columns. */
 char *store_kind_join_keys(const StoreKind *k, const char *fmt, const char *sep);
 char *store_kind_join_values(const StoreKind *k, const char *fmt, const char *sep);
+/* The same with sum_fmt for a count and max_fmt for a maximum (StoreKind.max_values). */
+char *store_kind_join_merges(const StoreKind *k, const char *sum_fmt, const char *max_fmt, const char *sep);
 
 /* All columns: "process_id, time_usec, <keys>, <values>". */
 char *store_kind_columns(const StoreKind *k);
@@ -87,7 +91,7 @@ char *store_kind_union_per_process(const StoreKind *k, const TierSegment *seg, s
                                    const char *processes);
 
 /* "SELECT <group> AS g, <keys>, SUM(<value>)... FROM (<from>) GROUP BY g, <keys>": the values
- * summed per group (an SQL expression over the columns of from) and key. */
+ * summed (a maximum: its MAX) per group (an SQL expression over the columns of from) and key. */
 char *store_kind_sum(const StoreKind *k, const char *group, const char *from);
 
 /* Adds a count to the tier's row of (?1 process_id, ?2 time_usec, keys from ?3 on, then the

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The pending ticks. A tick's deltas go into one sample_pending row, not one sample_raw row per
  * process: packed, for each process with a non-zero delta its row id, a mask of its non-zero
- * members (bit i: fault_fields[i], bit n_fault_fields: traps), then those members, every number
+ * members (bit i: fault_fields[i], bit n_fault_fields: traps, the next: fault time in ns), then those
+ * members, every number
  * an unsigned LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
  * transaction: when a tick falls into a later bucket, and before anything reads the samples. */
 #include "store-internal.h"
@@ -28,8 +29,8 @@ static int pack_u64(Store *s, uint64_t v) {
         return 0;
 }
 
-int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps) {
-        uint64_t mask = traps ? UINT64_C(1) << n_fault_fields : 0;
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns) {
+        uint64_t mask = (traps ? UINT64_C(1) << n_fault_fields : 0) | (time_ns ? UINT64_C(1) << (n_fault_fields + 1) : 0);
         int r;
 
         for (size_t i = 0; i < n_fault_fields; i++)
@@ -43,6 +44,8 @@ int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64
                         r = pack_u64(s, faults_get(delta, &fault_fields[i]));
         if (r >= 0 && traps)
                 r = pack_u64(s, traps);
+        if (r >= 0 && time_ns)
+                r = pack_u64(s, time_ns);
         return r;
 }
 
@@ -81,7 +84,7 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, c
 
                 if ((r = unpack_u64(&p, end, &id)) < 0 || (r = unpack_u64(&p, end, &mask)) < 0)
                         return r;
-                if (id > INT64_MAX || mask >> (n_fault_fields + 1))
+                if (id > INT64_MAX || mask >> (n_fault_fields + 2))
                         return -EUCLEAN;
                 x.process_id = (int64_t) id;
                 for (size_t i = 0; i < n_fault_fields; i++)
@@ -89,6 +92,8 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, c
                             (r = unpack_u64(&p, end, faults_field(&x.delta, &fault_fields[i]))) < 0)
                                 return r;
                 if ((mask & (UINT64_C(1) << n_fault_fields)) && (r = unpack_u64(&p, end, &x.traps)) < 0)
+                        return r;
+                if ((mask & (UINT64_C(1) << (n_fault_fields + 1))) && (r = unpack_u64(&p, end, &x.time_ns)) < 0)
                         return r;
                 /* A unit's processes may be thousands: a binary search, not a scan, per sample. */
                 if (only_ids && !bsearch(&x.process_id, only_ids, n_only, sizeof(*only_ids), id_compare))
@@ -100,6 +105,12 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, c
                 a[(*n)++] = x;
         }
         return 0;
+}
+
+void pending_sample_add(PendingSample *a, const PendingSample *b) {
+        faults_add(&a->delta, &b->delta);
+        a->traps += b->traps;
+        a->time_ns += b->time_ns;
 }
 
 static int pending_compare(const void *a, const void *b) {
@@ -119,6 +130,7 @@ static int fold_sample(Store *s, const PendingSample *x) {
         for (size_t i = 0; i < n_fault_fields; i++)
                 sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(&x->delta, &fault_fields[i]));
         sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) x->traps);
+        sqlite3_bind_int64(st, 4 + (int) n_fault_fields, (int64_t) MIN(x->time_ns, (uint64_t) INT64_MAX));
         return sql_step_done(st);
 }
 
@@ -151,8 +163,7 @@ int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, Pending
                 qsort(a, n, sizeof(*a), pending_compare);
         for (size_t i = 0; i < n; i++) {
                 if (m > 0 && pending_compare(&a[i], &a[m - 1]) == 0) {
-                        faults_add(&a[m - 1].delta, &a[i].delta);
-                        a[m - 1].traps += a[i].traps;
+                        pending_sample_add(&a[m - 1], &a[i]);
                 } else
                         a[m++] = a[i];
         }

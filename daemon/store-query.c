@@ -57,45 +57,82 @@ int prepare_over(Store *s, sqlite3_stmt **ret, const char *fmt, int kind, const 
         return sql_prepare(s->db, ret, fmt, u);
 }
 
+/* Sums the rows of one kind over the segments per group and key, and hands each sum to fn. */
+static int read_kind(Store *s, int k, const TierSegment *seg, size_t n_seg, const char *group, const char *where,
+                     const char *text, int64_t value,
+                     void (*fn)(const StoreKind *kind, int64_t group, const int64_t *keys, const uint64_t *values,
+                                void *userdata),
+                     void *userdata) {
+        const StoreKind *kind = &store_kinds[k];
+        size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ char *u = NULL, *sql = NULL;
+        int rc;
+
+        u = store_kind_union(kind, seg, n_seg, where);
+        sql = u ? store_kind_sum(kind, group, u) : NULL;
+        if (!sql)
+                return -ENOMEM;
+        rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return sqlite_to_errno(rc);
+        if (text)
+                sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_int64(st, 1, value);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t keys[STORE_KIND_MAX_KEYS];
+                uint64_t values[STORE_KIND_MAX_VALUES];
+
+                for (size_t i = 0; i < n_keys; i++)
+                        keys[i] = sqlite3_column_int64(st, 1 + (int) i);
+                for (size_t i = 0; i < n_values; i++)
+                        values[i] = (uint64_t) sqlite3_column_int64(st, 1 + (int) (n_keys + i));
+                fn(kind, sqlite3_column_int64(st, 0), keys, values, userdata);
+        }
+        if (rc != SQLITE_DONE)
+                return sqlite_to_errno(rc) ?: -EIO;
+        return 0;
+}
+
+static void add_traps_row(const StoreKind *kind, int64_t group, const int64_t *keys, const uint64_t *values,
+                          void *userdata) {
+        const TrapsQuery *q = userdata;
+        Traps *t = q->find(group, q->userdata);
+
+        if (t)
+                kind->traps_add(t, keys, values);
+}
+
 int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q) {
         for (int k = 0; k < _STORE_KIND_MAX; k++) {
-                const StoreKind *kind = &store_kinds[k];
-                size_t n_keys = store_kind_n_keys(kind), n_values = store_kind_n_values(kind);
-                _cleanup_finalize_ sqlite3_stmt *st = NULL;
-                _cleanup_free_ char *u = NULL, *sql = NULL;
-                int rc;
+                int r;
 
-                if (!kind->traps_add)
+                if (!store_kinds[k].traps_add)
                         continue;
-                u = store_kind_union(kind, seg, n_seg, q->where);
-                sql = u ? store_kind_sum(kind, q->group, u) : NULL;
-                if (!sql)
-                        return -ENOMEM;
-                rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-                if (rc != SQLITE_OK)
-                        return sqlite_to_errno(rc);
-                if (q->text)
-                        sqlite3_bind_text(st, 1, q->text, -1, SQLITE_STATIC);
-                else
-                        sqlite3_bind_int64(st, 1, q->value);
-
-                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                        Traps *t = q->find(sqlite3_column_int64(st, 0), q->userdata);
-                        int64_t keys[STORE_KIND_MAX_KEYS];
-                        uint64_t values[STORE_KIND_MAX_VALUES];
-
-                        if (!t)
-                                continue;
-                        for (size_t i = 0; i < n_keys; i++)
-                                keys[i] = sqlite3_column_int64(st, 1 + (int) i);
-                        for (size_t i = 0; i < n_values; i++)
-                                values[i] = (uint64_t) sqlite3_column_int64(st, 1 + (int) (n_keys + i));
-                        kind->traps_add(t, keys, values);
-                }
-                if (rc != SQLITE_DONE)
-                        return sqlite_to_errno(rc) ?: -EIO;
+                r = read_kind(s, k, seg, n_seg, q->group, q->where, q->text, q->value, add_traps_row, (void *) q);
+                if (r < 0)
+                        return r;
         }
         return 0;
+}
+
+static void add_fault_time_row(const StoreKind *kind _unused_, int64_t group, const int64_t *keys _unused_,
+                               const uint64_t *values, void *userdata) {
+        const FaultTimeQuery *q = userdata;
+        FaultTime *t = q->find(group, q->userdata), row;
+
+        if (!t)
+                return;
+        row = (FaultTime) { .minor_ns = values[0], .major_ns = values[1], .kernel_ns = values[2], .max_ns = values[3] };
+        memcpy(row.histogram, values + 4, sizeof(row.histogram));
+        fault_time_add(t, &row);
+}
+
+int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const FaultTimeQuery *q) {
+        return read_kind(s, STORE_KIND_FAULT_TIME, seg, n_seg, q->group, q->where, q->text, q->value,
+                         add_fault_time_row, (void *) q);
 }
 
 /* Top's rows in the order ranked, and an index of them by process id (ascending), so that the
@@ -138,6 +175,12 @@ static Traps *top_traps_by_id(int64_t id, void *userdata) {
         StoreRow *row = top_row_by_id(userdata, id);
 
         return row ? &row->traps : NULL;
+}
+
+static FaultTime *top_time_by_id(int64_t id, void *userdata) {
+        StoreRow *row = top_row_by_id(userdata, id);
+
+        return row ? &row->fault_time : NULL;
 }
 
 /* The conditions on table process of the processes filter lets through: "" for an empty filter,
@@ -270,8 +313,7 @@ static int top_pending(Store *s, uint64_t since_bucket, const SortKey *key, Pend
                 qsort(a, n, sizeof(*a), pending_by_process);
         for (size_t i = 0; i < n; i++) {
                 if (m > 0 && a[m - 1].process_id == a[i].process_id) {
-                        faults_add(&a[m - 1].delta, &a[i].delta);
-                        a[m - 1].traps += a[i].traps;
+                        pending_sample_add(&a[m - 1], &a[i]);
                 } else
                         a[m++] = a[i];
         }
@@ -281,7 +323,9 @@ static int top_pending(Store *s, uint64_t since_bucket, const SortKey *key, Pend
         fputc('[', f);
         for (size_t i = 0; i < m; i++)
                 fprintf(f, "%s[%" PRId64 ",%" PRIu64 "]", i ? "," : "", a[i].process_id,
-                        key->field ? faults_get(&a[i].delta, key->field) : a[i].traps);
+                        key->what == SORT_FAULTS ? faults_get(&a[i].delta, key->field)
+                        : key->what == SORT_TRAPS ? a[i].traps
+                                                  : a[i].time_ns);
         fputc(']', f);
         if (!memstream_done(f, &values))
                 return -ENOMEM;
@@ -392,13 +436,14 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
         SortKey key;
         int r;
 
-        /* The sort column comes from fault_fields or is "traps", never the caller's text. */
+        /* The sort column comes from fault_fields or is "traps" or "time_ns", never the caller's
+         * text. */
         if (sort_key_from_name(sort, &key) < 0)
                 return -EINVAL;
-        if (key.field)
+        if (key.what == SORT_FAULTS)
                 snprintf(column, sizeof(column), "f_%s", key.field->name);
         else
-                snprintf(column, sizeof(column), "traps");
+                snprintf(column, sizeof(column), key.what == SORT_TRAPS ? "traps" : "time_ns");
 
         /* Whole hours and minutes of the window from the coarse tiers, the edges from finer
          * ones: a day is a few dozen rows per process, not thousands. */
@@ -429,6 +474,13 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
                                                        .text = ids,
                                                        .find = top_traps_by_id,
                                                        .userdata = &t });
+                if (r >= 0)
+                        r = read_fault_time(s, seg, n_seg,
+                                            &(FaultTimeQuery) { .group = "process_id",
+                                                                .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                                                .text = ids,
+                                                                .find = top_time_by_id,
+                                                                .userdata = &t });
                 if (r < 0)
                         return r;
         }

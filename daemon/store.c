@@ -544,6 +544,23 @@ static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const T
         return 0;
 }
 
+/* Adds a tick's fault time to its raw bucket; in the caller's transaction. */
+static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, const FaultTime *t) {
+        sqlite3_stmt *st = s->add_raw[STORE_KIND_FAULT_TIME];
+        uint64_t values[] = { t->minor_ns, t->major_ns, t->kernel_ns, t->max_ns };
+
+        _Static_assert(ELEMENTSOF(values) + FAULT_TIME_BUCKETS <= STORE_KIND_MAX_VALUES, "the kind holds them");
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                sqlite3_bind_int64(st, 3 + (int) i, (int64_t) MIN(values[i], (uint64_t) INT64_MAX));
+        for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
+                sqlite3_bind_int64(st, 3 + (int) (ELEMENTSOF(values) + i),
+                                   (int64_t) MIN(t->histogram[i], (uint64_t) INT64_MAX));
+        return sql_step_done(st);
+}
+
 static int known_compare(const void *a, const void *b) {
         const KnownProcess *x = a, *y = b;
 
@@ -832,9 +849,15 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                 k->flushed_usec = now_usec;
 
                 uint64_t traps = samples[i].traps ? traps_total(samples[i].traps) : 0;
+                uint64_t time_ns = fault_time_total_ns(&samples[i].fault_time);
 
-                if (!faults_is_zero(&samples[i].delta) || traps > 0) {
-                        r = store_pending_pack(s, id, &samples[i].delta, traps);
+                if (!faults_is_zero(&samples[i].delta) || traps > 0 || time_ns > 0) {
+                        r = store_pending_pack(s, id, &samples[i].delta, traps, time_ns);
+                        if (r < 0)
+                                goto rollback;
+                }
+                if (!fault_time_is_zero(&samples[i].fault_time)) {
+                        r = add_fault_time(s, id, bucket, &samples[i].fault_time);
                         if (r < 0)
                                 goto rollback;
                 }

@@ -164,6 +164,7 @@ typedef struct StoreRow {
         int64_t id;
         ProcessInfo process;
         Faults faults;
+        FaultTime fault_time;
         Traps traps;
 } StoreRow;
 
@@ -218,6 +219,7 @@ int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, v
 typedef struct StoreHistoryRow {
         uint64_t time_usec;
         Faults faults;
+        FaultTime fault_time;
         Traps *traps; /* NULL: none in the interval */
 } StoreHistoryRow;
 

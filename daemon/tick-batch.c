@@ -42,6 +42,7 @@ static int sites_append(SiteCount **array, size_t *n_array, const SiteCount *sit
 /* Adds a sample's traps and sites to e. */
 static int entry_add(TickEntry *e, const ProcessSample *s) {
         faults_add(&e->delta, &s->delta);
+        fault_time_add(&e->fault_time, &s->fault_time);
         if (s->traps) {
                 if (!e->traps && !(e->traps = calloc(1, sizeof(Traps))))
                         return -ENOMEM;
@@ -145,8 +146,8 @@ int tick_batch_samples(TickBatch *b, const ProcessSample **ret, size_t *ret_n) {
                         const TickEntry *e = &b->entries[i];
 
                         b->samples[i] = (ProcessSample) { .process = &e->process, .delta = e->delta,
-                                                          .traps = e->traps, .sites = e->sites,
-                                                          .n_sites = e->n_sites };
+                                                          .fault_time = e->fault_time, .traps = e->traps,
+                                                          .sites = e->sites, .n_sites = e->n_sites };
                 }
         }
         *ret = b->samples;

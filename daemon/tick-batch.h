@@ -18,6 +18,7 @@
 typedef struct TickEntry {
         ProcessInfo process;
         Faults delta;
+        FaultTime fault_time;
         Traps *traps; /* NULL: none */
         SiteCount *sites;
         size_t n_sites;

@@ -16,6 +16,7 @@ typedef struct Entry {
         uint32_t uid;
         uint64_t processes;
         Faults faults;
+        FaultTime fault_time;
         Traps traps;
 } Entry;
 
@@ -212,6 +213,7 @@ int unit_totals_add(UnitTotals *t, const ProcessSample *samples, size_t n) {
                 if (r < 0)
                         return r;
                 faults_add(&e->faults, &s->delta);
+                fault_time_add(&e->fault_time, &s->fault_time);
                 if (s->traps)
                         traps_add(&e->traps, s->traps);
                 r = proc_count(t, s->process, e);
@@ -251,7 +253,7 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
                 if (uid >= 0 && e->uid != (uint64_t) uid)
                         continue;
                 rows[n++] = (UnitTotalsRow) { .unit = e->unit, .processes = e->processes, .faults = e->faults,
-                                              .traps = e->traps };
+                                              .fault_time = e->fault_time, .traps = e->traps };
         }
         /* One row per unit: the uids of a unit are next to each other once sorted by unit. */
         qsort(rows, n, sizeof(*rows), row_cmp_unit);
@@ -259,6 +261,7 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
                 if (k > 0 && unit_cmp(rows[k - 1].unit, rows[i].unit) == 0) {
                         rows[k - 1].processes += rows[i].processes;
                         faults_add(&rows[k - 1].faults, &rows[i].faults);
+                        fault_time_add(&rows[k - 1].fault_time, &rows[i].fault_time);
                         traps_add(&rows[k - 1].traps, &rows[i].traps);
                 } else
                         rows[k++] = rows[i];
@@ -272,6 +275,7 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
 json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec) {
         _cleanup_free_ UnitTotalsRow *rows = NULL;
         Faults total = {};
+        FaultTime total_time = {};
         Traps total_traps = {};
         json_t *units;
         size_t n;
@@ -281,13 +285,15 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
         units = json_array();
         for (size_t i = 0; units && i < n; i++) {
                 faults_add(&total, &rows[i].faults);
+                fault_time_add(&total_time, &rows[i].fault_time);
                 traps_add(&total_traps, &rows[i].traps);
                 if (i >= limit)
                         continue;
                 /* Unit names are untrusted text, as a process's. */
                 if (json_array_append_new(units, json_pack("{s:o, s:I, s:o}", "unit", text_to_json(rows[i].unit),
                                                            "processes", (json_int_t) rows[i].processes, "counters",
-                                                           counters_to_json(&rows[i].faults, &rows[i].traps))) < 0) {
+                                                           counters_to_json(&rows[i].faults, &rows[i].fault_time,
+                                                                            &rows[i].traps))) < 0) {
                         json_decref(units);
                         units = NULL;
                 }
@@ -295,5 +301,6 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
         if (!units)
                 return NULL;
         return json_pack("{s:I, s:o, s:I, s:o}", "sinceUsec", (json_int_t) since_usec, "units", units, "otherUnits",
-                         (json_int_t) (n > limit ? n - limit : 0), "total", counters_to_json(&total, &total_traps));
+                         (json_int_t) (n > limit ? n - limit : 0), "total",
+                         counters_to_json(&total, &total_time, &total_traps));
 }

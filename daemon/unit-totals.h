@@ -38,6 +38,7 @@ typedef struct UnitTotalsRow {
         const char *unit; /* NULL: processes in no unit; UNIT_TOTALS_OTHER; borrowed from t */
         uint64_t processes;
         Faults faults;
+        FaultTime fault_time;
         Traps traps;
 } UnitTotalsRow;
 

@@ -12,13 +12,19 @@
 #include "varlink.h"
 
 static bool sample_counted(const ProcessSample *s) {
-        return !faults_is_zero(&s->delta) || (s->traps && !traps_is_zero(s->traps));
+        return !faults_is_zero(&s->delta) || !fault_time_is_zero(&s->fault_time) ||
+               (s->traps && !traps_is_zero(s->traps));
 }
 
-static uint64_t sample_key(const ProcessSample *s, const FaultField *field) {
-        if (!field)
+static uint64_t sample_key(const ProcessSample *s, const SortKey *key) {
+        switch (key->what) {
+        case SORT_TRAPS:
                 return s->traps ? traps_total(s->traps) : 0;
-        return faults_get(&s->delta, field);
+        case SORT_FAULT_TIME:
+                return fault_time_total_ns(&s->fault_time);
+        default:
+                return faults_get(&s->delta, key->field);
+        }
 }
 
 typedef struct SortItem {
@@ -67,11 +73,11 @@ static json_t *exited_to_json(const ProcessInfo **exited, size_t n) {
 
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
                           uint64_t interval_usec, uint64_t missed_ticks) {
-        const FaultField *field = filter->sort.field; /* NULL: sorted by traps */
         _cleanup_free_ SortItem *items = calloc(n ? n : 1, sizeof(*items));
         _cleanup_free_ const ProcessInfo **exited = calloc(n ? n : 1, sizeof(*exited));
         _cleanup_json_ json_t *rows = json_array(), *exited_list = NULL;
         Faults total = {};
+        FaultTime total_time = {};
         Traps total_traps = {};
         size_t m = 0, n_exited = 0;
 
@@ -87,9 +93,10 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 if (!sample_counted(s))
                         continue;
                 faults_add(&total, &s->delta);
+                fault_time_add(&total_time, &s->fault_time);
                 if (s->traps)
                         traps_add(&total_traps, s->traps);
-                items[m++] = (SortItem) { s, sample_key(s, field) };
+                items[m++] = (SortItem) { s, sample_key(s, &filter->sort) };
         }
         qsort(items, m, sizeof(*items), sort_item_compare);
 
@@ -97,7 +104,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 static const Traps no_traps;
                 const ProcessSample *s = items[i].sample;
                 json_t *row = json_pack("{s:o, s:o}", "process", process_info_to_json(s->process), "counters",
-                                        counters_to_json(&s->delta, s->traps ?: &no_traps));
+                                        counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps));
 
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
@@ -106,7 +113,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
         if (!exited_list)
                 return NULL;
         return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
-                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_traps), "processes",
+                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_time, &total_traps), "processes",
                          (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks, "exited", exited_list);
 }
 

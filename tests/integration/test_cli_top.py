@@ -63,14 +63,14 @@ def data_rows(screen):
 
 
 def row_of(screen, pid):
-    """The live view's row of pid as its cells: PID S COMM USER/s KERNEL/s MAJOR/s TRAPS/s
+    """The live view's row of pid as its cells: PID S COMM USER/s KERNEL/s MAJOR/s TRAPS/s %FAULT
     FAULTS TRAPS VECTORS UNIT (S is blank for a running process that did not trap lately)."""
     for line in data_rows(screen):
         if line.split()[0] == str(pid):
             state = line[8]
             cells = line[:8].split() + [state] + line[9:].split()
             # A row being drawn may be cut short: not a row yet.
-            return cells if len(cells) >= 11 else None
+            return cells if len(cells) >= 12 else None
     return None
 
 
@@ -234,17 +234,17 @@ class LiveTop(SharedDaemonTest):
             self.addCleanup(before.stop)
             wait_known(d.socket, before)
             t = self.top("restart", f"--comm site-traps --sort traps", socket=d.socket)
-            t.wait(lambda s: (row_of(s, before.pid) or [None] * 9)[8] == "3", "the first workload's 3 traps")
+            t.wait(lambda s: (row_of(s, before.pid) or [None] * 10)[9] == "3", "the first workload's 3 traps")
             d.stop()
             t.wait(lambda s: "trapstatd went away at" in s and "reconnecting" in s, "the view to say the daemon went away")
             d.start()
             t.wait(lambda s: "went away" not in s and "reconnected to trapstatd" in s, "the view to reconnect")
             after = SiteTraps(7)
             self.addCleanup(after.stop)
-            s = t.wait(lambda s: (row_of(s, after.pid) or [None] * 9)[8] == "7" and "went away" not in s,
+            s = t.wait(lambda s: (row_of(s, after.pid) or [None] * 10)[9] == "7" and "went away" not in s,
                        "the new workload's 7 traps after the restart")
             # The first workload's row and total are still there.
-            self.assertEqual(row_of(s, before.pid)[8], "3", s)
+            self.assertEqual(row_of(s, before.pid)[9], "3", s)
             t.keys("q")
             t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
 
@@ -255,20 +255,20 @@ class LiveTop(SharedDaemonTest):
         t.wait(lambda s: "sorted by traps" in s and "--comm site-tr*" in s, "the live view with its filter")
         w = SiteTraps(3)
         self.addCleanup(w.stop)
-        s = t.wait(lambda s: row_of(s, w.pid) and row_of(s, w.pid)[8] == "3", "the workload's 3 traps")
+        s = t.wait(lambda s: row_of(s, w.pid) and row_of(s, w.pid)[9] == "3", "the workload's 3 traps")
         row = row_of(s, w.pid)
         self.assertEqual(row[2], "site-traps", s)
-        self.assertEqual(row[9], "UD:3", s)
+        self.assertEqual(row[10], "UD:3", s)
         # Only what the filter lets through.
         self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
         time.sleep(4)
         s = t.screen()
         row = row_of(s, w.pid)
         self.assertIsNotNone(row, f"the idle process left the screen:\n{s}")
-        self.assertEqual((row[1], row[6], row[8], row[9]), (" ", "0", "3", "UD:3"), s)
+        self.assertEqual((row[1], row[6], row[9], row[10]), (" ", "0", "3", "UD:3"), s)
         w.stop()
         s = t.wait(lambda s: (row_of(s, w.pid) or [None, None])[1] == "X", "the exited mark")
-        self.assertEqual(row_of(s, w.pid)[8], "3", s)
+        self.assertEqual(row_of(s, w.pid)[9], "3", s)
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
 
@@ -283,13 +283,13 @@ class LiveTop(SharedDaemonTest):
         t = self.top("pid", f"-p {w.pid}")
         s = t.wait(lambda s: row_of(s, w.pid) and "rates over" in s, "the process from the window")
         self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
-        self.assertEqual(row_of(s, w.pid)[8], "5", s)
+        self.assertEqual(row_of(s, w.pid)[9], "5", s)
         # P: another pid, typed at the bottom line.
         t.keys("P")
         t.wait(lambda s: "pids (e.g. 123,456; empty: all):" in s, "the pid prompt")
         t.keys(str(other.pid), "Enter")
         s = t.wait(lambda s: [r.split()[0] for r in data_rows(s)] == [str(other.pid)], "only the other pid")
-        self.assertEqual(row_of(s, other.pid)[8], "2", s)
+        self.assertEqual(row_of(s, other.pid)[9], "2", s)
         self.assertIn(f"-p {other.pid}", s)
         # A bad list is refused with a message; the filter stays.
         t.keys("P", "x1", "Enter")
@@ -318,7 +318,7 @@ class LiveTop(SharedDaemonTest):
         s = t.wait(lambda s: ", by unit" in s and "PROCS S" in s, "rows grouped by unit")
         rows = [r.split() for r in data_rows(s) if r.split()[-1] == unit]
         self.assertEqual(len(rows), 1, s)
-        # PROCS S? USER/s KERNEL/s MAJOR/s TRAPS/s FAULTS TRAPS VECTORS UNIT (S blank: no cell)
+        # PROCS S? USER/s KERNEL/s MAJOR/s TRAPS/s %FAULT FAULTS TRAPS VECTORS UNIT (S blank: no cell)
         self.assertEqual((rows[0][0], rows[0][-3], rows[0][-2]), ("2", "7", "UD:7"), s)
         # g cycles on: comm, user, then per process again.
         t.keys("g")
@@ -327,7 +327,7 @@ class LiveTop(SharedDaemonTest):
         t.wait(lambda s: "PID S COMM" in s and ", by " not in s, "per process again")
         t.keys("h")
         s = t.wait(lambda s: s if "trapstat top: keys" in s else None, "the help screen")
-        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
+        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t w", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
             self.assertIn(f"  {key}", s)
         t.keys("x")
         t.wait(lambda s: "PID S COMM" in s, "back to the view")

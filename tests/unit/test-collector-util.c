@@ -53,14 +53,15 @@ static void test_counters_delta(void **state) {
         struct ts_counters cpu0 = { .user_faults = 10, .kernel_faults = 1, .fault_read = 4, .fault_write = 5,
                                     .fault_exec = 1, .fault_protection = 2 };
         struct ts_counters cpu1 = { .user_faults = 5, .fault_read = 5 };
+        FaultTime t;
         Faults d;
 
-        counters_sum(&cpu0, &sum);
-        counters_sum(&cpu1, &sum);
+        counters_sum(&cpu0, 0, &sum);
+        counters_sum(&cpu1, 0, &sum);
         assert_int_equal(sum.user_faults, 15);
         assert_int_equal(sum.fault_read, 9);
 
-        d = counters_delta(&sum, &seen);
+        d = counters_delta(&sum, &seen, &t);
         assert_int_equal(d.user, 15);
         assert_int_equal(d.kernel, 1);
         assert_int_equal(d.read, 9);
@@ -69,16 +70,51 @@ static void test_counters_delta(void **state) {
         assert_int_equal(d.protection, 2);
         assert_int_equal(d.minor, 0);
         assert_int_equal(d.major, 0);
+        assert_true(fault_time_is_zero(&t));
         assert_memory_equal(&seen, &sum, sizeof(sum));
 
         /* Nothing new: a zero delta. */
-        d = counters_delta(&sum, &seen);
+        d = counters_delta(&sum, &seen, &t);
         assert_true(faults_is_zero(&d));
 
         sum.kernel_faults += 3;
-        d = counters_delta(&sum, &seen);
+        d = counters_delta(&sum, &seen, &t);
         assert_int_equal(d.kernel, 3);
         assert_int_equal(d.user, 0);
+}
+
+/* Fault time: sums and buckets grow like counts; the longest fault is each CPU's for the tick
+ * being read, never one kept for the other tick, and only with a fault timed in the delta. */
+static void test_counters_fault_time(void **state) {
+        struct ts_counters seen = {}, sum = {};
+        /* Tick 6 is read (slot 0); CPU 1 already counts into tick 7 (slot 1). */
+        struct ts_counters cpu0 = { .minor_ns = 3000, .major_ns = 5000000, .kernel_ns = 700,
+                                    .buckets = { [0] = 1, [2] = 1, [13] = 1 },
+                                    .max_ns = { 5000000, 0 }, .max_tick = { 6, 0 } };
+        struct ts_counters cpu1 = { .minor_ns = 2500, .buckets = { [2] = 1 },
+                                    .max_ns = { 9000000, 2500 }, .max_tick = { 4, 7 } };
+        FaultTime t;
+
+        counters_sum(&cpu0, 6, &sum);
+        counters_sum(&cpu1, 6, &sum);
+        (void) counters_delta(&sum, &seen, &t);
+        assert_int_equal(t.minor_ns, 5500);
+        assert_int_equal(t.major_ns, 5000000);
+        assert_int_equal(t.kernel_ns, 700);
+        assert_int_equal(t.histogram[0], 1);
+        assert_int_equal(t.histogram[2], 2);
+        assert_int_equal(t.histogram[13], 1);
+        assert_int_equal(fault_time_count(&t), 4);
+        /* CPU 1's 9 ms belong to tick 4, its 2.5 us to tick 7. */
+        assert_int_equal(t.max_ns, 5000000);
+
+        /* The next tick: nothing timed, so no longest fault either, whatever the CPUs kept. */
+        sum = (struct ts_counters) {};
+        counters_sum(&cpu0, 7, &sum);
+        counters_sum(&cpu1, 7, &sum);
+        (void) counters_delta(&sum, &seen, &t);
+        assert_true(fault_time_is_zero(&t));
+        (void) state;
 }
 
 static void test_minmaj_account(void **state) {
@@ -347,6 +383,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sources_parse),
                 cmocka_unit_test(test_counters_delta),
+                cmocka_unit_test(test_counters_fault_time),
                 cmocka_unit_test(test_minmaj_account),
                 cmocka_unit_test(test_traps_account),
                 cmocka_unit_test(test_lifecycle_event_decode),

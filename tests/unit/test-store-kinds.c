@@ -153,12 +153,13 @@ static void test_sample_values_are_the_faults(void **state) {
         char buf[STORE_COLUMN_MAX], name[STORE_COLUMN_MAX];
 
         assert_int_equal(store_kind_n_keys(k), 0);
-        assert_int_equal(store_kind_n_values(k), n_fault_fields + 1);
+        assert_int_equal(store_kind_n_values(k), n_fault_fields + 2);
         for (size_t i = 0; i < n_fault_fields; i++) {
                 snprintf(name, sizeof(name), "f_%s", fault_fields[i].name);
                 assert_string_equal(store_kind_value(k, i, buf), name);
         }
         assert_string_equal(store_kind_value(k, n_fault_fields, buf), "traps");
+        assert_string_equal(store_kind_value(k, n_fault_fields + 1, buf), "time_ns");
         for (int i = 0; i < _STORE_KIND_MAX; i++)
                 assert_true(i == STORE_KIND_SAMPLE || !store_kinds[i].fault_values);
 }
@@ -349,7 +350,7 @@ static int64_t fill_raw(sqlite3 *db, const StoreKind *kinds, size_t n_kinds, uin
 static int64_t roll_up_mismatches(sqlite3 *db, const StoreKind *k, int tier, uint64_t until, int64_t *ret_rows) {
         uint64_t w = store_tier_width_usec[tier];
         char *keys = store_kind_join_keys(k, ", %1$s", ""), *values = store_kind_join_values(k, "%1$s", ", "),
-             *sums = store_kind_join_values(k, "SUM(%1$s)", ", "), *summed, *rows;
+             *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", "), *summed, *rows;
         int64_t n;
 
         assert_true(keys && values && sums);

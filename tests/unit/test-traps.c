@@ -212,18 +212,23 @@ static void test_counters_format_json(void **state) {
 
         for (size_t k = 0; k < ELEMENTSOF(values); k++) {
                 Faults f = {};
+                FaultTime t = { .minor_ns = values[k], .major_ns = values[(k + 1) % ELEMENTSOF(values)],
+                                .kernel_ns = values[(k + 2) % ELEMENTSOF(values)],
+                                .max_ns = values[(k + 3) % ELEMENTSOF(values)] };
 
                 for (size_t i = 0; i < n_fault_fields; i++)
                         *faults_field(&f, &fault_fields[i]) = values[(k + i) % ELEMENTSOF(values)];
-                _cleanup_json_ json_t *j = counters_to_json(&f, &none);
+                for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
+                        t.histogram[i] = values[(k + i) % ELEMENTSOF(values)];
+                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &none);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
-                int n = counters_format_json(&f, &none, buf);
+                int n = counters_format_json(&f, &t, &none, buf);
 
                 assert_non_null(dumped);
                 assert_int_equal(n, (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
         }
-        assert_int_equal(counters_format_json(&(Faults) {}, &some, buf), -EINVAL);
+        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &some, buf), -EINVAL);
         (void) state;
 }
 

@@ -536,10 +536,17 @@ static void test_validate_trapstat_input(void **state) {
         varlink_interface_free(i);
 }
 
+/* An empty FaultTime member of Counters, as text. */
+#define FAULT_TIME_ZERO                                                                                            \
+        "\"faultTime\": {\"minorNs\": 0, \"majorNs\": 0, \"kernelNs\": 0, \"maxNs\": 0, \"histogram\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]},"
+
 static json_t *counters_new(json_int_t user) {
-        json_t *c = json_pack("{s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i}, s:{s:i}, s:{s:i}, s:{s:i}}",
+        json_t *c = json_pack("{s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i}, s:{s:i,s:i,s:i,s:i,s:[iiiiiiiiiiiiiiiiiiiiiiii]}, "
+                              "s:{s:i}, s:{s:i}, s:{s:i}}",
                               "faults", "user", user, "kernel", 2, "minor", 3, "major", 0, "read", 1, "write", 1,
                               "exec", 0, "protection", 0,
+                              "faultTime", "minorNs", 4000, "majorNs", 0, "kernelNs", 900, "maxNs", 2100, "histogram",
+                              1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                               "traps", "UD", 1,
                               "signals", "SIGILL", 1,
                               "signalCodes", "SIGILL/ILL_ILLOPN", 1);
@@ -664,20 +671,20 @@ static void test_validate_trapstat_output(void **state) {
         /* Watch always says which processes exited, also when none did. */
         check_output(i, "Watch",
                      "{\"timeUsec\": 1, \"intervalUsec\": 1, \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0,"
-                     " \"minor\": 0, \"major\": 0, \"read\": 0, \"write\": 0, \"exec\": 0, \"protection\": 0},"
+                     " \"minor\": 0, \"major\": 0, \"read\": 0, \"write\": 0, \"exec\": 0, \"protection\": 0}, " FAULT_TIME_ZERO
                      " \"traps\": {}, \"signals\": {}, \"signalCodes\": {}}, \"processes\": 0, \"rows\": [],"
                      " \"missedTicks\": 0, \"exited\": [{\"pid\": 5, \"startTime\": 7}]}",
                      NULL);
         check_output(i, "Watch",
                      "{\"timeUsec\": 1, \"intervalUsec\": 1, \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0,"
-                     " \"minor\": 0, \"major\": 0, \"read\": 0, \"write\": 0, \"exec\": 0, \"protection\": 0},"
+                     " \"minor\": 0, \"major\": 0, \"read\": 0, \"write\": 0, \"exec\": 0, \"protection\": 0}, " FAULT_TIME_ZERO
                      " \"traps\": {}, \"signals\": {}, \"signalCodes\": {}}, \"processes\": 0, \"rows\": [],"
                      " \"missedTicks\": 0}",
                      "exited");
         check_output(i, "UnitHistory",
                      "{\"units\": [\"a.service\"], \"processes\": 2, \"running\": 1, \"samples\": [],"
                      " \"total\": {\"faults\": {\"user\": 0, \"kernel\": 0, \"minor\": 0, \"major\": 0, \"read\": 0,"
-                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, \"traps\": {\"UD\": 300}, \"signals\": {},"
+                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, " FAULT_TIME_ZERO " \"traps\": {\"UD\": 300}, \"signals\": {},"
                      " \"signalCodes\": {}}}",
                      NULL);
         check_output(i, "UnitHistory", "{\"units\": [], \"processes\": 2, \"samples\": []}", "running");
@@ -686,10 +693,10 @@ static void test_validate_trapstat_output(void **state) {
         check_output(i, "UnitTotals",
                      "{\"sinceUsec\": 1, \"otherUnits\": 0, \"units\": [{\"unit\": null, \"processes\": 1,"
                      " \"counters\": {\"faults\": {\"user\": 1, \"kernel\": 0, \"minor\": 0, \"major\": 0, \"read\": 0,"
-                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, \"traps\": {}, \"signals\": {},"
+                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, " FAULT_TIME_ZERO " \"traps\": {}, \"signals\": {},"
                      " \"signalCodes\": {}}}],"
                      " \"total\": {\"faults\": {\"user\": 1, \"kernel\": 0, \"minor\": 0, \"major\": 0, \"read\": 0,"
-                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, \"traps\": {}, \"signals\": {},"
+                     " \"write\": 0, \"exec\": 0, \"protection\": 0}, " FAULT_TIME_ZERO " \"traps\": {}, \"signals\": {},"
                      " \"signalCodes\": {}}}",
                      NULL);
         /* A row without processes is named by the member holding it. */

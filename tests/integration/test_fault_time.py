@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""How long page faults took, timed in the kernel: every fault a process counted is timed once,
+faults held by a userfaultfd handler show their hold in the histogram and the sums, against the
+workload's own clock; Top sorts by the time; with the source disabled nothing is timed and the
+counts stay exact."""
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import (Daemon, SharedDaemonTest, exited_history, require_root_and_bpf,  # noqa: E402
+                    run_workload, trapstat)
+
+BUCKETS = 24
+
+
+def bucket_of(ns):
+    """The histogram bucket a fault of ns nanoseconds is in (the IDL's FaultTime.histogram)."""
+    us = ns // 1000
+    if us == 0:
+        return 0
+    return min(BUCKETS - 1, us.bit_length())
+
+
+def bucket_range_ns(b):
+    low = 0 if b == 0 else (1 << (b - 1)) * 1000
+    high = None if b == BUCKETS - 1 else (1 << b) * 1000
+    return low, high
+
+
+def check_consistent(test, ft):
+    """What any FaultTime must satisfy: 24 buckets; the longest fault lies in the highest bucket
+    that has faults; nothing timed means no time."""
+    test.assertEqual(len(ft["histogram"]), BUCKETS)
+    timed = sum(ft["histogram"])
+    if timed == 0:
+        test.assertEqual((ft["minorNs"], ft["majorNs"], ft["kernelNs"], ft["maxNs"]), (0, 0, 0, 0))
+        return
+    top = max(i for i, n in enumerate(ft["histogram"]) if n)
+    low, high = bucket_range_ns(top)
+    test.assertGreaterEqual(ft["maxNs"], low)
+    if high is not None:
+        test.assertLess(ft["maxNs"], high)
+    # Every fault took at least its bucket's lower edge.
+    test.assertGreaterEqual(ft["minorNs"] + ft["majorNs"] + ft["kernelNs"],
+                            sum(n * bucket_range_ns(i)[0] for i, n in enumerate(ft["histogram"])))
+
+
+class FaultTime(SharedDaemonTest):
+    def test_every_counted_fault_is_timed_once(self):
+        # Fresh anonymous pages: every fault completes (none fails, none is a get_user_pages()
+        # one), so each fault counted at its entry is timed at its completion.
+        helper = run_workload("FAULT_PAGES", 20000)
+        h = exited_history(self.daemon, helper["pid"])
+        faults, ft = h["total"]["faults"], h["total"]["faultTime"]
+        self.assertGreaterEqual(faults["user"], 20000)
+        self.assertEqual(sum(ft["histogram"]), faults["user"] + faults["kernel"])
+        # The kernel's minor/major accounting also has the faults of exec's argument copy
+        # (get_user_pages()), which have no fault to time.
+        self.assertLessEqual(sum(ft["histogram"]), faults["minor"] + faults["major"])
+        self.assertGreater(ft["minorNs"], 0)
+        check_consistent(self, ft)
+        # The samples add up to the total, histogram and all; the longest is the largest.
+        total = [0] * BUCKETS
+        for s in h["samples"]:
+            check_consistent(self, s["counters"]["faultTime"])
+            total = [a + b for a, b in zip(total, s["counters"]["faultTime"]["histogram"])]
+        self.assertEqual(total, ft["histogram"])
+        self.assertEqual(max(s["counters"]["faultTime"]["maxNs"] for s in h["samples"]), ft["maxNs"])
+        for key in ("minorNs", "majorNs", "kernelNs"):
+            self.assertEqual(sum(s["counters"]["faultTime"][key] for s in h["samples"]), ft[key])
+
+    def test_held_faults_against_the_workloads_clock(self):
+        n, hold_ms = 40, 5
+        hold_ns = hold_ms * 1000000
+        helper = run_workload("SLOW_FAULTS", n, hold_ms)
+        h = exited_history(self.daemon, helper["pid"])
+        faults, ft = h["total"]["faults"], h["total"]["faultTime"]
+        self.assertEqual(sum(ft["histogram"]), faults["user"] + faults["kernel"])
+        # Each held fault waited at least the hold: all n in its bucket or above. Only a fault
+        # preempted for as long could join them, which the machine's other work may do.
+        slow = sum(ft["histogram"][bucket_of(hold_ns):])
+        self.assertGreaterEqual(slow, n)
+        self.assertLessEqual(slow, n + 2)
+        # userfaultfd faults are minor ones; the kernel's time of each is inside the access the
+        # workload timed around it.
+        self.assertGreaterEqual(ft["minorNs"], n * hold_ns)
+        self.assertGreaterEqual(ft["maxNs"], hold_ns)
+        self.assertGreaterEqual(helper["minNs"], hold_ns)
+        if slow == n:  # the longest fault is a held one, inside the longest access
+            self.assertLessEqual(ft["maxNs"], helper["maxNs"])
+        check_consistent(self, ft)
+
+    def test_top_sorts_by_fault_time(self):
+        slow = run_workload("SLOW_FAULTS", 20, 5)
+        many = run_workload("FAULT_PAGES", 5000)
+        exited_history(self.daemon, slow["pid"])
+        exited_history(self.daemon, many["pid"])
+        reply = json.loads(trapstat(self.daemon.socket, "call", "io.trapstat.Top",
+                                    '{"windowSec": 3600, "sortBy": "faultTime", "limit": 10000}').stdout)
+        times = [sum(r["counters"]["faultTime"][k] for k in ("minorNs", "majorNs", "kernelNs")) for r in reply["rows"]]
+        self.assertEqual(times, sorted(times, reverse=True))
+        pids = [r["process"]["pid"] for r in reply["rows"]]
+        # 20 faults of 5 ms are 100 ms, more than 5000 quick faults.
+        self.assertLess(pids.index(slow["pid"]), pids.index(many["pid"]))
+        # The CLI's name for the key, and the time of each row.
+        out = trapstat(self.daemon.socket, "top", "-b", "-n", "1", "--sort", "time", "--limit", "5").stdout
+        self.assertIn("FTIME", out)
+        row = next(line for line in out.splitlines() if line.split()[:2] == [str(slow["pid"]), "slow-faults"])
+        # At least 20 × 5 ms: shown in milliseconds.
+        self.assertRegex(row.split()[10], r"^[0-9.]+ms$", out)
+
+
+class Disabled(unittest.TestCase):
+    def test_disabled_source_times_nothing_and_counts_stay_exact(self):
+        with Daemon(extra_args=["--disable-source", "fault_time"]) as d:
+            status = json.loads(trapstat(d.socket, "call", "io.trapstat.GetStatus", "{}").stdout)
+            source = [s for s in status["sources"] if s["name"] == "fault_time"]
+            self.assertEqual(len(source), 1)
+            self.assertFalse(source[0]["active"])
+            helper = run_workload("FAULT_PAGES", 3000)
+            h = exited_history(d, helper["pid"])
+        self.assertGreaterEqual(h["total"]["faults"]["user"], 3000)
+        self.assertEqual(h["total"]["faultTime"],
+                         {"minorNs": 0, "majorNs": 0, "kernelNs": 0, "maxNs": 0, "histogram": [0] * BUCKETS})
+
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    unittest.main(verbosity=2)
