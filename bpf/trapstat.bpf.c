@@ -170,7 +170,8 @@ struct fault_start {
         __u64 ns;      /* bpf_ktime_get_ns() at the entry; 0 when none is in progress */
         __u64 address; /* the faulting address: the completion must name the same one */
         __u32 kernel;  /* taken in kernel mode */
-        __u32 _pad0;
+        __u32 sampled; /* its site was recorded (site): the completion adds its time there */
+        struct ts_site_key site;
 };
 
 struct {
@@ -335,18 +336,22 @@ static __always_inline struct ts_counters *existing_counters(void) {
  * completes (a bad address that becomes a signal, VM_FAULT_ERROR) leaves its start behind, but
  * the thread's next fault overwrites it at its own entry, and a completion only takes a start of
  * its own address. */
-static __always_inline void fault_begin(__u64 address, bool kernel) {
+static __always_inline struct fault_start *fault_begin(__u64 address, bool kernel) {
         struct fault_start *s;
 
         if (!fault_timing)
-                return;
+                return NULL;
         s = bpf_task_storage_get(&fault_starts, bpf_get_current_task_btf(), NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
         if (!s)
-                return;
+                return NULL;
         s->address = address;
         s->kernel = kernel;
+        s->sampled = 0;
         s->ns = bpf_ktime_get_ns();
+        return s;
 }
+
+static void site_add(struct ts_site_key *key, struct task_struct *task, __u64 count, __u64 time_ns);
 
 /* The histogram bucket of a fault of ns nanoseconds (TS_FAULT_BUCKETS in bpf/trapstat.h). */
 static __always_inline __u32 fault_bucket(__u64 ns) {
@@ -379,6 +384,12 @@ static __always_inline void fault_done(__u64 address, bool major) {
                 return;
         d = bpf_ktime_get_ns() - s->ns;
         s->ns = 0;
+        /* A sampled fault's time goes to its site too, in the epoch now current: one that flipped
+         * since the entry has its count in the last epoch and its time in this one. */
+        if (s->sampled) {
+                s->sampled = 0;
+                site_add(&s->site, bpf_get_current_task_btf(), 0, d);
+        }
         /* The entry counted the fault, and claimed or created what it counts in (or counted a
          * drop): the completion only adds to what is there. */
         c = existing_counters();
@@ -735,15 +746,19 @@ static __noinline bool site_shares_take(struct ts_site_key *key, struct task_str
 
 /* Adds one to the site of key in the current epoch, created on first use within the shares of its
  * process and user (site_shares_take()). */
-static __noinline void count_site(struct ts_site_key *key, struct task_struct *task) {
+/* Adds count events and time_ns nanoseconds to the site of key in the current epoch, created
+ * within the process's and its user's shares when it is not there. Returns whether it was
+ * added. */
+static __noinline bool site_add_epoch(struct ts_site_key *key, struct task_struct *task, __u64 count, __u64 time_ns) {
         struct ts_site_quota *process, *user;
         struct ts_site *v, zero = {};
         int e = site_epoch_enter();
+        bool added = false;
         long err;
 
         if (e < 0) {
                 count_drop(TS_DROP_SITES_FULL);
-                return;
+                return false;
         }
         key->epoch = e;
         v = bpf_map_lookup_elem(&sites, key);
@@ -763,9 +778,22 @@ static __noinline void count_site(struct ts_site_key *key, struct task_struct *t
                         goto out;
                 }
         }
-        __sync_fetch_and_add(&v->count, 1);
+        if (count)
+                __sync_fetch_and_add(&v->count, count);
+        if (time_ns)
+                __sync_fetch_and_add(&v->time_ns, time_ns);
+        added = true;
 out:
         site_epoch_leave(e);
+        return added;
+}
+
+static void site_add(struct ts_site_key *key, struct task_struct *task, __u64 count, __u64 time_ns) {
+        (void) site_add_epoch(key, task, count, time_ns);
+}
+
+static __always_inline void count_site(struct ts_site_key *key, struct task_struct *task) {
+        site_add(key, task, 1, 0);
 }
 
 /* Fills in where a trap or a sampled fault happened: the instruction at ip and, when there is an
@@ -818,8 +846,10 @@ static __noinline void record_trap_site(struct task_struct *task, __u32 vector, 
         count_site(&key, task);
 }
 
-/* A sampled fault's site: the faulting instruction and the memory of the faulting address. */
-static __noinline void record_fault_site(__u64 address, struct pt_regs *regs) {
+/* A sampled fault's site: the faulting instruction and the memory of the faulting address. The
+ * fault's start (NULL when faults are not timed) remembers it, for its completion to add the
+ * fault's time to it. */
+static __noinline void record_fault_site(__u64 address, struct pt_regs *regs, struct fault_start *start) {
         struct task_struct *task = bpf_get_current_task_btf();
         struct ts_site_key key = {};
 
@@ -828,7 +858,10 @@ static __noinline void record_fault_site(__u64 address, struct pt_regs *regs) {
         key.kind = TS_SITE_FAULT;
         key.vector = 14; /* #PF */
         locate_site(task, PT_REGS_IP_CORE(regs), address, true, &key);
-        count_site(&key, task);
+        if (site_add_epoch(&key, task, 1, 0) && start) {
+                start->site = key;
+                start->sampled = 1;
+        }
 }
 
 /* Faults taken in user mode: x86's exceptions:page_fault_user. Every architecture builds it (the
@@ -837,14 +870,14 @@ static __noinline void record_fault_site(__u64 address, struct pt_regs *regs) {
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
         struct ts_counters *c = current_counters();
+        struct fault_start *start = fault_begin(address, false);
 
-        fault_begin(address, false);
         if (!c)
                 return 0;
         c->user_faults++;
         ts_arch_fault_access(c, error_code);
         if (fault_sites && !(c->user_faults & fault_sample_mask))
-                record_fault_site(address, regs);
+                record_fault_site(address, regs, start);
         return 0;
 }
 

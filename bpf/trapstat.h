@@ -226,9 +226,10 @@ _Static_assert(sizeof(struct ts_site_key) == 64, "struct ts_site_key layout is s
 /* Value of the site hash: what the site counted within one epoch (atomic adds). User space
  * takes every entry out once its epoch is over, so each entry is a delta. */
 struct ts_site {
-        __u64 count; /* traps, or fault samples */
+        __u64 count;   /* traps, or fault samples */
+        __u64 time_ns; /* fault samples: the time they took (struct ts_counters' fault time) */
 };
-_Static_assert(sizeof(struct ts_site) == 8, "struct ts_site layout is shared with BPF");
+_Static_assert(sizeof(struct ts_site) == 16, "struct ts_site layout is shared with BPF");
 
 /* Sites one epoch (a tick) may create; configurable at load time (trapstatd --max-sites). The
  * hash holds two epochs' worth. */

@@ -355,14 +355,18 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
                              const char *indent) {
         size_t where_max = style->tty ? SITE_WHERE_MAX : SIZE_MAX, memory_width = strlen("MEMORY");
         size_t object_width = strlen("OBJECT"), where_width = strlen("WHERE"), budget = style->columns;
-        /* KIND, VECTOR, COUNT and the gaps between the six columns. */
-        size_t fixed = strlen(indent) + (with_kind ? 6 : 0) + 8 + 7 + 3 * 2;
+        /* A column TIME only where there are fault sites: traps take no time to tell. */
+        bool faults = false, time_column = false;
+        /* KIND, VECTOR, COUNT, TIME and the gaps between the columns. */
+        size_t fixed;
         _cleanup_free_ SiteRow *rows = calloc(n ?: 1, sizeof(SiteRow));
         _cleanup_free_ char *header = NULL;
-        bool faults = false;
 
         if (!rows)
                 return false;
+        for (size_t i = 0; i < n; i++)
+                time_column |= sites[i].kind == SITE_FAULT;
+        fixed = strlen(indent) + (with_kind ? 6 : 0) + 8 + 7 + (time_column ? 10 : 0) + 3 * 2;
         for (size_t i = 0; i < n; i++) {
                 if (site_row_init(style, &sites[i], where_max, &rows[i]) < 0) {
                         for (size_t k = 0; k < i; k++)
@@ -382,8 +386,9 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
                 object_width = MAX((size_t) SITE_OBJECT_MIN, style->columns > rest ? style->columns - rest : 0);
         }
 
-        if (asprintf(&header, "%s%s%-7s %7s  %-*s  %-*s  MEMORY", indent, with_kind ? "KIND  " : "", "VECTOR", "COUNT",
-                     (int) object_width, "OBJECT", (int) where_width, "WHERE") >= 0) {
+        if (asprintf(&header, "%s%s%-7s %7s%s  %-*s  %-*s  MEMORY", indent, with_kind ? "KIND  " : "", "VECTOR",
+                     "COUNT", time_column ? "      TIME" : "", (int) object_width, "OBJECT", (int) where_width,
+                     "WHERE") >= 0) {
                 fputs(on(style, BOLD), f);
                 fput_cut(f, style, header, &budget);
                 fprintf(f, "%s\n", off(style));
@@ -391,19 +396,30 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
         for (size_t i = 0; i < n; i++) {
                 const SiteCount *s = &sites[i];
                 _cleanup_free_ char *object = NULL, *line = NULL;
-                char vector[24], name[16], count[24], number[16];
+                char vector[24], name[16], count[24], number[16], time[32];
 
                 /* The vector as the trap tables name it: "#UD"; "unknown" where the kernel did not say. */
                 snprintf(vector, sizeof(vector), "%s%s", s->vector == TRAP_VECTOR_UNKNOWN ? "" : "#",
                          trap_vector_name(s->vector, name));
                 snprintf(count, sizeof(count), "%s%s", s->kind == SITE_FAULT ? "~" : "",
                          format_count(site_count_estimated(s), number));
+                /* The time of a fault site's faults, estimated as its count: "-" for traps and
+                 * where faults were not timed. */
+                if (!time_column)
+                        time[0] = '\0';
+                else if (s->kind == SITE_FAULT && s->time_ns > 0) {
+                        char estimate[24];
+
+                        snprintf(estimate, sizeof(estimate), "~%s", format_ns(site_time_estimated(s), style->utf8, number));
+                        snprintf(time, sizeof(time), " %9s", estimate);
+                } else
+                        snprintf(time, sizeof(time), " %9s", "-");
                 faults |= s->kind == SITE_FAULT;
                 budget = style->columns;
                 if (format_path_cell(s->object ?: "[unknown]", style->utf8, object_width, &object) >= 0 &&
-                    asprintf(&line, "%s%s%-7s %7s  %s  %s%*s  %s", indent, with_kind ? (s->kind == SITE_FAULT ? "fault " : "trap  ") : "",
-                             vector, count, object, rows[i].where, (int) (where_width - rows[i].where_width), "",
-                             rows[i].memory) >= 0)
+                    asprintf(&line, "%s%s%-7s %7s%s  %s  %s%*s  %s", indent,
+                             with_kind ? (s->kind == SITE_FAULT ? "fault " : "trap  ") : "", vector, count, time, object,
+                             rows[i].where, (int) (where_width - rows[i].where_width), "", rows[i].memory) >= 0)
                         fput_cut(f, style, line, &budget);
                 else
                         fprintf(f, "%s(out of memory)", indent);
@@ -438,7 +454,7 @@ void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteC
                 if (k == n_periods && n_periods < ELEMENTSOF(periods))
                         periods[n_periods++] = sites[i].period;
         }
-        fprintf(f, "~ fault counts are estimates: 1 in ");
+        fprintf(f, "~ fault counts and times are estimates: 1 in ");
         for (size_t k = 0; k < n_periods; k++)
                 fprintf(f, "%s%" PRIu32, k == 0 ? "" : k + 1 == n_periods ? " or " : ", ", periods[k]);
         fprintf(f, " sampled\n");
@@ -446,7 +462,7 @@ void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteC
 
 void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n) {
         fputs("pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,sampled,period,estimated,memory,"
-              "memoryObject\n",
+              "memoryObject,timeNs,estimatedTimeNs\n",
               f);
         for (size_t i = 0; i < n; i++) {
                 const SiteCount *s = &sites[i];
@@ -464,7 +480,8 @@ void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n)
                 fprintf(f, ",%" PRIu64 ",%s,%" PRIu32 ",%" PRIu64 ",%s,", s->count, s->kind == SITE_FAULT ? "true" : "false",
                         s->period, MIN(site_count_estimated(s), (uint64_t) INT64_MAX), memory_kind_name(s->memory));
                 csv_field(f, s->memory_object);
-                fputc('\n', f);
+                fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", MIN(s->time_ns, (uint64_t) INT64_MAX),
+                        MIN(site_time_estimated(s), (uint64_t) INT64_MAX));
         }
 }
 

@@ -99,6 +99,12 @@ uint64_t site_count_estimated(const SiteCount *s) {
         return s->count > UINT64_MAX / period ? UINT64_MAX : s->count * period;
 }
 
+uint64_t site_time_estimated(const SiteCount *s) {
+        uint64_t period = s->period ?: 1;
+
+        return s->time_ns > UINT64_MAX / period ? UINT64_MAX : s->time_ns * period;
+}
+
 json_t *site_count_to_json(const SiteCount *s) {
         const char *kind = site_kind_name(s->kind), *memory = memory_kind_name(s->memory);
         char buf[16];
@@ -108,7 +114,7 @@ json_t *site_count_to_json(const SiteCount *s) {
         /* Fault sites have vector SITE_FAULT_VECTOR, named "PF" like the trap of that vector. An
          * object is always named; a site without one (which the store should never give) is as
          * good as one whose mappings could not be read. */
-        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:I, s:o, s:s, s:o}",
+        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:I, s:o, s:s, s:o, s:o, s:o}",
                          "kind", kind,
                          "vector", trap_vector_name(s->vector, buf),
                          "object", text_to_json(s->object ?: memory_kind_object(MEMORY_UNKNOWN)),
@@ -120,7 +126,9 @@ json_t *site_count_to_json(const SiteCount *s) {
                          "period", (json_int_t) (s->period ?: 1),
                          "estimated", json_integer_u64(site_count_estimated(s)),
                          "memory", memory,
-                         "memoryObject", text_to_json(s->memory == MEMORY_FILE ? s->memory_object : NULL));
+                         "memoryObject", text_to_json(s->memory == MEMORY_FILE ? s->memory_object : NULL),
+                         "timeNs", json_integer_u64(s->time_ns),
+                         "estimatedTimeNs", json_integer_u64(site_time_estimated(s)));
 }
 
 /* A member that may be null or absent: NULL for both. */
@@ -130,15 +138,17 @@ static json_t *nullable(json_t *v) {
 
 int site_count_from_json(json_t *j, SiteCount *ret) {
         json_t *symbol = NULL, *symbol_offset = NULL, *memory_object = NULL;
-        json_int_t offset, count, period, estimated;
+        json_int_t offset, count, period, estimated, time_ns = 0, estimated_time_ns = -1;
         const char *kind, *vector, *object, *memory;
         int sampled;
         SiteCount s = {};
 
-        if (json_unpack(j, "{s:s, s:s, s:s, s:I, s?o, s?o, s:I, s:b, s:I, s:I, s:s, s?o !}", "kind", &kind, "vector",
-                        &vector, "object", &object, "offset", &offset, "symbol", &symbol, "symbolOffset",
+        /* timeNs and estimatedTimeNs: older daemons time no fault. */
+        if (json_unpack(j, "{s:s, s:s, s:s, s:I, s?o, s?o, s:I, s:b, s:I, s:I, s:s, s?o, s?I, s?I !}", "kind", &kind,
+                        "vector", &vector, "object", &object, "offset", &offset, "symbol", &symbol, "symbolOffset",
                         &symbol_offset, "count", &count, "sampled", &sampled, "period", &period, "estimated",
-                        &estimated, "memory", &memory, "memoryObject", &memory_object) < 0)
+                        &estimated, "memory", &memory, "memoryObject", &memory_object, "timeNs", &time_ns,
+                        "estimatedTimeNs", &estimated_time_ns) < 0)
                 return -EBADMSG;
         symbol = nullable(symbol);
         symbol_offset = nullable(symbol_offset);
@@ -147,7 +157,8 @@ int site_count_from_json(json_t *j, SiteCount *ret) {
         if (site_kind_from_name(kind, &s.kind) < 0 || trap_vector_from_name(vector, &s.vector) < 0 ||
             memory_kind_from_name(memory, &s.memory) < 0)
                 return -EBADMSG;
-        if (offset < 0 || count < 0 || period < 1 || period > UINT32_MAX || estimated < 0)
+        if (offset < 0 || count < 0 || period < 1 || period > UINT32_MAX || estimated < 0 || time_ns < 0 ||
+            (s.kind == SITE_TRAP && time_ns != 0))
                 return -EBADMSG;
         /* What the IDL says of the members together. */
         if (sampled != (s.kind == SITE_FAULT) || (s.kind == SITE_TRAP && period != 1) ||
@@ -163,7 +174,9 @@ int site_count_from_json(json_t *j, SiteCount *ret) {
         s.count = (uint64_t) count;
         s.period = (uint32_t) period;
         s.symbol_offset = symbol_offset ? (uint64_t) json_integer_value(symbol_offset) : 0;
-        if ((uint64_t) estimated != MIN(site_count_estimated(&s), (uint64_t) INT64_MAX))
+        s.time_ns = (uint64_t) time_ns;
+        if ((uint64_t) estimated != MIN(site_count_estimated(&s), (uint64_t) INT64_MAX) ||
+            (estimated_time_ns >= 0 && (uint64_t) estimated_time_ns != MIN(site_time_estimated(&s), (uint64_t) INT64_MAX)))
                 return -EBADMSG;
 
         if (strdup_or_null(object, &s.object) < 0 || strdup_or_null(json_string_value(symbol), &s.symbol) < 0 ||

@@ -81,6 +81,7 @@ typedef struct SiteCount {
          * write. */
         uint64_t memory_dev, memory_ino;
         uint64_t count;        /* traps, or fault samples */
+        uint64_t time_ns;      /* fault samples: the time they took (0 for traps) */
 } SiteCount;
 
 /* Frees the strings; the struct itself is the caller's. */
@@ -90,6 +91,8 @@ void site_counts_free(SiteCount *a, size_t n);
 int site_count_copy(const SiteCount *s, SiteCount *ret);
 /* The estimated number of events: count × period. */
 uint64_t site_count_estimated(const SiteCount *s);
+/* The estimated time of all the site's faults: time_ns × period. */
+uint64_t site_time_estimated(const SiteCount *s);
 
 /* The varlink Site object: every member of the IDL's type, vector named as Counters.traps names
  * it ("PF" for fault sites), estimated = site_count_estimated(), symbolOffset null with symbol,

@@ -21,7 +21,7 @@
 /* A site of the epoch that is over, kept until its process's /proc/PID/maps is read. */
 typedef struct SiteUnknown {
         struct ts_site_key key;
-        uint64_t count;
+        struct ts_site value;
 } SiteUnknown;
 
 /* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget

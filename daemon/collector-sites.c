@@ -367,7 +367,7 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         return strdup_to(object, ret_object);
 }
 
-static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint64_t count, const CollectorProc *p,
+static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, const struct ts_site *v, const CollectorProc *p,
                          uint64_t now, SiteCount *ret) {
         SiteCount s = {
                 .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
@@ -375,7 +375,8 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
                 .period = key->kind == TS_SITE_FAULT ? collector_bpf_fault_sample(r->bpf) : 1,
                 .offset = key->ip.offset,
                 .memory = key->memory.kind < _MEMORY_KIND_MAX ? (MemoryKind) key->memory.kind : MEMORY_UNKNOWN,
-                .count = count,
+                .count = v->count,
+                .time_ns = key->kind == TS_SITE_FAULT ? v->time_ns : 0,
         };
         uint64_t unused;
         ObjectVersion no_version; /* not kept for the memory's file: SiteCount.memory_dev */
@@ -396,17 +397,19 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, uint
 }
 
 /* One site of an epoch that is over: what it counted goes to its process. */
-static int drain_site(CollectorReader *r, const struct ts_site_key *key, uint64_t count, uint64_t now) {
+static int drain_site(CollectorReader *r, const struct ts_site_key *key, const struct ts_site *v, uint64_t now) {
         CollectorProc *p;
         SiteCount delta;
         int k;
 
-        if (count == 0)
+        /* A sampled fault whose completion came after the epoch flipped has its time alone in the
+         * next epoch's entry. */
+        if (v->count == 0 && v->time_ns == 0)
                 return 0;
         k = proc_table_get(r->procs, key->tgid, key->start_time, NULL, now, &p);
         if (k < 0)
                 return k;
-        k = site_from_bpf(r, key, count, p, now, &delta);
+        k = site_from_bpf(r, key, v, p, now, &delta);
         if (k < 0)
                 return k;
         return proc_table_count_site(r->procs, p, &delta, now);
@@ -510,7 +513,7 @@ static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
                 resolve_unknown_ips(r, r->site_unknown + i, j - i, &budget);
         }
         for (size_t i = 0; i < r->n_site_unknown; i++) {
-                int k = drain_site(r, &r->site_unknown[i].key, r->site_unknown[i].count, now);
+                int k = drain_site(r, &r->site_unknown[i].key, &r->site_unknown[i].value, now);
 
                 if (k < 0)
                         return k;
@@ -652,7 +655,7 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
                 }
                 for (__u32 i = 0; i < count; i++) {
                         const struct ts_site_key *key = &r->site_keys[i];
-                        SiteUnknown u = { .key = *key, .count = r->site_values[i].count };
+                        SiteUnknown u = { .key = *key, .value = r->site_values[i] };
 
                         if (key->epoch != old)
                                 continue;
@@ -661,7 +664,7 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
                                 k = array_append((void **) &r->site_unknown, &r->n_site_unknown,
                                                  &r->site_unknown_capacity, sizeof(u), &u);
                         else
-                                k = drain_site(r, key, u.count, now);
+                                k = drain_site(r, key, &u.value, now);
                         if (k < 0)
                                 return k;
                 }

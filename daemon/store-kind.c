@@ -82,7 +82,7 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                 .name = "site",
                 .tables = { "site_raw", "site_minute", "site_hour" },
                 .keys = { "kind", "vector", "period", "site_id", "memory", "memory_object_id" },
-                .values = { "count" },
+                .values = { "count", "time_ns" },
         },
         /* Written by store_flush() from ProcessSample.fault_time; the sample kind's time_ns is
          * their sum, for Top to sort by. */

@@ -704,8 +704,9 @@ int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret
 #define SITES_SQL                                                                                                      \
         "SELECT t.kind, t.vector, t.period, o.name, o.dev, o.ino, site.file_offset, site.symbol, "                     \
         "site.symbol_offset, t.memory, m.name, m.dev, m.ino, t.count, COUNT(*) OVER (), o.ctime_nsec, "                \
-        "o.generation FROM "                                                                                           \
-        "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count FROM (%s) "              \
+        "o.generation, t.time_ns FROM "                                                                                \
+        "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count, "                       \
+        "SUM(time_ns) AS time_ns FROM (%s) "                                                                           \
         "GROUP BY kind, vector, period, site_id, memory, memory_object_id) AS t "                                      \
         "JOIN site ON site.id = t.site_id JOIN object AS o ON o.id = site.object_id "                                  \
         "LEFT JOIN object AS m ON m.id = t.memory_object_id "                                                          \
@@ -740,6 +741,7 @@ static int read_site(sqlite3_stmt *st, SiteCount *ret) {
                 /* After the total (14), so that the columns before keep their numbers. */
                 .version = { .ctime_nsec = (uint64_t) sqlite3_column_int64(st, 15),
                              .generation = (uint32_t) sqlite3_column_int64(st, 16) },
+                .time_ns = (uint64_t) sqlite3_column_int64(st, 17),
         };
 
         c.object = column_strdup_or_null(st, 3, &failed);

@@ -219,7 +219,7 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
 
                 if (!site_valid(sc))
                         return -EINVAL;
-                if (sc->count == 0)
+                if (sc->count == 0 && sc->time_ns == 0)
                         continue; /* only non-zero counts are stored */
                 r = site_id(s, sc, &site);
                 if (r >= 0 && sc->memory_object)
@@ -227,7 +227,8 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
                 if (r < 0)
                         return r;
 
-                /* The site kind's raw upsert: its keys in store_kinds[] order, then the count. */
+                /* The site kind's raw upsert: its keys in store_kinds[] order, then the count and the
+                 * time. */
                 sqlite3_reset(st);
                 sqlite3_bind_int64(st, 1, process_id);
                 sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
@@ -238,6 +239,7 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
                 sqlite3_bind_int64(st, 7, sc->memory);
                 sqlite3_bind_int64(st, 8, memory_object);
                 sqlite3_bind_int64(st, 9, clamp_i64(sc->count));
+                sqlite3_bind_int64(st, 10, clamp_i64(sc->time_ns));
                 r = sql_step_done(st);
                 if (r < 0)
                         return r;

@@ -9,6 +9,11 @@ ALTER TABLE sample_raw ADD COLUMN time_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sample_minute ADD COLUMN time_ns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sample_hour ADD COLUMN time_ns INTEGER NOT NULL DEFAULT 0;
 
+-- The time the sampled faults of a site took (the faults' sites are sampled: count is the samples).
+ALTER TABLE site_raw ADD COLUMN time_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE site_minute ADD COLUMN time_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE site_hour ADD COLUMN time_ns INTEGER NOT NULL DEFAULT 0;
+
 CREATE TABLE fault_time_raw (
         process_id INTEGER NOT NULL REFERENCES process (id) ON DELETE CASCADE,
         time_usec INTEGER NOT NULL,

@@ -241,18 +241,18 @@ class SitesOutput(unittest.TestCase):
         lines = p.stdout.split("\n")
         # The process as history names it, escaped; exited.
         self.assertEqual(lines[0], "pid 4242 (app\\e[2J), user root (uid 0), exited")
-        self.assertRegex(lines[1], r"^KIND +VECTOR +COUNT +OBJECT +WHERE +MEMORY$")
+        self.assertRegex(lines[1], r"^KIND +VECTOR +COUNT +TIME +OBJECT +WHERE +MEMORY$")
         rows = lines[2:-2]
         self.assertEqual(len(rows), len(SITES), p.stdout)  # hostile text forged no row
-        self.assertRegex(rows[0], r"^fault +#PF +~6\.40k +/usr/bin/app +fill_buffer\+0x2a +\[heap\]$")
-        self.assertRegex(rows[1], r"^trap +#UD +37 +/usr/lib/x/libfoo\.so +foo_init\+0x14 +-$")
-        self.assertRegex(rows[2], r"^trap +#GP +1\.23k +/usr/lib/x/libbar\.so +0x1000 +-$")
+        self.assertRegex(rows[0], r"^fault +#PF +~6\.40k +- +/usr/bin/app +fill_buffer\+0x2a +\[heap\]$")
+        self.assertRegex(rows[1], r"^trap +#UD +37 +- +/usr/lib/x/libfoo\.so +foo_init\+0x14 +-$")
+        self.assertRegex(rows[2], r"^trap +#GP +1\.23k +- +/usr/lib/x/libbar\.so +0x1000 +-$")
         self.assertIn("~192", rows[3])
         self.assertIn("/tmp/evil\\n9999 forged\\e[2J.so", rows[3])
         self.assertIn("sym\\e]0;title\\a+0x7", rows[3])
         self.assertTrue(rows[3].endswith('/var/lib/app/data,"v2".bin'), rows[3])
-        self.assertRegex(rows[4], r"^trap +unknown +2 +\[anon\] +0x7ffffffff000 +\[unmapped\]$")
-        self.assertEqual(lines[-2], "~ fault counts are estimates: 1 in 64 sampled")
+        self.assertRegex(rows[4], r"^trap +unknown +2 +- +\[anon\] +0x7ffffffff000 +\[unmapped\]$")
+        self.assertEqual(lines[-2], "~ fault counts and times are estimates: 1 in 64 sampled")
         self.assertEqual(lines[-1], "")
         self.assertNotIn("\x1b", p.stdout)
         self.assertNotIn("\x07", p.stdout)
@@ -275,14 +275,14 @@ class SitesOutput(unittest.TestCase):
 
     def test_several_periods(self):
         d = self.serve(sites=[SITES[0], site("fault", "PF", "/usr/bin/app", 0x3000, 5, period=128)])
-        self.assertIn("~ fault counts are estimates: 1 in 64 or 128 sampled",
+        self.assertIn("~ fault counts and times are estimates: 1 in 64 or 128 sampled",
                       run("--socket", d.socket, "sites", "4242").stdout)
 
     def test_csv_exact(self):
         d = self.serve()
         out = run("--socket", d.socket, "sites", "4242", "--csv").stdout
         self.assertEqual(out.split("\n")[0], "pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,"
-                                             "sampled,period,estimated,memory,memoryObject")
+                                             "sampled,period,estimated,memory,memoryObject,timeNs,estimatedTimeNs")
         rows = list(csv.DictReader(io.StringIO(out, newline="")))
         self.assertEqual(len(rows), len(SITES))
         for row, s in zip(rows, SITES):

@@ -242,6 +242,7 @@ class Sites(unittest.TestCase):
         offset, symbol_offset = expected_site(self.exe, "site_ud_main", "ud2")
         self.assert_site(self.one_site(a["all"], "trap", "site_ud_main"), {
             "kind": "trap", "vector": "UD", "count": UD, "sampled": False, "period": 1, "estimated": UD,
+            "timeNs": 0, "estimatedTimeNs": 0,
             # The instruction itself: the ud2's offset in the file (not its address), and from the
             # start of the function.
             "object": self.exe, "offset": offset, "symbol": "site_ud_main", "symbolOffset": symbol_offset,
@@ -255,6 +256,7 @@ class Sites(unittest.TestCase):
         self.assertTrue(s["object"].endswith("/libsite-traps.so"), s["object"])
         self.assert_site(s, {
             "kind": "trap", "vector": "BP", "count": BP, "sampled": False, "period": 1, "estimated": BP,
+            "timeNs": 0, "estimatedTimeNs": 0,
             # The int3 itself, although the trap leaves RIP past it.
             "object": self.lib, "offset": offset, "symbol": "site_bp_lib", "symbolOffset": symbol_offset,
             # SIGTRAP from int3 (SI_KERNEL) carries no address.
@@ -275,6 +277,7 @@ class Sites(unittest.TestCase):
         self.assertEqual(len(traps), 1, traps)
         self.assert_site(traps[0], {
             "kind": "trap", "vector": "PF", "count": 1, "sampled": False, "period": 1, "estimated": 1,
+            "timeNs": 0, "estimatedTimeNs": 0,
             "object": self.exe, "offset": offset, "symbol": "site_null_write", "symbolOffset": symbol_offset,
             # Address 8: no mapping.
             "memory": "unmapped", "memoryObject": None})
@@ -301,10 +304,17 @@ class Sites(unittest.TestCase):
             "kind": "fault", "vector": "PF", "count": s["count"], "sampled": True, "period": self.period,
             "estimated": s["count"] * self.period,
             "object": self.exe, "offset": offset, "symbol": "site_touch_pages", "symbolOffset": symbol_offset,
-            "memory": "anon", "memoryObject": None})
+            "memory": "anon", "memoryObject": None,
+            # The sampled faults were timed: their time is the site's.
+            "timeNs": s["timeNs"], "estimatedTimeNs": s["timeNs"] * self.period})
+        self.assertGreater(s["timeNs"], 0, s)
         # Nothing else in the process faulted nearly as often.
         for other in faults[1:]:
             self.assertLess(other["estimated"], PAGES / 10, other)
+        # The samples are some of the process's user-mode faults: their time is at most all of
+        # theirs (read after the sites, so it holds while the process runs too).
+        total = trapstat_json(self.daemon.socket, "history", str(self.pid))["total"]["faultTime"]
+        self.assertLessEqual(sum(f["timeNs"] for f in faults), total["minorNs"] + total["majorNs"])
 
     def test_no_site_was_dropped(self):
         # Else a count above could be short for want of room, not for a wrong attribution. Failed
@@ -383,12 +393,12 @@ class Sites(unittest.TestCase):
         # Through a pipe the paths are whole; the memory of the ud2 is the executable's file.
         ud = self.lines_with(text, "#UD", f"site_ud_main+{ud_off:#x}")
         self.assertEqual(len(ud), 1, text)
-        self.assertRegex(ud[0], rf"^trap\s+#UD\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s+"
+        self.assertRegex(ud[0], rf"^trap\s+#UD\s+37\s+-\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s+"
                                 rf"{re.escape(self.exe)}$")
         bp = self.lines_with(text, "#BP", f"site_bp_lib+{bp_off:#x}")
         self.assertEqual(len(bp), 1, text)
-        self.assertRegex(bp[0], rf"^trap\s+#BP\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+{bp_off:#x}\s+-$")
-        self.assertIn(f"~ fault counts are estimates: 1 in {self.period} sampled", text)
+        self.assertRegex(bp[0], rf"^trap\s+#BP\s+23\s+-\s+{re.escape(self.lib)}\s+site_bp_lib\+{bp_off:#x}\s+-$")
+        self.assertIn(f"~ fault counts and times are estimates: 1 in {self.period} sampled", text)
 
     def test_cli_table_of_faults(self):
         _, off = expected_site(self.exe, "site_touch_pages", STORE_ONE)
@@ -397,10 +407,11 @@ class Sites(unittest.TestCase):
         self.assertTrue(rows, text)
         self.assertFalse([line for line in text.splitlines() if line.startswith("trap ")], text)
         # The top one, its count an estimate ("~"), on anonymous memory.
-        self.assertRegex(rows[0], rf"^fault\s+#PF\s+~\S+\s+{re.escape(self.exe)}\s+site_touch_pages\+{off:#x}\s+"
+        # Its time too, an estimate from the sampled faults' ("~" and a unit).
+        self.assertRegex(rows[0], rf"^fault\s+#PF\s+~\S+\s+~[0-9.]+(ns|us|µs|ms|s)\s+{re.escape(self.exe)}\s+site_touch_pages\+{off:#x}\s+"
                                   r"\[anon\]$")
         self.assertTrue(all(re.match(r"^fault\s+#PF\s+~", line) for line in rows), rows)
-        self.assertIn(f"~ fault counts are estimates: 1 in {self.period} sampled", text)
+        self.assertIn(f"~ fault counts and times are estimates: 1 in {self.period} sampled", text)
 
     def test_cli_history_shows_the_top_trap_sites(self):
         _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")

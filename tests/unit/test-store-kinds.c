@@ -228,8 +228,9 @@ static void test_site_kind(void **state) {
         assert_int_equal(store_kind_n_keys(k), ELEMENTSOF(keys));
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 assert_string_equal(k->keys[i], keys[i]);
-        assert_int_equal(store_kind_n_values(k), 1);
+        assert_int_equal(store_kind_n_values(k), 2);
         assert_string_equal(store_kind_value(k, 0, buf), "count");
+        assert_string_equal(store_kind_value(k, 1, buf), "time_ns");
         assert_false(k->fault_values);
         assert_null(k->traps_next);
         assert_null(k->traps_add);

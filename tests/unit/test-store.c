@@ -2129,12 +2129,14 @@ static const char v7_sites[] =
         "INSERT INTO site_hour VALUES (4, 1699996400000000, 0, 6, 1, 2, 0, 0, 900);";
 
 /* What the migration must keep, each as one string. */
+#define SITE_V7_COLUMNS "process_id, time_usec, kind, vector, period, site_id, memory, memory_object_id, count"
 static const char *const v7_kept[] = {
         "SELECT id, name, dev, ino FROM object ORDER BY id",
         "SELECT * FROM site ORDER BY id",
-        "SELECT * FROM site_raw ORDER BY process_id, time_usec, kind, site_id",
-        "SELECT * FROM site_minute ORDER BY process_id, time_usec, kind, site_id",
-        "SELECT * FROM site_hour ORDER BY process_id, time_usec, kind, site_id",
+        /* The columns version 7 had (0009 adds time_ns). */
+        "SELECT " SITE_V7_COLUMNS " FROM site_raw ORDER BY process_id, time_usec, kind, site_id",
+        "SELECT " SITE_V7_COLUMNS " FROM site_minute ORDER BY process_id, time_usec, kind, site_id",
+        "SELECT " SITE_V7_COLUMNS " FROM site_hour ORDER BY process_id, time_usec, kind, site_id",
         "SELECT * FROM user_usage ORDER BY uid",
 };
 

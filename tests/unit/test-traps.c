@@ -192,7 +192,7 @@ static SiteCount trap_site(void) {
 static SiteCount fault_site(void) {
         return (SiteCount) { .kind = SITE_FAULT, .vector = SITE_FAULT_VECTOR, .period = 64,
                              .object = (char *) "/usr/bin/app", .offset = 0x2a00, .memory = MEMORY_FILE,
-                             .memory_object = (char *) "/var/lib/app/data.bin", .count = 100 };
+                             .memory_object = (char *) "/var/lib/app/data.bin", .count = 100, .time_ns = 250000 };
 }
 
 static void assert_members(json_t *j, const char *const *names, size_t n) {
@@ -235,7 +235,7 @@ static void test_counters_format_json(void **state) {
 static void test_site_to_json(void **state) {
         static const char *const members[] = { "kind",  "vector",  "object",    "offset", "symbol", "symbolOffset",
                                                "count", "sampled", "period",    "estimated", "memory",
-                                               "memoryObject" };
+                                               "memoryObject", "timeNs", "estimatedTimeNs" };
         SiteCount t = trap_site(), f = fault_site();
         _cleanup_json_ json_t *tj = site_count_to_json(&t), *fj = site_count_to_json(&f);
         _cleanup_json_ json_t *texp = NULL, *fexp = NULL;
@@ -245,12 +245,15 @@ static void test_site_to_json(void **state) {
         assert_members(tj, members, sizeof(members) / sizeof(members[0]));
         assert_members(fj, members, sizeof(members) / sizeof(members[0]));
 
-        texp = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n}", "kind", "trap", "vector", "UD",
-                         "object", "/usr/lib/x/libfoo.so", "offset", 0x1234, "symbol", "foo_init", "symbolOffset", 0x14,
-                         "count", 37, "sampled", 0, "period", 1, "estimated", 37, "memory", "none", "memoryObject");
-        fexp = json_pack("{s:s, s:s, s:s, s:i, s:n, s:n, s:i, s:b, s:i, s:i, s:s, s:s}", "kind", "fault", "vector", "PF",
-                         "object", "/usr/bin/app", "offset", 0x2a00, "symbol", "symbolOffset", "count", 100, "sampled", 1,
-                         "period", 64, "estimated", 6400, "memory", "file", "memoryObject", "/var/lib/app/data.bin");
+        texp = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n, s:i, s:i}", "kind", "trap", "vector",
+                         "UD", "object", "/usr/lib/x/libfoo.so", "offset", 0x1234, "symbol", "foo_init", "symbolOffset",
+                         0x14, "count", 37, "sampled", 0, "period", 1, "estimated", 37, "memory", "none", "memoryObject",
+                         "timeNs", 0, "estimatedTimeNs", 0);
+        /* The sampled faults' time, and the estimate of all of the site's: 64 times it. */
+        fexp = json_pack("{s:s, s:s, s:s, s:i, s:n, s:n, s:i, s:b, s:i, s:i, s:s, s:s, s:i, s:i}", "kind", "fault", "vector",
+                         "PF", "object", "/usr/bin/app", "offset", 0x2a00, "symbol", "symbolOffset", "count", 100,
+                         "sampled", 1, "period", 64, "estimated", 6400, "memory", "file", "memoryObject",
+                         "/var/lib/app/data.bin", "timeNs", 250000, "estimatedTimeNs", 16000000);
         assert_non_null(texp);
         assert_non_null(fexp);
         assert_true(json_equal(tj, texp));
