@@ -480,6 +480,50 @@ static void test_size_cap_cuts_every_kind(void **state) {
         (void) state;
 }
 
+/* Every table of every kind grows with a user's processes: each is charged to the user's share
+ * of the size cap (user_usage), on insert and on delete, a row of the kind adding what deleting
+ * it takes back. */
+static void test_every_kind_counts_in_the_shares(void **state) {
+        char path[256];
+        sqlite3 *db;
+        Store *s;
+
+        db_path("usage.db", path, sizeof(path));
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        db = open_db("usage.db");
+        exec(db, "INSERT INTO process (id, boot_id, pid, start_time, comm, uid, first_seen_usec, last_seen_usec, exited) "
+                 "VALUES (4242, 'boot-1', 4242, 1, 'x', 1000, 1, 1, 0)");
+        for (int k = 0; k < _STORE_KIND_MAX; k++)
+                for (int t = 0; t < _TIER_MAX; t++) {
+                        const char *table = store_kinds[k].tables[t];
+                        int64_t before = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1000"), after;
+
+                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND "
+                                                       "tbl_name = '%s' AND name IN ('usage_%s_insert', 'usage_%s_delete')",
+                                                   table, table, table),
+                                         2);
+                        _cleanup_free_ char *keys = store_kind_join_keys(&store_kinds[k], ", %1$s", ""),
+                                            *ones = store_kind_join_keys(&store_kinds[k], ", 1", ""),
+                                            *values = store_kind_join_values(&store_kinds[k], "%1$s", ", "),
+                                            *value_ones = store_kind_join_values(&store_kinds[k], "1", ", "),
+                                            *insert = NULL, *delete = NULL;
+
+                        /* A row of 1s. */
+                        assert_true(keys && ones && values && value_ones);
+                        assert_true(asprintf(&insert, "INSERT INTO %s (process_id, time_usec%s, %s) VALUES (4242, 1%s, %s)",
+                                             table, keys, values, ones, value_ones) >= 0);
+                        assert_true(asprintf(&delete, "DELETE FROM %s WHERE process_id = 4242", table) >= 0);
+                        exec(db, insert);
+                        after = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1000");
+                        assert_true(after > before);
+                        exec(db, delete);
+                        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1000"), before);
+                }
+        sqlite3_close(db);
+        store_free(s);
+        (void) state;
+}
+
 /* A kind the store does not have, with two keys and two values, on tables made as a migration
  * would: the raw upsert, roll-up, expiry, the union and the sums come from the descriptor. */
 static const StoreKind example = {
@@ -568,6 +612,7 @@ int main(void) {
                 cmocka_unit_test(test_roll_up_sums_per_key),
                 cmocka_unit_test(test_roll_up_and_expiry_of_each_kind),
                 cmocka_unit_test(test_size_cap_cuts_every_kind),
+                cmocka_unit_test(test_every_kind_counts_in_the_shares),
                 cmocka_unit_test(test_a_new_kind_is_a_descriptor),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
