@@ -135,6 +135,20 @@ void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size)
                 snprintf(buf, size, "-");
 }
 
+/* text right-aligned in width terminal columns ("µ" is one column, two bytes), into buf. */
+static const char *right_aligned(const char *text, size_t width, char *buf, size_t size) {
+        size_t w = text_width(text);
+
+        snprintf(buf, size, "%*s%s", (int) (w < width ? width - w : 0), "", text);
+        return buf;
+}
+
+static void fput_right(FILE *f, const char *text, size_t width) {
+        char buf[64];
+
+        fputs(right_aligned(text, width, buf, sizeof(buf)), f);
+}
+
 /* The FaultTime of a Counters object; all zero from a daemon that sends none. */
 static FaultTime counters_fault_time(json_t *counters) {
         FaultTime t = {};
@@ -164,7 +178,7 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
                 print_faults(f, json_object_get(row, "counters"));
                 /* The time the process spent waiting on faults in the window. */
                 time = counters_fault_time(json_object_get(row, "counters"));
-                fprintf(f, " %8s", fault_time_count(&time) ? format_ns(fault_time_total_ns(&time), style->utf8, ftime) : "-");
+                fput_right(f, fault_time_count(&time) ? format_ns(fault_time_total_ns(&time), style->utf8, ftime) : "-", 9);
                 format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
                 fprintf(f, " %6s  %-16s %s\n", format_count(map_total(traps), buf), vectors, unit ?: "?");
         }
@@ -411,9 +425,9 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
                         char estimate[24];
 
                         snprintf(estimate, sizeof(estimate), "~%s", format_ns(site_time_estimated(s), style->utf8, number));
-                        snprintf(time, sizeof(time), " %9s", estimate);
+                        right_aligned(estimate, 10, time, sizeof(time));
                 } else
-                        snprintf(time, sizeof(time), " %9s", "-");
+                        right_aligned("-", 10, time, sizeof(time));
                 faults |= s->kind == SITE_FAULT;
                 budget = style->columns;
                 if (format_path_cell(s->object ?: "[unknown]", style->utf8, object_width, &object) >= 0 &&
@@ -495,13 +509,14 @@ static void print_fault_time_line(FILE *f, const OutputStyle *style, const char 
         int p50 = fault_time_quantile_bucket(&t, 0.5), p99 = fault_time_quantile_bucket(&t, 0.99);
         char timed[16], time[16], share[16], a[24], b[24], max[16];
 
-        fprintf(f, "%-14s %7s %9s %7s %11s %11s %9s", label, format_count(fault_time_count(&t), timed),
-                format_ns(fault_time_total_ns(&t), style->utf8, time),
+        fprintf(f, "%-14s %7s", label, format_count(fault_time_count(&t), timed));
+        fput_right(f, format_ns(fault_time_total_ns(&t), style->utf8, time), 10);
+        fprintf(f, " %7s",
                 interval_usec ? format_share((double) fault_time_total_ns(&t) / 1e3 / (double) interval_usec, share)
-                              : "-",
-                p50 >= 0 ? format_fault_bucket((unsigned) p50, style->utf8, a) : "-",
-                p99 >= 0 ? format_fault_bucket((unsigned) p99, style->utf8, b) : "-",
-                fault_time_count(&t) ? format_ns(t.max_ns, style->utf8, max) : "-");
+                              : "-");
+        fput_right(f, p50 >= 0 ? format_fault_bucket((unsigned) p50, style->utf8, a) : "-", 12);
+        fput_right(f, p99 >= 0 ? format_fault_bucket((unsigned) p99, style->utf8, b) : "-", 12);
+        fput_right(f, fault_time_count(&t) ? format_ns(t.max_ns, style->utf8, max) : "-", 10);
 }
 
 /* Fault time per sample, when any fault was timed: a second table beside the counts. */
@@ -514,8 +529,9 @@ static void print_fault_time_table(FILE *f, const OutputStyle *style, json_t *sa
         if (fault_time_count(&all) == 0)
                 return;
         fprintf(f, "\nfault time per %s (%%FAULT as %%CPU; P50, P99: buckets of the histogram):\n"
-                   "%sTIME             TIMED      TIME  %%FAULT         P50         P99   LONGEST%s\n",
-                format_duration_usec(step, width), on(style, BOLD), off(style));
+                   "%s%-14s %7s%10s %7s%12s%12s%10s%s\n",
+                format_duration_usec(step, width), on(style, BOLD), "TIME", "TIMED", "TIME", "%FAULT", "P50", "P99",
+                "LONGEST", off(style));
         json_array_foreach (samples, i, sample) {
                 char t[32];
 
@@ -555,7 +571,8 @@ static void print_fault_histogram(FILE *f, const OutputStyle *style, json_t *tot
                 /* At least one cell for a bucket with faults: a single slow fault stays visible. */
                 size_t cells = t.histogram[i] ? (size_t) MAX((uint64_t) 1, t.histogram[i] * BAR / most) : 0;
 
-                fprintf(f, "  %10s %10" PRIu64 " ", format_fault_bucket((unsigned) i, style->utf8, range), t.histogram[i]);
+                fput_right(f, format_fault_bucket((unsigned) i, style->utf8, range), 13);
+                fprintf(f, " %10" PRIu64 " ", t.histogram[i]);
                 for (size_t k = 0; k < cells; k++)
                         fputs(style->utf8 ? "█" : "#", f);
                 fprintf(f, "%*s%s%s%s\n", (int) (BAR - cells), "", i == p50 ? " p50" : "", i == p99 ? " p99" : "",

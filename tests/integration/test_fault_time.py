@@ -5,11 +5,14 @@ workload's own clock; Top sorts by the time; with the source disabled nothing is
 counts stay exact."""
 import json
 import os
+import re
+import subprocess
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, exited_history, require_root_and_bpf,  # noqa: E402
+from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
                     run_workload, trapstat)
 
 BUCKETS = 24
@@ -110,6 +113,53 @@ class FaultTime(SharedDaemonTest):
         row = next(line for line in out.splitlines() if line.split()[:2] == [str(slow["pid"]), "slow-faults"])
         # At least 20 × 5 ms: shown in milliseconds.
         self.assertRegex(row.split()[10], r"^[0-9.]+ms$", out)
+
+
+    def test_watch_streams_fault_time_sorted_by_it(self):
+        # The Watch stream by fault time: each tick's rows most time first; the ticks add up to
+        # the history, histogram and all.
+        proc = subprocess.Popen([binary("TRAPSTAT"), "--socket", self.daemon.socket, "--json", "top", "-n", "25",
+                                 "--sort", "time", "--limit", "10000"], stdout=subprocess.PIPE, text=True)
+        lines = [proc.stdout.readline()]  # the stream runs before the workload starts
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout))
+        reader.start()
+        helper = run_workload("SLOW_FAULTS", 20, 5)
+        reader.join(timeout=60)
+        self.assertEqual(proc.wait(timeout=10), 0)
+        replies = [json.loads(line) for line in lines]
+        streamed = [0] * BUCKETS
+        for r in replies:
+            times = [sum(row["counters"]["faultTime"][k] for k in ("minorNs", "majorNs", "kernelNs")) for row in r["rows"]]
+            self.assertEqual(times, sorted(times, reverse=True))
+            check_consistent(self, r["total"]["faultTime"])
+            for row in r["rows"]:
+                check_consistent(self, row["counters"]["faultTime"])
+                if row["process"]["pid"] == helper["pid"]:
+                    streamed = [a + b for a, b in zip(streamed, row["counters"]["faultTime"]["histogram"])]
+        h = exited_history(self.daemon, helper["pid"])
+        self.assertEqual(streamed, h["total"]["faultTime"]["histogram"])
+
+    def test_history_histogram_in_the_terminal(self):
+        n, hold_ms = 30, 5
+        helper = run_workload("SLOW_FAULTS", n, hold_ms)
+        h = exited_history(self.daemon, helper["pid"])
+        text = trapstat(self.daemon.socket, "history", str(helper["pid"]), "--histogram").stdout
+        self.assertIn("fault time per ", text)
+        self.assertRegex(text, r"(?m)^fault time .* in \d+ faults timed; longest ")
+        # One line per bucket from the first with faults: range, count, bar, marks; the counts are
+        # the reply's histogram.
+        bars = [line.split() for line in text.splitlines() if re.match(r"^  +(<1|[0-9.]+(u|µ|m)?s-|>=|≥)", line)]
+        counts = [int(b[1]) for b in bars]
+        hist = h["total"]["faultTime"]["histogram"]
+        first = next(i for i, c in enumerate(hist) if c)
+        self.assertEqual(counts, hist[first:first + len(counts)])
+        self.assertEqual(sum(counts), sum(hist))
+        marks = [b[-1] for b in bars if b[-1] in ("p50", "p99", "max")] + [m for b in bars for m in b[2:-1]
+                                                                           if m in ("p50", "p99", "max")]
+        for mark in ("p50", "p99", "max"):
+            self.assertIn(mark, marks, text)
+        # The held faults: at least n at or above the bucket of the hold.
+        self.assertGreaterEqual(sum(hist[bucket_of(hold_ms * 1000000):]), n)
 
 
 class Disabled(unittest.TestCase):
