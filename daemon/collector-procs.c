@@ -32,6 +32,8 @@ static void proc_free(void *p) {
                 return;
         process_info_done(&proc->info);
         free(proc->traps_seen);
+        free(proc->slot_next_max);
+        free(proc->hash_next_max);
         site_counts_free(proc->sites, proc->n_sites);
         if (proc->stat_fd >= 0)
                 close(proc->stat_fd);

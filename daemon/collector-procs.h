@@ -27,6 +27,9 @@ typedef struct CollectorProc {
         int slot;                      /* the slot it counts in, or -1 */
         struct ts_counters slot_seen;  /* slot counters already turned into deltas */
         struct ts_counters hash_seen;  /* the same for its fallback hash entry */
+        /* Per CPU, the longest fault of the next tick the last read of its slot and of its hash
+         * entry saw (counters_sum()); NULL until its first read. */
+        uint64_t *slot_next_max, *hash_next_max;
         Traps *traps_seen;             /* the same for its trap hash entry; NULL until it trapped */
         MinMajSeen minmaj_seen;        /* the kernel's min_flt/maj_flt already reported */
         uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */

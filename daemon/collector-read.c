@@ -73,11 +73,26 @@ static bool owner_is_process(uint32_t owner) {
         return owner != TS_OWNER_FREE && owner != TS_OWNER_CLAIMING;
 }
 
-/* One owned slot, its counters summed over the CPUs in sum. A slot whose owner exited is freed
- * once drained: no BPF program writes it meanwhile, its owner being marked exited. */
-static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const struct ts_counters *sum, uint64_t now) {
+/* A process's per-CPU counters (n_cpus of them) summed; *next_max the process's per-CPU state for
+ * the longest fault (counters_sum()), allocated at the first read. */
+static int percpu_sum(CollectorReader *r, const struct ts_counters *values, uint64_t **next_max,
+                      struct ts_counters *ret) {
+        struct ts_counters sum = {};
+
+        if (!*next_max && !(*next_max = calloc((size_t) r->bpf->n_cpus, sizeof(uint64_t))))
+                return -ENOMEM;
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
+                counters_sum(&values[cpu], r->fault_tick, &(*next_max)[cpu], &sum);
+        *ret = sum;
+        return 0;
+}
+
+/* One owned slot, its per-CPU counters in values. A slot whose owner exited is freed once drained:
+ * no BPF program writes it meanwhile, its owner being marked exited. */
+static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const struct ts_counters *values, uint64_t now) {
         CollectorProc *p = r->procs->slot_procs[slot];
         uint32_t tgid = owner & ~TS_OWNER_EXITED;
+        struct ts_counters sum;
         int k;
 
         if (!p || p->info.pid != tgid) {
@@ -90,29 +105,18 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const s
                 if (k < 0)
                         return k;
                 proc_table_set_slot(r->procs, slot, p);
+                /* Its counters start from zero in the slot: so do the longest faults seen. */
+                if (p->slot_next_max)
+                        memset(p->slot_next_max, 0, (size_t) r->bpf->n_cpus * sizeof(uint64_t));
         }
-        k = proc_table_count_faults(r->procs, p, sum, &p->slot_seen, now);
+        k = percpu_sum(r, values, &p->slot_next_max, &sum);
+        if (k < 0)
+                return k;
+        k = proc_table_count_faults(r->procs, p, &sum, &p->slot_seen, now);
         if (k < 0)
                 return k;
         if (owner & TS_OWNER_EXITED)
                 reader_free_slot(r, slot);
-        return 0;
-}
-
-/* One slot's per-CPU counters (n_cpus values from values), summed. */
-static struct ts_counters slot_sum(CollectorReader *r, const struct ts_counters *values) {
-        struct ts_counters sum = {};
-
-        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
-                counters_sum(&values[cpu], r->fault_tick, &sum);
-        return sum;
-}
-
-/* The counters of one slot, summed over the CPUs. */
-static int slot_read(CollectorReader *r, uint32_t slot, struct ts_counters *ret) {
-        if (bpf_map_lookup_elem(bpf_map__fd(r->bpf->skel->maps.slot_counters), &slot, r->percpu) < 0)
-                return -errno;
-        *ret = slot_sum(r, r->percpu);
         return 0;
 }
 
@@ -137,14 +141,11 @@ static int drain_slots(CollectorReader *r, uint64_t now) {
 
                 if (owned * 3 < n) {
                         for (uint32_t slot = start; slot < start + n; slot++) {
-                                struct ts_counters sum;
-
                                 if (!owner_is_process(r->owners[slot]))
                                         continue;
-                                k = slot_read(r, slot, &sum);
-                                if (k < 0)
-                                        return k;
-                                k = drain_slot(r, slot, r->owners[slot], &sum, now);
+                                if (bpf_map_lookup_elem(counters_fd, &slot, r->percpu) < 0)
+                                        return -errno;
+                                k = drain_slot(r, slot, r->owners[slot], r->percpu, now);
                                 if (k < 0)
                                         return k;
                         }
@@ -160,12 +161,10 @@ static int drain_slots(CollectorReader *r, uint64_t now) {
                         return -errno;
                 for (uint32_t i = 0; i < got; i++) {
                         uint32_t slot = r->chunk_keys[i];
-                        struct ts_counters sum;
 
                         if (slot >= n_slots || !owner_is_process(r->owners[slot]))
                                 continue;
-                        sum = slot_sum(r, &r->percpu[(size_t) i * (size_t) r->bpf->n_cpus]);
-                        k = drain_slot(r, slot, r->owners[slot], &sum, now);
+                        k = drain_slot(r, slot, r->owners[slot], &r->percpu[(size_t) i * (size_t) r->bpf->n_cpus], now);
                         if (k < 0)
                                 return k;
                 }
@@ -211,14 +210,16 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
         CollectorProc *p;
         int k;
 
-        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
                 if (!id && v[cpu].id.start_time)
                         id = &v[cpu].id;
-                counters_sum(&v[cpu].c, r->fault_tick, &sum);
-        }
         k = proc_table_get(r->procs, key->tgid, key->start_time, id, now, &p);
         if (k < 0)
                 return k;
+        if (!p->hash_next_max && !(p->hash_next_max = calloc((size_t) r->bpf->n_cpus, sizeof(uint64_t))))
+                return -ENOMEM;
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
+                counters_sum(&v[cpu].c, r->fault_tick, &p->hash_next_max[cpu], &sum);
         return proc_table_count_faults(r->procs, p, &sum, &p->hash_seen, now);
 }
 

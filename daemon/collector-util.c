@@ -67,8 +67,9 @@ int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const v
         return 0;
 }
 
-void counters_sum(const struct ts_counters *v, uint64_t tick, struct ts_counters *sum) {
-        unsigned i = tick & 1;
+void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max, struct ts_counters *sum) {
+        unsigned i = tick & 1, j = (tick + 1) & 1;
+        uint64_t ended = v->max_tick[i] == tick ? v->max_ns[i] : 0, next = v->max_tick[j] == tick + 1 ? v->max_ns[j] : 0;
 
         sum->user_faults += v->user_faults;
         sum->kernel_faults += v->kernel_faults;
@@ -81,8 +82,15 @@ void counters_sum(const struct ts_counters *v, uint64_t tick, struct ts_counters
         sum->kernel_ns += v->kernel_ns;
         for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
                 sum->buckets[b] += v->buckets[b];
-        if (v->max_tick[i] == tick && v->max_ns[i] > sum->max_ns[0])
-                sum->max_ns[0] = v->max_ns[i];
+        /* The longest of the faults counted now. Those of the tick that ended completed before the
+         * flip; those that completed between the last read and the last flip were counted then,
+         * and their longest reported then as that read's next (*next_max): the tick's longest
+         * counts only if it grew past it. The next tick's so far completed after this flip and
+         * are counted now too. */
+        if (ended > *next_max)
+                sum->max_ns[0] = MAX(sum->max_ns[0], ended);
+        sum->max_ns[0] = MAX(sum->max_ns[0], next);
+        *next_max = next;
 }
 
 Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, FaultTime *ret_time) {

@@ -42,9 +42,15 @@ int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX],
 /* Appends value (elem bytes) to an array of n, growing its capacity by doubling. */
 int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value);
 
-/* Adds one CPU's counters to sum; sum->max_ns[0] becomes the longest fault of tick `tick` on
- * any CPU so far (the ones kept for other ticks are left out). */
-void counters_sum(const struct ts_counters *v, uint64_t tick, struct ts_counters *sum);
+/* Adds one CPU's counters to sum, read after user space advanced BPF's tick from `tick` to
+ * tick + 1. sum->max_ns[0] becomes the longest fault among those this read counts on any CPU so
+ * far: those that completed in `tick` after the last read, and those of tick + 1 so far (the
+ * flip and the read are apart: a fault that completes in between is counted by this read and
+ * stamped tick + 1). *next_max is this CPU's longest of tick + 1 as the last read saw it (0 at
+ * first); it is updated. A fault that completes between the last read and the last flip, no
+ * longer than one before it, has its count but not its length in the next read: the longest
+ * stays the longest of a read, or less, never more. */
+void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max, struct ts_counters *sum);
 /* What the counters grew by since *seen, which then becomes now; *ret_time the fault time, with
  * now->max_ns[0] (as counters_sum() leaves it) as the longest when a fault was timed. */
 Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, FaultTime *ret_time);

@@ -32,9 +32,12 @@ def bucket_range_ns(b):
     return low, high
 
 
-def check_consistent(test, ft):
-    """What any FaultTime must satisfy: 24 buckets; the longest fault lies in the highest bucket
-    that has faults; nothing timed means no time."""
+def check_consistent(test, ft, total=False):
+    """What any FaultTime must satisfy: 24 buckets; the longest fault is never longer than the
+    highest bucket with faults allows; nothing timed means no time. Over a process's whole life
+    (total) the longest lies in that bucket. Within one interval it may be shorter: a fault that
+    completes while the daemon reads a tick, and is followed in its tick by one no longer, has
+    its count in one interval and only a longer fault's length in the one before (IDL)."""
     test.assertEqual(len(ft["histogram"]), BUCKETS)
     timed = sum(ft["histogram"])
     if timed == 0:
@@ -42,7 +45,8 @@ def check_consistent(test, ft):
         return
     top = max(i for i, n in enumerate(ft["histogram"]) if n)
     low, high = bucket_range_ns(top)
-    test.assertGreaterEqual(ft["maxNs"], low)
+    if total:
+        test.assertGreaterEqual(ft["maxNs"], low)
     if high is not None:
         test.assertLess(ft["maxNs"], high)
     # Every fault took at least its bucket's lower edge.
@@ -63,7 +67,7 @@ class FaultTime(SharedDaemonTest):
         # (get_user_pages()), which have no fault to time.
         self.assertLessEqual(sum(ft["histogram"]), faults["minor"] + faults["major"])
         self.assertGreater(ft["minorNs"], 0)
-        check_consistent(self, ft)
+        check_consistent(self, ft, total=True)
         # The samples add up to the total, histogram and all; the longest is the largest.
         total = [0] * BUCKETS
         for s in h["samples"]:
@@ -93,7 +97,7 @@ class FaultTime(SharedDaemonTest):
         self.assertGreaterEqual(helper["minNs"], hold_ns)
         if slow == n:  # the longest fault is a held one, inside the longest access
             self.assertLessEqual(ft["maxNs"], helper["maxNs"])
-        check_consistent(self, ft)
+        check_consistent(self, ft, total=True)
 
     def test_top_sorts_by_fault_time(self):
         slow = run_workload("SLOW_FAULTS", 20, 5)

@@ -56,8 +56,10 @@ static void test_counters_delta(void **state) {
         FaultTime t;
         Faults d;
 
-        counters_sum(&cpu0, 0, &sum);
-        counters_sum(&cpu1, 0, &sum);
+        uint64_t next[2] = {};
+
+        counters_sum(&cpu0, 0, &next[0], &sum);
+        counters_sum(&cpu1, 0, &next[1], &sum);
         assert_int_equal(sum.user_faults, 15);
         assert_int_equal(sum.fault_read, 9);
 
@@ -83,11 +85,14 @@ static void test_counters_delta(void **state) {
         assert_int_equal(d.user, 0);
 }
 
-/* Fault time: sums and buckets grow like counts; the longest fault is each CPU's for the tick
- * being read, never one kept for the other tick, and only with a fault timed in the delta. */
+/* Fault time: sums and buckets grow like counts. The longest fault of a read: of the tick that
+ * ended (after the last read), and of the next tick so far (between the flip and the read), each
+ * once; never one kept for an older tick. */
 static void test_counters_fault_time(void **state) {
         struct ts_counters seen = {}, sum = {};
-        /* Tick 6 is read (slot 0); CPU 1 already counts into tick 7 (slot 1). */
+        uint64_t next[2] = {};
+        /* Read 6 (BPF now stamps 7): CPU 0's longest of tick 6 is 5 ms. CPU 1 has one of tick 4
+         * (an old one, ignored) and, since the flip, one of tick 7 of 2.5 us. */
         struct ts_counters cpu0 = { .minor_ns = 3000, .major_ns = 5000000, .kernel_ns = 700,
                                     .buckets = { [0] = 1, [2] = 1, [13] = 1 },
                                     .max_ns = { 5000000, 0 }, .max_tick = { 6, 0 } };
@@ -95,8 +100,8 @@ static void test_counters_fault_time(void **state) {
                                     .max_ns = { 9000000, 2500 }, .max_tick = { 4, 7 } };
         FaultTime t;
 
-        counters_sum(&cpu0, 6, &sum);
-        counters_sum(&cpu1, 6, &sum);
+        counters_sum(&cpu0, 6, &next[0], &sum);
+        counters_sum(&cpu1, 6, &next[1], &sum);
         (void) counters_delta(&sum, &seen, &t);
         assert_int_equal(t.minor_ns, 5500);
         assert_int_equal(t.major_ns, 5000000);
@@ -105,15 +110,47 @@ static void test_counters_fault_time(void **state) {
         assert_int_equal(t.histogram[2], 2);
         assert_int_equal(t.histogram[13], 1);
         assert_int_equal(fault_time_count(&t), 4);
-        /* CPU 1's 9 ms belong to tick 4, its 2.5 us to tick 7. */
         assert_int_equal(t.max_ns, 5000000);
+        assert_int_equal(next[1], 2500);
 
-        /* The next tick: nothing timed, so no longest fault either, whatever the CPUs kept. */
+        /* Read 7 (BPF now stamps 8). CPU 1's tick 7 did not grow past what read 6 saw of it:
+         * nothing new, nothing longest. */
         sum = (struct ts_counters) {};
-        counters_sum(&cpu0, 7, &sum);
-        counters_sum(&cpu1, 7, &sum);
+        counters_sum(&cpu0, 7, &next[0], &sum);
+        counters_sum(&cpu1, 7, &next[1], &sum);
         (void) counters_delta(&sum, &seen, &t);
         assert_true(fault_time_is_zero(&t));
+
+        /* Read 8 (BPF stamps 9). CPU 1 took a 40 us fault in tick 8 and, after the flip, a 1 ms
+         * one of tick 9; CPU 0 a 3 us one in tick 8. */
+        cpu1.minor_ns += 40000 + 1000000;
+        cpu1.buckets[6]++;
+        cpu1.buckets[10]++;
+        cpu1.max_ns[0] = 40000, cpu1.max_tick[0] = 8;
+        cpu1.max_ns[1] = 1000000, cpu1.max_tick[1] = 9;
+        cpu0.minor_ns += 3000;
+        cpu0.buckets[2]++;
+        cpu0.max_ns[0] = 3000, cpu0.max_tick[0] = 8;
+        sum = (struct ts_counters) {};
+        counters_sum(&cpu0, 8, &next[0], &sum);
+        counters_sum(&cpu1, 8, &next[1], &sum);
+        (void) counters_delta(&sum, &seen, &t);
+        assert_int_equal(fault_time_count(&t), 3);
+        assert_int_equal(t.max_ns, 1000000);
+
+        /* Read 9: CPU 1 took a 200 us fault in tick 9 after read 8, shorter than the 1 ms read 8
+         * reported: counted, its length not known, the longest not more than what was read. */
+        cpu1.minor_ns += 200000;
+        cpu1.buckets[8]++;
+        cpu0.minor_ns += 1500;
+        cpu0.buckets[1]++;
+        cpu0.max_ns[1] = 1500, cpu0.max_tick[1] = 9;
+        sum = (struct ts_counters) {};
+        counters_sum(&cpu0, 9, &next[0], &sum);
+        counters_sum(&cpu1, 9, &next[1], &sum);
+        (void) counters_delta(&sum, &seen, &t);
+        assert_int_equal(fault_time_count(&t), 2);
+        assert_int_equal(t.max_ns, 1500);
         (void) state;
 }
 
