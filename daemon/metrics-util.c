@@ -15,6 +15,10 @@ const MetricFamily metric_families[] = {
           "counter" },
         { "io.trapstat.MinorFaults", "Minor page faults, as the kernel accounts them", "counter" },
         { "io.trapstat.MajorFaults", "Major page faults, as the kernel accounts them", "counter" },
+        { "io.trapstat.PageFaultTimeNs",
+          "Nanoseconds spent in page faults: user-mode faults the kernel accounted as minor or major, or faults "
+          "taken in kernel mode for the process",
+          "counter" },
         { "io.trapstat.Processes", "Processes counted under the unit since trapstatd started", "counter" },
         { "io.trapstat.Drops", "Events trapstatd could not count, by kind", "counter" },
         { "io.trapstat.UnitsNotReported", "Units summed into the object \"other\" by --report-max-metrics", "gauge" },
@@ -30,6 +34,9 @@ enum {
         SERIES_KERNEL,
         SERIES_MINOR,
         SERIES_MAJOR,
+        SERIES_TIME_MINOR,
+        SERIES_TIME_MAJOR,
+        SERIES_TIME_KERNEL,
         SERIES_PROCESSES,
         N_SERIES,
 };
@@ -50,6 +57,12 @@ static uint64_t series_value(const UnitTotalsRow *r, unsigned s) {
                 return r->faults.minor;
         case SERIES_MAJOR:
                 return r->faults.major;
+        case SERIES_TIME_MINOR:
+                return r->fault_time.minor_ns;
+        case SERIES_TIME_MAJOR:
+                return r->fault_time.major_ns;
+        case SERIES_TIME_KERNEL:
+                return r->fault_time.kernel_ns;
         case SERIES_PROCESSES:
                 return r->processes;
         default:
@@ -114,6 +127,15 @@ static int append_object(json_t *list, const UnitTotalsRow *r, const char *objec
                 case SERIES_MAJOR:
                         m = metric_new("io.trapstat.MajorFaults", v, object, NULL);
                         break;
+                case SERIES_TIME_MINOR:
+                case SERIES_TIME_MAJOR:
+                case SERIES_TIME_KERNEL:
+                        m = metric_fields_new("io.trapstat.PageFaultTimeNs", v, object,
+                                              json_pack("{s:s}", "kind",
+                                                        s == SERIES_TIME_MINOR   ? "minor"
+                                                        : s == SERIES_TIME_MAJOR ? "major"
+                                                                                 : "kernel"));
+                        break;
                 case SERIES_PROCESSES:
                         m = metric_new("io.trapstat.Processes", v, object, NULL);
                         break;
@@ -130,6 +152,7 @@ static int append_object(json_t *list, const UnitTotalsRow *r, const char *objec
 static void row_add(UnitTotalsRow *a, const UnitTotalsRow *b) {
         a->processes += b->processes;
         faults_add(&a->faults, &b->faults);
+        fault_time_add(&a->fault_time, &b->fault_time);
         traps_add(&a->traps, &b->traps);
 }
 

@@ -11,6 +11,8 @@
  *                                     and {"mode": "kernel"}: the four add up to every page fault
  *   io.trapstat.MinorFaults  counter  the kernel's min_flt accounting
  *   io.trapstat.MajorFaults  counter  the kernel's maj_flt accounting
+ *   io.trapstat.PageFaultTimeNs counter  fields {"kind": "minor"|"major"|"kernel"}: nanoseconds
+ *                                     spent in page faults (UnitTotalsRow.fault_time)
  *   io.trapstat.Processes    counter  processes counted under the unit
  * System-wide (no object), always:
  *   io.trapstat.Drops            counter  fields {"kind": ...}, one per drop kind
@@ -25,9 +27,9 @@
 #define METRICS_OBJECT_NONE "none"
 #define METRICS_OBJECT_OTHER UNIT_TOTALS_OTHER
 
-/* Series one object can have at most: every vector, four page fault kinds, minor, major,
- * processes. */
-#define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 3)
+/* Series one object can have at most: every vector, four page fault kinds, minor, major, three
+ * kinds of fault time, processes. */
+#define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 2 + 3 + 1)
 /* The system-wide ones besides the totals: drops by kind (every kind GetStatus has), units not
  * reported. */
 #define METRICS_SYSTEM_SERIES (MANAGER_DROP_KINDS + 1)

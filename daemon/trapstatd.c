@@ -103,7 +103,7 @@ static void help(void) {
                QUERY_DEFAULT_TIME_LIMIT_USEC / 1000000U, WRITER_DEFAULT_QUEUE);
 }
 
-_Static_assert(METRICS_MIN_MAX == 93, "--report-max-metrics' message says 93");
+_Static_assert(METRICS_MIN_MAX == 99, "--report-max-metrics' message says 99");
 _Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
 _Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
 
@@ -334,7 +334,7 @@ int main(int argc, char *argv[]) {
                 case ARG_REPORT_MAX_METRICS:
                         /* At least the system-wide series and one unit's: "other" always fits. */
                         if (parse_uint(optarg, 1000000, &v) < 0 || v < METRICS_MIN_MAX)
-                                return usage_error("invalid --report-max-metrics '%s': expected 93 to 1000000", optarg);
+                                return usage_error("invalid --report-max-metrics '%s': expected 99 to 1000000", optarg);
                         config.report_max_metrics = (size_t) v;
                         break;
                 case ARG_MAX_UNIT_TOTALS:

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "counters.h"
+#include "fault-time.h"
 #include "macro.h"
 
 /* The daemon's catch-all for the units beyond what it keeps (schema: UnitCounters.unit). Our
@@ -58,13 +60,19 @@ static uint64_t sub0(uint64_t a, uint64_t b) {
 typedef struct UnitRow {
         const char *unit; /* "" for processes in no unit */
         Faults faults;
+        FaultTime fault_time;
         json_t *traps;    /* object vector -> count, borrowed */
 } UnitRow;
 
-static int counters_read(json_t *counters, Faults *ret_faults, json_t **ret_traps) {
+/* ret_time may be NULL: the process series have no fault time. */
+static int counters_read(json_t *counters, Faults *ret_faults, FaultTime *ret_time, json_t **ret_traps) {
         json_t *traps = json_object_get(counters, "traps");
-        if (!json_is_object(traps) || faults_from_json(json_object_get(counters, "faults"), ret_faults) < 0)
+        FaultTime t;
+        if (!json_is_object(traps) || faults_from_json(json_object_get(counters, "faults"), ret_faults) < 0 ||
+            fault_time_from_json(json_object_get(counters, "faultTime"), &t) < 0)
                 return -EBADMSG;
+        if (ret_time)
+                *ret_time = t;
         const char *v;
         json_t *n;
         json_object_foreach(traps, v, n)
@@ -88,16 +96,24 @@ static uint64_t traps_sum(json_t *traps) {
         return sum;
 }
 
-static void family(FILE *f, MetricsFormat format, const char *name, bool counter, const char *help) {
+typedef enum FamilyType {
+        GAUGE,
+        COUNTER,
+        HISTOGRAM,
+} FamilyType;
+
+static void family(FILE *f, MetricsFormat format, const char *name, FamilyType type, const char *help) {
         /* A counter's family is named without _total in OpenMetrics and with it in 0.0.4, whose
-         * TYPE line names the sample. */
-        const char *suffix = counter && format == METRICS_PROMETHEUS ? "_total" : "";
+         * TYPE line names the sample. A histogram's is its name in both, the samples' suffixes
+         * (_bucket, _sum, _count) being part of the type. */
+        const char *suffix = type == COUNTER && format == METRICS_PROMETHEUS ? "_total" : "";
         fprintf(f, "# HELP %s%s %s\n", name, suffix, help);
-        fprintf(f, "# TYPE %s%s %s\n", name, suffix, counter ? "counter" : "gauge");
+        fprintf(f, "# TYPE %s%s %s\n", name, suffix,
+                type == COUNTER ? "counter" : type == HISTOGRAM ? "histogram" : "gauge");
 }
 
-/* A sample: name, then n label pairs (name, value), then the value. */
-static void sample(FILE *f, const char *name, const char *const *labels, size_t n, uint64_t value) {
+/* A sample: name, then n label pairs (name, value), then the value as text. */
+static void sample_text(FILE *f, const char *name, const char *const *labels, size_t n, const char *value) {
         fputs(name, f);
         if (n > 0) {
                 fputc('{', f);
@@ -108,7 +124,35 @@ static void sample(FILE *f, const char *name, const char *const *labels, size_t 
                 }
                 fputc('}', f);
         }
-        fprintf(f, " %" PRIu64 "\n", value);
+        fprintf(f, " %s\n", value);
+}
+
+static void sample(FILE *f, const char *name, const char *const *labels, size_t n, uint64_t value) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64, value);
+        sample_text(f, name, labels, n, buf);
+}
+
+void metrics_format_seconds(uint64_t ns, char buf[static METRICS_SECONDS_MAX]) {
+        /* Decimal from the integer, not through a double: exact, so that the value read back is
+         * the double nearest ns / 1e9, as the daemon's nanoseconds divided would be. */
+        int n = snprintf(buf, METRICS_SECONDS_MAX, "%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+        while (buf[n - 1] == '0')
+                buf[--n] = '\0';
+        if (buf[n - 1] == '.')
+                buf[n - 1] = '\0';
+}
+
+void metrics_format_le(uint64_t ns, char buf[static METRICS_SECONDS_MAX]) {
+        /* The shortest text that reads back as the same double, in %g's form: 1e-06, 6.4e-05,
+         * 0.000128, 4.194304. It is what Prometheus' client libraries write (Go's 'g', -1) and
+         * what Prometheus 3 turns any le into, so the series are the same whoever parses them. */
+        double v = (double) ns / 1e9;
+        for (int precision = 1; precision <= 17; precision++) {
+                snprintf(buf, METRICS_SECONDS_MAX, "%.*g", precision, v);
+                if (strtod(buf, NULL) == v)
+                        return;
+        }
 }
 
 typedef struct Units {
@@ -117,13 +161,14 @@ typedef struct Units {
         bool has_other; /* an "other" series is written: units were left out or summed */
         UnitRow other;  /* the daemon's "other" plus the units beyond limit */
         Faults total;
+        FaultTime total_time;
         json_t *total_traps;
 } Units;
 
 static int units_read(json_t *reply, unsigned limit, Units *u) {
         json_t *units = json_object_get(reply, "units"), *other_units = json_object_get(reply, "otherUnits");
         if (!json_is_array(units) || !json_is_integer(other_units) ||
-            counters_read(json_object_get(reply, "total"), &u->total, &u->total_traps) < 0)
+            counters_read(json_object_get(reply, "total"), &u->total, &u->total_time, &u->total_traps) < 0)
                 return -EBADMSG;
 
         u->rows = calloc(json_array_size(units) + 1, sizeof(UnitRow));
@@ -134,13 +179,14 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
         /* other = total - every listed unit but the daemon's "other": what the daemon summed
          * and what limit left out, in one series. */
         Faults listed = {};
+        FaultTime listed_time = {};
         size_t i;
         json_t *row;
         json_array_foreach(units, i, row) {
                 json_t *unit = json_object_get(row, "unit");
                 UnitRow r = {};
                 if (!(json_is_string(unit) || json_is_null(unit)) ||
-                    counters_read(json_object_get(row, "counters"), &r.faults, &r.traps) < 0)
+                    counters_read(json_object_get(row, "counters"), &r.faults, &r.fault_time, &r.traps) < 0)
                         return -EBADMSG;
                 r.unit = json_is_string(unit) ? json_string_value(unit) : "";
                 if (strcmp(r.unit, OTHER) == 0) {
@@ -152,19 +198,27 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
                         continue;
                 }
                 faults_add(&listed, &r.faults);
+                fault_time_add(&listed_time, &r.fault_time);
                 u->rows[u->n++] = r;
         }
         u->other.unit = OTHER;
         for (size_t k = 0; k < n_fault_fields; k++)
                 *faults_field(&u->other.faults, &fault_fields[k]) =
                         sub0(faults_get(&u->total, &fault_fields[k]), faults_get(&listed, &fault_fields[k]));
+        /* The longest fault has no remainder; it is not exported. */
+        FaultTime *t = &u->other.fault_time;
+        t->minor_ns = sub0(u->total_time.minor_ns, listed_time.minor_ns);
+        t->major_ns = sub0(u->total_time.major_ns, listed_time.major_ns);
+        t->kernel_ns = sub0(u->total_time.kernel_ns, listed_time.kernel_ns);
+        for (size_t k = 0; k < FAULT_TIME_BUCKETS; k++)
+                t->histogram[k] = sub0(u->total_time.histogram[k], listed_time.histogram[k]);
         if (u->has_other)
                 u->rows[u->n++] = u->other;
         return 0;
 }
 
 static void write_traps(FILE *f, MetricsFormat format, const Units *u) {
-        family(f, format, "trapstat_traps", true,
+        family(f, format, "trapstat_traps", COUNTER,
                "CPU exceptions turned into signals since trapstatd started, by x86 vector and systemd unit.");
         for (size_t i = 0; i < u->n; i++) {
                 const UnitRow *r = &u->rows[i];
@@ -187,7 +241,7 @@ static void write_traps(FILE *f, MetricsFormat format, const Units *u) {
 }
 
 static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
-        family(f, format, "trapstat_page_faults", true,
+        family(f, format, "trapstat_page_faults", COUNTER,
                "Page faults since trapstatd started by mode, access (user mode only) and systemd unit; "
                "a unit's series sum to its user plus kernel faults.");
         for (size_t i = 0; i < u->n; i++) {
@@ -210,13 +264,13 @@ static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
                         sample(f, "trapstat_page_faults_total", labels, 3, s[k].value);
                 }
         }
-        family(f, format, "trapstat_minor_faults", true,
+        family(f, format, "trapstat_minor_faults", COUNTER,
                "Minor page faults (the kernel's min_flt) since trapstatd started, by systemd unit.");
         for (size_t i = 0; i < u->n; i++) {
                 const char *labels[] = { "unit", u->rows[i].unit };
                 sample(f, "trapstat_minor_faults_total", labels, 1, u->rows[i].faults.minor);
         }
-        family(f, format, "trapstat_major_faults", true,
+        family(f, format, "trapstat_major_faults", COUNTER,
                "Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.");
         for (size_t i = 0; i < u->n; i++) {
                 const char *labels[] = { "unit", u->rows[i].unit };
@@ -224,11 +278,57 @@ static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
         }
 }
 
+static void write_fault_time(FILE *f, MetricsFormat format, const Units *u) {
+        char value[METRICS_SECONDS_MAX], le[METRICS_SECONDS_MAX];
+
+        family(f, format, "trapstat_page_fault_seconds", COUNTER,
+               "Time spent in page faults since trapstatd started, seconds, by kind and systemd unit: "
+               "kind minor and major for faults taken in user mode as the kernel accounted them, "
+               "kernel for faults taken in kernel mode for the process.");
+        for (size_t i = 0; i < u->n; i++) {
+                const FaultTime *t = &u->rows[i].fault_time;
+                struct {
+                        const char *kind;
+                        uint64_t ns;
+                } s[] = { { "minor", t->minor_ns }, { "major", t->major_ns }, { "kernel", t->kernel_ns } };
+                for (size_t k = 0; k < ELEMENTSOF(s); k++) {
+                        const char *labels[] = { "kind", s[k].kind, "unit", u->rows[i].unit };
+                        metrics_format_seconds(s[k].ns, value);
+                        sample_text(f, "trapstat_page_fault_seconds_total", labels, 2, value);
+                }
+        }
+
+        /* The daemon's buckets as cumulative counts at their upper edges: bucket i (0..22) holds
+         * faults shorter than 2^i us, the last one the rest (+Inf). An edge is exclusive (a
+         * fault of exactly 1 us is under le="2e-06"), where Prometheus' le includes it: with
+         * nanosecond times the difference is one nanosecond. */
+        family(f, format, "trapstat_page_fault_duration_seconds", HISTOGRAM,
+               "How long page faults took since trapstatd started, seconds, by systemd unit: every fault "
+               "timed from its entry to its completion; le is an exclusive upper edge.");
+        for (size_t i = 0; i < u->n; i++) {
+                const FaultTime *t = &u->rows[i].fault_time;
+                const char *unit = u->rows[i].unit;
+                uint64_t cumulative = 0;
+                for (unsigned b = 0; b < FAULT_TIME_BUCKETS; b++) {
+                        cumulative = cumulative > UINT64_MAX - t->histogram[b] ? UINT64_MAX
+                                                                             : cumulative + t->histogram[b];
+                        if (b + 1 < FAULT_TIME_BUCKETS)
+                                metrics_format_le(fault_time_bucket_high_ns(b), le);
+                        const char *labels[] = { "unit", unit, "le", b + 1 < FAULT_TIME_BUCKETS ? le : "+Inf" };
+                        sample(f, "trapstat_page_fault_duration_seconds_bucket", labels, 2, cumulative);
+                }
+                const char *labels[] = { "unit", unit };
+                metrics_format_seconds(fault_time_total_ns(t), value);
+                sample_text(f, "trapstat_page_fault_duration_seconds_sum", labels, 1, value);
+                sample(f, "trapstat_page_fault_duration_seconds_count", labels, 1, cumulative);
+        }
+}
+
 static int write_drops(FILE *f, MetricsFormat format, json_t *status) {
         json_t *drops = json_object_get(status, "dropsByKind");
         if (!json_is_array(drops))
                 return -EBADMSG;
-        family(f, format, "trapstat_drops", true, "Events trapstatd could not count since it started, by kind.");
+        family(f, format, "trapstat_drops", COUNTER, "Events trapstatd could not count since it started, by kind.");
         size_t i;
         json_t *d;
         json_array_foreach(drops, i, d) {
@@ -252,11 +352,11 @@ static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in
          * together as both formats require. */
         for (int pass = 0; pass < 2; pass++) {
                 if (pass == 0)
-                        family(f, format, "trapstat_process_traps", true,
+                        family(f, format, "trapstat_process_traps", COUNTER,
                                "Traps of the processes with the most page faults since trapstatd started; "
                                "pid=other: every other process.");
                 else
-                        family(f, format, "trapstat_process_page_faults", true,
+                        family(f, format, "trapstat_process_page_faults", COUNTER,
                                "User and kernel page faults of the same processes; pid=other: every other process.");
                 for (size_t i = 0; i < n; i++) {
                         json_t *row = json_array_get(rows, i), *p = json_object_get(row, "process");
@@ -266,7 +366,7 @@ static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in
                         json_t *t;
                         if (!json_is_integer(pid) || !json_is_integer(start) || !json_is_string(comm) ||
                             !(json_is_string(unit) || json_is_null(unit)) ||
-                            counters_read(json_object_get(row, "counters"), &x, &t) < 0)
+                            counters_read(json_object_get(row, "counters"), &x, NULL, &t) < 0)
                                 return -EBADMSG;
                         char pid_s[32], start_s[32];
                         snprintf(pid_s, sizeof pid_s, "%" JSON_INTEGER_FORMAT, json_integer_value(pid));
@@ -292,7 +392,7 @@ static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in
 }
 
 static void write_up(FILE *f, MetricsFormat format, bool up) {
-        family(f, format, "trapstat_up", false, "1 when trapstatd answered this scrape, else 0 (and no other series).");
+        family(f, format, "trapstat_up", GAUGE, "1 when trapstatd answered this scrape, else 0 (and no other series).");
         sample(f, "trapstat_up", NULL, 0, up);
 }
 
@@ -309,12 +409,13 @@ int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, siz
                 write_up(f, format, true);
                 write_traps(f, format, &u);
                 write_faults(f, format, &u);
+                write_fault_time(f, format, &u);
                 if (in->status)
                         r = write_drops(f, format, in->status);
                 if (r >= 0 && in->top && in->process_series > 0)
                         r = write_processes(f, format, in, &u);
                 if (r >= 0 && in->scrape_seconds >= 0) {
-                        family(f, format, "trapstat_scrape_duration_seconds", false,
+                        family(f, format, "trapstat_scrape_duration_seconds", GAUGE,
                                "Time this scrape spent asking trapstatd, seconds.");
                         fprintf(f, "trapstat_scrape_duration_seconds %.6f\n", in->scrape_seconds);
                 }

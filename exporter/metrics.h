@@ -5,12 +5,14 @@
  * no I/O but the string it returns, so that the unit tests check it byte for byte.
  *
  * Every series and what it sums to is in man/trapstat-exporter.1.scd; the bound on their number:
- * per family at most one series per unit of UnitTotals' reply (its limit) plus one "other", and
- * with process series N processes plus one "other". */
+ * per family at most a fixed number of series per unit of UnitTotals' reply (its limit) plus
+ * "other" (one; trapstat_page_faults_total five, trapstat_page_fault_seconds_total three, the
+ * histogram 26, traps one per vector), and with process series N processes plus one "other". */
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef enum MetricsFormat {
@@ -41,6 +43,14 @@ typedef struct MetricsInput {
  * -EBADMSG when a reply lacks what the schema promises (the exporter then says up 0: it serves
  * nothing it cannot vouch for); -ENOMEM. */
 int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, size_t *ret_size);
+
+/* Text of a duration in seconds, room for the longest. */
+#define METRICS_SECONDS_MAX 32
+/* ns / 1e9 exactly, in decimal: "0", "0.000001", "12.3456789". */
+void metrics_format_seconds(uint64_t ns, char buf[static METRICS_SECONDS_MAX]);
+/* ns / 1e9 as a histogram's le: the shortest text that reads back as the same double, in %g's
+ * form ("1e-06", "0.000128", "4.194304"). */
+void metrics_format_le(uint64_t ns, char buf[static METRICS_SECONDS_MAX]);
 
 /* Writes s as a label value, escaped as both formats want it (\\, \", \n). */
 void metrics_write_label_value(FILE *f, const char *s);

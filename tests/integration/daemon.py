@@ -115,6 +115,46 @@ def run_workload(name, *args, timeout=60):
     return json.loads(out.stdout)
 
 
+def run_workload_in_cgroup(cgroup, name, *args, timeout=60):
+    """run_workload() with the helper in cgroup, joined between fork and exec: it execs there,
+    so the daemon names its unit from the exec however short its life."""
+    def join():
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write("0")
+
+    out = subprocess.run([binary(name), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                         preexec_fn=join)
+    if out.returncode != 0:
+        raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+FAULT_TIME_BUCKETS = 24
+
+
+def fault_time_bucket(ns):
+    """The histogram bucket a fault of ns nanoseconds is in (the IDL's FaultTime.histogram)."""
+    return min(FAULT_TIME_BUCKETS - 1, (ns // 1000).bit_length())
+
+
+def settled_unit_row(call, unit, ready, ticks=3, tick=0.2):
+    """The UnitTotals row of unit once ready(row) holds and the row stayed the same over ticks
+    ticks (its processes exited and drained: nothing more comes). call(method, parameters) is a
+    varlink call returning the reply's parameters."""
+    def row():
+        rows = [u for u in call("io.trapstat.UnitTotals", {"limit": 100000})["units"] if u["unit"] == unit]
+        return rows[0] if rows and ready(rows[0]) else None
+
+    def settled():
+        first = row()
+        if not first:
+            return None
+        time.sleep(ticks * tick)
+        return first if row() == first else None
+
+    return wait_for(settled, what=f"{unit}'s totals settled")
+
+
 def user_name(base):
     """The name of a test user: base, plus $TRAPSTAT_TEST_USER_SUFFIX when set, so that two test
     runs side by side on one machine (two checkouts) never add and delete each other's users."""

@@ -84,10 +84,14 @@ class Docs(unittest.TestCase):
         # Every family the exporter writes (its HELP lines are in exporter/metrics.c).
         families = set(re.findall(r'"(trapstat_[a-z_]+)"', read(SOURCE, "exporter", "metrics.c")))
         self.assertGreaterEqual(len(families), 9)
+        # Counters are documented by their samples' name (with _total), gauges and the histogram
+        # (its family and its _bucket, _sum and _count samples) as written.
+        histogram = "trapstat_page_fault_duration_seconds"
+        self.assertIn(histogram, families)
         for family in families:
             with self.subTest(family=family):
                 name = family if family in ("trapstat_up", "trapstat_scrape_duration_seconds") or \
-                    family.endswith("_total") else family + "_total"
+                    family.endswith("_total") or family.startswith(histogram) else family + "_total"
                 self.assertIn(f"*{name}*", man)
 
     def test_completion(self):

@@ -32,19 +32,27 @@ def faults(user=0, kernel=0, minor=0, major=0, read=0, write=0, exec_=0):
             "exec": exec_, "protection": 0}
 
 
-def counters(f, traps):
-    return {"faults": f, "traps": traps, "signals": {}, "signalCodes": {}}
+def fault_time(minor=0, major=0, kernel=0, longest=0, buckets=None):
+    """A FaultTime; buckets: {bucket: faults}."""
+    return {"minorNs": minor, "majorNs": major, "kernelNs": kernel, "maxNs": longest,
+            "histogram": [(buckets or {}).get(i, 0) for i in range(24)]}
+
+
+def counters(f, traps, ft=None):
+    return {"faults": f, "faultTime": ft or fault_time(), "traps": traps, "signals": {}, "signalCodes": {}}
 
 
 UNIT_TOTALS = {
     "sinceUsec": int(time.time() * 1e6) - 100_000_000,
     "units": [
-        {"unit": "a.service", "processes": 2, "counters": counters(faults(10, 3, 12, 1, 4, 5, 1), {"UD": 7, "BP": 2})},
+        {"unit": "a.service", "processes": 2, "counters": counters(faults(10, 3, 12, 1, 4, 5, 1), {"UD": 7, "BP": 2},
+                                                                   fault_time(1500, 0, 250, 1500, {0: 1, 1: 1}))},
         {"unit": 'ev"il\\\n.service', "processes": 1, "counters": counters(faults(5, 0, 5, 0, 5), {"GP": 1})},
         {"unit": None, "processes": 1, "counters": counters(faults(1, 1, 2), {})},
     ],
     "otherUnits": 3,
-    "total": counters(faults(30, 6, 34, 2, 20, 6, 1), {"UD": 9, "BP": 2, "GP": 1}),
+    "total": counters(faults(30, 6, 34, 2, 20, 6, 1), {"UD": 9, "BP": 2, "GP": 1},
+                      fault_time(4500, 0, 250, 3000, {0: 1, 1: 1, 2: 1})),
 }
 STATUS = {"dropsByKind": [{"kind": "fault_map_full", "count": 3, "lost": "a count"},
                           {"kind": "exit_event_lost", "count": 0, "lost": "a final figure"}]}
@@ -99,6 +107,126 @@ trapstat_major_faults_total{unit="a.service"} 1
 trapstat_major_faults_total{unit="ev\"il\\\n.service"} 0
 trapstat_major_faults_total{unit=""} 0
 trapstat_major_faults_total{unit="other"} 1
+# HELP trapstat_page_fault_seconds_total Time spent in page faults since trapstatd started, seconds, by kind and systemd unit: kind minor and major for faults taken in user mode as the kernel accounted them, kernel for faults taken in kernel mode for the process.
+# TYPE trapstat_page_fault_seconds_total counter
+trapstat_page_fault_seconds_total{kind="minor",unit="a.service"} 0.0000015
+trapstat_page_fault_seconds_total{kind="major",unit="a.service"} 0
+trapstat_page_fault_seconds_total{kind="kernel",unit="a.service"} 0.00000025
+trapstat_page_fault_seconds_total{kind="minor",unit="ev\"il\\\n.service"} 0
+trapstat_page_fault_seconds_total{kind="major",unit="ev\"il\\\n.service"} 0
+trapstat_page_fault_seconds_total{kind="kernel",unit="ev\"il\\\n.service"} 0
+trapstat_page_fault_seconds_total{kind="minor",unit=""} 0
+trapstat_page_fault_seconds_total{kind="major",unit=""} 0
+trapstat_page_fault_seconds_total{kind="kernel",unit=""} 0
+trapstat_page_fault_seconds_total{kind="minor",unit="other"} 0.000003
+trapstat_page_fault_seconds_total{kind="major",unit="other"} 0
+trapstat_page_fault_seconds_total{kind="kernel",unit="other"} 0
+# HELP trapstat_page_fault_duration_seconds How long page faults took since trapstatd started, seconds, by systemd unit: every fault timed from its entry to its completion; le is an exclusive upper edge.
+# TYPE trapstat_page_fault_duration_seconds histogram
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="1e-06"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="2e-06"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="4e-06"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="8e-06"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="1.6e-05"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="3.2e-05"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="6.4e-05"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.000128"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.000256"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.000512"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.001024"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.002048"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.004096"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.008192"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.016384"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.032768"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.065536"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.131072"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.262144"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="0.524288"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="1.048576"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="2.097152"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="4.194304"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="+Inf"} 2
+trapstat_page_fault_duration_seconds_sum{unit="a.service"} 0.00000175
+trapstat_page_fault_duration_seconds_count{unit="a.service"} 2
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="1e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="2e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="4e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="8e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="1.6e-05"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="3.2e-05"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="6.4e-05"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.000128"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.000256"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.000512"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.001024"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.002048"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.004096"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.008192"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.016384"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.032768"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.065536"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.131072"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.262144"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="0.524288"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="1.048576"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="2.097152"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="4.194304"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="ev\"il\\\n.service",le="+Inf"} 0
+trapstat_page_fault_duration_seconds_sum{unit="ev\"il\\\n.service"} 0
+trapstat_page_fault_duration_seconds_count{unit="ev\"il\\\n.service"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="1e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="2e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="4e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="8e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="1.6e-05"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="3.2e-05"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="6.4e-05"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.000128"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.000256"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.000512"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.001024"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.002048"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.004096"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.008192"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.016384"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.032768"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.065536"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.131072"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.262144"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="0.524288"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="1.048576"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="2.097152"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="4.194304"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="",le="+Inf"} 0
+trapstat_page_fault_duration_seconds_sum{unit=""} 0
+trapstat_page_fault_duration_seconds_count{unit=""} 0
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="1e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="2e-06"} 0
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="4e-06"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="8e-06"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="1.6e-05"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="3.2e-05"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="6.4e-05"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.000128"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.000256"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.000512"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.001024"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.002048"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.004096"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.008192"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.016384"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.032768"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.065536"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.131072"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.262144"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="0.524288"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="1.048576"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="2.097152"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="4.194304"} 1
+trapstat_page_fault_duration_seconds_bucket{unit="other",le="+Inf"} 1
+trapstat_page_fault_duration_seconds_sum{unit="other"} 0.000003
+trapstat_page_fault_duration_seconds_count{unit="other"} 1
 # HELP trapstat_drops_total Events trapstatd could not count since it started, by kind.
 # TYPE trapstat_drops_total counter
 trapstat_drops_total{kind="fault_map_full"} 3
@@ -322,7 +450,11 @@ class Exporter(unittest.TestCase):
         body = http(port)[2]
         self.assertEqual(self.standin.calls[0]["parameters"], {"limit": 100})
         for name, per_unit in (("trapstat_traps_total", 1), ("trapstat_page_faults_total", 5),
-                               ("trapstat_minor_faults_total", 1), ("trapstat_major_faults_total", 1)):
+                               ("trapstat_minor_faults_total", 1), ("trapstat_major_faults_total", 1),
+                               ("trapstat_page_fault_seconds_total", 3),
+                               ("trapstat_page_fault_duration_seconds_bucket", 24),
+                               ("trapstat_page_fault_duration_seconds_sum", 1),
+                               ("trapstat_page_fault_duration_seconds_count", 1)):
             self.assertEqual(sum(line.startswith(name + "{") for line in body.splitlines()), 101 * per_unit, name)
         self.assertIn('trapstat_traps_total{vector="UD",unit="other"} 4900\n', body)
         self.promtool(body)
@@ -407,6 +539,15 @@ class Exporter(unittest.TestCase):
         self.assertEqual(len(result), 1)
         self.assertEqual(result[0]["metric"]["unit"], 'ev"il\\\n.service')
         self.assertEqual(result[0]["value"][1], "1")
+        # The histogram as Prometheus reads it: a.service's two faults, the smaller under 1 us
+        # and the other under 2 us, so the median at most 2 us.
+        for query, want in (('trapstat_page_fault_duration_seconds_count{unit="a.service"}', "2"),
+                            ('trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="1e-06"}', "1"),
+                            ('trapstat_page_fault_seconds_total{unit="a.service",kind="kernel"}', "2.5e-07")):
+            with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/v1/query?query={urllib.parse.quote(query)}",
+                                        timeout=5) as r:
+                result = json.load(r)["data"]["result"]
+            self.assertEqual([x["value"][1] for x in result], [want], query)
 
 
 if __name__ == "__main__":

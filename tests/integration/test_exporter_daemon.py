@@ -2,8 +2,11 @@
 """trapstat-exporter against a real trapstatd (bpf suite, root): a workload with exactly known
 #UD and #BP traps (tests/helpers/raise-traps), in a unit made of a cgroup named like one (as in
 test_unit_totals), shows as exactly that increment of trapstat_traps_total for its unit, also
-after it exited; the real exposition passes promtool; --unit-limit 1 gives one unit and
-"other" per family; a stopped daemon gives trapstat_up 0."""
+after it exited; faults held by a userfaultfd handler (tests/helpers/slow-faults) in another
+unit show as the daemon's UnitTotals faultTime exactly, seconds and histogram; the real
+expositions pass promtool; --unit-limit 1 gives one unit and "other" per family; a stopped
+daemon gives trapstat_up 0."""
+import itertools
 import json
 import os
 import re
@@ -16,13 +19,18 @@ import tempfile
 import time
 import unittest
 import urllib.request
+from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, make_cgroup, remove_cgroup, require_root_and_bpf, require_x86_64,  # noqa: E402
-                    wait_for)
+from daemon import (Daemon, binary, fault_time_bucket, make_cgroup, remove_cgroup, require_root_and_bpf,  # noqa: E402
+                    require_x86_64, run_workload_in_cgroup, settled_unit_row, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 UNIT = "trapstat-test-exporter-a.service"
+TIME_UNIT = "trapstat-test-exporter-t.service"
+# The histogram's upper edges as Python writes the doubles nearest 2^i us in seconds (its repr,
+# like Go's, is the shortest text that reads back the same).
+EDGES = [repr((1 << i) * 1000 / 1e9) for i in range(23)] + ["+Inf"]
 PROMTOOL = shutil.which("promtool")
 N = 150
 
@@ -38,6 +46,13 @@ def scrape(port):
         return r.read().decode()
 
 
+def sample_text(text, name, **labels):
+    """The value of name with exactly these labels (in the exporter's order) as written, or None."""
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    m = re.search(rf"^{re.escape(name)}\{{{re.escape(want)}\}} (\S+)$", text, re.M)
+    return m.group(1) if m else None
+
+
 def value(text, name, **labels):
     """The sample of name with exactly these labels (in the exporter's order), else 0."""
     want = ",".join(f'{k}="{v}"' for k, v in labels.items())
@@ -49,6 +64,7 @@ class ExporterDaemon(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.cgroup = make_cgroup(UNIT)
+        cls.time_cgroup = make_cgroup(TIME_UNIT)
         cls.daemon, cls.exporters = None, []
         cls.dir = tempfile.mkdtemp(prefix="trapstat-exporter-daemon-")
         try:
@@ -66,6 +82,7 @@ class ExporterDaemon(unittest.TestCase):
                     p.wait(timeout=10)
 
             remove_cgroup(cls.cgroup)
+            remove_cgroup(cls.time_cgroup)
         finally:
             if cls.daemon:
                 cls.daemon.__exit__(None, None, None)
@@ -133,9 +150,58 @@ class ExporterDaemon(unittest.TestCase):
                                            text, re.M)), ["BP", "UD"])
         self.assertGreater(value(text, "trapstat_page_faults_total", mode="user", access="read", unit=UNIT), 0)
         self.assertRegex(text, r'\ntrapstat_drops_total\{kind="fault_map_full"\} [0-9]+\n')
+        self.promtool(text)
+
+    def promtool(self, text):
         if PROMTOOL:
             r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
             self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+
+    def test_fault_time_of_a_unit(self):
+        """slow-faults 40 5 in TIME_UNIT: its faults held 5 ms each. Once the unit's totals
+        settled, a scrape between two equal UnitTotals replies shows them exactly: seconds by
+        kind (the nanoseconds / 1e9, digit for digit), cumulative buckets (running sums of the
+        histogram), +Inf and _count the faults timed, _sum their time."""
+        n, hold_ms = 40, 5
+        port = self.exporter()
+        run_workload_in_cgroup(self.time_cgroup, "SLOW_FAULTS", n, hold_ms)
+
+        def call(method, parameters):
+            with Connection(self.daemon.socket) as c:
+                return c.call(method, parameters)
+
+        # The held faults are in: n at or above the hold's bucket.
+        slow = fault_time_bucket(hold_ms * 1000000)
+        settled_unit_row(call, TIME_UNIT, lambda r: sum(r["counters"]["faultTime"]["histogram"][slow:]) >= n)
+
+        def consistent():
+            before = settled_unit_row(call, TIME_UNIT, lambda r: True, ticks=0)
+            text = scrape(port)
+            after = settled_unit_row(call, TIME_UNIT, lambda r: True, ticks=0)
+            return (text, after) if before == after else None
+        text, row = wait_for(consistent, what=f"a scrape between two equal UnitTotals rows of {TIME_UNIT}")
+        ft = row["counters"]["faultTime"]
+        self.assertGreaterEqual(ft["minorNs"], n * hold_ms * 1000000)
+        for kind in ("minor", "major", "kernel"):
+            seconds = sample_text(text, "trapstat_page_fault_seconds_total", kind=kind, unit=TIME_UNIT)
+            self.assertIsNotNone(seconds, kind)
+            self.assertEqual(Decimal(seconds) * 10**9, ft[f"{kind}Ns"], kind)
+            self.assertEqual(float(seconds), ft[f"{kind}Ns"] / 1e9, kind)
+        cumulative = list(itertools.accumulate(ft["histogram"]))
+        buckets = [sample_text(text, "trapstat_page_fault_duration_seconds_bucket", unit=TIME_UNIT, le=le)
+                   for le in EDGES]
+        self.assertEqual([int(b) if b is not None else None for b in buckets], cumulative)
+        # In this order, together, and nothing else of the unit's histogram.
+        self.assertEqual(re.findall(rf'^trapstat_page_fault_duration_seconds_bucket\{{unit="{re.escape(TIME_UNIT)}",'
+                                    rf'le="([^"]+)"\}}', text, re.M), EDGES)
+        count = sample_text(text, "trapstat_page_fault_duration_seconds_count", unit=TIME_UNIT)
+        self.assertEqual(int(count), sum(ft["histogram"]))
+        self.assertEqual(int(count), cumulative[-1])
+        total = sample_text(text, "trapstat_page_fault_duration_seconds_sum", unit=TIME_UNIT)
+        self.assertEqual(Decimal(total) * 10**9, ft["minorNs"] + ft["majorNs"] + ft["kernelNs"])
+        # The held faults above the hold's lower edge: the buckets below it hold the others only.
+        self.assertLessEqual(cumulative[slow - 1], cumulative[-1] - n)
+        self.promtool(text)
 
     def test_unit_limit(self):
         port = self.exporter("--unit-limit", "1")

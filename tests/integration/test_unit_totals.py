@@ -3,7 +3,8 @@
 exactly known traps (tests/helpers/raise-traps), put into units by cgroups named like units, as
 in test_unit_filters.
 
-And the same totals as io.systemd.Metrics on the report socket (--report-socket).
+And the same totals as io.systemd.Metrics on the report socket (--report-socket), fault time
+(faults held by tests/helpers/slow-faults) included, equal to UnitTotals' faultTime.
 
 Unit A: root's "tt-ud" (300 #UD) and "tt-bp" (200 #BP); unit B: the test user's "tt-ub" (25 #UD,
 25 #BP). All of them exit during the test: their totals stay."""
@@ -16,15 +17,16 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, remove_cgroup, remove_user, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, skip, wait_for)
+from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, fault_time_bucket,  # noqa: E402
+                    remove_cgroup, remove_user, require_root_and_bpf, require_x86_64, run_workload_in_cgroup,
+                    settled_unit_row, skip, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-totals-test")
 PREFIX = "trapstat-test-totals-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
-# The smallest bound trapstatd takes: 12 drop kinds, units not reported, and one unit's 40 twice.
-MAX_METRICS = 93
+# The smallest bound trapstatd takes: 12 drop kinds, units not reported, and one unit's 43 twice.
+MAX_METRICS = 99
 
 
 def invalid(member):
@@ -204,18 +206,18 @@ class UnitTotals(unittest.TestCase):
             self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": bad}), invalid("limit"))
         self.assertEqual(self.call("io.trapstat.UnitTotals", {"limit": "1"}), invalid("limit"))
 
-    def stream(self, method, more=True):
+    def stream(self, method, more=True, report=None):
         """Every reply to one call on the report socket, up to the one without continues."""
         replies = []
-        with Connection(self.report) as c:
+        with Connection(report or self.report) as c:
             c.send(method, {}, more=more)
             while True:
                 replies.append(c.read())
                 if not replies[-1].get("continues"):
                     return replies
 
-    def metrics(self):
-        replies = self.stream("io.systemd.Metrics.List")
+    def metrics(self, report=None):
+        replies = self.stream("io.systemd.Metrics.List", report=report)
         for r in replies:
             self.assertNotIn("error", r)
         return [r["parameters"] for r in replies]
@@ -295,7 +297,7 @@ class UnitTotals(unittest.TestCase):
             self.assertIn("other", [u["unit"] for u in r["units"]])
 
     def test_metrics_bound(self):
-        # 30 more units of one #UD each: more than 93 replies' worth (13 system-wide, about 6
+        # 30 more units of one #UD each: more than 99 replies' worth (13 system-wide, about 7
         # series a unit), so that some go into "other".
         root = cgroup2_root()
         names = [f"m{i:02d}" for i in range(30)]
@@ -317,7 +319,7 @@ class UnitTotals(unittest.TestCase):
 
         ms = wait_for(lambda: all_counted(self.metrics()), what="units not reported and every #UD counted")
         self.assertLessEqual(len(ms), MAX_METRICS)
-        # Room for at most (93 - 13) / 3 objects: each has a page fault, minor faults and processes.
+        # Room for at most (99 - 13) / 3 objects: each has a page fault, minor faults and processes.
         objects = {m["object"] for m in ms if "object" in m}
         self.assertIn("other", objects)
         self.assertLessEqual(len(objects), (MAX_METRICS - 13) // 3)
@@ -332,6 +334,47 @@ class UnitTotals(unittest.TestCase):
         reported = sum(1 for name in names if UNITS[name] in objects)
         self.assertGreaterEqual(self.value(ms, "io.trapstat.Traps", "other", vector="UD") or 0, 30 - reported)
 
+    def test_fault_time_metrics(self):
+        """slow-faults 40 5 in a unit of its own: io.trapstat.PageFaultTimeNs of the unit by kind
+        equals UnitTotals' faultTime exactly (a kind at zero is not listed). A daemon of its own
+        with the default --report-max-metrics (1000), so that the unit is reported whatever else
+        the machine runs and whichever test ran before."""
+        n, hold_ms = 40, 5
+        UNITS["t"] = f"{PREFIX}t.service"
+        self.cgroups["t"] = os.path.join(cgroup2_root(), UNITS["t"])
+        if os.path.isdir(self.cgroups["t"]):
+            os.rmdir(self.cgroups["t"])
+        os.mkdir(self.cgroups["t"])
+        d = Daemon()
+        report = os.path.join(d.dir, "report")
+        d.args += ["--report-socket", report]
+        with d:
+            def call(method, parameters):
+                with Connection(d.socket) as c:
+                    return c.call(method, parameters)
+
+            run_workload_in_cgroup(self.cgroups["t"], "SLOW_FAULTS", n, hold_ms)
+            slow = fault_time_bucket(hold_ms * 1000000)
+            settled_unit_row(call, UNITS["t"], lambda r: sum(r["counters"]["faultTime"]["histogram"][slow:]) >= n)
+
+            def consistent():
+                before = settled_unit_row(call, UNITS["t"], lambda r: True, ticks=0)
+                ms = self.metrics(report)
+                after = settled_unit_row(call, UNITS["t"], lambda r: True, ticks=0)
+                return (ms, after) if before == after else None
+            ms, row = wait_for(consistent, what=f"a List between two equal UnitTotals rows of {UNITS['t']}")
+        ft = row["counters"]["faultTime"]
+        self.assertGreaterEqual(ft["minorNs"], n * hold_ms * 1000000)
+        self.assertIn(UNITS["t"], {m.get("object") for m in ms})
+        for kind in ("minor", "major", "kernel"):
+            got = self.value(ms, "io.trapstat.PageFaultTimeNs", UNITS["t"], kind=kind)
+            self.assertEqual(got or 0, ft[f"{kind}Ns"], kind)
+            if ft[f"{kind}Ns"] == 0:
+                self.assertIsNone(got, kind)
+        times = [m for m in ms if m["name"] == "io.trapstat.PageFaultTimeNs"]
+        self.assertTrue(all(set(m["fields"]) == {"kind"} for m in times), times)
+        self.assertTrue(all(m["fields"]["kind"] in ("minor", "major", "kernel") for m in times), times)
+
     def test_metrics_protocol(self):
         self.assertEqual(self.stream("io.systemd.Metrics.List", more=False),
                          [{"error": "org.varlink.service.ExpectedMore", "parameters": {}}])
@@ -340,6 +383,7 @@ class UnitTotals(unittest.TestCase):
         families = {r["parameters"]["name"]: r["parameters"]["type"] for r in self.stream("io.systemd.Metrics.Describe")}
         self.assertEqual(families, {"io.trapstat.Traps": "counter", "io.trapstat.PageFaults": "counter",
                                     "io.trapstat.MinorFaults": "counter", "io.trapstat.MajorFaults": "counter",
+                                    "io.trapstat.PageFaultTimeNs": "counter",
                                     "io.trapstat.Processes": "counter", "io.trapstat.Drops": "counter",
                                     "io.trapstat.UnitsNotReported": "gauge"})
         # The report socket serves nothing else; the main socket no io.systemd.Metrics.

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests for trapstat-exporter's formatting (exporter/metrics.c): whole expositions compared byte
  * for byte in both formats, label values escaped, the "other" series as total minus the listed
- * units, and the bounds on units and processes also when a reply holds more than asked for. */
+ * units, and the bounds on units and processes also when a reply holds more than asked for; the
+ * fault time as seconds by kind and as a histogram (cumulative buckets at the daemon's edges,
+ * +Inf equal to _count, _sum, "other" bucket by bucket, a unit with nothing timed). */
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,21 +17,37 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fault-time.h"
 #include "macro.h"
 #include "metrics.h"
 
 #define FAULTS(u, k, mi, ma, r, w, x)                                                              \
         "{\"user\":" #u ",\"kernel\":" #k ",\"minor\":" #mi ",\"major\":" #ma ",\"read\":" #r      \
         ",\"write\":" #w ",\"exec\":" #x ",\"protection\":0}"
-#define COUNTERS(faults, traps) "{\"faults\":" faults ",\"traps\":" traps ",\"signals\":{},\"signalCodes\":{}}"
+/* FaultTime: nanoseconds minor, major, kernel, the longest, and the 24 buckets. */
+#define FAULT_TIME(mi, ma, k, max, histogram)                                                      \
+        "{\"minorNs\":" #mi ",\"majorNs\":" #ma ",\"kernelNs\":" #k ",\"maxNs\":" #max ",\"histogram\":" histogram "}"
+#define NO_BUCKETS "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"
+#define COUNTERS_T(faults, time, traps)                                                            \
+        "{\"faults\":" faults ",\"faultTime\":" time ",\"traps\":" traps ",\"signals\":{},\"signalCodes\":{}}"
+/* Nothing timed. */
+#define COUNTERS(faults, traps) COUNTERS_T(faults, FAULT_TIME(0, 0, 0, 0, NO_BUCKETS), traps)
 
-/* Two units, processes in no unit, the daemon's "other", and two units beyond limit (in total). */
+/* Two units, processes in no unit, the daemon's "other", and two units beyond limit (in total).
+ * Fault time: a.service a kernel fault of 250 ns (bucket 0), a minor one of 1.5 us (1) and a
+ * major one of 2 s (21); nothing timed in no unit; the daemon's "other" 100 us (7); the two
+ * left out 3 us (2) and 5 s (23, past the last edge). */
 static const char *totals_json =
         "{\"sinceUsec\":1000000,\"otherUnits\":2,\"units\":["
-        "{\"unit\":\"a.service\",\"processes\":2,\"counters\":" COUNTERS(FAULTS(10, 3, 12, 1, 4, 5, 1), "{\"UD\":7,\"BP\":2}") "},"
+        "{\"unit\":\"a.service\",\"processes\":2,\"counters\":" COUNTERS_T(FAULTS(10, 3, 12, 1, 4, 5, 1),
+                FAULT_TIME(1500, 2000000000, 250, 2000000000, "[1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,0]"),
+                "{\"UD\":7,\"BP\":2}") "},"
         "{\"unit\":null,\"processes\":1,\"counters\":" COUNTERS(FAULTS(5, 0, 5, 0, 5, 0, 0), "{}") "},"
-        "{\"unit\":\"other\",\"processes\":9,\"counters\":" COUNTERS(FAULTS(1, 1, 2, 0, 1, 0, 0), "{\"UD\":1}") "}"
-        "],\"total\":" COUNTERS(FAULTS(20, 6, 24, 2, 12, 6, 1), "{\"UD\":9,\"BP\":2,\"GP\":4}") "}";
+        "{\"unit\":\"other\",\"processes\":9,\"counters\":" COUNTERS_T(FAULTS(1, 1, 2, 0, 1, 0, 0),
+                FAULT_TIME(100000, 0, 0, 100000, "[0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":1}") "}"
+        "],\"total\":" COUNTERS_T(FAULTS(20, 6, 24, 2, 12, 6, 1),
+                FAULT_TIME(104500, 7000000000, 250, 5000000000, "[1,1,1,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,1]"),
+                "{\"UD\":9,\"BP\":2,\"GP\":4}") "}";
 
 static const char *status_json =
         "{\"dropsByKind\":[{\"kind\":\"fault_map_full\",\"count\":3,\"lost\":\"x\"},"
@@ -95,6 +113,98 @@ static void test_prometheus(void **state) {
                 "trapstat_major_faults_total{unit=\"a.service\"} 1\n"
                 "trapstat_major_faults_total{unit=\"\"} 0\n"
                 "trapstat_major_faults_total{unit=\"other\"} 1\n"
+                /* other: the total less a.service's and no unit's, bucket by bucket. */
+                "# HELP trapstat_page_fault_seconds_total Time spent in page faults since trapstatd started, seconds, by kind and systemd unit: kind minor and major for faults taken in user mode as the kernel accounted them, kernel for faults taken in kernel mode for the process.\n"
+                "# TYPE trapstat_page_fault_seconds_total counter\n"
+                "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"a.service\"} 0.0000015\n"
+                "trapstat_page_fault_seconds_total{kind=\"major\",unit=\"a.service\"} 2\n"
+                "trapstat_page_fault_seconds_total{kind=\"kernel\",unit=\"a.service\"} 0.00000025\n"
+                "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"\"} 0\n"
+                "trapstat_page_fault_seconds_total{kind=\"major\",unit=\"\"} 0\n"
+                "trapstat_page_fault_seconds_total{kind=\"kernel\",unit=\"\"} 0\n"
+                "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"other\"} 0.000103\n"
+                "trapstat_page_fault_seconds_total{kind=\"major\",unit=\"other\"} 5\n"
+                "trapstat_page_fault_seconds_total{kind=\"kernel\",unit=\"other\"} 0\n"
+                "# HELP trapstat_page_fault_duration_seconds How long page faults took since trapstatd started, seconds, by systemd unit: every fault timed from its entry to its completion; le is an exclusive upper edge.\n"
+                "# TYPE trapstat_page_fault_duration_seconds histogram\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"1e-06\"} 1\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"2e-06\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"4e-06\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"8e-06\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"1.6e-05\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"3.2e-05\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"6.4e-05\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.000128\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.000256\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.000512\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.001024\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.002048\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.004096\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.008192\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.016384\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.032768\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.065536\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.131072\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.262144\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"0.524288\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"1.048576\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"2.097152\"} 3\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"4.194304\"} 3\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"+Inf\"} 3\n"
+                "trapstat_page_fault_duration_seconds_sum{unit=\"a.service\"} 2.00000175\n"
+                "trapstat_page_fault_duration_seconds_count{unit=\"a.service\"} 3\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"1e-06\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"2e-06\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"4e-06\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"8e-06\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"1.6e-05\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"3.2e-05\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"6.4e-05\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.000128\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.000256\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.000512\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.001024\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.002048\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.004096\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.008192\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.016384\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.032768\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.065536\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.131072\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.262144\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"0.524288\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"1.048576\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"2.097152\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"4.194304\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"\",le=\"+Inf\"} 0\n"
+                "trapstat_page_fault_duration_seconds_sum{unit=\"\"} 0\n"
+                "trapstat_page_fault_duration_seconds_count{unit=\"\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"1e-06\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"2e-06\"} 0\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"4e-06\"} 1\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"8e-06\"} 1\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"1.6e-05\"} 1\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"3.2e-05\"} 1\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"6.4e-05\"} 1\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.000128\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.000256\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.000512\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.001024\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.002048\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.004096\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.008192\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.016384\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.032768\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.065536\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.131072\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.262144\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"0.524288\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"1.048576\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"2.097152\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"4.194304\"} 2\n"
+                "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"+Inf\"} 3\n"
+                "trapstat_page_fault_duration_seconds_sum{unit=\"other\"} 5.000103\n"
+                "trapstat_page_fault_duration_seconds_count{unit=\"other\"} 3\n"
                 "# HELP trapstat_drops_total Events trapstatd could not count since it started, by kind.\n"
                 "# TYPE trapstat_drops_total counter\n"
                 "trapstat_drops_total{kind=\"fault_map_full\"} 3\n"
@@ -110,6 +220,11 @@ static void test_openmetrics(void **state) {
         assert_non_null(strstr(out, "# TYPE trapstat_page_faults counter\n"));
         assert_non_null(strstr(out, "# TYPE trapstat_minor_faults counter\n"));
         assert_non_null(strstr(out, "# TYPE trapstat_major_faults counter\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_page_fault_seconds counter\n"
+                                    "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"a.service\"} 0.0000015\n"));
+        /* A histogram's family is its name in both formats. */
+        assert_non_null(strstr(out, "# TYPE trapstat_page_fault_duration_seconds histogram\n"
+                                    "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"1e-06\"} 1\n"));
         assert_null(strstr(out, "_total counter"));
         assert_null(strstr(out, "trapstat_drops"));
         size_t n = strlen(out);
@@ -127,15 +242,26 @@ static void test_down(void **state) {
                                "# TYPE trapstat_up gauge\ntrapstat_up 0\n# EOF\n");
 }
 
+static size_t count_lines(const char *s, const char *prefix);
+
 static void test_escaping(void **state) {
         /* A unit name is text a process chose (a transient unit's name): quote, backslash and
          * newline escaped, nothing else touched. */
+#define EVIL_FAULT_TIME FAULT_TIME(0, 0, 7000, 7000, "[0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]")
         const char *totals =
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":["
-                "{\"unit\":\"a\\\"b\\\\c\\nd}{=,\\u00e9.service\",\"processes\":1,\"counters\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":1}") "}"
-                "],\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":1}") "}";
+                "{\"unit\":\"a\\\"b\\\\c\\nd}{=,\\u00e9.service\",\"processes\":1,\"counters\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0), EVIL_FAULT_TIME, "{\"UD\":1}") "}"
+                "],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0), EVIL_FAULT_TIME, "{\"UD\":1}") "}";
         _cleanup_free_ char *out = render(totals, NULL, NULL, 0, 0, METRICS_PROMETHEUS);
         assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\"} 1\n"));
+        /* The same escaping in the fault time's series, le after the unit. */
+        assert_non_null(strstr(out, "trapstat_page_fault_seconds_total{kind=\"kernel\",unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\"} 0.000007\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_bucket{unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\",le=\"8e-06\"} 1\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_bucket{unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\",le=\"+Inf\"} 1\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_sum{unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\"} 0.000007\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_count{unit=\"a\\\"b\\\\c\\nd}{=,\xc3\xa9.service\"} 1\n"));
+        /* Every sample line of the unit has its name escaped: no raw newline inside one. */
+        assert_int_equal(count_lines(out, "d}{=,"), 0);
         /* No units left out, no daemon "other": no "other" series. */
         assert_null(strstr(out, "\"other\""));
 }
@@ -147,6 +273,15 @@ static void test_malformed(void **state) {
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":3,\"counters\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}],"
                 "\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}",
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":-1}") "}",
+                /* Fault time: missing, 23 buckets, a negative count, a member the schema does not have. */
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":{\"faults\":" FAULTS(0, 0, 0, 0, 0, 0, 0)
+                ",\"traps\":{},\"signals\":{},\"signalCodes\":{}}}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                FAULT_TIME(0, 0, 0, 0, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                FAULT_TIME(0, 0, 0, 0, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,-1]"), "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                "{\"minorNs\":0,\"majorNs\":0,\"kernelNs\":0,\"maxNs\":0,\"minNs\":0,\"histogram\":" NO_BUCKETS "}", "{}") "}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *t = json_loads(bad[i], 0, NULL);
@@ -175,9 +310,11 @@ static void test_unit_bound(void **state) {
         assert_non_null(f);
         fputs("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[", f);
         for (int i = 0; i < 50; i++)
-                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS(FAULTS(2, 0, 2, 0, 2, 0, 0), "{\"UD\":1}") "}",
+                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS_T(FAULTS(2, 0, 2, 0, 2, 0, 0),
+                        FAULT_TIME(3000, 0, 0, 2000, "[0,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":1}") "}",
                         i ? "," : "", i);
-        fputs("],\"total\":" COUNTERS(FAULTS(100, 0, 100, 0, 100, 0, 0), "{\"UD\":50}") "}", f);
+        fputs("],\"total\":" COUNTERS_T(FAULTS(100, 0, 100, 0, 100, 0, 0),
+              FAULT_TIME(150000, 0, 0, 2000, "[0,50,50,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":50}") "}", f);
         assert_int_equal(fclose(f), 0);
 
         _cleanup_free_ char *out = render(units, NULL, NULL, 10, 0, METRICS_PROMETHEUS);
@@ -186,6 +323,15 @@ static void test_unit_bound(void **state) {
         assert_int_equal(count_lines(out, "trapstat_page_faults_total{"), 11 * 5);
         assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"other\"} 40\n"));
         assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"other\"} 80\n"));
+        assert_int_equal(count_lines(out, "trapstat_page_fault_seconds_total{"), 11 * 3);
+        assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds_bucket{"), 11 * 24);
+        assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds_sum{"), 11);
+        assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds_count{"), 11);
+        assert_non_null(strstr(out, "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"other\"} 0.00012\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"2e-06\"} 40\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"4e-06\"} 80\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_bucket{unit=\"other\",le=\"+Inf\"} 80\n"));
+        assert_non_null(strstr(out, "trapstat_page_fault_duration_seconds_count{unit=\"other\"} 80\n"));
         assert_null(strstr(out, "u10.service"));
 }
 
@@ -226,6 +372,76 @@ static void test_process_series(void **state) {
                 }
 }
 
+/* The histogram of every unit of the exposition: 24 buckets in order of le, cumulative (never
+ * lower than the one before), the last +Inf and equal to _count; _sum is the three kinds'
+ * seconds added. Read back from the text, as a Prometheus server would. */
+static void test_histogram_shape(void **state) {
+        static const char *edges[] = { "1e-06",    "2e-06",    "4e-06",    "8e-06",    "1.6e-05",  "3.2e-05",
+                                       "6.4e-05",  "0.000128", "0.000256", "0.000512", "0.001024", "0.002048",
+                                       "0.004096", "0.008192", "0.016384", "0.032768", "0.065536", "0.131072",
+                                       "0.262144", "0.524288", "1.048576", "2.097152", "4.194304", "+Inf" };
+        _cleanup_free_ char *out = render(totals_json, NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+        const char *units[] = { "a.service", "", "other" };
+        /* a.service 3 timed (250 ns + 1.5 us + 2 s), none nothing, other 3 (3 us, 100 us, 5 s). */
+        const unsigned long long counts[] = { 3, 0, 3 };
+        const double sums[] = { 2.00000175, 0, 5.000103 };
+
+        for (size_t u = 0; u < ELEMENTSOF(units); u++) {
+                unsigned long long last = 0, n;
+                char prefix[128];
+                const char *at = out;
+                for (size_t b = 0; b < ELEMENTSOF(edges); b++) {
+                        snprintf(prefix, sizeof prefix, "\ntrapstat_page_fault_duration_seconds_bucket{unit=\"%s\",le=\"%s\"} ",
+                                 units[u], edges[b]);
+                        /* In order: each edge after the one before. */
+                        at = strstr(at, prefix);
+                        assert_non_null(at);
+                        at += strlen(prefix);
+                        assert_int_equal(sscanf(at, "%llu", &n), 1);
+                        assert_true(n >= last);
+                        last = n;
+                }
+                assert_int_equal(last, counts[u]);
+                snprintf(prefix, sizeof prefix, "\ntrapstat_page_fault_duration_seconds_count{unit=\"%s\"} ", units[u]);
+                assert_non_null(strstr(out, prefix));
+                assert_int_equal(sscanf(strstr(out, prefix) + strlen(prefix), "%llu", &n), 1);
+                assert_int_equal(n, last);
+                snprintf(prefix, sizeof prefix, "\ntrapstat_page_fault_duration_seconds_sum{unit=\"%s\"} ", units[u]);
+                assert_non_null(strstr(out, prefix));
+                assert_true(strtod(strstr(out, prefix) + strlen(prefix), NULL) == sums[u]);
+        }
+        /* The edges are the daemon's buckets' upper ones. */
+        for (unsigned b = 0; b + 1 < FAULT_TIME_BUCKETS; b++) {
+                char le[METRICS_SECONDS_MAX];
+                metrics_format_le(fault_time_bucket_high_ns(b), le);
+                assert_string_equal(le, edges[b]);
+        }
+}
+
+static void test_seconds(void **state) {
+        struct {
+                uint64_t ns;
+                const char *text;
+        } cases[] = {
+                { 0, "0" },
+                { 1, "0.000000001" },
+                { 1000, "0.000001" },
+                { 250, "0.00000025" },
+                { 1000000000, "1" },
+                { 1500000001, "1.500000001" },
+                { 60000000000, "60" },
+                { UINT64_MAX, "18446744073.709551615" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char buf[METRICS_SECONDS_MAX];
+                metrics_format_seconds(cases[i].ns, buf);
+                assert_string_equal(buf, cases[i].text);
+                /* Read back, it is the double nearest ns / 1e9 (exact below 2^53 ns). */
+                if (cases[i].ns < (UINT64_C(1) << 53))
+                        assert_true(strtod(buf, NULL) == (double) cases[i].ns / 1e9);
+        }
+}
+
 static void test_accept(void **state) {
         assert_int_equal(metrics_format_from_accept(NULL), METRICS_PROMETHEUS);
         assert_int_equal(metrics_format_from_accept("*/*"), METRICS_PROMETHEUS);
@@ -244,6 +460,7 @@ int main(void) {
                 cmocka_unit_test(test_down),         cmocka_unit_test(test_escaping),
                 cmocka_unit_test(test_malformed),    cmocka_unit_test(test_unit_bound),
                 cmocka_unit_test(test_process_series), cmocka_unit_test(test_accept),
+                cmocka_unit_test(test_histogram_shape), cmocka_unit_test(test_seconds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The io.systemd.Metrics List replies (daemon/metrics-util.c): the series of a unit, the
- * system-wide ones, the bound and "other". */
+ * system-wide ones, the bound and "other"; the families Describe lists. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,15 +47,18 @@ static void test_series(void **state _unused_) {
         UnitTotalsRow rows[] = {
                 { .unit = "a.service", .processes = 2,
                   .faults = { .user = 10, .kernel = 1, .read = 6, .write = 3, .exec = 1, .minor = 11, .major = 2 },
+                  .fault_time = { .minor_ns = 5000, .major_ns = 2000000, .kernel_ns = 300, .max_ns = 1900000,
+                                  .histogram = { [0] = 1, [2] = 10, [11] = 2 } },
                   .traps = { .vector[6] = 300, .vector[3] = 200 } },
-                { .unit = NULL, .processes = 1, .faults = { .user = 1, .read = 1, .minor = 1 } },
+                { .unit = NULL, .processes = 1, .faults = { .user = 1, .read = 1, .minor = 1 },
+                  .fault_time = { .minor_ns = 700, .max_ns = 700, .histogram[0] = 1 } },
         };
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 1000);
 
         assert_non_null(list);
-        /* 13 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major +
-         * processes; none: 3. */
-        assert_int_equal(json_array_size(list), 13 + 9 + 9 + 3);
+        /* 13 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major + 3
+         * kinds of fault time + processes; none: read, minor, minor's time, processes. */
+        assert_int_equal(json_array_size(list), 13 + 12 + 12 + 4);
         assert_int_equal(find(list, "io.trapstat.PageFaults", NULL, "access", "read"), 7);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "BP"), 200);
@@ -76,6 +79,25 @@ static void test_series(void **state _unused_) {
         assert_int_equal(find(list, "io.trapstat.Processes", "a.service", NULL, NULL), 2);
         assert_int_equal(find(list, "io.trapstat.Processes", METRICS_OBJECT_NONE, NULL, NULL), 1);
         assert_int_equal(find(list, "io.trapstat.MajorFaults", METRICS_OBJECT_NONE, NULL, NULL), -1);
+        /* Fault time in nanoseconds by kind, as UnitTotals has it; none's major and kernel are
+         * zero, so not listed; the system-wide ones are the sums. */
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "minor"), 5000);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "major"), 2000000);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "kernel"), 300);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", METRICS_OBJECT_NONE, "kind", "minor"), 700);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", METRICS_OBJECT_NONE, "kind", "major"), -1);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", METRICS_OBJECT_NONE, "kind", "kernel"), -1);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "minor"), 5700);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "major"), 2000000);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "kernel"), 300);
+        /* Only the field kind. */
+        json_t *m;
+        size_t i;
+        json_array_foreach (list, i, m)
+                if (strcmp(json_string_value(json_object_get(m, "name")), "io.trapstat.PageFaultTimeNs") == 0) {
+                        assert_int_equal(json_object_size(json_object_get(m, "fields")), 1);
+                        assert_true(json_is_string(json_object_get(json_object_get(m, "fields"), "kind")));
+                }
         /* The user faults' fields name their mode too. */
         assert_string_equal(
                 json_string_value(json_object_get(json_object_get(json_array_get(list, 13 + 2), "fields"), "mode")),
@@ -84,7 +106,7 @@ static void test_series(void **state _unused_) {
         assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), METRICS_MIN_MAX - 1));
 }
 
-/* Units of two series each (#UD, processes); the bound 93 leaves 78 for units and "other",
+/* Units of two series each (#UD, processes); the bound 99 leaves 84 for units and "other",
  * after the 13 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
@@ -101,7 +123,7 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 93);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 99);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
@@ -120,22 +142,25 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(38, 13 + 2 + 76, 38); /* all fit */
-        check_bound(39, 93, 39);          /* exactly */
-        check_bound(40, 93, 38);          /* 38 and "other" of 2 */
-        check_bound(500, 93, 38);
+        check_bound(41, 13 + 2 + 82, 41); /* all fit */
+        check_bound(42, 99, 42);          /* exactly */
+        check_bound(43, 99, 41);          /* 41 and "other" of 2 */
+        check_bound(500, 99, 41);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
 static void test_other_merged(void **state _unused_) {
         UnitTotalsRow rows[] = {
-                { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70 },
-                { .unit = "a.service", .processes = 1, .traps.vector[6] = 10 },
+                { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70, .fault_time.kernel_ns = 40 },
+                { .unit = "a.service", .processes = 1, .traps.vector[6] = 10, .fault_time.kernel_ns = 2 },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 93);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 99);
 
-        /* 13 system-wide, the totals' 2, a.service's 2, other's 2. */
-        assert_int_equal(json_array_size(list), 13 + 2 + 2 + 2);
+        /* 13 system-wide, the totals' 3, a.service's 3, other's 3. */
+        assert_int_equal(json_array_size(list), 13 + 3 + 3 + 3);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "kernel"), 42);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "kernel"), 40);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "kernel"), 2);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "UD"), 80);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 8);
         assert_int_equal(find(list, "io.trapstat.Traps", "other", "vector", "UD"), 70);
@@ -143,9 +168,54 @@ static void test_other_merged(void **state _unused_) {
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
 }
 
+/* A unit's fault time, summed into "other" with it when it does not fit: 3 series of time (and
+ * #UD, processes) make 5 a unit; 99 - 13 - 5 (the totals) = 81 leave room for 15 units and
+ * "other" (80: a 16th and "other" would be 85). */
+static void test_fault_time_other(void **state _unused_) {
+        UnitTotalsRow rows[20];
+        char names[20][32];
+        uint64_t other_minor = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                snprintf(names[i], sizeof(names[i]), "u%02zu.service", i);
+                rows[i] = (UnitTotalsRow) { .unit = names[i], .processes = 1, .traps.vector[6] = 100 - i,
+                                            .fault_time = { .minor_ns = 1000 + i, .major_ns = 1, .kernel_ns = 1 } };
+        }
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 99);
+        assert_non_null(list);
+        assert_int_equal(json_array_size(list), 13 + 5 + 15 * 5 + 5);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 5);
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", names[i], "kind", "minor"),
+                                 i < 15 ? (json_int_t) (1000 + i) : -1);
+                if (i >= 15)
+                        other_minor += 1000 + i;
+        }
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "minor"), (json_int_t) other_minor);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "major"), 5);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "major"), 20);
+}
+
+/* What Describe lists: every name List can give, once, with a description and a type. */
+static void test_families(void **state _unused_) {
+        const char *listed[] = { "io.trapstat.Traps", "io.trapstat.PageFaults", "io.trapstat.MinorFaults",
+                                 "io.trapstat.MajorFaults", "io.trapstat.PageFaultTimeNs", "io.trapstat.Processes",
+                                 "io.trapstat.Drops", "io.trapstat.UnitsNotReported" };
+
+        assert_int_equal(n_metric_families, ELEMENTSOF(listed));
+        for (size_t i = 0; i < ELEMENTSOF(listed); i++) {
+                assert_string_equal(metric_families[i].name, listed[i]);
+                assert_true(strlen(metric_families[i].description) > 0);
+                assert_string_equal(metric_families[i].type,
+                                    strcmp(listed[i], "io.trapstat.UnitsNotReported") == 0 ? "gauge" : "counter");
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_series),
+                cmocka_unit_test(test_fault_time_other),
+                cmocka_unit_test(test_families),
                 cmocka_unit_test(test_bound),
                 cmocka_unit_test(test_other_merged),
         };
