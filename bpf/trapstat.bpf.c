@@ -298,8 +298,8 @@ static __noinline struct ts_counters *claim_or_hash(__u32 tgid, __u32 slot) {
         return bpf_map_lookup_elem(&slot_counters, &slot);
 }
 
-/* The current process's tgid: a load from the current task, where bpf_get_current_pid_tgid() is a
- * helper call (bpf_get_current_task_btf() is not: the x86-64 JIT inlines it). */
+/* The current process's tgid: a load from the current task instead of the
+ * bpf_get_current_pid_tgid() call, a few ns less per fault here (bench/README.md). */
 static __always_inline __u32 current_tgid(void) {
         return bpf_get_current_task_btf()->tgid;
 }
