@@ -66,16 +66,16 @@ typedef struct UnitRow {
 
 /* ret_time may be NULL: the process series have no fault time. */
 static int counters_read(json_t *counters, Faults *ret_faults, FaultTime *ret_time, json_t **ret_traps) {
-        json_t *traps = json_object_get(counters, "traps");
+        json_t *traps = json_object_get(counters, "traps"), *n;
+        const char *v;
         FaultTime t;
+
         if (!json_is_object(traps) || faults_from_json(json_object_get(counters, "faults"), ret_faults) < 0 ||
             fault_time_from_json(json_object_get(counters, "faultTime"), &t) < 0)
                 return -EBADMSG;
         if (ret_time)
                 *ret_time = t;
-        const char *v;
-        json_t *n;
-        json_object_foreach(traps, v, n)
+        json_object_foreach (traps, v, n)
                 if (!json_is_integer(n) || json_integer_value(n) < 0)
                         return -EBADMSG;
         *ret_traps = traps;
