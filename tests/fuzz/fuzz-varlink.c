@@ -94,8 +94,11 @@ static json_t *process_new(json_int_t pid) {
 }
 
 static json_t *counters_new(void) {
-        return json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:i}, s:{s:i}, s:{s:i}}", "faults", "user",
-                         3, "kernel", 1, "minor", 4, "major", 0, "read", 2, "write", 1, "exec", 0, "protection", 0,
+        return json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i, "
+                         "s:[iiiiiiiiiiiiiiiiiiiiiiii]}, s:{s:i}, s:{s:i}, s:{s:i}}",
+                         "faults", "user", 3, "kernel", 1, "minor", 4, "major", 0, "read", 2, "write", 1, "exec", 0,
+                         "protection", 0, "faultTime", "minorNs", 5200, "majorNs", 0, "kernelNs", 900, "maxNs", 2100,
+                         "histogram", 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                          "traps", "UD", 1, "signals", "SIGILL", 1, "signalCodes", "SIGILL/ILL_ILLOPN", 1);
 }
 
@@ -163,15 +166,17 @@ static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata _u
 
         if (pid % 2 != 0)
                 return reply_error(call, "io.trapstat.NoSuchProcess", json_pack("{s:I}", "pid", pid));
-        sites = json_pack("[{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n}]", "kind", "trap", "vector",
-                          "UD", "object", "/usr/bin/fuzz", "offset", 4096, "symbol", "main", "symbolOffset", 20,
-                          "count", 2, "sampled", 0, "period", 1, "estimated", 2, "memory", "none", "memoryObject");
+        sites = json_pack("[{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n, s:i, s:i}]", "kind", "trap",
+                          "vector", "UD", "object", "/usr/bin/fuzz", "offset", 4096, "symbol", "main", "symbolOffset",
+                          20, "count", 2, "sampled", 0, "period", 1, "estimated", 2, "memory", "none", "memoryObject",
+                          "timeNs", 0, "estimatedTimeNs", 0);
         if (sites && !(kind && strcmp(kind, "trap") == 0))
-                json_array_append_new(sites, json_pack("{s:s, s:s, s:s, s:i, s:n, s:n, s:i, s:b, s:i, s:i, s:s, s:s}",
-                                                       "kind", "fault", "vector", "PF", "object", "/usr/bin/fuzz",
-                                                       "offset", 8192, "symbol", "symbolOffset", "count", 3, "sampled",
-                                                       1, "period", 64, "estimated", 192, "memory", "file",
-                                                       "memoryObject", "/var/lib/fuzz/data"));
+                json_array_append_new(sites,
+                                      json_pack("{s:s, s:s, s:s, s:i, s:n, s:n, s:i, s:b, s:i, s:i, s:s, s:s, s:i, s:i}",
+                                                "kind", "fault", "vector", "PF", "object", "/usr/bin/fuzz", "offset",
+                                                8192, "symbol", "symbolOffset", "count", 3, "sampled", 1, "period", 64,
+                                                "estimated", 192, "memory", "file", "memoryObject", "/var/lib/fuzz/data",
+                                                "timeNs", 4000, "estimatedTimeNs", 256000));
         return reply(call, json_pack("{s:o, s:o}", "process", process_new(pid), "sites", sites), false);
 }
 
