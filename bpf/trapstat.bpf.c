@@ -2,10 +2,11 @@
 /* Counts page faults and CPU traps per process in the kernel. User space drains the counters
  * every tick; nothing is sent per fault.
  *
- * The fault hot path: slot = tgid & slot_mask; when slot_owner[slot] == tgid, add to the per-CPU
- * slot_counters[slot]. Both are array lookups the verifier inlines, so a fault costs about what
- * the cheapest possible counter costs. Everything else (claiming a slot, a slot taken by another
- * process, a process whose slot is marked exited) goes to the slow path. */
+ * The fault hot path: slot = tgid & slot_mask; when this CPU's slot_counters[slot] names tgid as
+ * its owner, add to them. That is one per-CPU array lookup the verifier inlines, so a fault costs
+ * about what the cheapest possible counter costs. Everything else (claiming a slot, the first
+ * fault of a process on a CPU, a slot taken by another process, a process whose slot is marked
+ * exited) goes to the slow path, where slot_owner says who owns the slot. */
 
 #include "vmlinux.h"
 
@@ -27,6 +28,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* slots - 1; set by user space before load together with the slot maps' max_entries. */
 const volatile __u32 slot_mask = TS_DEFAULT_SLOTS - 1;
+/* Possible CPUs, the copies of a per-CPU value; set by user space before load. */
+const volatile __u32 n_cpus = 1;
 /* Lifecycle events wake user space only once this many bytes wait in the ring buffer (it is
  * also read every tick): a storm of exits costs the daemon a wake-up per batch, not per exit.
  * Set by user space with the ring buffer's size. */
@@ -277,14 +280,31 @@ static __noinline struct ts_counters *hash_counters(void) {
         return &p->c;
 }
 
-/* The slow path: claim the slot when it is free, else count in the hash. */
+/* This CPU's copy of the slot's owner: the process owns the slot (owner) and counts into c from now
+ * on. The exit of the process clears the copies of every CPU after it marks the owner exited
+ * (clear_owner_copies()); re-reading the owner after writing the copy, both fully ordered, makes
+ * sure a copy written while the process exits on another CPU is cleared by one side or the other,
+ * so no process with the same pid later counts into this one's slot. */
+static __always_inline struct ts_counters *adopt_slot(struct ts_owner *owner, struct ts_counters *c, __u32 tgid) {
+        c->owner = tgid;
+        if (__sync_val_compare_and_swap(&owner->tgid, tgid, tgid) == tgid)
+                return c;
+        c->owner = 0;
+        return NULL;
+}
+
+/* The slow path: the process's first fault on this CPU in its slot; claim the slot when it is
+ * free; else count in the hash. */
 static __noinline struct ts_counters *claim_or_hash(__u32 tgid, __u32 slot) {
+        struct ts_counters *c = bpf_map_lookup_elem(&slot_counters, &slot);
         struct ts_owner *owner;
         struct ts_ident *id;
 
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
-        if (!owner)
+        if (!owner || !c)
                 return NULL;
+        if (owner->tgid == tgid)
+                return adopt_slot(owner, c, tgid) ?: hash_counters();
         if (owner->tgid != TS_OWNER_FREE ||
             __sync_val_compare_and_swap(&owner->tgid, TS_OWNER_FREE, TS_OWNER_CLAIMING) != TS_OWNER_FREE)
                 return hash_counters();
@@ -296,7 +316,7 @@ static __noinline struct ts_counters *claim_or_hash(__u32 tgid, __u32 slot) {
         if (id)
                 ident_fill(id, bpf_get_current_task_btf());
         __sync_lock_test_and_set(&owner->tgid, tgid);
-        return bpf_map_lookup_elem(&slot_counters, &slot);
+        return adopt_slot(owner, c, tgid) ?: hash_counters();
 }
 
 /* The current process's tgid: a load from the current task instead of the
@@ -305,14 +325,19 @@ static __always_inline __u32 current_tgid(void) {
         return bpf_get_current_task_btf()->tgid;
 }
 
+/* The current process's counters in its slot when this CPU knows it owns it, else NULL. */
+static __always_inline struct ts_counters *owned_slot_counters(__u32 tgid, __u32 slot) {
+        struct ts_counters *c = bpf_map_lookup_elem(&slot_counters, &slot);
+
+        return c && c->owner == tgid ? c : NULL;
+}
+
 static __always_inline struct ts_counters *current_counters(void) {
         __u32 tgid = current_tgid();
         __u32 slot = tgid & slot_mask;
-        struct ts_owner *owner = bpf_map_lookup_elem(&slot_owner, &slot);
+        struct ts_counters *c = owned_slot_counters(tgid, slot);
 
-        if (owner && owner->tgid == tgid)
-                return bpf_map_lookup_elem(&slot_counters, &slot);
-        return claim_or_hash(tgid, slot);
+        return c ?: claim_or_hash(tgid, slot);
 }
 
 /* The counters the current process has already, without claiming a slot or creating a hash
@@ -326,14 +351,22 @@ static __noinline struct ts_counters *hash_counters_existing(void) {
         return p ? &p->c : NULL;
 }
 
+/* The same for a process that owns its slot but has not counted on this CPU yet. */
+static __noinline struct ts_counters *existing_slow(__u32 tgid, __u32 slot) {
+        struct ts_counters *c = bpf_map_lookup_elem(&slot_counters, &slot);
+        struct ts_owner *owner = bpf_map_lookup_elem(&slot_owner, &slot);
+
+        if (owner && c && owner->tgid == tgid)
+                return adopt_slot(owner, c, tgid) ?: hash_counters_existing();
+        return hash_counters_existing();
+}
+
 static __always_inline struct ts_counters *existing_counters(void) {
         __u32 tgid = current_tgid();
         __u32 slot = tgid & slot_mask;
-        struct ts_owner *owner = bpf_map_lookup_elem(&slot_owner, &slot);
+        struct ts_counters *c = owned_slot_counters(tgid, slot);
 
-        if (owner && owner->tgid == tgid)
-                return bpf_map_lookup_elem(&slot_counters, &slot);
-        return hash_counters_existing();
+        return c ?: existing_slow(tgid, slot);
 }
 
 /* ---- Fault time ---- */
@@ -1077,6 +1110,21 @@ static __always_inline __u64 submit_flags(void) {
         return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+static long clear_owner_copy(__u32 cpu, void *ctx) {
+        struct ts_counters *c = bpf_map_lookup_percpu_elem(&slot_counters, ctx, cpu);
+
+        if (c)
+                c->owner = 0;
+        return 0;
+}
+
+/* After the slot's owner is marked exited: no CPU's copy names the process any more, so its
+ * faults from here on (kernel-mode ones while it exits) and those of a new process with its pid
+ * take the slow path, which finds the slot not theirs (adopt_slot()). */
+static __always_inline void clear_owner_copies(__u32 slot) {
+        bpf_loop(n_cpus, clear_owner_copy, &slot, 0);
+}
+
 /* The last thread of a process is exiting. Mark its slot exited, so that a new process with
  * the same pid cannot count into it, and tell user space to drain the process one last time
  * and free what it used. signal->live reached zero before this tracepoint on every kernel that
@@ -1096,6 +1144,7 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
         if (owner && owner->tgid == key.tgid) {
                 __sync_lock_test_and_set(&owner->tgid, key.tgid | TS_OWNER_EXITED);
+                clear_owner_copies(slot);
                 tracked = true;
         }
         tracked = tracked || bpf_map_lookup_elem(&processes, &key) || bpf_map_lookup_elem(&traps, &key);

@@ -13,7 +13,8 @@
 #define TS_UNIT_LEN 256 /* a unit name and its NUL, as systemd bounds them */
 
 /* Counting slots: a process counts into slot (tgid & (slots - 1)) when it owns that slot, which
- * costs two array lookups per fault. Processes whose slot is taken count in the fallback hash.
+ * costs one per-CPU array lookup per fault (struct ts_counters owner). Processes whose slot is
+ * taken count in the fallback hash.
  * A power of two; configurable at load time. */
 #define TS_DEFAULT_SLOTS 8192
 /* Processes the fallback hash and the trap hash hold at once; configurable at load time. */
@@ -42,6 +43,12 @@ _Static_assert(sizeof(struct ts_owner) == 8, "struct ts_owner layout is shared w
 #define TS_FAULT_BUCKETS 24
 
 struct ts_counters {
+        /* In a counting slot: this CPU's copy of the slot's owner (slot_owner), so that the fault
+         * path reads one map, not two. Written by BPF when a process first counts on the CPU and
+         * cleared on every CPU when it exits; user space zeroes it with the counters when it
+         * frees the slot. 0 in the fallback hash and in a free slot. Not a counter. */
+        __u32 owner;
+        __u32 _pad0;
         __u64 user_faults;
         __u64 kernel_faults;
         __u64 fault_read;
@@ -62,7 +69,7 @@ struct ts_counters {
         __u64 max_ns[2];
         __u64 max_tick[2];
 };
-_Static_assert(sizeof(struct ts_counters) == 48 + 8 * (3 + TS_FAULT_BUCKETS + 4),
+_Static_assert(sizeof(struct ts_counters) == 56 + 8 * (3 + TS_FAULT_BUCKETS + 4),
                "struct ts_counters layout is shared with BPF");
 
 /* Who a process is, written when it is first counted (slot, fallback hash or trap hash), so that

@@ -152,6 +152,7 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
                 goto fail;
         }
         b->skel->rodata->slot_mask = b->n_slots - 1;
+        b->skel->rodata->n_cpus = (uint32_t) b->n_cpus;
         b->skel->rodata->wakeup_bytes = config->event_buffer / 16;
         b->fault_sample = config->fault_sample;
         b->skel->rodata->fault_sites = config->fault_sample > 0;
