@@ -13,10 +13,11 @@
 #define TS_UNIT_LEN 256 /* a unit name and its NUL, as systemd bounds them */
 
 /* Counting slots: a process counts into slot (tgid & (slots - 1)) when it owns that slot, which
- * costs one per-CPU array lookup per fault (struct ts_counters owner). Processes whose slot is
+ * costs one array lookup per fault (struct ts_counters owner). Processes whose slot is
  * taken count in the fallback hash.
  * A power of two; configurable at load time. */
 #define TS_DEFAULT_SLOTS 8192
+#define TS_MAX_SLOT_BITS 22 /* at most 1 << 22 slots */
 /* Processes the fallback hash and the trap hash hold at once; configurable at load time. */
 #define TS_DEFAULT_MAX_PROCESSES 16384
 

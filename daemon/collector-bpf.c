@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,8 +141,7 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         }
         b->perf_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
         b->time_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
-        b->zero_percpu = calloc((size_t) b->n_cpus, sizeof(struct ts_counters));
-        if (!b->perf_links || !b->time_links || !b->zero_percpu) {
+        if (!b->perf_links || !b->time_links) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -151,7 +151,14 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
                 r = -errno;
                 goto fail;
         }
+        /* Every CPU's copy of every slot in one array, whose size the kernel keeps in 32 bits. */
+        if ((uint64_t) b->n_slots * (uint64_t) b->n_cpus > UINT32_MAX / 2) {
+                r = log_error_errno(-E2BIG, "--slots %" PRIu32 " is too many for %d CPUs: at most %" PRIu64,
+                                    b->n_slots, b->n_cpus, (uint64_t) UINT32_MAX / 2 / (uint64_t) b->n_cpus);
+                goto fail;
+        }
         b->skel->rodata->slot_mask = b->n_slots - 1;
+        b->skel->rodata->slot_bits = (uint32_t) __builtin_ctz(b->n_slots);
         b->skel->rodata->n_cpus = (uint32_t) b->n_cpus;
         b->skel->rodata->wakeup_bytes = config->event_buffer / 16;
         b->fault_sample = config->fault_sample;
@@ -165,7 +172,7 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.slot_ident, b->n_slots)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots * (uint32_t) b->n_cpus)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
             (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
             /* Two epochs' worth: the one being drained takes no room from the next. */
@@ -253,6 +260,11 @@ int collector_bpf_load(CollectorBpf *b) {
                 return -errno;
         b->ident_map = map_array(b->skel->maps.slot_ident, b->n_slots, sizeof(struct ts_ident), &b->ident_map_size);
         if (!b->ident_map)
+                return -errno;
+        /* And their counters, every CPU's (collector_bpf_slot_counters()). */
+        b->counters_map = map_array(b->skel->maps.slot_counters, b->n_slots * (uint32_t) b->n_cpus,
+                                    sizeof(struct ts_counters), &b->counters_map_size);
+        if (!b->counters_map)
                 return -errno;
         return 0;
 }
@@ -379,8 +391,9 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
                 (void) munmap(b->owner_map, b->owner_map_size);
         if (b->ident_map)
                 (void) munmap(b->ident_map, b->ident_map_size);
+        if (b->counters_map)
+                (void) munmap(b->counters_map, b->counters_map_size);
         trapstat_bpf__destroy(b->skel);
-        free(b->zero_percpu);
         free(b);
         return NULL;
 }
@@ -389,7 +402,8 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
  * zero. No BPF program writes the slot meanwhile: its owner is marked exited (or the process is
  * gone), which matches no tgid. */
 void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot) {
-        (void) bpf_map_update_elem(bpf_map__fd(b->skel->maps.slot_counters), &slot, b->zero_percpu, BPF_ANY);
+        for (int cpu = 0; cpu < b->n_cpus; cpu++)
+                memset(collector_bpf_slot_counters(b, cpu, slot), 0, sizeof(struct ts_counters));
         memset(&b->ident_map[slot], 0, sizeof(b->ident_map[slot]));
         /* Release: the zeroed counters and identity are visible before the slot is free. */
         __atomic_store_n(&b->owner_map[slot].tgid, TS_OWNER_FREE, __ATOMIC_RELEASE);

@@ -44,10 +44,10 @@ typedef struct CollectorBpf {
         struct bpf_link **time_links;           /* 2 * n_cpus, one per CPU each */
         struct bpf_link *iter_link;             /* SOURCE_TASK_ITERATOR; NULL: /proc/PID/stat instead */
         struct ring_buffer *ringbuf;
-        struct ts_owner *owner_map;             /* slot_owner and slot_ident, mmap'd */
+        struct ts_owner *owner_map;             /* slot_owner, slot_ident and slot_counters, mmap'd */
         struct ts_ident *ident_map;
-        size_t owner_map_size, ident_map_size;
-        struct ts_counters *zero_percpu;        /* n_cpus zeroed values, to reset a freed slot */
+        struct ts_counters *counters_map;
+        size_t owner_map_size, ident_map_size, counters_map_size;
         CollectorSource sources[_SOURCE_MAX];
         char reasons[_SOURCE_MAX][128];
 } CollectorBpf;
@@ -65,6 +65,12 @@ int collector_bpf_attach(CollectorBpf *b);
 /* Calls fn for each lifecycle record that ring_buffer__consume() on b->ringbuf takes out. */
 int collector_bpf_watch_events(CollectorBpf *b, ring_buffer_sample_fn fn, void *userdata);
 CollectorBpf *collector_bpf_free(CollectorBpf *b);
+
+/* CPU cpu's counters of a slot, in place: BPF adds to them while the slot is owned, so they are
+ * read with counters_load(). */
+static inline struct ts_counters *collector_bpf_slot_counters(const CollectorBpf *b, int cpu, uint32_t slot) {
+        return &b->counters_map[(size_t) cpu * b->n_slots + slot];
+}
 
 /* Frees a slot whose counters are drained, so that the next owner starts from zero. */
 void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot);

@@ -14,20 +14,16 @@
 
 /* Hash entries read per bpf_map_lookup_batch() call. */
 #define BATCH_ENTRIES 256
-/* Slot counters read per bpf_map_lookup_batch() call; chunks without an owner are skipped. */
-#define SLOT_CHUNK 256U
 
 int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols) {
         size_t n_cpus = (size_t) bpf->n_cpus;
 
         *r = (CollectorReader) { .bpf = bpf, .procs = procs };
         r->owners = calloc(bpf->n_slots, sizeof(uint32_t));
-        r->chunk_keys = calloc(SLOT_CHUNK, sizeof(uint32_t));
-        r->percpu = calloc((size_t) SLOT_CHUNK * n_cpus, sizeof(struct ts_counters));
         r->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
-        if (!r->owners || !r->chunk_keys || !r->percpu || !r->batch_keys || !r->batch_values)
+        if (!r->owners || !r->batch_keys || !r->batch_values)
                 return -ENOMEM;
         return reader_sites_init(r, symbols);
 }
@@ -44,8 +40,6 @@ void reader_done(CollectorReader *r) {
         free(r->events);
         free(r->records);
         free(r->owners);
-        free(r->chunk_keys);
-        free(r->percpu);
         free(r->batch_keys);
         free(r->batch_values);
 }
@@ -73,23 +67,26 @@ static bool owner_is_process(uint32_t owner) {
         return owner != TS_OWNER_FREE && owner != TS_OWNER_CLAIMING;
 }
 
-/* A process's per-CPU counters (n_cpus of them) summed; *next_max the process's per-CPU state for
- * the longest fault (counters_sum()), allocated at the first read. */
-static int percpu_sum(CollectorReader *r, const struct ts_counters *values, uint64_t **next_max,
+/* A process's per-CPU counters summed: n_cpus of them, the first at first, each stride bytes after
+ * the one before. *next_max is the process's per-CPU state for the longest fault
+ * (counters_sum()), allocated at the first read. */
+static int percpu_sum(CollectorReader *r, const struct ts_counters *first, size_t stride, uint64_t **next_max,
                       struct ts_counters *ret) {
-        struct ts_counters sum = {};
+        struct ts_counters sum = {}, v;
 
         if (!*next_max && !(*next_max = calloc((size_t) r->bpf->n_cpus, sizeof(uint64_t))))
                 return -ENOMEM;
-        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
-                counters_sum(&values[cpu], r->fault_tick, &(*next_max)[cpu], &sum);
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
+                counters_load((const struct ts_counters *) ((const char *) first + (size_t) cpu * stride), &v);
+                counters_sum(&v, r->fault_tick, &(*next_max)[cpu], &sum);
+        }
         *ret = sum;
         return 0;
 }
 
-/* One owned slot, its per-CPU counters in values. A slot whose owner exited is freed once drained:
- * no BPF program writes it meanwhile, its owner being marked exited. */
-static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const struct ts_counters *values, uint64_t now) {
+/* One owned slot. A slot whose owner exited is freed once drained: no BPF program writes it
+ * meanwhile, its owner being marked exited. */
+static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, uint64_t now) {
         CollectorProc *p = r->procs->slot_procs[slot];
         uint32_t tgid = owner & ~TS_OWNER_EXITED;
         struct ts_counters sum;
@@ -109,7 +106,8 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const s
                 if (p->slot_next_max)
                         memset(p->slot_next_max, 0, (size_t) r->bpf->n_cpus * sizeof(uint64_t));
         }
-        k = percpu_sum(r, values, &p->slot_next_max, &sum);
+        k = percpu_sum(r, collector_bpf_slot_counters(r->bpf, 0, slot),
+                       (size_t) r->bpf->n_slots * sizeof(struct ts_counters), &p->slot_next_max, &sum);
         if (k < 0)
                 return k;
         k = proc_table_count_faults(r->procs, p, &sum, &p->slot_seen, now);
@@ -120,54 +118,19 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, const s
         return 0;
 }
 
-/* The owners are read in place; the counters of a chunk of SLOT_CHUNK slots take one system call
- * for the chunk where it is densely owned, one per owned slot where it is sparse (a batch costs
- * per slot read, owned or not: about a third of a single lookup). */
+/* Owners and counters are read in place, without a system call. */
 static int drain_slots(CollectorReader *r, uint64_t now) {
-        int counters_fd = bpf_map__fd(r->bpf->skel->maps.slot_counters);
         uint32_t n_slots = r->bpf->n_slots;
         int k;
 
         for (uint32_t slot = 0; slot < n_slots; slot++)
                 r->owners[slot] = __atomic_load_n(&r->bpf->owner_map[slot].tgid, __ATOMIC_ACQUIRE);
-
-        for (uint32_t start = 0; start < n_slots; start += SLOT_CHUNK) {
-                uint32_t n = MIN(SLOT_CHUNK, n_slots - start), owned = 0, in_batch, out_batch, got;
-
-                for (uint32_t slot = start; slot < start + n; slot++)
-                        owned += owner_is_process(r->owners[slot]);
-                if (owned == 0)
+        for (uint32_t slot = 0; slot < n_slots; slot++) {
+                if (!owner_is_process(r->owners[slot]))
                         continue;
-
-                if (owned * 3 < n) {
-                        for (uint32_t slot = start; slot < start + n; slot++) {
-                                if (!owner_is_process(r->owners[slot]))
-                                        continue;
-                                if (bpf_map_lookup_elem(counters_fd, &slot, r->percpu) < 0)
-                                        return -errno;
-                                k = drain_slot(r, slot, r->owners[slot], r->percpu, now);
-                                if (k < 0)
-                                        return k;
-                        }
-                        continue;
-                }
-
-                /* A batch continues after in_batch: the chunk starts after its previous slot. */
-                in_batch = start - 1;
-                got = n;
-                k = bpf_map_lookup_batch(counters_fd, start == 0 ? NULL : &in_batch, &out_batch, r->chunk_keys,
-                                         r->percpu, &got, NULL);
-                if (k < 0 && errno != ENOENT)
-                        return -errno;
-                for (uint32_t i = 0; i < got; i++) {
-                        uint32_t slot = r->chunk_keys[i];
-
-                        if (slot >= n_slots || !owner_is_process(r->owners[slot]))
-                                continue;
-                        k = drain_slot(r, slot, r->owners[slot], &r->percpu[(size_t) i * (size_t) r->bpf->n_cpus], now);
-                        if (k < 0)
-                                return k;
-                }
+                k = drain_slot(r, slot, r->owners[slot], now);
+                if (k < 0)
+                        return k;
         }
         return 0;
 }
@@ -216,10 +179,9 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
         k = proc_table_get(r->procs, key->tgid, key->start_time, id, now, &p);
         if (k < 0)
                 return k;
-        if (!p->hash_next_max && !(p->hash_next_max = calloc((size_t) r->bpf->n_cpus, sizeof(uint64_t))))
-                return -ENOMEM;
-        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++)
-                counters_sum(&v[cpu].c, r->fault_tick, &p->hash_next_max[cpu], &sum);
+        k = percpu_sum(r, &v[0].c, sizeof(*v), &p->hash_next_max, &sum);
+        if (k < 0)
+                return k;
         return proc_table_count_faults(r->procs, p, &sum, &p->hash_seen, now);
 }
 

@@ -67,6 +67,29 @@ int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const v
         return 0;
 }
 
+#define LOAD(member) dst->member = __atomic_load_n(&src->member, __ATOMIC_RELAXED)
+
+void counters_load(const struct ts_counters *src, struct ts_counters *dst) {
+        *dst = (struct ts_counters) {};
+        LOAD(user_faults);
+        LOAD(kernel_faults);
+        LOAD(fault_read);
+        LOAD(fault_write);
+        LOAD(fault_exec);
+        LOAD(fault_protection);
+        LOAD(minor_ns);
+        LOAD(major_ns);
+        LOAD(kernel_ns);
+        for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
+                LOAD(buckets[b]);
+        for (size_t i = 0; i < 2; i++) {
+                LOAD(max_ns[i]);
+                LOAD(max_tick[i]);
+        }
+}
+
+#undef LOAD
+
 void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max, struct ts_counters *sum) {
         unsigned i = tick & 1, j = (tick + 1) & 1;
         uint64_t ended = v->max_tick[i] == tick ? v->max_ns[i] : 0, next = v->max_tick[j] == tick + 1 ? v->max_ns[j] : 0;

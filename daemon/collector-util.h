@@ -42,6 +42,9 @@ int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX],
 /* Appends value (elem bytes) to an array of n, growing its capacity by doubling. */
 int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value);
 
+/* A copy of counters BPF may be adding to meanwhile (a slot's, read in place): every member read
+ * whole, never torn. The owner is not copied. */
+void counters_load(const struct ts_counters *src, struct ts_counters *dst);
 /* Adds one CPU's counters to sum, read after user space advanced BPF's tick from `tick` to
  * tick + 1. sum->max_ns[0] becomes the longest fault among those this read counts on any CPU so
  * far: those that completed in `tick` after the last read, and those of tick + 1 so far (the

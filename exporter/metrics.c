@@ -64,14 +64,15 @@ typedef struct UnitRow {
         json_t *traps;    /* object vector -> count, borrowed */
 } UnitRow;
 
-/* ret_time may be NULL: the process series have no fault time. */
+/* ret_time may be NULL: the process series have no fault time. A daemon older than fault time
+ * sends none: then *ret_time is zero and the return value 0, else 1. */
 static int counters_read(json_t *counters, Faults *ret_faults, FaultTime *ret_time, json_t **ret_traps) {
-        json_t *traps = json_object_get(counters, "traps"), *n;
+        json_t *traps = json_object_get(counters, "traps"), *time = json_object_get(counters, "faultTime"), *n;
         const char *v;
-        FaultTime t;
+        FaultTime t = {};
 
         if (!json_is_object(traps) || faults_from_json(json_object_get(counters, "faults"), ret_faults) < 0 ||
-            fault_time_from_json(json_object_get(counters, "faultTime"), &t) < 0)
+            (time && fault_time_from_json(time, &t) < 0))
                 return -EBADMSG;
         if (ret_time)
                 *ret_time = t;
@@ -79,7 +80,7 @@ static int counters_read(json_t *counters, Faults *ret_faults, FaultTime *ret_ti
                 if (!json_is_integer(n) || json_integer_value(n) < 0)
                         return -EBADMSG;
         *ret_traps = traps;
-        return 0;
+        return !!time;
 }
 
 static uint64_t traps_get(json_t *traps, const char *vector) {
@@ -159,6 +160,7 @@ typedef struct Units {
         UnitRow *rows;
         size_t n;
         bool has_other; /* an "other" series is written: units were left out or summed */
+        bool has_time;  /* the daemon tells fault time (every row then has it) */
         UnitRow other;  /* the daemon's "other" plus the units beyond limit */
         Faults total;
         FaultTime total_time;
@@ -167,9 +169,10 @@ typedef struct Units {
 
 static int units_read(json_t *reply, unsigned limit, Units *u) {
         json_t *units = json_object_get(reply, "units"), *other_units = json_object_get(reply, "otherUnits");
-        if (!json_is_array(units) || !json_is_integer(other_units) ||
-            counters_read(json_object_get(reply, "total"), &u->total, &u->total_time, &u->total_traps) < 0)
+        int has_time = counters_read(json_object_get(reply, "total"), &u->total, &u->total_time, &u->total_traps);
+        if (!json_is_array(units) || !json_is_integer(other_units) || has_time < 0)
                 return -EBADMSG;
+        u->has_time = has_time;
 
         u->rows = calloc(json_array_size(units) + 1, sizeof(UnitRow));
         if (!u->rows)
@@ -186,7 +189,7 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
                 json_t *unit = json_object_get(row, "unit");
                 UnitRow r = {};
                 if (!(json_is_string(unit) || json_is_null(unit)) ||
-                    counters_read(json_object_get(row, "counters"), &r.faults, &r.fault_time, &r.traps) < 0)
+                    counters_read(json_object_get(row, "counters"), &r.faults, &r.fault_time, &r.traps) != has_time)
                         return -EBADMSG;
                 r.unit = json_is_string(unit) ? json_string_value(unit) : "";
                 if (strcmp(r.unit, OTHER) == 0) {
@@ -409,7 +412,8 @@ int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, siz
                 write_up(f, format, true);
                 write_traps(f, format, &u);
                 write_faults(f, format, &u);
-                write_fault_time(f, format, &u);
+                if (u.has_time)
+                        write_fault_time(f, format, &u);
                 if (in->status)
                         r = write_drops(f, format, in->status);
                 if (r >= 0 && in->top && in->process_series > 0)

@@ -151,6 +151,40 @@ class Counts(SharedDaemonTest):
         self.assertRegex(text, rf"(?m)^  \* --start-time {old_start}\s")
 
 
+class PidReuse(unittest.TestCase):
+    def test_a_new_process_with_an_exited_ones_pid_counts_apart(self):
+        # A process's slot stays its own until the tick after its exit drains and frees it, and
+        # each CPU keeps a copy of the slot's owner: a new process that gets the same pid before
+        # that tick must not count into the old one's slot on a CPU whose copy still names it.
+        # Both run on CPU 0, almost always within one 5 s tick.
+        require_root_and_bpf()
+        affinity = os.sched_getaffinity(0)
+        with Daemon(tick="5s") as d:
+            try:
+                os.sched_setaffinity(0, {0})
+                for _ in range(20):  # another process may take the pid in between: try again
+                    first = run("FAULT_PAGES", 2000)
+                    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                        f.write(str(first["pid"] - 1))
+                    second = run("FAULT_PAGES", 3000)
+                    if second["pid"] == first["pid"]:
+                        break
+            finally:
+                os.sched_setaffinity(0, affinity)
+            self.assertEqual(second["pid"], first["pid"], "could not get the same pid twice")
+            pid = first["pid"]
+            newest = exited_history(d, pid)
+            procs = trapstat_json(d.socket, "call", "io.trapstat.ListProcesses",
+                                  json.dumps({"pid": pid, "includeExited": True}))["processes"]
+            self.assertEqual(len(procs), 2, procs)
+            older = exited_history(d, pid, "--start-time", str(min(p["startTime"] for p in procs)))
+            # Each its own pages and its program's start-up (about 100 faults), never the other's.
+            for h, pages in ((older, 2000), (newest, 3000)):
+                user = h["total"]["faults"]["user"]
+                self.assertGreaterEqual(user, pages)
+                self.assertLess(user, pages + 500, "the new process counted into the old one's slot")
+
+
 def daemon_maps(pid):
     """{name: id} of the BPF maps a process holds, from the map_id lines of its fds' fdinfo."""
     bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"

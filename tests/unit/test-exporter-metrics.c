@@ -273,9 +273,11 @@ static void test_malformed(void **state) {
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":3,\"counters\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}],"
                 "\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}",
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{\"UD\":-1}") "}",
-                /* Fault time: missing, 23 buckets, a negative count, a member the schema does not have. */
-                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":{\"faults\":" FAULTS(0, 0, 0, 0, 0, 0, 0)
-                ",\"traps\":{},\"signals\":{},\"signalCodes\":{}}}",
+                /* Fault time: in the total but not in a unit's row, 23 buckets, a negative count, a
+                 * member the schema does not have. */
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":\"a.service\",\"counters\":{\"faults\":"
+                FAULTS(0, 0, 0, 0, 0, 0, 0) ",\"traps\":{},\"signals\":{},\"signalCodes\":{}}}],"
+                "\"total\":" COUNTERS(FAULTS(0, 0, 0, 0, 0, 0, 0), "{}") "}",
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0),
                 FAULT_TIME(0, 0, 0, 0, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{}") "}",
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0),
@@ -300,6 +302,25 @@ static size_t count_lines(const char *s, const char *prefix) {
         for (const char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
                 n += strncmp(l, prefix, strlen(prefix)) == 0;
         return n;
+}
+
+/* A daemon older than fault time (an exporter upgraded first): its counts are exported, the
+ * fault-time families are left out rather than written as zeros or failing the scrape. */
+static void test_older_daemon(void **state) {
+        (void) state;
+        char *out = render("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":\"a.service\",\"counters\":"
+                           "{\"faults\":" FAULTS(7, 1, 8, 0, 3, 4, 0) ",\"traps\":{\"UD\":2},\"signals\":{},"
+                           "\"signalCodes\":{}}}],\"total\":{\"faults\":" FAULTS(7, 1, 8, 0, 3, 4, 0)
+                           ",\"traps\":{\"UD\":2},\"signals\":{},\"signalCodes\":{}}}",
+                           NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+        assert_non_null(strstr(out, "trapstat_up 1\n"));
+        assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"a.service\"} 2\n"));
+        assert_non_null(strstr(out, "trapstat_page_faults_total{mode=\"user\",access=\"write\",unit=\"a.service\"} 4\n"));
+        assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"a.service\"} 8\n"));
+        assert_int_equal(count_lines(out, "trapstat_page_fault_seconds"), 0);
+        assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds"), 0);
+        assert_int_equal(count_lines(out, "# HELP trapstat_page_fault_"), 0);
+        free(out);
 }
 
 static void test_unit_bound(void **state) {
@@ -461,6 +482,7 @@ int main(void) {
                 cmocka_unit_test(test_malformed),    cmocka_unit_test(test_unit_bound),
                 cmocka_unit_test(test_process_series), cmocka_unit_test(test_accept),
                 cmocka_unit_test(test_histogram_shape), cmocka_unit_test(test_seconds),
+                cmocka_unit_test(test_older_daemon),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
