@@ -220,11 +220,35 @@ struct {
         __type(value, struct fault_start);
 } fault_starts SEC(".maps");
 
-static __always_inline void count_drop(__u32 what) {
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, TS_MAX_DROP_USERS);
+        __type(key, __u32);
+        __type(value, struct ts_user_drops);
+} user_drops SEC(".maps");
+
+/* The initial value of a user_drops entry. Never written. */
+static struct ts_user_drops zero_user_drops;
+
+/* One loss, of a process of task's user: counted for the machine and for the user. */
+static __noinline void count_drop(__u32 what, struct task_struct *task) {
+        __u32 uid = BPF_CORE_READ(task, real_cred, uid.val);
         __u64 *n = bpf_map_lookup_elem(&drops, &what);
+        struct ts_user_drops *u;
 
         if (n)
                 (*n)++;
+        u = bpf_map_lookup_elem(&user_drops, &uid);
+        if (!u) {
+                /* -E2BIG when TS_MAX_DROP_USERS users have lost something: counted above only. */
+                (void) bpf_map_update_elem(&user_drops, &uid, &zero_user_drops, BPF_NOEXIST);
+                u = bpf_map_lookup_elem(&user_drops, &uid);
+                if (!u)
+                        return;
+        }
+        /* Checked here, after the calls, where the verifier sees the bound of the index it uses. */
+        if (what < TS_DROP_MAX)
+                __sync_fetch_and_add(&u->count[what], 1);
 }
 
 /* The task's cgroup in the unified hierarchy, as bpf_get_current_cgroup_id() gives it for the
@@ -310,7 +334,7 @@ static __noinline struct ts_counters *hash_counters(void) {
         (void) bpf_map_update_elem(&processes, &key, &init, BPF_NOEXIST);
         p = bpf_map_lookup_elem(&processes, &key);
         if (!p) {
-                count_drop(TS_DROP_MAP_FULL);
+                count_drop(TS_DROP_MAP_FULL, task);
                 return NULL;
         }
         return &p->c;
@@ -594,7 +618,7 @@ static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 in
         }
         /* Fails only when the map is full (a rewrite never needs room). */
         if (bpf_map_update_elem(&file_names, &key, n, BPF_ANY) < 0)
-                count_drop(TS_DROP_FILE_NAME);
+                count_drop(TS_DROP_FILE_NAME, bpf_get_current_task_btf());
 }
 
 /* What a VMA lookup fills in: where addr is. */
@@ -648,7 +672,7 @@ static __always_inline void locate(struct task_struct *task, __u64 addr, bool co
                 loc->offset = code ? addr : 0;
         } else if (err < 0) {
                 /* Counted: user space names the instruction from /proc/PID/maps while it can. */
-                count_drop(TS_DROP_VMA_LOOKUP);
+                count_drop(TS_DROP_VMA_LOOKUP, task);
                 loc->kind = TS_MEM_UNKNOWN;
                 loc->offset = code ? addr : 0;
         }
@@ -798,14 +822,14 @@ static __noinline bool site_shares_take(struct ts_site_key *key, struct task_str
         __u32 held;
 
         if (!share_take(&site_quota, &pkey, max_sites_per_process, &process)) {
-                count_drop(TS_DROP_SITE_QUOTA);
+                count_drop(TS_DROP_SITE_QUOTA, task);
                 return false;
         }
         if (!privileged && !share_take(&site_user_quota, &ukey, max_sites_per_user, &user)) {
                 privileged = task_privileged(task);
                 if (!privileged) {
                         share_give_back(process);
-                        count_drop(TS_DROP_SITE_USER_QUOTA);
+                        count_drop(TS_DROP_SITE_USER_QUOTA, task);
                         return false;
                 }
         }
@@ -814,7 +838,7 @@ static __noinline bool site_shares_take(struct ts_site_key *key, struct task_str
                 __sync_fetch_and_add(&site_epochs.entries[e & 1], -1);
                 share_give_back(user);
                 share_give_back(process);
-                count_drop(held >= max_sites ? TS_DROP_SITES_FULL : TS_DROP_SITE_RESERVE);
+                count_drop(held >= max_sites ? TS_DROP_SITES_FULL : TS_DROP_SITE_RESERVE, task);
                 return false;
         }
         *ret_process = process;
@@ -835,7 +859,7 @@ static __noinline bool site_add_epoch(struct ts_site_key *key, struct task_struc
         long err;
 
         if (e < 0) {
-                count_drop(TS_DROP_SITES_FULL);
+                count_drop(TS_DROP_SITES_FULL, task);
                 return false;
         }
         key->epoch = e;
@@ -852,7 +876,7 @@ static __noinline bool site_add_epoch(struct ts_site_key *key, struct task_struc
                 }
                 v = bpf_map_lookup_elem(&sites, key);
                 if (!v) {
-                        count_drop(TS_DROP_SITES_FULL);
+                        count_drop(TS_DROP_SITES_FULL, task);
                         goto out;
                 }
         }
@@ -1040,7 +1064,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
                 (void) bpf_map_update_elem(&traps, &key, &zero_traps, BPF_NOEXIST);
                 t = bpf_map_lookup_elem(&traps, &key);
                 if (!t) {
-                        count_drop(TS_DROP_TRAPS_FULL);
+                        count_drop(TS_DROP_TRAPS_FULL, task);
                         return 0;
                 }
                 /* A process may trap before it faults, and die of the trap: its identity must
@@ -1190,7 +1214,7 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
 
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
-                count_drop(TS_DROP_EXIT_EVENT);
+                count_drop(TS_DROP_EXIT_EVENT, task);
                 return 0;
         }
         e->h.type = TS_EVENT_EXIT;
@@ -1222,7 +1246,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct
                 return 0;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
-                count_drop(TS_DROP_EXEC_EVENT);
+                count_drop(TS_DROP_EXEC_EVENT, task);
                 return 0;
         }
         e->h.type = TS_EVENT_EXEC;

@@ -339,3 +339,12 @@ enum ts_drop {
         TS_DROP_VMA_LOOKUP = 9, /* a VMA lookup failed (-EBUSY: another program held it): the site keeps the address */
         TS_DROP_MAX,
 };
+
+/* The drops of one user's processes (real uid), by kind: value of the user_drops hash, which holds
+ * TS_MAX_DROP_USERS users; a user beyond them counts only in `drops`. With them a caller tells
+ * their own losses from everyone else's on a busy machine. */
+#define TS_MAX_DROP_USERS 1024
+struct ts_user_drops {
+        __u64 count[TS_DROP_MAX];
+};
+

@@ -906,6 +906,17 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
                 if (int_member(s, "count") > 0)
                         fprintf(f, "  %-16s %s%" JSON_INTEGER_FORMAT "%s: %s\n", string_member(s, "kind", "?"),
                                 on(style, RED), int_member(s, "count"), off(style), string_member(s, "lost", ""));
+        /* Whose processes lost what: "uid 1000: fault_map_full 12, trap_map_full 1". */
+        json_array_foreach (json_object_get(reply, "dropsByUser"), i, s) {
+                json_t *k;
+                size_t j;
+
+                fprintf(f, "  uid %-12" JSON_INTEGER_FORMAT, int_member(s, "uid"));
+                json_array_foreach (json_object_get(s, "dropsByKind"), j, k)
+                        fprintf(f, "%s%s %s%" JSON_INTEGER_FORMAT "%s", j ? ", " : " ", string_member(k, "kind", "?"),
+                                on(style, RED), int_member(k, "count"), off(style));
+                fputc('\n', f);
+        }
         if (json_object_get(reply, "unsavedSamples"))
                 fprintf(f, "unsaved:   %s%" JSON_INTEGER_FORMAT "%s samples (database writes failed)\n",
                         int_member(reply, "unsavedSamples") ? on(style, RED) : "", int_member(reply, "unsavedSamples"),

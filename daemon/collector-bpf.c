@@ -3,6 +3,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
@@ -414,6 +415,43 @@ void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time) {
 
         (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.processes), &key);
         (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.traps), &key);
+}
+
+CollectorDropKind collector_bpf_drop_kind(unsigned kind) {
+        assert(kind < TS_DROP_MAX);
+        return drop_kinds[kind];
+}
+
+static int user_drops_compare(const void *a, const void *b) {
+        const CollectorUserDrops *x = a, *y = b;
+
+        return (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+int collector_bpf_user_drops(CollectorBpf *b, int64_t uid, CollectorUserDrops **ret, size_t *ret_n) {
+        int fd = bpf_map__fd(b->skel->maps.user_drops);
+        _cleanup_free_ CollectorUserDrops *list = calloc(TS_MAX_DROP_USERS, sizeof(*list));
+        _cleanup_free_ struct ts_user_drops *values = calloc(TS_MAX_DROP_USERS, sizeof(*values));
+        _cleanup_free_ uint32_t *keys = calloc(TS_MAX_DROP_USERS, sizeof(*keys));
+        uint32_t out_batch, n = TS_MAX_DROP_USERS;
+
+        _Static_assert(sizeof(values->count) == sizeof(list->count), "every drop kind of bpf/trapstat.h is told by user");
+        if (!list || !values || !keys)
+                return -ENOMEM;
+        if (uid >= 0) {
+                keys[0] = (uint32_t) uid;
+                n = bpf_map_lookup_elem(fd, &keys[0], &values[0]) == 0;
+        } else if (bpf_map_lookup_batch(fd, NULL, &out_batch, keys, values, &n, NULL) < 0 && errno != ENOENT)
+                /* ENOENT: the whole map (it holds at most TS_MAX_DROP_USERS) in this one batch. */
+                return -errno;
+        for (uint32_t i = 0; i < n; i++) {
+                list[i].uid = keys[i];
+                memcpy(list[i].count, values[i].count, sizeof(values[i].count));
+        }
+        qsort(list, n, sizeof(*list), user_drops_compare);
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
 }
 
 size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {

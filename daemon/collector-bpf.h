@@ -84,3 +84,8 @@ static inline uint32_t collector_bpf_fault_sample(const CollectorBpf *b) {
 
 /* Fills ret with every kind of drop, also those at zero; returns how many. */
 size_t collector_bpf_drops(CollectorBpf *b, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
+/* The kind of BPF's drops numbered kind (enum ts_drop), kind < COLLECTOR_BPF_DROP_KINDS. */
+CollectorDropKind collector_bpf_drop_kind(unsigned kind);
+/* BPF's drops by user: every user whose processes lost something (at most TS_MAX_DROP_USERS), or
+ * only uid when uid >= 0, in the order of uids. *ret is freed by the caller. */
+int collector_bpf_user_drops(CollectorBpf *b, int64_t uid, CollectorUserDrops **ret, size_t *ret_n);

@@ -210,6 +210,14 @@ size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KIN
         return n;
 }
 
+int collector_user_drops(Collector *c, int64_t uid, CollectorUserDrops **ret, size_t *ret_n) {
+        return collector_bpf_user_drops(c->bpf, uid, ret, ret_n);
+}
+
+CollectorDropKind collector_drop_kind(unsigned kind) {
+        return collector_bpf_drop_kind(kind);
+}
+
 void collector_symbol_fills(Collector *c, const SiteCount **ret, size_t *ret_n) {
         *ret = c->reader.fills;
         *ret_n = c->reader.n_fills;

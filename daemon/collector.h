@@ -100,6 +100,17 @@ typedef struct CollectorDrop {
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
 
+/* The drops of one user's processes (real uid), of the kinds BPF counts (enum ts_drop order). */
+typedef struct CollectorUserDrops {
+        uint32_t uid;
+        uint64_t count[COLLECTOR_BPF_DROP_KINDS];
+} CollectorUserDrops;
+
+/* See collector_bpf_user_drops(). */
+int collector_user_drops(Collector *c, int64_t uid, CollectorUserDrops **ret, size_t *ret_n);
+/* The kind CollectorUserDrops.count[kind] counts. */
+CollectorDropKind collector_drop_kind(unsigned kind);
+
 /* Symbols the symbol worker found since the last drain for sites counted before: SiteCounts with
  * object, dev, ino, offset and symbol set (count 0), for store_sites_fill(). Valid until the next
  * collector_drain(). */

@@ -149,6 +149,39 @@ static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, v
         return query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), seq, run, args, free_args);
 }
 
+/* GetStatus's dropsByUser: every user's, or only uid's when uid >= 0. NULL when memory ran out. */
+static json_t *user_drops_build(Collector *c, int64_t uid) {
+        _cleanup_free_ CollectorUserDrops *users = NULL;
+        _cleanup_json_ json_t *list = json_array();
+        size_t n;
+
+        if (!list || collector_user_drops(c, uid, &users, &n) < 0)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                json_t *kinds = json_array();
+                uint64_t sum = 0;
+
+                for (unsigned k = 0; kinds && k < COLLECTOR_BPF_DROP_KINDS; k++) {
+                        CollectorDropKind kind = collector_drop_kind(k);
+
+                        if (users[i].count[k] == 0)
+                                continue;
+                        sum += users[i].count[k];
+                        if (json_array_append_new(kinds, json_pack("{s:s, s:I, s:s}", "kind", kind.name, "count",
+                                                                   (json_int_t) users[i].count[k], "lost",
+                                                                   kind.lost)) < 0) {
+                                json_decref(kinds);
+                                return NULL;
+                        }
+                }
+                if (!kinds || json_array_append_new(list, json_pack("{s:I, s:I, s:o}", "uid", (json_int_t) users[i].uid,
+                                                                    "drops", (json_int_t) sum, "dropsByKind",
+                                                                    kinds)) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(list);
+}
+
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
@@ -156,7 +189,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
         WriterStats stats = writer_stats(manager_writer(m));
         const CollectorSource *sources;
         uint64_t total_drops = 0;
-        json_t *list, *drop_list;
+        json_t *list, *drop_list, *users;
         int64_t uid = visible_uid(call);
         struct utsname u;
         const char *arch;
@@ -178,9 +211,12 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                                            (json_int_t) drops[i].count, "lost", drops[i].kind.lost));
                 total_drops += drops[i].count;
         }
+        users = user_drops_build(c, uid);
+        if (!users)
+                return -ENOMEM;
         return varlink_call_reply(call,
-                                  json_pack("{s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, "
-                                            "s:I, s:I, s:I}",
+                                  json_pack("{s:o, s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, "
+                                            "s:I, s:I, s:I}", "dropsByUser", users,
                                             "unsavedSamples",
                                             (json_int_t) stats.unsaved_samples, "version", TRAPSTAT_VERSION,
                                             "arch", arch,

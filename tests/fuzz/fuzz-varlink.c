@@ -105,13 +105,15 @@ static json_t *counters_new(void) {
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {
         return reply(call,
                      json_pack("{s:s, s:s, s:[{s:s, s:b, s:n}, {s:s, s:b, s:s}], s:i, s:s, s:i, s:i, s:i, s:i, "
-                               "s:[{s:s, s:i, s:s}], s:i}",
+                               "s:[{s:s, s:i, s:s}], s:[{s:i, s:i, s:[{s:s, s:i, s:s}]}], s:i}",
                                "version", "fuzz", "arch", "x86_64", "sources", "name", "page_fault_user", "active", 1,
                                "reason", "name",
                                "page_fault_kernel", "active", 0, "reason", "not attached", "tickUsec", 1000000,
                                "databasePath", "/nonexistent/trapstat.db", "databaseBytes", 4096,
                                "processesTracked", 1, "drops", 0, "unsavedSamples", 0, "dropsByKind", "kind",
-                               "fault_map_full", "count", 0, "lost", "one page fault", "faultSamplePeriod", 64),
+                               "fault_map_full", "count", 0, "lost", "one page fault", "dropsByUser", "uid", 1000,
+                               "drops", 2, "dropsByKind", "kind", "trap_map_full", "count", 2, "lost", "one trap",
+                               "faultSamplePeriod", 64),
                      false);
 }
 

@@ -634,32 +634,41 @@ static void test_validate_trapstat_output(void **state) {
                      " {\"name\": \"signal_generate\", \"active\": false, \"reason\": \"no BTF\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
                      " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64,"
-                     " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2, \"lost\": \"one page fault\"}]}",
+                     " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2, \"lost\": \"one page fault\"}],"
+                     " \"dropsByUser\": [{\"uid\": 1000, \"drops\": 2, \"dropsByKind\": [{\"kind\": \"fault_map_full\","
+                     " \"count\": 2, \"lost\": \"one page fault\"}]}]}",
                      NULL);
         /* Every drop kind says what it lost. */
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
                      " \"processesTracked\": 3, \"drops\": 2, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64,"
-                     " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2}]}",
+                     " \"dropsByKind\": [{\"kind\": \"fault_map_full\", \"count\": 2}], \"dropsByUser\": []}",
                      "dropsByKind");
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [{\"name\": \"page_fault_user\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64, \"dropsByKind\": []}",
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64, \"dropsByKind\": [], \"dropsByUser\": []}",
                      "sources");
         /* Every reply says the architecture. */
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"sources\": [],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64, \"dropsByKind\": []}",
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64, \"dropsByKind\": [], \"dropsByUser\": []}",
                      "arch");
         /* GetStatus says how faults are sampled. */
         check_output(i, "GetStatus",
                      "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
-                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": []}",
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"dropsByKind\": [], \"dropsByUser\": []}",
                      "faultSamplePeriod");
+        /* Every user's drops say whose they are. */
+        check_output(i, "GetStatus",
+                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"sources\": [],"
+                     " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"
+                     " \"processesTracked\": 3, \"drops\": 0, \"unsavedSamples\": 0, \"faultSamplePeriod\": 64,"
+                     " \"dropsByKind\": [], \"dropsByUser\": [{\"drops\": 0, \"dropsByKind\": []}]}",
+                     "dropsByUser");
         check_output(i, "Top", "{\"rows\": []}", NULL);
         check_output(i, "Top", "{}", "rows");
         check_output(i, "ListProcesses", "{\"processes\": [{\"pid\": 1}]}", "processes");
