@@ -80,5 +80,5 @@ struct QueryPool *manager_query_pool(Manager *m);
 /* methods.c: registers io.trapstat on the server. */
 struct VarlinkServer;
 int methods_register(struct VarlinkServer *server, Manager *m);
-/* metrics.c: registers io.systemd.Metrics on the report server. */
+/* systemd-metrics.c: registers io.systemd.Metrics on the report server. */
 int metrics_register(struct VarlinkServer *server, Manager *m);

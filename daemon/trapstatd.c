@@ -18,7 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "metrics-util.h"
+#include "systemd-metrics-util.h"
 #include "query.h"
 #include "symbol-worker.h"
 #include "time-util.h"

@@ -10,7 +10,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "manager.h"
-#include "metrics-util.h"
+#include "systemd-metrics-util.h"
 #include "unit-totals.h"
 #include "varlink.h"
 
