@@ -23,7 +23,7 @@
 #include "loop-turn.h"
 #include "macro.h"
 #include "proc-util.h"
-#include "query.h"
+#include "query-pool.h"
 #include "time-util.h"
 #include "unit-totals.h"
 #include "varlink.h"

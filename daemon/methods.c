@@ -15,7 +15,7 @@
 #include "log.h"
 #include "loop-turn.h"
 #include "manager.h"
-#include "query.h"
+#include "query-pool.h"
 #include "sites.h"
 #include "tier-util.h"
 #include "time-util.h"
