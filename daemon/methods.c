@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The io.trapstat methods: parameters in, store/collector queries, replies out. */
+#include "methods.h"
 
 #include <errno.h>
 #include <inttypes.h>
