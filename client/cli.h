@@ -58,5 +58,3 @@ int parse_int_arg(const char *s, long long min, long long max, long long *ret);
 bool use_color(FILE *f);
 /* Width of the terminal on stdout; COLUMNS or 80 when it is not one. */
 unsigned terminal_columns(void);
-
-int verb_top(int argc, char *argv[]);

@@ -17,7 +17,8 @@
 #include "cli.h"
 #include "json-util.h"
 #include "output.h"
-#include "top.h"
+#include "top-common.h"
+#include "top-live.h"
 
 /* How long a read of the stream blocks before the view looks at the keyboard again. */
 #define LIVE_POLL_USEC (100 * USEC_PER_MSEC)

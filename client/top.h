@@ -1,63 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* trapstat top: options (top.c parses them), the live view (top-live.c), and what both print. */
+/* The verb trapstat top (top.c): its options, the batch mode and the stream; the live view is
+ * top-live.h's. */
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "counters.h"
-#include "filter.h"
-#include "top-table.h"
-#include "trapstat-client.h"
-
-#define RECONNECT_NEVER UINT64_MAX
-
-typedef struct TopOptions {
-        bool batch, stream;
-        long long iterations; /* -1: no end */
-        uint64_t delay_usec;  /* 0: every tick (live) */
-        uint64_t window_usec; /* -b: look-back; live: the seed, and how long exited rows stay */
-        SortKey sort;
-        long long limit;
-        bool limit_set;
-        ProcessFilter filter;
-        TopGroup group;
-        uint64_t reconnect_timeout_usec; /* 0: exit when the daemon goes away; RECONNECT_NEVER */
-} TopOptions;
-
-/* The rate columns, in screen order, for the < and > keys and the header. */
-typedef struct TopColumn {
-        const char *sort;  /* Watch/Top sortBy */
-        const char *title; /* column header */
-        int key;           /* letter selecting it */
-} TopColumn;
-
-extern const TopColumn top_columns[5];
-int top_column_of(const SortKey *sort);
-
-/* The header of the rate table (per process, or per group of g); the sorted column marked with
- * a '*' when marks is set (no colors). *ret_sorted_x: where the sorted column starts, -1 if
- * none is shown. */
-void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, bool marks, int *ret_sorted_x);
-/* One row: rates of the last refresh over interval_usec, totals, vectors (totals), unit or
- * group key; untrusted text escaped (for a terminal that reads UTF-8 when utf8). state is the
- * S column. malloc'd in *ret. */
-int top_format_row(const TopRow *r, TopGroup g, uint64_t interval_usec, char state, bool utf8, char **ret);
-/* The "all:" line of a table: rates of the last refresh over every process of the view. */
-void top_format_summary(char *buf, size_t size, const TopTable *t);
-/* Opens a Watch stream quietly (its errors come with the first read): 0 or a negative errno. */
-int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned limit, uint64_t timeout_usec,
-                   TrapstatClient **ret);
-/* Top over the window for the filter, quietly: 0 and the reply; TRAPSTAT_ERROR_REPLY and
- * *ret_error; or a negative errno. */
-int top_call_top(const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit, json_t **ret,
-                 TrapstatError *ret_error);
-
-/* A user name or a uid: -EINVAL when neither. */
-int top_parse_user(const char *text, int64_t *ret);
-/* A unit filter as typed: a name without a '.' and without glob characters gets ".service",
- * as systemctl does. malloc'd; NULL on ENOMEM. */
-char *top_unit_glob(const char *text);
-
-int top_live(const TopOptions *o);
+int verb_top(int argc, char *argv[]);

@@ -20,6 +20,7 @@
 #include "json-util.h"
 #include "output.h"
 #include "time-util.h"
+#include "top.h"
 
 static OutputStyle output_style(void) {
         return (OutputStyle) {

@@ -3,7 +3,7 @@
 
 /* Names and defaults that more than one program or layer knows: the daemon, the client, the
  * tests and the benchmarks take them from here, and --help prints them from here. Limits of one
- * layer stay in that layer's header (varlink.h, query.h, store.h). */
+ * layer stay in that layer's header (varlink.h, query-pool.h, store.h). */
 
 #include <stdint.h>
 

@@ -18,21 +18,6 @@
 #include "symbol-worker.h"
 #include "trapstat.h"
 
-/* A site of the epoch that is over, kept until its process's /proc/PID/maps is read. */
-typedef struct SiteUnknown {
-        struct ts_site_key key;
-        struct ts_site value;
-} SiteUnknown;
-
-/* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget
- * pays) may change with an exec event applied after the sites were read. */
-typedef struct SymbolAsk {
-        SymbolRequest request; /* path owned; uid filled in from proc */
-        const CollectorProc *proc; /* valid until the end of the drain (dead ones too); NULL once
-                                    * the uid is filled in and the ask waits for room in the
-                                    * worker's queue */
-} SymbolAsk;
-
 typedef struct CollectorReader {
         CollectorBpf *bpf;                /* borrowed */
         ProcTable *procs;                 /* borrowed */
@@ -44,11 +29,11 @@ typedef struct CollectorReader {
         size_t records_capacity;
         LifecycleEvent *events;           /* read from the ring buffer since the last tick */
         size_t n_events, events_capacity;
-        /* The site reader (collector-sites.c). */
+        /* The site reader (collector-sites.h). */
         struct ts_site_key *site_keys;    /* a batch of the site hash */
         struct ts_site *site_values;
         struct ts_site_key *site_drained; /* the batch's entries of the epoch that is over */
-        SiteUnknown *site_unknown;        /* this tick's sites whose instruction BPF could not look up */
+        struct SiteUnknown *site_unknown; /* this tick's sites whose instruction BPF could not look up */
         size_t n_site_unknown, site_unknown_capacity;
         struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
         size_t n_share_keys, share_keys_capacity;
@@ -60,7 +45,7 @@ typedef struct CollectorReader {
         void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
         size_t n_symbols;
         SymbolWorker *symbol_worker;
-        SymbolAsk *asks;                  /* symbols to ask for at the end of this drain */
+        struct SymbolAsk *asks;           /* symbols to ask for at the end of this drain */
         size_t n_asks, asks_capacity;
         SiteCount *fills;                 /* symbols learned at this drain, for rows already stored */
         size_t n_fills, fills_capacity;
@@ -82,18 +67,6 @@ int reader_read_tasks(CollectorReader *r);
  * command line, an exit (the process is retired and forgotten by BPF). After the maps were
  * drained, so that every process they name that was counted is known by then. */
 int reader_apply_events(CollectorReader *r);
-
-/* collector-sites.c: the site hash. Each tick the epoch flips, and each entry of the epoch that
- * is over becomes a SiteCount of its process (proc_table_count_site()), with the file's path and
- * the symbol as far as known, and leaves the hash. After the other maps, so that the processes
- * are known. */
-int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols);
-void reader_sites_done(CollectorReader *r);
-int reader_drain_sites(CollectorReader *r, uint64_t now);
-/* At the end of a drain, once exec and exit events gave every process its uid: asks the symbol
- * worker for the symbols the drain did not know; what its full queue cannot take waits for the
- * next drain's end. */
-void reader_ask_symbols(CollectorReader *r);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

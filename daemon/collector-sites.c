@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The site reader, part of the collector's readers (collector-read.h): every tick the site hash
+/* The site reader, one of the collector's readers (collector-sites.h): every tick the site hash
  * (bpf/trapstat.bpf.c: where processes trapped and, sampled, faulted) is read in batches, each
  * entry's growth since the last tick becomes a SiteCount of its process, named for people: the
  * file's path from the name map BPF wrote while the process lived (again whenever the inode
@@ -7,12 +7,12 @@
  * Symbols come from the symbol worker (daemon/symbol-worker.c), never from this thread: a site
  * whose symbol is not known yet is counted with its file and offset at once, the worker is asked,
  * and its answer, taken at a later drain, names the site's next counts and is handed to the store
- * for the rows already written (reader_symbol_fills()). Names and symbols are remembered by the
+ * for the rows already written (collector_symbol_fills()). Names and symbols are remembered by the
  * inode's version as BPF saw it (change time, generation), so a renamed file or a reused inode
  * number is named afresh. The hash is drained by epochs (struct ts_site_epochs): each tick the
  * epoch flips, and every entry of the one before is read, becomes a SiteCount of its process and
  * leaves the hash, with the shares it took; so live processes do not keep entries. */
-#include "collector-read.h"
+#include "collector-sites.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>

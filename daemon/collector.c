@@ -20,6 +20,7 @@
 #include "collector-bpf.h"
 #include "collector-procs.h"
 #include "collector-read.h"
+#include "collector-sites.h"
 #include "collector-util.h"
 #include "log.h"
 #include "macro.h"

@@ -76,9 +76,3 @@ uint64_t manager_start_usec(Manager *m);
 size_t manager_report_max_metrics(Manager *m);
 /* The workers that answer history queries. */
 struct QueryPool *manager_query_pool(Manager *m);
-
-/* methods.c: registers io.trapstat on the server. */
-struct VarlinkServer;
-int methods_register(struct VarlinkServer *server, Manager *m);
-/* metrics.c: registers io.systemd.Metrics on the report server. */
-int metrics_register(struct VarlinkServer *server, Manager *m);

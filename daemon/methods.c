@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The io.trapstat methods: parameters in, store/collector queries, replies out. */
+#include "methods.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +16,7 @@
 #include "log.h"
 #include "loop-turn.h"
 #include "manager.h"
-#include "query.h"
+#include "query-pool.h"
 #include "sites.h"
 #include "tier-util.h"
 #include "time-util.h"

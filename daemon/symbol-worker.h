@@ -3,7 +3,7 @@
 
 /* The symbol worker: one thread of its own that symbolizes (file, offset) pairs for the
  * collector, so that the event loop never reads an ELF file. A thread of its own rather than the
- * query pool (daemon/query.c): the pool's threads each hold a SQLite connection and its slots are
+ * query pool (daemon/query-pool.c): the pool's threads each hold a SQLite connection and its slots are
  * counted per uid for queries, and a hostile file must not take a query slot; the Symbolizer's
  * cache is not thread-safe, so one thread owns it.
  *

@@ -18,9 +18,9 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "metrics-util.h"
-#include "query.h"
+#include "query-pool.h"
 #include "symbol-worker.h"
+#include "systemd-metrics-util.h"
 #include "time-util.h"
 #include "trapstat.h"
 #include "varlink.h"
@@ -485,7 +485,7 @@ int main(int argc, char *argv[]) {
          * trimmed off the heap at every free, each tick and each call faulted those pages in
          * anew: half the daemon's CPU at 1000 processes, and 14 of 18 ms of such a History
          * call. So allocations up to 4 MiB come from the heap, and up to 8 MiB of free heap stays
-         * for the next use; the query pool gives it back once the calls stop (query.c,
+         * for the next use; the query pool gives it back once the calls stop (query-pool.c,
          * QUERY_TRIM_IDLE_USEC), the symbol worker after each table it read. Fixed values also
          * stop glibc from raising its threshold to the largest allocation seen (a big reply).
          * Two arenas: the workers' allocations need no more. */

@@ -2,7 +2,7 @@
 /* trapstat-exporter: serves trapstatd's running totals per unit as Prometheus metrics.
  *
  * Each GET /metrics asks the daemon anew over its varlink socket (UnitTotals, GetStatus and,
- * with --process-series, Top) and formats the replies (metrics.c). Nothing is cached between
+ * with --process-series, Top) and formats the replies (exposition.c). Nothing is cached between
  * scrapes: the counters are the daemon's, monotonic while it runs, and a restart of the daemon
  * is a counter reset Prometheus handles. Scrapes are answered one after the other from one
  * event loop; the calls to the daemon of one scrape together wait at most --timeout. */
@@ -24,7 +24,7 @@
 #include "defaults.h"
 #include "http-server.h"
 #include "log.h"
-#include "metrics.h"
+#include "exposition.h"
 #include "time-util.h"
 #include "trapstat-client.h"
 

@@ -81,8 +81,8 @@ class Docs(unittest.TestCase):
         self.assertEqual(complete("trapstat-exporter --socket /run/x --ti"), ["--timeout"])
         self.assertEqual(complete("trapstat-exporter --timeout "), ["10s", "1s", "30s", "5s"])
         self.assertEqual(complete("trapstat-exporter --unit-limit "), [])
-        # Every family the exporter writes (its HELP lines are in exporter/metrics.c).
-        families = set(re.findall(r'"(trapstat_[a-z_]+)"', read(SOURCE, "exporter", "metrics.c")))
+        # Every family the exporter writes (its HELP lines are in exporter/exposition.c).
+        families = set(re.findall(r'"(trapstat_[a-z_]+)"', read(SOURCE, "exporter", "exposition.c")))
         self.assertGreaterEqual(len(families), 9)
         # Counters are documented by their samples' name (with _total), gauges and the histogram
         # (its family and its _bucket, _sum and _count samples) as written.

@@ -2,6 +2,7 @@
 /* io.systemd.Metrics on the report socket (--report-socket): the running totals of every unit,
  * whoever asks. The socket is root's (mode 0600, or what its socket unit sets): the report names
  * every unit on the system and what its processes did. */
+#include "systemd-metrics.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 #include "json-util.h"
 #include "macro.h"
 #include "manager.h"
-#include "metrics-util.h"
+#include "systemd-metrics-util.h"
 #include "unit-totals.h"
 #include "varlink.h"
 

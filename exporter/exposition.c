@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "metrics.h"
+#include "exposition.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The io.systemd.Metrics List replies (daemon/metrics-util.c): the series of a unit, the
+/* The io.systemd.Metrics List replies (daemon/systemd-metrics-util.c): the series of a unit, the
  * system-wide ones, the bound and "other"; the families Describe lists. */
 
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include "json-util.h"
 #include "macro.h"
-#include "metrics-util.h"
+#include "systemd-metrics-util.h"
 #include "traps.h"
 
 static const CollectorDrop drops[MANAGER_DROP_KINDS] = {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "metrics-util.h"
+#include "systemd-metrics-util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "query.h"
+#include "query-pool.h"
 
 #include <errno.h>
 #include <event2/event.h>

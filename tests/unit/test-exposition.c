@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for trapstat-exporter's formatting (exporter/metrics.c): whole expositions compared byte
+/* Tests for trapstat-exporter's formatting (exporter/exposition.c): whole expositions compared byte
  * for byte in both formats, label values escaped, the "other" series as total minus the listed
  * units, and the bounds on units and processes also when a reply holds more than asked for; the
  * fault time as seconds by kind and as a histogram (cumulative buckets at the daemon's edges,
@@ -19,7 +19,7 @@
 
 #include "fault-time.h"
 #include "macro.h"
-#include "metrics.h"
+#include "exposition.h"
 
 #define FAULTS(u, k, mi, ma, r, w, x)                                                              \
         "{\"user\":" #u ",\"kernel\":" #k ",\"minor\":" #mi ",\"major\":" #ma ",\"read\":" #r      \

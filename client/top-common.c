@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* What both views of trapstat top use, the batch mode and the stream (top.c) and the live view
+ * (top-live.c), so that the live view needs nothing of top.c: the rate columns and how a header,
+ * a row and the "all:" line are written, the Top call and the Watch stream as both make them, and
+ * a user and a unit as top.c's -u and --unit and the live view's filter prompt both read them. */
+#include "top-common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "json-util.h"
+#include "macro.h"
+#include "output.h"
+#include "time-util.h"
+
+const TopColumn top_columns[5] = {
+        { "user", "USER/s", 'u' },
+        { "kernel", "KERNEL/s", 'k' },
+        { "major", "MAJOR/s", 'm' },
+        { "traps", "TRAPS/s", 't' },
+        /* Time in faults per second of wall time, as top shows %CPU: 100 is one thread always
+         * waiting on a fault. */
+        { SORT_KEY_FAULT_TIME_NAME, "%FAULT", 'w' },
+};
+
+int top_column_of(const SortKey *sort) {
+        for (size_t i = 0; i < ELEMENTSOF(top_columns); i++)
+                if (strcmp(top_columns[i].sort, sort->name) == 0)
+                        return (int) i;
+        return -1;
+}
+
+static double per_sec(uint64_t n, uint64_t interval_usec) {
+        return interval_usec ? (double) n * (double) USEC_PER_SEC / (double) interval_usec : 0.0;
+}
+
+/* Process rows: PID S COMM, then the rates; group rows: PROCS S, then the rates. */
+#define PROCESS_LEAD "%7s %c %-15s"
+#define GROUP_LEAD "%7s %c"
+#define RATES " %9s %9s %9s %9s %9s %9s %7s  %-20s %s"
+
+void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, bool marks, int *ret_sorted_x) {
+        char cells[ELEMENTSOF(top_columns)][16], key[16];
+        int sorted = top_column_of(sort), lead;
+
+        for (size_t i = 0; i < ELEMENTSOF(top_columns); i++)
+                snprintf(cells[i], sizeof(cells[i]), "%s%s", marks && (int) i == sorted ? "*" : "", top_columns[i].title);
+        if (g == TOP_GROUP_PROCESS)
+                lead = snprintf(buf, size, PROCESS_LEAD, "PID", 'S', "COMM");
+        else
+                lead = snprintf(buf, size, GROUP_LEAD, "PROCS", 'S');
+        for (size_t i = 0; g != TOP_GROUP_PROCESS && i < sizeof(key) - 1 && top_group_name(g)[i]; i++)
+                key[i] = (char) (top_group_name(g)[i] - 'a' + 'A'), key[i + 1] = '\0';
+        if (lead >= 0 && (size_t) lead < size)
+                snprintf(buf + lead, size - (size_t) lead, RATES, cells[0], cells[1], cells[2], cells[3], cells[4],
+                         "FAULTS", "TRAPS", "VECTORS", g == TOP_GROUP_PROCESS ? "UNIT" : key);
+        *ret_sorted_x = sorted >= 0 ? lead + 1 + sorted * 10 : -1;
+}
+
+int top_format_row(const TopRow *r, TopGroup g, uint64_t interval, char state, bool utf8, char **ret) {
+        char user[16], kernel[16], major[16], traps[16], time[16], faults[16], total_traps[16], vectors[64], procs[16];
+        const char *unit = g == TOP_GROUP_PROCESS ? json_string_value(json_object_get(r->process, "unit")) : r->key;
+        const char *comm = json_string_value(json_object_get(r->process, "comm"));
+        _cleanup_free_ char *lead = NULL, *comm_cell = NULL, *unit_cell = NULL;
+
+        if (escape_untrusted(unit ?: "-", utf8, &unit_cell) < 0)
+                return -ENOMEM;
+        if (g == TOP_GROUP_PROCESS) {
+                char pid[16];
+
+                snprintf(pid, sizeof(pid), "%" PRId64, r->pid);
+                if (format_cell(comm ?: "?", utf8, 15, 15, &comm_cell) < 0 ||
+                    asprintf(&lead, "%7s %c %s", pid, state, comm_cell) < 0)
+                        return -ENOMEM;
+        } else {
+                snprintf(procs, sizeof(procs), "%zu", r->processes);
+                if (asprintf(&lead, GROUP_LEAD, procs, state) < 0)
+                        return -ENOMEM;
+        }
+        /* The vectors of the totals: a trap seen minutes ago still says which it was. */
+        format_busiest(r->total.vectors, 2, 1.0, vectors, sizeof(vectors));
+        if (asprintf(ret, "%s" RATES, lead, format_rate(per_sec(r->last.faults.user, interval), user),
+                     format_rate(per_sec(r->last.faults.kernel, interval), kernel),
+                     format_rate(per_sec(r->last.faults.major, interval), major),
+                     format_rate(per_sec(r->last.traps, interval), traps),
+                     format_share(per_sec(r->last.time_ns, interval) / 1e9, time), format_count(r->total.faults.user + r->total.faults.kernel, faults),
+                     format_count(r->total.traps, total_traps), vectors[0] ? vectors : "-", unit_cell) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+void top_format_summary(char *buf, size_t size, const TopTable *t) {
+        char user[16], kernel[16], minor[16], major[16], traps[16];
+        const TopCounts *a = &t->all_last;
+
+        snprintf(buf, size, "all: user %s/s  kernel %s/s  minor %s/s  major %s/s  traps %s/s  %" PRIu64 " process%s%s",
+                 format_rate(per_sec(a->faults.user, t->interval_usec), user),
+                 format_rate(per_sec(a->faults.kernel, t->interval_usec), kernel),
+                 format_rate(per_sec(a->faults.minor, t->interval_usec), minor),
+                 format_rate(per_sec(a->faults.major, t->interval_usec), major),
+                 format_rate(per_sec(a->traps, t->interval_usec), traps), t->processes, t->processes == 1 ? "" : "es",
+                 t->missed ? "  (ticks missed: reading too slowly)" : "");
+}
+
+int top_parse_user(const char *text, int64_t *ret) {
+        struct passwd pw, *result = NULL;
+        char scratch[1024];
+        long long uid;
+
+        if (getpwnam_r(text, &pw, scratch, sizeof(scratch), &result) == 0 && result) {
+                *ret = result->pw_uid;
+                return 0;
+        }
+        if (parse_int_arg(text, 0, UINT32_MAX - 1, &uid) == 0) {
+                *ret = uid;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned limit, uint64_t timeout_usec,
+                   TrapstatClient **ret) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        int r;
+
+        r = trapstat_client_connect(arg_socket, timeout_usec, &c);
+        if (r < 0)
+                return r;
+        r = trapstat_client_watch(c, sort, limit, filter);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int top_call_top(const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit, json_t **ret,
+                 TrapstatError *ret_error) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        _cleanup_json_ json_t *params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (window_usec / USEC_PER_SEC),
+                                                  "sortBy", sort->name, "limit", (json_int_t) limit);
+        int r;
+
+        if (!params || trapstat_filter_parameters(params, filter) < 0)
+                return -ENOMEM;
+        r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &c);
+        if (r < 0)
+                return r;
+        return trapstat_client_call(c, "io.trapstat.Top", params, ret, ret_error);
+}
+
+char *top_unit_glob(const char *text) {
+        char *v;
+
+        if (strchr(text, '.') || strpbrk(text, "*?["))
+                return strdup(text);
+        if (asprintf(&v, "%s.service", text) < 0)
+                return NULL;
+        return v;
+}
