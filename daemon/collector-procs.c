@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "macro.h"
 #include "time-util.h"
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "macro.h"
 #include "trapstat.skel.h"
 
