@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "format-util.h"
 #include "json-util.h"
 #include "macro.h"
@@ -142,16 +143,9 @@ static TopRow *table_row_of(TopTable *t, json_t *process, int *error) {
         }
         r = table_find(t, json_integer_value(pid), json_integer_value(start));
         if (!r) {
-                if (t->n_rows == t->n_alloc) {
-                        size_t n = t->n_alloc ? t->n_alloc * 2 : 64;
-                        TopRow *a = realloc(t->rows, n * sizeof(TopRow));
-
-                        if (!a) {
-                                *error = -ENOMEM;
-                                return NULL;
-                        }
-                        t->rows = a;
-                        t->n_alloc = n;
+                if (array_grow((void **) &t->rows, &t->n_alloc, t->n_rows, 1, sizeof(TopRow)) < 0) {
+                        *error = -ENOMEM;
+                        return NULL;
                 }
                 r = &t->rows[t->n_rows++];
                 *r = (TopRow) { .pid = json_integer_value(pid), .start_time = json_integer_value(start) };

@@ -36,7 +36,7 @@ struct VarlinkType {
         VarlinkTypeKind kind;
         VarlinkType *element;        /* ARRAY, MAP, OPTIONAL */
         VarlinkField *fields;        /* STRUCT: its fields; ENUM: its values */
-        size_t n_fields;
+        size_t n_fields, fields_capacity;
         char *name;                  /* NAMED */
         const VarlinkType *resolved; /* NAMED: the declaration's struct or enum (not owned) */
         unsigned line, column;       /* NAMED: where the reference stands, for "unknown type" */
@@ -59,9 +59,9 @@ typedef struct VarlinkSymbol {
 struct VarlinkInterface {
         char *name;
         VarlinkSymbol *symbols; /* in declaration order */
-        size_t n_symbols;
+        size_t n_symbols, symbols_capacity;
         size_t *methods;        /* indices into symbols */
-        size_t n_methods;
+        size_t n_methods, methods_capacity;
 };
 
 /* Whether the string name equals the n bytes at s (which may hold a NUL: JSON strings can). */

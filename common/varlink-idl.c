@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "macro.h"
 
 /* Parsing recurses once per level of a type expression; hostile input must not exhaust the stack. */
@@ -55,7 +56,6 @@ static int type_new(VarlinkTypeKind kind, VarlinkType **ret) {
 
 /* Appends a field (or enum value). Takes ownership of type, also on failure. */
 static int type_add_field(VarlinkType *t, const char *name, size_t n, VarlinkType *type) {
-        VarlinkField *fields;
         char *copy;
 
         if (type_find_field(t, name, n)) {
@@ -63,13 +63,11 @@ static int type_add_field(VarlinkType *t, const char *name, size_t n, VarlinkTyp
                 return -EEXIST;
         }
         copy = strndup(name, n);
-        fields = copy ? realloc(t->fields, (t->n_fields + 1) * sizeof(*fields)) : NULL;
-        if (!fields) {
+        if (!copy || array_grow((void **) &t->fields, &t->fields_capacity, t->n_fields, 1, sizeof(*t->fields)) < 0) {
                 free(copy);
                 type_free(type);
                 return -ENOMEM;
         }
-        t->fields = fields;
         t->fields[t->n_fields++] = (VarlinkField) { .name = copy, .type = type };
         return 0;
 }
@@ -415,19 +413,17 @@ static int expect_open(Parser *p, const char *after) {
 }
 
 static int interface_add_symbol(VarlinkInterface *i, const VarlinkSymbol *s) {
-        VarlinkSymbol *symbols;
+        int r;
 
+        /* Room in both before either grows by one: on failure neither has the symbol. */
         if (s->kind == VARLINK_SYMBOL_METHOD) {
-                size_t *methods = realloc(i->methods, (i->n_methods + 1) * sizeof(*methods));
-
-                if (!methods)
-                        return -ENOMEM;
-                i->methods = methods;
+                r = array_grow((void **) &i->methods, &i->methods_capacity, i->n_methods, 1, sizeof(*i->methods));
+                if (r < 0)
+                        return r;
         }
-        symbols = realloc(i->symbols, (i->n_symbols + 1) * sizeof(*symbols));
-        if (!symbols)
-                return -ENOMEM;
-        i->symbols = symbols;
+        r = array_grow((void **) &i->symbols, &i->symbols_capacity, i->n_symbols, 1, sizeof(*i->symbols));
+        if (r < 0)
+                return r;
 
         if (s->kind == VARLINK_SYMBOL_METHOD)
                 i->methods[i->n_methods++] = i->n_symbols;

@@ -79,11 +79,11 @@ struct VarlinkServer {
         char *privileged_group, *refused_error;
 
         ServerInterface *interfaces;
-        size_t n_interfaces;
+        size_t n_interfaces, interfaces_capacity;
         char error[256]; /* why the last varlink_server_add_interface() failed */
 
         struct evconnlistener **listeners;
-        size_t n_listeners;
+        size_t n_listeners, listeners_capacity;
         struct event *accept_retry; /* re-enables the listeners after accept() ran out of fds */
 
         VarlinkConnection *connections;

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "embedded.h"
 #include "json-util.h"
 #include "log.h"
@@ -190,7 +191,6 @@ VarlinkServer *varlink_server_free(VarlinkServer *s) {
 int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
                                  const VarlinkMethod *methods, void *userdata) {
         VarlinkInterface *idl = NULL;
-        ServerInterface *a;
         char error[200];
         int r;
 
@@ -230,12 +230,11 @@ int varlink_server_add_interface(VarlinkServer *s, const char *name, const char 
                 return r;
         }
 
-        a = realloc(s->interfaces, (s->n_interfaces + 1) * sizeof(*a));
-        if (!a) {
+        r = array_grow((void **) &s->interfaces, &s->interfaces_capacity, s->n_interfaces, 1, sizeof(*s->interfaces));
+        if (r < 0) {
                 varlink_interface_free(idl);
-                return -ENOMEM;
+                return r;
         }
-        s->interfaces = a;
         s->interfaces[s->n_interfaces++] = (ServerInterface) {
                 .name = name,
                 .description = description,
@@ -254,7 +253,8 @@ int varlink_server_listen_fd(VarlinkServer *s, int fd) {
         _cleanup_close_ int fd_close = fd;
         int domain = 0, accepting = 0;
         socklen_t len = sizeof(int);
-        struct evconnlistener **a, *l;
+        struct evconnlistener *l;
+        int r;
 
         if (!s || fd < 0)
                 return -EINVAL;
@@ -271,10 +271,9 @@ int varlink_server_listen_fd(VarlinkServer *s, int fd) {
         if (evutil_make_socket_nonblocking(fd) < 0 || evutil_make_socket_closeonexec(fd) < 0)
                 return -errno;
 
-        a = realloc(s->listeners, (s->n_listeners + 1) * sizeof(*a));
-        if (!a)
-                return -ENOMEM;
-        s->listeners = a;
+        r = array_grow((void **) &s->listeners, &s->listeners_capacity, s->n_listeners, 1, sizeof(*s->listeners));
+        if (r < 0)
+                return r;
 
         /* backlog 0: the socket is already listening. */
         l = evconnlistener_new(s->base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);

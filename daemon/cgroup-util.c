@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector-util.h"
+#include "array-util.h"
 #include "macro.h"
 #include "proc-util.h"
 

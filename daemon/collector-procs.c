@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "macro.h"
 #include "time-util.h"
 
@@ -442,14 +443,11 @@ void proc_table_begin_tick(ProcTable *t) {
 
 int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, size_t *ret_n) {
         size_t n = 0;
+        int r;
 
-        if (t->n_touched > t->samples_capacity) {
-                ProcessSample *s = reallocarray(t->samples, t->n_touched, sizeof(*s));
-                if (!s)
-                        return -ENOMEM;
-                t->samples = s;
-                t->samples_capacity = t->n_touched;
-        }
+        r = array_grow((void **) &t->samples, &t->samples_capacity, 0, t->n_touched, sizeof(*t->samples));
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < t->n_touched; i++) {
                 CollectorProc *p = t->touched[i];
 

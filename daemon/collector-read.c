@@ -9,12 +9,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "collector-sites.h"
+#include "file-util.h"
 #include "macro.h"
 #include "trapstat.skel.h"
 
 /* Hash entries read per bpf_map_lookup_batch() call. */
 #define BATCH_ENTRIES 256
+/* The task iterator gives at most a record per task, and a task has a pid: PID_MAX_LIMIT. */
+#define TASK_RECORDS_MAX ((size_t) 4194304)
 
 int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols) {
         size_t n_cpus = (size_t) bpf->n_cpus;
@@ -215,39 +219,24 @@ int reader_drain_maps(CollectorReader *r, uint64_t now) {
 /* All of it is read in one pass over the tasks. */
 int reader_read_tasks(CollectorReader *r) {
         _cleanup_close_ int fd = -1;
-        size_t used = 0, n;
+        size_t capacity = r->records_capacity * sizeof(*r->records), used = 0, n;
+        char *buf = (char *) r->records;
+        int k;
 
         fd = bpf_iter_create(bpf_link__fd(r->bpf->iter_link));
         if (fd < 0)
                 return -errno;
-        for (;;) {
-                ssize_t k;
-
-                if (used == r->records_capacity * sizeof(*r->records)) {
-                        size_t cap = r->records_capacity ? r->records_capacity * 2 : 256;
-                        struct ts_task_record *p = reallocarray(r->records, cap, sizeof(*p));
-
-                        if (!p)
-                                return -ENOMEM;
-                        r->records = p;
-                        r->records_capacity = cap;
-                }
-                k = read(fd, (char *) r->records + used, r->records_capacity * sizeof(*r->records) - used);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                used += (size_t) k;
-        }
+        /* The buffer is kept for the next tick's read. */
+        k = read_full_fd(fd, TASK_RECORDS_MAX * sizeof(*r->records), 0, &buf, &capacity, &used);
+        r->records = (struct ts_task_record *) buf;
+        r->records_capacity = capacity / sizeof(*r->records);
+        if (k < 0)
+                return k;
 
         n = used / sizeof(*r->records);
         for (size_t i = 0; i < n; i++) {
                 const struct ts_task_record *rec = &r->records[i];
                 CollectorProc *p = proc_table_find(r->procs, rec->tgid, rec->start_time);
-                int k;
 
                 /* Not drained yet (first counted since): next tick. */
                 if (!p)

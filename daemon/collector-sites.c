@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "array-util.h"
 #include "defaults.h"
 #include "macro.h"
 #include "proc-util.h"

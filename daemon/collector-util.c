@@ -53,20 +53,6 @@ int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX],
         return 0;
 }
 
-int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value) {
-        if (*n >= *capacity) {
-                size_t c = *capacity ? *capacity * 2 : 64;
-                void *p = reallocarray(*array, c, elem);
-                if (!p)
-                        return -ENOMEM;
-                *array = p;
-                *capacity = c;
-        }
-        memcpy((char *) *array + *n * elem, value, elem);
-        (*n)++;
-        return 0;
-}
-
 #define LOAD(member) dst->member = __atomic_load_n(&src->member, __ATOMIC_RELAXED)
 
 void counters_load(const struct ts_counters *src, struct ts_counters *dst) {

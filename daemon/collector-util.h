@@ -39,9 +39,6 @@ extern const char *const collector_source_names[_SOURCE_MAX];
 int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX], const char **ret_unknown,
                             size_t *ret_unknown_len);
 
-/* Appends value (elem bytes) to an array of n, growing its capacity by doubling. */
-int array_append(void **array, size_t *n, size_t *capacity, size_t elem, const void *value);
-
 /* A copy of counters BPF may be adding to meanwhile (a slot's, read in place): every member read
  * whole, never torn. The owner is not copied. */
 void counters_load(const struct ts_counters *src, struct ts_counters *dst);

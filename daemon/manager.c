@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "checkpoint.h"
 #include "log.h"
 #include "loop-turn.h"
@@ -369,22 +370,18 @@ static int listen_socket(Manager *m) {
 static int resolve_reserved_uids(Manager *m) {
         struct group grp, *found = NULL;
         char buf[16384];
-        size_t n = 0;
+        size_t n = 0, capacity = 0;
 
         if (getgrnam_r(TRAPSTAT_GROUP, &grp, buf, sizeof(buf), &found) != 0 || !found)
                 return 0;
         for (char **u = grp.gr_mem; *u; u++) {
                 struct passwd pw, *pw_found = NULL;
                 char pw_buf[4096];
-                uint32_t *a;
 
                 if (getpwnam_r(*u, &pw, pw_buf, sizeof(pw_buf), &pw_found) != 0 || !pw_found)
                         continue;
-                a = reallocarray(m->reserved_uids, n + 1, sizeof(*a));
-                if (!a)
+                if (array_append((void **) &m->reserved_uids, &n, &capacity, sizeof(pw.pw_uid), &pw.pw_uid) < 0)
                         return -ENOMEM;
-                m->reserved_uids = a;
-                m->reserved_uids[n++] = pw.pw_uid;
         }
         m->config.retention.reserved_uids = m->reserved_uids;
         m->config.retention.n_reserved_uids = n;

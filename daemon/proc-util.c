@@ -10,47 +10,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file-util.h"
 #include "macro.h"
 #include "time-util.h"
 
-/* Reads a whole small file below proc_fd into a NUL-terminated buffer (contents may hold NULs;
- * *ret_size excludes the terminator). Files in /proc report size 0, so read until EOF. */
-static int read_small_file(int proc_fd, const char *path, size_t max, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-
-        fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        buf = malloc(max + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (n < max) {
-                ssize_t k = read(fd, buf + n, max - n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-        }
-        buf[n] = '\0';
-        *ret = TAKE_PTR(buf);
-        if (ret_size)
-                *ret_size = n;
-        return 0;
-}
-
-/* Reads /proc/PID/<name>. */
+/* Reads /proc/PID/<name>: its first max bytes, which is all of it unless it is cut (*ret_size == max). */
 static int read_pid_file(int proc_fd, uint32_t pid, const char *name, size_t max, char **ret, size_t *ret_size) {
         char path[64];
 
         snprintf(path, sizeof(path), "%" PRIu32 "/%s", pid, name);
-        return read_small_file(proc_fd, path, max, ret, ret_size);
+        return read_full_file_at(proc_fd, path, max, READ_FULL_TRUNCATE, ret, ret_size);
 }
 
 int proc_stat_parse(const char *text, ProcStat *ret) {
@@ -303,14 +272,14 @@ int proc_read_unit(int proc_fd, uint32_t pid, char **ret) {
 }
 
 int proc_read_mountinfo(int proc_fd, char **ret) {
-        return read_small_file(proc_fd, "self/mountinfo", 1U << 20, ret, NULL);
+        return read_full_file_at(proc_fd, "self/mountinfo", 1U << 20, READ_FULL_TRUNCATE, ret, NULL);
 }
 
 int proc_read_boot_id(int proc_fd, char ret[static 37]) {
         _cleanup_free_ char *text = NULL;
         int r;
 
-        r = read_small_file(proc_fd, "sys/kernel/random/boot_id", 64, &text, NULL);
+        r = read_full_file_at(proc_fd, "sys/kernel/random/boot_id", 64, READ_FULL_TRUNCATE, &text, NULL);
         if (r < 0)
                 return r;
         if (strlen(text) < 36 || (text[36] != '\n' && text[36] != '\0'))

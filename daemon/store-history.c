@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "time-util.h"
 
 /* The processes a history sums over: as SQL over process_id, and as a list for the pending
@@ -92,11 +93,11 @@ static int history_add_pending(Store *s, const HistoryProcesses *procs, uint64_t
                 while (at > 0 && (*rows)[at - 1].time_usec > t)
                         at--;
                 if (at == 0 || (*rows)[at - 1].time_usec != t) {
-                        StoreHistoryRow *p = grow_array(*rows, *n, capacity, sizeof(**rows));
+                        StoreHistoryRow *p;
 
-                        if (!p)
+                        if (array_grow((void **) rows, capacity, *n, 1, sizeof(**rows)) < 0)
                                 return -ENOMEM;
-                        *rows = p;
+                        p = *rows;
                         memmove(&p[at + 1], &p[at], (*n - at) * sizeof(*p));
                         p[at] = (StoreHistoryRow) { .time_usec = t };
                         (*n)++;
@@ -205,12 +206,10 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
                 sqlite3_bind_int64(st, 1, procs->value);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                StoreHistoryRow *p = grow_array(rows, n, &capacity, sizeof(*rows));
-                if (!p) {
+                if (array_grow((void **) &rows, &capacity, n, 1, sizeof(*rows)) < 0) {
                         free(rows);
                         return -ENOMEM;
                 }
-                rows = p;
                 memset(&rows[n], 0, sizeof(rows[n]));
                 rows[n].time_usec = (uint64_t) sqlite3_column_int64(st, 0);
                 read_faults(st, 1, &rows[n].faults);
@@ -321,13 +320,9 @@ static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uin
                 int64_t id = sqlite3_column_int64(st, 0);
                 uint64_t first = (uint64_t) sqlite3_column_int64(st, 1), last = (uint64_t) sqlite3_column_int64(st, 2);
                 bool exited = sqlite3_column_int(st, 3) != 0;
-                int64_t *a = grow_array(p.ids, p.n, &capacity, sizeof(*p.ids));
-
-                if (!a) {
-                        r = -ENOMEM;
+                r = array_grow((void **) &p.ids, &capacity, p.n, 1, sizeof(*p.ids));
+                if (r < 0)
                         break;
-                }
-                p.ids = a;
                 fprintf(json, "%s%" PRId64, p.n ? "," : "", id);
                 p.ids[p.n++] = id;
                 p.first_seen_usec = MIN(p.first_seen_usec, first);
@@ -366,11 +361,8 @@ static int unit_names_read(Store *s, const char *unit_glob, int64_t uid, StoreUn
         sqlite3_bind_int64(st, 2, uid);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const unsigned char *name = sqlite3_column_text(st, 0);
-                char **a = grow_array(h->units, h->n_units, &capacity, sizeof(*h->units));
-
-                if (!a)
+                if (array_grow((void **) &h->units, &capacity, h->n_units, 1, sizeof(*h->units)) < 0)
                         return -ENOMEM;
-                h->units = a;
                 h->units[h->n_units] = strdup(name ? (const char *) name : "");
                 if (!h->units[h->n_units])
                         return -ENOMEM;

@@ -108,9 +108,6 @@ int sql_query_int(sqlite3 *db, const char *sql, int64_t arg, int64_t *ret);
 void store_rollback(Store *s);
 /* The tiers' marks (table tier), for tier_plan(). */
 int store_load_tiers(Store *s, TierState ret[_TIER_MAX]);
-/* Makes room for one more element of size elem after n, doubling the capacity; NULL when out
- * of memory (array is left as it was). */
-void *grow_array(void *array, size_t n, size_t *capacity, size_t elem);
 
 /* ---- store-pending.c: a tick's deltas as one row of sample_pending ---- */
 

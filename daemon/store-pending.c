@@ -10,16 +10,14 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static int pack_u64(Store *s, uint64_t v) {
-        if (s->packed_capacity - s->packed_size < 10) {
-                size_t c = MAX(s->packed_capacity * 2, (size_t) 4096);
-                uint8_t *p = realloc(s->packed, c);
+#include "array-util.h"
 
-                if (!p)
-                        return -ENOMEM;
-                s->packed = p;
-                s->packed_capacity = c;
-        }
+static int pack_u64(Store *s, uint64_t v) {
+        /* A LEB128 of 64 bits takes at most 10 bytes. */
+        int r = array_grow((void **) &s->packed, &s->packed_capacity, s->packed_size, 10, 1);
+
+        if (r < 0)
+                return r;
         do {
                 uint8_t b = v & 0x7f;
 
@@ -79,7 +77,6 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, c
         while (p < end) {
                 PendingSample x = { .bucket_usec = bucket_usec };
                 uint64_t id, mask;
-                PendingSample *a;
                 int r;
 
                 if ((r = unpack_u64(&p, end, &id)) < 0 || (r = unpack_u64(&p, end, &mask)) < 0)
@@ -98,11 +95,10 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, c
                 /* A unit's processes may be thousands: a binary search, not a scan, per sample. */
                 if (only_ids && !bsearch(&x.process_id, only_ids, n_only, sizeof(*only_ids), id_compare))
                         continue;
-                a = grow_array(*array, *n, capacity, sizeof(*a));
-                if (!a)
-                        return -ENOMEM;
-                *array = a;
-                a[(*n)++] = x;
+                r = array_grow((void **) array, capacity, *n, 1, sizeof(**array));
+                if (r < 0)
+                        return r;
+                (*array)[(*n)++] = x;
         }
         return 0;
 }

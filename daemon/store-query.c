@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
+
 static char *column_strdup(sqlite3_stmt *st, int i) {
         const unsigned char *t = sqlite3_column_text(st, i);
         return t ? strdup((const char *) t) : NULL;
@@ -244,11 +246,8 @@ static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *
         filter_bind(st, filter, pids_json);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                StoreRow *p = grow_array(t->rows, t->n, &t->capacity, sizeof(*t->rows));
-
-                if (!p)
+                if (array_grow((void **) &t->rows, &t->capacity, t->n, 1, sizeof(*t->rows)) < 0)
                         return -ENOMEM;
-                t->rows = p;
                 t->rows[t->n++] = (StoreRow) { .id = sqlite3_column_int64(st, 0) };
                 t->total = (uint64_t) sqlite3_column_int64(st, 1);
         }
@@ -623,12 +622,10 @@ static int list_read(Store *s, const StoreProcessFilter *filter, ProcessInfo **r
                 return r;
         list_bind(st, filter);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                ProcessInfo *p = grow_array(list, n, &capacity, sizeof(*list));
-                if (!p) {
+                if (array_grow((void **) &list, &capacity, n, 1, sizeof(*list)) < 0) {
                         process_infos_free(list, n);
                         return -ENOMEM;
                 }
-                list = p;
                 r = read_process(st, 0, &list[n]);
                 if (r < 0) {
                         process_infos_free(list, n);
@@ -780,13 +777,9 @@ static int sites_read(Store *s, int64_t process_id, uint64_t since_usec, uint64_
         sqlite3_bind_int64(st, 3, clamp_i64(limit));
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                SiteCount *p = grow_array(sites, n, &capacity, sizeof(*sites));
-
-                if (!p) {
-                        r = -ENOMEM;
+                r = array_grow((void **) &sites, &capacity, n, 1, sizeof(*sites));
+                if (r < 0)
                         goto finish;
-                }
-                sites = p;
                 r = read_site(st, &sites[n]);
                 if (r < 0)
                         goto finish;

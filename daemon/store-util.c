@@ -131,13 +131,3 @@ int store_load_tiers(Store *s, TierState ret[_TIER_MAX]) {
                 return sqlite_to_errno(rc) ?: -EIO;
         return found == _TIER_MAX ? 0 : -EUCLEAN;
 }
-
-void *grow_array(void *array, size_t n, size_t *capacity, size_t elem) {
-        if (n < *capacity)
-                return array;
-        size_t c = *capacity ? *capacity * 2 : 16;
-        void *p = reallocarray(array, c, elem);
-        if (p)
-                *capacity = c;
-        return p;
-}

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array-util.h"
+
 /* A process row as this store last wrote it, so that a tick writes the row only when something
  * in it changes: comm, uid, cmdline, unit, exited, or last seen moving into another raw bucket.
  * Rewriting every live process's row every tick was most of the cost of a flush. Entries go at
@@ -751,17 +753,8 @@ static void known_sweep_visit(const void *node, VISIT which, void *userdata) {
 
         if ((which != postorder && which != leaf) || k->flushed_usec >= w->before_usec)
                 return;
-        if (w->n == w->capacity) {
-                size_t c = w->capacity ? w->capacity * 2 : 64;
-                KnownProcess **a = reallocarray(w->idle, c, sizeof(*a));
-                if (!a) {
-                        w->failed = true;
-                        return;
-                }
-                w->idle = a;
-                w->capacity = c;
-        }
-        w->idle[w->n++] = k;
+        if (array_append((void **) &w->idle, &w->n, &w->capacity, sizeof(k), &k) < 0)
+                w->failed = true;
 }
 
 /* Forgets the processes that had no sample for KNOWN_IDLE_USEC, writing their last seen first.

@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "collector-util.h"
+#include "array-util.h"
 #include "symbolize.h"
 #include "time-util.h"
 

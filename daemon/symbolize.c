@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array-util.h"
+
 #define BUILD_ID_MAX 64
 /* Real files have a handful of program headers and notes; more is a hostile file making every
  * lookup slow. */
@@ -393,16 +395,8 @@ static int candidate_add(CandidateList *l, const Candidate *c) {
          * candidates may take twice the budget before the table is known to exceed it. */
         if (l->bytes + bytes > 2 * l->max_bytes)
                 return -E2BIG;
-        if (l->n == l->allocated) {
-                size_t m = MAX(l->allocated * 2, (size_t) 256);
-                Candidate *items = reallocarray(l->items, m, sizeof(*items));
-
-                if (!items)
-                        return -ENOMEM;
-                l->items = items;
-                l->allocated = m;
-        }
-        l->items[l->n++] = *c;
+        if (array_append((void **) &l->items, &l->n, &l->allocated, sizeof(*c), c) < 0)
+                return -ENOMEM;
         l->bytes += bytes;
         l->names_bytes += c->name_len + 1;
         return 0;

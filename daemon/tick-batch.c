@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "macro.h"
 
 static int entry_compare(const void *a, const void *b) {
@@ -81,11 +82,13 @@ int tick_batch_new(uint64_t seq, uint64_t now_usec, const ProcessSample *samples
                 return -ENOMEM;
         b->seq = seq;
         b->now_usec = now_usec;
+        /* Exactly the tick's processes: most batches are never merged into. */
         b->entries = calloc(MAX(n, (size_t) 1), sizeof(TickEntry));
         if (!b->entries) {
                 tick_batch_free(b);
                 return -ENOMEM;
         }
+        b->entries_capacity = MAX(n, (size_t) 1);
         for (size_t i = 0; i < n; i++) {
                 r = entry_init(&b->entries[b->n_entries], &samples[i]);
                 b->n_entries++;
@@ -107,14 +110,12 @@ int tick_batch_new(uint64_t seq, uint64_t now_usec, const ProcessSample *samples
 int tick_batch_merge(TickBatch *b, uint64_t seq, uint64_t now_usec, const ProcessSample *samples, size_t n,
                      const SiteCount *fills, size_t n_fills) {
         size_t n_old = b->n_entries;
-        TickEntry *a;
-        int r = 0;
+        int r;
 
         /* Room for every process being new, so that entries found below stay where they are. */
-        a = reallocarray(b->entries, n_old + MAX(n, (size_t) 1), sizeof(TickEntry));
-        if (!a)
-                return -ENOMEM;
-        b->entries = a;
+        r = array_grow((void **) &b->entries, &b->entries_capacity, n_old, n, sizeof(TickEntry));
+        if (r < 0)
+                return r;
         free(b->samples);
         b->samples = NULL;
         for (size_t i = 0; i < n && r >= 0; i++) {

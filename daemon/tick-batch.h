@@ -30,7 +30,7 @@ typedef struct TickBatch {
         uint64_t now_usec;      /* the newest tick's time */
         uint64_t merged;        /* ticks merged into it after its first */
         TickEntry *entries;     /* sorted by (pid, start_time), each process once */
-        size_t n_entries;
+        size_t n_entries, entries_capacity;
         SiteCount *fills; /* symbols found for sites stored before (store_sites_fill()) */
         size_t n_fills;
         ProcessSample *samples; /* tick_batch_samples() */

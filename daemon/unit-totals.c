@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "macro.h"
 #include "json-util.h"
 
@@ -149,15 +150,10 @@ static int entry_get(UnitTotals *t, const char *unit, uint32_t uid, Entry **ret)
                 *ret = *(Entry **) node;
                 return 0;
         }
-        if (t->n_list == t->size_list) {
-                size_t size = t->size_list ? t->size_list * 2 : 64;
-                Entry **list = reallocarray(t->list, size, sizeof(*list));
-
-                if (!list)
-                        return -ENOMEM;
-                t->list = list;
-                t->size_list = size;
-        }
+        /* Room first: once e is in the tree, it must be in the list too. */
+        r = array_grow((void **) &t->list, &t->size_list, t->n_list, 1, sizeof(*t->list));
+        if (r < 0)
+                return r;
         e = malloc(sizeof(*e));
         if (!e)
                 return -ENOMEM;

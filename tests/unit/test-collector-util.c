@@ -293,18 +293,6 @@ static void test_lifecycle_event_decode(void **state) {
         assert_int_equal(lifecycle_event_decode(&exec_event, sizeof(exec_event) - 1, &e), -EBADMSG);
 }
 
-static void test_array_append(void **state) {
-        _cleanup_free_ uint64_t *array = NULL;
-        size_t n = 0, capacity = 0;
-
-        for (uint64_t i = 0; i < 1000; i++)
-                assert_int_equal(array_append((void **) &array, &n, &capacity, sizeof(i), &i), 0);
-        assert_int_equal(n, 1000);
-        assert_true(capacity >= n);
-        for (uint64_t i = 0; i < 1000; i++)
-                assert_int_equal(array[i], i);
-}
-
 /* BPF's path of a file, components innermost first: joined outermost first; a path cut at
  * TS_PATH_DEPTH says so; a component of TS_NAME_LEN - 1 bytes survives whole. */
 static void test_file_name_join(void **state) {
@@ -424,7 +412,6 @@ int main(void) {
                 cmocka_unit_test(test_minmaj_account),
                 cmocka_unit_test(test_traps_account),
                 cmocka_unit_test(test_lifecycle_event_decode),
-                cmocka_unit_test(test_array_append),
                 cmocka_unit_test(test_file_name_join),
                 cmocka_unit_test(test_file_name_split),
                 cmocka_unit_test(test_file_path_visible),
