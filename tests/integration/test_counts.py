@@ -39,6 +39,21 @@ def expected_signals():
     return signals, codes
 
 
+def same_pid_twice(test, first_pages, second_pages):
+    """Runs fault-pages twice with the same pid (the second given the pid through ns_last_pid as
+    soon as the first exited); the pid."""
+    first = second = None
+    for _ in range(20):  # another process may take the pid in between: try again
+        first = run("FAULT_PAGES", first_pages)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(first["pid"] - 1))
+        second = run("FAULT_PAGES", second_pages)
+        if second["pid"] == first["pid"]:
+            break
+    test.assertEqual(second["pid"], first["pid"], "could not get the same pid twice")
+    return first["pid"]
+
+
 class Counts(SharedDaemonTest):
     def check_traps(self, threads):
         helper = run("RAISE_TRAPS", N, *(["--threads"] if threads else []))
@@ -113,16 +128,7 @@ class Counts(SharedDaemonTest):
 
     def test_two_processes_with_one_pid(self):
         d = self.daemon
-        first = second = None
-        for _ in range(20):  # another process may take the pid in between: try again
-            first = run("FAULT_PAGES", 2000)
-            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-                f.write(str(first["pid"] - 1))
-            second = run("FAULT_PAGES", 3000)
-            if second["pid"] == first["pid"]:
-                break
-        self.assertEqual(second["pid"], first["pid"], "could not get the same pid twice")
-        pid = first["pid"]
+        pid = same_pid_twice(self, 2000, 3000)
 
         def both_exited():
             procs = trapstat_json(d.socket, "call", "io.trapstat.ListProcesses",
@@ -162,17 +168,9 @@ class PidReuse(unittest.TestCase):
         with Daemon(tick="5s") as d:
             try:
                 os.sched_setaffinity(0, {0})
-                for _ in range(20):  # another process may take the pid in between: try again
-                    first = run("FAULT_PAGES", 2000)
-                    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-                        f.write(str(first["pid"] - 1))
-                    second = run("FAULT_PAGES", 3000)
-                    if second["pid"] == first["pid"]:
-                        break
+                pid = same_pid_twice(self, 2000, 3000)
             finally:
                 os.sched_setaffinity(0, affinity)
-            self.assertEqual(second["pid"], first["pid"], "could not get the same pid twice")
-            pid = first["pid"]
             newest = exited_history(d, pid)
             procs = trapstat_json(d.socket, "call", "io.trapstat.ListProcesses",
                                   json.dumps({"pid": pid, "includeExited": True}))["processes"]
