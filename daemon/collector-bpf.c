@@ -209,7 +209,8 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
-void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _SOURCE_MAX]) {
+void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _SOURCE_MAX],
+                                  const bool enabled[static _SOURCE_MAX]) {
         struct btf *vmlinux;
 
         /* Decide before loading what is loaded: a tracepoint the kernel lacks or that is
@@ -236,6 +237,8 @@ void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _S
         }
         if (disabled[SOURCE_FAULT_TIME])
                 skip_source(b, SOURCE_FAULT_TIME, -ECANCELED, "disabled by --disable-source");
+        else if (collector_source_off_by_default(SOURCE_FAULT_TIME) && !enabled[SOURCE_FAULT_TIME])
+                skip_source(b, SOURCE_FAULT_TIME, -ECANCELED, "off by default; --enable-source fault_time turns it on");
 }
 
 /* An mmap'able BPF array of n elements of size bytes (arrays round elements up to 8 bytes). */

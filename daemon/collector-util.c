@@ -29,6 +29,10 @@ const char *const collector_source_names[_SOURCE_MAX] = {
         [SOURCE_FAULT_TIME] = "fault_time",
 };
 
+bool collector_source_off_by_default(int source) {
+        return source == SOURCE_FAULT_TIME;
+}
+
 int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX], const char **ret_unknown,
                             size_t *ret_unknown_len) {
         for (const char *p = list; p && *p;) {

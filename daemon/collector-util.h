@@ -33,6 +33,10 @@ enum {
 /* The name of a source as --disable-source and GetStatus spell it; for a tracepoint, its name. */
 extern const char *const collector_source_names[_SOURCE_MAX];
 
+/* Whether a source is used only when --enable-source names it: fault time, which costs more per
+ * fault than all the counting (bench/README.md). */
+bool collector_source_off_by_default(int source);
+
 /* Parses a comma-separated list of source names into disabled[] (only ever set to true); empty
  * names are skipped, a NULL list is empty. -EINVAL for an unknown name: *ret_unknown (when not
  * NULL) points at it in list, *ret_unknown_len is its length. */

@@ -48,7 +48,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                                 : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE,
         };
         _cleanup_(collector_freep) Collector *c = NULL;
-        bool disabled[_SOURCE_MAX] = {};
+        bool disabled[_SOURCE_MAX] = {}, enabled[_SOURCE_MAX] = {};
         int r;
 
         bpf_config.max_sites_per_user =
@@ -59,8 +59,11 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
             bpf_config.site_reserve >= bpf_config.max_sites)
                 return -EINVAL;
         r = collector_sources_parse(config->disable, disabled, NULL, NULL);
-        if (r < 0)
+        if (r < 0 || (r = collector_sources_parse(config->enable, enabled, NULL, NULL)) < 0)
                 return r;
+        for (int s = 0; s < _SOURCE_MAX; s++)
+                if (disabled[s] && enabled[s])
+                        return -EINVAL;
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -69,7 +72,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = collector_bpf_open(&bpf_config, &c->bpf);
         if (r < 0)
                 return r;
-        collector_bpf_choose_sources(c->bpf, disabled);
+        collector_bpf_choose_sources(c->bpf, disabled, enabled);
         if ((r = collector_bpf_load(c->bpf)) < 0 || (r = collector_bpf_attach(c->bpf)) < 0)
                 return r;
 
@@ -104,13 +107,26 @@ Collector *collector_free(Collector *c) {
         return NULL;
 }
 
-int collector_check_sources(const char *list) {
-        bool disabled[_SOURCE_MAX] = {};
+int collector_check_sources(const char *list, const char *option) {
+        bool named[_SOURCE_MAX] = {};
         const char *unknown;
         size_t len;
 
-        if (collector_sources_parse(list, disabled, &unknown, &len) < 0)
-                return log_error_errno(EINVAL, "Unknown source '%.*s' in --disable-source", (int) len, unknown);
+        if (collector_sources_parse(list, named, &unknown, &len) < 0)
+                return log_error_errno(EINVAL, "Unknown source '%.*s' in %s", (int) len, unknown, option);
+        return 0;
+}
+
+int collector_check_source_lists(const char *disable, const char *enable) {
+        bool disabled[_SOURCE_MAX] = {}, enabled[_SOURCE_MAX] = {};
+
+        if (collector_sources_parse(disable, disabled, NULL, NULL) < 0 ||
+            collector_sources_parse(enable, enabled, NULL, NULL) < 0)
+                return log_error_errno(EINVAL, "Unknown source in --disable-source or --enable-source");
+        for (int s = 0; s < _SOURCE_MAX; s++)
+                if (disabled[s] && enabled[s])
+                        return log_error_errno(EINVAL, "Source '%s' is both in --disable-source and --enable-source",
+                                               collector_source_names[s]);
         return 0;
 }
 

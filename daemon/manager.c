@@ -484,7 +484,8 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                .fault_sample = config->fault_sample,
                                                .symbol_files_per_minute = config->symbol_files_per_minute,
                                                .symbol_bytes_per_minute = config->symbol_bytes_per_minute,
-                                               .proc_fd = m->proc_fd, .disable = config->disable_sources },
+                                               .proc_fd = m->proc_fd, .disable = config->disable_sources,
+                                               .enable = config->enable_sources },
                           &m->collector);
         if (r == -ENOTSUP) {
                 /* One that failed to attach was logged as it was tried; the others were disabled

@@ -28,6 +28,7 @@ typedef struct ManagerConfig {
         uint64_t symbol_files_per_minute; /* as CollectorConfig's; 0: default */
         uint64_t symbol_bytes_per_minute;
         const char *disable_sources;
+        const char *enable_sources;
         StoreRetention retention;
         unsigned writer_queue; /* ticks waiting for the writer; 0: WRITER_DEFAULT_QUEUE */
         const char *writer_hold_file; /* tests only (writer_set_hold_file()); NULL: none */

@@ -60,6 +60,8 @@ static void help(void) {
                "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
                "                             are summed into \"other\" (default: %u)\n"
                "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
+               "      --enable-source LIST   sources off by default to use: fault_time (how long each page\n"
+               "                             fault took; it costs more per fault than the counting)\n"
                "      --retention LIST       how long each tier keeps history\n"
                "                             (default: raw=%" PRIu64 "h,minute=%" PRIu64 "d,hour=%" PRIu64 "d)\n"
                "      --max-db-size SIZE     database size cap, WAL included, e.g. 256M, 2G (default: %" PRIu64 "M;\n"
@@ -194,7 +196,7 @@ int main(int argc, char *argv[]) {
         enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
                ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS,
                ARG_DB_RESERVE, ARG_MAX_CMDLINE, ARG_WRITE_TIMEOUT, ARG_MAX_REPLY_SIZE, ARG_QUERY_TIME_LIMIT,
-               ARG_WRITER_QUEUE };
+               ARG_WRITER_QUEUE, ARG_ENABLE_SOURCE };
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -203,6 +205,7 @@ int main(int argc, char *argv[]) {
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
                 { "event-buffer", required_argument, NULL, ARG_EVENT_BUFFER },
                 { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
+                { "enable-source", required_argument, NULL, ARG_ENABLE_SOURCE },
                 { "fault-sample", required_argument, NULL, ARG_FAULT_SAMPLE },
                 { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },
@@ -343,9 +346,14 @@ int main(int argc, char *argv[]) {
                         config.max_unit_totals = (size_t) v;
                         break;
                 case ARG_DISABLE_SOURCE:
-                        if (collector_check_sources(optarg) < 0)
+                        if (collector_check_sources(optarg, "--disable-source") < 0)
                                 return usage_error("invalid --disable-source '%s'", optarg);
                         config.disable_sources = optarg;
+                        break;
+                case ARG_ENABLE_SOURCE:
+                        if (collector_check_sources(optarg, "--enable-source") < 0)
+                                return usage_error("invalid --enable-source '%s'", optarg);
+                        config.enable_sources = optarg;
                         break;
                 case ARG_RETENTION:
                         if (parse_retention(optarg, &config.retention) < 0)
@@ -457,6 +465,8 @@ int main(int argc, char *argv[]) {
                 }
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
+        if (collector_check_source_lists(config.disable_sources, config.enable_sources) < 0)
+                return usage_error("invalid --enable-source '%s'", config.enable_sources);
         if (config.site_reserve != 0 && config.site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
             config.site_reserve >= (config.max_sites ?: TS_DEFAULT_MAX_SITES))
                 return usage_error("invalid --site-reserve: %s", "it must be less than --max-sites");

@@ -399,6 +399,21 @@ static void write_up(FILE *f, MetricsFormat format, bool up) {
         sample(f, "trapstat_up", NULL, 0, up);
 }
 
+/* Whether the daemon times faults: false only when GetStatus lists the fault_time source as inactive
+ * (off by default), whose FaultTime is then all zero and not a measurement. */
+static bool status_times_faults(json_t *status) {
+        size_t i;
+        json_t *s;
+
+        json_array_foreach(json_object_get(status, "sources"), i, s) {
+                const char *name = json_string_value(json_object_get(s, "name"));
+
+                if (name && strcmp(name, "fault_time") == 0)
+                        return !json_is_false(json_object_get(s, "active"));
+        }
+        return true;
+}
+
 int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
@@ -412,7 +427,7 @@ int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, siz
                 write_up(f, format, true);
                 write_traps(f, format, &u);
                 write_faults(f, format, &u);
-                if (u.has_time)
+                if (u.has_time && (!in->status || status_times_faults(in->status)))
                         write_fault_time(f, format, &u);
                 if (in->status)
                         r = write_drops(f, format, in->status);

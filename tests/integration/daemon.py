@@ -221,15 +221,19 @@ def remove_cgroup(path):
 
 
 class Daemon:
-    """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit."""
+    """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit. Fault time,
+    off by default, is turned on (--enable-source fault_time) unless fault_time is False or
+    extra_args name the source."""
 
-    def __init__(self, tick="200ms", extra_args=()):
+    def __init__(self, tick="200ms", extra_args=(), fault_time=True):
         self.dir = tempfile.mkdtemp(prefix="trapstat-test-")
         self.state_dir = os.path.join(self.dir, "state")
         self.socket = os.path.join(self.dir, "io.trapstat")
         self.log_path = os.path.join(self.dir, "trapstatd.log")
         self.args = [binary("TRAPSTATD"), "--state-dir", self.state_dir, "--socket", self.socket, "--tick", tick,
                      *extra_args]
+        if fault_time and not any("fault_time" in a for a in extra_args):
+            self.args += ["--enable-source", "fault_time"]
         self.proc = None
 
     def start(self):

@@ -167,17 +167,25 @@ class FaultTime(SharedDaemonTest):
 
 
 class Disabled(unittest.TestCase):
-    def test_disabled_source_times_nothing_and_counts_stay_exact(self):
-        with Daemon(extra_args=["--disable-source", "fault_time"]) as d:
+    def untimed(self, daemon_args, reason):
+        """Fault time inactive for reason; nothing timed, the counts as exact as with it on."""
+        with Daemon(**daemon_args) as d:
             status = json.loads(trapstat(d.socket, "call", "io.trapstat.GetStatus", "{}").stdout)
             source = [s for s in status["sources"] if s["name"] == "fault_time"]
             self.assertEqual(len(source), 1)
             self.assertFalse(source[0]["active"])
+            self.assertIn(reason, source[0]["reason"])
             helper = run_workload("FAULT_PAGES", 3000)
             h = exited_history(d, helper["pid"])
         self.assertGreaterEqual(h["total"]["faults"]["user"], 3000)
         self.assertEqual(h["total"]["faultTime"],
                          {"minorNs": 0, "majorNs": 0, "kernelNs": 0, "maxNs": 0, "histogram": [0] * BUCKETS})
+
+    def test_off_by_default(self):
+        self.untimed({"fault_time": False}, "--enable-source fault_time")
+
+    def test_disabled_source_times_nothing_and_counts_stay_exact(self):
+        self.untimed({"extra_args": ["--disable-source", "fault_time"]}, "disabled by --disable-source")
 
 
 if __name__ == "__main__":

@@ -323,6 +323,26 @@ static void test_older_daemon(void **state) {
         free(out);
 }
 
+/* A daemon that does not time faults (fault time is off by default): its FaultTime is all zero and
+ * no measurement, so the families are left out; they are there when the source is active. */
+static void test_fault_time_off(void **state) {
+        (void) state;
+        static const char *off = "{\"dropsByKind\":[],\"sources\":[{\"name\":\"page_fault_user\",\"active\":true},"
+                                 "{\"name\":\"fault_time\",\"active\":false,\"reason\":\"off by default\"}]}";
+        static const char *on = "{\"dropsByKind\":[],\"sources\":[{\"name\":\"fault_time\",\"active\":true}]}";
+        char *out = render(totals_json, off, NULL, 0, 0, METRICS_PROMETHEUS);
+
+        assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"a.service\"} 12\n"));
+        assert_int_equal(count_lines(out, "trapstat_page_fault_seconds"), 0);
+        assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds"), 0);
+        assert_int_equal(count_lines(out, "# HELP trapstat_page_fault_"), 0);
+        free(out);
+        out = render(totals_json, on, NULL, 0, 0, METRICS_PROMETHEUS);
+        assert_true(count_lines(out, "trapstat_page_fault_seconds_total{") > 0);
+        assert_true(count_lines(out, "trapstat_page_fault_duration_seconds_bucket{") > 0);
+        free(out);
+}
+
 static void test_unit_bound(void **state) {
         /* 50 units where 10 were asked for: 10 series per family and one "other" of the rest. */
         _cleanup_free_ char *units = NULL;
@@ -483,6 +503,7 @@ int main(void) {
                 cmocka_unit_test(test_process_series), cmocka_unit_test(test_accept),
                 cmocka_unit_test(test_histogram_shape), cmocka_unit_test(test_seconds),
                 cmocka_unit_test(test_older_daemon),
+                cmocka_unit_test(test_fault_time_off),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
