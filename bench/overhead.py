@@ -565,8 +565,9 @@ BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 # its perf PAGE_FAULTS programs take their place.
 TRAPSTATD_PROGRAMS = ("page_fault_user", "perf_page_fault_user", "page_fault_kernel", "perf_page_fault_kernel",
                       "fault_done_minor", "fault_done_major")
-# The one-liner's programs are all named "1" by bpftrace: they are told apart by load order (the
-# entry on PAGE_FAULTS first, then the completions).
+# The one-liner's programs (the entry on PAGE_FAULTS, the minor and the major completion) are all
+# named "1" by bpftrace: they are numbered here in load order, which does not say which is which;
+# their sum per fault is what counts.
 BPFTRACE_TIME_PROGRAMS = ("bpftrace#1", "bpftrace#2", "bpftrace#3")
 FAULT_PROGRAMS = {"floor": ("count_floor",), "hash": ("count_hash",), "bpftrace-time": BPFTRACE_TIME_PROGRAMS}
 

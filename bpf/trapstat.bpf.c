@@ -78,7 +78,7 @@ struct {
 } slot_ident SEC(".maps");
 
 /* The slots' counters of each CPU, CPU by CPU: CPU c's of slot s at (c << slot_bits) | s
- * (cpu_slot()). A plain array rather than a per-CPU one: its lookup is one inlined address
+ * (cpu_slot_key()). A plain array rather than a per-CPU one: its lookup is one inlined address
  * computation, and user space reads it in place (mmap'd). Sized by user space to n_cpus << slot_bits
  * entries. */
 struct {
@@ -1171,7 +1171,7 @@ static __always_inline __u64 submit_flags(void) {
 }
 
 static long clear_owner_copy(__u32 cpu, void *ctx) {
-        __u32 key = cpu << slot_bits | *(__u32 *) ctx;
+        __u32 key = cpu_slot_key(cpu, *(__u32 *) ctx);
         struct ts_counters *c = bpf_map_lookup_elem(&slot_counters, &key);
 
         if (c)

@@ -433,10 +433,10 @@ static int user_drops_compare(const void *a, const void *b) {
 
 int collector_bpf_user_drops(CollectorBpf *b, int64_t uid, CollectorUserDrops **ret, size_t *ret_n) {
         int fd = bpf_map__fd(b->skel->maps.user_drops);
-        _cleanup_free_ CollectorUserDrops *list = calloc(TS_MAX_DROP_USERS, sizeof(*list));
-        _cleanup_free_ struct ts_user_drops *values = calloc(TS_MAX_DROP_USERS, sizeof(*values));
-        _cleanup_free_ uint32_t *keys = calloc(TS_MAX_DROP_USERS, sizeof(*keys));
-        uint32_t out_batch, n = TS_MAX_DROP_USERS;
+        uint32_t out_batch, n = uid >= 0 ? 1 : TS_MAX_DROP_USERS; /* one user's, or the whole map */
+        _cleanup_free_ CollectorUserDrops *list = calloc(n, sizeof(*list));
+        _cleanup_free_ struct ts_user_drops *values = calloc(n, sizeof(*values));
+        _cleanup_free_ uint32_t *keys = calloc(n, sizeof(*keys));
 
         _Static_assert(sizeof(values->count) == sizeof(list->count), "every drop kind of bpf/trapstat.h is told by user");
         if (!list || !values || !keys)
