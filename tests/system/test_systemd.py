@@ -478,6 +478,31 @@ class System(unittest.TestCase):
         finally:
             self.remove_dropin("50-test-watchdog.conf")
 
+    def test_7_fault_time_in_the_sandbox(self):
+        # Off by default; turned on the way the manual says, by a drop-in: the completion's perf
+        # events open under the unit's sandbox and every fresh page of the workload is timed.
+        self.assertFalse({s["name"]: s for s in self.trapstat_json("status")["sources"]}["fault_time"]["active"])
+        self.write_dropin("50-test-fault-time.conf", "[Service]\nExecStart=\n"
+                          f"ExecStart={env('SBINDIR')}/trapstatd --enable-source fault_time\n")
+        try:
+            self.systemctl("reset-failed", "trapstatd")
+            self.systemctl("restart", "trapstatd")
+            self.assert_running()
+            source = {s["name"]: s for s in self.trapstat_json("status")["sources"]}["fault_time"]
+            self.assertTrue(source["active"], source)
+            pages = run_workload("FAULT_PAGES", 3000)
+
+            def timed():
+                h = self.history(pages["pid"])
+                return h and sum(h["total"]["faultTime"]["histogram"]) >= 3000 and h
+
+            h = wait_for(timed, timeout=30, interval=0.5, what="the workload's faults timed in its history")
+            self.assertGreater(h["total"]["faultTime"]["minorNs"], 0)
+        finally:
+            self.remove_dropin("50-test-fault-time.conf")
+            self.systemctl("reset-failed", "trapstatd")
+            self.systemctl("restart", "trapstatd")
+
     def test_7_stop_flushes_the_last_tick(self):
         # A tick that never comes: whatever is written, the final drain at stop wrote.
         self.write_dropin("50-test-tick.conf",
