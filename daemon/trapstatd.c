@@ -518,7 +518,9 @@ int main(int argc, char *argv[]) {
         r = manager_new(&config, &m);
         if (r < 0)
                 return EXIT_FAILURE;
-        r = manager_run(m);
+        r = manager_start(m);
+        if (r >= 0)
+                r = manager_run(m);
         manager_free(m);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
