@@ -431,41 +431,40 @@ static int interface_add_symbol(VarlinkInterface *i, const VarlinkSymbol *s) {
         return 0;
 }
 
-/* "type Name (...)", "method Name (...) -> (...)" or "error Name (...)". */
-static int parse_declaration(Parser *p, VarlinkInterface *i) {
-        static const char *const keywords[] = {
-                [VARLINK_SYMBOL_TYPE] = "type",
-                [VARLINK_SYMBOL_METHOD] = "method",
-                [VARLINK_SYMBOL_ERROR] = "error",
-        };
-        _cleanup_(type_freep) VarlinkType *type = NULL, *output = NULL;
-        _cleanup_free_ char *name = NULL;
-        const VarlinkSymbol *previous;
-        VarlinkSymbolKind kind;
-        unsigned line, column;
+static const char *const declaration_keywords[] = {
+        [VARLINK_SYMBOL_TYPE] = "type",
+        [VARLINK_SYMBOL_METHOD] = "method",
+        [VARLINK_SYMBOL_ERROR] = "error",
+};
+
+/* "type", "method" or "error", and the whitespace after it; returns the VarlinkSymbolKind. */
+static int parse_declaration_keyword(Parser *p) {
         size_t n = word_length(p->s), k;
-        int r = 0;
 
         if (name_equal("interface", p->s, n))
                 return parser_error(p, "only one 'interface' declaration is allowed");
-        for (k = 0; k < ELEMENTSOF(keywords); k++)
-                if (name_equal(keywords[k], p->s, n))
+        for (k = 0; k < ELEMENTSOF(declaration_keywords); k++)
+                if (name_equal(declaration_keywords[k], p->s, n))
                         break;
-        if (k == ELEMENTSOF(keywords))
+        if (k == ELEMENTSOF(declaration_keywords))
                 return parser_error(p, "expected 'type', 'method' or 'error', found %s", FOUND(p));
-        kind = (VarlinkSymbolKind) k;
         advance(p, n);
         if (!skip_blank(p, NULL))
-                return parser_error(p, "expected whitespace after '%s', found %s", keywords[kind], FOUND(p));
+                return parser_error(p, "expected whitespace after '%s', found %s", declaration_keywords[k], FOUND(p));
+        return (int) k;
+}
 
-        line = p->line;
-        column = p->column;
-        n = word_length(p->s);
+/* The declaration's name, new in this interface, and the blanks after it. */
+static int parse_declaration_name(Parser *p, const VarlinkInterface *i, VarlinkSymbolKind kind, char **ret) {
+        const VarlinkSymbol *previous;
+        size_t n = word_length(p->s);
+        char *name;
+
         if (n == 0)
-                return parser_error(p, "expected %s name, found %s", keywords[kind], FOUND(p));
+                return parser_error(p, "expected %s name, found %s", declaration_keywords[kind], FOUND(p));
         if (!symbol_name_valid(p->s, n))
                 return parser_error(p, "invalid %s name '%.*s': expected an uppercase letter, then letters and digits",
-                                    keywords[kind], (int) n, p->s);
+                                    declaration_keywords[kind], (int) n, p->s);
         previous = interface_find_symbol(i, p->s, n);
         if (previous)
                 return parser_error(p, "duplicate name '%s' (already declared at %u:%u)", previous->name,
@@ -475,36 +474,62 @@ static int parse_declaration(Parser *p, VarlinkInterface *i) {
                 return -ENOMEM;
         advance(p, n);
         skip_blank(p, NULL);
+        *ret = name;
+        return 0;
+}
+
+/* "(...)" after a type or error name, "(...) -> (...)" after a method's. */
+static int parse_declaration_body(Parser *p, VarlinkSymbolKind kind, VarlinkType **ret_type, VarlinkType **ret_output) {
+        int r;
 
         switch (kind) {
         case VARLINK_SYMBOL_TYPE:
                 r = expect_open(p, "type name");
-                if (r >= 0)
-                        r = parse_struct_or_enum(p, true, &type);
-                break;
+                if (r < 0)
+                        return r;
+                return parse_struct_or_enum(p, true, ret_type);
         case VARLINK_SYMBOL_METHOD:
                 r = expect_open(p, "method name");
                 if (r >= 0)
-                        r = parse_struct_or_enum(p, false, &type);
+                        r = parse_struct_or_enum(p, false, ret_type);
                 if (r < 0)
-                        break;
+                        return r;
                 skip_blank(p, NULL);
-                if (strncmp(p->s, "->", 2) != 0) {
-                        r = parser_error(p, "expected '->' after method parameters, found %s", FOUND(p));
-                        break;
-                }
+                if (strncmp(p->s, "->", 2) != 0)
+                        return parser_error(p, "expected '->' after method parameters, found %s", FOUND(p));
                 advance(p, 2);
                 skip_blank(p, NULL);
                 r = expect_open(p, "'->'");
-                if (r >= 0)
-                        r = parse_struct_or_enum(p, false, &output);
-                break;
+                if (r < 0)
+                        return r;
+                return parse_struct_or_enum(p, false, ret_output);
         case VARLINK_SYMBOL_ERROR:
                 r = expect_open(p, "error name");
-                if (r >= 0)
-                        r = parse_struct_or_enum(p, false, &type);
-                break;
+                if (r < 0)
+                        return r;
+                return parse_struct_or_enum(p, false, ret_type);
         }
+        return -EINVAL;
+}
+
+/* "type Name (...)", "method Name (...) -> (...)" or "error Name (...)". */
+static int parse_declaration(Parser *p, VarlinkInterface *i) {
+        _cleanup_(type_freep) VarlinkType *type = NULL, *output = NULL;
+        _cleanup_free_ char *name = NULL;
+        VarlinkSymbolKind kind;
+        unsigned line, column;
+        int r;
+
+        r = parse_declaration_keyword(p);
+        if (r < 0)
+                return r;
+        kind = (VarlinkSymbolKind) r;
+        line = p->line;
+        column = p->column;
+        r = parse_declaration_name(p, i, kind, &name);
+        if (r < 0)
+                return r;
+        r = parse_declaration_body(p, kind, &type, &output);
         if (r < 0)
                 return r;
 

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -26,6 +25,7 @@
 #include "methods.h"
 #include "proc-util.h"
 #include "query-pool.h"
+#include "state-dir.h"
 #include "systemd-metrics.h"
 #include "time-util.h"
 #include "unit-totals.h"
@@ -38,7 +38,7 @@ struct Manager {
         struct event *tick, *status, *watchdog, *sigterm, *sigint;
         struct event *lifecycle; /* the ring buffer of exit and exec events has a batch waiting */
         int proc_fd;
-        int lock_fd; /* flock()ed STATE_DIR/trapstatd.lock: one daemon per state directory */
+        int lock_fd; /* flock()ed STATE_DIR/trapstatd.lock: one daemon per state directory (state-dir.c) */
         char boot_id[37];
         Collector *collector;
         Writer *writer;      /* the database's, on a thread of its own */
@@ -54,139 +54,6 @@ struct Manager {
         bool unit_totals_failed; /* logged once */
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
 };
-
-static int mkdir_parents(const char *path, mode_t mode) {
-        char buf[PATH_MAX];
-
-        if (snprintf(buf, sizeof(buf), "%s", path) >= (int) sizeof(buf))
-                return -ENAMETOOLONG;
-        for (char *p = buf + 1; *p; p++)
-                if (*p == '/') {
-                        *p = '\0';
-                        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = '/';
-                }
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
-/* The state directory holds every command line the daemon has seen: it must be ours and
- * writable by nobody else, or another user could read the database or plant links in it. */
-static int check_state_dir(const char *path) {
-        struct stat st;
-
-        if (stat(path, &st) < 0)
-                return log_error_errno(errno, "Failed to check state directory %s: %m", path);
-        if (!S_ISDIR(st.st_mode))
-                return log_error_errno(ENOTDIR, "State directory %s is not a directory; refusing to use it", path);
-        if (st.st_uid != geteuid())
-                return log_error_errno(EPERM, "State directory %s belongs to uid %u, not to us (uid %u); refusing to use it",
-                                       path, (unsigned) st.st_uid, (unsigned) geteuid());
-        if (st.st_mode & (S_IWGRP | S_IWOTH))
-                return log_error_errno(EPERM, "State directory %s is writable by group or others (mode %04o); refusing to use it",
-                                       path, (unsigned) (st.st_mode & 07777));
-        return 0;
-}
-
-/* The database and its companions: never through a link, ours, and private. A missing database
- * is created here, 0600, so that SQLite gives its log and shared-memory files the same mode. */
-static int check_database_files(const char *db_path) {
-        static const char *const suffixes[] = { "", "-wal", "-shm" };
-
-        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
-                _cleanup_free_ char *path = NULL;
-                _cleanup_close_ int fd = -1;
-                struct stat st;
-
-                if (asprintf(&path, "%s%s", db_path, suffixes[i]) < 0)
-                        return log_error_errno(ENOMEM, "Out of memory");
-                fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (i == 0 ? O_CREAT : 0), 0600);
-                if (fd < 0 && errno == ENOENT)
-                        continue;
-                if (fd < 0 && errno == ELOOP)
-                        return log_error_errno(ELOOP, "Database file %s is a symbolic link; refusing to follow it", path);
-                if (fd < 0)
-                        return log_error_errno(errno, "Failed to open database file %s: %m", path);
-                if (fstat(fd, &st) < 0)
-                        return log_error_errno(errno, "Failed to check database file %s: %m", path);
-                if (!S_ISREG(st.st_mode))
-                        return log_error_errno(EINVAL, "Database file %s is not a regular file; refusing to use it", path);
-                if (st.st_uid != geteuid())
-                        return log_error_errno(EPERM, "Database file %s belongs to uid %u, not to us; refusing to use it",
-                                               path, (unsigned) st.st_uid);
-                /* Written by an older trapstatd, or copied in with another mode. */
-                if ((st.st_mode & 077) && fchmod(fd, 0600) < 0)
-                        return log_error_errno(errno, "Failed to make database file %s private: %m", path);
-        }
-        return 0;
-}
-
-/* The pid the holder of the lock wrote into it ("1234\n"), or 0 when there is none: the file
- * may be empty while the holder is starting, or hold anything after a crash. */
-static pid_t lock_file_read_pid(int fd) {
-        char buf[16], *end;
-        unsigned long v;
-        ssize_t n;
-
-        n = pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        if (buf[0] < '0' || buf[0] > '9')
-                return 0;
-        errno = 0;
-        v = strtoul(buf, &end, 10);
-        if (errno != 0 || v == 0 || v > INT_MAX || strcmp(end, "\n") != 0)
-                return 0;
-        return (pid_t) v;
-}
-
-/* A second daemon on one state directory would count every fault again into the same
- * database. The flock() belongs to the open file, so the kernel drops it however we exit and a
- * lock file left by a crash never blocks a start. */
-static int manager_lock_state_dir(Manager *m) {
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int fd = -1;
-        char pid[24];
-        pid_t holder;
-        int n;
-
-        if (asprintf(&path, "%s/trapstatd.lock", m->config.state_dir) < 0)
-                return log_error_errno(ENOMEM, "Out of memory");
-        /* A link planted here would have us (root, possibly) truncate and rewrite its target. */
-        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == ELOOP)
-                return log_error_errno(errno, "Lock file %s is a symbolic link; refusing to follow it", path);
-        if (fd < 0)
-                return log_error_errno(errno, "Failed to open lock file %s: %m", path);
-
-        /* A lock file of an older trapstatd may be 0644: the pid in it is nobody else's business
-         * either. */
-        (void) fchmod(fd, 0600);
-
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                if (errno != EWOULDBLOCK)
-                        return log_error_errno(errno, "Failed to lock %s: %m", path);
-                holder = lock_file_read_pid(fd);
-                if (holder > 0)
-                        log_error("Another trapstatd (pid %d) is running on state directory %s; exiting", (int) holder,
-                                  m->config.state_dir);
-                else
-                        log_error("Another trapstatd is running on state directory %s; exiting", m->config.state_dir);
-                return -EBUSY;
-        }
-
-        /* Only so that a second instance can name us. Written over the old pid before cutting the
-         * rest, so that on a full disk the page the file already has is reused. */
-        n = snprintf(pid, sizeof(pid), "%d\n", (int) getpid());
-        if (pwrite(fd, pid, (size_t) n, 0) != n || ftruncate(fd, n) < 0)
-                log_warning_errno(errno, "Failed to write our pid to %s: %m", path);
-
-        m->lock_fd = TAKE_FD(fd);
-        return 0;
-}
 
 static void tick(Manager *m) {
         const ProcessSample *samples;
@@ -394,7 +261,10 @@ static int query_sync(void *userdata, uint64_t seq, uint64_t deadline_usec, cons
         return writer_sync(m->writer, seq, deadline_usec, cancelled);
 }
 
-int manager_new(const ManagerConfig *config, Manager **ret) {
+/* The io.trapstat server, and the report socket's own: there, io.systemd.Metrics and
+ * org.varlink.service only, whoever may connect (the socket's mode decides). */
+static int manager_new_servers(Manager *m) {
+        const ManagerConfig *config = &m->config;
         VarlinkServerConfig server_config = {
                 .vendor = "trapstat",
                 .product = "trapstatd",
@@ -411,10 +281,44 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                 .refused_error = "io.trapstat.TooManyConnections",
         };
         VarlinkServerConfig report_config = server_config;
-        Manager *m;
         int r;
 
         report_config.refused_error = NULL;
+        r = varlink_server_new(m->base, &server_config, &m->server);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create varlink server: %m");
+        r = methods_register(m->server, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register io.trapstat: %s", varlink_server_error(m->server));
+        r = varlink_server_new(m->base, &report_config, &m->report_server);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create varlink server: %m");
+        r = metrics_register(m->report_server, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register io.systemd.Metrics: %s",
+                                       varlink_server_error(m->report_server));
+        return 0;
+}
+
+/* What the event loop waits for, but the ring buffer's fd, which the collector only has once
+ * it is started. */
+static int manager_new_events(Manager *m) {
+        m->base = event_base_new();
+        if (!m->base)
+                return log_error_errno(ENOMEM, "Failed to create event loop");
+        m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
+        m->status = evtimer_new(m->base, on_status, m);
+        m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
+        m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
+        if (!m->tick || !m->status || !m->sigterm || !m->sigint)
+                return log_error_errno(ENOMEM, "Out of memory");
+        return 0;
+}
+
+int manager_new(const ManagerConfig *config, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
         m = calloc(1, sizeof(*m));
         if (!m)
                 return log_error_errno(ENOMEM, "Out of memory");
@@ -426,53 +330,57 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         (void) signal(SIGPIPE, SIG_IGN);
 
         m->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (m->proc_fd < 0) {
-                r = log_error_errno(errno, "Failed to open /proc: %m");
-                goto fail;
-        }
+        if (m->proc_fd < 0)
+                return log_error_errno(errno, "Failed to open /proc: %m");
         r = proc_read_boot_id(m->proc_fd, m->boot_id);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read boot id: %m");
-                goto fail;
-        }
-
-        r = mkdir_parents(config->state_dir, 0700);
-        if (r < 0) {
-                log_error_errno(r, "Failed to create state directory %s: %m", config->state_dir);
-                goto fail;
-        }
-        r = check_state_dir(config->state_dir);
         if (r < 0)
-                goto fail;
-        /* Before the database and the socket: a second daemon must touch neither. */
-        r = manager_lock_state_dir(m);
+                return log_error_errno(r, "Failed to read boot id: %m");
+        r = state_dir_open(config->state_dir, &m->lock_fd, &m->db_path);
         if (r < 0)
-                goto fail;
-        if (asprintf(&m->db_path, "%s/trapstat.db", config->state_dir) < 0) {
-                r = log_error_errno(ENOMEM, "Out of memory");
-                goto fail;
-        }
-        r = check_database_files(m->db_path);
-        if (r < 0)
-                goto fail;
+                return r;
         r = resolve_reserved_uids(m);
-        if (r < 0) {
-                log_error_errno(r, "Out of memory");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Out of memory");
+        r = watch_set_new(&m->watches);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory");
+        r = unit_totals_new(config->max_unit_totals ?: DEFAULT_MAX_UNIT_TOTALS, &m->unit_totals);
+        if (r < 0)
+                return log_error_errno(r, "Out of memory");
+        r = manager_new_events(m);
+        if (r < 0)
+                return r;
+        r = manager_new_servers(m);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+/* The database's threads: the checkpointer, and the writer that uses it. */
+static int manager_start_writer(Manager *m) {
+        const ManagerConfig *config = &m->config;
+        int r;
+
         r = checkpointer_new(m->db_path, &m->checkpointer);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start the checkpoint thread: %m");
-                goto fail;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the checkpoint thread: %m");
         r = writer_new(&(WriterConfig) { .db_path = m->db_path, .boot_id = m->boot_id,
                                          .retention = config->retention, .max_cmdline = config->max_cmdline,
                                          .max_queue = config->writer_queue, .checkpointer = m->checkpointer,
                                          .proc_fd = m->proc_fd },
                        &m->writer);
         if (r < 0)
-                goto fail;
+                return r;
         writer_set_hold_file(m->writer, config->writer_hold_file);
+        return 0;
+}
+
+/* Loads and attaches the BPF programs: counting starts here. */
+static int manager_start_collector(Manager *m) {
+        const ManagerConfig *config = &m->config;
+        int r;
 
         r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
                                                .event_buffer = config->event_buffer,
@@ -487,41 +395,32 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                .proc_fd = m->proc_fd, .disable = config->disable_sources,
                                                .enable = config->enable_sources },
                           &m->collector);
-        if (r == -ENOTSUP) {
-                /* One that failed to attach was logged as it was tried; the others were disabled
-                 * or are not in this kernel. */
-                log_error_errno(r, "No page fault source could be attached, nothing to count: %m");
-                goto fail;
-        }
-        if (r < 0) {
-                /* The collector returns why and does not log it; libbpf's messages above say more. */
-                log_error_errno(r, "Failed to set up the BPF programs: %m");
-                goto fail;
-        }
+        /* One that failed to attach was logged as it was tried; the others were disabled or are
+         * not in this kernel. */
+        if (r == -ENOTSUP)
+                return log_error_errno(r, "No page fault source could be attached, nothing to count: %m");
+        /* The collector returns why and does not log it; libbpf's messages above say more. */
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the BPF programs: %m");
 
-        r = watch_set_new(&m->watches);
-        if (r < 0) {
-                log_error_errno(r, "Out of memory");
-                goto fail;
-        }
         m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
-        r = unit_totals_new(config->max_unit_totals ?: DEFAULT_MAX_UNIT_TOTALS, &m->unit_totals);
-        if (r < 0) {
-                log_error_errno(r, "Out of memory");
-                goto fail;
-        }
         m->start_usec = now_usec(CLOCK_REALTIME);
+        m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);
+        if (!m->lifecycle)
+                return log_error_errno(ENOMEM, "Out of memory");
+        return 0;
+}
 
-        m->base = event_base_new();
-        if (!m->base) {
-                r = log_error_errno(ENOMEM, "Failed to create event loop");
-                goto fail;
-        }
-        r = varlink_server_new(m->base, &server_config, &m->server);
-        if (r < 0) {
-                log_error_errno(r, "Failed to create varlink server: %m");
-                goto fail;
-        }
+int manager_start(Manager *m) {
+        const ManagerConfig *config = &m->config;
+        int r;
+
+        r = manager_start_writer(m);
+        if (r < 0)
+                return r;
+        r = manager_start_collector(m);
+        if (r < 0)
+                return r;
         r = query_pool_new(m->base,
                            &(QueryPoolConfig) { .db_path = m->db_path,
                                                 .boot_id = m->boot_id,
@@ -533,45 +432,10 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
                                                 .time_limit_usec = config->query_time_limit_usec,
                                                 .max_reply_size = config->max_reply_size },
                            &m->queries);
-        if (r < 0) {
-                log_error_errno(r, "Failed to start query threads: %m");
-                goto fail;
-        }
-        r = methods_register(m->server, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to register io.trapstat: %s", varlink_server_error(m->server));
-                goto fail;
-        }
-        /* The report socket is a server of its own: there, io.systemd.Metrics and
-         * org.varlink.service only, whoever may connect (the socket's mode decides). */
-        r = varlink_server_new(m->base, &report_config, &m->report_server);
-        if (r < 0) {
-                log_error_errno(r, "Failed to create varlink server: %m");
-                goto fail;
-        }
-        r = metrics_register(m->report_server, m);
-        if (r < 0) {
-                log_error_errno(r, "Failed to register io.systemd.Metrics: %s", varlink_server_error(m->report_server));
-                goto fail;
-        }
-        r = listen_socket(m);
         if (r < 0)
-                goto fail;
-
-        m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
-        m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);
-        m->status = evtimer_new(m->base, on_status, m);
-        m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
-        m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
-        if (!m->tick || !m->lifecycle || !m->status || !m->sigterm || !m->sigint) {
-                r = log_error_errno(ENOMEM, "Out of memory");
-                goto fail;
-        }
-        *ret = m;
-        return 0;
-fail:
-        manager_free(m);
-        return r;
+                return log_error_errno(r, "Failed to start query threads: %m");
+        /* Last: clients connect once there is something to answer them. */
+        return listen_socket(m);
 }
 
 Manager *manager_free(Manager *m) {

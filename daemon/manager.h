@@ -2,12 +2,14 @@
 #pragma once
 
 /* The Manager owns everything the daemon runs: the event loop, the collector (BPF), the store
- * (SQLite) and the varlink server; trapstatd.c only parses arguments and runs it. */
+ * (SQLite) and the varlink server; trapstatd.c only parses arguments and runs it. The state
+ * directory's checks and lock are state-dir.c's. */
 
 #include <stdint.h>
 
 #include "collector.h"
 #include "defaults.h"
+#include "macro.h"
 #include "store.h"
 #include "writer.h"
 
@@ -51,8 +53,16 @@ typedef struct ManagerConfig {
 
 typedef struct Manager Manager;
 
+/* Allocates the manager and opens what it owns: /proc, the state directory (locked, so a second
+ * daemon stops here), the event loop and the varlink servers, not listening yet. Nothing runs
+ * and nothing is counted. Logs its failures. */
 int manager_new(const ManagerConfig *config, Manager **ret);
 Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+/* Starts what runs: the database's writer and checkpointer threads, the BPF programs (counting
+ * starts), the query threads, then listens on the sockets. Logs its failures; on one, the caller
+ * frees the manager, which stops whatever was started. */
+int manager_start(Manager *m);
 /* Runs until SIGTERM/SIGINT, then drains and flushes one last time. */
 int manager_run(Manager *m);
 

@@ -2,11 +2,14 @@
 /* trapstatd: counts page faults per process in the kernel, keeps their history in SQLite and
  * answers queries over varlink. Arguments here; everything else in manager.c. */
 
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,11 +96,11 @@ static void help(void) {
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
                TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_REPORT_MAX_METRICS, METRICS_MIN_MAX,
-               TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES,
-               TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE, TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS, retention.raw_usec / (3600 * USEC_PER_SEC),
-               retention.minute_usec / (86400 * USEC_PER_SEC), retention.hour_usec / (86400 * USEC_PER_SEC),
-               retention.max_bytes >> 20, retention.reserve_bytes >> 20, STORE_MAX_CMDLINE_DEFAULT,
-               VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
+               TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES, TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE,
+               TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS,
+               retention.raw_usec / (3600 * USEC_PER_SEC), retention.minute_usec / (86400 * USEC_PER_SEC),
+               retention.hour_usec / (86400 * USEC_PER_SEC), retention.max_bytes >> 20, retention.reserve_bytes >> 20,
+               STORE_MAX_CMDLINE_DEFAULT, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
                VARLINK_DEFAULT_MAX_BUFFER / (1024 * 1024), VARLINK_DEFAULT_MAX_CONNECTIONS,
                VARLINK_DEFAULT_MAX_CONNECTIONS_PER_UID, VARLINK_DEFAULT_RESERVED_CONNECTIONS,
                VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, (size_t) QUERY_DEFAULT_MAX_REPLY_SIZE >> 20, QUERY_DEFAULT_THREADS,
@@ -108,27 +111,6 @@ static void help(void) {
 _Static_assert(METRICS_MIN_MAX == 99, "--report-max-metrics' message says 99");
 _Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
 _Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
-
-static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, "trapstatd: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\nTry 'trapstatd --help'.\n");
-        return 2;
-}
-
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *ret) {
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        if (!s || *s == '\0' || *s == '-')
-                return -EINVAL;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v == 0 || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
 
 /* "raw=24h,minute=14d,hour=365d", any subset; a coarser tier keeps at least as long as a
  * finer one (else its rows would be gone before the finer tier's are rolled into it). */
@@ -192,11 +174,278 @@ static char *first_of_env(const char *name) {
         return v && *v ? strndup(v, strcspn(v, ":")) : NULL;
 }
 
-int main(int argc, char *argv[]) {
-        enum { ARG_SLOTS = 0x100, ARG_MAX_PROCESSES, ARG_EVENT_BUFFER, ARG_DISABLE_SOURCE, ARG_RETENTION, ARG_MAX_DB_SIZE, ARG_MAX_MESSAGE_SIZE, ARG_MAX_CONNECTIONS, ARG_MAX_CONNECTIONS_PER_UID, ARG_IDLE_TIMEOUT, ARG_VERSION,
-               ARG_MAX_BUFFER, ARG_RESERVED_CONNECTIONS, ARG_QUERY_THREADS, ARG_QUERIES_PER_UID, ARG_QUERY_COST_LIMIT, ARG_FAULT_SAMPLE, ARG_MAX_SITES, ARG_MAX_SITES_PER_PROCESS, ARG_MAX_SITES_PER_USER, ARG_SITE_RESERVE, ARG_SITE_MAPS_LINES, ARG_SYMBOL_FILES_PER_MINUTE, ARG_SYMBOL_BYTES_PER_MINUTE, ARG_MAX_UNIT_TOTALS, ARG_REPORT_SOCKET, ARG_REPORT_MAX_METRICS,
-               ARG_DB_RESERVE, ARG_MAX_CMDLINE, ARG_WRITE_TIMEOUT, ARG_MAX_REPLY_SIZE, ARG_QUERY_TIME_LIMIT,
-               ARG_WRITER_QUEUE, ARG_ENABLE_SOURCE };
+enum {
+        ARG_SLOTS = 0x100,
+        ARG_MAX_PROCESSES,
+        ARG_EVENT_BUFFER,
+        ARG_DISABLE_SOURCE,
+        ARG_ENABLE_SOURCE,
+        ARG_RETENTION,
+        ARG_MAX_DB_SIZE,
+        ARG_DB_RESERVE,
+        ARG_MAX_CMDLINE,
+        ARG_MAX_MESSAGE_SIZE,
+        ARG_MAX_BUFFER,
+        ARG_MAX_CONNECTIONS,
+        ARG_MAX_CONNECTIONS_PER_UID,
+        ARG_RESERVED_CONNECTIONS,
+        ARG_IDLE_TIMEOUT,
+        ARG_WRITE_TIMEOUT,
+        ARG_QUERY_THREADS,
+        ARG_QUERIES_PER_UID,
+        ARG_QUERY_COST_LIMIT,
+        ARG_QUERY_TIME_LIMIT,
+        ARG_MAX_REPLY_SIZE,
+        ARG_WRITER_QUEUE,
+        ARG_FAULT_SAMPLE,
+        ARG_MAX_SITES,
+        ARG_MAX_SITES_PER_PROCESS,
+        ARG_MAX_SITES_PER_USER,
+        ARG_SITE_RESERVE,
+        ARG_SITE_MAPS_LINES,
+        ARG_SYMBOL_FILES_PER_MINUTE,
+        ARG_SYMBOL_BYTES_PER_MINUTE,
+        ARG_MAX_UNIT_TOTALS,
+        ARG_REPORT_SOCKET,
+        ARG_REPORT_MAX_METRICS,
+        ARG_VERSION,
+};
+
+static int usage_error(const char *fmt, const char *arg) {
+        fprintf(stderr, "trapstatd: ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\nTry 'trapstatd --help'.\n");
+        return -EINVAL;
+}
+
+/* A decimal number from 1 to max: no sign, no 0 (the options that take 0 say so). */
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *ret) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        if (!s || *s == '\0' || *s == '-')
+                return -EINVAL;
+        v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v == 0 || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+typedef enum NumberKind {
+        NUMBER_COUNT,    /* parse_uint() */
+        NUMBER_SIZE,     /* parse_size(): "4M" */
+        NUMBER_DURATION, /* parse_duration_usec(): "250ms" */
+} NumberKind;
+
+/* An option that takes a number and stores it in one field of ManagerConfig. */
+typedef struct NumberOption {
+        int key; /* what getopt_long() returns */
+        const char *name;
+        NumberKind kind;
+        uint64_t min, max; /* in the kind's unit (bytes, µs) */
+        bool power_of_two;
+        bool (*valid)(uint64_t v); /* instead of min and max */
+        /* "0" alone is accepted and stored as this, when nonzero (the field's own 0 means
+         * "default"). */
+        uint64_t zero_means;
+        uint64_t divisor; /* stored as v / divisor; 0: as it is */
+        size_t offset, size;
+        const char *expected; /* "invalid --NAME 'ARG': " ... */
+} NumberOption;
+
+#define FIELD(f) .offset = offsetof(ManagerConfig, f), .size = sizeof(((ManagerConfig *) NULL)->f)
+
+static const NumberOption number_options[] = {
+        { 't', "tick", NUMBER_DURATION, 10 * USEC_PER_MSEC, 3600 * USEC_PER_SEC, FIELD(tick_usec),
+          .expected = "expected a duration from 10ms to 1h" },
+        { ARG_SLOTS, "slots", NUMBER_COUNT, 1, 1U << 22, .power_of_two = true, FIELD(slots),
+          .expected = "expected a power of two from 1 to 4194304" },
+        { ARG_MAX_PROCESSES, "max-processes", NUMBER_COUNT, 1, 1U << 22, FIELD(max_processes),
+          .expected = "expected 1 to 4194304" },
+        { ARG_EVENT_BUFFER, "event-buffer", NUMBER_SIZE, .valid = collector_event_buffer_valid, FIELD(event_buffer),
+          .expected = "expected a power of two from the page size to 1G, e.g. 4M" },
+        { ARG_FAULT_SAMPLE, "fault-sample", NUMBER_COUNT, 1, COLLECTOR_FAULT_SAMPLE_MAX, .power_of_two = true,
+          .zero_means = COLLECTOR_FAULT_SAMPLE_OFF, FIELD(fault_sample),
+          .expected = "expected 0 (off) or a power of two up to 1073741824" },
+        { ARG_MAX_SITES, "max-sites", NUMBER_COUNT, 1, 1U << 22, FIELD(max_sites),
+          .expected = "expected 1 to 4194304" },
+        { ARG_MAX_SITES_PER_PROCESS, "max-sites-per-process", NUMBER_COUNT, 1, 1U << 22, FIELD(max_sites_per_process),
+          .expected = "expected 1 to 4194304" },
+        { ARG_MAX_SITES_PER_USER, "max-sites-per-user", NUMBER_COUNT, 1, 1U << 22, FIELD(max_sites_per_user),
+          .expected = "expected 1 to 4194304" },
+        { ARG_SITE_RESERVE, "site-reserve", NUMBER_COUNT, 1, (1U << 22) - 1, .zero_means = COLLECTOR_SITE_RESERVE_NONE,
+          FIELD(site_reserve), .expected = "expected 0 to 4194303" },
+        { ARG_SITE_MAPS_LINES, "site-maps-lines", NUMBER_COUNT, 1, 1U << 30,
+          .zero_means = COLLECTOR_SITE_MAPS_LINES_NONE, FIELD(site_maps_lines),
+          .expected = "expected 0 to 1073741824" },
+        { ARG_SYMBOL_FILES_PER_MINUTE, "symbol-files-per-minute", NUMBER_COUNT, 1, 1000000,
+          FIELD(symbol_files_per_minute), .expected = "expected 1 to 1000000" },
+        { ARG_SYMBOL_BYTES_PER_MINUTE, "symbol-bytes-per-minute", NUMBER_SIZE, 1, UINT64_C(1) << 40,
+          FIELD(symbol_bytes_per_minute), .expected = "expected a size from 1 to 1T, e.g. 64M" },
+        /* At least the system-wide series and one unit's: "other" always fits. */
+        { ARG_REPORT_MAX_METRICS, "report-max-metrics", NUMBER_COUNT, METRICS_MIN_MAX, 1000000,
+          FIELD(report_max_metrics), .expected = "expected 99 to 1000000" },
+        { ARG_MAX_UNIT_TOTALS, "max-unit-totals", NUMBER_COUNT, 1, 1000000, FIELD(max_unit_totals),
+          .expected = "expected 1 to 1000000" },
+        { ARG_MAX_DB_SIZE, "max-db-size", NUMBER_SIZE, 0, UINT64_MAX, FIELD(retention.max_bytes),
+          .expected = "expected bytes with K, M, G or T, e.g. 256M" },
+        { ARG_DB_RESERVE, "db-reserve", NUMBER_SIZE, 0, UINT64_MAX, FIELD(retention.reserve_bytes),
+          .expected = "expected bytes with K, M, G or T, e.g. 32M" },
+        { ARG_MAX_CMDLINE, "max-cmdline", NUMBER_COUNT, 16, 4096, FIELD(max_cmdline),
+          .expected = "expected 16 to 4096" },
+        { ARG_MAX_MESSAGE_SIZE, "max-message-size", NUMBER_SIZE, 4096, UINT64_C(1) << 30, FIELD(max_message_size),
+          .expected = "expected 4K to 1G" },
+        { ARG_MAX_BUFFER, "max-buffer", NUMBER_SIZE, 65536, UINT64_C(1) << 34, FIELD(max_buffer),
+          .expected = "expected 64K to 16G" },
+        /* 0 is allowed here: no reserve. */
+        { ARG_RESERVED_CONNECTIONS, "reserved-connections", NUMBER_COUNT, 1, 1U << 20, .zero_means = (unsigned) -1,
+          FIELD(reserved_connections), .expected = "expected 0 to 1048576" },
+        { ARG_QUERY_THREADS, "query-threads", NUMBER_COUNT, 1, 64, FIELD(query_threads),
+          .expected = "expected 1 to 64" },
+        { ARG_WRITER_QUEUE, "writer-queue", NUMBER_COUNT, 1, 1024, FIELD(writer_queue),
+          .expected = "expected 1 to 1024" },
+        { ARG_QUERIES_PER_UID, "queries-per-uid", NUMBER_COUNT, 1, 64, FIELD(queries_per_uid),
+          .expected = "expected 1 to 64" },
+        { ARG_QUERY_COST_LIMIT, "query-cost-limit", NUMBER_COUNT, 1, UINT64_C(1) << 50, FIELD(query_cost_limit),
+          .expected = "expected 1 to 2^50" },
+        { ARG_QUERY_TIME_LIMIT, "query-time-limit", NUMBER_DURATION, USEC_PER_MSEC, 3600 * USEC_PER_SEC,
+          FIELD(query_time_limit_usec), .expected = "expected a duration from 1ms to 1h" },
+        { ARG_WRITE_TIMEOUT, "write-timeout", NUMBER_DURATION, 100 * USEC_PER_MSEC, 86400 * USEC_PER_SEC,
+          FIELD(write_timeout_usec), .expected = "expected a duration from 100ms to 1d" },
+        { ARG_MAX_REPLY_SIZE, "max-reply-size", NUMBER_SIZE, 4096, UINT64_C(1) << 30, FIELD(max_reply_size),
+          .expected = "expected 4K to 1G" },
+        { ARG_MAX_CONNECTIONS, "max-connections", NUMBER_COUNT, 1, 1U << 20, FIELD(max_connections),
+          .expected = "expected 1 to 1048576" },
+        { ARG_MAX_CONNECTIONS_PER_UID, "max-connections-per-uid", NUMBER_COUNT, 1, 1U << 20,
+          FIELD(max_connections_per_uid), .expected = "expected 1 to 1048576" },
+        { ARG_IDLE_TIMEOUT, "idle-timeout", NUMBER_DURATION, USEC_PER_SEC, 86400 * USEC_PER_SEC,
+          .divisor = USEC_PER_SEC, FIELD(idle_timeout_sec), .expected = "expected a duration from 1s to 1d" },
+};
+
+static const NumberOption *number_option_find(int key) {
+        for (size_t i = 0; i < ELEMENTSOF(number_options); i++)
+                if (number_options[i].key == key)
+                        return &number_options[i];
+        return NULL;
+}
+
+static int number_option_parse(const NumberOption *o, const char *arg, uint64_t *ret) {
+        unsigned long long count;
+        uint64_t v;
+
+        if (o->zero_means != 0 && strcmp(arg, "0") == 0) {
+                *ret = o->zero_means;
+                return 0;
+        }
+        switch (o->kind) {
+        case NUMBER_COUNT:
+                if (parse_uint(arg, o->max, &count) < 0)
+                        return -EINVAL;
+                v = count;
+                break;
+        case NUMBER_SIZE:
+                if (parse_size(arg, &v) < 0)
+                        return -EINVAL;
+                break;
+        case NUMBER_DURATION:
+                if (parse_duration_usec(arg, &v) < 0)
+                        return -EINVAL;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (o->valid ? !o->valid(v) : v < o->min || v > o->max)
+                return -EINVAL;
+        if (o->power_of_two && (v & (v - 1)) != 0)
+                return -EINVAL;
+        *ret = o->divisor ? v / o->divisor : v;
+        return 0;
+}
+
+/* Parses arg for o into its field of config, or says what it expected. */
+static int number_option_set(const NumberOption *o, const char *arg, ManagerConfig *config) {
+        void *field = (uint8_t *) config + o->offset;
+        uint64_t v;
+
+        /* unsigned and uint32_t fields, size_t and uint64_t ones. */
+        assert(o->size == sizeof(uint32_t) || o->size == sizeof(uint64_t));
+        if (number_option_parse(o, arg, &v) < 0) {
+                fprintf(stderr, "trapstatd: invalid --%s '%s': %s\nTry 'trapstatd --help'.\n", o->name, arg,
+                        o->expected);
+                return -EINVAL;
+        }
+        if (o->size == sizeof(uint32_t))
+                *(uint32_t *) field = (uint32_t) v;
+        else
+                *(uint64_t *) field = v;
+        return 0;
+}
+
+/* The options other than numbers. Returns 1 to go on, 0 to exit successfully (--help,
+ * --version), < 0 on a usage error, said on stderr. */
+static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
+        switch (c) {
+        case 's':
+                config->state_dir = arg;
+                return 1;
+        case 'S':
+                config->socket_path = arg;
+                return 1;
+        case ARG_REPORT_SOCKET:
+                config->report_socket_path = arg;
+                return 1;
+        case ARG_DISABLE_SOURCE:
+                if (collector_check_sources(arg, "--disable-source") < 0)
+                        return usage_error("invalid --disable-source '%s'", arg);
+                config->disable_sources = arg;
+                return 1;
+        case ARG_ENABLE_SOURCE:
+                if (collector_check_sources(arg, "--enable-source") < 0)
+                        return usage_error("invalid --enable-source '%s'", arg);
+                config->enable_sources = arg;
+                return 1;
+        case ARG_RETENTION:
+                if (parse_retention(arg, &config->retention) < 0)
+                        return usage_error("invalid --retention '%s': expected e.g. raw=24h,minute=14d,hour=365d "
+                                           "(each tier at least as long as the finer one)",
+                                           arg);
+                return 1;
+        case 'v':
+                log_set_max_level(LOG_LEVEL_DEBUG);
+                return 1;
+        case 'h':
+                help();
+                return 0;
+        case ARG_VERSION:
+                printf("trapstatd %s\n", TRAPSTAT_VERSION);
+                return 0;
+        default:
+                fprintf(stderr, "Try 'trapstatd --help'.\n");
+                return -EINVAL;
+        }
+}
+
+/* What only the options together can say is wrong. */
+static int check_config(const ManagerConfig *config) {
+        if (collector_check_source_lists(config->disable_sources, config->enable_sources) < 0)
+                return usage_error("invalid --enable-source '%s'", config->enable_sources);
+        if (config->site_reserve != 0 && config->site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
+            config->site_reserve >= (config->max_sites ?: TS_DEFAULT_MAX_SITES))
+                return usage_error("invalid --site-reserve: %s", "it must be less than --max-sites");
+        /* An explicit reserve must leave room for everyone else; the default one shrinks itself. */
+        if (config->reserved_connections != 0 && config->reserved_connections != (unsigned) -1 &&
+            config->reserved_connections >= (config->max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS)) {
+                fprintf(stderr, "trapstatd: --reserved-connections must be less than --max-connections\n");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Fills config from argv. Returns 1 to run, 0 to exit successfully (--help, --version), < 0 on
+ * a usage error, said on stderr. The strings in config point into argv. */
+static int parse_argv(int argc, char *argv[], ManagerConfig *config) {
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
                 { "socket", required_argument, NULL, 'S' },
@@ -239,254 +488,49 @@ int main(int argc, char *argv[]) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
-        _cleanup_free_ char *env_state = first_of_env("STATE_DIRECTORY"), *env_runtime = first_of_env("RUNTIME_DIRECTORY"),
-                            *runtime_socket = NULL;
-        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC, .retention = STORE_RETENTION_DEFAULT,
-                                 .max_cmdline = STORE_MAX_CMDLINE_DEFAULT };
-        unsigned long long v;
-        uint64_t usec;
-        Manager *m = NULL;
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "s:S:t:vh", options, NULL)) >= 0)
-                switch (c) {
-                case 's':
-                        config.state_dir = optarg;
-                        break;
-                case 'S':
-                        config.socket_path = optarg;
-                        break;
-                case 't':
-                        if (parse_duration_usec(optarg, &usec) < 0 || usec < 10 * USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
-                                return usage_error("invalid --tick '%s': expected a duration from 10ms to 1h", optarg);
-                        config.tick_usec = usec;
-                        break;
-                case ARG_SLOTS:
-                        if (parse_uint(optarg, 1U << 22, &v) < 0 || (v & (v - 1)) != 0)
-                                return usage_error("invalid --slots '%s': expected a power of two from 1 to 4194304", optarg);
-                        config.slots = (uint32_t) v;
-                        break;
-                case ARG_MAX_PROCESSES:
-                        if (parse_uint(optarg, 1U << 22, &v) < 0)
-                                return usage_error("invalid --max-processes '%s': expected 1 to 4194304", optarg);
-                        config.max_processes = (uint32_t) v;
-                        break;
-                case ARG_EVENT_BUFFER: {
-                        uint64_t bytes;
+        while ((c = getopt_long(argc, argv, "s:S:t:vh", options, NULL)) >= 0) {
+                const NumberOption *o = number_option_find(c);
 
-                        if (parse_size(optarg, &bytes) < 0 || !collector_event_buffer_valid(bytes))
-                                return usage_error("invalid --event-buffer '%s': expected a power of two from the page "
-                                                   "size to 1G, e.g. 4M", optarg);
-                        config.event_buffer = (uint32_t) bytes;
-                        break;
+                if (o) {
+                        r = number_option_set(o, optarg, config);
+                        if (r < 0)
+                                return r;
+                        continue;
                 }
-                case ARG_FAULT_SAMPLE:
-                        if (strcmp(optarg, "0") == 0)
-                                v = 0;
-                        else if (parse_uint(optarg, COLLECTOR_FAULT_SAMPLE_MAX, &v) < 0 || (v & (v - 1)) != 0)
-                                return usage_error("invalid --fault-sample '%s': expected 0 (off) or a power of two up "
-                                                   "to 1073741824", optarg);
-                        config.fault_sample = v == 0 ? COLLECTOR_FAULT_SAMPLE_OFF : (uint32_t) v;
-                        break;
-                case ARG_MAX_SITES:
-                        if (parse_uint(optarg, 1U << 22, &v) < 0)
-                                return usage_error("invalid --max-sites '%s': expected 1 to 4194304", optarg);
-                        config.max_sites = (uint32_t) v;
-                        break;
-                case ARG_MAX_SITES_PER_PROCESS:
-                        if (parse_uint(optarg, 1U << 22, &v) < 0)
-                                return usage_error("invalid --max-sites-per-process '%s': expected 1 to 4194304", optarg);
-                        config.max_sites_per_process = (uint32_t) v;
-                        break;
-                case ARG_MAX_SITES_PER_USER:
-                        if (parse_uint(optarg, 1U << 22, &v) < 0)
-                                return usage_error("invalid --max-sites-per-user '%s': expected 1 to 4194304", optarg);
-                        config.max_sites_per_user = (uint32_t) v;
-                        break;
-                case ARG_SITE_RESERVE:
-                        if (strcmp(optarg, "0") == 0)
-                                v = 0;
-                        else if (parse_uint(optarg, (1U << 22) - 1, &v) < 0)
-                                return usage_error("invalid --site-reserve '%s': expected 0 to 4194303", optarg);
-                        config.site_reserve = v == 0 ? COLLECTOR_SITE_RESERVE_NONE : (uint32_t) v;
-                        break;
-                case ARG_SITE_MAPS_LINES:
-                        if (strcmp(optarg, "0") == 0)
-                                v = 0;
-                        else if (parse_uint(optarg, 1U << 30, &v) < 0)
-                                return usage_error("invalid --site-maps-lines '%s': expected 0 to 1073741824", optarg);
-                        config.site_maps_lines = v == 0 ? COLLECTOR_SITE_MAPS_LINES_NONE : (uint32_t) v;
-                        break;
-                case ARG_SYMBOL_FILES_PER_MINUTE:
-                        if (parse_uint(optarg, 1000000, &v) < 0)
-                                return usage_error("invalid --symbol-files-per-minute '%s': expected 1 to 1000000", optarg);
-                        config.symbol_files_per_minute = v;
-                        break;
-                case ARG_SYMBOL_BYTES_PER_MINUTE: {
-                        uint64_t bytes;
-
-                        if (parse_size(optarg, &bytes) < 0 || bytes == 0 || bytes > (UINT64_C(1) << 40))
-                                return usage_error("invalid --symbol-bytes-per-minute '%s': expected a size from 1 to 1T, "
-                                                   "e.g. 64M", optarg);
-                        config.symbol_bytes_per_minute = bytes;
-                        break;
-                }
-                case ARG_REPORT_SOCKET:
-                        config.report_socket_path = optarg;
-                        break;
-                case ARG_REPORT_MAX_METRICS:
-                        /* At least the system-wide series and one unit's: "other" always fits. */
-                        if (parse_uint(optarg, 1000000, &v) < 0 || v < METRICS_MIN_MAX)
-                                return usage_error("invalid --report-max-metrics '%s': expected 99 to 1000000", optarg);
-                        config.report_max_metrics = (size_t) v;
-                        break;
-                case ARG_MAX_UNIT_TOTALS:
-                        if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
-                                return usage_error("invalid --max-unit-totals '%s': expected 1 to 1000000", optarg);
-                        config.max_unit_totals = (size_t) v;
-                        break;
-                case ARG_DISABLE_SOURCE:
-                        if (collector_check_sources(optarg, "--disable-source") < 0)
-                                return usage_error("invalid --disable-source '%s'", optarg);
-                        config.disable_sources = optarg;
-                        break;
-                case ARG_ENABLE_SOURCE:
-                        if (collector_check_sources(optarg, "--enable-source") < 0)
-                                return usage_error("invalid --enable-source '%s'", optarg);
-                        config.enable_sources = optarg;
-                        break;
-                case ARG_RETENTION:
-                        if (parse_retention(optarg, &config.retention) < 0)
-                                return usage_error("invalid --retention '%s': expected e.g. raw=24h,minute=14d,hour=365d "
-                                                   "(each tier at least as long as the finer one)", optarg);
-                        break;
-                case ARG_MAX_DB_SIZE:
-                        if (parse_size(optarg, &config.retention.max_bytes) < 0)
-                                return usage_error("invalid --max-db-size '%s': expected bytes with K, M, G or T, e.g. 256M", optarg);
-                        break;
-                case ARG_DB_RESERVE:
-                        if (parse_size(optarg, &config.retention.reserve_bytes) < 0)
-                                return usage_error("invalid --db-reserve '%s': expected bytes with K, M, G or T, e.g. 32M", optarg);
-                        break;
-                case ARG_MAX_CMDLINE:
-                        if (parse_uint(optarg, 4096, &v) < 0 || v < 16)
-                                return usage_error("invalid --max-cmdline '%s': expected 16 to 4096", optarg);
-                        config.max_cmdline = (size_t) v;
-                        break;
-                case ARG_MAX_MESSAGE_SIZE: {
-                        uint64_t bytes;
-
-                        if (parse_size(optarg, &bytes) < 0 || bytes < 4096 || bytes > (UINT64_C(1) << 30))
-                                return usage_error("invalid --max-message-size '%s': expected 4K to 1G", optarg);
-                        config.max_message_size = (size_t) bytes;
-                        break;
-                }
-                case ARG_MAX_BUFFER: {
-                        uint64_t bytes;
-
-                        if (parse_size(optarg, &bytes) < 0 || bytes < 65536 || bytes > (UINT64_C(1) << 34))
-                                return usage_error("invalid --max-buffer '%s': expected 64K to 16G", optarg);
-                        config.max_buffer = (size_t) bytes;
-                        break;
-                }
-                case ARG_RESERVED_CONNECTIONS:
-                        /* 0 is allowed here: no reserve. */
-                        if (strcmp(optarg, "0") == 0)
-                                v = 0;
-                        else if (parse_uint(optarg, 1U << 20, &v) < 0)
-                                return usage_error("invalid --reserved-connections '%s': expected 0 to 1048576", optarg);
-                        config.reserved_connections = v == 0 ? (unsigned) -1 : (unsigned) v;
-                        break;
-                case ARG_QUERY_THREADS:
-                        if (parse_uint(optarg, 64, &v) < 0)
-                                return usage_error("invalid --query-threads '%s': expected 1 to 64", optarg);
-                        config.query_threads = (unsigned) v;
-                        break;
-                case ARG_WRITER_QUEUE:
-                        if (parse_uint(optarg, 1024, &v) < 0)
-                                return usage_error("invalid --writer-queue '%s': expected 1 to 1024", optarg);
-                        config.writer_queue = (unsigned) v;
-                        break;
-                case ARG_QUERIES_PER_UID:
-                        if (parse_uint(optarg, 64, &v) < 0)
-                                return usage_error("invalid --queries-per-uid '%s': expected 1 to 64", optarg);
-                        config.queries_per_uid = (unsigned) v;
-                        break;
-                case ARG_QUERY_COST_LIMIT:
-                        if (parse_uint(optarg, UINT64_C(1) << 50, &v) < 0)
-                                return usage_error("invalid --query-cost-limit '%s': expected 1 to 2^50", optarg);
-                        config.query_cost_limit = v;
-                        break;
-                case ARG_QUERY_TIME_LIMIT:
-                        if (parse_duration_usec(optarg, &usec) < 0 || usec < USEC_PER_MSEC || usec > 3600 * USEC_PER_SEC)
-                                return usage_error("invalid --query-time-limit '%s': expected a duration from 1ms to 1h", optarg);
-                        config.query_time_limit_usec = usec;
-                        break;
-                case ARG_WRITE_TIMEOUT:
-                        if (parse_duration_usec(optarg, &usec) < 0 || usec < 100 * USEC_PER_MSEC || usec > 86400 * USEC_PER_SEC)
-                                return usage_error("invalid --write-timeout '%s': expected a duration from 100ms to 1d", optarg);
-                        config.write_timeout_usec = usec;
-                        break;
-                case ARG_MAX_REPLY_SIZE: {
-                        uint64_t bytes;
-
-                        if (parse_size(optarg, &bytes) < 0 || bytes < 4096 || bytes > (UINT64_C(1) << 30))
-                                return usage_error("invalid --max-reply-size '%s': expected 4K to 1G", optarg);
-                        config.max_reply_size = (size_t) bytes;
-                        break;
-                }
-                case ARG_MAX_CONNECTIONS:
-                        if (parse_uint(optarg, 1U << 20, &v) < 0)
-                                return usage_error("invalid --max-connections '%s': expected 1 to 1048576", optarg);
-                        config.max_connections = (unsigned) v;
-                        break;
-                case ARG_MAX_CONNECTIONS_PER_UID:
-                        if (parse_uint(optarg, 1U << 20, &v) < 0)
-                                return usage_error("invalid --max-connections-per-uid '%s': expected 1 to 1048576", optarg);
-                        config.max_connections_per_uid = (unsigned) v;
-                        break;
-                case ARG_IDLE_TIMEOUT:
-                        if (parse_duration_usec(optarg, &usec) < 0 || usec < USEC_PER_SEC || usec > 86400 * USEC_PER_SEC)
-                                return usage_error("invalid --idle-timeout '%s': expected a duration from 1s to 1d", optarg);
-                        config.idle_timeout_sec = (unsigned) (usec / USEC_PER_SEC);
-                        break;
-                case 'v':
-                        log_set_max_level(LOG_LEVEL_DEBUG);
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("trapstatd %s\n", TRAPSTAT_VERSION);
-                        return 0;
-                default:
-                        fprintf(stderr, "Try 'trapstatd --help'.\n");
-                        return 2;
-                }
+                r = parse_other_option(c, optarg, config);
+                if (r <= 0)
+                        return r;
+        }
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
-        if (collector_check_source_lists(config.disable_sources, config.enable_sources) < 0)
-                return usage_error("invalid --enable-source '%s'", config.enable_sources);
-        if (config.site_reserve != 0 && config.site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
-            config.site_reserve >= (config.max_sites ?: TS_DEFAULT_MAX_SITES))
-                return usage_error("invalid --site-reserve: %s", "it must be less than --max-sites");
+        r = check_config(config);
+        if (r < 0)
+                return r;
+        return 1;
+}
 
-        if (!config.state_dir)
-                config.state_dir = env_state ?: TRAPSTAT_DEFAULT_STATE_DIR;
-        if (!config.socket_path) {
+/* The state directory and the socket, when not given: systemd's, else ours. */
+static int config_default_paths(ManagerConfig *config, char **ret_state_dir, char **ret_runtime_socket) {
+        _cleanup_free_ char *env_state = first_of_env("STATE_DIRECTORY"),
+                            *env_runtime = first_of_env("RUNTIME_DIRECTORY"), *runtime_socket = NULL;
+
+        if (!config->state_dir)
+                config->state_dir = env_state ?: TRAPSTAT_DEFAULT_STATE_DIR;
+        if (!config->socket_path) {
                 if (env_runtime && asprintf(&runtime_socket, "%s/io.trapstat", env_runtime) < 0)
-                        return EXIT_FAILURE;
-                config.socket_path = runtime_socket ?: TRAPSTAT_DEFAULT_SOCKET;
+                        return -ENOMEM;
+                config->socket_path = runtime_socket ?: TRAPSTAT_DEFAULT_SOCKET;
         }
-        /* Under systemd, stderr goes to the journal: tag lines with their priority. */
-        log_set_prefix_priority(getenv("JOURNAL_STREAM") != NULL);
+        *ret_state_dir = TAKE_PTR(env_state);
+        *ret_runtime_socket = TAKE_PTR(runtime_socket);
+        return 0;
+}
 
-        /* An explicit reserve must leave room for everyone else; the default one shrinks itself. */
-        if (config.reserved_connections != 0 && config.reserved_connections != (unsigned) -1 &&
-            config.reserved_connections >= (config.max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS)) {
-                fprintf(stderr, "trapstatd: --reserved-connections must be less than --max-connections\n");
-                return 2;
-        }
+/* Memory and file descriptors as the daemon uses them. */
+static void tune_process(void) {
+        struct rlimit nofile;
 
         /* In a VM a page fault costs about 20 us, and giving pages back flushes the TLBs of every
          * CPU. The daemon allocates and frees the same few hundred KB over and over: the tick's
@@ -507,18 +551,36 @@ int main(int argc, char *argv[]) {
         (void) sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 
         /* Every client is an fd: take the hard limit, as --max-connections may ask for many. */
-        struct rlimit nofile;
         if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
                 nofile.rlim_cur = nofile.rlim_max;
                 (void) setrlimit(RLIMIT_NOFILE, &nofile);
         }
+}
 
+static int run(int argc, char *argv[]) {
+        _cleanup_free_ char *state_dir = NULL, *runtime_socket = NULL;
+        _cleanup_(manager_freep) Manager *m = NULL;
+        ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC,
+                                 .retention = STORE_RETENTION_DEFAULT,
+                                 .max_cmdline = STORE_MAX_CMDLINE_DEFAULT };
+        int r;
+
+        r = parse_argv(argc, argv, &config);
+        if (r <= 0)
+                return r < 0 ? 2 : EXIT_SUCCESS;
+        if (config_default_paths(&config, &state_dir, &runtime_socket) < 0)
+                return EXIT_FAILURE;
+        /* Under systemd, stderr goes to the journal: tag lines with their priority. */
+        log_set_prefix_priority(getenv("JOURNAL_STREAM") != NULL);
+        tune_process();
         /* Tests hold the writer while this file exists (the writer falling behind). */
         config.writer_hold_file = secure_getenv("TRAPSTATD_TEST_HOLD_WRITER");
-        r = manager_new(&config, &m);
-        if (r < 0)
+
+        if (manager_new(&config, &m) < 0 || manager_start(m) < 0 || manager_run(m) < 0)
                 return EXIT_FAILURE;
-        r = manager_run(m);
-        manager_free(m);
-        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        return EXIT_SUCCESS;
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv);
 }
