@@ -95,10 +95,11 @@ static void format_filter(const ProcessFilter *f, char *buf, size_t size) {
 }
 
 /* (Re)starts the view's data for the current filter: Top over the window as the seed, then the
- * Watch stream. 0, or a negative errno with the reason in *ret_why (reported by the caller). */
+ * Watch stream, both on one new connection. 0, or a negative errno with the reason in *ret_why
+ * (reported by the caller). */
 static int live_start(Live *l, char *why, size_t why_size) {
         _cleanup_(trapstat_error_done) TrapstatError error = {};
-        _cleanup_json_ json_t *seed = NULL;
+        _cleanup_(trapstat_top_reply_done) TrapstatTopReply seed = {};
         _cleanup_free_ char *message = NULL;
         int r;
 
@@ -106,7 +107,14 @@ static int live_start(Live *l, char *why, size_t why_size) {
         top_table_init(&l->table, LIVE_MAX_ROWS, l->o->window_usec);
         l->started_usec = now_usec(CLOCK_REALTIME) - l->o->window_usec;
 
-        r = top_call_top(&l->filter, &l->sort, l->o->window_usec, LIVE_SEED_LIMIT, &seed, &error);
+        /* Reads of the stream wait LIVE_POLL_USEC, to look at the keyboard between them; the seed
+         * waits as long as any call. */
+        l->c = trapstat_client_free(l->c);
+        r = trapstat_client_connect(arg_socket, LIVE_POLL_USEC, &l->c);
+        if (r >= 0) {
+                trapstat_client_set_call_timeout(l->c, CALL_TIMEOUT_USEC);
+                r = top_call_top(l->c, &l->filter, &l->sort, l->o->window_usec, LIVE_SEED_LIMIT, &seed, &error);
+        }
         if (r == TRAPSTAT_ERROR_REPLY) {
                 (void) trapstat_error_message("io.trapstat.Top", &error, &message);
                 snprintf(why, why_size, "%s", message ?: error.name);
@@ -116,13 +124,12 @@ static int live_start(Live *l, char *why, size_t why_size) {
                 snprintf(why, why_size, "cannot reach trapstatd at %s: %s", arg_socket, strerror(-r));
                 return r;
         }
-        r = top_table_seed(&l->table, seed);
+        r = top_table_seed(&l->table, seed.json);
         if (r < 0) {
                 snprintf(why, why_size, "trapstatd sent a malformed Top reply");
                 return r;
         }
-        l->c = trapstat_client_free(l->c);
-        r = top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c);
+        r = top_watch_start(l->c, &l->sort, &l->filter, LIVE_WATCH_LIMIT);
         if (r < 0) {
                 snprintf(why, why_size, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
                 return r;
@@ -380,11 +387,10 @@ static int live_reconnect(Live *l) {
 /* Reads what the stream has. 0 to go on, or EXIT_FAILURE with the reason reported. */
 static int live_read(Live *l, bool *redraw) {
         _cleanup_(trapstat_error_done) TrapstatError error = {};
-        json_t *reply = NULL;
-        bool continues = true;
+        _cleanup_(trapstat_watch_reply_done) TrapstatWatchReply reply = {};
         int r;
 
-        r = trapstat_client_read(l->c, &reply, &continues, &error);
+        r = trapstat_watch_read(l->c, &reply, &error);
         if (r == -ETIMEDOUT)
                 return 0;
         if (r == TRAPSTAT_ERROR_REPLY) {
@@ -397,15 +403,12 @@ static int live_read(Live *l, bool *redraw) {
                 *redraw = true;
                 return 0;
         }
-        if (r < 0 || !continues) {
-                json_decref(reply);
+        if (r < 0 || !reply.continues) {
                 live_gone(l);
                 *redraw = true;
                 return 0;
         }
-        r = top_table_add_tick(&l->table, reply);
-        json_decref(reply);
-        if (r < 0)
+        if (top_table_add_tick(&l->table, reply.json) < 0)
                 return fail("trapstatd sent a malformed Watch reply");
         if (l->table.pending_interval_usec >= l->o->delay_usec && !l->paused) {
                 top_table_refresh(&l->table, l->table.time_usec);

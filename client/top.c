@@ -85,89 +85,99 @@ static int stream_reconnect(const TopOptions *o, uint64_t gone_usec, unsigned li
         }
 }
 
+/* The stream of -b --stream and live --json: its connection, and the table summing its ticks. */
+typedef struct Stream {
+        const TopOptions *o;
+        OutputStyle style;
+        unsigned limit; /* rows asked of each tick */
+        TrapstatClient *c;
+        TopTable table;
+        long long printed; /* tables, or replies with --json */
+} Stream;
+
+/* The stream ended, or the daemon went away: wait for it as --reconnect-timeout says. 0 when it
+ * is back, or EXIT_FAILURE reported. */
+static int stream_lost(Stream *s) {
+        s->c = trapstat_client_free(s->c);
+        if (s->o->reconnect_timeout_usec == 0)
+                return fail("trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
+        fprintf(stderr, "trapstat: trapstatd went away; reconnecting\n");
+        return stream_reconnect(s->o, now_usec(CLOCK_MONOTONIC), s->limit, &s->c) < 0 ? EXIT_FAILURE : 0;
+}
+
+/* Prints the ticks summed since the last table as rates, and starts the next table. 0, or
+ * EXIT_FAILURE reported. */
+static int stream_print_table(Stream *s) {
+        const TopOptions *o = s->o;
+        TopTable *t = &s->table;
+        char now[32], span[32];
+
+        top_table_refresh(t, t->time_usec);
+        printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s%s%s\n", s->printed ? "\n" : "",
+               format_time_usec(t->time_usec, now), format_duration_usec(t->interval_usec, span), t->ticks,
+               t->ticks == 1 ? "" : "s", o->sort.name, o->group != TOP_GROUP_PROCESS ? ", by " : "",
+               o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
+        if (print_rate_table(t, o, &s->style) < 0)
+                return fail("out of memory");
+        if (fflush(stdout) != 0)
+                return fail("writing to stdout failed: %m");
+        /* Each table its own: the rows of this one start over. */
+        top_table_done(t);
+        top_table_init(t, SIZE_MAX, 0);
+        s->printed++;
+        return 0;
+}
+
+/* One tick of the stream: printed (--json), or added to the table, which is printed once it
+ * sums the delay. 0, or EXIT_FAILURE reported. */
+static int stream_take(Stream *s, json_t *reply) {
+        if (arg_json) {
+                print_json(reply);
+                s->printed++;
+                return 0;
+        }
+        if (top_table_add_tick(&s->table, reply) < 0)
+                return fail("trapstatd sent a malformed Watch reply");
+        if (s->table.pending_interval_usec >= s->o->delay_usec)
+                return stream_print_table(s);
+        return 0;
+}
+
 /* Watch replies as they come (--json), or summed into a rate table every delay (-b --stream). */
 static int top_stream(const TopOptions *o) {
-        OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
-        /* With --json the replies are the output: as many rows as a Watch gives by default. */
-        unsigned limit = (unsigned) (o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT);
-        TrapstatClient *c = NULL;
-        TopTable table;
-        long long printed = 0;
+        Stream s = {
+                .o = o,
+                .style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() },
+                /* With --json the replies are the output: as many rows as a Watch gives by default. */
+                .limit = (unsigned) (o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT),
+        };
         int r, ret = 0;
 
-        top_table_init(&table, SIZE_MAX, 0);
-        if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
+        top_table_init(&s.table, SIZE_MAX, 0);
+        if (cli_connect(CALL_TIMEOUT_USEC, &s.c) < 0)
                 return EXIT_FAILURE;
-        r = trapstat_client_watch(c, &o->sort, limit, &o->filter);
+        r = top_watch_start(s.c, &o->sort, &o->filter, s.limit);
         if (r < 0) {
-                trapstat_client_free(c);
+                trapstat_client_free(s.c);
                 return fail("io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
         }
-        while (o->iterations < 0 || printed < o->iterations) {
+        while (ret == 0 && (o->iterations < 0 || s.printed < o->iterations)) {
                 _cleanup_(trapstat_error_done) TrapstatError error = {};
-                json_t *reply = NULL;
-                bool continues = true;
+                _cleanup_(trapstat_watch_reply_done) TrapstatWatchReply reply = {};
 
-                r = trapstat_client_read(c, &reply, &continues, &error);
+                r = trapstat_watch_read(s.c, &reply, &error);
                 if (r == TRAPSTAT_ERROR_REPLY) {
-                        ret = report_error_reply("io.trapstat.Watch", &error) < 0 ? EXIT_FAILURE : 0;
-                        break;
-                }
-                if (r == -ETIMEDOUT) {
+                        report_error_reply("io.trapstat.Watch", &error);
+                        ret = EXIT_FAILURE;
+                } else if (r == -ETIMEDOUT)
                         ret = fail("no reply from trapstatd's Watch stream in %" PRIu64 "s", CALL_TIMEOUT_USEC / USEC_PER_SEC);
-                        break;
-                }
-                if (r < 0 || !continues) {
-                        json_decref(reply);
-                        c = trapstat_client_free(c);
-                        if (o->reconnect_timeout_usec == 0) {
-                                ret = fail("trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
-                                break;
-                        }
-                        fprintf(stderr, "trapstat: trapstatd went away; reconnecting\n");
-                        if (stream_reconnect(o, now_usec(CLOCK_MONOTONIC), limit, &c) < 0) {
-                                ret = EXIT_FAILURE;
-                                break;
-                        }
-                        continue;
-                }
-                if (arg_json) {
-                        print_json(reply);
-                        printed++;
-                } else {
-                        r = top_table_add_tick(&table, reply);
-                        if (r < 0) {
-                                json_decref(reply);
-                                ret = fail("trapstatd sent a malformed Watch reply");
-                                break;
-                        }
-                        if (table.pending_interval_usec >= o->delay_usec) {
-                                char now[32], span[32];
-
-                                top_table_refresh(&table, table.time_usec);
-                                printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s%s%s\n", printed ? "\n" : "",
-                                       format_time_usec(table.time_usec, now), format_duration_usec(table.interval_usec, span),
-                                       table.ticks, table.ticks == 1 ? "" : "s", o->sort.name,
-                                       o->group != TOP_GROUP_PROCESS ? ", by " : "",
-                                       o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
-                                if (print_rate_table(&table, o, &style) < 0)
-                                        ret = fail("out of memory");
-                                else if (fflush(stdout) != 0)
-                                        ret = fail("writing to stdout failed: %m");
-                                if (ret != 0) {
-                                        json_decref(reply);
-                                        break;
-                                }
-                                /* Each table its own: the rows of this one start over. */
-                                top_table_done(&table);
-                                top_table_init(&table, SIZE_MAX, 0);
-                                printed++;
-                        }
-                }
-                json_decref(reply);
+                else if (r < 0 || !reply.continues)
+                        ret = stream_lost(&s);
+                else
+                        ret = stream_take(&s, reply.json);
         }
-        top_table_done(&table);
-        trapstat_client_free(c);
+        top_table_done(&s.table);
+        trapstat_client_free(s.c);
         return ret;
 }
 
@@ -207,17 +217,66 @@ static void print_group_table(const TopOptions *o, const OutputStyle *style, jso
         top_table_done(&t);
 }
 
-/* Top over the window, every delay. */
+/* Top over the window on *c, the connection of the table before (NULL for the first), which
+ * the daemon may have closed since (idle, a restart). While the daemon is away, waits for it as
+ * long as --reconnect-timeout says. 0 and *ret; TRAPSTAT_ERROR_REPLY and *ret_error; or a
+ * negative errno, *c then closed. */
+static int batch_call(const TopOptions *o, long long limit, TrapstatClient **c, TrapstatTopReply *ret,
+                      TrapstatError *ret_error) {
+        uint64_t gone = 0;
+        int r;
+
+        if (*c) {
+                r = top_call_top(*c, &o->filter, &o->sort, o->window_usec, limit, ret, ret_error);
+                if (r != -ECONNRESET && r != -EPIPE)
+                        return r;
+                *c = trapstat_client_free(*c);
+        }
+        for (;;) {
+                r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, c);
+                if (r >= 0) {
+                        r = top_call_top(*c, &o->filter, &o->sort, o->window_usec, limit, ret, ret_error);
+                        if (r < 0 && r != TRAPSTAT_ERROR_REPLY)
+                                *c = trapstat_client_free(*c);
+                }
+                if (r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET && r != -EPIPE)
+                        return r;
+                /* The daemon is away: wait for it as long as --reconnect-timeout says. */
+                if (!gone)
+                        gone = now_usec(CLOCK_MONOTONIC);
+                if (o->reconnect_timeout_usec != RECONNECT_NEVER && now_usec(CLOCK_MONOTONIC) - gone >= o->reconnect_timeout_usec)
+                        return r;
+                nanosleep(&(struct timespec) { .tv_sec = 1 }, NULL);
+        }
+}
+
+/* The table of iteration v: the reply itself (--json), or its rows, per process or grouped. */
+static void batch_print(const TopOptions *o, const OutputStyle *style, json_t *reply, long long v, long long limit) {
+        char now[32], window[32];
+
+        if (arg_json) {
+                print_json(reply);
+                return;
+        }
+        printf("%strapstat top - %s - counts over the last %s, sorted by %s%s%s\n", v > 0 ? "\n" : "",
+               format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window), o->sort.name,
+               o->group != TOP_GROUP_PROCESS ? ", by " : "", o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
+        if (o->group == TOP_GROUP_PROCESS)
+                print_top_table(stdout, style, json_object_get(reply, "rows"), -1);
+        else
+                print_group_table(o, style, reply, limit);
+}
+
+/* Top over the window, every delay, on one connection while the daemon keeps it. */
 static int top_batch(const TopOptions *o) {
         OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
         /* Grouped, the groups sum every process of the window (up to Top's limit). */
         long long limit = o->group != TOP_GROUP_PROCESS && !o->limit_set ? TOP_MAX_LIMIT : o->limit;
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
 
         for (long long v = 0; o->iterations < 0 || v < o->iterations; v++) {
                 _cleanup_(trapstat_error_done) TrapstatError error = {};
-                uint64_t gone = 0;
-                json_t *reply;
-                char now[32], window[32];
+                _cleanup_(trapstat_top_reply_done) TrapstatTopReply reply = {};
                 int r;
 
                 if (v > 0) {
@@ -225,18 +284,7 @@ static int top_batch(const TopOptions *o) {
                         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                                 ;
                 }
-                for (;;) {
-                        r = top_call_top(&o->filter, &o->sort, o->window_usec, limit, &reply, &error);
-                        if (r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET && r != -EPIPE)
-                                break;
-                        /* The daemon is away: wait for it as long as --reconnect-timeout says. */
-                        if (!gone)
-                                gone = now_usec(CLOCK_MONOTONIC);
-                        if (o->reconnect_timeout_usec != RECONNECT_NEVER &&
-                            now_usec(CLOCK_MONOTONIC) - gone >= o->reconnect_timeout_usec)
-                                break;
-                        nanosleep(&(struct timespec) { .tv_sec = 1 }, NULL);
-                }
+                r = batch_call(o, limit, &c, &reply, &error);
                 if (r == TRAPSTAT_ERROR_REPLY) {
                         report_error_reply("io.trapstat.Top", &error);
                         return EXIT_FAILURE;
@@ -245,26 +293,12 @@ static int top_batch(const TopOptions *o) {
                         report_unreachable(r);
                         return EXIT_FAILURE;
                 }
-                if (arg_json)
-                        print_json(reply);
-                else {
-                        printf("%strapstat top - %s - counts over the last %s, sorted by %s%s%s\n", v > 0 ? "\n" : "",
-                               format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window),
-                               o->sort.name, o->group != TOP_GROUP_PROCESS ? ", by " : "",
-                               o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
-                        if (o->group == TOP_GROUP_PROCESS)
-                                print_top_table(stdout, &style, json_object_get(reply, "rows"), -1);
-                        else
-                                print_group_table(o, &style, reply, limit);
-                }
-                if (fflush(stdout) != 0) {
-                        json_decref(reply);
+                batch_print(o, &style, reply.json, v, limit);
+                if (fflush(stdout) != 0)
                         return fail("writing to stdout failed: %m");
-                }
                 if (!arg_json)
-                        print_cut_note(stderr, reply, "otherProcesses", json_array_size(json_object_get(reply, "rows")),
-                                       "processes", "--pid/--user/--unit/--comm", limit, TOP_MAX_LIMIT);
-                json_decref(reply);
+                        print_cut_note(stderr, reply.json, "otherProcesses", json_array_size(reply.rows), "processes",
+                                       "--pid/--user/--unit/--comm", limit, TOP_MAX_LIMIT);
         }
         return 0;
 }
