@@ -303,7 +303,135 @@ static int top_batch(const TopOptions *o) {
         return 0;
 }
 
-int verb_top(int argc, char *argv[]) {
+/* What top was asked on its command line: the options, and what the mode decides when unset. */
+typedef struct TopArgs {
+        TopOptions o;
+        uint64_t delay;
+        bool delay_set, reconnect_set;
+} TopArgs;
+
+static void top_help(void) {
+        printf("%s\n\n"
+               "Processes faulting and trapping. On a terminal: a live view that keeps every process\n"
+               "that faulted or trapped since it started (and those of the last --window before), with\n"
+               "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
+               "exited process is marked X and stays for --window, one that trapped is marked T.\n"
+               "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
+               "traps per second, the share of time spent waiting on page faults (as %%CPU: 100 is one\n"
+               "thread always in a fault), total faults and traps, the trap vectors, the systemd unit.\n\n"
+               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
+               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user;\n"
+               "P, U, N, C\n"
+               "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
+               "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
+               "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
+               "                      from the history (also processes that exited), every -d\n"
+               "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
+               "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
+               "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
+               "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
+               "                      long an exited process stays (default %ds)\n"
+               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps,\n"
+               "                      time (time spent in page faults)\n"
+               "  -l, --limit N       at most N rows (default %d with -b)\n"
+               "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
+               "  -u, --user USER     only processes of this user (name or uid)\n"
+               "      --unit NAME     only processes of this systemd unit; a shell glob; a name without a\n"
+               "                      dot gets .service (nginx: nginx.service)\n"
+               "      --comm GLOB     only processes whose command name matches, e.g. 'postgres*'\n"
+               "      --by KEY        with -b: one row per unit, comm or user, summed\n"
+               "      --reconnect-timeout DURATION  how long to wait for trapstatd when it went away\n"
+               "                      (default: infinity live, 0 with -b; 0 exits at once)\n"
+               "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
+               "                      the Top reply per table\n\n"
+               "Without a terminal on stdin and stdout, top behaves as with -b.\n",
+               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
+}
+
+/* One option of top into *a: -1 to go on, else the verb's exit code. */
+static int top_option(int c, TopArgs *a) {
+        switch (c) {
+        case 'b':
+                a->o.batch = true;
+                return -1;
+        case 'S':
+                a->o.stream = true;
+                return -1;
+        case 'j':
+                arg_json = true;
+                return -1;
+        case 'n':
+                if (parse_int_arg(optarg, 1, INT32_MAX, &a->o.iterations) < 0)
+                        return usage_error(top_usage, "invalid -n '%s': expected a positive count", optarg);
+                return -1;
+        case 'd':
+                if (parse_duration_usec(optarg, &a->delay) < 0 || a->delay < 100 * USEC_PER_MSEC || a->delay > 86400 * USEC_PER_SEC)
+                        return usage_error(top_usage, "invalid -d '%s': expected seconds (0.1s to 1d), e.g. 2 or 500ms", optarg);
+                a->delay_set = true;
+                return -1;
+        case 'w':
+                if (parse_duration_usec(optarg, &a->o.window_usec) < 0 || a->o.window_usec < USEC_PER_SEC ||
+                    a->o.window_usec / USEC_PER_SEC > INT32_MAX)
+                        return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
+                return -1;
+        case 's':
+                /* "time" is what people type; the IDL's name works too. */
+                if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &a->o.sort) < 0)
+                        return usage_error(top_usage,
+                                           "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
+                                           optarg);
+                return -1;
+        case 'l':
+                if (parse_int_arg(optarg, 1, TOP_MAX_LIMIT, &a->o.limit) < 0)
+                        return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
+                a->o.limit_set = true;
+                return -1;
+        case 'p':
+                if (process_filter_parse_pids(&a->o.filter, optarg) < 0)
+                        return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
+                                           MAX_FILTER_PIDS);
+                return -1;
+        case 'u':
+                if (top_parse_user(optarg, &a->o.filter.uid) < 0)
+                        return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
+                return -1;
+        case 'U':
+        case 'C': {
+                char **field = c == 'U' ? &a->o.filter.unit : &a->o.filter.comm;
+
+                if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
+                        return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes", c == 'U' ? "unit" : "comm",
+                                           optarg, MAX_UNIT_NAME);
+                free(*field);
+                *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
+                if (!*field)
+                        return fail("out of memory");
+                return -1;
+        }
+        case 'g':
+                if (top_group_from_name(optarg, &a->o.group) < 0 || a->o.group == TOP_GROUP_PROCESS)
+                        return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
+                return -1;
+        case 'R':
+                if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
+                        a->o.reconnect_timeout_usec = RECONNECT_NEVER;
+                else if (parse_duration_usec(optarg, &a->o.reconnect_timeout_usec) < 0)
+                        return usage_error(top_usage,
+                                           "invalid --reconnect-timeout '%s': expected a duration (0: do not wait) or infinity",
+                                           optarg);
+                a->reconnect_set = true;
+                return -1;
+        case 'h':
+                top_help();
+                return 0;
+        default:
+                fprintf(stderr, "%s\n", top_usage);
+                return EXIT_USAGE;
+        }
+}
+
+/* top's command line into *a: -1 to go on, else the verb's exit code. */
+static int top_parse_argv(int argc, char *argv[], TopArgs *a) {
         static const struct option options[] = {
                 { "batch", no_argument, NULL, 'b' },       { "iterations", required_argument, NULL, 'n' },
                 { "delay", required_argument, NULL, 'd' }, { "window", required_argument, NULL, 'w' },
@@ -314,153 +442,57 @@ int verb_top(int argc, char *argv[]) {
                 { "by", required_argument, NULL, 'g' },    { "reconnect-timeout", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },        {},
         };
-        TopOptions o = { .iterations = -1,
-                         .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC,
-                         .limit = TOP_DEFAULT_LIMIT,
-                         .filter = PROCESS_FILTER_NONE };
-        bool delay_set = false, reconnect_set = false;
-        uint64_t delay = 0;
-        int c, ret;
+        int c, r;
 
         /* The default sort, a Faults member: this cannot fail. */
-        (void) sort_key_from_name("user", &o.sort);
+        (void) sort_key_from_name("user", &a->o.sort);
         optind = 0;
         while ((c = getopt_long(argc, argv, "bn:d:w:s:l:p:u:h", options, NULL)) >= 0)
-                switch (c) {
-                case 'b':
-                        o.batch = true;
-                        break;
-                case 'S':
-                        o.stream = true;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'n':
-                        if (parse_int_arg(optarg, 1, INT32_MAX, &o.iterations) < 0)
-                                return usage_error(top_usage, "invalid -n '%s': expected a positive count", optarg);
-                        break;
-                case 'd':
-                        if (parse_duration_usec(optarg, &delay) < 0 || delay < 100 * USEC_PER_MSEC || delay > 86400 * USEC_PER_SEC)
-                                return usage_error(top_usage, "invalid -d '%s': expected seconds (0.1s to 1d), e.g. 2 or 500ms", optarg);
-                        delay_set = true;
-                        break;
-                case 'w':
-                        if (parse_duration_usec(optarg, &o.window_usec) < 0 || o.window_usec < USEC_PER_SEC ||
-                            o.window_usec / USEC_PER_SEC > INT32_MAX)
-                                return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
-                        break;
-                case 's':
-                        /* "time" is what people type; the IDL's name works too. */
-                        if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &o.sort) < 0)
-                                return usage_error(top_usage,
-                                                   "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
-                                                   optarg);
-                        break;
-                case 'l':
-                        if (parse_int_arg(optarg, 1, TOP_MAX_LIMIT, &o.limit) < 0)
-                                return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
-                        o.limit_set = true;
-                        break;
-                case 'p':
-                        if (process_filter_parse_pids(&o.filter, optarg) < 0)
-                                return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
-                                                   MAX_FILTER_PIDS);
-                        break;
-                case 'u':
-                        if (top_parse_user(optarg, &o.filter.uid) < 0)
-                                return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
-                        break;
-                case 'U':
-                case 'C': {
-                        char **field = c == 'U' ? &o.filter.unit : &o.filter.comm;
-
-                        if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
-                                return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes", c == 'U' ? "unit" : "comm",
-                                                   optarg, MAX_UNIT_NAME);
-                        free(*field);
-                        *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
-                        if (!*field)
-                                return fail("out of memory");
-                        break;
-                }
-                case 'g':
-                        if (top_group_from_name(optarg, &o.group) < 0 || o.group == TOP_GROUP_PROCESS)
-                                return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
-                        break;
-                case 'R':
-                        if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
-                                o.reconnect_timeout_usec = RECONNECT_NEVER;
-                        else if (parse_duration_usec(optarg, &o.reconnect_timeout_usec) < 0)
-                                return usage_error(top_usage,
-                                                   "invalid --reconnect-timeout '%s': expected a duration (0: do not wait) or infinity",
-                                                   optarg);
-                        reconnect_set = true;
-                        break;
-                case 'h':
-                        printf("%s\n\n"
-                               "Processes faulting and trapping. On a terminal: a live view that keeps every process\n"
-                               "that faulted or trapped since it started (and those of the last --window before), with\n"
-                               "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
-                               "exited process is marked X and stays for --window, one that trapped is marked T.\n"
-                               "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
-                               "traps per second, the share of time spent waiting on page faults (as %%CPU: 100 is one\n"
-                               "thread always in a fault), total faults and traps, the trap vectors, the systemd unit.\n\n"
-                               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
-                               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user;\n"
-                               "P, U, N, C\n"
-                               "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
-                               "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
-                               "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
-                               "                      from the history (also processes that exited), every -d\n"
-                               "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
-                               "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
-                               "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
-                               "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
-                               "                      long an exited process stays (default %ds)\n"
-                               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps,\n"
-                               "                      time (time spent in page faults)\n"
-                               "  -l, --limit N       at most N rows (default %d with -b)\n"
-                               "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
-                               "  -u, --user USER     only processes of this user (name or uid)\n"
-                               "      --unit NAME     only processes of this systemd unit; a shell glob; a name without a\n"
-                               "                      dot gets .service (nginx: nginx.service)\n"
-                               "      --comm GLOB     only processes whose command name matches, e.g. 'postgres*'\n"
-                               "      --by KEY        with -b: one row per unit, comm or user, summed\n"
-                               "      --reconnect-timeout DURATION  how long to wait for trapstatd when it went away\n"
-                               "                      (default: infinity live, 0 with -b; 0 exits at once)\n"
-                               "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
-                               "                      the Top reply per table\n\n"
-                               "Without a terminal on stdin and stdout, top behaves as with -b.\n",
-                               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
-                        return 0;
-                default:
-                        fprintf(stderr, "%s\n", top_usage);
-                        return EXIT_USAGE;
-                }
+                if ((r = top_option(c, a)) >= 0)
+                        return r;
         if (optind < argc)
                 return usage_error(top_usage, "top: unexpected argument '%s'", argv[optind]);
-        if (o.stream && !o.batch)
+        if (a->o.stream && !a->o.batch)
                 return usage_error(top_usage, "top: --stream goes with -b");
 
-        if (o.group != TOP_GROUP_PROCESS && arg_json)
+        if (a->o.group != TOP_GROUP_PROCESS && arg_json)
                 return usage_error(top_usage, "top: --by goes without --json (the replies are per process)");
+        return -1;
+}
 
-        if (arg_json && !o.batch) {
-                o.stream = true;
-                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : 0;
-                ret = top_stream(&o);
-        } else if (!o.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
-                /* A person watching: wait for the daemon as long as they keep the view open. */
-                o.delay_usec = delay_set ? delay : 0;
-                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : RECONNECT_NEVER;
-                ret = top_live(&o);
-        } else {
-                /* A script: a daemon that is away is an error at once, unless asked to wait. */
-                o.delay_usec = delay_set ? delay : 2 * USEC_PER_SEC;
-                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : 0;
-                ret = o.stream ? top_stream(&o) : top_batch(&o);
+/* Runs the mode the options and the terminal choose, with the defaults of that mode. */
+static int top_run(TopArgs *a) {
+        TopOptions *o = &a->o;
+
+        if (arg_json && !o->batch) {
+                o->stream = true;
+                o->reconnect_timeout_usec = a->reconnect_set ? o->reconnect_timeout_usec : 0;
+                return top_stream(o);
         }
-        process_filter_done(&o.filter);
+        if (!o->batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
+                /* A person watching: wait for the daemon as long as they keep the view open. */
+                o->delay_usec = a->delay_set ? a->delay : 0;
+                o->reconnect_timeout_usec = a->reconnect_set ? o->reconnect_timeout_usec : RECONNECT_NEVER;
+                return top_live(o);
+        }
+        /* A script: a daemon that is away is an error at once, unless asked to wait. */
+        o->delay_usec = a->delay_set ? a->delay : 2 * USEC_PER_SEC;
+        o->reconnect_timeout_usec = a->reconnect_set ? o->reconnect_timeout_usec : 0;
+        return o->stream ? top_stream(o) : top_batch(o);
+}
+
+int verb_top(int argc, char *argv[]) {
+        TopArgs a = {
+                .o = { .iterations = -1,
+                       .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC,
+                       .limit = TOP_DEFAULT_LIMIT,
+                       .filter = PROCESS_FILTER_NONE },
+        };
+        int ret;
+
+        ret = top_parse_argv(argc, argv, &a);
+        if (ret < 0)
+                ret = top_run(&a);
+        process_filter_done(&a.o.filter);
         return ret;
 }
