@@ -107,7 +107,7 @@ static void log_call_error(const char *method, int r, TrapstatError *e) {
         trapstat_error_done(e);
 }
 
-/* The replies of one scrape; each NULL when its call failed. */
+/* The replies of one scrape; a reply's json is NULL when its call failed or was not made. */
 typedef struct ScrapeReplies {
         TrapstatUnitTotalsReply totals;
         TrapstatStatusReply status;
