@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the verbs of trapstat share: messages on stderr, the calls of trapstat-client.h with
+/* What the verbs of trapstat share: messages on stderr, the calls of libtrapstat-client with
  * their failures told in words a person can act on, and parsing of arguments. */
 
 #include "cli.h"
@@ -102,23 +102,12 @@ int report_error_reply(const char *method, const TrapstatError *error) {
         return report_errno(-EBADR, "%s", message);
 }
 
-int cli_call(const char *method, json_t *parameters, json_t **ret) {
-        _cleanup_(trapstat_error_done) TrapstatError error = {};
-        TrapstatClient *c = NULL;
-        int r;
-
-        r = cli_connect(CALL_TIMEOUT_USEC, &c);
-        if (r < 0)
-                return r;
-        r = trapstat_client_call(c, method, parameters, ret, &error);
-        trapstat_client_free(c);
+int report_call_failure(const char *method, int r, const TrapstatError *error) {
+        if (r == TRAPSTAT_ERROR_REPLY)
+                return report_error_reply(method, error);
         if (r == -ECONNRESET)
                 return report_errno(r, "trapstatd closed the connection during %s (see its log: journalctl -u trapstatd)", method);
-        if (r < 0)
-                return report_errno(r, "%s on %s failed: %s", method, arg_socket, strerror(-r));
-        if (r == TRAPSTAT_ERROR_REPLY)
-                return report_error_reply(method, &error);
-        return 0;
+        return report_errno(r, "%s on %s failed: %s", method, arg_socket, strerror(-r));
 }
 
 void print_json(json_t *reply) {

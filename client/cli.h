@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* What the verbs of trapstat share (cli.c): global options, the calls of trapstat-client.h with
+/* What the verbs of trapstat share (cli.c): global options, the calls of libtrapstat-client with
  * their failures told to the person at the terminal, and argument parsing.
  *
  * Exit codes (0 success, 1 failure, 2 usage error) are the verbs' and main()'s alone: the verbs
@@ -16,7 +16,7 @@
 #include "defaults.h"
 #include "macro.h"
 #include "time-util.h"
-#include "trapstat-client.h"
+#include "trapstat-methods.h"
 
 #define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
@@ -46,9 +46,9 @@ int cli_connect(uint64_t timeout_usec, TrapstatClient **ret);
 int report_unreachable(int r);
 /* Reports the daemon's error reply to a call of method; returns -EBADR. */
 int report_error_reply(const char *method, const TrapstatError *error);
-/* One call on a connection of its own, one reply in *ret; 0, or a negative errno (-EBADR for an
- * error reply), reported. */
-int cli_call(const char *method, json_t *parameters, json_t **ret);
+/* Reports what a typed call of method (trapstat-methods.h) returned when it failed: r, and the
+ * daemon's error reply in error when r is TRAPSTAT_ERROR_REPLY; returns r. */
+int report_call_failure(const char *method, int r, const TrapstatError *error);
 
 /* Compact JSON and a newline, flushed: one object per line; on a terminal ASCII only (\uXXXX). */
 void print_json(json_t *j);

@@ -123,6 +123,12 @@ int top_parse_user(const char *text, int64_t *ret) {
         return -EINVAL;
 }
 
+int top_watch_start(TrapstatClient *c, const SortKey *sort, const ProcessFilter *filter, unsigned limit) {
+        if (!sort || !sort->name)
+                return -EINVAL;
+        return trapstat_watch(c, &(TrapstatWatchRequest) { .sort_by = sort->name, .limit = limit, .filter = filter });
+}
+
 int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned limit, uint64_t timeout_usec,
                    TrapstatClient **ret) {
         _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
@@ -131,26 +137,23 @@ int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned li
         r = trapstat_client_connect(arg_socket, timeout_usec, &c);
         if (r < 0)
                 return r;
-        r = trapstat_client_watch(c, sort, limit, filter);
+        r = top_watch_start(c, sort, filter, limit);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(c);
         return 0;
 }
 
-int top_call_top(const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit, json_t **ret,
-                 TrapstatError *ret_error) {
-        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
-        _cleanup_json_ json_t *params = json_pack("{s:I, s:s, s:I}", "windowSec", (json_int_t) (window_usec / USEC_PER_SEC),
-                                                  "sortBy", sort->name, "limit", (json_int_t) limit);
-        int r;
+int top_call_top(TrapstatClient *c, const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit,
+                 TrapstatTopReply *ret, TrapstatError *ret_error) {
+        TrapstatTopRequest q = {
+                .window_sec = window_usec / USEC_PER_SEC,
+                .sort_by = sort->name,
+                .limit = (unsigned) limit,
+                .filter = filter,
+        };
 
-        if (!params || trapstat_filter_parameters(params, filter) < 0)
-                return -ENOMEM;
-        r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &c);
-        if (r < 0)
-                return r;
-        return trapstat_client_call(c, "io.trapstat.Top", params, ret, ret_error);
+        return trapstat_top(c, &q, ret, ret_error);
 }
 
 char *top_unit_glob(const char *text) {

@@ -10,7 +10,7 @@
 #include "counters.h"
 #include "filter.h"
 #include "top-table.h"
-#include "trapstat-client.h"
+#include "trapstat-methods.h"
 
 #define RECONNECT_NEVER UINT64_MAX
 
@@ -47,13 +47,16 @@ void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, 
 int top_format_row(const TopRow *r, TopGroup g, uint64_t interval_usec, char state, bool utf8, char **ret);
 /* The "all:" line of a table: rates of the last refresh over every process of the view. */
 void top_format_summary(char *buf, size_t size, const TopTable *t);
-/* Opens a Watch stream quietly (its errors come with the first read): 0 or a negative errno. */
+/* Starts a Watch stream on c quietly (its errors come with the first read): 0 or a negative
+ * errno. */
+int top_watch_start(TrapstatClient *c, const SortKey *sort, const ProcessFilter *filter, unsigned limit);
+/* The same on a new connection (to arg_socket, reads waiting at most timeout_usec) in *ret. */
 int top_watch_open(const SortKey *sort, const ProcessFilter *filter, unsigned limit, uint64_t timeout_usec,
                    TrapstatClient **ret);
-/* Top over the window for the filter, quietly: 0 and the reply; TRAPSTAT_ERROR_REPLY and
+/* Top over the window for the filter on c, quietly: 0 and the reply; TRAPSTAT_ERROR_REPLY and
  * *ret_error; or a negative errno. */
-int top_call_top(const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit, json_t **ret,
-                 TrapstatError *ret_error);
+int top_call_top(TrapstatClient *c, const ProcessFilter *filter, const SortKey *sort, uint64_t window_usec, long long limit,
+                 TrapstatTopReply *ret, TrapstatError *ret_error);
 
 /* A user name or a uid: -EINVAL when neither. */
 int top_parse_user(const char *text, int64_t *ret);

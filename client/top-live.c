@@ -95,10 +95,11 @@ static void format_filter(const ProcessFilter *f, char *buf, size_t size) {
 }
 
 /* (Re)starts the view's data for the current filter: Top over the window as the seed, then the
- * Watch stream. 0, or a negative errno with the reason in *ret_why (reported by the caller). */
+ * Watch stream, both on one new connection. 0, or a negative errno with the reason in *ret_why
+ * (reported by the caller). */
 static int live_start(Live *l, char *why, size_t why_size) {
         _cleanup_(trapstat_error_done) TrapstatError error = {};
-        _cleanup_json_ json_t *seed = NULL;
+        _cleanup_(trapstat_top_reply_done) TrapstatTopReply seed = {};
         _cleanup_free_ char *message = NULL;
         int r;
 
@@ -106,7 +107,14 @@ static int live_start(Live *l, char *why, size_t why_size) {
         top_table_init(&l->table, LIVE_MAX_ROWS, l->o->window_usec);
         l->started_usec = now_usec(CLOCK_REALTIME) - l->o->window_usec;
 
-        r = top_call_top(&l->filter, &l->sort, l->o->window_usec, LIVE_SEED_LIMIT, &seed, &error);
+        /* Reads of the stream wait LIVE_POLL_USEC, to look at the keyboard between them; the seed
+         * waits as long as any call. */
+        l->c = trapstat_client_free(l->c);
+        r = trapstat_client_connect(arg_socket, LIVE_POLL_USEC, &l->c);
+        if (r >= 0) {
+                trapstat_client_set_call_timeout(l->c, CALL_TIMEOUT_USEC);
+                r = top_call_top(l->c, &l->filter, &l->sort, l->o->window_usec, LIVE_SEED_LIMIT, &seed, &error);
+        }
         if (r == TRAPSTAT_ERROR_REPLY) {
                 (void) trapstat_error_message("io.trapstat.Top", &error, &message);
                 snprintf(why, why_size, "%s", message ?: error.name);
@@ -116,13 +124,12 @@ static int live_start(Live *l, char *why, size_t why_size) {
                 snprintf(why, why_size, "cannot reach trapstatd at %s: %s", arg_socket, strerror(-r));
                 return r;
         }
-        r = top_table_seed(&l->table, seed);
+        r = top_table_seed(&l->table, seed.json);
         if (r < 0) {
                 snprintf(why, why_size, "trapstatd sent a malformed Top reply");
                 return r;
         }
-        l->c = trapstat_client_free(l->c);
-        r = top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c);
+        r = top_watch_start(l->c, &l->sort, &l->filter, LIVE_WATCH_LIMIT);
         if (r < 0) {
                 snprintf(why, why_size, "io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
                 return r;
@@ -183,21 +190,10 @@ static const char *prompt_title(int key) {
         }
 }
 
-static void draw_live(Live *l) {
+/* The first two lines: what the view shows, and the "all:" line. */
+static void draw_title(Live *l) {
         char line[1024], now[32], since[32], filter[512];
-        TopRow *view = NULL;
-        size_t n_view = 0;
-        int sorted_x, y;
-        uint64_t mono = now_usec(CLOCK_MONOTONIC);
 
-        if (l->help) {
-                draw_help();
-                return;
-        }
-        if (top_table_view(&l->table, &l->filter, l->group, &l->sort, &view, &n_view) < 0)
-                return;
-
-        erase();
         format_filter(&l->filter, filter, sizeof(filter));
         if (l->table.refreshes > 0) {
                 char span[32];
@@ -214,8 +210,12 @@ static void draw_live(Live *l) {
         mvaddnstr(0, 0, line, COLS);
         top_format_summary(line, sizeof(line), &l->table);
         mvaddnstr(1, 0, line, COLS);
+}
 
-        /* The status line: the daemon's absence, or a message about a key. */
+/* The status line: the daemon's absence, or a message about a key. */
+static void draw_status(Live *l) {
+        char line[1024];
+
         if (l->gone_usec) {
                 char at[32];
 
@@ -224,8 +224,14 @@ static void draw_live(Live *l) {
                 attron(A_BOLD);
                 mvaddnstr(2, 0, line, COLS);
                 attroff(A_BOLD);
-        } else if (l->message[0] && mono < l->message_until)
+        } else if (l->message[0] && now_usec(CLOCK_MONOTONIC) < l->message_until)
                 mvaddnstr(2, 0, l->message, COLS);
+}
+
+/* The column header, reversed, the sorted column in bold (and color). */
+static void draw_header(Live *l) {
+        char line[1024];
+        int sorted_x;
 
         top_format_header(line, sizeof(line), &l->sort, l->group, !l->color, &sorted_x);
         attron(A_REVERSE);
@@ -242,8 +248,12 @@ static void draw_live(Live *l) {
                 attroff(A_BOLD);
         }
         attroff(A_REVERSE);
+}
 
-        y = 4;
+/* The rows from line 4 down to the last but one. */
+static void draw_rows(Live *l, const TopRow *view, size_t n_view) {
+        int y = 4;
+
         for (size_t i = 0; i < n_view && y < LINES - 1; i++, y++) {
                 _cleanup_free_ char *row = NULL;
                 char state = l->group == TOP_GROUP_PROCESS ? row_state(l, &view[i])
@@ -268,6 +278,11 @@ static void draw_live(Live *l) {
                           process_filter_is_empty(&l->filter) ? "(no process faulted or trapped since the view started)"
                                                               : "(no process of the filter faulted or trapped since the view started)",
                           COLS);
+}
+
+/* The bottom line: the filter prompt being typed, or the keys. */
+static void draw_bottom(Live *l) {
+        char line[1024];
 
         attron(A_BOLD);
         if (l->prompt.key) {
@@ -276,6 +291,25 @@ static void draw_live(Live *l) {
         } else
                 mvaddnstr(LINES - 1, 0, live_keys_line, COLS);
         attroff(A_BOLD);
+}
+
+static void draw_live(Live *l) {
+        TopRow *view = NULL;
+        size_t n_view = 0;
+
+        if (l->help) {
+                draw_help();
+                return;
+        }
+        if (top_table_view(&l->table, &l->filter, l->group, &l->sort, &view, &n_view) < 0)
+                return;
+
+        erase();
+        draw_title(l);
+        draw_status(l);
+        draw_header(l);
+        draw_rows(l, view, n_view);
+        draw_bottom(l);
         refresh();
         top_rows_free(view, n_view);
 }
@@ -380,11 +414,10 @@ static int live_reconnect(Live *l) {
 /* Reads what the stream has. 0 to go on, or EXIT_FAILURE with the reason reported. */
 static int live_read(Live *l, bool *redraw) {
         _cleanup_(trapstat_error_done) TrapstatError error = {};
-        json_t *reply = NULL;
-        bool continues = true;
+        _cleanup_(trapstat_watch_reply_done) TrapstatWatchReply reply = {};
         int r;
 
-        r = trapstat_client_read(l->c, &reply, &continues, &error);
+        r = trapstat_watch_read(l->c, &reply, &error);
         if (r == -ETIMEDOUT)
                 return 0;
         if (r == TRAPSTAT_ERROR_REPLY) {
@@ -397,15 +430,12 @@ static int live_read(Live *l, bool *redraw) {
                 *redraw = true;
                 return 0;
         }
-        if (r < 0 || !continues) {
-                json_decref(reply);
+        if (r < 0 || !reply.continues) {
                 live_gone(l);
                 *redraw = true;
                 return 0;
         }
-        r = top_table_add_tick(&l->table, reply);
-        json_decref(reply);
-        if (r < 0)
+        if (top_table_add_tick(&l->table, reply.json) < 0)
                 return fail("trapstatd sent a malformed Watch reply");
         if (l->table.pending_interval_usec >= l->o->delay_usec && !l->paused) {
                 top_table_refresh(&l->table, l->table.time_usec);
@@ -495,6 +525,83 @@ static int live_key(Live *l, int ch, bool *redraw) {
         return 0;
 }
 
+/* Takes the terminal: curses, keys without waiting, colors where wanted. 0, or EXIT_FAILURE
+ * reported. */
+static int live_screen_init(Live *l) {
+        if (!initscr())
+                return fail("cannot initialize the terminal (TERM=%s)", getenv("TERM") ?: "");
+        errors_hold();
+        cbreak();
+        noecho();
+        nodelay(stdscr, TRUE);
+        keypad(stdscr, TRUE);
+        set_escdelay(25);
+        curs_set(0);
+        l->color = use_color(stdout) && has_colors();
+        if (l->color) {
+                start_color();
+                use_default_colors();
+                init_pair(1, COLOR_CYAN, -1);
+                init_pair(2, COLOR_RED, -1);
+        }
+        return 0;
+}
+
+/* The daemon is away: one more attempt when it is time, else a pause. 0 to go on, or
+ * EXIT_FAILURE reported once --reconnect-timeout has passed. */
+static int live_wait(Live *l, bool *redraw) {
+        const TopOptions *o = l->o;
+
+        if (o->reconnect_timeout_usec != RECONNECT_NEVER &&
+            now_usec(CLOCK_REALTIME) - l->gone_usec >= o->reconnect_timeout_usec) {
+                char span[32];
+
+                return fail("trapstatd went away and did not come back within %s (--reconnect-timeout)",
+                            format_duration_usec(o->reconnect_timeout_usec, span));
+        }
+        if (now_usec(CLOCK_MONOTONIC) >= l->next_attempt_usec) {
+                (void) live_reconnect(l);
+                *redraw = true; /* the attempt's count, or the view back */
+        } else
+                napms(LIVE_POLL_USEC / USEC_PER_MSEC);
+        return 0;
+}
+
+/* The keys typed since the last turn. 0 to go on, or EXIT_FAILURE reported. */
+static int live_keys(Live *l, bool *redraw) {
+        int ch;
+
+        while ((ch = getch()) != ERR) {
+                bool key_redraw = false;
+
+                if (live_key(l, ch, &key_redraw) != 0)
+                        return EXIT_FAILURE;
+                *redraw = *redraw || key_redraw;
+        }
+        return 0;
+}
+
+/* One turn of the view: the stream (or the wait for the daemon), the keys, the screen. 0 to go
+ * on, or EXIT_FAILURE reported. */
+static int live_turn(Live *l) {
+        bool redraw = false;
+
+        if (l->c ? live_read(l, &redraw) != 0 : live_wait(l, &redraw) != 0)
+                return EXIT_FAILURE;
+        if (live_keys(l, &redraw) != 0) {
+                quit = 1;
+                return EXIT_FAILURE;
+        }
+        /* A message that just expired. */
+        if (l->message[0] && now_usec(CLOCK_MONOTONIC) >= l->message_until) {
+                l->message[0] = '\0';
+                redraw = true;
+        }
+        if (redraw && !quit)
+                draw_live(l);
+        return 0;
+}
+
 int top_live(const TopOptions *o) {
         struct sigaction sa = { .sa_handler = on_quit }, old_int, old_term;
         Live l = { .o = o, .sort = o->sort, .group = o->group, .utf8 = locale_is_utf8() };
@@ -518,72 +625,12 @@ int top_live(const TopOptions *o) {
                 ret = fail("%s%s", why, strstr(why, "cannot reach") ? " (is it running? try: systemctl start trapstatd; or pass --socket PATH)" : "");
                 goto finish;
         }
-
-        if (!initscr()) {
-                ret = fail("cannot initialize the terminal (TERM=%s)", getenv("TERM") ?: "");
+        ret = live_screen_init(&l);
+        if (ret != 0)
                 goto finish;
-        }
-        errors_hold();
-        cbreak();
-        noecho();
-        nodelay(stdscr, TRUE);
-        keypad(stdscr, TRUE);
-        set_escdelay(25);
-        curs_set(0);
-        l.color = use_color(stdout) && has_colors();
-        if (l.color) {
-                start_color();
-                use_default_colors();
-                init_pair(1, COLOR_CYAN, -1);
-                init_pair(2, COLOR_RED, -1);
-        }
         draw_live(&l);
-
-        while (!quit) {
-                bool redraw = false;
-                int ch;
-
-                if (l.c) {
-                        if (live_read(&l, &redraw) != 0) {
-                                ret = EXIT_FAILURE;
-                                break;
-                        }
-                } else {
-                        uint64_t mono = now_usec(CLOCK_MONOTONIC);
-
-                        if (o->reconnect_timeout_usec != RECONNECT_NEVER &&
-                            now_usec(CLOCK_REALTIME) - l.gone_usec >= o->reconnect_timeout_usec) {
-                                char span[32];
-
-                                ret = fail("trapstatd went away and did not come back within %s (--reconnect-timeout)",
-                                           format_duration_usec(o->reconnect_timeout_usec, span));
-                                break;
-                        }
-                        if (mono >= l.next_attempt_usec) {
-                                (void) live_reconnect(&l);
-                                redraw = true; /* the attempt's count, or the view back */
-                        } else
-                                napms(LIVE_POLL_USEC / USEC_PER_MSEC);
-                }
-
-                while ((ch = getch()) != ERR) {
-                        bool key_redraw = false;
-
-                        if (live_key(&l, ch, &key_redraw) != 0) {
-                                ret = EXIT_FAILURE;
-                                quit = 1;
-                                break;
-                        }
-                        redraw = redraw || key_redraw;
-                }
-                /* A message that just expired. */
-                if (l.message[0] && now_usec(CLOCK_MONOTONIC) >= l.message_until) {
-                        l.message[0] = '\0';
-                        redraw = true;
-                }
-                if (redraw && !quit)
-                        draw_live(&l);
-        }
+        while (!quit && ret == 0)
+                ret = live_turn(&l);
         endwin();
         errors_release();
 finish:

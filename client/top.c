@@ -85,89 +85,99 @@ static int stream_reconnect(const TopOptions *o, uint64_t gone_usec, unsigned li
         }
 }
 
+/* The stream of -b --stream and live --json: its connection, and the table summing its ticks. */
+typedef struct Stream {
+        const TopOptions *o;
+        OutputStyle style;
+        unsigned limit; /* rows asked of each tick */
+        TrapstatClient *c;
+        TopTable table;
+        long long printed; /* tables, or replies with --json */
+} Stream;
+
+/* The stream ended, or the daemon went away: wait for it as --reconnect-timeout says. 0 when it
+ * is back, or EXIT_FAILURE reported. */
+static int stream_lost(Stream *s) {
+        s->c = trapstat_client_free(s->c);
+        if (s->o->reconnect_timeout_usec == 0)
+                return fail("trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
+        fprintf(stderr, "trapstat: trapstatd went away; reconnecting\n");
+        return stream_reconnect(s->o, now_usec(CLOCK_MONOTONIC), s->limit, &s->c) < 0 ? EXIT_FAILURE : 0;
+}
+
+/* Prints the ticks summed since the last table as rates, and starts the next table. 0, or
+ * EXIT_FAILURE reported. */
+static int stream_print_table(Stream *s) {
+        const TopOptions *o = s->o;
+        TopTable *t = &s->table;
+        char now[32], span[32];
+
+        top_table_refresh(t, t->time_usec);
+        printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s%s%s\n", s->printed ? "\n" : "",
+               format_time_usec(t->time_usec, now), format_duration_usec(t->interval_usec, span), t->ticks,
+               t->ticks == 1 ? "" : "s", o->sort.name, o->group != TOP_GROUP_PROCESS ? ", by " : "",
+               o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
+        if (print_rate_table(t, o, &s->style) < 0)
+                return fail("out of memory");
+        if (fflush(stdout) != 0)
+                return fail("writing to stdout failed: %m");
+        /* Each table its own: the rows of this one start over. */
+        top_table_done(t);
+        top_table_init(t, SIZE_MAX, 0);
+        s->printed++;
+        return 0;
+}
+
+/* One tick of the stream: printed (--json), or added to the table, which is printed once it
+ * sums the delay. 0, or EXIT_FAILURE reported. */
+static int stream_take(Stream *s, json_t *reply) {
+        if (arg_json) {
+                print_json(reply);
+                s->printed++;
+                return 0;
+        }
+        if (top_table_add_tick(&s->table, reply) < 0)
+                return fail("trapstatd sent a malformed Watch reply");
+        if (s->table.pending_interval_usec >= s->o->delay_usec)
+                return stream_print_table(s);
+        return 0;
+}
+
 /* Watch replies as they come (--json), or summed into a rate table every delay (-b --stream). */
 static int top_stream(const TopOptions *o) {
-        OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
-        /* With --json the replies are the output: as many rows as a Watch gives by default. */
-        unsigned limit = (unsigned) (o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT);
-        TrapstatClient *c = NULL;
-        TopTable table;
-        long long printed = 0;
+        Stream s = {
+                .o = o,
+                .style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() },
+                /* With --json the replies are the output: as many rows as a Watch gives by default. */
+                .limit = (unsigned) (o->limit_set ? o->limit : arg_json ? TOP_DEFAULT_LIMIT : STREAM_LIMIT),
+        };
         int r, ret = 0;
 
-        top_table_init(&table, SIZE_MAX, 0);
-        if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
+        top_table_init(&s.table, SIZE_MAX, 0);
+        if (cli_connect(CALL_TIMEOUT_USEC, &s.c) < 0)
                 return EXIT_FAILURE;
-        r = trapstat_client_watch(c, &o->sort, limit, &o->filter);
+        r = top_watch_start(s.c, &o->sort, &o->filter, s.limit);
         if (r < 0) {
-                trapstat_client_free(c);
+                trapstat_client_free(s.c);
                 return fail("io.trapstat.Watch on %s failed: %s", arg_socket, strerror(-r));
         }
-        while (o->iterations < 0 || printed < o->iterations) {
+        while (ret == 0 && (o->iterations < 0 || s.printed < o->iterations)) {
                 _cleanup_(trapstat_error_done) TrapstatError error = {};
-                json_t *reply = NULL;
-                bool continues = true;
+                _cleanup_(trapstat_watch_reply_done) TrapstatWatchReply reply = {};
 
-                r = trapstat_client_read(c, &reply, &continues, &error);
+                r = trapstat_watch_read(s.c, &reply, &error);
                 if (r == TRAPSTAT_ERROR_REPLY) {
-                        ret = report_error_reply("io.trapstat.Watch", &error) < 0 ? EXIT_FAILURE : 0;
-                        break;
-                }
-                if (r == -ETIMEDOUT) {
+                        report_error_reply("io.trapstat.Watch", &error);
+                        ret = EXIT_FAILURE;
+                } else if (r == -ETIMEDOUT)
                         ret = fail("no reply from trapstatd's Watch stream in %" PRIu64 "s", CALL_TIMEOUT_USEC / USEC_PER_SEC);
-                        break;
-                }
-                if (r < 0 || !continues) {
-                        json_decref(reply);
-                        c = trapstat_client_free(c);
-                        if (o->reconnect_timeout_usec == 0) {
-                                ret = fail("trapstatd closed the Watch stream (did it stop? see journalctl -u trapstatd)");
-                                break;
-                        }
-                        fprintf(stderr, "trapstat: trapstatd went away; reconnecting\n");
-                        if (stream_reconnect(o, now_usec(CLOCK_MONOTONIC), limit, &c) < 0) {
-                                ret = EXIT_FAILURE;
-                                break;
-                        }
-                        continue;
-                }
-                if (arg_json) {
-                        print_json(reply);
-                        printed++;
-                } else {
-                        r = top_table_add_tick(&table, reply);
-                        if (r < 0) {
-                                json_decref(reply);
-                                ret = fail("trapstatd sent a malformed Watch reply");
-                                break;
-                        }
-                        if (table.pending_interval_usec >= o->delay_usec) {
-                                char now[32], span[32];
-
-                                top_table_refresh(&table, table.time_usec);
-                                printf("%strapstat top - %s - rates over %s (%u tick%s), sorted by %s%s%s\n", printed ? "\n" : "",
-                                       format_time_usec(table.time_usec, now), format_duration_usec(table.interval_usec, span),
-                                       table.ticks, table.ticks == 1 ? "" : "s", o->sort.name,
-                                       o->group != TOP_GROUP_PROCESS ? ", by " : "",
-                                       o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
-                                if (print_rate_table(&table, o, &style) < 0)
-                                        ret = fail("out of memory");
-                                else if (fflush(stdout) != 0)
-                                        ret = fail("writing to stdout failed: %m");
-                                if (ret != 0) {
-                                        json_decref(reply);
-                                        break;
-                                }
-                                /* Each table its own: the rows of this one start over. */
-                                top_table_done(&table);
-                                top_table_init(&table, SIZE_MAX, 0);
-                                printed++;
-                        }
-                }
-                json_decref(reply);
+                else if (r < 0 || !reply.continues)
+                        ret = stream_lost(&s);
+                else
+                        ret = stream_take(&s, reply.json);
         }
-        top_table_done(&table);
-        trapstat_client_free(c);
+        top_table_done(&s.table);
+        trapstat_client_free(s.c);
         return ret;
 }
 
@@ -207,17 +217,66 @@ static void print_group_table(const TopOptions *o, const OutputStyle *style, jso
         top_table_done(&t);
 }
 
-/* Top over the window, every delay. */
+/* Top over the window on *c, the connection of the table before (NULL for the first), which
+ * the daemon may have closed since (idle, a restart). While the daemon is away, waits for it as
+ * long as --reconnect-timeout says. 0 and *ret; TRAPSTAT_ERROR_REPLY and *ret_error; or a
+ * negative errno, *c then closed. */
+static int batch_call(const TopOptions *o, long long limit, TrapstatClient **c, TrapstatTopReply *ret,
+                      TrapstatError *ret_error) {
+        uint64_t gone = 0;
+        int r;
+
+        if (*c) {
+                r = top_call_top(*c, &o->filter, &o->sort, o->window_usec, limit, ret, ret_error);
+                if (r != -ECONNRESET && r != -EPIPE)
+                        return r;
+                *c = trapstat_client_free(*c);
+        }
+        for (;;) {
+                r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, c);
+                if (r >= 0) {
+                        r = top_call_top(*c, &o->filter, &o->sort, o->window_usec, limit, ret, ret_error);
+                        if (r < 0 && r != TRAPSTAT_ERROR_REPLY)
+                                *c = trapstat_client_free(*c);
+                }
+                if (r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET && r != -EPIPE)
+                        return r;
+                /* The daemon is away: wait for it as long as --reconnect-timeout says. */
+                if (!gone)
+                        gone = now_usec(CLOCK_MONOTONIC);
+                if (o->reconnect_timeout_usec != RECONNECT_NEVER && now_usec(CLOCK_MONOTONIC) - gone >= o->reconnect_timeout_usec)
+                        return r;
+                nanosleep(&(struct timespec) { .tv_sec = 1 }, NULL);
+        }
+}
+
+/* The table of iteration v: the reply itself (--json), or its rows, per process or grouped. */
+static void batch_print(const TopOptions *o, const OutputStyle *style, json_t *reply, long long v, long long limit) {
+        char now[32], window[32];
+
+        if (arg_json) {
+                print_json(reply);
+                return;
+        }
+        printf("%strapstat top - %s - counts over the last %s, sorted by %s%s%s\n", v > 0 ? "\n" : "",
+               format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window), o->sort.name,
+               o->group != TOP_GROUP_PROCESS ? ", by " : "", o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
+        if (o->group == TOP_GROUP_PROCESS)
+                print_top_table(stdout, style, json_object_get(reply, "rows"), -1);
+        else
+                print_group_table(o, style, reply, limit);
+}
+
+/* Top over the window, every delay, on one connection while the daemon keeps it. */
 static int top_batch(const TopOptions *o) {
         OutputStyle style = { .tty = isatty(STDOUT_FILENO), .color = use_color(stdout), .utf8 = locale_is_utf8() };
         /* Grouped, the groups sum every process of the window (up to Top's limit). */
         long long limit = o->group != TOP_GROUP_PROCESS && !o->limit_set ? TOP_MAX_LIMIT : o->limit;
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
 
         for (long long v = 0; o->iterations < 0 || v < o->iterations; v++) {
                 _cleanup_(trapstat_error_done) TrapstatError error = {};
-                uint64_t gone = 0;
-                json_t *reply;
-                char now[32], window[32];
+                _cleanup_(trapstat_top_reply_done) TrapstatTopReply reply = {};
                 int r;
 
                 if (v > 0) {
@@ -225,18 +284,7 @@ static int top_batch(const TopOptions *o) {
                         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                                 ;
                 }
-                for (;;) {
-                        r = top_call_top(&o->filter, &o->sort, o->window_usec, limit, &reply, &error);
-                        if (r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET && r != -EPIPE)
-                                break;
-                        /* The daemon is away: wait for it as long as --reconnect-timeout says. */
-                        if (!gone)
-                                gone = now_usec(CLOCK_MONOTONIC);
-                        if (o->reconnect_timeout_usec != RECONNECT_NEVER &&
-                            now_usec(CLOCK_MONOTONIC) - gone >= o->reconnect_timeout_usec)
-                                break;
-                        nanosleep(&(struct timespec) { .tv_sec = 1 }, NULL);
-                }
+                r = batch_call(o, limit, &c, &reply, &error);
                 if (r == TRAPSTAT_ERROR_REPLY) {
                         report_error_reply("io.trapstat.Top", &error);
                         return EXIT_FAILURE;
@@ -245,31 +293,145 @@ static int top_batch(const TopOptions *o) {
                         report_unreachable(r);
                         return EXIT_FAILURE;
                 }
-                if (arg_json)
-                        print_json(reply);
-                else {
-                        printf("%strapstat top - %s - counts over the last %s, sorted by %s%s%s\n", v > 0 ? "\n" : "",
-                               format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window),
-                               o->sort.name, o->group != TOP_GROUP_PROCESS ? ", by " : "",
-                               o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
-                        if (o->group == TOP_GROUP_PROCESS)
-                                print_top_table(stdout, &style, json_object_get(reply, "rows"), -1);
-                        else
-                                print_group_table(o, &style, reply, limit);
-                }
-                if (fflush(stdout) != 0) {
-                        json_decref(reply);
+                batch_print(o, &style, reply.json, v, limit);
+                if (fflush(stdout) != 0)
                         return fail("writing to stdout failed: %m");
-                }
                 if (!arg_json)
-                        print_cut_note(stderr, reply, "otherProcesses", json_array_size(json_object_get(reply, "rows")),
-                                       "processes", "--pid/--user/--unit/--comm", limit, TOP_MAX_LIMIT);
-                json_decref(reply);
+                        print_cut_note(stderr, reply.json, "otherProcesses", json_array_size(reply.rows), "processes",
+                                       "--pid/--user/--unit/--comm", limit, TOP_MAX_LIMIT);
         }
         return 0;
 }
 
-int verb_top(int argc, char *argv[]) {
+/* What top was asked on its command line: the options, and what the mode decides when unset. */
+typedef struct TopArgs {
+        TopOptions o;
+        uint64_t delay;
+        bool delay_set, reconnect_set;
+} TopArgs;
+
+static void top_help(void) {
+        printf("%s\n\n"
+               "Processes faulting and trapping. On a terminal: a live view that keeps every process\n"
+               "that faulted or trapped since it started (and those of the last --window before), with\n"
+               "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
+               "exited process is marked X and stays for --window, one that trapped is marked T.\n"
+               "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
+               "traps per second, the share of time spent waiting on page faults (as %%CPU: 100 is one\n"
+               "thread always in a fault), total faults and traps, the trap vectors, the systemd unit.\n\n"
+               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
+               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user;\n"
+               "P, U, N, C\n"
+               "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
+               "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
+               "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
+               "                      from the history (also processes that exited), every -d\n"
+               "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
+               "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
+               "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
+               "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
+               "                      long an exited process stays (default %ds)\n"
+               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps,\n"
+               "                      time (time spent in page faults)\n"
+               "  -l, --limit N       at most N rows (default %d with -b)\n"
+               "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
+               "  -u, --user USER     only processes of this user (name or uid)\n"
+               "      --unit NAME     only processes of this systemd unit; a shell glob; a name without a\n"
+               "                      dot gets .service (nginx: nginx.service)\n"
+               "      --comm GLOB     only processes whose command name matches, e.g. 'postgres*'\n"
+               "      --by KEY        with -b: one row per unit, comm or user, summed\n"
+               "      --reconnect-timeout DURATION  how long to wait for trapstatd when it went away\n"
+               "                      (default: infinity live, 0 with -b; 0 exits at once)\n"
+               "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
+               "                      the Top reply per table\n\n"
+               "Without a terminal on stdin and stdout, top behaves as with -b.\n",
+               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
+}
+
+/* One option of top into *a: -1 to go on, else the verb's exit code. */
+static int top_option(int c, TopArgs *a) {
+        switch (c) {
+        case 'b':
+                a->o.batch = true;
+                return -1;
+        case 'S':
+                a->o.stream = true;
+                return -1;
+        case 'j':
+                arg_json = true;
+                return -1;
+        case 'n':
+                if (parse_int_arg(optarg, 1, INT32_MAX, &a->o.iterations) < 0)
+                        return usage_error(top_usage, "invalid -n '%s': expected a positive count", optarg);
+                return -1;
+        case 'd':
+                if (parse_duration_usec(optarg, &a->delay) < 0 || a->delay < 100 * USEC_PER_MSEC || a->delay > 86400 * USEC_PER_SEC)
+                        return usage_error(top_usage, "invalid -d '%s': expected seconds (0.1s to 1d), e.g. 2 or 500ms", optarg);
+                a->delay_set = true;
+                return -1;
+        case 'w':
+                if (parse_duration_usec(optarg, &a->o.window_usec) < 0 || a->o.window_usec < USEC_PER_SEC ||
+                    a->o.window_usec / USEC_PER_SEC > INT32_MAX)
+                        return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
+                return -1;
+        case 's':
+                /* "time" is what people type; the IDL's name works too. */
+                if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &a->o.sort) < 0)
+                        return usage_error(top_usage,
+                                           "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
+                                           optarg);
+                return -1;
+        case 'l':
+                if (parse_int_arg(optarg, 1, TOP_MAX_LIMIT, &a->o.limit) < 0)
+                        return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
+                a->o.limit_set = true;
+                return -1;
+        case 'p':
+                if (process_filter_parse_pids(&a->o.filter, optarg) < 0)
+                        return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
+                                           MAX_FILTER_PIDS);
+                return -1;
+        case 'u':
+                if (top_parse_user(optarg, &a->o.filter.uid) < 0)
+                        return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
+                return -1;
+        case 'U':
+        case 'C': {
+                char **field = c == 'U' ? &a->o.filter.unit : &a->o.filter.comm;
+
+                if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
+                        return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes", c == 'U' ? "unit" : "comm",
+                                           optarg, MAX_UNIT_NAME);
+                free(*field);
+                *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
+                if (!*field)
+                        return fail("out of memory");
+                return -1;
+        }
+        case 'g':
+                if (top_group_from_name(optarg, &a->o.group) < 0 || a->o.group == TOP_GROUP_PROCESS)
+                        return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
+                return -1;
+        case 'R':
+                if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
+                        a->o.reconnect_timeout_usec = RECONNECT_NEVER;
+                else if (parse_duration_usec(optarg, &a->o.reconnect_timeout_usec) < 0)
+                        return usage_error(top_usage,
+                                           "invalid --reconnect-timeout '%s': expected a duration (0: do not wait) or infinity",
+                                           optarg);
+                a->reconnect_set = true;
+                return -1;
+        case 'h':
+                top_help();
+                return 0;
+        default:
+                fprintf(stderr, "%s\n", top_usage);
+                return EXIT_USAGE;
+        }
+}
+
+/* top's command line into *a: -1 to go on, else the verb's exit code. */
+static int top_parse_argv(int argc, char *argv[], TopArgs *a) {
         static const struct option options[] = {
                 { "batch", no_argument, NULL, 'b' },       { "iterations", required_argument, NULL, 'n' },
                 { "delay", required_argument, NULL, 'd' }, { "window", required_argument, NULL, 'w' },
@@ -280,153 +442,57 @@ int verb_top(int argc, char *argv[]) {
                 { "by", required_argument, NULL, 'g' },    { "reconnect-timeout", required_argument, NULL, 'R' },
                 { "help", no_argument, NULL, 'h' },        {},
         };
-        TopOptions o = { .iterations = -1,
-                         .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC,
-                         .limit = TOP_DEFAULT_LIMIT,
-                         .filter = PROCESS_FILTER_NONE };
-        bool delay_set = false, reconnect_set = false;
-        uint64_t delay = 0;
-        int c, ret;
+        int c, r;
 
         /* The default sort, a Faults member: this cannot fail. */
-        (void) sort_key_from_name("user", &o.sort);
+        (void) sort_key_from_name("user", &a->o.sort);
         optind = 0;
         while ((c = getopt_long(argc, argv, "bn:d:w:s:l:p:u:h", options, NULL)) >= 0)
-                switch (c) {
-                case 'b':
-                        o.batch = true;
-                        break;
-                case 'S':
-                        o.stream = true;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'n':
-                        if (parse_int_arg(optarg, 1, INT32_MAX, &o.iterations) < 0)
-                                return usage_error(top_usage, "invalid -n '%s': expected a positive count", optarg);
-                        break;
-                case 'd':
-                        if (parse_duration_usec(optarg, &delay) < 0 || delay < 100 * USEC_PER_MSEC || delay > 86400 * USEC_PER_SEC)
-                                return usage_error(top_usage, "invalid -d '%s': expected seconds (0.1s to 1d), e.g. 2 or 500ms", optarg);
-                        delay_set = true;
-                        break;
-                case 'w':
-                        if (parse_duration_usec(optarg, &o.window_usec) < 0 || o.window_usec < USEC_PER_SEC ||
-                            o.window_usec / USEC_PER_SEC > INT32_MAX)
-                                return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
-                        break;
-                case 's':
-                        /* "time" is what people type; the IDL's name works too. */
-                        if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &o.sort) < 0)
-                                return usage_error(top_usage,
-                                                   "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
-                                                   optarg);
-                        break;
-                case 'l':
-                        if (parse_int_arg(optarg, 1, TOP_MAX_LIMIT, &o.limit) < 0)
-                                return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
-                        o.limit_set = true;
-                        break;
-                case 'p':
-                        if (process_filter_parse_pids(&o.filter, optarg) < 0)
-                                return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
-                                                   MAX_FILTER_PIDS);
-                        break;
-                case 'u':
-                        if (top_parse_user(optarg, &o.filter.uid) < 0)
-                                return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
-                        break;
-                case 'U':
-                case 'C': {
-                        char **field = c == 'U' ? &o.filter.unit : &o.filter.comm;
-
-                        if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
-                                return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes", c == 'U' ? "unit" : "comm",
-                                                   optarg, MAX_UNIT_NAME);
-                        free(*field);
-                        *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
-                        if (!*field)
-                                return fail("out of memory");
-                        break;
-                }
-                case 'g':
-                        if (top_group_from_name(optarg, &o.group) < 0 || o.group == TOP_GROUP_PROCESS)
-                                return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
-                        break;
-                case 'R':
-                        if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
-                                o.reconnect_timeout_usec = RECONNECT_NEVER;
-                        else if (parse_duration_usec(optarg, &o.reconnect_timeout_usec) < 0)
-                                return usage_error(top_usage,
-                                                   "invalid --reconnect-timeout '%s': expected a duration (0: do not wait) or infinity",
-                                                   optarg);
-                        reconnect_set = true;
-                        break;
-                case 'h':
-                        printf("%s\n\n"
-                               "Processes faulting and trapping. On a terminal: a live view that keeps every process\n"
-                               "that faulted or trapped since it started (and those of the last --window before), with\n"
-                               "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
-                               "exited process is marked X and stays for --window, one that trapped is marked T.\n"
-                               "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
-                               "traps per second, the share of time spent waiting on page faults (as %%CPU: 100 is one\n"
-                               "thread always in a fault), total faults and traps, the trap vectors, the systemd unit.\n\n"
-                               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
-                               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user;\n"
-                               "P, U, N, C\n"
-                               "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
-                               "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
-                               "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
-                               "                      from the history (also processes that exited), every -d\n"
-                               "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
-                               "  -n, --iterations N  stop after N tables, N live refreshes, or N replies (--json)\n"
-                               "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
-                               "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
-                               "                      long an exited process stays (default %ds)\n"
-                               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps,\n"
-                               "                      time (time spent in page faults)\n"
-                               "  -l, --limit N       at most N rows (default %d with -b)\n"
-                               "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
-                               "  -u, --user USER     only processes of this user (name or uid)\n"
-                               "      --unit NAME     only processes of this systemd unit; a shell glob; a name without a\n"
-                               "                      dot gets .service (nginx: nginx.service)\n"
-                               "      --comm GLOB     only processes whose command name matches, e.g. 'postgres*'\n"
-                               "      --by KEY        with -b: one row per unit, comm or user, summed\n"
-                               "      --reconnect-timeout DURATION  how long to wait for trapstatd when it went away\n"
-                               "                      (default: infinity live, 0 with -b; 0 exits at once)\n"
-                               "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
-                               "                      the Top reply per table\n\n"
-                               "Without a terminal on stdin and stdout, top behaves as with -b.\n",
-                               top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
-                        return 0;
-                default:
-                        fprintf(stderr, "%s\n", top_usage);
-                        return EXIT_USAGE;
-                }
+                if ((r = top_option(c, a)) >= 0)
+                        return r;
         if (optind < argc)
                 return usage_error(top_usage, "top: unexpected argument '%s'", argv[optind]);
-        if (o.stream && !o.batch)
+        if (a->o.stream && !a->o.batch)
                 return usage_error(top_usage, "top: --stream goes with -b");
 
-        if (o.group != TOP_GROUP_PROCESS && arg_json)
+        if (a->o.group != TOP_GROUP_PROCESS && arg_json)
                 return usage_error(top_usage, "top: --by goes without --json (the replies are per process)");
+        return -1;
+}
 
-        if (arg_json && !o.batch) {
-                o.stream = true;
-                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : 0;
-                ret = top_stream(&o);
-        } else if (!o.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
-                /* A person watching: wait for the daemon as long as they keep the view open. */
-                o.delay_usec = delay_set ? delay : 0;
-                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : RECONNECT_NEVER;
-                ret = top_live(&o);
-        } else {
-                /* A script: a daemon that is away is an error at once, unless asked to wait. */
-                o.delay_usec = delay_set ? delay : 2 * USEC_PER_SEC;
-                o.reconnect_timeout_usec = reconnect_set ? o.reconnect_timeout_usec : 0;
-                ret = o.stream ? top_stream(&o) : top_batch(&o);
+/* Runs the mode the options and the terminal choose, with the defaults of that mode. */
+static int top_run(TopArgs *a) {
+        TopOptions *o = &a->o;
+
+        if (arg_json && !o->batch) {
+                o->stream = true;
+                o->reconnect_timeout_usec = a->reconnect_set ? o->reconnect_timeout_usec : 0;
+                return top_stream(o);
         }
-        process_filter_done(&o.filter);
+        if (!o->batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO)) {
+                /* A person watching: wait for the daemon as long as they keep the view open. */
+                o->delay_usec = a->delay_set ? a->delay : 0;
+                o->reconnect_timeout_usec = a->reconnect_set ? o->reconnect_timeout_usec : RECONNECT_NEVER;
+                return top_live(o);
+        }
+        /* A script: a daemon that is away is an error at once, unless asked to wait. */
+        o->delay_usec = a->delay_set ? a->delay : 2 * USEC_PER_SEC;
+        o->reconnect_timeout_usec = a->reconnect_set ? o->reconnect_timeout_usec : 0;
+        return o->stream ? top_stream(o) : top_batch(o);
+}
+
+int verb_top(int argc, char *argv[]) {
+        TopArgs a = {
+                .o = { .iterations = -1,
+                       .window_usec = TOP_DEFAULT_WINDOW_SEC * USEC_PER_SEC,
+                       .limit = TOP_DEFAULT_LIMIT,
+                       .filter = PROCESS_FILTER_NONE },
+        };
+        int ret;
+
+        ret = top_parse_argv(argc, argv, &a);
+        if (ret < 0)
+                ret = top_run(&a);
+        process_filter_done(&a.o.filter);
         return ret;
 }

@@ -94,25 +94,92 @@ static int parse_unit_arg(const char *usage, const char *value, char **ret) {
         return 0;
 }
 
-/* history --unit: the processes of the units summed, as one history. */
-static int unit_history(const char *unit, json_t *params, bool csv, uint64_t step, bool histogram) {
-        _cleanup_json_ json_t *reply = NULL;
-        OutputStyle style = output_style();
+/* What history was asked on its command line. */
+typedef struct HistoryArgs {
+        uint64_t since, until, step;
+        bool has_since, has_until, csv, histogram;
+        long long start_time; /* -1: the newest process of the pid */
+        char *unit;           /* --unit; NULL: a pid */
+        uint32_t pid;
+} HistoryArgs;
 
-        if (json_object_set_new(params, "unit", json_string(unit)) < 0)
-                return fail("out of memory");
-        if (cli_call("io.trapstat.UnitHistory", params, &reply) < 0)
-                return EXIT_FAILURE;
-        if (arg_json)
-                print_json(reply);
-        else if (csv)
-                print_history_csv(stdout, reply);
-        else
-                print_unit_history(stdout, &style, reply, step, histogram);
-        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+static void history_help(void) {
+        printf("%s\n\n"
+               "What process PID did over time, also after it exited: a header, one line per sample,\n"
+               "totals, and a sparkline per non-zero counter. FTIME is the time spent waiting on page\n"
+               "faults, P99 the range of the histogram bucket that holds the 99th percentile of their\n"
+               "durations. With --unit, the same summed over the processes of systemd units.\n\n"
+               "  --since TIME        samples from TIME on (default: the whole history)\n"
+               "  --until TIME        samples before TIME (default: now)\n"
+               "  --step DURATION     width of a sample, a multiple of 10s (default: by the window:\n"
+               "                      10s up to 6h, 1m up to 7d, else 1h)\n"
+               "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
+               "  --unit NAME         instead of PID: all processes of the units matching NAME, a unit\n"
+               "                      or a shell glob ('user@*.service'); a NAME without a dot or\n"
+               "                      glob character means NAME.service, as in systemctl\n"
+               "  --json              the varlink reply as one JSON object\n"
+               "  --csv               one line per sample, exact counts\n"
+               "  --histogram         the distribution of fault durations over the window as bars,\n"
+               "                      with p50, p99 and the longest fault marked\n\n"
+               "TIME is a duration before now (90s, 15m, 2h, 3d), or a local time: 2026-11-22T10:00,\n"
+               "\"2026-11-22 10:00:00\", 10:00 (today); Z or +01:00 after it for another zone; @EPOCH.\n",
+               history_usage);
 }
 
-static int verb_history(int argc, char *argv[]) {
+/* One option of history into *a: -1 to go on, else the verb's exit code. */
+static int history_option(int c, HistoryArgs *a, uint64_t now) {
+        int r;
+
+        switch (c) {
+        case 's':
+                if (parse_time_arg(history_usage, "--since", optarg, now, &a->since) < 0)
+                        return EXIT_USAGE;
+                a->has_since = true;
+                return -1;
+        case 'u':
+                if (parse_time_arg(history_usage, "--until", optarg, now, &a->until) < 0)
+                        return EXIT_USAGE;
+                a->has_until = true;
+                return -1;
+        case 't':
+                if (parse_duration_usec(optarg, &a->step) < 0 || a->step == 0 || a->step % (10 * USEC_PER_SEC) != 0 ||
+                    a->step / USEC_PER_SEC > INT32_MAX)
+                        return usage_error(history_usage, "invalid --step '%s': expected a multiple of 10s, e.g. 10s, 1m, 1h",
+                                           optarg);
+                return -1;
+        case 'T':
+                if (parse_int_arg(optarg, 0, INT64_MAX, &a->start_time) < 0)
+                        return usage_error(history_usage,
+                                           "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
+                                           optarg);
+                return -1;
+        case 'U':
+                free(a->unit);
+                a->unit = NULL;
+                r = parse_unit_arg(history_usage, optarg, &a->unit);
+                if (r == -ENOMEM)
+                        return fail("out of memory");
+                return r < 0 ? EXIT_USAGE : -1;
+        case 'j':
+                arg_json = true;
+                return -1;
+        case 'c':
+                a->csv = true;
+                return -1;
+        case 'H':
+                a->histogram = true;
+                return -1;
+        case 'h':
+                history_help();
+                return 0;
+        default:
+                fprintf(stderr, "%s\n", history_usage);
+                return EXIT_USAGE;
+        }
+}
+
+/* history's command line into *a: -1 to go on, else the verb's exit code. */
+static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "step", required_argument, NULL, 't' },  { "start-time", required_argument, NULL, 'T' },
@@ -120,171 +187,216 @@ static int verb_history(int argc, char *argv[]) {
                 { "csv", no_argument, NULL, 'c' },         { "help", no_argument, NULL, 'h' },
                 { "histogram", no_argument, NULL, 'H' },   {},
         };
-        uint64_t since = 0, until = 0, step = 0, now = now_usec(CLOCK_REALTIME);
-        bool has_since = false, has_until = false, csv = false, histogram = false;
-        long long start_time = -1;
-        _cleanup_free_ char *unit = NULL;
-        uint32_t pid;
-        _cleanup_json_ json_t *params = NULL, *reply = NULL, *list = NULL;
-        SiteCount *trap_sites = NULL;
-        size_t n_trap_sites = 0;
+        uint64_t now = now_usec(CLOCK_REALTIME);
         int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (c) {
-                case 's':
-                        if (parse_time_arg(history_usage, "--since", optarg, now, &since) < 0)
-                                return EXIT_USAGE;
-                        has_since = true;
-                        break;
-                case 'u':
-                        if (parse_time_arg(history_usage, "--until", optarg, now, &until) < 0)
-                                return EXIT_USAGE;
-                        has_until = true;
-                        break;
-                case 't':
-                        if (parse_duration_usec(optarg, &step) < 0 || step == 0 || step % (10 * USEC_PER_SEC) != 0 ||
-                            step / USEC_PER_SEC > INT32_MAX)
-                                return usage_error(history_usage, "invalid --step '%s': expected a multiple of 10s, e.g. 10s, 1m, 1h",
-                                                   optarg);
-                        break;
-                case 'T':
-                        if (parse_int_arg(optarg, 0, INT64_MAX, &start_time) < 0)
-                                return usage_error(history_usage,
-                                                   "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
-                                                   optarg);
-                        break;
-                case 'U':
-                        free(unit);
-                        unit = NULL;
-                        r = parse_unit_arg(history_usage, optarg, &unit);
-                        if (r == -ENOMEM)
-                                return fail("out of memory");
-                        if (r < 0)
-                                return EXIT_USAGE;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'c':
-                        csv = true;
-                        break;
-                case 'H':
-                        histogram = true;
-                        break;
-                case 'h':
-                        printf("%s\n\n"
-                               "What process PID did over time, also after it exited: a header, one line per sample,\n"
-                               "totals, and a sparkline per non-zero counter. FTIME is the time spent waiting on page\n"
-                               "faults, P99 the range of the histogram bucket that holds the 99th percentile of their\n"
-                               "durations. With --unit, the same summed over the processes of systemd units.\n\n"
-                               "  --since TIME        samples from TIME on (default: the whole history)\n"
-                               "  --until TIME        samples before TIME (default: now)\n"
-                               "  --step DURATION     width of a sample, a multiple of 10s (default: by the window:\n"
-                               "                      10s up to 6h, 1m up to 7d, else 1h)\n"
-                               "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
-                               "  --unit NAME         instead of PID: all processes of the units matching NAME, a unit\n"
-                               "                      or a shell glob ('user@*.service'); a NAME without a dot or\n"
-                               "                      glob character means NAME.service, as in systemctl\n"
-                               "  --json              the varlink reply as one JSON object\n"
-                               "  --csv               one line per sample, exact counts\n"
-                               "  --histogram         the distribution of fault durations over the window as bars,\n"
-                               "                      with p50, p99 and the longest fault marked\n\n"
-                               "TIME is a duration before now (90s, 15m, 2h, 3d), or a local time: 2026-11-22T10:00,\n"
-                               "\"2026-11-22 10:00:00\", 10:00 (today); Z or +01:00 after it for another zone; @EPOCH.\n",
-                               history_usage);
-                        return 0;
-                default:
-                        fprintf(stderr, "%s\n", history_usage);
-                        return EXIT_USAGE;
-                }
-        if (unit && optind < argc)
+                if ((r = history_option(c, a, now)) >= 0)
+                        return r;
+        if (a->unit && optind < argc)
                 return usage_error(history_usage, "history: a PID and --unit exclude each other");
-        if (unit && start_time >= 0)
+        if (a->unit && a->start_time >= 0)
                 return usage_error(history_usage, "history: --start-time names a process, not a unit");
-        if (!unit && parse_pid_operand(history_usage, "history", argc, argv, &pid) < 0)
+        if (!a->unit && parse_pid_operand(history_usage, "history", argc, argv, &a->pid) < 0)
                 return EXIT_USAGE;
-        if (csv && arg_json)
+        if (a->csv && arg_json)
                 return usage_error(history_usage, "history: --json and --csv exclude each other");
-        if (has_since && has_until && since >= until)
+        if (a->has_since && a->has_until && a->since >= a->until)
                 return usage_error(history_usage, "history: --since must be before --until");
+        return -1;
+}
 
-        params = json_object();
-        if (!params)
-                return fail("out of memory");
-        if (has_since)
-                json_object_set_new(params, "sinceUsec", json_integer_u64(since));
-        if (has_until)
-                json_object_set_new(params, "untilUsec", json_integer_u64(until));
-        if (step)
-                json_object_set_new(params, "resolutionSec", json_integer_u64(step / USEC_PER_SEC));
-        if (unit)
-                return unit_history(unit, params, csv, step, histogram);
+/* history --unit: the processes of the units summed, as one history. */
+static int unit_history(TrapstatClient *c, const HistoryArgs *a) {
+        _cleanup_(trapstat_unit_history_reply_done) TrapstatUnitHistoryReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        TrapstatUnitHistoryRequest q = {
+                .unit = a->unit,
+                .since_usec = a->since,
+                .until_usec = a->until,
+                .resolution_sec = a->step / USEC_PER_SEC,
+        };
+        OutputStyle style = output_style();
+        int r;
 
-        json_object_set_new(params, "pid", json_integer(pid));
-        if (start_time >= 0)
-                json_object_set_new(params, "startTime", json_integer(start_time));
-
-        if (cli_call("io.trapstat.History", params, &reply) < 0)
+        r = trapstat_unit_history(c, &q, &reply, &error);
+        if (r < 0) {
+                report_call_failure("io.trapstat.UnitHistory", r, &error);
                 return EXIT_FAILURE;
+        }
+        if (arg_json)
+                print_json(reply.json);
+        else if (a->csv)
+                print_history_csv(stdout, reply.json);
+        else
+                print_unit_history(stdout, &style, reply.json, a->step, a->histogram);
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
+/* The sites of the most traps of the process shown, for the table under its history; none
+ * (reported) when the call fails, and none from a daemon older than the method, which is no
+ * failure. */
+static void history_trap_sites(TrapstatClient *c, const HistoryArgs *a, uint64_t start_time, TrapstatSitesReply *ret) {
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        TrapstatSitesQuery q = {
+                .pid = a->pid,
+                .start_time = start_time,
+                .since_usec = a->since,
+                .until_usec = a->until,
+                .kind = SITE_TRAP,
+                .limit = 3,
+        };
+        int r;
+
+        r = trapstat_sites(c, &q, ret, &error);
+        if (r == TRAPSTAT_ERROR_REPLY && strcmp(error.name, TRAPSTAT_ERROR_METHOD_NOT_FOUND) != 0)
+                (void) report_error_reply("io.trapstat.Sites", &error);
+        else if (r == -EBADMSG)
+                (void) fail("trapstatd sent a malformed reply to io.trapstat.Sites, trap sites not shown");
+        else if (r < 0 && r != TRAPSTAT_ERROR_REPLY)
+                (void) report_errno(r, "io.trapstat.Sites on %s failed, trap sites not shown: %m", arg_socket);
+}
+
+/* history PID: the process's samples, with its other incarnations and its trap sites. */
+static int process_history(TrapstatClient *c, const HistoryArgs *a) {
+        _cleanup_(trapstat_history_reply_done) TrapstatHistoryReply reply = {};
+        _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply list = {};
+        _cleanup_(trapstat_sites_reply_done) TrapstatSitesReply sites = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        TrapstatHistoryRequest q = {
+                .pid = a->pid,
+                .start_time = a->start_time,
+                .since_usec = a->since,
+                .until_usec = a->until,
+                .resolution_sec = a->step / USEC_PER_SEC,
+        };
+        OutputStyle style;
+        int r;
+
+        r = trapstat_history(c, &q, &reply, &error);
+        if (r < 0) {
+                report_call_failure("io.trapstat.History", r, &error);
+                return EXIT_FAILURE;
+        }
         if (arg_json) {
-                print_json(reply);
+                print_json(reply.json);
                 return 0;
         }
-        if (csv) {
-                print_history_csv(stdout, reply);
+        if (a->csv) {
+                print_history_csv(stdout, reply.json);
                 return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
         }
 
-        /* Other incarnations of the pid, to say how to select them; not worth failing over. */
-        {
-                _cleanup_json_ json_t *lp = json_pack("{s:I, s:b}", "pid", (json_int_t) pid, "includeExited", 1);
-                _cleanup_json_ json_t *l = NULL;
-                _cleanup_(trapstat_error_done) TrapstatError error = {};
-                _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+        /* Other incarnations of the pid, to say how to select them; not worth failing over. On a
+         * connection that failed (not an error reply) a late reply would be the next call's. */
+        trapstat_error_done(&error);
+        r = trapstat_list_processes(c, &(TrapstatListProcessesRequest) { .pid = a->pid, .include_exited = true }, &list,
+                                    &error);
+        if (r < 0 && r != TRAPSTAT_ERROR_REPLY)
+                (void) report_errno(r, "io.trapstat.ListProcesses on %s failed, trap sites not shown: %m", arg_socket);
+        else
+                history_trap_sites(c, a, reply.start_time, &sites);
 
-                if (lp && trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc) >= 0 &&
-                    trapstat_client_call(vc, "io.trapstat.ListProcesses", lp, &l, &error) == 0)
-                        list = json_incref(json_object_get(l, "processes"));
-        }
-
-        /* The sites of the most traps, of the very process shown (its startTime from the reply);
-         * a daemon older than the method has none to give, which is no failure. */
-        {
-                TrapstatSitesQuery q = {
-                        .pid = pid,
-                        .start_time = (uint64_t) json_integer_value(json_object_get(json_object_get(reply, "process"), "startTime")),
-                        .since_usec = has_since ? since : 0,
-                        .until_usec = has_until ? until : 0,
-                        .kind = SITE_TRAP,
-                        .limit = 3,
-                };
-                _cleanup_(trapstat_error_done) TrapstatError error = {};
-                _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
-                _cleanup_json_ json_t *sites_reply = NULL;
-
-                r = trapstat_client_connect(arg_socket, CALL_TIMEOUT_USEC, &vc);
-                if (r >= 0)
-                        r = trapstat_client_sites(vc, &q, &sites_reply, &error);
-                if (r == TRAPSTAT_ERROR_REPLY && strcmp(error.name, TRAPSTAT_ERROR_METHOD_NOT_FOUND) != 0)
-                        (void) report_error_reply("io.trapstat.Sites", &error);
-                else if (r < 0)
-                        (void) report_errno(r, "io.trapstat.Sites on %s failed, trap sites not shown: %m", arg_socket);
-                else if (r == 0 && trapstat_sites_from_reply(sites_reply, &trap_sites, &n_trap_sites) < 0)
-                        (void) fail("trapstatd sent a malformed reply to io.trapstat.Sites, trap sites not shown");
-        }
-
-        OutputStyle style = output_style();
-        print_history(stdout, &style, reply, list, step, histogram, trap_sites, n_trap_sites);
-        site_counts_free(trap_sites, n_trap_sites);
+        style = output_style();
+        print_history(stdout, &style, reply.json, list.processes, a->step, a->histogram, sites.sites, sites.n_sites);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
+static int verb_history(int argc, char *argv[]) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        HistoryArgs a = { .start_time = -1 };
+        int r;
+
+        r = history_parse_argv(argc, argv, &a);
+        if (r < 0) {
+                /* One connection for every call of the command. */
+                if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
+                        r = EXIT_FAILURE;
+                else
+                        r = a.unit ? unit_history(c, &a) : process_history(c, &a);
+        }
+        free(a.unit);
+        return r;
 }
 
 static const char *const sites_usage =
         "Usage: trapstat sites PID [--since TIME] [--until TIME] [--start-time NS] [--traps|--faults] [--limit N] [--json|--csv]";
 
-static int verb_sites(int argc, char *argv[]) {
+/* What sites was asked on its command line. */
+typedef struct SitesArgs {
+        TrapstatSitesQuery q;
+        bool has_since, has_until, traps, faults, csv;
+} SitesArgs;
+
+static void sites_help(void) {
+        printf("%s\n\n"
+               "Where process PID trapped and faulted, also after it exited: one line per site (an\n"
+               "instruction: the file it is in and where in it), most events first, with the memory\n"
+               "the faulting address was in. Every trap is counted; page faults are sampled (trapstat\n"
+               "status says how), so their counts are estimates, marked ~.\n\n"
+               "  --since TIME        events from TIME on (default: the whole history)\n"
+               "  --until TIME        events before TIME (default: now)\n"
+               "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
+               "  --traps             only trap sites\n"
+               "  --faults            only page fault sites\n"
+               "  -n, --limit N       at most N sites (default %d, at most %d)\n"
+               "  --json              the varlink reply as one JSON object\n"
+               "  --csv               one line per site, exact counts\n\n"
+               "TIME as for trapstat history: 90s, 15m, 2h, 3d, 2026-11-22T10:00, ...\n",
+               sites_usage, SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
+}
+
+/* One option of sites into *a: -1 to go on, else the verb's exit code. */
+static int sites_option(int c, SitesArgs *a, uint64_t now) {
+        long long v;
+
+        switch (c) {
+        case 's':
+                if (parse_time_arg(sites_usage, "--since", optarg, now, &a->q.since_usec) < 0)
+                        return EXIT_USAGE;
+                a->has_since = true;
+                return -1;
+        case 'u':
+                if (parse_time_arg(sites_usage, "--until", optarg, now, &a->q.until_usec) < 0)
+                        return EXIT_USAGE;
+                a->has_until = true;
+                return -1;
+        case 'T':
+                if (parse_int_arg(optarg, 0, INT64_MAX, &v) < 0)
+                        return usage_error(sites_usage,
+                                           "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
+                                           optarg);
+                a->q.start_time = (uint64_t) v;
+                return -1;
+        case 't':
+                a->traps = true;
+                return -1;
+        case 'f':
+                a->faults = true;
+                return -1;
+        case 'n':
+                if (parse_int_arg(optarg, 1, SITES_MAX_LIMIT, &v) < 0)
+                        return usage_error(sites_usage, "invalid --limit '%s': expected 1 to %d", optarg, SITES_MAX_LIMIT);
+                a->q.limit = (unsigned) v;
+                return -1;
+        case 'j':
+                arg_json = true;
+                return -1;
+        case 'c':
+                a->csv = true;
+                return -1;
+        case 'h':
+                sites_help();
+                return 0;
+        default:
+                fprintf(stderr, "%s\n", sites_usage);
+                return EXIT_USAGE;
+        }
+}
+
+/* sites' command line into *a: -1 to go on, else the verb's exit code. */
+static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "start-time", required_argument, NULL, 'T' }, { "traps", no_argument, NULL, 't' },
@@ -292,113 +404,129 @@ static int verb_sites(int argc, char *argv[]) {
                 { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, 'c' },
                 { "help", no_argument, NULL, 'h' },        {},
         };
-        TrapstatSitesQuery q = { .kind = -1 };
         uint64_t now = now_usec(CLOCK_REALTIME);
-        bool has_since = false, has_until = false, traps = false, faults = false, csv = false;
-        _cleanup_json_ json_t *params = NULL, *reply = NULL;
-        SiteCount *sites = NULL;
-        size_t n = 0;
-        long long v;
-        int c;
+        int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "n:h", options, NULL)) >= 0)
-                switch (c) {
-                case 's':
-                        if (parse_time_arg(sites_usage, "--since", optarg, now, &q.since_usec) < 0)
-                                return EXIT_USAGE;
-                        has_since = true;
-                        break;
-                case 'u':
-                        if (parse_time_arg(sites_usage, "--until", optarg, now, &q.until_usec) < 0)
-                                return EXIT_USAGE;
-                        has_until = true;
-                        break;
-                case 'T':
-                        if (parse_int_arg(optarg, 0, INT64_MAX, &v) < 0)
-                                return usage_error(sites_usage,
-                                                   "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
-                                                   optarg);
-                        q.start_time = (uint64_t) v;
-                        break;
-                case 't':
-                        traps = true;
-                        break;
-                case 'f':
-                        faults = true;
-                        break;
-                case 'n':
-                        if (parse_int_arg(optarg, 1, SITES_MAX_LIMIT, &v) < 0)
-                                return usage_error(sites_usage, "invalid --limit '%s': expected 1 to %d", optarg, SITES_MAX_LIMIT);
-                        q.limit = (unsigned) v;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'c':
-                        csv = true;
-                        break;
-                case 'h':
-                        printf("%s\n\n"
-                               "Where process PID trapped and faulted, also after it exited: one line per site (an\n"
-                               "instruction: the file it is in and where in it), most events first, with the memory\n"
-                               "the faulting address was in. Every trap is counted; page faults are sampled (trapstat\n"
-                               "status says how), so their counts are estimates, marked ~.\n\n"
-                               "  --since TIME        events from TIME on (default: the whole history)\n"
-                               "  --until TIME        events before TIME (default: now)\n"
-                               "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
-                               "  --traps             only trap sites\n"
-                               "  --faults            only page fault sites\n"
-                               "  -n, --limit N       at most N sites (default %d, at most %d)\n"
-                               "  --json              the varlink reply as one JSON object\n"
-                               "  --csv               one line per site, exact counts\n\n"
-                               "TIME as for trapstat history: 90s, 15m, 2h, 3d, 2026-11-22T10:00, ...\n",
-                               sites_usage, SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
-                        return 0;
-                default:
-                        fprintf(stderr, "%s\n", sites_usage);
-                        return EXIT_USAGE;
-                }
-        if (parse_pid_operand(sites_usage, "sites", argc, argv, &q.pid) < 0)
+                if ((r = sites_option(c, a, now)) >= 0)
+                        return r;
+        if (parse_pid_operand(sites_usage, "sites", argc, argv, &a->q.pid) < 0)
                 return EXIT_USAGE;
-        if (traps && faults)
+        if (a->traps && a->faults)
                 return usage_error(sites_usage, "sites: --traps and --faults exclude each other (without either: both)");
-        if (csv && arg_json)
+        if (a->csv && arg_json)
                 return usage_error(sites_usage, "sites: --json and --csv exclude each other");
-        if (has_since && has_until && q.since_usec >= q.until_usec)
+        if (a->has_since && a->has_until && a->q.since_usec >= a->q.until_usec)
                 return usage_error(sites_usage, "sites: --since must be before --until");
-        if (traps)
-                q.kind = SITE_TRAP;
-        else if (faults)
-                q.kind = SITE_FAULT;
+        if (a->traps)
+                a->q.kind = SITE_TRAP;
+        else if (a->faults)
+                a->q.kind = SITE_FAULT;
+        return -1;
+}
 
-        params = trapstat_sites_parameters(&q);
-        if (!params)
-                return fail("out of memory");
-        if (cli_call("io.trapstat.Sites", params, &reply) < 0)
+static int verb_sites(int argc, char *argv[]) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        _cleanup_(trapstat_sites_reply_done) TrapstatSitesReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        SitesArgs a = { .q.kind = -1 };
+        int r;
+
+        r = sites_parse_argv(argc, argv, &a);
+        if (r >= 0)
+                return r;
+        if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
                 return EXIT_FAILURE;
+        r = trapstat_sites(c, &a.q, &reply, &error);
+        if (r == -EBADMSG)
+                return fail("trapstatd sent a malformed reply to io.trapstat.Sites");
+        if (r < 0) {
+                report_call_failure("io.trapstat.Sites", r, &error);
+                return EXIT_FAILURE;
+        }
         if (arg_json) {
-                print_json(reply);
+                print_json(reply.json);
                 return 0;
         }
-        if (trapstat_sites_from_reply(reply, &sites, &n) < 0)
-                return fail("trapstatd sent a malformed reply to io.trapstat.Sites");
-        if (csv)
-                print_sites_csv(stdout, json_object_get(reply, "process"), sites, n);
+        if (a.csv)
+                print_sites_csv(stdout, reply.process, reply.sites, reply.n_sites);
         else {
                 OutputStyle style = output_style();
-                print_sites(stdout, &style, json_object_get(reply, "process"), sites, n);
+                print_sites(stdout, &style, reply.process, reply.sites, reply.n_sites);
         }
-        site_counts_free(sites, n);
         if (fflush(stdout) != 0)
                 return fail("writing to stdout failed: %m");
-        print_cut_note(stderr, reply, "otherSites", n, "sites", "--traps/--faults/--since/--until",
-                       q.limit ? (long long) q.limit : SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
+        print_cut_note(stderr, reply.json, "otherSites", reply.n_sites, "sites", "--traps/--faults/--since/--until",
+                       a.q.limit ? (long long) a.q.limit : SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
         return 0;
 }
 
 static const char *const procs_usage =
         "Usage: trapstat procs [--exited] [--comm GLOB] [--unit NAME] [--pid PID] [--limit N] [--json|--csv]";
+
+/* What procs was asked on its command line. */
+typedef struct ProcsArgs {
+        TrapstatListProcessesRequest q;
+        bool csv;
+} ProcsArgs;
+
+static void procs_help(void) {
+        printf("%s\n\n"
+               "Processes trapstatd has counted, newest first (running ones unless --exited).\n\n"
+               "  -a, --exited        also processes that have exited\n"
+               "  -c, --comm GLOB     only commands matching a shell glob, e.g. 'postgres*'\n"
+               "  -u, --unit NAME     only processes of this systemd unit, e.g. nginx.service\n"
+               "  -p, --pid PID       only the incarnations of this pid\n"
+               "  -l, --limit N       at most N processes (default %d, at most %d); when more match,\n"
+               "                      a line on stderr says how many (--json: otherProcesses)\n"
+               "      --json          the varlink reply as one JSON object\n"
+               "      --csv           one line per process\n",
+               procs_usage, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
+}
+
+/* One option of procs into *a: -1 to go on, else the verb's exit code. */
+static int procs_option(int c, ProcsArgs *a) {
+        long long v;
+
+        switch (c) {
+        case 'a':
+                a->q.include_exited = true;
+                return -1;
+        case 'c':
+                if (!*optarg)
+                        return usage_error(procs_usage, "invalid --comm '': expected a command name or shell glob");
+                a->q.comm = optarg;
+                return -1;
+        case 'u':
+                if (!*optarg)
+                        return usage_error(procs_usage, "invalid --unit '': expected a unit name, e.g. nginx.service");
+                a->q.unit = optarg;
+                return -1;
+        case 'p':
+                if (parse_int_arg(optarg, 1, UINT32_MAX, &v) < 0)
+                        return usage_error(procs_usage, "invalid --pid '%s': expected a process id", optarg);
+                a->q.pid = (uint32_t) v;
+                return -1;
+        case 'l':
+                if (parse_int_arg(optarg, 1, LIST_MAX_LIMIT, &v) < 0)
+                        return usage_error(procs_usage, "invalid --limit '%s': expected 1 to %d", optarg, LIST_MAX_LIMIT);
+                a->q.limit = (unsigned) v;
+                return -1;
+        case 'j':
+                arg_json = true;
+                return -1;
+        case 'C':
+                a->csv = true;
+                return -1;
+        case 'h':
+                procs_help();
+                return 0;
+        default:
+                fprintf(stderr, "%s\n", procs_usage);
+                return EXIT_USAGE;
+        }
+}
 
 static int verb_procs(int argc, char *argv[]) {
         static const struct option options[] = {
@@ -408,85 +536,43 @@ static int verb_procs(int argc, char *argv[]) {
                 { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },       {},
         };
-        _cleanup_json_ json_t *params = json_object(), *reply = NULL;
-        long long v, limit = LIST_DEFAULT_LIMIT;
-        bool csv = false;
-        int c;
+        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+        _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        ProcsArgs a = {};
+        int c, r;
 
-        if (!params)
-                return fail("out of memory");
         optind = 0;
         while ((c = getopt_long(argc, argv, "ac:u:p:l:h", options, NULL)) >= 0)
-                switch (c) {
-                case 'a':
-                        json_object_set_new(params, "includeExited", json_true());
-                        break;
-                case 'c':
-                        if (!*optarg)
-                                return usage_error(procs_usage, "invalid --comm '': expected a command name or shell glob");
-                        json_object_set_new(params, "comm", json_string(optarg));
-                        break;
-                case 'u':
-                        if (!*optarg)
-                                return usage_error(procs_usage, "invalid --unit '': expected a unit name, e.g. nginx.service");
-                        json_object_set_new(params, "unit", json_string(optarg));
-                        break;
-                case 'p':
-                        if (parse_int_arg(optarg, 1, UINT32_MAX, &v) < 0)
-                                return usage_error(procs_usage, "invalid --pid '%s': expected a process id", optarg);
-                        json_object_set_new(params, "pid", json_integer(v));
-                        break;
-                case 'l':
-                        if (parse_int_arg(optarg, 1, LIST_MAX_LIMIT, &v) < 0)
-                                return usage_error(procs_usage, "invalid --limit '%s': expected 1 to %d", optarg, LIST_MAX_LIMIT);
-                        json_object_set_new(params, "limit", json_integer(v));
-                        limit = v;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'C':
-                        csv = true;
-                        break;
-                case 'h':
-                        printf("%s\n\n"
-                               "Processes trapstatd has counted, newest first (running ones unless --exited).\n\n"
-                               "  -a, --exited        also processes that have exited\n"
-                               "  -c, --comm GLOB     only commands matching a shell glob, e.g. 'postgres*'\n"
-                               "  -u, --unit NAME     only processes of this systemd unit, e.g. nginx.service\n"
-                               "  -p, --pid PID       only the incarnations of this pid\n"
-                               "  -l, --limit N       at most N processes (default %d, at most %d); when more match,\n"
-                               "                      a line on stderr says how many (--json: otherProcesses)\n"
-                               "      --json          the varlink reply as one JSON object\n"
-                               "      --csv           one line per process\n",
-                               procs_usage, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
-                        return 0;
-                default:
-                        fprintf(stderr, "%s\n", procs_usage);
-                        return EXIT_USAGE;
-                }
+                if ((r = procs_option(c, &a)) >= 0)
+                        return r;
         if (optind < argc)
                 return usage_error(procs_usage, "procs: unexpected argument '%s'", argv[optind]);
-        if (csv && arg_json)
+        if (a.csv && arg_json)
                 return usage_error(procs_usage, "procs: --json and --csv exclude each other");
 
-        if (cli_call("io.trapstat.ListProcesses", params, &reply) < 0)
+        if (cli_connect(CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
+        r = trapstat_list_processes(vc, &a.q, &reply, &error);
+        if (r < 0) {
+                report_call_failure("io.trapstat.ListProcesses", r, &error);
+                return EXIT_FAILURE;
+        }
         if (arg_json) {
-                print_json(reply);
+                print_json(reply.json);
                 return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
         }
-        if (csv)
-                print_processes_csv(stdout, json_object_get(reply, "processes"));
+        if (a.csv)
+                print_processes_csv(stdout, reply.processes);
         else {
                 OutputStyle style = output_style();
-                print_processes(stdout, &style, json_object_get(reply, "processes"));
+                print_processes(stdout, &style, reply.processes);
         }
         if (fflush(stdout) != 0)
                 return fail("writing to stdout failed: %m");
         /* After the rows, so that it is the last line a terminal shows. */
-        print_cut_note(stderr, reply, "otherProcesses", json_array_size(json_object_get(reply, "processes")),
-                       "processes", "--comm/--unit/--pid", limit, LIST_MAX_LIMIT);
+        print_cut_note(stderr, reply.json, "otherProcesses", json_array_size(reply.processes), "processes",
+                       "--comm/--unit/--pid", a.q.limit ? (long long) a.q.limit : LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
         return 0;
 }
 
@@ -500,8 +586,10 @@ static int verb_traps(int argc, char *argv[]) {
                 {},
         };
         uint64_t now = now_usec(CLOCK_REALTIME), since = now - TRAPS_DEFAULT_WINDOW_SEC * USEC_PER_SEC, window;
-        _cleanup_json_ json_t *params = NULL, *reply = NULL;
-        int c;
+        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+        _cleanup_(trapstat_traps_reply_done) TrapstatTrapsReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        int c, r;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "s:h", options, NULL)) >= 0)
@@ -533,20 +621,27 @@ static int verb_traps(int argc, char *argv[]) {
         window = (now - since + USEC_PER_SEC - 1) / USEC_PER_SEC;
         if (window > INT32_MAX)
                 window = INT32_MAX;
-        params = json_pack("{s:I}", "windowSec", (json_int_t) window);
-        if (cli_call("io.trapstat.Traps", params, &reply) < 0)
+        if (cli_connect(CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
+        r = trapstat_traps(vc, &(TrapstatTrapsRequest) { .window_sec = window }, &reply, &error);
+        if (r < 0) {
+                report_call_failure("io.trapstat.Traps", r, &error);
+                return EXIT_FAILURE;
+        }
         if (arg_json)
-                print_json(reply);
+                print_json(reply.json);
         else {
                 OutputStyle style = output_style();
-                print_traps(stdout, &style, reply, window * USEC_PER_SEC);
+                print_traps(stdout, &style, reply.json, window * USEC_PER_SEC);
         }
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
 static int verb_status(int argc, char *argv[]) {
-        _cleanup_json_ json_t *reply = NULL;
+        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+        _cleanup_(trapstat_status_reply_done) TrapstatStatusReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        int r;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -560,13 +655,18 @@ static int verb_status(int argc, char *argv[]) {
                 else
                         return usage_error("Usage: trapstat status [--json]", "status: unexpected argument '%s'", argv[i]);
         }
-        if (cli_call("io.trapstat.GetStatus", NULL, &reply) < 0)
+        if (cli_connect(CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
+        r = trapstat_get_status(vc, &reply, &error);
+        if (r < 0) {
+                report_call_failure("io.trapstat.GetStatus", r, &error);
+                return EXIT_FAILURE;
+        }
         if (arg_json)
-                print_json(reply);
+                print_json(reply.json);
         else {
                 OutputStyle style = output_style();
-                print_status(stdout, &style, reply);
+                print_status(stdout, &style, reply.json);
         }
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }

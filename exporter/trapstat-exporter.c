@@ -26,7 +26,7 @@
 #include "log.h"
 #include "exposition.h"
 #include "time-util.h"
-#include "trapstat-client.h"
+#include "trapstat-methods.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:9472"
 #define DEFAULT_TIMEOUT_USEC (5 * USEC_PER_SEC)
@@ -97,38 +97,71 @@ static int parse_unsigned(const char *s, unsigned min, unsigned max, unsigned *r
         return 0;
 }
 
-static void log_call_error(const char *what, int r, const char *method, TrapstatError *e) {
-        if (r == TRAPSTAT_ERROR_REPLY) {
-                _cleanup_free_ char *m = NULL;
-                if (trapstat_error_message(method, e, &m) >= 0)
-                        fprintf(stderr, "%s: %s: %s\n", program, what, m);
-        } else
-                fprintf(stderr, "%s: %s: %s\n", program, what, strerror(-r));
+static void log_call_error(const char *method, int r, TrapstatError *e) {
+        _cleanup_free_ char *m = NULL;
+
+        if (r == TRAPSTAT_ERROR_REPLY && trapstat_error_message(method, e, &m) >= 0)
+                fprintf(stderr, "%s: %s: %s\n", program, method, m);
+        else if (r != TRAPSTAT_ERROR_REPLY)
+                fprintf(stderr, "%s: %s: %s\n", program, method, strerror(-r));
+        trapstat_error_done(e);
 }
 
-/* One call; NULL when it failed, which is logged. After a failure to talk to the daemon (not
- * an error reply) *broken is set: a reply that came late would be read as the next call's. */
-static json_t *call(TrapstatClient *c, const char *method, json_t *parameters, bool *broken) {
-        json_t *reply = NULL;
+/* The replies of one scrape; a reply's json is NULL when its call failed or was not made. */
+typedef struct ScrapeReplies {
+        TrapstatUnitTotalsReply totals;
+        TrapstatStatusReply status;
+        TrapstatTopReply top;
+} ScrapeReplies;
+
+static void scrape_replies_done(ScrapeReplies *s) {
+        trapstat_unit_totals_reply_done(&s->totals);
+        trapstat_status_reply_done(&s->status);
+        trapstat_top_reply_done(&s->top);
+}
+
+/* Whether a call's result leaves the connection usable: after a failure to talk to the daemon
+ * (not an error reply), a reply that came late would be read as the next call's. Logs failures. */
+static bool call_done(const char *method, int r, TrapstatError *e) {
+        if (r < 0)
+                log_call_error(method, r, e);
+        return r >= 0 || r == TRAPSTAT_ERROR_REPLY;
+}
+
+/* The process series: Top over the whole life of the daemon (its history is kept in 10 s
+ * buckets, so one more), that they count what the unit series do. */
+static bool scrape_top(const Exporter *x, TrapstatClient *c, uint64_t since_usec, TrapstatTopReply *ret) {
         TrapstatError e = {};
-        if (*broken)
-                return NULL;
-        int r = trapstat_client_call(c, method, parameters, &reply, &e);
-        if (r != 0) {
-                *broken = r < 0;
-                log_call_error(method, r, method, &e);
-                trapstat_error_done(&e);
-                return NULL;
-        }
-        return reply;
+        uint64_t now = now_usec(CLOCK_REALTIME);
+        uint64_t window = (now > since_usec ? (now - since_usec) / USEC_PER_SEC : 0) + 10;
+        TrapstatTopRequest q = {
+                .window_sec = MIN(window, (uint64_t) MAX_WINDOW_SEC),
+                .sort_by = "user",
+                .limit = x->process_series,
+        };
+
+        return call_done("io.trapstat.Top", trapstat_top(c, &q, ret, &e), &e);
+}
+
+/* UnitTotals, then GetStatus and (--process-series) Top on the same connection. */
+static void scrape_calls(const Exporter *x, TrapstatClient *c, ScrapeReplies *ret) {
+        TrapstatError e = {};
+
+        if (!call_done("io.trapstat.UnitTotals",
+                       trapstat_unit_totals(c, &(TrapstatUnitTotalsRequest) { .limit = x->unit_limit }, &ret->totals, &e), &e) ||
+            !ret->totals.json)
+                return;
+        if (!call_done("io.trapstat.GetStatus", trapstat_get_status(c, &ret->status, &e), &e))
+                return;
+        if (x->process_series > 0 && ret->totals.has_since)
+                (void) scrape_top(x, c, ret->totals.since_usec, &ret->top);
 }
 
 /* Asks the daemon and formats the replies; on any failure to get the unit totals, up 0. */
 static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *ret_size) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
-        _cleanup_(json_decrefp) json_t *totals = NULL, *status = NULL, *top = NULL;
         _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
-        bool broken = false;
+        _cleanup_(scrape_replies_done) ScrapeReplies replies = {};
 
         /* --timeout bounds the whole scrape, as Prometheus' scrape_timeout bounds its wait:
          * each call gets an equal share of it. */
@@ -136,29 +169,13 @@ static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *r
         int r = trapstat_client_connect(x->socket_path, MAX(x->timeout_usec / calls, 1), &c);
         if (r < 0)
                 fprintf(stderr, "%s: connecting to %s: %s\n", program, x->socket_path, strerror(-r));
-        else {
-                _cleanup_(json_decrefp) json_t *p = json_pack("{s:i}", "limit", (json_int_t) x->unit_limit);
-                totals = p ? call(c, "io.trapstat.UnitTotals", p, &broken) : NULL;
-        }
-        if (totals) {
-                status = call(c, "io.trapstat.GetStatus", NULL, &broken);
-                json_t *since = json_object_get(totals, "sinceUsec");
-                if (x->process_series > 0 && json_is_integer(since)) {
-                        /* The whole life of the daemon (its history is kept in 10 s buckets, so
-                         * one more), that the process series count what the unit series do. */
-                        uint64_t now = now_usec(CLOCK_REALTIME), s = (uint64_t) json_integer_value(since);
-                        uint64_t window = (now > s ? (now - s) / USEC_PER_SEC : 0) + 10;
-                        _cleanup_(json_decrefp) json_t *p = json_pack(
-                                "{s:I,s:s,s:i}", "windowSec", (json_int_t) MIN(window, (uint64_t) MAX_WINDOW_SEC),
-                                "sortBy", "user", "limit", (json_int_t) x->process_series);
-                        top = p ? call(c, "io.trapstat.Top", p, &broken) : NULL;
-                }
-        }
+        else
+                scrape_calls(x, c, &replies);
 
         MetricsInput in = {
-                .unit_totals = totals,
-                .status = status,
-                .top = top,
+                .unit_totals = replies.totals.json,
+                .status = replies.status.json,
+                .top = replies.top.json,
                 .unit_limit = x->unit_limit,
                 .process_series = x->process_series,
                 .scrape_seconds = (double) (now_usec(CLOCK_MONOTONIC) - start) / USEC_PER_SEC,

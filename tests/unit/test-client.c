@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests for the client library (client/trapstat-client.c): the line for each error reply of the
- * daemon, then connect, call, stream and timeout against a socket this test answers itself. No
+/* Tests for the client library (libtrapstat-client/): the line for each error reply of the
+ * daemon, then connect, call, stream, timeout and each typed call against a socket this test
+ * answers itself; and that the library has a function for every method of the IDL. No
  * daemon and no thread: the kernel's socket buffers hold the call and the canned replies, so the
  * test writes a reply before the client reads it, and cmocka's asserts stay in one thread. */
 
@@ -19,9 +20,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "embedded.h"
 #include "json-util.h"
 #include "macro.h"
-#include "trapstat-client.h"
+#include "trapstat-methods.h"
+#include "varlink-idl.h"
 
 #define TIMEOUT_USEC (5U * 1000000U)
 
@@ -246,7 +249,7 @@ static void test_watch(void **state) {
         peer_accept(&p);
 
         assert_int_equal(sort_key_from_name("traps", &sort), 0);
-        assert_int_equal(trapstat_client_watch(c, &sort, 7, NULL), 0);
+        assert_int_equal(trapstat_watch(c, &(TrapstatWatchRequest) { .sort_by = sort.name, .limit = 7 }), 0);
         call = peer_read_call(&p);
         assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"traps\", \"limit\": 7}}");
 
@@ -273,23 +276,23 @@ static void test_watch(void **state) {
         /* The default limit is the daemon's: none sent. */
         json_decref(TAKE_PTR(call));
         assert_int_equal(sort_key_from_name("major", &sort), 0);
-        assert_int_equal(trapstat_client_watch(c, &sort, 0, &PROCESS_FILTER_NONE), 0);
+        assert_int_equal(trapstat_watch(c, &(TrapstatWatchRequest) { .sort_by = sort.name, .filter = &PROCESS_FILTER_NONE }), 0);
         call = peer_read_call(&p);
         assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\"}}");
-        assert_int_equal(trapstat_client_watch(c, &(SortKey) {}, 0, NULL), -EINVAL);
+        assert_int_equal(trapstat_watch(c, &(TrapstatWatchRequest) {}), -EINVAL);
 
         /* Each filter member that is set, and only those. */
         json_decref(TAKE_PTR(call));
         {
                 ProcessFilter f = { .pids = { 7, 9 }, .n_pids = 2, .uid = 1000, .unit = (char *) "web*.service" };
 
-                assert_int_equal(trapstat_client_watch(c, &sort, 0, &f), 0);
+                assert_int_equal(trapstat_watch(c, &(TrapstatWatchRequest) { .sort_by = sort.name, .filter = &f }), 0);
                 call = peer_read_call(&p);
                 assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\", "
                                   "\"pids\": [7, 9], \"uid\": 1000, \"unit\": \"web*.service\"}}");
                 json_decref(TAKE_PTR(call));
                 f = (ProcessFilter) { .uid = -1, .comm = (char *) "py*" };
-                assert_int_equal(trapstat_client_watch(c, &sort, 0, &f), 0);
+                assert_int_equal(trapstat_watch(c, &(TrapstatWatchRequest) { .sort_by = sort.name, .filter = &f }), 0);
                 call = peer_read_call(&p);
                 assert_json(call, "{\"method\": \"io.trapstat.Watch\", \"more\": true, \"parameters\": {\"sortBy\": \"major\", "
                                   "\"comm\": \"py*\"}}");
@@ -298,18 +301,26 @@ static void test_watch(void **state) {
 }
 
 /* Only what the query sets is sent: the daemon's defaults apply to the rest. */
+static json_t *sites_parameters(const TrapstatSitesQuery *q) {
+        json_t *p = NULL;
+
+        return trapstat_sites_parameters(q, &p) == 0 ? p : NULL;
+}
+
 static void test_sites_parameters(void **state) {
-        _cleanup_json_ json_t *minimal = trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 42, .kind = -1 });
-        _cleanup_json_ json_t *full = trapstat_sites_parameters(&(TrapstatSitesQuery) {
+        _cleanup_json_ json_t *minimal = sites_parameters(&(TrapstatSitesQuery) { .pid = 42, .kind = -1 });
+        _cleanup_json_ json_t *full = sites_parameters(&(TrapstatSitesQuery) {
                 .pid = 42, .start_time = 987654000000, .since_usec = 1700000000000000,
                 .until_usec = 1700000060000000, .kind = SITE_FAULT, .limit = 3 });
+        json_t *p = NULL;
 
         assert_json(minimal, "{\"pid\": 42}");
         assert_json(full, "{\"pid\": 42, \"startTime\": 987654000000, \"sinceUsec\": 1700000000000000,"
                           " \"untilUsec\": 1700000060000000, \"kind\": \"fault\", \"limit\": 3}");
-        assert_null(trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 0, .kind = -1 }));
-        assert_null(trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 1, .kind = _SITE_KIND_MAX }));
-        assert_null(trapstat_sites_parameters(NULL));
+        assert_int_equal(trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 0, .kind = -1 }, &p), -EINVAL);
+        assert_int_equal(trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 1, .kind = _SITE_KIND_MAX }, &p), -EINVAL);
+        assert_int_equal(trapstat_sites_parameters(NULL, &p), -EINVAL);
+        assert_null(p);
 }
 
 /* The sites of a reply, strictly: one malformed site spoils the reply. */
@@ -371,7 +382,8 @@ static void test_sites_from_reply(void **state) {
 /* The call on the wire, and an older daemon's answer. */
 static void test_sites_call(void **state) {
         _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
-        _cleanup_json_ json_t *call = NULL, *reply = NULL;
+        _cleanup_json_ json_t *call = NULL;
+        TrapstatSitesReply reply = {};
         TrapstatError error = {};
         Peer p;
 
@@ -379,28 +391,240 @@ static void test_sites_call(void **state) {
         assert_int_equal(trapstat_client_connect(p.path, TIMEOUT_USEC, &c), 0);
         peer_accept(&p);
 
-        peer_send(&p, "{\"parameters\": {\"process\": {}, \"sites\": []}}");
-        assert_int_equal(trapstat_client_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = SITE_TRAP, .limit = 3 },
-                                               &reply, &error),
-                         0);
-        assert_json(reply, "{\"process\": {}, \"sites\": []}");
+        peer_send(&p, "{\"parameters\": {\"process\": {\"pid\": 7}, \"sites\": [], \"otherSites\": 4}}");
+        assert_int_equal(trapstat_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = SITE_TRAP, .limit = 3 }, &reply, &error), 0);
+        assert_json(reply.json, "{\"process\": {\"pid\": 7}, \"sites\": [], \"otherSites\": 4}");
+        assert_json(reply.process, "{\"pid\": 7}");
+        assert_int_equal(reply.n_sites, 0);
+        assert_int_equal(reply.other_sites, 4);
+        trapstat_sites_reply_done(&reply);
+        assert_null(reply.json);
         call = peer_read_call(&p);
         assert_json(call, "{\"method\": \"io.trapstat.Sites\", \"parameters\": {\"pid\": 7, \"kind\": \"trap\", \"limit\": 3}}");
 
-        json_decref(TAKE_PTR(reply));
         json_decref(TAKE_PTR(call));
         peer_send(&p, "{\"error\": \"org.varlink.service.MethodNotFound\", \"parameters\": {\"method\": \"io.trapstat.Sites\"}}");
-        assert_int_equal(trapstat_client_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = -1 }, &reply, &error),
+        assert_int_equal(trapstat_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = -1 }, &reply, &error),
                          TRAPSTAT_ERROR_REPLY);
-        assert_null(reply);
+        assert_null(reply.json);
         assert_string_equal(error.name, TRAPSTAT_ERROR_METHOD_NOT_FOUND);
         trapstat_error_done(&error);
         call = peer_read_call(&p);
         assert_json(call, "{\"method\": \"io.trapstat.Sites\", \"parameters\": {\"pid\": 7}}");
 
-        assert_int_equal(trapstat_client_sites(c, &(TrapstatSitesQuery) { .pid = 0, .kind = -1 }, &reply, &error), -EINVAL);
-        assert_int_equal(trapstat_client_sites(c, NULL, &reply, &error), -EINVAL);
+        /* A reply whose sites are not sites: an error, nothing kept. */
+        json_decref(TAKE_PTR(call));
+        peer_send(&p, "{\"parameters\": {\"process\": {}, \"sites\": {}}}");
+        assert_int_equal(trapstat_sites(c, &(TrapstatSitesQuery) { .pid = 7, .kind = -1 }, &reply, &error), -EBADMSG);
+        assert_null(reply.json);
+        assert_null(error.name);
+        call = peer_read_call(&p);
+
+        assert_int_equal(trapstat_sites(c, &(TrapstatSitesQuery) { .pid = 0, .kind = -1 }, &reply, &error), -EINVAL);
+        assert_int_equal(trapstat_sites(c, NULL, &reply, &error), -EINVAL);
         peer_close(&p);
+}
+
+/* Each typed call: its parameters on the wire, the members of its reply. */
+static void test_typed_calls(void **state) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *c = NULL;
+        TrapstatError error = {};
+        Peer p;
+
+        peer_listen(&p);
+        assert_int_equal(trapstat_client_connect(p.path, TIMEOUT_USEC, &c), 0);
+        peer_accept(&p);
+
+        {
+                _cleanup_(trapstat_status_reply_done) TrapstatStatusReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                peer_send(&p, "{\"parameters\": {\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"tickUsec\": 1000000,"
+                              " \"processesTracked\": 12, \"drops\": 3, \"faultSamplePeriod\": 256}}");
+                assert_int_equal(trapstat_get_status(c, &r, &error), 0);
+                assert_string_equal(r.version, "0.1.0");
+                assert_string_equal(r.arch, "x86_64");
+                assert_int_equal(r.tick_usec, 1000000);
+                assert_int_equal(r.processes_tracked, 12);
+                assert_int_equal(r.drops, 3);
+                assert_int_equal(r.fault_sample_period, 256);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.GetStatus\"}");
+        }
+        {
+                _cleanup_(trapstat_top_reply_done) TrapstatTopReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+                ProcessFilter f = { .uid = 1000, .comm = (char *) "py*" };
+
+                peer_send(&p, "{\"parameters\": {\"rows\": [{}]}}");
+                assert_int_equal(trapstat_top(c, &(TrapstatTopRequest) { .window_sec = 60, .sort_by = "major", .limit = 5,
+                                                                          .filter = &f },
+                                              &r, &error),
+                                 0);
+                assert_int_equal(json_array_size(r.rows), 1);
+                assert_int_equal(r.other_processes, -1); /* an older daemon */
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.Top\", \"parameters\": {\"windowSec\": 60, \"sortBy\": \"major\","
+                                  " \"limit\": 5, \"uid\": 1000, \"comm\": \"py*\"}}");
+        }
+        {
+                _cleanup_(trapstat_history_reply_done) TrapstatHistoryReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                peer_send(&p, "{\"parameters\": {\"process\": {\"startTime\": 55}, \"total\": {}, \"samples\": []}}");
+                assert_int_equal(trapstat_history(c, &(TrapstatHistoryRequest) { .pid = 9, .start_time = 0, .resolution_sec = 60 },
+                                                  &r, &error),
+                                 0);
+                assert_int_equal(r.start_time, 55);
+                assert_true(json_is_array(r.samples));
+                call = peer_read_call(&p);
+                /* start_time 0 is an incarnation; -1 is none. */
+                assert_json(call, "{\"method\": \"io.trapstat.History\", \"parameters\": {\"pid\": 9, \"startTime\": 0,"
+                                  " \"resolutionSec\": 60}}");
+        }
+        {
+                _cleanup_(trapstat_unit_history_reply_done) TrapstatUnitHistoryReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                peer_send(&p, "{\"parameters\": {\"units\": [\"a.service\"], \"processes\": 4, \"running\": 1,"
+                              " \"total\": {}, \"samples\": []}}");
+                assert_int_equal(trapstat_unit_history(c, &(TrapstatUnitHistoryRequest) { .unit = "a.service", .since_usec = 5 },
+                                                       &r, &error),
+                                 0);
+                assert_int_equal(r.processes, 4);
+                assert_int_equal(r.running, 1);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.UnitHistory\", \"parameters\": {\"unit\": \"a.service\","
+                                  " \"sinceUsec\": 5}}");
+        }
+        {
+                _cleanup_(trapstat_unit_totals_reply_done) TrapstatUnitTotalsReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                peer_send(&p, "{\"parameters\": {\"sinceUsec\": 17, \"units\": [], \"otherUnits\": 2, \"total\": {}}}");
+                assert_int_equal(trapstat_unit_totals(c, &(TrapstatUnitTotalsRequest) { .limit = 10 }, &r, &error), 0);
+                assert_true(r.has_since);
+                assert_int_equal(r.since_usec, 17);
+                assert_int_equal(r.other_units, 2);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.UnitTotals\", \"parameters\": {\"limit\": 10}}");
+        }
+        {
+                _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                peer_send(&p, "{\"parameters\": {\"processes\": [], \"otherProcesses\": 0}}");
+                assert_int_equal(trapstat_list_processes(c, &(TrapstatListProcessesRequest) { .pid = 3, .include_exited = true },
+                                                         &r, &error),
+                                 0);
+                assert_int_equal(r.other_processes, 0);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.ListProcesses\", \"parameters\": {\"pid\": 3, \"includeExited\": true}}");
+        }
+        {
+                _cleanup_(trapstat_traps_reply_done) TrapstatTrapsReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                peer_send(&p, "{\"parameters\": {\"traps\": {\"UD\": 2}, \"signals\": {}, \"signalCodes\": {}, \"processes\": 1}}");
+                assert_int_equal(trapstat_traps(c, &(TrapstatTrapsRequest) { .window_sec = 3600 }, &r, &error), 0);
+                assert_int_equal(r.processes, 1);
+                assert_int_equal(json_integer_value(json_object_get(r.traps, "UD")), 2);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.Traps\", \"parameters\": {\"windowSec\": 3600}}");
+        }
+        /* An error reply: -EBADR with the error, the reply untouched. */
+        {
+                TrapstatTrapsReply r = {};
+
+                peer_send(&p, "{\"error\": \"io.trapstat.QueryTooSlow\", \"parameters\": {\"limitMsec\": 5000}}");
+                assert_int_equal(trapstat_traps(c, &(TrapstatTrapsRequest) {}, &r, &error), -EBADR);
+                assert_null(r.json);
+                assert_string_equal(error.name, TRAPSTAT_ERROR_QUERY_TOO_SLOW);
+                trapstat_error_done(&error);
+                json_decref(peer_read_call(&p));
+        }
+        peer_close(&p);
+}
+
+/* The IDL's methods as its parser reads them: every one has its function in the library's
+ * table, and the table names no method the IDL lacks. */
+static void test_every_method_has_a_function(void **state) {
+        VarlinkInterface *idl = NULL;
+        char error[256] = "";
+
+        assert_int_equal(embedded_varlink_count, 1);
+        assert_int_equal(varlink_interface_parse(embedded_varlink[0].text, &idl, error, sizeof(error)), 0);
+        for (size_t i = 0; i < varlink_interface_n_methods(idl); i++) {
+                const char *name = varlink_interface_method_name(idl, i);
+                bool found = false;
+
+                for (size_t k = 0; k < trapstat_client_n_methods; k++)
+                        if (strcmp(trapstat_client_methods[k].name, name) == 0) {
+                                assert_false(found);
+                                assert_non_null(trapstat_client_methods[k].function);
+                                found = true;
+                        }
+                if (!found)
+                        fail_msg("io.trapstat.%s has no function in libtrapstat-client (trapstat_client_methods[])", name);
+        }
+        for (size_t k = 0; k < trapstat_client_n_methods; k++)
+                if (!varlink_interface_has_method(idl, trapstat_client_methods[k].name))
+                        fail_msg("trapstat_client_methods[] names %s, which io.trapstat does not declare",
+                                 trapstat_client_methods[k].name);
+        varlink_interface_free(idl);
+}
+
+/* What each function sends is what the IDL accepts: the least and the most a request sets. */
+static void assert_valid(const VarlinkInterface *idl, const char *method, int r, json_t *parameters) {
+        const char *field = NULL;
+
+        assert_int_equal(r, 0);
+        if (varlink_interface_validate_input(idl, method, parameters, &field) != 0)
+                fail_msg("the parameters of %s are not what io.trapstat declares: %s", method, field ?: "(not an object)");
+        json_decref(parameters);
+}
+
+static void test_parameters_match_the_idl(void **state) {
+        ProcessFilter f = { .pids = { 7, 9 }, .n_pids = 2, .uid = 1000, .unit = (char *) "web*.service", .comm = (char *) "py*" };
+        VarlinkInterface *idl = NULL;
+        json_t *j = NULL;
+        int r;
+
+        assert_int_equal(varlink_interface_parse(embedded_varlink[0].text, &idl, NULL, 0), 0);
+        r = trapstat_top_parameters(&(TrapstatTopRequest) {}, &j);
+        assert_valid(idl, "Top", r, j);
+        r = trapstat_top_parameters(&(TrapstatTopRequest) { .window_sec = 60, .sort_by = "traps", .limit = 3, .filter = &f }, &j);
+        assert_valid(idl, "Top", r, j);
+        r = trapstat_history_parameters(&(TrapstatHistoryRequest) { .pid = 1, .start_time = -1 }, &j);
+        assert_valid(idl, "History", r, j);
+        r = trapstat_history_parameters(&(TrapstatHistoryRequest) { .pid = 1, .start_time = 5, .since_usec = 1, .until_usec = 2,
+                                                                    .resolution_sec = 10 },
+                                        &j);
+        assert_valid(idl, "History", r, j);
+        r = trapstat_unit_history_parameters(&(TrapstatUnitHistoryRequest) { .unit = "a.service", .since_usec = 1, .until_usec = 2,
+                                                                             .resolution_sec = 60 },
+                                             &j);
+        assert_valid(idl, "UnitHistory", r, j);
+        r = trapstat_unit_totals_parameters(&(TrapstatUnitTotalsRequest) { .limit = 5 }, &j);
+        assert_valid(idl, "UnitTotals", r, j);
+        r = trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 1, .start_time = 5, .since_usec = 1, .until_usec = 2,
+                                                              .kind = SITE_FAULT, .limit = 3 },
+                                      &j);
+        assert_valid(idl, "Sites", r, j);
+        r = trapstat_list_processes_parameters(&(TrapstatListProcessesRequest) { .pid = 1, .include_exited = true, .comm = "a",
+                                                                                 .unit = "b", .limit = 2 },
+                                               &j);
+        assert_valid(idl, "ListProcesses", r, j);
+        r = trapstat_watch_parameters(&(TrapstatWatchRequest) { .sort_by = "user", .limit = 4, .filter = &f }, &j);
+        assert_valid(idl, "Watch", r, j);
+        r = trapstat_traps_parameters(&(TrapstatTrapsRequest) { .window_sec = 60 }, &j);
+        assert_valid(idl, "Traps", r, j);
+
+        /* What the IDL requires, a request must set. */
+        assert_int_equal(trapstat_history_parameters(&(TrapstatHistoryRequest) { .start_time = -1 }, &j), -EINVAL);
+        assert_int_equal(trapstat_unit_history_parameters(&(TrapstatUnitHistoryRequest) {}, &j), -EINVAL);
+        assert_int_equal(trapstat_watch_parameters(&(TrapstatWatchRequest) {}, &j), -EINVAL);
+        varlink_interface_free(idl);
 }
 
 int main(void) {
@@ -409,7 +633,8 @@ int main(void) {
                 cmocka_unit_test(test_error_done),    cmocka_unit_test(test_connect_missing),
                 cmocka_unit_test(test_call),          cmocka_unit_test(test_watch),
                 cmocka_unit_test(test_sites_parameters), cmocka_unit_test(test_sites_from_reply),
-                cmocka_unit_test(test_sites_call),
+                cmocka_unit_test(test_sites_call),    cmocka_unit_test(test_typed_calls),
+                cmocka_unit_test(test_every_method_has_a_function), cmocka_unit_test(test_parameters_match_the_idl),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The client library of trapstatd, for trapstat and any other program that asks it (an exporter):
- * connecting to its socket, one call with its reply, and streams (Watch) read with a timeout.
+/* The client library of trapstatd, for trapstat and any other program that asks it (the
+ * exporter): connecting to its socket, one call with its reply, and streams (Watch) read with a
+ * timeout. The typed call of each method is in trapstat-methods.h; the untyped calls here are
+ * for what has no type (trapstat call) and for the typed ones underneath.
  *
- * One convention throughout: a negative errno on failure, 0 (or a positive value the function
- * names) on success. Nothing here prints or exits; what to tell a person is the caller's choice.
- * A call that reached the daemon and got an error reply is not a failure to talk to it: the
- * functions return TRAPSTAT_ERROR_REPLY and the error as a TrapstatError, which
+ * One convention throughout: a negative errno on failure, 0 on success. Nothing here prints or
+ * exits; what to tell a person is the caller's choice. A call that reached the daemon and got an
+ * error reply returns TRAPSTAT_ERROR_REPLY (-EBADR) and the error as a TrapstatError, which
  * trapstat_error_message() turns into a line of text. */
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,7 +19,6 @@
 #include "counters.h"
 #include "filter.h"
 #include "macro.h"
-#include "sites.h"
 
 /* The errors a client of trapstatd meets: those of io.trapstat (schema/io.trapstat.varlink)
  * and those of org.varlink.service the daemon sends. */
@@ -33,9 +34,10 @@
 #define TRAPSTAT_ERROR_METHOD_NOT_FOUND "org.varlink.service.MethodNotFound"
 #define TRAPSTAT_ERROR_INTERFACE_NOT_FOUND "org.varlink.service.InterfaceNotFound"
 
-/* Returned instead of 0 when the daemon answered with an error: positive, so that it is never
- * taken for a failure to talk to the daemon, and never for a reply. */
-#define TRAPSTAT_ERROR_REPLY 1
+/* Returned when the daemon answered with an error (then in a TrapstatError): a negative errno like
+ * every other failure, and one the connection code never returns, so that a caller tells "the
+ * daemon said no" from "could not talk to the daemon" by this value alone. */
+#define TRAPSTAT_ERROR_REPLY (-EBADR)
 
 /* An error reply of the daemon. */
 typedef struct TrapstatError {
@@ -71,16 +73,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(TrapstatClient *, trapstat_client_free)
 int trapstat_client_call(TrapstatClient *c, const char *method, const json_t *parameters, json_t **ret_reply,
                          TrapstatError *ret_error);
 
+/* How long trapstat_client_call() waits for its reply in all (0, the default: the connection's
+ * timeout), for a connection whose timeout is short because it is for a stream read between
+ * other work (a live view's Watch): the call reads again after each of the connection's timeouts
+ * until this one has passed. */
+void trapstat_client_set_call_timeout(TrapstatClient *c, uint64_t timeout_usec);
+
 /* Sends a call without waiting for its reply; with more, the call of a stream, which the daemon
  * answers with reply after reply. Read them with trapstat_client_read(). 0 or a negative errno. */
 int trapstat_client_start(TrapstatClient *c, const char *method, const json_t *parameters, bool more);
 /* Adds the members of Top and Watch that filter processes (pids, uid, unit, comm) for what f
  * sets (f may be NULL). 0 or -ENOMEM. */
 int trapstat_filter_parameters(json_t *parameters, const ProcessFilter *f);
-/* Starts io.trapstat.Watch: one reply per tick, rows sorted by sort, at most limit rows each
- * (0: the daemon's default), of the processes filter lets through (NULL: all). 0 or a negative
- * errno. */
-int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit, const ProcessFilter *filter);
 
 /* Reads the next reply of the call in progress. Returns 0, the reply's parameters in *ret_reply
  * (a new reference) and whether more replies follow in *ret_continues; TRAPSTAT_ERROR_REPLY and
@@ -88,25 +92,3 @@ int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit
  * does. -ETIMEDOUT ends nothing: no reply came within the connection's timeout, and the next
  * read waits for it again (a stream read with a short timeout leaves time for other work). */
 int trapstat_client_read(TrapstatClient *c, json_t **ret_reply, bool *ret_continues, TrapstatError *ret_error);
-
-/* What io.trapstat.Sites is asked: where process pid trapped and faulted. */
-typedef struct TrapstatSitesQuery {
-        uint32_t pid;
-        uint64_t start_time; /* one incarnation of the pid; 0: the newest */
-        uint64_t since_usec; /* 0: from the start of its history */
-        uint64_t until_usec; /* 0: up to now */
-        int kind;            /* a SiteKind; -1: both kinds */
-        unsigned limit;      /* at most this many sites; 0: the daemon's default (20) */
-} TrapstatSitesQuery;
-
-/* The parameters of io.trapstat.Sites for q, a new object: only what q sets, so that the
- * daemon's defaults apply to the rest. NULL on ENOMEM, or for pid 0 or an unknown kind. */
-json_t *trapstat_sites_parameters(const TrapstatSitesQuery *q);
-/* Calls io.trapstat.Sites and returns as trapstat_client_call() does; the sites of *ret_reply
- * are read with trapstat_sites_from_reply(). An older trapstatd answers with the error
- * TRAPSTAT_ERROR_METHOD_NOT_FOUND. */
-int trapstat_client_sites(TrapstatClient *c, const TrapstatSitesQuery *q, json_t **ret_reply, TrapstatError *ret_error);
-/* The sites of a Sites reply, in its order, each read by site_count_from_json(): 0, a malloc'd
- * array (NULL when there are none; free it with site_counts_free()) and its length; -EBADMSG
- * when the reply has no array "sites" or a site is malformed; -ENOMEM. */
-int trapstat_sites_from_reply(json_t *reply, SiteCount **ret, size_t *ret_n);

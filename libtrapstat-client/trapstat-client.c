@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "time-util.h"
 #include "varlink.h"
 
 struct TrapstatClient {
         VarlinkClient *varlink;
+        uint64_t call_timeout_usec; /* 0: the connection's timeout */
 };
 
 void trapstat_error_done(TrapstatError *e) {
@@ -126,18 +128,6 @@ int trapstat_filter_parameters(json_t *parameters, const ProcessFilter *f) {
         return 0;
 }
 
-int trapstat_client_watch(TrapstatClient *c, const SortKey *sort, unsigned limit, const ProcessFilter *filter) {
-        _cleanup_json_ json_t *params = NULL;
-
-        if (!sort || !sort->name)
-                return -EINVAL;
-        params = json_pack("{s:s}", "sortBy", sort->name);
-        if (!params || (limit > 0 && json_object_set_new(params, "limit", json_integer(limit)) < 0) ||
-            trapstat_filter_parameters(params, filter) < 0)
-                return -ENOMEM;
-        return trapstat_client_start(c, "io.trapstat.Watch", params, true);
-}
-
 int trapstat_client_read(TrapstatClient *c, json_t **ret_reply, bool *ret_continues, TrapstatError *ret_error) {
         _cleanup_json_ json_t *parameters = NULL;
         _cleanup_free_ char *error = NULL;
@@ -161,61 +151,22 @@ int trapstat_client_read(TrapstatClient *c, json_t **ret_reply, bool *ret_contin
         return 0;
 }
 
+void trapstat_client_set_call_timeout(TrapstatClient *c, uint64_t timeout_usec) {
+        if (c)
+                c->call_timeout_usec = timeout_usec;
+}
+
 int trapstat_client_call(TrapstatClient *c, const char *method, const json_t *parameters, json_t **ret_reply,
                          TrapstatError *ret_error) {
+        uint64_t deadline;
         int r;
 
         r = trapstat_client_start(c, method, parameters, false);
         if (r < 0)
                 return r;
-        return trapstat_client_read(c, ret_reply, NULL, ret_error);
-}
-
-json_t *trapstat_sites_parameters(const TrapstatSitesQuery *q) {
-        _cleanup_json_ json_t *params = NULL;
-        const char *kind = NULL;
-
-        if (!q || q->pid == 0 || (q->kind >= 0 && !(kind = site_kind_name((SiteKind) q->kind))))
-                return NULL;
-        params = json_pack("{s:I}", "pid", (json_int_t) q->pid);
-        if (!params || (q->start_time > 0 && json_object_set_new(params, "startTime", json_integer_u64(q->start_time)) < 0) ||
-            (q->since_usec > 0 && json_object_set_new(params, "sinceUsec", json_integer_u64(q->since_usec)) < 0) ||
-            (q->until_usec > 0 && json_object_set_new(params, "untilUsec", json_integer_u64(q->until_usec)) < 0) ||
-            (kind && json_object_set_new(params, "kind", json_string(kind)) < 0) ||
-            (q->limit > 0 && json_object_set_new(params, "limit", json_integer(q->limit)) < 0))
-                return NULL;
-        return TAKE_PTR(params);
-}
-
-int trapstat_client_sites(TrapstatClient *c, const TrapstatSitesQuery *q, json_t **ret_reply, TrapstatError *ret_error) {
-        _cleanup_json_ json_t *params = NULL;
-
-        if (!c || !q)
-                return -EINVAL;
-        params = trapstat_sites_parameters(q);
-        if (!params)
-                return q->pid == 0 || q->kind >= _SITE_KIND_MAX ? -EINVAL : -ENOMEM;
-        return trapstat_client_call(c, "io.trapstat.Sites", params, ret_reply, ret_error);
-}
-
-int trapstat_sites_from_reply(json_t *reply, SiteCount **ret, size_t *ret_n) {
-        json_t *array = json_object_get(reply, "sites"), *site;
-        SiteCount *sites = NULL;
-        size_t i, n = json_array_size(array);
-        int r;
-
-        if (!json_is_array(array))
-                return -EBADMSG;
-        if (n > 0 && !(sites = calloc(n, sizeof(*sites))))
-                return -ENOMEM;
-        json_array_foreach (array, i, site) {
-                r = site_count_from_json(site, &sites[i]);
-                if (r < 0) {
-                        site_counts_free(sites, i);
-                        return r;
-                }
-        }
-        *ret = sites;
-        *ret_n = n;
-        return 0;
+        deadline = c->call_timeout_usec ? now_usec(CLOCK_MONOTONIC) + c->call_timeout_usec : 0;
+        do
+                r = trapstat_client_read(c, ret_reply, NULL, ret_error);
+        while (r == -ETIMEDOUT && deadline && now_usec(CLOCK_MONOTONIC) < deadline);
+        return r;
 }
