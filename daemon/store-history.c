@@ -124,14 +124,14 @@ static char *history_one_sql(Store *s, const TierSegment *seg, size_t n, uint64_
                 return NULL;
         for (size_t i = 0; i < n; i++) {
                 fputs(i ? " UNION ALL " : "", f);
-                if (store_tier_width_usec[seg[i].tier] == r_usec)
+                if (tier_width_usec[seg[i].tier] == r_usec)
                         fprintf(f, "SELECT time_usec AS t, %s FROM %s WHERE process_id = ?1", s->columns,
                                 k->tables[seg[i].tier]);
                 else
                         fprintf(f, "SELECT (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, %s FROM %s WHERE process_id = ?1",
                                 r_usec, r_usec, s->sums, k->tables[seg[i].tier]);
                 fprintf(f, " AND time_usec >= %" PRId64 " AND time_usec < %" PRId64 "%s", clamp_i64(seg[i].from),
-                        clamp_i64(seg[i].to), store_tier_width_usec[seg[i].tier] == r_usec ? "" : " GROUP BY t");
+                        clamp_i64(seg[i].to), tier_width_usec[seg[i].tier] == r_usec ? "" : " GROUP BY t");
         }
         if (n == 0)
                 fprintf(f, "SELECT 0 AS t, %s FROM %s WHERE 0", s->columns, k->tables[TIER_RAW]);

@@ -82,7 +82,7 @@ static bool yield(Store *s, bool *more) {
  * up. */
 static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t complete_until, size_t batch,
                      bool *more) {
-        uint64_t w = store_tier_width_usec[tier], step = store_tier_width_usec[tier - 1],
+        uint64_t w = tier_width_usec[tier], step = tier_width_usec[tier - 1],
                  from = tiers[tier].rolled_until, deadline = now_usec(CLOCK_MONOTONIC) + ROLL_SLICE_USEC;
         unsigned *span = &s->roll_span[tier];
         int64_t oldest;
@@ -358,7 +358,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
          * current minute): folding them here too would fold every bucket twice (at 4000 live
          * processes and a 200 ms tick 200000 samples, 16 to 128 ms a step). Only pending
          * ticks of an earlier minute (the writer was behind) are folded first. */
-        r = store_pending_settle_before(s, now_usec - now_usec % store_tier_width_usec[TIER_MINUTE]);
+        r = store_pending_settle_before(s, tier_floor(TIER_MINUTE, now_usec));
         if (r < 0)
                 return r;
 
@@ -389,7 +389,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
 
                 if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
                         cutoff = tiers[t + 1].rolled_until;
-                cutoff -= cutoff % store_tier_width_usec[t];
+                cutoff = tier_floor(t, cutoff);
                 /* Also when kept_from is there already: an earlier step may have stopped at a
                  * batch. Nothing left to delete is one index seek. */
                 if (cutoff > 0 && cutoff >= tiers[t].kept_from) {

@@ -427,7 +427,7 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
         _cleanup_(top_rows_done) TopRows t = {};
         _cleanup_free_ PendingSample *pending = NULL;
         _cleanup_free_ char *ids = NULL, *pending_values = NULL;
-        uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
+        uint64_t since_bucket = tier_floor(TIER_RAW, since_usec);
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];
         size_t n_seg, n_pending = 0;
@@ -498,7 +498,7 @@ static Traps *single_traps(int64_t key _unused_, void *userdata) {
 
 int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes) {
         _cleanup_finalize_ sqlite3_stmt *count = NULL;
-        uint64_t since_bucket = since_usec - since_usec % STORE_RAW_BUCKET_USEC;
+        uint64_t since_bucket = tier_floor(TIER_RAW, since_usec);
         const char *where = "(?1 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?1))";
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];

@@ -805,7 +805,7 @@ void store_known_reset(Store *s) {
 }
 
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
-        uint64_t bucket = now_usec - now_usec % STORE_RAW_BUCKET_USEC;
+        uint64_t bucket = tier_floor(TIER_RAW, now_usec);
         bool folded = false;
         int r;
 

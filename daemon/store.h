@@ -19,10 +19,11 @@
 #include "embedded.h"
 #include "filter.h"
 #include "sites.h"
+#include "tier-util.h"
 #include "traps.h"
 
-/* Width of a raw-tier bucket. */
-#define STORE_RAW_BUCKET_USEC (10 * UINT64_C(1000000))
+/* Width of a raw-tier bucket (tier-util.h has every tier's). */
+#define STORE_RAW_BUCKET_USEC TIER_RAW_WIDTH_USEC
 
 typedef struct Store Store;
 

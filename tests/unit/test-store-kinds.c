@@ -349,7 +349,7 @@ static int64_t fill_raw(sqlite3 *db, const StoreKind *kinds, size_t n_kinds, uin
 /* Rows of the kind's table of tier that are not the raw rows before `until` summed per process,
  * interval of that tier and key, and the other way round; and how many rows the tier has. */
 static int64_t roll_up_mismatches(sqlite3 *db, const StoreKind *k, int tier, uint64_t until, int64_t *ret_rows) {
-        uint64_t w = store_tier_width_usec[tier];
+        uint64_t w = tier_width_usec[tier];
         char *keys = store_kind_join_keys(k, ", %1$s", ""), *values = store_kind_join_values(k, "%1$s", ", "),
              *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", "), *summed, *rows;
         int64_t n;
