@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* History and UnitHistory: the samples of one process, or summed over the processes of units,
  * merged into intervals, from the tiers and from the ticks still pending, in one snapshot. */
-#include "store-internal.h"
+#include "store-read.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "array-util.h"
+#include "store-pending.h"
 #include "time-util.h"
 
 /* The processes a history sums over: as SQL over process_id, and as a list for the pending
@@ -255,7 +256,7 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
         return 0;
 }
 
-/* The queries fold the pending ticks first where this connection wrote them (store-query.c says
+/* The queries fold the pending ticks first where this connection wrote them (store-read.h says
  * why), then read in one snapshot. */
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n) {

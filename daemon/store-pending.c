@@ -5,7 +5,7 @@
  * members, every number
  * an unsigned LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
  * transaction: when a tick falls into a later bucket, and before anything reads the samples. */
-#include "store-internal.h"
+#include "store-pending.h"
 
 #include <errno.h>
 #include <stdlib.h>

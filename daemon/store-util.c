@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers of every part of the store (store-internal.h). */
-#include "store-internal.h"
+/* Helpers of every part of the store (store-util.h). */
+#include "store-util.h"
 
 #include <errno.h>
 #include <stdarg.h>

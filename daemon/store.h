@@ -6,7 +6,7 @@
  * SQLite's message for the last failure so the caller can log it once, with context.
  *
  * This header is the whole contract. The implementation is split by job over daemon/store*.c
- * (listed in store-internal.h, which is not for use outside them); the kinds of counts kept
+ * (listed in store-util.h, which is not for use outside them); the kinds of counts kept
  * (samples, traps, signals, sites), with their tables and columns, are described once, in
  * store-kind.h. */
 
