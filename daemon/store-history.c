@@ -166,30 +166,18 @@ static void history_rows_merge(StoreHistoryRow *rows, size_t *n) {
         *n = m;
 }
 
-static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_usec, uint64_t until_usec,
-                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
+/* The sample kind's rows of the processes over the segments, summed per interval of r_usec
+ * (group: the SQL of that interval), in time order: *ret_n rows in *ret, of *ret_capacity. */
+static int history_read_samples(Store *s, const HistoryProcesses *procs, const TierSegment *seg, size_t n_seg,
+                                uint64_t r_usec, const char *group, StoreHistoryRow **ret, size_t *ret_n,
+                                size_t *ret_capacity) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        _cleanup_free_ char *fmt = NULL, *group = NULL;
-        TierSegment seg[TIER_MAX_SEGMENTS];
-        TierState tiers[_TIER_MAX];
+        _cleanup_free_ char *fmt = NULL;
         StoreHistoryRow *rows = NULL;
-        size_t n = 0, capacity = 0, n_seg;
-        uint64_t r_usec = resolution_usec;
-        bool one;
+        size_t n = 0, capacity = 0;
+        bool one = procs->n_ids == 1 && !procs->text;
         int rc, r;
 
-        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
-                return -EINVAL;
-
-        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
-        r = store_load_tiers(s, tiers);
-        if (r < 0)
-                return r;
-        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
-
-        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0)
-                return -ENOMEM;
-        one = procs->n_ids == 1 && !procs->text;
         if (one) {
                 _cleanup_free_ char *sql = history_one_sql(s, seg, n_seg, r_usec);
 
@@ -222,6 +210,36 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
         }
         if (one)
                 history_rows_merge(rows, &n);
+        *ret = rows;
+        *ret_n = n;
+        *ret_capacity = capacity;
+        return 0;
+}
+
+static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_usec, uint64_t until_usec,
+                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
+        _cleanup_free_ char *group = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        StoreHistoryRow *rows = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        uint64_t r_usec = resolution_usec;
+        int r;
+
+        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
+                return -EINVAL;
+
+        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
+
+        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0)
+                return -ENOMEM;
+        r = history_read_samples(s, procs, seg, n_seg, r_usec, group, &rows, &n, &capacity);
+        if (r < 0)
+                return r;
         /* The ticks still pending, in this same read: a History that shows the process exited
          * has its last ticks too (the writer folds them into the raw tier only now and then). */
         r = history_add_pending(s, procs, since_usec, until_usec, r_usec, &rows, &n, &capacity);

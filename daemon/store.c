@@ -443,6 +443,51 @@ static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, co
         return sql_step_done(st);
 }
 
+/* Writes one process's part of a tick: its row, its deltas packed for the pending row, and the
+ * kinds written at once (fault time, traps, sites). In the caller's transaction. */
+static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, uint64_t now_usec) {
+        /* Seen at least in the bucket it has counts in: Top finds the processes of a stretch of
+         * time by last seen (store.h). The collector passes the tick's time. */
+        ProcessInfo seen = *sample->process;
+        uint64_t traps = sample->traps ? traps_total(sample->traps) : 0;
+        uint64_t time_ns = fault_time_total_ns(&sample->fault_time);
+        KnownProcess *k;
+        int64_t id = 0;
+        int r;
+
+        seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
+        r = store_known_row(s, &seen, &id, &k);
+        if (r < 0)
+                return r;
+        k->flushed_usec = now_usec;
+
+        if (!faults_is_zero(&sample->delta) || traps > 0 || time_ns > 0) {
+                r = store_pending_pack(s, id, &sample->delta, traps, time_ns);
+                if (r < 0)
+                        return r;
+        }
+        if (!fault_time_is_zero(&sample->fault_time)) {
+                r = add_fault_time(s, id, bucket, &sample->fault_time);
+                if (r < 0)
+                        return r;
+        }
+        if (traps > 0) {
+                r = add_traps(s, id, bucket, sample->traps);
+                if (r < 0)
+                        return r;
+        }
+        /* Also without a delta or traps: the store does not rely on a site coming with them. */
+        if (sample->n_sites > 0) {
+                r = store_sites_add(s, id, bucket, sample->sites, sample->n_sites);
+                if (r < 0)
+                        return r;
+        }
+        /* Its row is final: exited, last seen exact. */
+        if (seen.exited)
+                store_known_forget(s, k);
+        return 0;
+}
+
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
         uint64_t bucket = tier_floor(TIER_RAW, now_usec);
         bool folded = false;
@@ -467,47 +512,9 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         }
         s->packed_size = 0;
         for (size_t i = 0; i < n; i++) {
-                /* Seen at least in the bucket it has counts in: Top finds the processes of a
-                 * stretch of time by last seen (store.h). The collector passes the tick's time. */
-                ProcessInfo seen = *samples[i].process;
-                const ProcessInfo *p = &seen;
-                KnownProcess *k;
-                int64_t id = 0;
-
-                seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
-                r = store_known_row(s, p, &id, &k);
+                r = flush_sample(s, &samples[i], bucket, now_usec);
                 if (r < 0)
                         goto rollback;
-                k->flushed_usec = now_usec;
-
-                uint64_t traps = samples[i].traps ? traps_total(samples[i].traps) : 0;
-                uint64_t time_ns = fault_time_total_ns(&samples[i].fault_time);
-
-                if (!faults_is_zero(&samples[i].delta) || traps > 0 || time_ns > 0) {
-                        r = store_pending_pack(s, id, &samples[i].delta, traps, time_ns);
-                        if (r < 0)
-                                goto rollback;
-                }
-                if (!fault_time_is_zero(&samples[i].fault_time)) {
-                        r = add_fault_time(s, id, bucket, &samples[i].fault_time);
-                        if (r < 0)
-                                goto rollback;
-                }
-                if (traps > 0) {
-                        r = add_traps(s, id, bucket, samples[i].traps);
-                        if (r < 0)
-                                goto rollback;
-                }
-                /* Also without a delta or traps: the store does not rely on a site coming with
-                 * them. */
-                if (samples[i].n_sites > 0) {
-                        r = store_sites_add(s, id, bucket, samples[i].sites, samples[i].n_sites);
-                        if (r < 0)
-                                goto rollback;
-                }
-                /* Its row is final: exited, last seen exact. */
-                if (p->exited)
-                        store_known_forget(s, k);
         }
         if (s->packed_size > 0) {
                 r = store_pending_add(s, now_usec);
