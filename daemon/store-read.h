@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The read layer (store-read.c) that every query family (store-top.c, store-history.c,
- * store-sites.c, store-processes.c) uses, and nothing else: the snapshot of a call
- * (store_snapshot_begin() in store.h), the statements prepared for reads, reading a process and
- * counts, and one kind's rows over the tiers. Internal to the store.
+/* The read layer (store-read.c): what every query family (store-top.c, store-history.c,
+ * store-sites.c, store-processes.c) reads with, so that no family calls another: the snapshot of
+ * a call (store_snapshot_begin() in store.h), the statements prepared for reads (store.c prepares
+ * them with its own when it opens), reading a process and counts, and one kind's rows over the
+ * tiers. Internal to the store.
  *
  * The queries that plan their reads over the tiers read the tiers' marks and the rows in one
  * snapshot, so that a maintenance step in between cannot move a stretch into another tier than

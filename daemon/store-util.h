@@ -39,55 +39,66 @@
 
 typedef struct SiteIds SiteIds;
 
+/* Grouped by the part that owns the members; a part reads another's only through its functions,
+ * but for the connection and the configuration. */
 struct Store {
+        /* The connection and its configuration (store.c). */
         sqlite3 *db;
         char *path;
         char *boot_id;
+        size_t max_cmdline; /* store_set_max_cmdline() */
+        /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
+        unsigned checkpoint_pages;
+        void (*checkpoint_fn)(void *userdata, bool force);
+        void *checkpoint_userdata;
+        /* store_set_maintain_yield() */
+        bool (*maintain_yield)(void *userdata);
+        void *maintain_yield_userdata;
         /* Column lists built from fault_fields, so the SQL that reads a Faults names every
          * member in order. */
         char *columns; /* "f_user, f_kernel, ..." */
         char *sums;    /* "SUM(f_user), SUM(f_kernel), ..." */
         char *sums_as; /* "SUM(f_user) AS f_user, ..." */
-        sqlite3_stmt *upsert_process;
-        sqlite3_stmt *update_process; /* by id, for a process in `known` */
-        sqlite3_stmt *update_process_seen; /* the same, uid, cmdline and unit unchanged */
-        sqlite3_stmt *add_pending;
-        /* store_kind_upsert() into each kind's raw table; the sample kind's folds the pending
-         * ticks, the others take a tick's Traps at once. */
+
+        /* Writing a tick (store.c): store_kind_upsert() into each kind's raw table; the sample
+         * kind's folds the pending ticks, the others take a tick's rows at once. */
         sqlite3_stmt *add_raw[_STORE_KIND_MAX];
-        sqlite3_stmt *find_process;
-        sqlite3_stmt *find_newest_process;
-        /* The dictionaries of the site kind (store-sites.c). */
+        /* The known-process cache (store-known.c). */
+        sqlite3_stmt *upsert_process;
+        sqlite3_stmt *update_process;      /* by id, for a process in `known` */
+        sqlite3_stmt *update_process_seen; /* the same, uid, cmdline and unit unchanged */
+        void *known;                       /* tsearch() tree of KnownProcess by (pid, start_time) */
+        uint64_t swept_bucket;             /* raw bucket in which `known` was last swept */
+        /* The pending ticks (store-pending.c). */
+        sqlite3_stmt *add_pending;
+        uint8_t *packed; /* a tick's deltas for sample_pending */
+        size_t packed_size, packed_capacity;
+        bool pending;            /* sample_pending may have rows */
+        uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
+        /* The dictionaries of the site kind (store-sites-write.c). */
         sqlite3_stmt *find_object, *add_object, *upsert_site;
         SiteIds *site_ids; /* ids of entries written; NULL until the first site */
-        /* A sweep of the dictionaries for entries no row references (store-maintain.c): which
-         * one it is in (0: none), the last id looked at, and whether rows went meanwhile. */
+
+        /* Reading (store-read.c). */
+        sqlite3_stmt *find_process;
+        sqlite3_stmt *find_newest_process;
+        unsigned snapshots; /* store_snapshot_begin() calls not ended yet */
+
+        /* Maintenance (store-maintain.c): finer intervals per roll-up transaction; the search
+         * for exited processes left without rows: when it last ran (0: not yet), and whether it
+         * is due before the hour is up. */
+        unsigned roll_span[_TIER_MAX];
+        uint64_t gone_checked_usec;
+        bool gone_due;
+        /* The size cap (store-share.c): the bytes in use when store_over_cap() or the cap's step
+         * last looked, and how much the flushes grew them since: the step keeps room for as much
+         * as the last tick wrote. */
+        uint64_t cap_used_seen, cap_growth;
+        /* A sweep of the dictionaries for entries no row references (store-sweep.c): which one
+         * it is in (0: none), the last id looked at, and whether rows went meanwhile. */
         int sweep;
         int64_t sweep_cursor;
         bool sweep_again;
-        void *known;             /* tsearch() tree of KnownProcess by (pid, start_time) */
-        uint64_t swept_bucket;   /* raw bucket in which `known` was last swept */
-        /* The search for exited processes left without rows (store-maintain.c): when it last
-         * ran (0: not yet), and whether it is due before the hour is up. */
-        uint64_t gone_checked_usec;
-        bool gone_due;
-        unsigned roll_span[_TIER_MAX]; /* finer intervals per roll-up transaction (store-maintain.c) */
-        uint8_t *packed;         /* a tick's deltas for sample_pending */
-        size_t packed_size, packed_capacity;
-        unsigned snapshots;      /* store_snapshot_begin() calls not ended yet */
-        /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
-        unsigned checkpoint_pages;
-        void (*checkpoint_fn)(void *userdata, bool force);
-        void *checkpoint_userdata;
-        size_t max_cmdline;      /* store_set_max_cmdline() */
-        /* The bytes in use when store_over_cap() or the cap's step last looked, and how much the
-         * flushes grew them since: the step keeps room for as much as the last tick wrote. */
-        uint64_t cap_used_seen, cap_growth;
-        /* store_set_maintain_yield() */
-        bool (*maintain_yield)(void *userdata);
-        void *maintain_yield_userdata;
-        bool pending;            /* sample_pending may have rows */
-        uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
 };
 
 /* The process table's columns that make a ProcessInfo, in the order read_process() reads them. */
