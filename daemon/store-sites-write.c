@@ -31,9 +31,16 @@ typedef struct IdSlot {
         bool has_symbol;    /* site slots: the row has a symbol, nothing to fill in */
 } IdSlot;
 
-struct SiteIds {
+typedef struct SiteIds {
         IdSlot sites[SITE_SLOTS];
         IdSlot objects[OBJECT_SLOTS];
+} SiteIds;
+
+/* What writing sites keeps in a Store (s->site_writer): the dictionaries' statements, and the
+ * cache of ids, NULL until the first site. */
+struct SiteWriter {
+        sqlite3_stmt *find_object, *add_object, *upsert_site;
+        SiteIds *ids;
 };
 
 static uint64_t hash_mix(uint64_t h, uint64_t v) {
@@ -76,21 +83,25 @@ static void slots_clear(IdSlot *slots, size_t n) {
 }
 
 void store_site_ids_clear(Store *s) {
-        if (!s->site_ids)
+        if (!s->site_writer || !s->site_writer->ids)
                 return;
-        slots_clear(s->site_ids->sites, SITE_SLOTS);
-        slots_clear(s->site_ids->objects, OBJECT_SLOTS);
+        slots_clear(s->site_writer->ids->sites, SITE_SLOTS);
+        slots_clear(s->site_writer->ids->objects, OBJECT_SLOTS);
 }
 
 int store_sites_prepare(Store *s) {
+        SiteWriter *w;
         int r;
 
-        r = sql_prepare(s->db, &s->find_object,
+        w = s->site_writer = calloc(1, sizeof(*s->site_writer));
+        if (!w)
+                return -ENOMEM;
+        r = sql_prepare(s->db, &w->find_object,
                         "SELECT id FROM object WHERE name = ?1 AND dev = ?2 AND ino = ?3 AND ctime_nsec = ?4 "
                         "AND generation = ?5");
         if (r < 0)
                 return r;
-        r = sql_prepare(s->db, &s->add_object,
+        r = sql_prepare(s->db, &w->add_object,
                         "INSERT INTO object (name, dev, ino, ctime_nsec, generation) VALUES (?1, ?2, ?3, ?4, ?5) "
                         "RETURNING id");
         if (r < 0)
@@ -98,7 +109,7 @@ int store_sites_prepare(Store *s) {
         /* A symbol is written when the site is first stored, or later while it has none; once
          * written it stays (store_sites() in store.h). The pair goes together: symbol_offset
          * means nothing without its symbol. */
-        return sql_prepare(s->db, &s->upsert_site,
+        return sql_prepare(s->db, &w->upsert_site,
                            "INSERT INTO site (object_id, file_offset, symbol, symbol_offset) VALUES (?1, ?2, ?3, ?4) "
                            "ON CONFLICT (object_id, file_offset) DO UPDATE SET "
                            "symbol = coalesce(site.symbol, excluded.symbol), "
@@ -108,13 +119,17 @@ int store_sites_prepare(Store *s) {
 }
 
 void store_sites_done(Store *s) {
-        sqlite3_finalize(s->find_object);
-        sqlite3_finalize(s->add_object);
-        sqlite3_finalize(s->upsert_site);
-        s->find_object = s->add_object = s->upsert_site = NULL;
+        SiteWriter *w = s->site_writer;
+
+        if (!w)
+                return;
+        sqlite3_finalize(w->find_object);
+        sqlite3_finalize(w->add_object);
+        sqlite3_finalize(w->upsert_site);
         store_site_ids_clear(s);
-        free(s->site_ids);
-        s->site_ids = NULL;
+        free(w->ids);
+        free(w);
+        s->site_writer = NULL;
 }
 
 /* Runs find_object or add_object for o: 1 and the id when it returned a row, 0 when none. */
@@ -136,7 +151,7 @@ static int object_step(sqlite3_stmt *st, const ObjectKey *o, int64_t *ret) {
 
 /* The id of the object row of o, created if needed. */
 static int object_id(Store *s, const ObjectKey *o, int64_t *ret) {
-        IdSlot *slot = &s->site_ids->objects[hash_object(o) % OBJECT_SLOTS];
+        IdSlot *slot = &s->site_writer->ids->objects[hash_object(o) % OBJECT_SLOTS];
         int64_t id = 0;
         int r;
 
@@ -145,9 +160,9 @@ static int object_id(Store *s, const ObjectKey *o, int64_t *ret) {
                 return 0;
         }
         /* Look before inserting: an upsert would write the row it finds. */
-        r = object_step(s->find_object, o, &id);
+        r = object_step(s->site_writer->find_object, o, &id);
         if (r == 0)
-                r = object_step(s->add_object, o, &id);
+                r = object_step(s->site_writer->add_object, o, &id);
         if (r == 0)
                 r = -EIO; /* RETURNING gave no row */
         if (r < 0)
@@ -161,8 +176,8 @@ static int object_id(Store *s, const ObjectKey *o, int64_t *ret) {
  * has none yet. */
 static int site_id(Store *s, const SiteCount *sc, int64_t *ret) {
         const ObjectKey o = { .name = sc->object, .dev = sc->dev, .ino = sc->ino, .version = sc->version };
-        IdSlot *slot = &s->site_ids->sites[hash_mix(hash_object(&o), sc->offset) % SITE_SLOTS];
-        sqlite3_stmt *st = s->upsert_site;
+        IdSlot *slot = &s->site_writer->ids->sites[hash_mix(hash_object(&o), sc->offset) % SITE_SLOTS];
+        sqlite3_stmt *st = s->site_writer->upsert_site;
         int64_t object = 0;
         int rc, r;
 
@@ -205,9 +220,9 @@ int store_sites_fill(Store *s, const SiteCount *sites, size_t n) {
 
         if (n == 0)
                 return 0;
-        if (!s->site_ids) {
-                s->site_ids = calloc(1, sizeof(*s->site_ids));
-                if (!s->site_ids)
+        if (!s->site_writer->ids) {
+                s->site_writer->ids = calloc(1, sizeof(*s->site_writer->ids));
+                if (!s->site_writer->ids)
                         return -ENOMEM;
         }
         r = sql_exec(s->db, "BEGIN IMMEDIATE");
@@ -235,9 +250,9 @@ rollback:
 int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const SiteCount *sites, size_t n) {
         sqlite3_stmt *st = s->add_raw[STORE_KIND_SITE];
 
-        if (n > 0 && !s->site_ids) {
-                s->site_ids = calloc(1, sizeof(*s->site_ids));
-                if (!s->site_ids)
+        if (n > 0 && !s->site_writer->ids) {
+                s->site_writer->ids = calloc(1, sizeof(*s->site_writer->ids));
+                if (!s->site_writer->ids)
                         return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {

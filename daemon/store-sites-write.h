@@ -13,7 +13,6 @@ int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const Si
 /* Forgets the ids of dictionary entries: when a transaction that may have created them rolled
  * back, and when maintenance deleted entries. */
 void store_site_ids_clear(Store *s);
-/* The statements of the dictionaries (s->find_object, s->add_object, s->upsert_site), and their
- * end with the cache of ids. */
+/* s->site_writer: the dictionaries' statements and the cache of ids; at close, their end. */
 int store_sites_prepare(Store *s);
 void store_sites_done(Store *s);

@@ -37,7 +37,7 @@
 #include "store.h"
 #include "tier-util.h"
 
-typedef struct SiteIds SiteIds;
+typedef struct SiteWriter SiteWriter;
 
 /* Grouped by the part that owns the members; a part reads another's only through its functions,
  * but for the connection and the configuration. */
@@ -75,9 +75,8 @@ struct Store {
         size_t packed_size, packed_capacity;
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
-        /* The dictionaries of the site kind (store-sites-write.c). */
-        sqlite3_stmt *find_object, *add_object, *upsert_site;
-        SiteIds *site_ids; /* ids of entries written; NULL until the first site */
+        /* Writing sites and the dictionaries they name (store-sites-write.c's, opaque). */
+        SiteWriter *site_writer;
 
         /* Reading (store-read.c). */
         sqlite3_stmt *find_process;
