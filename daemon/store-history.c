@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* History and UnitHistory: the samples of one process, or summed over the processes of units,
  * merged into intervals, from the tiers and from the ticks still pending, in one snapshot. */
-#include "store-internal.h"
+#include "store-read.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "array-util.h"
+#include "store-pending.h"
 #include "time-util.h"
 
 /* The processes a history sums over: as SQL over process_id, and as a list for the pending
@@ -124,14 +125,14 @@ static char *history_one_sql(Store *s, const TierSegment *seg, size_t n, uint64_
                 return NULL;
         for (size_t i = 0; i < n; i++) {
                 fputs(i ? " UNION ALL " : "", f);
-                if (store_tier_width_usec[seg[i].tier] == r_usec)
+                if (tier_width_usec[seg[i].tier] == r_usec)
                         fprintf(f, "SELECT time_usec AS t, %s FROM %s WHERE process_id = ?1", s->columns,
                                 k->tables[seg[i].tier]);
                 else
                         fprintf(f, "SELECT (time_usec / %" PRIu64 ") * %" PRIu64 " AS t, %s FROM %s WHERE process_id = ?1",
                                 r_usec, r_usec, s->sums, k->tables[seg[i].tier]);
                 fprintf(f, " AND time_usec >= %" PRId64 " AND time_usec < %" PRId64 "%s", clamp_i64(seg[i].from),
-                        clamp_i64(seg[i].to), store_tier_width_usec[seg[i].tier] == r_usec ? "" : " GROUP BY t");
+                        clamp_i64(seg[i].to), tier_width_usec[seg[i].tier] == r_usec ? "" : " GROUP BY t");
         }
         if (n == 0)
                 fprintf(f, "SELECT 0 AS t, %s FROM %s WHERE 0", s->columns, k->tables[TIER_RAW]);
@@ -165,30 +166,18 @@ static void history_rows_merge(StoreHistoryRow *rows, size_t *n) {
         *n = m;
 }
 
-static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_usec, uint64_t until_usec,
-                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
+/* The sample kind's rows of the processes over the segments, summed per interval of r_usec
+ * (group: the SQL of that interval), in time order: *ret_n rows in *ret, of *ret_capacity. */
+static int history_read_samples(Store *s, const HistoryProcesses *procs, const TierSegment *seg, size_t n_seg,
+                                uint64_t r_usec, const char *group, StoreHistoryRow **ret, size_t *ret_n,
+                                size_t *ret_capacity) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        _cleanup_free_ char *fmt = NULL, *group = NULL;
-        TierSegment seg[TIER_MAX_SEGMENTS];
-        TierState tiers[_TIER_MAX];
+        _cleanup_free_ char *fmt = NULL;
         StoreHistoryRow *rows = NULL;
-        size_t n = 0, capacity = 0, n_seg;
-        uint64_t r_usec = resolution_usec;
-        bool one;
+        size_t n = 0, capacity = 0;
+        bool one = procs->n_ids == 1 && !procs->text;
         int rc, r;
 
-        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
-                return -EINVAL;
-
-        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
-        r = store_load_tiers(s, tiers);
-        if (r < 0)
-                return r;
-        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
-
-        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0)
-                return -ENOMEM;
-        one = procs->n_ids == 1 && !procs->text;
         if (one) {
                 _cleanup_free_ char *sql = history_one_sql(s, seg, n_seg, r_usec);
 
@@ -221,6 +210,36 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
         }
         if (one)
                 history_rows_merge(rows, &n);
+        *ret = rows;
+        *ret_n = n;
+        *ret_capacity = capacity;
+        return 0;
+}
+
+static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_usec, uint64_t until_usec,
+                        uint64_t resolution_usec, StoreHistoryRow **ret, size_t *ret_n) {
+        _cleanup_free_ char *group = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        StoreHistoryRow *rows = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        uint64_t r_usec = resolution_usec;
+        int r;
+
+        if (r_usec == 0 || r_usec % STORE_RAW_BUCKET_USEC != 0 || r_usec > INT64_MAX)
+                return -EINVAL;
+
+        /* The coarsest tiers that still give this resolution: their intervals nest in it. */
+        r = store_load_tiers(s, tiers);
+        if (r < 0)
+                return r;
+        n_seg = tier_plan(tiers, tier_allowed_for_resolution(tiers, r_usec), since_usec, until_usec, seg);
+
+        if (asprintf(&group, "(time_usec / %" PRIu64 ") * %" PRIu64, r_usec, r_usec) < 0)
+                return -ENOMEM;
+        r = history_read_samples(s, procs, seg, n_seg, r_usec, group, &rows, &n, &capacity);
+        if (r < 0)
+                return r;
         /* The ticks still pending, in this same read: a History that shows the process exited
          * has its last ticks too (the writer folds them into the raw tier only now and then). */
         r = history_add_pending(s, procs, since_usec, until_usec, r_usec, &rows, &n, &capacity);
@@ -255,7 +274,7 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
         return 0;
 }
 
-/* The queries fold the pending ticks first where this connection wrote them (store-query.c says
+/* The queries fold the pending ticks first where this connection wrote them (store-read.h says
  * why), then read in one snapshot. */
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n) {

@@ -8,7 +8,6 @@
 
 #include "counters.h"
 #include "macro.h"
-#include "store.h"
 
 static bool trap_next(const Traps *t, size_t *cursor, int64_t *keys, uint64_t *values) {
         for (size_t v = *cursor; v < ELEMENTSOF(t->vector); v++)
@@ -96,9 +95,6 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
         },
 };
 _Static_assert(FAULT_TIME_BUCKETS == 24, "the fault_time kind has a column per bucket");
-
-const uint64_t store_tier_width_usec[_TIER_MAX] = { STORE_RAW_BUCKET_USEC, 60 * UINT64_C(1000000),
-                                                    3600 * UINT64_C(1000000) };
 
 size_t store_kind_n_keys(const StoreKind *k) {
         size_t n = 0;
@@ -284,7 +280,7 @@ char *store_kind_upsert(const StoreKind *k, int tier) {
 char *store_kind_roll_up(const StoreKind *k, int tier, uint64_t from, uint64_t to) {
         _cleanup_free_ char *keys = keys_after(k), *values = store_kind_join_values(k, "%1$s", ", "),
                             *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", "), *adds = increments(k);
-        uint64_t w = store_tier_width_usec[tier];
+        uint64_t w = tier_width_usec[tier];
         char *sql;
 
         if (!keys || !values || !sums || !adds ||

@@ -27,10 +27,6 @@
  * though the store does not rely on that: a first roll-up starts at the oldest row of any kind,
  * and a process is deleted only when it has rows of no kind. The site kind's keys name entries
  * of the dictionaries `site` and `object` (schema/sql/0006-sites.sql). */
-/* Closes a stream of open_memstream(buf, ...), which the store builds its SQL with, and returns
- * *buf: NULL when the stream failed (*buf is freed then). */
-char *memstream_done(FILE *f, char **buf);
-
 enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, STORE_KIND_SITE, STORE_KIND_FAULT_TIME, _STORE_KIND_MAX };
 
 #define STORE_KIND_MAX_KEYS 6
@@ -57,13 +53,16 @@ typedef struct StoreKind {
 
 extern const StoreKind store_kinds[_STORE_KIND_MAX];
 
-/* Width of each tier's intervals: 10 s, 1 min, 1 h. */
-extern const uint64_t store_tier_width_usec[_TIER_MAX];
-
 size_t store_kind_n_keys(const StoreKind *k);
 size_t store_kind_n_values(const StoreKind *k);
 /* The name of value column i (< store_kind_n_values()), in buf or static storage. */
 const char *store_kind_value(const StoreKind *k, size_t i, char buf[static STORE_COLUMN_MAX]);
+
+/* ---- SQL text ---- */
+
+/* Closes a stream of open_memstream(buf, ...), which the store builds its SQL with, and returns
+ * *buf: NULL when the stream failed (*buf is freed then). */
+char *memstream_done(FILE *f, char **buf);
 
 /* Column lists, malloc'd; NULL when out of memory. fmt is printed once per column with its
  * name as %1$s; sep comes between two of them. "" for a kind without such columns. */

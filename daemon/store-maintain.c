@@ -2,24 +2,18 @@
 /* The store's maintenance: roll-up into the coarser tiers, retention by age, the size cap (its
  * shares are in store-share.c), and deleting exited processes and the site kind's dictionary entries left without rows. Every part
  * works on all kinds of store-kind.h. */
-#include "store-internal.h"
+#include "store-util.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "store-known.h"
+#include "store-pending.h"
+#include "store-share.h"
+#include "store-sweep.h"
 #include "time-util.h"
-
-uint64_t store_used_bytes(Store *s) {
-        int64_t pages, free_pages, page_size;
-
-        if (sql_query_int(s->db, "PRAGMA page_count", 0, &pages) < 0 ||
-            sql_query_int(s->db, "PRAGMA freelist_count", 0, &free_pages) < 0 ||
-            sql_query_int(s->db, "PRAGMA page_size", 0, &page_size) < 0 || pages < free_pages)
-                return 0;
-        return (uint64_t) (pages - free_pages) * (uint64_t) page_size;
-}
 
 /* Runs SQL made by store-kind.c; NULL: it was out of memory. */
 static int exec_made(Store *s, char *sql) {
@@ -82,7 +76,7 @@ static bool yield(Store *s, bool *more) {
  * up. */
 static int roll_step(Store *s, const TierState *tiers, int tier, uint64_t complete_until, size_t batch,
                      bool *more) {
-        uint64_t w = store_tier_width_usec[tier], step = store_tier_width_usec[tier - 1],
+        uint64_t w = tier_width_usec[tier], step = tier_width_usec[tier - 1],
                  from = tiers[tier].rolled_until, deadline = now_usec(CLOCK_MONOTONIC) + ROLL_SLICE_USEC;
         unsigned *span = &s->roll_span[tier];
         int64_t oldest;
@@ -170,20 +164,6 @@ static int delete_older(Store *s, int tier, const StoreKind *kind, uint64_t cuto
         if (r < 0)
                 store_rollback(s);
         return r;
-}
-
-enum { SWEEP_NONE, SWEEP_SITES, SWEEP_OBJECTS };
-
-/* Rows of the site kind are about to leave a tier: dictionary entries may lose their last
- * reference. */
-void store_sweep_start(Store *s) {
-        if (s->sweep != SWEEP_NONE) {
-                /* Entries before the cursor may have lost theirs too: once more after this one. */
-                s->sweep_again = true;
-                return;
-        }
-        s->sweep = SWEEP_SITES;
-        s->sweep_cursor = 0;
 }
 
 /* Whether deleting rows of the site kind from tier may take the last reference to a dictionary
@@ -283,71 +263,6 @@ static int delete_gone_processes(Store *s, uint64_t now_usec, size_t batch, bool
         return 0;
 }
 
-/* " AND NOT EXISTS (...)" for each tier of the site kind: no row has column = <table>.id. Each a
- * seek on the tier's index by that column (schema/sql/0006-sites.sql). */
-static void fprint_unreferenced(FILE *f, const char *table, const char *column, const char *also) {
-        for (int t = TIER_RAW; t < _TIER_MAX; t++)
-                fprintf(f, " AND NOT EXISTS (SELECT 1 FROM %s WHERE %s = %s.id%s)",
-                        store_kinds[STORE_KIND_SITE].tables[t], column, table, also);
-}
-
-/* One step of a sweep: of the next batch of entries of the dictionary swept, deletes those no
- * row of the site kind references. Sites first, then objects, which lose references as sites go.
- * A bounded step whatever the size of the dictionaries: ids are looked at in order, from the
- * cursor on, an index seek or four each. */
-static int sweep_step(Store *s, size_t batch, bool *more) {
-        const char *table = s->sweep == SWEEP_SITES ? "site" : "object";
-        _cleanup_free_ char *last_sql = NULL;
-        char *del = NULL;
-        size_t size = 0;
-        int64_t last;
-        FILE *f;
-        int r;
-
-        if (s->sweep == SWEEP_NONE)
-                return 0;
-        if (asprintf(&last_sql, "SELECT MAX(id) FROM (SELECT id FROM %s WHERE id > ?1 ORDER BY id LIMIT %zu)", table,
-                     batch) < 0)
-                return -ENOMEM;
-        r = sql_query_int(s->db, last_sql, s->sweep_cursor, &last);
-        if (r < 0)
-                return r;
-        if (last == INT64_MIN) {
-                /* This dictionary is done. */
-                if (s->sweep == SWEEP_SITES)
-                        s->sweep = SWEEP_OBJECTS;
-                else {
-                        s->sweep = s->sweep_again ? SWEEP_SITES : SWEEP_NONE;
-                        s->sweep_again = false;
-                }
-                s->sweep_cursor = 0;
-                *more = *more || s->sweep != SWEEP_NONE;
-                return 0;
-        }
-
-        f = open_memstream(&del, &size);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, "DELETE FROM %s WHERE id > %" PRId64 " AND id <= %" PRId64, table, s->sweep_cursor, last);
-        if (s->sweep == SWEEP_SITES)
-                fprint_unreferenced(f, "site", "site_id", "");
-        else {
-                fputs(" AND NOT EXISTS (SELECT 1 FROM site WHERE object_id = object.id)", f);
-                /* The term of the indexes' WHERE, so that they are used. */
-                fprint_unreferenced(f, "object", "memory_object_id", " AND memory_object_id != 0");
-        }
-        if (!memstream_done(f, &del))
-                return -ENOMEM;
-        r = exec_made(s, del);
-        if (r < 0)
-                return r;
-        if (sqlite3_changes(s->db) > 0)
-                store_site_ids_clear(s); /* the ids it remembers may be gone */
-        s->sweep_cursor = last;
-        *more = true;
-        return 0;
-}
-
 int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool *ret_more) {
         TierState tiers[_TIER_MAX];
         bool more = false;
@@ -358,7 +273,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
          * current minute): folding them here too would fold every bucket twice (at 4000 live
          * processes and a 200 ms tick 200000 samples, 16 to 128 ms a step). Only pending
          * ticks of an earlier minute (the writer was behind) are folded first. */
-        r = store_pending_settle_before(s, now_usec - now_usec % store_tier_width_usec[TIER_MINUTE]);
+        r = store_pending_settle_before(s, tier_floor(TIER_MINUTE, now_usec));
         if (r < 0)
                 return r;
 
@@ -389,7 +304,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
 
                 if (t + 1 < _TIER_MAX && cutoff > tiers[t + 1].rolled_until)
                         cutoff = tiers[t + 1].rolled_until;
-                cutoff -= cutoff % store_tier_width_usec[t];
+                cutoff = tier_floor(t, cutoff);
                 /* Also when kept_from is there already: an earlier step may have stopped at a
                  * batch. Nothing left to delete is one index seek. */
                 if (cutoff > 0 && cutoff >= tiers[t].kept_from) {
@@ -408,10 +323,52 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         if (r < 0 || yield(s, &more))
                 goto done;
 
-        r = sweep_step(s, ret->batch_rows, &more);
+        r = store_sweep_step(s, ret->batch_rows, &more);
 done:
         if (r < 0)
                 return r;
         *ret_more = more;
         return 0;
+}
+
+int store_mark_gone(Store *s, bool (*alive)(uint32_t pid, uint64_t start_time, void *userdata), void *userdata,
+                    size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *list = NULL, *mark = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        /* Rows marked exited here may be deleted by maintenance: no entry may point at them. */
+        store_known_reset(s);
+        r = sql_prepare(s->db, &list, "SELECT id, pid, start_time FROM process WHERE boot_id = ?1 AND NOT exited");
+        if (r >= 0)
+                r = sql_prepare(s->db, &mark, "UPDATE process SET exited = 1 WHERE id = ?1");
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(list, 1, s->boot_id, -1, SQLITE_STATIC);
+
+        r = sql_exec(s->db, "BEGIN");
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(list)) == SQLITE_ROW) {
+                if (alive((uint32_t) sqlite3_column_int64(list, 1), (uint64_t) sqlite3_column_int64(list, 2), userdata))
+                        continue;
+                sqlite3_bind_int64(mark, 1, sqlite3_column_int64(list, 0));
+                r = sql_step_done(mark);
+                sqlite3_reset(mark);
+                if (r < 0)
+                        goto rollback;
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                r = sqlite_to_errno(rc) ?: -EIO;
+                goto rollback;
+        }
+        r = sql_exec(s->db, "COMMIT");
+        if (r < 0)
+                goto rollback;
+        *ret_n = n;
+        return 0;
+rollback:
+        store_rollback(s);
+        return r;
 }

@@ -5,7 +5,7 @@
  * members, every number
  * an unsigned LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
  * transaction: when a tick falls into a later bucket, and before anything reads the samples. */
-#include "store-internal.h"
+#include "store-pending.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -144,7 +144,7 @@ int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, Pending
                 const uint8_t *data = sqlite3_column_blob(st, 1);
                 size_t before = n;
 
-                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), t - t % STORE_RAW_BUCKET_USEC, only_ids,
+                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), tier_floor(TIER_RAW, t), only_ids,
                                    n_only, &a, &n, &capacity);
                 if (r == -EUCLEAN)
                         n = before; /* a row that does not decode is dropped, alone */

@@ -5,12 +5,15 @@
  * schema/sql/0007-shares.sql) loses the rows of their oldest processes, then those processes
  * that exited: one user's storm of processes cannot take another user's history. uid 0 and the
  * reserved uids hold their first reserve_bytes out of that race. */
-#include "store-internal.h"
+#include "store-share.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "store-pending.h"
+#include "store-sweep.h"
 
 /* Processes of a victim looked at per statement, and victims tried per step when the first
  * ones have nothing left that may go (only live processes without rows). */
@@ -23,6 +26,17 @@
 /* Rows deleted per step at most: a step's pages are WAL until a checkpoint copies them, and the
  * WAL is part of the cap. */
 #define SHARE_BATCH(ret) MIN((ret)->batch_rows, (size_t) 1000)
+
+uint64_t store_used_bytes(Store *s) {
+        int64_t pages, free_pages, page_size;
+
+        if (sql_query_int(s->db, "PRAGMA page_count", 0, &pages) < 0 ||
+            sql_query_int(s->db, "PRAGMA freelist_count", 0, &free_pages) < 0 ||
+            sql_query_int(s->db, "PRAGMA page_size", 0, &page_size) < 0 || pages < free_pages)
+                return 0;
+        return (uint64_t) (pages - free_pages) * (uint64_t) page_size;
+}
+
 
 uint64_t store_cap_target(Store *s, uint64_t max_bytes) {
         /* The WAL asks for a checkpoint at checkpoint_pages and is cut back to that many pages

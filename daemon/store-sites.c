@@ -1,248 +1,128 @@
 /* SPDX-License-Identifier: MIT */
-/* Writing a tick's sites (ProcessSample.sites): each count goes to the raw bucket of the site
- * kind at once, keyed by ids of the dictionaries `object` (a version of a file, or "[anon]" and
- * the like) and `site` (an offset in an object, with its symbol). Most sites of a tick were
- * written in earlier ticks, so the ids are remembered in a small cache: a site seen before is one
- * upsert, not four statements. */
-#include "store-internal.h"
+/* Sites: one process's sites over a stretch of time, summed per key of the site kind, with the
+ * names the dictionaries give their ids. Only reads; writing them is store-sites-write.c. */
+#include "store-read.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
-/* Direct-mapped: an entry's slot is its hash, and a newcomer replaces whoever had it. Bounded,
- * and a miss costs only the statements the cache saves. */
-#define SITE_SLOTS 1024
-#define OBJECT_SLOTS 256
+#include "array-util.h"
 
-/* What names an object row: a version of a file (or "[anon]" and the like, the rest 0). */
-typedef struct ObjectKey {
-        const char *name;
-        uint64_t dev, ino;
-        ObjectVersion version;
-} ObjectKey;
+/* The rows of one process's sites summed per key of the site kind, with the names their ids
+ * stand for, and how many there are, limit aside; %s: the union of the tiers' rows. The key order
+ * of store_kinds[STORE_KIND_SITE]. Two versions of a file (one path) are two objects, so two sites:
+ * the ids order them last. */
+#define SITES_SQL                                                                                                      \
+        "SELECT t.kind, t.vector, t.period, o.name, o.dev, o.ino, site.file_offset, site.symbol, "                     \
+        "site.symbol_offset, t.memory, m.name, m.dev, m.ino, t.count, COUNT(*) OVER (), o.ctime_nsec, "                \
+        "o.generation, t.time_ns FROM "                                                                                \
+        "(SELECT kind, vector, period, site_id, memory, memory_object_id, SUM(count) AS count, "                       \
+        "SUM(time_ns) AS time_ns FROM (%s) "                                                                           \
+        "GROUP BY kind, vector, period, site_id, memory, memory_object_id) AS t "                                      \
+        "JOIN site ON site.id = t.site_id JOIN object AS o ON o.id = site.object_id "                                  \
+        "LEFT JOIN object AS m ON m.id = t.memory_object_id "                                                          \
+        "ORDER BY t.count * t.period DESC, t.kind, o.name, site.file_offset, t.vector, t.period, t.memory, m.name, "   \
+        "t.site_id, t.memory_object_id LIMIT ?3"
 
-typedef struct IdSlot {
-        char *name; /* the object's; NULL: empty */
-        uint64_t dev, ino;
-        ObjectVersion version;
-        uint64_t offset;    /* site slots: the site's file offset */
-        int64_t id;         /* site.id, or object.id in the object slots */
-        bool has_symbol;    /* site slots: the row has a symbol, nothing to fill in */
-} IdSlot;
+static char *column_strdup_or_null(sqlite3_stmt *st, int i, bool *failed) {
+        char *v;
 
-struct SiteIds {
-        IdSlot sites[SITE_SLOTS];
-        IdSlot objects[OBJECT_SLOTS];
-};
-
-static uint64_t hash_mix(uint64_t h, uint64_t v) {
-        for (int i = 0; i < 8; i++, v >>= 8)
-                h = (h ^ (v & 0xff)) * UINT64_C(0x100000001b3); /* FNV-1a */
-        return h;
+        if (sqlite3_column_type(st, i) == SQLITE_NULL)
+                return NULL;
+        v = column_strdup(st, i);
+        if (!v)
+                *failed = true;
+        return v;
 }
 
-static uint64_t hash_object(const ObjectKey *o) {
-        uint64_t h = UINT64_C(0xcbf29ce484222325);
+static int read_site(sqlite3_stmt *st, SiteCount *ret) {
+        bool failed = false;
+        SiteCount c = {
+                .kind = (SiteKind) sqlite3_column_int(st, 0),
+                .vector = (unsigned) sqlite3_column_int64(st, 1),
+                .period = (uint32_t) sqlite3_column_int64(st, 2),
+                .dev = (uint64_t) sqlite3_column_int64(st, 4),
+                .ino = (uint64_t) sqlite3_column_int64(st, 5),
+                .offset = (uint64_t) sqlite3_column_int64(st, 6),
+                .symbol_offset = (uint64_t) sqlite3_column_int64(st, 8), /* NULL reads as 0 */
+                .memory = (MemoryKind) sqlite3_column_int(st, 9),
+                .memory_dev = (uint64_t) sqlite3_column_int64(st, 11),
+                .memory_ino = (uint64_t) sqlite3_column_int64(st, 12),
+                .count = (uint64_t) sqlite3_column_int64(st, 13),
+                /* After the total (14), so that the columns before keep their numbers. */
+                .version = { .ctime_nsec = (uint64_t) sqlite3_column_int64(st, 15),
+                             .generation = (uint32_t) sqlite3_column_int64(st, 16) },
+                .time_ns = (uint64_t) sqlite3_column_int64(st, 17),
+        };
 
-        for (const unsigned char *p = (const unsigned char *) o->name; *p; p++)
-                h = (h ^ *p) * UINT64_C(0x100000001b3);
-        h = hash_mix(hash_mix(h, o->dev), o->ino);
-        return hash_mix(hash_mix(h, o->version.ctime_nsec), o->version.generation);
-}
-
-static bool slot_is(const IdSlot *slot, const ObjectKey *o, uint64_t offset) {
-        return slot->name && slot->dev == o->dev && slot->ino == o->ino &&
-               slot->version.ctime_nsec == o->version.ctime_nsec && slot->version.generation == o->version.generation &&
-               slot->offset == offset && strcmp(slot->name, o->name) == 0;
-}
-
-/* Remembers an id. Best effort: without memory for the name the slot stays empty. */
-static void slot_set(IdSlot *slot, const ObjectKey *o, uint64_t offset, int64_t id, bool has_symbol) {
-        if (!slot_is(slot, o, offset)) {
-                free(slot->name);
-                *slot = (IdSlot) { .name = strdup(o->name), .dev = o->dev, .ino = o->ino, .version = o->version,
-                                   .offset = offset };
+        c.object = column_strdup_or_null(st, 3, &failed);
+        c.symbol = column_strdup_or_null(st, 7, &failed);
+        c.memory_object = column_strdup_or_null(st, 10, &failed);
+        if (failed || !c.object) {
+                site_count_done(&c);
+                return -ENOMEM;
         }
-        slot->id = id;
-        slot->has_symbol = has_symbol;
-}
-
-static void slots_clear(IdSlot *slots, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(slots[i].name);
-                slots[i] = (IdSlot) {};
-        }
-}
-
-void store_site_ids_clear(Store *s) {
-        if (!s->site_ids)
-                return;
-        slots_clear(s->site_ids->sites, SITE_SLOTS);
-        slots_clear(s->site_ids->objects, OBJECT_SLOTS);
-}
-
-void store_site_ids_free(Store *s) {
-        store_site_ids_clear(s);
-        free(s->site_ids);
-        s->site_ids = NULL;
-}
-
-/* Runs find_object or add_object for o: 1 and the id when it returned a row, 0 when none. */
-static int object_step(sqlite3_stmt *st, const ObjectKey *o, int64_t *ret) {
-        int rc;
-
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, o->name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t) o->dev);
-        sqlite3_bind_int64(st, 3, (int64_t) o->ino);
-        sqlite3_bind_int64(st, 4, (int64_t) o->version.ctime_nsec);
-        sqlite3_bind_int64(st, 5, o->version.generation);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-                *ret = sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
-}
-
-/* The id of the object row of o, created if needed. */
-static int object_id(Store *s, const ObjectKey *o, int64_t *ret) {
-        IdSlot *slot = &s->site_ids->objects[hash_object(o) % OBJECT_SLOTS];
-        int64_t id = 0;
-        int r;
-
-        if (slot_is(slot, o, 0)) {
-                *ret = slot->id;
-                return 0;
-        }
-        /* Look before inserting: an upsert would write the row it finds. */
-        r = object_step(s->find_object, o, &id);
-        if (r == 0)
-                r = object_step(s->add_object, o, &id);
-        if (r == 0)
-                r = -EIO; /* RETURNING gave no row */
-        if (r < 0)
-                return r;
-        slot_set(slot, o, 0, id, false);
-        *ret = id;
+        *ret = c;
         return 0;
 }
 
-/* The id of the site row of sc's instruction, created if needed; its symbol written when the row
- * has none yet. */
-static int site_id(Store *s, const SiteCount *sc, int64_t *ret) {
-        const ObjectKey o = { .name = sc->object, .dev = sc->dev, .ino = sc->ino, .version = sc->version };
-        IdSlot *slot = &s->site_ids->sites[hash_mix(hash_object(&o), sc->offset) % SITE_SLOTS];
-        sqlite3_stmt *st = s->upsert_site;
-        int64_t object = 0;
+static int sites_read(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
+                      SiteCount **ret, size_t *ret_n, uint64_t *ret_other) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        TierSegment seg[TIER_MAX_SEGMENTS];
+        TierState tiers[_TIER_MAX];
+        SiteCount *sites = NULL;
+        size_t n = 0, capacity = 0, n_seg;
+        uint64_t total = 0;
         int rc, r;
 
-        if (slot_is(slot, &o, sc->offset) && (slot->has_symbol || !sc->symbol)) {
-                *ret = slot->id;
-                return 0;
-        }
-        r = object_id(s, &o, &object);
+        if (kind >= _SITE_KIND_MAX)
+                return -EINVAL;
+
+        r = store_load_tiers(s, tiers);
         if (r < 0)
+                goto finish;
+        n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_usec, until_usec, seg);
+        r = prepare_over(s, &st, SITES_SQL, STORE_KIND_SITE, seg, n_seg, "process_id = ?1 AND (?2 < 0 OR kind = ?2)");
+        if (r < 0)
+                goto finish;
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(st, 2, kind);
+        sqlite3_bind_int64(st, 3, clamp_i64(limit));
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = array_grow((void **) &sites, &capacity, n, 1, sizeof(*sites));
+                if (r < 0)
+                        goto finish;
+                r = read_site(st, &sites[n]);
+                if (r < 0)
+                        goto finish;
+                total = (uint64_t) sqlite3_column_int64(st, 14);
+                n++;
+        }
+        if (rc != SQLITE_DONE)
+                r = sqlite_to_errno(rc) ?: -EIO;
+finish:
+        if (r < 0) {
+                site_counts_free(sites, n);
                 return r;
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, object);
-        sqlite3_bind_int64(st, 2, (int64_t) sc->offset);
-        if (sc->symbol) {
-                sqlite3_bind_text(st, 3, sc->symbol, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(st, 4, (int64_t) sc->symbol_offset);
-        } else {
-                /* The offset means nothing without its symbol. */
-                sqlite3_bind_null(st, 3);
-                sqlite3_bind_null(st, 4);
         }
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW) {
-                sqlite3_reset(st);
-                return sqlite_to_errno(rc) ?: -EIO;
-        }
-        *ret = sqlite3_column_int64(st, 0);
-        slot_set(slot, &o, sc->offset, *ret, sqlite3_column_int(st, 1) != 0);
-        sqlite3_reset(st);
+        *ret = sites;
+        *ret_n = n;
+        if (ret_other)
+                *ret_other = total - n;
         return 0;
 }
 
-static bool site_valid(const SiteCount *sc) {
-        return sc->object && (unsigned) sc->kind < _SITE_KIND_MAX && (unsigned) sc->memory < _MEMORY_KIND_MAX &&
-               sc->period > 0;
-}
-
-int store_sites_fill(Store *s, const SiteCount *sites, size_t n) {
+int store_sites(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, int kind, size_t limit,
+                SiteCount **ret, size_t *ret_n, uint64_t *ret_other) {
         int r;
 
-        if (n == 0)
-                return 0;
-        if (!s->site_ids) {
-                s->site_ids = calloc(1, sizeof(*s->site_ids));
-                if (!s->site_ids)
-                        return -ENOMEM;
-        }
-        r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        /* Sites are written with their tick, never pending: nothing to settle. */
+        r = store_snapshot_begin(s);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++) {
-                int64_t unused;
-
-                if (!sites[i].object || !sites[i].symbol)
-                        continue;
-                r = site_id(s, &sites[i], &unused);
-                if (r < 0)
-                        goto rollback;
-        }
-        r = sql_exec(s->db, "COMMIT");
-        if (r < 0)
-                goto rollback;
-        return 0;
-rollback:
-        store_rollback(s);
-        store_site_ids_clear(s);
+        r = sites_read(s, process_id, since_usec, until_usec, kind, limit, ret, ret_n, ret_other);
+        store_snapshot_end(s);
         return r;
-}
-
-int store_sites_add(Store *s, int64_t process_id, uint64_t bucket_usec, const SiteCount *sites, size_t n) {
-        sqlite3_stmt *st = s->add_raw[STORE_KIND_SITE];
-
-        if (n > 0 && !s->site_ids) {
-                s->site_ids = calloc(1, sizeof(*s->site_ids));
-                if (!s->site_ids)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-                const SiteCount *sc = &sites[i];
-                const ObjectKey memory = { .name = sc->memory_object, .dev = sc->memory_dev, .ino = sc->memory_ino };
-                int64_t site = 0, memory_object = 0;
-                int r;
-
-                if (!site_valid(sc))
-                        return -EINVAL;
-                if (sc->count == 0 && sc->time_ns == 0)
-                        continue; /* only non-zero counts are stored */
-                r = site_id(s, sc, &site);
-                if (r >= 0 && sc->memory_object)
-                        r = object_id(s, &memory, &memory_object);
-                if (r < 0)
-                        return r;
-
-                /* The site kind's raw upsert: its keys in store_kinds[] order, then the count and the
-                 * time. */
-                sqlite3_reset(st);
-                sqlite3_bind_int64(st, 1, process_id);
-                sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
-                sqlite3_bind_int64(st, 3, sc->kind);
-                sqlite3_bind_int64(st, 4, sc->vector);
-                sqlite3_bind_int64(st, 5, sc->period);
-                sqlite3_bind_int64(st, 6, site);
-                sqlite3_bind_int64(st, 7, sc->memory);
-                sqlite3_bind_int64(st, 8, memory_object);
-                sqlite3_bind_int64(st, 9, clamp_i64(sc->count));
-                sqlite3_bind_int64(st, 10, clamp_i64(sc->time_ns));
-                r = sql_step_done(st);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
 }

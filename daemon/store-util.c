@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Helpers of every part of the store (store-internal.h). */
-#include "store-internal.h"
+/* Helpers of every part of the store (store-util.h). */
+#include "store-util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -119,7 +119,7 @@ int store_load_tiers(Store *s, TierState ret[_TIER_MAX]) {
                 for (int t = 0; t < _TIER_MAX; t++)
                         if (name && strcmp(name, tier_name(t)) == 0) {
                                 ret[t] = (TierState) {
-                                        .width_usec = store_tier_width_usec[t],
+                                        .width_usec = tier_width_usec[t],
                                         .rolled_until = t == TIER_RAW ? UINT64_MAX
                                                                       : (uint64_t) sqlite3_column_int64(st, 1),
                                         .kept_from = (uint64_t) sqlite3_column_int64(st, 2),

@@ -1,38 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The store's writer side: opening and closing, migrations, writing ticks and the known-process
- * cache. The pending ticks are in store-pending.c, a tick's sites in store-sites.c, queries in
- * store-query.c, maintenance in store-maintain.c (store-internal.h). */
-#include "store-internal.h"
+/* The store's writer side: opening and closing, migrations, configuration, flushing a tick.
+ * What a flush writes through: the known-process cache (store-known.c), the pending ticks
+ * (store-pending.c), a tick's sites (store-sites-write.c). The parts: store-util.h. */
+#include "store-util.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "array-util.h"
-
-/* A process row as this store last wrote it, so that a tick writes the row only when something
- * in it changes: comm, uid, cmdline, unit, exited, or last seen moving into another raw bucket.
- * Rewriting every live process's row every tick was most of the cost of a flush. Entries go at
- * exit, after KNOWN_IDLE_USEC without a sample, and all of them when a transaction fails (the
- * ids it created are rolled back) or when rows are marked exited behind the collector's back. */
-typedef struct KnownProcess {
-        uint32_t pid;
-        uint64_t start_time;
-        int64_t id;                 /* process.id */
-        char comm[COMM_MAX];        /* comm and uid as in the row */
-        uint32_t uid;
-        char *cmdline, *unit;       /* the last non-NULL ones written; NULL: none written */
-        uint64_t last_seen_written; /* last_seen_usec as in the row */
-        uint64_t last_seen;         /* the newest the caller passed: written when it leaves */
-        uint64_t flushed_usec;      /* the last flush it was in */
-} KnownProcess;
-
-#define KNOWN_IDLE_USEC (60 * UINT64_C(1000000))
+#include "store-known.h"
+#include "store-pending.h"
+#include "store-read.h"
+#include "store-sites-write.h"
 
 /* The value of a PRAGMA that reads one integer ("PRAGMA user_version"). */
 static int pragma_int(sqlite3 *db, const char *pragma, int *ret) {
@@ -169,41 +152,11 @@ static int prepare_statements(Store *s) {
                 if (r < 0)
                         return r;
         }
-        r = sql_prepare(s->db, &s->find_object,
-                        "SELECT id FROM object WHERE name = ?1 AND dev = ?2 AND ino = ?3 AND ctime_nsec = ?4 "
-                        "AND generation = ?5");
+        r = store_sites_prepare(s);
         if (r < 0)
                 return r;
-        r = sql_prepare(s->db, &s->add_object,
-                        "INSERT INTO object (name, dev, ino, ctime_nsec, generation) VALUES (?1, ?2, ?3, ?4, ?5) "
-                        "RETURNING id");
-        if (r < 0)
-                return r;
-        /* A symbol is written when the site is first stored, or later while it has none; once
-         * written it stays (store_sites() in store.h). The pair goes together: symbol_offset
-         * means nothing without its symbol. */
-        r = sql_prepare(s->db, &s->upsert_site,
-                        "INSERT INTO site (object_id, file_offset, symbol, symbol_offset) VALUES (?1, ?2, ?3, ?4) "
-                        "ON CONFLICT (object_id, file_offset) DO UPDATE SET "
-                        "symbol = coalesce(site.symbol, excluded.symbol), "
-                        "symbol_offset = CASE WHEN site.symbol IS NULL THEN excluded.symbol_offset "
-                        "ELSE site.symbol_offset END "
-                        "RETURNING id, symbol IS NOT NULL");
-        if (r < 0)
-                return r;
-        r = sql_prepare(s->db, &s->find_process,
-                        "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? AND start_time = ? "
-                        "ORDER BY first_seen_usec DESC LIMIT 1");
-        if (r < 0)
-                return r;
-        return sql_prepare(s->db, &s->find_newest_process,
-                           "SELECT id, " PROCESS_COLUMNS " FROM process WHERE pid = ? "
-                           "ORDER BY first_seen_usec DESC, id DESC LIMIT 1");
+        return store_read_prepare(s);
 }
-
-/* Defined with the rest of the known-process cache, by store_flush(). */
-static void known_write_all(Store *s);
-static void known_clear(Store *s);
 
 /* Opens the connection; never through a symbolic link (-ELOOP): one planted in the state
  * directory would have us turn its target into a database. */
@@ -262,31 +215,9 @@ int store_open_reader(const char *path, const char *boot_id, Store **ret) {
         return 0;
 }
 
+
 void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userdata), void *userdata) {
         sqlite3_progress_handler(s->db, (int) MIN(every, (unsigned) INT32_MAX), fn, userdata);
-}
-
-int store_settle(Store *s) {
-        return store_pending_settle(s);
-}
-
-int store_snapshot_begin(Store *s) {
-        if (s->snapshots == 0) {
-                int r = sql_exec(s->db, "BEGIN");
-
-                if (r < 0)
-                        return r;
-        }
-        s->snapshots++;
-        return 0;
-}
-
-void store_snapshot_end(Store *s) {
-        assert(s->snapshots > 0);
-        /* A read: nothing to commit. An interrupted statement (the progress handler) may have
-         * ended the transaction already. */
-        if (--s->snapshots == 0)
-                store_rollback(s);
 }
 
 int store_open(const char *path, const char *boot_id, Store **ret) {
@@ -343,8 +274,7 @@ Store *store_free(Store *s) {
                 return NULL;
         if (s->add_raw[STORE_KIND_SAMPLE])
                 (void) store_pending_settle(s);
-        known_write_all(s);
-        known_clear(s);
+        store_known_reset(s);
         sqlite3_finalize(s->upsert_process);
         sqlite3_finalize(s->update_process);
         sqlite3_finalize(s->update_process_seen);
@@ -354,10 +284,7 @@ Store *store_free(Store *s) {
         free(s->packed);
         sqlite3_finalize(s->find_process);
         sqlite3_finalize(s->find_newest_process);
-        sqlite3_finalize(s->find_object);
-        sqlite3_finalize(s->add_object);
-        sqlite3_finalize(s->upsert_site);
-        store_site_ids_free(s);
+        store_sites_done(s);
         sqlite3_close_v2(s->db);
         free(s->columns);
         free(s->sums);
@@ -468,53 +395,6 @@ void store_set_max_cmdline(Store *s, size_t max) {
         s->max_cmdline = max;
 }
 
-/* The command line as stored: *ret a copy cut to s->max_cmdline bytes and marked, or NULL when
- * it fits as it is. */
-static int cmdline_cut(const Store *s, const char *cmdline, char **ret) {
-        size_t n;
-
-        if (!cmdline || s->max_cmdline == 0 || strnlen(cmdline, s->max_cmdline + 1) <= s->max_cmdline) {
-                *ret = NULL;
-                return 0;
-        }
-        /* Never half a character: JSON needs valid UTF-8. cmdline[n] is the first byte cut. */
-        n = s->max_cmdline;
-        while (n > 0 && ((unsigned char) cmdline[n] & 0xC0) == 0x80)
-                n--;
-        return asprintf(ret, "%.*s%s", (int) n, cmdline, STORE_CMDLINE_CUT) < 0 ? -ENOMEM : 0;
-}
-
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
-        if (v)
-                sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-        else
-                sqlite3_bind_null(st, i);
-}
-
-static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
-        sqlite3_stmt *st = s->upsert_process;
-        int rc;
-
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, s->boot_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, p->pid);
-        sqlite3_bind_int64(st, 3, (int64_t) p->start_time);
-        sqlite3_bind_text(st, 4, p->comm, -1, SQLITE_STATIC);
-        bind_text_or_null(st, 5, p->cmdline);
-        sqlite3_bind_int64(st, 6, p->uid);
-        bind_text_or_null(st, 7, p->unit);
-        sqlite3_bind_int64(st, 8, (int64_t) p->first_seen_usec);
-        sqlite3_bind_int64(st, 9, (int64_t) p->last_seen_usec);
-        sqlite3_bind_int(st, 10, p->exited);
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW) {
-                sqlite3_reset(st);
-                return sqlite_to_errno(rc) ?: -EIO;
-        }
-        *ret_id = sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        return 0;
-}
 
 /* Adds a tick's traps to the raw rows of the kinds that are part of a Traps, at once: they are
  * few, unlike the samples. */
@@ -563,249 +443,53 @@ static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, co
         return sql_step_done(st);
 }
 
-static int known_compare(const void *a, const void *b) {
-        const KnownProcess *x = a, *y = b;
-
-        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
-}
-
-static void known_free(void *p) {
-        KnownProcess *k = p;
-
-        free(k->cmdline);
-        free(k->unit);
-        free(k);
-}
-
-static void known_forget(Store *s, KnownProcess *k) {
-        tdelete(k, &s->known, known_compare);
-        known_free(k);
-}
-
-static void known_clear(Store *s) {
-        tdestroy(s->known, known_free);
-        s->known = NULL;
-}
-
-static KnownProcess *known_find(Store *s, const ProcessInfo *p) {
-        KnownProcess key = { .pid = p->pid, .start_time = p->start_time };
-        KnownProcess **k = tfind(&key, &s->known, known_compare);
-
-        return k ? *k : NULL;
-}
-
-static bool text_changes(const char *cached, const char *v) {
-        /* NULL keeps what the row has (coalesce in the statements). */
-        return v && (!cached || strcmp(cached, v) != 0);
-}
-
-static int text_update(char **cached, const char *v) {
-        char *copy;
-
-        if (!text_changes(*cached, v))
-                return 0;
-        copy = strdup(v);
-        if (!copy)
-                return -ENOMEM;
-        free(*cached);
-        *cached = copy;
-        return 0;
-}
-
-/* Whether the row needs writing: what the UPDATE would change, except a last seen that stays in
- * the raw bucket last written (precision: see store_flush() in store.h). */
-static bool known_differs(const KnownProcess *k, const ProcessInfo *p) {
-        return p->exited || strcmp(k->comm, p->comm) != 0 || k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
-               text_changes(k->unit, p->unit) ||
-               (p->last_seen_usec > k->last_seen_written &&
-                p->last_seen_usec / STORE_RAW_BUCKET_USEC != k->last_seen_written / STORE_RAW_BUCKET_USEC);
-}
-
-/* Records that the row now holds p's identity. */
-static int known_update(KnownProcess *k, const ProcessInfo *p) {
-        int r;
-
-        snprintf(k->comm, sizeof(k->comm), "%s", p->comm);
-        k->uid = p->uid;
-        k->last_seen_written = MAX(k->last_seen_written, p->last_seen_usec);
-        k->last_seen = MAX(k->last_seen, p->last_seen_usec);
-        r = text_update(&k->cmdline, p->cmdline);
-        if (r >= 0)
-                r = text_update(&k->unit, p->unit);
-        return r;
-}
-
-static int known_add(Store *s, const ProcessInfo *p, int64_t id, KnownProcess **ret) {
+/* Writes one process's part of a tick: its row, its deltas packed for the pending row, and the
+ * kinds written at once (fault time, traps, sites). In the caller's transaction. */
+static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, uint64_t now_usec) {
+        /* Seen at least in the bucket it has counts in: Top finds the processes of a stretch of
+         * time by last seen (store.h). The collector passes the tick's time. */
+        ProcessInfo seen = *sample->process;
+        uint64_t traps = sample->traps ? traps_total(sample->traps) : 0;
+        uint64_t time_ns = fault_time_total_ns(&sample->fault_time);
         KnownProcess *k;
-        int r;
-
-        k = calloc(1, sizeof(*k));
-        if (!k)
-                return -ENOMEM;
-        *k = (KnownProcess) { .pid = p->pid, .start_time = p->start_time, .id = id };
-        r = known_update(k, p);
-        if (r < 0 || !tsearch(k, &s->known, known_compare)) {
-                known_free(k);
-                return -ENOMEM;
-        }
-        *ret = k;
-        return 0;
-}
-
-/* Writes identity, last seen and exited into the row with this id; -ENOENT when it is gone.
- * identity: uid, cmdline or unit may differ from the row's; without, they are not written, which
- * spares the uid index and the size shares' trigger (schema/sql/0007-shares.sql) the update. */
-static int update_process(Store *s, int64_t id, const ProcessInfo *p, bool identity) {
-        sqlite3_stmt *st = identity ? s->update_process : s->update_process_seen;
-        int r;
-
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, p->comm, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, p->uid);
-        bind_text_or_null(st, 4, p->cmdline);
-        bind_text_or_null(st, 5, p->unit);
-        sqlite3_bind_int64(st, 6, (int64_t) p->last_seen_usec);
-        sqlite3_bind_int(st, 7, p->exited);
-        r = sql_step_done(st);
-        if (r >= 0 && sqlite3_changes(s->db) == 0)
-                return -ENOENT;
-        return r;
-}
-
-/* Writes the last seen that is newer than the row's (only its raw bucket was written). */
-static int known_write_last_seen(Store *s, KnownProcess *k) {
-        ProcessInfo p = { .uid = k->uid, .last_seen_usec = k->last_seen };
-        int r;
-
-        if (k->last_seen <= k->last_seen_written)
-                return 0;
-        snprintf(p.comm, sizeof(p.comm), "%s", k->comm);
-        r = update_process(s, k->id, &p, false);
-        if (r == -ENOENT)
-                return 0; /* nothing left to update */
-        if (r >= 0)
-                k->last_seen_written = k->last_seen;
-        return r;
-}
-
-/* The process's row id, the row created or updated as needed; *ret_known: its cache entry. */
-static int process_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProcess **ret_known) {
-        KnownProcess *k = known_find(s, p);
-        _cleanup_free_ char *cut = NULL;
-        ProcessInfo stored;
         int64_t id = 0;
         int r;
 
-        /* The command line as it is stored, also for comparing with the cache. */
-        r = cmdline_cut(s, p->cmdline, &cut);
+        seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
+        r = store_known_row(s, &seen, &id, &k);
         if (r < 0)
                 return r;
-        if (cut) {
-                stored = *p;
-                stored.cmdline = cut;
-                p = &stored;
-        }
+        k->flushed_usec = now_usec;
 
-        if (k) {
-                if (!known_differs(k, p)) {
-                        k->last_seen = MAX(k->last_seen, p->last_seen_usec);
-                        *ret_id = k->id;
-                        *ret_known = k;
-                        return 0;
-                }
-                r = update_process(s, k->id, p,
-                                   k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
-                                           text_changes(k->unit, p->unit));
-                if (r >= 0) {
-                        r = known_update(k, p);
-                        if (r < 0)
-                                return r;
-                        *ret_id = k->id;
-                        *ret_known = k;
-                        return 0;
-                }
-                if (r != -ENOENT)
+        if (!faults_is_zero(&sample->delta) || traps > 0 || time_ns > 0) {
+                r = store_pending_pack(s, id, &sample->delta, traps, time_ns);
+                if (r < 0)
                         return r;
-                known_forget(s, k); /* the row is gone: create it again */
         }
-        r = upsert_process(s, p, &id);
-        if (r < 0)
-                return r;
-        r = known_add(s, p, id, &k);
-        if (r < 0)
-                return r;
-        *ret_id = id;
-        *ret_known = k;
+        if (!fault_time_is_zero(&sample->fault_time)) {
+                r = add_fault_time(s, id, bucket, &sample->fault_time);
+                if (r < 0)
+                        return r;
+        }
+        if (traps > 0) {
+                r = add_traps(s, id, bucket, sample->traps);
+                if (r < 0)
+                        return r;
+        }
+        /* Also without a delta or traps: the store does not rely on a site coming with them. */
+        if (sample->n_sites > 0) {
+                r = store_sites_add(s, id, bucket, sample->sites, sample->n_sites);
+                if (r < 0)
+                        return r;
+        }
+        /* Its row is final: exited, last seen exact. */
+        if (seen.exited)
+                store_known_forget(s, k);
         return 0;
 }
 
-typedef struct KnownSweep {
-        uint64_t before_usec;
-        KnownProcess **idle;
-        size_t n, capacity;
-        bool failed;
-} KnownSweep;
-
-static void known_sweep_visit(const void *node, VISIT which, void *userdata) {
-        KnownProcess *k = *(KnownProcess *const *) node;
-        KnownSweep *w = userdata;
-
-        if ((which != postorder && which != leaf) || k->flushed_usec >= w->before_usec)
-                return;
-        if (array_append((void **) &w->idle, &w->n, &w->capacity, sizeof(k), &k) < 0)
-                w->failed = true;
-}
-
-/* Forgets the processes that had no sample for KNOWN_IDLE_USEC, writing their last seen first.
- * Part of the caller's transaction. */
-static int known_sweep(Store *s, uint64_t now_usec) {
-        KnownSweep w = { .before_usec = now_usec > KNOWN_IDLE_USEC ? now_usec - KNOWN_IDLE_USEC : 0 };
-        int r = 0;
-
-        twalk_r(s->known, known_sweep_visit, &w);
-        if (w.failed)
-                r = -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < w.n; i++) {
-                r = known_write_last_seen(s, w.idle[i]);
-                if (r >= 0)
-                        known_forget(s, w.idle[i]);
-        }
-        free(w.idle);
-        return r;
-}
-
-typedef struct KnownWrite {
-        Store *s;
-        int r;
-} KnownWrite;
-
-static void known_write_visit(const void *node, VISIT which, void *userdata) {
-        KnownWrite *w = userdata;
-
-        if ((which == postorder || which == leaf) && w->r >= 0)
-                w->r = known_write_last_seen(w->s, *(KnownProcess *const *) node);
-}
-
-/* At close, the exact last seen of the processes still known: their rows have only the raw
- * bucket of it. Best effort: a store that cannot write has lost more than that already. */
-static void known_write_all(Store *s) {
-        KnownWrite w = { .s = s };
-
-        if (!s->known || !s->update_process || sql_exec(s->db, "BEGIN IMMEDIATE") < 0)
-                return;
-        twalk_r(s->known, known_write_visit, &w);
-        if (w.r < 0 || sql_exec(s->db, "COMMIT") < 0)
-                store_rollback(s);
-}
-
-void store_known_reset(Store *s) {
-        known_write_all(s);
-        known_clear(s);
-}
-
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
-        uint64_t bucket = now_usec - now_usec % STORE_RAW_BUCKET_USEC;
+        uint64_t bucket = tier_floor(TIER_RAW, now_usec);
         bool folded = false;
         int r;
 
@@ -815,7 +499,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         if (r < 0)
                 return r;
         if (bucket != s->swept_bucket) {
-                r = known_sweep(s, now_usec);
+                r = store_known_sweep(s, now_usec);
                 if (r < 0)
                         goto rollback;
                 s->swept_bucket = bucket;
@@ -828,47 +512,9 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         }
         s->packed_size = 0;
         for (size_t i = 0; i < n; i++) {
-                /* Seen at least in the bucket it has counts in: Top finds the processes of a
-                 * stretch of time by last seen (store.h). The collector passes the tick's time. */
-                ProcessInfo seen = *samples[i].process;
-                const ProcessInfo *p = &seen;
-                KnownProcess *k;
-                int64_t id = 0;
-
-                seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
-                r = process_row(s, p, &id, &k);
+                r = flush_sample(s, &samples[i], bucket, now_usec);
                 if (r < 0)
                         goto rollback;
-                k->flushed_usec = now_usec;
-
-                uint64_t traps = samples[i].traps ? traps_total(samples[i].traps) : 0;
-                uint64_t time_ns = fault_time_total_ns(&samples[i].fault_time);
-
-                if (!faults_is_zero(&samples[i].delta) || traps > 0 || time_ns > 0) {
-                        r = store_pending_pack(s, id, &samples[i].delta, traps, time_ns);
-                        if (r < 0)
-                                goto rollback;
-                }
-                if (!fault_time_is_zero(&samples[i].fault_time)) {
-                        r = add_fault_time(s, id, bucket, &samples[i].fault_time);
-                        if (r < 0)
-                                goto rollback;
-                }
-                if (traps > 0) {
-                        r = add_traps(s, id, bucket, samples[i].traps);
-                        if (r < 0)
-                                goto rollback;
-                }
-                /* Also without a delta or traps: the store does not rely on a site coming with
-                 * them. */
-                if (samples[i].n_sites > 0) {
-                        r = store_sites_add(s, id, bucket, samples[i].sites, samples[i].n_sites);
-                        if (r < 0)
-                                goto rollback;
-                }
-                /* Its row is final: exited, last seen exact. */
-                if (p->exited)
-                        known_forget(s, k);
         }
         if (s->packed_size > 0) {
                 r = store_pending_add(s, now_usec);
@@ -889,10 +535,11 @@ rollback:
         store_rollback(s);
         /* What the caches say may have been rolled back with it, and the pending rows are
          * not known any more. */
-        known_clear(s);
+        store_known_clear(s);
         store_site_ids_clear(s);
         s->pending = true;
         s->pending_bucket = 0;
         return r;
 }
+
 

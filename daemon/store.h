@@ -6,7 +6,7 @@
  * SQLite's message for the last failure so the caller can log it once, with context.
  *
  * This header is the whole contract. The implementation is split by job over daemon/store*.c
- * (listed in store-internal.h, which is not for use outside them); the kinds of counts kept
+ * (listed in store-util.h, which is not for use outside them); the kinds of counts kept
  * (samples, traps, signals, sites), with their tables and columns, are described once, in
  * store-kind.h. */
 
@@ -19,10 +19,11 @@
 #include "embedded.h"
 #include "filter.h"
 #include "sites.h"
+#include "tier-util.h"
 #include "traps.h"
 
-/* Width of a raw-tier bucket. */
-#define STORE_RAW_BUCKET_USEC (10 * UINT64_C(1000000))
+/* Width of a raw-tier bucket (tier-util.h has every tier's). */
+#define STORE_RAW_BUCKET_USEC TIER_RAW_WIDTH_USEC
 
 typedef struct Store Store;
 

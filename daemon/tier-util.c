@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "tier-util.h"
 
+const uint64_t tier_width_usec[_TIER_MAX] = { TIER_RAW_WIDTH_USEC, 60 * UINT64_C(1000000), 3600 * UINT64_C(1000000) };
+
 static uint64_t floor_to(uint64_t t, uint64_t w) {
         return t - t % w;
+}
+
+uint64_t tier_floor(int tier, uint64_t t) {
+        return floor_to(t, tier_width_usec[tier]);
 }
 
 static uint64_t ceil_to(uint64_t t, uint64_t w) {

@@ -18,6 +18,15 @@
 
 enum { TIER_RAW, TIER_MINUTE, TIER_HOUR, _TIER_MAX };
 
+/* The raw tier's interval, the bucket a tick's counts go into. */
+#define TIER_RAW_WIDTH_USEC (10 * UINT64_C(1000000))
+
+/* Width of each tier's intervals: 10 s, 1 min, 1 h. Each divides the next. */
+extern const uint64_t tier_width_usec[_TIER_MAX];
+
+/* The start of the tier's interval that holds t. */
+uint64_t tier_floor(int tier, uint64_t t);
+
 typedef struct TierState {
         uint64_t width_usec;   /* 10 s, 60 s, 3600 s */
         uint64_t kept_from;    /* oldest instant the tier still has */

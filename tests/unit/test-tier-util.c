@@ -35,6 +35,29 @@ static void assert_covers(const TierSegment *seg, size_t n, uint64_t since, uint
         assert_int_equal(at, until);
 }
 
+/* Each tier's width divides the next one's, so an interval of a coarser tier is whole intervals
+ * of the finer ones; tier_floor() cuts a time down to its tier's interval. */
+static void test_widths_and_floor(void **state_) {
+        const uint64_t s = 1000000, t = 1700000000000000ULL + 3599 * s + 123;
+
+        assert_int_equal(tier_width_usec[TIER_RAW], TIER_RAW_WIDTH_USEC);
+        assert_int_equal(tier_width_usec[TIER_RAW], 10 * s);
+        assert_int_equal(tier_width_usec[TIER_MINUTE], 60 * s);
+        assert_int_equal(tier_width_usec[TIER_HOUR], 3600 * s);
+        for (int i = 1; i < _TIER_MAX; i++)
+                assert_int_equal(tier_width_usec[i] % tier_width_usec[i - 1], 0);
+        for (int i = 0; i < _TIER_MAX; i++) {
+                uint64_t f = tier_floor(i, t);
+
+                assert_int_equal(f % tier_width_usec[i], 0);
+                assert_true(f <= t && t - f < tier_width_usec[i]);
+                assert_int_equal(tier_floor(i, f), f);
+        }
+        assert_int_equal(tier_floor(TIER_RAW, 0), 0);
+        assert_int_equal(tier_floor(TIER_HOUR, UINT64_MAX), UINT64_MAX - UINT64_MAX % (3600 * s));
+        (void) state_;
+}
+
 static void test_default_resolution(void **state_) {
         const uint64_t t0 = 1700000000000000ULL; /* H: an hour, defined above */
 
@@ -132,6 +155,7 @@ static void test_nothing_rolled_yet(void **state_) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_widths_and_floor),
                 cmocka_unit_test(test_default_resolution),
                 cmocka_unit_test(test_short_window_is_raw),
                 cmocka_unit_test(test_day_uses_hours_in_the_middle),

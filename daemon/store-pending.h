@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The pending ticks (store-pending.c): a tick's deltas as one row of sample_pending, folded
+ * into the raw tier's buckets when a tick falls into a new one. Internal to the store. */
+
+#include "store-util.h"
+
+/* Appends a process's delta to the tick being packed (s->packed; store_flush() empties it). */
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns);
+/* Commits what was packed as one pending row; in the caller's transaction. */
+int store_pending_add(Store *s, uint64_t now_usec);
+/* A process's deltas of one raw bucket that are still pending. */
+typedef struct PendingSample {
+        uint64_t bucket_usec;
+        int64_t process_id;
+        Faults delta;
+        uint64_t traps;
+        uint64_t time_ns; /* all fault time */
+} PendingSample;
+
+/* Adds b's counts to a. */
+void pending_sample_add(PendingSample *a, const PendingSample *b);
+
+/* Every pending sample (only_ids not NULL: of the n_only processes it lists, sorted ascending,
+ * only), summed per bucket and process, in (bucket, process) order: *ret_n of them in *ret, to
+ * free(). A row that does not decode is skipped. */
+int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n);
+/* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
+ * in the caller's transaction. A row that does not decode is dropped, alone. */
+int store_pending_fold(Store *s);
+/* Before anything reads the samples: store_pending_fold() in a transaction of its own, when
+ * s->pending says there may be rows. */
+int store_pending_settle(Store *s);
+/* The same, only when the pending ticks may be in a raw bucket before before_usec (when their
+ * bucket is not known, too): what a roll-up up to before_usec needs. */
+int store_pending_settle_before(Store *s, uint64_t before_usec);

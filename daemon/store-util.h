@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What every part of the store shares: struct Store and the SQLite helpers (store-util.c). NOT a
+ * public header: only daemon/store*.c include it, through their own headers (and the unit tests
+ * of the store's internals); everything else uses store.h, the store's contract.
+ *
+ * The parts, by job. Each includes only the headers of the parts below it in its column, so
+ * there is no cycle: writing, reading and maintaining never call each other.
+ *   writing       store.c          opening, migrations, configuration, flushing a tick
+ *                 store-known.c    the known-process cache: a process row written only on change
+ *                 store-pending.c  a tick's deltas as one row, folded into the raw tier; read back
+ *                                  by the queries that need the newest ticks
+ *                 store-sites-write.c  a tick's sites: the object and site dictionaries, a cache
+ *                                  of their ids
+ *   reading       store-read.c     the read layer: snapshots, the read statements, reading a
+ *                                  process and counts, the union over the tiers, one kind's sums
+ *                 store-top.c      Top and Traps                  (each family only reads,
+ *                 store-history.c  History and UnitHistory         and uses store-read.h and
+ *                 store-sites.c    Sites                           store-pending.h only)
+ *                 store-processes.c  ListProcesses, finding a process
+ *   maintaining   store-maintain.c roll-up, retention, deleting processes left without rows,
+ *                                  marking gone the processes that ended unseen
+ *                 store-share.c    the size cap, with the WAL, by shares
+ *                 store-sweep.c    the site kind's dictionaries swept of unreferenced entries
+ *   below all     store-kind.c     the kinds of counts and the SQL made from them (store-kind.h)
+ *                 store-util.c     the helpers below; tier-util.c: tiers, widths, buckets
+ * Like store.h: negative errno, no logging; the caller logs once, with store_errmsg(). */
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "store-kind.h"
+#include "store.h"
+#include "tier-util.h"
+
+typedef struct SiteWriter SiteWriter;
+
+/* Grouped by the part that owns the members; a part reads another's only through its functions,
+ * but for the connection and the configuration. */
+struct Store {
+        /* The connection and its configuration (store.c). */
+        sqlite3 *db;
+        char *path;
+        char *boot_id;
+        size_t max_cmdline; /* store_set_max_cmdline() */
+        /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
+        unsigned checkpoint_pages;
+        void (*checkpoint_fn)(void *userdata, bool force);
+        void *checkpoint_userdata;
+        /* store_set_maintain_yield() */
+        bool (*maintain_yield)(void *userdata);
+        void *maintain_yield_userdata;
+        /* Column lists built from fault_fields, so the SQL that reads a Faults names every
+         * member in order. */
+        char *columns; /* "f_user, f_kernel, ..." */
+        char *sums;    /* "SUM(f_user), SUM(f_kernel), ..." */
+        char *sums_as; /* "SUM(f_user) AS f_user, ..." */
+
+        /* Writing a tick (store.c): store_kind_upsert() into each kind's raw table; the sample
+         * kind's folds the pending ticks, the others take a tick's rows at once. */
+        sqlite3_stmt *add_raw[_STORE_KIND_MAX];
+        /* The known-process cache (store-known.c). */
+        sqlite3_stmt *upsert_process;
+        sqlite3_stmt *update_process;      /* by id, for a process in `known` */
+        sqlite3_stmt *update_process_seen; /* the same, uid, cmdline and unit unchanged */
+        void *known;                       /* tsearch() tree of KnownProcess by (pid, start_time) */
+        uint64_t swept_bucket;             /* raw bucket in which `known` was last swept */
+        /* The pending ticks (store-pending.c). */
+        sqlite3_stmt *add_pending;
+        uint8_t *packed; /* a tick's deltas for sample_pending */
+        size_t packed_size, packed_capacity;
+        bool pending;            /* sample_pending may have rows */
+        uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
+        /* Writing sites and the dictionaries they name (store-sites-write.c's, opaque). */
+        SiteWriter *site_writer;
+
+        /* Reading (store-read.c). */
+        sqlite3_stmt *find_process;
+        sqlite3_stmt *find_newest_process;
+        unsigned snapshots; /* store_snapshot_begin() calls not ended yet */
+
+        /* Maintenance (store-maintain.c): finer intervals per roll-up transaction; the search
+         * for exited processes left without rows: when it last ran (0: not yet), and whether it
+         * is due before the hour is up. */
+        unsigned roll_span[_TIER_MAX];
+        uint64_t gone_checked_usec;
+        bool gone_due;
+        /* The size cap (store-share.c): the bytes in use when store_over_cap() or the cap's step
+         * last looked, and how much the flushes grew them since: the step keeps room for as much
+         * as the last tick wrote. */
+        uint64_t cap_used_seen, cap_growth;
+        /* A sweep of the dictionaries for entries no row references (store-sweep.c): which one
+         * it is in (0: none), the last id looked at, and whether rows went meanwhile. */
+        int sweep;
+        int64_t sweep_cursor;
+        bool sweep_again;
+};
+
+/* The process table's columns that make a ProcessInfo, in the order read_process() reads them. */
+#define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"
+
+static inline void sqlite3_finalizep(sqlite3_stmt **s) {
+        sqlite3_finalize(*s);
+}
+#define _cleanup_finalize_ _cleanup_(sqlite3_finalizep)
+
+static inline int64_t clamp_i64(uint64_t v) {
+        return v > INT64_MAX ? INT64_MAX : (int64_t) v;
+}
+
+/* ---- store-util.c ---- */
+
+/* The one place SQLite result codes become errno values. */
+int sqlite_to_errno(int rc);
+int sql_exec(sqlite3 *db, const char *sql);
+int sql_exec_fmt(sqlite3 *db, const char *fmt, ...) _printf_(2, 3);
+int sql_prepare(sqlite3 *db, sqlite3_stmt **ret, const char *fmt, ...) _printf_(3, 4);
+/* Runs a statement that returns no rows, its parameters bound already, and resets it. */
+int sql_step_done(sqlite3_stmt *st);
+/* The first column of the first row, with ?1 bound to arg; INT64_MIN for no row or NULL. */
+int sql_query_int(sqlite3 *db, const char *sql, int64_t arg, int64_t *ret);
+/* After a failure inside a transaction. */
+void store_rollback(Store *s);
+/* The tiers' marks (table tier), for tier_plan(). */
+int store_load_tiers(Store *s, TierState ret[_TIER_MAX]);

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* Maintenance (store-maintain.c): roll-up, retention, the tiers' marks, processes gone. */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "unit-store.h"
+#include "unit-tmpdir.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "store.h"
+DEFINE_TEST_TMPDIR("test-store-maintain");
+#include "unit-store-db.h"
+
+static int64_t sql_int_at(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        int64_t n;
+
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+static int64_t count_rows(Store *s, const char *table) {
+        char path[256], sql[128];
+
+        (void) s;
+        snprintf(path, sizeof(path), "%s/maintain.db", tmpdir);
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s", table);
+        return sql_int_at(path, sql);
+}
+
+static void test_rollup_and_retention(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = { .raw_usec = H, .minute_usec = 3 * H, .hour_usec = 240 * H, .batch_rows = 500 };
+        ProcessInfo a = { .pid = 400, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        ProcessInfo b = { .pid = 401, .start_time = 1, .comm = "b", .first_seen_usec = 1 };
+        ProcessInfo c = { .pid = 402, .start_time = 1, .comm = "c", .first_seen_usec = 1, .exited = true };
+        uint64_t all_a = 0, all_b = 0, from3h_a = 0, from5h_a = 0, traps_a = 0, traps;
+        char path[256];
+        StoreRow *rows;
+        Store *s;
+        size_t n;
+
+        snprintf(path, sizeof(path), "%s/maintain.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        /* 2: incremental, so the size cap can give pages back to the file system. */
+        assert_int_equal(count_rows(s, "pragma_auto_vacuum WHERE auto_vacuum = 2"), 1);
+
+        /* Six hours of 10 s buckets; a traps every 10th bucket; c once, at the start. */
+        for (uint64_t i = 0; i < 6 * 360; i++) {
+                uint64_t t = t0 + i * 10 * S;
+                Traps tr = { .vector = { [6] = 1 } };
+                ProcessSample samples[3] = {
+                        { &a, (Faults) { .user = i % 7 + 1 }, i % 10 == 0 ? &tr : NULL },
+                        { &b, (Faults) { .user = 2 }, NULL },
+                        { &c, (Faults) { .user = 5 }, NULL },
+                };
+
+                assert_int_equal(store_flush(s, t, samples, i == 0 ? 3 : 2), 0);
+                all_a += i % 7 + 1;
+                all_b += 2;
+                traps_a += i % 10 == 0;
+                if (t >= t0 + 3 * H)
+                        from3h_a += i % 7 + 1;
+                if (t >= t0 + 5 * H)
+                        from5h_a += i % 7 + 1;
+        }
+        assert_int_equal(history_user(s, 400, 10 * S, &traps), all_a);
+        assert_int_equal(traps, traps_a);
+
+        maintain_until_done(s, t0 + 6 * H + 5 * S, &r);
+
+        /* Rolled up to the last whole minute and hour; raw kept 1 h, minutes 3 h. */
+        assert_int_equal(count_rows(s, "sample_hour"), 2 * 6 + 1); /* c has one sample */
+        assert_int_equal(count_rows(s, "sample_minute"), 2 * 3 * 60);
+        assert_int_equal(count_rows(s, "sample_raw"), 2 * 360);
+        assert_int_equal(count_rows(s, "trap_raw"), 36);
+
+        /* Sums preserved exactly: hours cover everything, minutes the last 3 h, raw the last 1 h. */
+        assert_int_equal(history_user(s, 400, H, &traps), all_a);
+        assert_int_equal(traps, traps_a);
+        assert_int_equal(history_user(s, 401, 2 * H, NULL), all_b);
+        assert_int_equal(history_user(s, 400, 60 * S, NULL), from3h_a);
+        assert_int_equal(history_user(s, 400, 10 * S, NULL), from5h_a);
+
+        /* Top over the whole time reads hours: the same totals. */
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(rows[0].process.pid, 400); /* about 4 a bucket against b's 2 */
+        assert_int_equal(rows[0].faults.user, all_a);
+        assert_int_equal(rows[0].traps.vector[6], traps_a);
+        assert_int_equal(rows[1].process.pid, 401);
+        assert_int_equal(rows[1].faults.user, all_b);
+        store_rows_free(rows, n);
+        /* And over the last 30 min: raw only. */
+        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rows[1].process.pid, 401);
+        assert_int_equal(rows[1].faults.user, 2 * 180); /* 180 buckets of 2 */
+        store_rows_free(rows, n);
+
+        /* The size cap: everything is over one byte; the oldest process of the user holding the
+         * most (all three are uid 0's) loses its rows in every tier, one process per batch. */
+        {
+                StoreRetention tiny = r;
+                bool more;
+                int64_t before = count_rows(s, "sample_raw");
+
+                tiny.max_bytes = 1;
+                assert_int_equal(store_maintain(s, t0 + 6 * H + 5 * S, &tiny, &more), 0);
+                assert_true(more);
+                assert_true(count_rows(s, "sample_raw") < before);
+                assert_int_equal(count_rows(s, "sample_hour"), 6 + 1); /* a's 6 went; c has one */
+        }
+
+        /* Eleven days later everything has aged out: c, which exited, is gone; b stays; a, not
+         * seen for longer than the cap's 10 s when it lost its rows to the cap, went with them. */
+        maintain_until_done(s, t0 + 11 * 24 * H, &r);
+        assert_int_equal(count_rows(s, "sample_raw"), 0);
+        assert_int_equal(count_rows(s, "sample_minute"), 0);
+        assert_int_equal(count_rows(s, "sample_hour"), 0);
+        {
+                ProcessInfo found;
+                int64_t id;
+
+                assert_int_equal(store_find_process(s, 402, 0, &id, &found), -ENOENT);
+                assert_int_equal(store_find_process(s, 400, 0, &id, &found), -ENOENT);
+                assert_int_equal(store_find_process(s, 401, 0, &id, &found), 0);
+                process_info_done(&found);
+        }
+        store_free(s);
+}
+
+static bool always_yield(void *userdata) {
+        (void) userdata;
+        return true;
+}
+
+static int64_t tier_mark(const char *path, const char *tier) {
+        char sql[128];
+
+        snprintf(sql, sizeof(sql), "SELECT rolled_until_usec FROM tier WHERE name = '%s'", tier);
+        return sql_int_at(path, sql);
+}
+
+/* The workload of test_rollup_marks_inside_intervals: bucket i of process a. */
+static uint64_t mark_user(uint64_t i) {
+        return i % 7 + 1;
+}
+
+/* Every resolution's history of a, sample by sample, and Top over everything: exact, wherever
+ * the marks of the minute and hour tiers stand. */
+static void assert_marks_exact(Store *s, int64_t id, uint64_t t0, size_t n_buckets) {
+        const uint64_t S = 1000000, resolutions[] = { 10 * S, 60 * S, 120 * S, 3600 * S };
+        uint64_t total = 0, traps = 0;
+        StoreHistoryRow *hist;
+        StoreRow *rows;
+        size_t n;
+
+        for (size_t i = 0; i < n_buckets; i++) {
+                total += mark_user(i);
+                traps += i % 10 == 0;
+        }
+        for (size_t k = 0; k < ELEMENTSOF(resolutions); k++) {
+                uint64_t res = resolutions[k], sum = 0, sum_traps = 0;
+
+                assert_int_equal(store_history(s, id, 0, UINT64_MAX, res, &hist, &n), 0);
+                for (size_t j = 0; j < n; j++) {
+                        uint64_t expect = 0, expect_traps = 0;
+
+                        for (size_t i = 0; i < n_buckets; i++)
+                                if ((t0 + i * 10 * S) / res * res == hist[j].time_usec) {
+                                        expect += mark_user(i);
+                                        expect_traps += i % 10 == 0;
+                                }
+                        assert_int_equal(hist[j].faults.user, expect);
+                        assert_int_equal(hist[j].traps ? hist[j].traps->vector[6] : 0, expect_traps);
+                        sum += hist[j].faults.user;
+                        sum_traps += hist[j].traps ? hist[j].traps->vector[6] : 0;
+                }
+                store_history_rows_free(hist, n);
+                assert_int_equal(sum, total);
+                assert_int_equal(sum_traps, traps);
+        }
+        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rows[0].faults.user, total);
+        assert_int_equal(rows[0].traps.vector[6], traps);
+        store_rows_free(rows, n);
+}
+
+/* A roll-up transaction may stop inside a coarser interval (the writer had something more
+ * urgent): the minute mark then stands on a 10 s bucket, the hour mark on a minute. Every answer
+ * stays exact at every such mark, and nothing is rolled up twice. With a yield that always says
+ * yes, each maintenance step is one transaction; with a batch of one row, one interval. */
+static void test_rollup_marks_inside_intervals(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, H = 60 * M, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        /* One row a transaction: the span never grows past one finer interval. */
+        StoreRetention r = STORE_RETENTION_DEFAULT;
+        const size_t n_buckets = 2 * 360 + 90; /* 2 h 15 min */
+        ProcessInfo a = { .pid = 440, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        ProcessInfo found;
+        char path[256];
+        bool more = true;
+        int64_t id;
+        Store *s;
+
+        r.batch_rows = 1;
+        snprintf(path, sizeof(path), "%s/marks.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (size_t i = 0; i < n_buckets; i++) {
+                Traps tr = { .vector = { [6] = 1 } };
+                ProcessSample sample = { &a, (Faults) { .user = mark_user(i) }, i % 10 == 0 ? &tr : NULL };
+
+                assert_int_equal(store_flush(s, t0 + i * 10 * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_find_process(s, 440, 0, &id, &found), 0);
+        process_info_done(&found);
+        store_set_maintain_yield(s, always_yield, NULL);
+
+        /* The minute tier, one raw bucket a step, checked at marks inside a minute. */
+        for (size_t step = 1; step <= n_buckets; step++) {
+                assert_int_equal(store_maintain(s, t0 + n_buckets * 10 * S, &r, &more), 0);
+                assert_true(more);
+                assert_int_equal(tier_mark(path, "minute"), (int64_t) (t0 + step * 10 * S));
+                if (step == 1 || step == 7 || step == 365 || step == n_buckets - 1)
+                        assert_marks_exact(s, id, t0, n_buckets);
+        }
+        /* Up to the current minute (2 h 15 min), then the hour tier, one minute a step, up to
+         * the current hour. */
+        for (size_t step = 1; step <= 120; step++) {
+                assert_int_equal(store_maintain(s, t0 + n_buckets * 10 * S, &r, &more), 0);
+                assert_int_equal(tier_mark(path, "minute"), (int64_t) (t0 + 135 * M));
+                assert_int_equal(tier_mark(path, "hour"), (int64_t) (t0 + step * M));
+                if (step == 1 || step == 59 || step == 61 || step == 119)
+                        assert_marks_exact(s, id, t0, n_buckets);
+        }
+        store_set_maintain_yield(s, NULL, NULL);
+        maintain_until_done(s, t0 + n_buckets * 10 * S, &r);
+        assert_int_equal(tier_mark(path, "hour"), (int64_t) (t0 + 2 * H));
+        assert_marks_exact(s, id, t0, n_buckets);
+        store_free(s);
+        (void) state;
+}
+
+/* Over a stretch without rows (the daemon was stopped for a day) the roll-up's span grows from
+ * one finer interval per transaction to 64: a day of raw buckets (8640) takes far fewer steps,
+ * each still one transaction. Exact all the same. */
+static void test_rollup_span_grows_over_gaps(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, H = 60 * M, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 441, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        char path[256];
+        bool more = true;
+        size_t steps = 0;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/gap.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t day = 0; day <= 1; day++) {
+                ProcessSample sample = { &a, (Faults) { .user = 5 + day }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + day * 24 * H, &sample, 1), 0);
+        }
+        store_set_maintain_yield(s, always_yield, NULL);
+        while (tier_mark(path, "minute") < (int64_t) (t0 + 24 * H)) {
+                assert_int_equal(store_maintain(s, t0 + 24 * H + M, &r, &more), 0);
+                steps++;
+                assert_true(steps < 1000);
+        }
+        print_message("a day of raw buckets rolled into minutes in %zu one-transaction steps\n", steps);
+        store_set_maintain_yield(s, NULL, NULL);
+        maintain_until_done(s, t0 + 24 * H + M, &r);
+        assert_int_equal(history_user(s, 441, 60 * S, NULL), 5 + 6);
+        assert_int_equal(history_user(s, 441, 3600 * S, NULL), 5 + 6);
+        store_free(s);
+        (void) state;
+}
+
+/* Maintenance folds pending ticks only where it needs them: not those of the current raw bucket
+ * (the roll-up stops at the current minute; the tick that opens the next bucket folds them), but
+ * those of an earlier minute (the writer was behind) before rolling up, and those of an exited
+ * process before looking for processes without rows, which must not take its last ticks. */
+static void test_maintain_folds_only_what_it_needs(void **state) {
+        const uint64_t S = 1000000, M = 60 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 450, .start_time = 1, .comm = "a", .first_seen_usec = 1 };
+        ProcessInfo b = { .pid = 451, .start_time = 1, .comm = "b", .first_seen_usec = 1, .exited = true };
+        char path[256];
+        bool more;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/fold.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < 5; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 3 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + 5 * M + i * S, &sample, 1), 0);
+        }
+        /* The first step looks for gone processes (none exited): that folds. Later ones, an
+         * hour apart from it, do not; the current bucket's ticks stay pending. */
+        assert_int_equal(store_maintain(s, t0 + 5 * M + 5 * S, &r, &more), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        for (uint64_t i = 0; i < 4; i++) {
+                ProcessSample sample = { &a, (Faults) { .user = 2 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + 5 * M + 6 * S + i * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_maintain(s, t0 + 5 * M + 9 * S, &r, &more), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 4);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), 5 * 3);
+
+        /* Two minutes later, nothing written meanwhile: those ticks are in a minute to roll up. */
+        assert_int_equal(store_maintain(s, t0 + 7 * M + 9 * S, &r, &more), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COALESCE(SUM(f_user), 0) FROM sample_minute"), 5 * 3 + 4 * 2);
+
+        /* An exited process whose only ticks are pending, at the hourly search for gone ones. */
+        {
+                ProcessSample sample = { &b, (Faults) { .user = 7 }, NULL };
+
+                assert_int_equal(store_flush(s, t0 + 67 * M + 9 * S, &sample, 1), 0);
+        }
+        assert_int_equal(store_maintain(s, t0 + 67 * M + 9 * S, &r, &more), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw JOIN process ON process.id = process_id "
+                                        "WHERE pid = 451"),
+                         7);
+        store_free(s);
+        (void) state;
+}
+
+/* Exited processes without rows go at the first maintenance step, then only when the hour
+ * tier deleted rows or an hour went by: the search costs a dozen seeks per exited process. */
+static void test_gone_processes_hourly(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 440, .start_time = 1, .comm = "a", .first_seen_usec = t0, .exited = true };
+        ProcessInfo b = { .pid = 441, .start_time = 1, .comm = "b", .first_seen_usec = t0, .exited = true };
+        ProcessInfo found;
+        char path[256];
+        int64_t id;
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/gone.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        {
+                ProcessSample sample = { &a, (Faults) {}, NULL }; /* a row, no counts */
+                assert_int_equal(store_flush(s, t0, &sample, 1), 0);
+        }
+        maintain_until_done(s, t0 + 5 * S, &r);
+        assert_int_equal(store_find_process(s, 440, 0, &id, &found), -ENOENT);
+
+        {
+                ProcessSample sample = { &b, (Faults) {}, NULL };
+                assert_int_equal(store_flush(s, t0 + 10 * S, &sample, 1), 0);
+        }
+        maintain_until_done(s, t0 + 20 * S, &r);
+        assert_int_equal(store_find_process(s, 441, 0, &id, &found), 0);
+        process_info_done(&found);
+        maintain_until_done(s, t0 + 5 * S + H, &r);
+        assert_int_equal(store_find_process(s, 441, 0, &id, &found), -ENOENT);
+        store_free(s);
+        (void) state;
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rollup_and_retention),
+                cmocka_unit_test(test_rollup_marks_inside_intervals),
+                cmocka_unit_test(test_rollup_span_grows_over_gaps),
+                cmocka_unit_test(test_maintain_folds_only_what_it_needs),
+                cmocka_unit_test(test_gone_processes_hourly),
+        };
+        return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
+}
