@@ -590,11 +590,12 @@ static bool client_receive(Client *c) {
         return progress;
 }
 
-/* One turn of the loop: waits up to 1 ms for events (the workers' replies wake it). */
+/* One turn of the loop: runs what is ready, or waits up to 1 ms for something to be (the
+ * server's sockets, a worker's reply). */
 static void loop_once(void) {
         static const struct timeval tick = { .tv_usec = 1000 };
 
-        if (event_base_loopexit(base, &tick) < 0 || event_base_loop(base, 0) < 0)
+        if (event_base_loopexit(base, &tick) < 0 || event_base_loop(base, EVLOOP_ONCE) < 0)
                 fail("event_base_loop() failed");
 }
 
@@ -618,6 +619,28 @@ static void send_all(Client *c, const uint8_t *data, size_t size) {
                 else if (now_usec(CLOCK_MONOTONIC) - last > HANG_USEC)
                         fail("the server stopped reading (%zu of %zu bytes written)", written, size);
         }
+}
+
+/* Whether the server must answer every call of the stream (the input, a NUL if it ends inside a
+ * message, the sentinel): it closes without a reply only at a message that is not JSON, too long,
+ * or not a call (varlink_message_read(), varlink_call_header_parse(): the same functions it
+ * reads with). Otherwise a close before the sentinel's reply means a handler failed. */
+static bool stream_answerable(const uint8_t *data, size_t size) {
+        struct evbuffer *b = evbuffer_new();
+        bool answerable = true;
+
+        if (!b || evbuffer_add(b, data, size) < 0 || (size > 0 && data[size - 1] != '\0' && evbuffer_add(b, "", 1) < 0) ||
+            evbuffer_add(b, sentinel, sizeof(sentinel)) < 0)
+                fail("out of memory");
+        while (answerable && evbuffer_get_length(b) > 0) {
+                _cleanup_json_ json_t *msg = NULL;
+                VarlinkCallHeader h;
+
+                answerable = varlink_message_read(b, FUZZ_MAX_MESSAGE_SIZE, &msg) > 0 &&
+                             varlink_call_header_parse(msg, &h) >= 0;
+        }
+        evbuffer_free(b);
+        return answerable;
 }
 
 /* Serves one connection of uid: the input, a NUL if it ends inside a message, the sentinel; waits
@@ -657,6 +680,11 @@ static void run_connection(const uint8_t *data, size_t size, uid_t uid) {
                         fail("no reply to the calls for %u s (%u replies so far)",
                              (unsigned) (HANG_USEC / USEC_PER_SEC), c.n_replies);
         }
+
+        if (!c.sentinel && ticks <= WATCH_TICKS && stream_answerable(data, size))
+                fail("the connection of uid %u ended before every call was answered (%u replies): a handler "
+                     "failed (\"Method ... failed\" above?)",
+                     (unsigned) uid, c.n_replies);
 
         /* The client is done: the server must answer what it read, then close. */
         if (shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
