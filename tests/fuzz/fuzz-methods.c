@@ -71,8 +71,9 @@
 #define TICK_USEC USEC_PER_SEC
 /* Larger than fuzz-varlink's: here the calls are to reach the handlers, not the size limit. */
 #define FUZZ_MAX_MESSAGE_SIZE (64U * 1024U)
-/* Small, so that a Top or History of this small database can exceed it (ReplyTooLarge). */
-#define FUZZ_MAX_REPLY_SIZE (16U * 1024U)
+/* Small, so that the longest replies from this small database (Top of every process, History
+ * and UnitHistory at a fine resolution) exceed it: ReplyTooLarge. */
+#define FUZZ_MAX_REPLY_SIZE 4096U
 #define WRITE_PIECE 509U
 /* Without any progress for this long, a call hangs: beyond the query time limit. */
 #define HANG_USEC (20U * USEC_PER_SEC)
@@ -528,7 +529,7 @@ static void reply_check(Client *c, json_t *msg) {
 
         if (verbose) {
                 text = json_dumps(msg, JSON_COMPACT);
-                fprintf(stderr, "uid %u <- %.500s\n", (unsigned) c->uid, text ?: "?");
+                fprintf(stderr, "uid %u <- (%zu bytes) %.500s\n", (unsigned) c->uid, text ? strlen(text) : 0, text ?: "?");
                 free(TAKE_PTR(text));
         }
         if (!json_is_object(parameters) || (continues && !json_is_true(continues)) || (error && (!name || continues)) ||
