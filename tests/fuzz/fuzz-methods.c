@@ -22,9 +22,11 @@
  * drops per user and per kind: fixed values, the kinds' real names) and the clock of Watch's ticks
  * (the harness broadcasts the fixed samples when a Watch stream waits).
  *
- * Every input is sent twice, on two connections: once as root (sees every process) and once as
- * uid 1000, a plain user (only their own processes), the peer credential being what the socket
- * says (SO_PEERCRED). Setting it needs root: run otherwise, both connections are the running user's.
+ * Every input is sent on three connections: as root (sees every process) and as uid 1000, a plain
+ * user (only their own processes), each waiting for every answer; and once more as uid 1000,
+ * half-closing at once, as a client that goes away while its queries are queued or running. The
+ * peer credential is what the socket says (SO_PEERCRED); setting it needs root: run as another
+ * user, every connection is that user's.
  *
  * Checked besides the sanitizers: everything the server sends is a well-formed reply, each reply
  * and error matches the IDL (io.trapstat or org.varlink.service), every call before the end of the
@@ -289,12 +291,12 @@ static size_t tick_samples(unsigned k, bool last, ProcessSample *samples) {
         return n;
 }
 
-/* Fills the database: ticks over the last two days, denser lately, so that the hour, minute and
- * raw tiers all hold rows; the processes that are not running exit in the last tick; maintenance
- * rolls up and expires as trapstatd's writer would. */
+/* Fills the database: ticks over the last day and an hour, denser lately, so that the hour, minute
+ * and raw tiers all hold rows (the oldest tick's raw rows have expired); the processes that are not
+ * running exit in the last tick; maintenance rolls up and expires as trapstatd's writer would. Not
+ * further back: maintenance walks every minute of the span (seconds under ASan). */
 static void store_fill(const char *path, uint64_t now) {
-        static const uint64_t ages_sec[] = { 40 * 3600, 30 * 3600, 20 * 3600, 3 * 3600, 2 * 3600, 3600, 1800,
-                                             600,       300,       120,       60,       30,       20,       10 };
+        static const uint64_t ages_sec[] = { 25 * 3600, 3 * 3600, 2 * 3600, 3600, 1800, 600, 300, 120, 60, 30, 20, 10 };
         ProcessSample samples[ELEMENTSOF(processes)];
         StoreRetention retention = STORE_RETENTION_DEFAULT;
         Store *s;
@@ -644,10 +646,11 @@ static bool stream_answerable(const uint8_t *data, size_t size) {
         return answerable;
 }
 
-/* Serves one connection of uid: the input, a NUL if it ends inside a message, the sentinel; waits
- * for the sentinel's reply (Watch streams are sent ticks meanwhile, and the wait ends after a few:
- * calls behind a stream wait as long as it runs); half-closes and waits for the server to close. */
-static void run_connection(const uint8_t *data, size_t size, uid_t uid) {
+/* Serves one connection of uid: the input, a NUL if it ends inside a message, the sentinel; with
+ * wait, waits for the sentinel's reply (Watch streams are sent ticks meanwhile, and the wait ends
+ * after a few: calls behind a stream wait as long as it runs); half-closes and waits for the
+ * server to close. */
+static void run_connection(const uint8_t *data, size_t size, uid_t uid, bool wait) {
         _cleanup_close_ int fd = -1;
         Client c = { .uid = uid };
         uint64_t last;
@@ -669,7 +672,7 @@ static void run_connection(const uint8_t *data, size_t size, uid_t uid) {
         send_all(&c, (const uint8_t *) sentinel, sizeof(sentinel));
 
         last = now_usec(CLOCK_MONOTONIC);
-        while (!c.eof && !c.sentinel && ticks <= WATCH_TICKS) {
+        while (wait && !c.eof && !c.sentinel && ticks <= WATCH_TICKS) {
                 loop_once();
                 if (client_receive(&c))
                         last = now_usec(CLOCK_MONOTONIC);
@@ -682,7 +685,7 @@ static void run_connection(const uint8_t *data, size_t size, uid_t uid) {
                              (unsigned) (HANG_USEC / USEC_PER_SEC), c.n_replies);
         }
 
-        if (!c.sentinel && ticks <= WATCH_TICKS && stream_answerable(data, size))
+        if (wait && !c.sentinel && ticks <= WATCH_TICKS && stream_answerable(data, size))
                 fail("the connection of uid %u ended before every call was answered (%u replies): a handler "
                      "failed (\"Method ... failed\" above?)",
                      (unsigned) uid, c.n_replies);
@@ -707,7 +710,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!server)
                 setup();
 
-        run_connection(data, size, 0);
-        run_connection(data, size, PLAIN_UID);
+        run_connection(data, size, 0, true);
+        run_connection(data, size, PLAIN_UID, true);
+        /* A client that goes away without waiting: its queries are dropped from the pool's queue
+         * or interrupted, its Watch stream ends. */
+        run_connection(data, size, PLAIN_UID, false);
         return 0;
 }
