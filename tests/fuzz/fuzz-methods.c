@@ -29,8 +29,8 @@
  * user, every connection is that user's.
  *
  * Checked besides the sanitizers: everything the server sends is a well-formed reply, each reply
- * and error matches the IDL (io.trapstat or org.varlink.service), every call before the end of the
- * input is answered (a last call of the harness's own comes back), the connection ends when the
+ * and error matches the IDL (io.trapstat or org.varlink.service), the plain user is sent no other
+ * user's process or drops, every call before the end of the input is answered (a last call of the harness's own comes back), the connection ends when the
  * client has half-closed it, and no call hangs. */
 
 #include <errno.h>
@@ -520,6 +520,23 @@ typedef struct Client {
         unsigned n_replies;
 } Client;
 
+/* Whether every object in v with a "uid" (a process, a user's drops) is uid's. */
+static bool only_uid(json_t *v, uid_t uid) {
+        json_t *member, *u = json_object_get(v, "uid");
+        const char *key;
+        size_t i;
+
+        if (json_is_integer(u) && json_integer_value(u) != (json_int_t) uid)
+                return false;
+        json_object_foreach (v, key, member)
+                if (!only_uid(member, uid))
+                        return false;
+        json_array_foreach (v, i, member)
+                if (!only_uid(member, uid))
+                        return false;
+        return true;
+}
+
 /* Checks one reply: {"parameters": {...}} plus "continues": true or "error": "name", its
  * parameters those of a method's output (we do not pair replies with calls: one of them) or of the
  * error, which is one of the two interfaces'. */
@@ -547,6 +564,11 @@ static void reply_check(Client *c, json_t *msg) {
                     varlink_interface_validate_error(service_idl, name, parameters, &field) == 0)
                         return;
                 goto invalid;
+        }
+        /* A plain user sees only their own processes. */
+        if (c->uid != 0 && geteuid() == 0 && !only_uid(parameters, c->uid)) {
+                text = json_dumps(msg, JSON_COMPACT);
+                fail("uid %u was sent another user's data: %.2000s", (unsigned) c->uid, text ?: "?");
         }
         for (size_t i = 0; i < varlink_interface_n_methods(idl); i++)
                 if (varlink_interface_validate_output(idl, varlink_interface_method_name(idl, i), parameters,
