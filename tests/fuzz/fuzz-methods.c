@@ -30,14 +30,14 @@
  *
  * Checked besides the sanitizers: everything the server sends is a well-formed reply, each reply
  * and error matches the IDL (io.trapstat or org.varlink.service), the plain user is sent no other
- * user's process or drops, every call before the end of the input is answered (a last call of the harness's own comes back), the connection ends when the
- * client has half-closed it, and no call hangs. */
+ * user's process or drops, every call before the end of the input is answered (a last call of the
+ * harness's own comes back) unless a message was not a well-formed call, the connection ends when
+ * the client has half-closed it, and no call hangs. */
 
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
