@@ -146,8 +146,13 @@ static uint64_t window_start_usec(int64_t window_sec) {
  * event loop does not wait. */
 static int submit(VarlinkCall *call, Manager *m, bool samples, QueryRunFn run, void *args, void (*free_args)(void *)) {
         uint64_t seq = samples ? writer_seq(manager_writer(m)) : 0;
+        int r;
 
-        return query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), seq, run, args, free_args);
+        r = query_pool_submit(manager_query_pool(m), call, varlink_call_peer_uid(call), seq, run, args, free_args);
+        /* -EINVAL: the call is oneway, which varlink_call_keep() refuses (it cannot have been
+         * answered yet). Nobody waits for the answer, so the query is not run; returned, the error
+         * would close the connection, with the calls behind it unanswered. */
+        return r == -EINVAL ? 0 : r;
 }
 
 /* GetStatus's dropsByUser: every user's, or only uid's when uid >= 0. NULL when memory ran out. */
