@@ -17,6 +17,7 @@ packages=(
   # tests
   libcmocka-dev python3 sqlite3 procps passwd util-linux varlink-go
   tmux  # drives the live view of trapstat top in tests/integration/test_cli_top.py
+  libfuse3-dev fuse3  # tests/helpers/slow-file: a file whose reads wait, for major fault time
   prometheus  # promtool and a real Prometheus scraping trapstat-exporter (test_exporter.py); 2.42 in Debian 12, 3.5 in forky
   # Debian packages (scripts/package.sh; git archive for the upgrade test's older commit)
   debhelper dpkg-dev build-essential lintian git

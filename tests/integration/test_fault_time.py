@@ -8,12 +8,13 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    run_workload, trapstat)
+                    run_workload, trapstat, wait_for)
 
 BUCKETS = 24
 
@@ -97,6 +98,45 @@ class FaultTime(SharedDaemonTest):
         self.assertGreaterEqual(helper["minNs"], hold_ns)
         if slow == n:  # the longest fault is a held one, inside the longest access
             self.assertLessEqual(ft["maxNs"], helper["maxNs"])
+        check_consistent(self, ft, total=True)
+
+    def test_major_faults_wait_for_slow_reads(self):
+        """A file whose every read waits 10 ms (tests/helpers/slow-file, FUSE), mapped and touched
+        page by page by a process of its own, without readahead (MADV_RANDOM: a fault that waits
+        for a page readahead is already reading counts as minor): each read is waited for by one
+        major fault, so the process's major time is at least the reads' total wait."""
+        pages, delay_ms = 32, 10
+        with tempfile.TemporaryDirectory() as tmp:
+            mnt, count = os.path.join(tmp, "mnt"), os.path.join(tmp, "reads")
+            os.mkdir(mnt)
+            env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+            fs = subprocess.Popen([binary("SLOW_FILE"), mnt, str(pages), str(delay_ms), count], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                wait_for(lambda: os.path.ismount(mnt) or fs.poll() is not None, timeout=10, what="the FUSE mount")
+                if fs.poll() is not None:
+                    self.fail(f"slow-file exited {fs.returncode}: {fs.stderr.read()}")
+                reader = subprocess.run(
+                    [sys.executable, "-S", "-c",
+                     "import mmap, os, sys\n"
+                     "f = open(sys.argv[1], 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n"
+                     "m.madvise(mmap.MADV_RANDOM)\n"
+                     "s = sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))\n"
+                     "print(os.getpid(), s)\n", os.path.join(mnt, "data")],
+                    capture_output=True, text=True, timeout=60, check=True)
+                pid = int(reader.stdout.split()[0])
+                with open(count) as f:
+                    reads = int(f.read())
+            finally:
+                subprocess.run(["umount", "-l", mnt], capture_output=True)
+                fs.terminate()
+                fs.wait(timeout=10)
+        h = exited_history(self.daemon, pid)
+        faults, ft = h["total"]["faults"], h["total"]["faultTime"]
+        self.assertGreaterEqual(reads, 1)
+        self.assertGreaterEqual(faults["major"], reads)
+        self.assertGreaterEqual(ft["majorNs"], reads * delay_ms * 1000000)
+        self.assertGreaterEqual(sum(ft["histogram"][bucket_of(delay_ms * 1000000):]), reads)
         check_consistent(self, ft, total=True)
 
     def test_top_sorts_by_fault_time(self):
