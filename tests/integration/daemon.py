@@ -19,6 +19,8 @@ import termios
 import time
 import unittest
 
+from varlink_raw import Connection
+
 SKIP = 77  # meson's "skipped": only where the machine truly lacks root or BPF (or x86-64, for traps)
 
 
@@ -137,22 +139,30 @@ def fault_time_bucket(ns):
     return min(FAULT_TIME_BUCKETS - 1, (ns // 1000).bit_length())
 
 
-def settled_unit_row(call, unit, ready, ticks=3, tick=0.2):
+def settled_unit_row(socket_path, unit, ready, ticks=3):
     """The UnitTotals row of unit once ready(row) holds and the row stayed the same over ticks
-    ticks (its processes exited and drained: nothing more comes). call(method, parameters) is a
-    varlink call returning the reply's parameters."""
+    ticks of the daemon's (its processes exited and drained: nothing more comes)."""
     def row():
-        rows = [u for u in call("io.trapstat.UnitTotals", {"limit": 100000})["units"] if u["unit"] == unit]
+        with Connection(socket_path) as c:
+            rows = [u for u in c.call("io.trapstat.UnitTotals", {"limit": 100000})["units"] if u["unit"] == unit]
         return rows[0] if rows and ready(rows[0]) else None
 
     def settled():
         first = row()
         if not first:
             return None
-        time.sleep(ticks * tick)
+        for _ in range(ticks):
+            tick_after(socket_path)
         return first if row() == first else None
 
     return wait_for(settled, what=f"{unit}'s totals settled")
+
+
+def ticks_after(socket_path, n):
+    """n of the daemon's ticks, each begun after the one before: what was under way at the call
+    (an exit read from the event buffer, then applied at the tick after) is drained."""
+    for _ in range(n):
+        tick_after(socket_path)
 
 
 def user_name(base):
@@ -332,6 +342,25 @@ def wait_for(predicate, timeout=15, interval=0.1, what="condition"):
         time.sleep(interval)
     what = what() if callable(what) else what
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+def tick_after(socket_path, timeout=60):
+    """Returns once the daemon has drained a tick that began after this call. What happened before
+    the call is then in the reply to any call sent after it (Top, History and the rest read every
+    tick drained before they came). Waits on Watch, one reply per tick, not on the clock: a busy
+    machine can hold the daemon's ticks back by seconds."""
+    start = time.clock_gettime_ns(time.CLOCK_REALTIME) // 1000
+    deadline = time.monotonic() + timeout
+    with Connection(socket_path, timeout=timeout) as c:
+        c.send("io.trapstat.Watch", {"limit": 1}, more=True)
+        while time.monotonic() < deadline:
+            reply = c.read()
+            if "error" in reply:
+                raise AssertionError(f"Watch failed: {reply}")
+            # Its time is taken as the tick begins, before the drain.
+            if reply["parameters"]["timeUsec"] >= start:
+                return
+    raise AssertionError(f"no tick of the daemon's began within {timeout} s")
 
 
 def history(d, pid, *extra):

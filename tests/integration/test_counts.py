@@ -8,12 +8,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, run_workload, trapstat, trapstat_json, wait_for)
+                    require_x86_64, run_workload, ticks_after, trapstat, trapstat_json, wait_for)
 
 N = 1000
 VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
@@ -99,7 +98,7 @@ class Counts(SharedDaemonTest):
             p.send_signal(11)
             p.wait(timeout=10)
             exited_history(self.daemon, trapped["pid"])
-            time.sleep(0.5)  # two more ticks for the sleeper's exit
+            ticks_after(self.daemon.socket, 2)  # the sleeper's exit
             rows = trapstat_json(self.daemon.socket, "top", "-b", "-n", "1", "--limit", "10000")["rows"]
             sleeper = [r for r in rows if r["process"]["pid"] == p.pid]
             for r in sleeper:
@@ -229,7 +228,7 @@ class MapCleanup(unittest.TestCase):
                 pids.append(run("FAULT_PAGES", 300)["pid"])
             for pid in pids:
                 exited_history(d, pid)
-            time.sleep(0.5)  # two more ticks
+            ticks_after(d.socket, 2)
             maps = daemon_maps(d.proc.pid)
             self.assertFalse(set(pids) & map_tgids(maps["slot_owner"], in_value=True))
             self.assertFalse(set(pids) & map_tgids(maps["processes"]))

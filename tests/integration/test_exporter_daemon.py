@@ -23,7 +23,7 @@ from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, binary, fault_time_bucket, make_cgroup, remove_cgroup, require_root_and_bpf,  # noqa: E402
-                    require_x86_64, run_workload_in_cgroup, settled_unit_row, wait_for)
+                    require_x86_64, run_workload_in_cgroup, settled_unit_row, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 UNIT = "trapstat-test-exporter-a.service"
@@ -142,7 +142,7 @@ class ExporterDaemon(unittest.TestCase):
             return all(value(text, "trapstat_traps_total", vector=v, unit=UNIT) == start[v] + N for v in ("UD", "BP"))
         wait_for(counted, what=f"{N} #UD and #BP more for {UNIT}")
         # Exactly: nothing more arrives later, and no other vector for the unit.
-        time.sleep(1)
+        ticks_after(self.daemon.socket, 3)
         text = scrape(port)
         for v in ("UD", "BP"):
             self.assertEqual(value(text, "trapstat_traps_total", vector=v, unit=UNIT), start[v] + N)
@@ -166,18 +166,14 @@ class ExporterDaemon(unittest.TestCase):
         port = self.exporter()
         run_workload_in_cgroup(self.time_cgroup, "SLOW_FAULTS", n, hold_ms)
 
-        def call(method, parameters):
-            with Connection(self.daemon.socket) as c:
-                return c.call(method, parameters)
-
         # The held faults are in: n at or above the hold's bucket.
         slow = fault_time_bucket(hold_ms * 1000000)
-        settled_unit_row(call, TIME_UNIT, lambda r: sum(r["counters"]["faultTime"]["histogram"][slow:]) >= n)
+        settled_unit_row(self.daemon.socket, TIME_UNIT, lambda r: sum(r["counters"]["faultTime"]["histogram"][slow:]) >= n)
 
         def consistent():
-            before = settled_unit_row(call, TIME_UNIT, lambda r: True, ticks=0)
+            before = settled_unit_row(self.daemon.socket, TIME_UNIT, lambda r: True, ticks=0)
             text = scrape(port)
-            after = settled_unit_row(call, TIME_UNIT, lambda r: True, ticks=0)
+            after = settled_unit_row(self.daemon.socket, TIME_UNIT, lambda r: True, ticks=0)
             return (text, after) if before == after else None
         text, row = wait_for(consistent, what=f"a scrape between two equal UnitTotals rows of {TIME_UNIT}")
         ft = row["counters"]["faultTime"]

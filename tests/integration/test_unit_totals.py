@@ -19,7 +19,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, fault_time_bucket,  # noqa: E402
                     remove_cgroup, remove_user, require_root_and_bpf, require_x86_64, run_workload_in_cgroup,
-                    settled_unit_row, skip, wait_for)
+                    settled_unit_row, skip, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-totals-test")
@@ -158,7 +158,7 @@ class UnitTotals(unittest.TestCase):
         before = self.totals(limit=100000)
         self.release(self.ud)
         self.release(self.bp)
-        time.sleep(0.6)  # three ticks: the exits are drained
+        ticks_after(self.daemon.socket, 3)  # the exits are drained
         after = self.totals(limit=100000)
         a2 = row(after, UNITS["a"])
         self.assertEqual(a2["counters"]["traps"], {"UD": 300, "BP": 200})
@@ -349,18 +349,14 @@ class UnitTotals(unittest.TestCase):
         report = os.path.join(d.dir, "report")
         d.args += ["--report-socket", report]
         with d:
-            def call(method, parameters):
-                with Connection(d.socket) as c:
-                    return c.call(method, parameters)
-
             run_workload_in_cgroup(self.cgroups["t"], "SLOW_FAULTS", n, hold_ms)
             slow = fault_time_bucket(hold_ms * 1000000)
-            settled_unit_row(call, UNITS["t"], lambda r: sum(r["counters"]["faultTime"]["histogram"][slow:]) >= n)
+            settled_unit_row(d.socket, UNITS["t"], lambda r: sum(r["counters"]["faultTime"]["histogram"][slow:]) >= n)
 
             def consistent():
-                before = settled_unit_row(call, UNITS["t"], lambda r: True, ticks=0)
+                before = settled_unit_row(d.socket, UNITS["t"], lambda r: True, ticks=0)
                 ms = self.metrics(report)
-                after = settled_unit_row(call, UNITS["t"], lambda r: True, ticks=0)
+                after = settled_unit_row(d.socket, UNITS["t"], lambda r: True, ticks=0)
                 return (ms, after) if before == after else None
             ms, row = wait_for(consistent, what=f"a List between two equal UnitTotals rows of {UNITS['t']}")
         ft = row["counters"]["faultTime"]
