@@ -48,6 +48,24 @@ static void print_error(const char *fmt, va_list ap) {
         fprintf(held_errors ?: stderr, "trapstat: %s\n", message ?: "(out of memory formatting the message)");
 }
 
+int common_option(int c, const char *usage, void (*help)(void), bool *csv) {
+        switch (c) {
+        case OPT_JSON:
+                arg_json = true;
+                return -1;
+        case OPT_CSV:
+                if (!csv)
+                        break;
+                *csv = true;
+                return -1;
+        case OPT_HELP:
+                help();
+                return 0;
+        }
+        fprintf(stderr, "%s\n", usage);
+        return EXIT_USAGE;
+}
+
 int usage_error(const char *usage, const char *fmt, ...) {
         va_list ap;
 

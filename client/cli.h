@@ -52,6 +52,11 @@ int report_call_failure(const char *method, int r, const TrapstatError *error);
 
 /* Compact JSON and a newline, flushed: one object per line; on a terminal ASCII only (\uXXXX). */
 void print_json(json_t *j);
+/* The options every listing verb takes alike, by these values in its getopt_long() table: --json
+ * (-j), --csv where the verb has it (csv not NULL), --help (-h, printed by help()). Anything else
+ * is a usage error, with the verb's usage line. -1 to go on, else the verb's exit code. */
+enum { OPT_JSON = 'j', OPT_CSV = 0x100, OPT_HELP = 'h' };
+int common_option(int c, const char *usage, void (*help)(void), bool *csv);
 /* Whole numbers in [min, max]; -EINVAL otherwise. */
 int parse_int_arg(const char *s, long long min, long long max, long long *ret);
 /* Whether f is a terminal that gets color: a TTY, TERM not "dumb", NO_COLOR unset or empty. */

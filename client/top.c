@@ -357,9 +357,6 @@ static int top_option(int c, TopArgs *a) {
         case 'S':
                 a->o.stream = true;
                 return -1;
-        case 'j':
-                arg_json = true;
-                return -1;
         case 'n':
                 if (parse_int_arg(optarg, 1, INT32_MAX, &a->o.iterations) < 0)
                         return usage_error(top_usage, "invalid -n '%s': expected a positive count", optarg);
@@ -421,12 +418,8 @@ static int top_option(int c, TopArgs *a) {
                                            optarg);
                 a->reconnect_set = true;
                 return -1;
-        case 'h':
-                top_help();
-                return 0;
         default:
-                fprintf(stderr, "%s\n", top_usage);
-                return EXIT_USAGE;
+                return common_option(c, top_usage, top_help, NULL);
         }
 }
 

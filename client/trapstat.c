@@ -160,21 +160,11 @@ static int history_option(int c, HistoryArgs *a, uint64_t now) {
                 if (r == -ENOMEM)
                         return fail("out of memory");
                 return r < 0 ? EXIT_USAGE : -1;
-        case 'j':
-                arg_json = true;
-                return -1;
-        case 'c':
-                a->csv = true;
-                return -1;
         case 'H':
                 a->histogram = true;
                 return -1;
-        case 'h':
-                history_help();
-                return 0;
         default:
-                fprintf(stderr, "%s\n", history_usage);
-                return EXIT_USAGE;
+                return common_option(c, history_usage, history_help, &a->csv);
         }
 }
 
@@ -184,7 +174,7 @@ static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "step", required_argument, NULL, 't' },  { "start-time", required_argument, NULL, 'T' },
                 { "unit", required_argument, NULL, 'U' },  { "json", no_argument, NULL, 'j' },
-                { "csv", no_argument, NULL, 'c' },         { "help", no_argument, NULL, 'h' },
+                { "csv", no_argument, NULL, OPT_CSV },         { "help", no_argument, NULL, 'h' },
                 { "histogram", no_argument, NULL, 'H' },   {},
         };
         uint64_t now = now_usec(CLOCK_REALTIME);
@@ -380,18 +370,8 @@ static int sites_option(int c, SitesArgs *a, uint64_t now) {
                         return usage_error(sites_usage, "invalid --limit '%s': expected 1 to %d", optarg, SITES_MAX_LIMIT);
                 a->q.limit = (unsigned) v;
                 return -1;
-        case 'j':
-                arg_json = true;
-                return -1;
-        case 'c':
-                a->csv = true;
-                return -1;
-        case 'h':
-                sites_help();
-                return 0;
         default:
-                fprintf(stderr, "%s\n", sites_usage);
-                return EXIT_USAGE;
+                return common_option(c, sites_usage, sites_help, &a->csv);
         }
 }
 
@@ -401,7 +381,7 @@ static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "start-time", required_argument, NULL, 'T' }, { "traps", no_argument, NULL, 't' },
                 { "faults", no_argument, NULL, 'f' },      { "limit", required_argument, NULL, 'n' },
-                { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, 'c' },
+                { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, OPT_CSV },
                 { "help", no_argument, NULL, 'h' },        {},
         };
         uint64_t now = now_usec(CLOCK_REALTIME);
@@ -513,18 +493,8 @@ static int procs_option(int c, ProcsArgs *a) {
                         return usage_error(procs_usage, "invalid --limit '%s': expected 1 to %d", optarg, LIST_MAX_LIMIT);
                 a->q.limit = (unsigned) v;
                 return -1;
-        case 'j':
-                arg_json = true;
-                return -1;
-        case 'C':
-                a->csv = true;
-                return -1;
-        case 'h':
-                procs_help();
-                return 0;
         default:
-                fprintf(stderr, "%s\n", procs_usage);
-                return EXIT_USAGE;
+                return common_option(c, procs_usage, procs_help, &a->csv);
         }
 }
 
@@ -533,7 +503,7 @@ static int verb_procs(int argc, char *argv[]) {
                 { "exited", no_argument, NULL, 'a' },    { "all", no_argument, NULL, 'a' },
                 { "comm", required_argument, NULL, 'c' }, { "unit", required_argument, NULL, 'u' },
                 { "pid", required_argument, NULL, 'p' },  { "limit", required_argument, NULL, 'l' },
-                { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, 'C' },
+                { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, OPT_CSV },
                 { "help", no_argument, NULL, 'h' },       {},
         };
         _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
@@ -578,6 +548,14 @@ static int verb_procs(int argc, char *argv[]) {
 
 static const char *const traps_usage = "Usage: trapstat traps [--since TIME] [--json]";
 
+static void traps_help(void) {
+        printf("%s\n\n"
+               "CPU exceptions of every process you may see, summed, by x86 vector (\"#UD invalid\n"
+               "opcode\") and by signal and si_code, since TIME (default 1h ago).\n"
+               "TIME as for trapstat history: 90s, 15m, 2h, 3d, 2026-11-22T10:00, ...\n",
+               traps_usage);
+}
+
 static int verb_traps(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' },
@@ -600,19 +578,9 @@ static int verb_traps(int argc, char *argv[]) {
                         if (since >= now)
                                 return usage_error(traps_usage, "invalid --since '%s': not in the past", optarg);
                         break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'h':
-                        printf("%s\n\n"
-                               "CPU exceptions of every process you may see, summed, by x86 vector (\"#UD invalid\n"
-                               "opcode\") and by signal and si_code, since TIME (default 1h ago).\n"
-                               "TIME as for trapstat history: 90s, 15m, 2h, 3d, 2026-11-22T10:00, ...\n",
-                               traps_usage);
-                        return 0;
                 default:
-                        fprintf(stderr, "%s\n", traps_usage);
-                        return EXIT_USAGE;
+                        if ((r = common_option(c, traps_usage, traps_help, NULL)) >= 0)
+                                return r;
                 }
         if (optind < argc)
                 return usage_error(traps_usage, "traps: unexpected argument '%s'", argv[optind]);

@@ -209,36 +209,35 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
-void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _SOURCE_MAX],
-                                  const bool enabled[static _SOURCE_MAX]) {
+static const char *const choice_reasons[] = {
+        [SOURCE_DISABLED] = "disabled by --disable-source",
+        [SOURCE_NOT_ENABLED] = "off by default; --enable-source fault_time turns it on",
+};
+
+void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[static _SOURCE_MAX]) {
         struct btf *vmlinux;
 
-        /* Decide before loading what is loaded: a tracepoint the kernel lacks or that is
-         * disabled is not; the perf fallback only where its tracepoint is not used. */
+        /* Decide before loading what is loaded: a source not chosen or a tracepoint the kernel
+         * lacks is not; the perf fallback only where its tracepoint is used. */
+        for (int s = 0; s < _SOURCE_MAX; s++)
+                /* /proc/PID/stat is no program: the task iterator's fallback, read wherever the
+                 * iterator is not used. */
+                if (sources[s] != SOURCE_USED && s != SOURCE_PROC_STAT)
+                        skip_source(b, s, -ECANCELED, choice_reasons[sources[s]]);
         vmlinux = btf__load_vmlinux_btf();
         for (size_t i = 0; i < ELEMENTSOF(tracepoints); i++) {
                 int s = tracepoints[i];
 
-                if (disabled[s])
-                        skip_source(b, s, -ECANCELED, "disabled by --disable-source");
-                else if (!kernel_has_tracepoint(vmlinux, collector_source_names[s]))
+                if (sources[s] == SOURCE_USED && !kernel_has_tracepoint(vmlinux, collector_source_names[s]))
                         skip_source(b, s, -ENOENT, "tracepoint not in kernel BTF");
         }
         btf__free(vmlinux);
-        if (disabled[SOURCE_TASK_ITERATOR])
-                skip_source(b, SOURCE_TASK_ITERATOR, -ECANCELED, "disabled by --disable-source");
         for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
                 int tracepoint = s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL;
 
-                if (disabled[s])
-                        skip_source(b, s, -ECANCELED, "disabled by --disable-source");
-                else if (b->progs[tracepoint])
+                if (sources[s] == SOURCE_USED && b->progs[tracepoint])
                         skip_source(b, s, -ECANCELED, "not needed: the tracepoint is used");
         }
-        if (disabled[SOURCE_FAULT_TIME])
-                skip_source(b, SOURCE_FAULT_TIME, -ECANCELED, "disabled by --disable-source");
-        else if (collector_source_off_by_default(SOURCE_FAULT_TIME) && !enabled[SOURCE_FAULT_TIME])
-                skip_source(b, SOURCE_FAULT_TIME, -ECANCELED, "off by default; --enable-source fault_time turns it on");
 }
 
 /* An mmap'able BPF array of n elements of size bytes (arrays round elements up to 8 bytes). */

@@ -54,10 +54,9 @@ typedef struct CollectorBpf {
 
 /* Opens the BPF object and sizes its maps; routes libbpf's messages to common/log.c. */
 int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret);
-/* Leaves out of the load what the kernel lacks, what disabled[] names, and the perf fallbacks
- * where the tracepoints they replace are used. Each source left out gets its reason. */
-void collector_bpf_choose_sources(CollectorBpf *b, const bool disabled[static _SOURCE_MAX],
-                                  const bool enabled[static _SOURCE_MAX]);
+/* Leaves out of the load what the kernel lacks, what sources[] does not choose, and the perf
+ * fallbacks where the tracepoints they replace are used. Each source left out gets its reason. */
+void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[static _SOURCE_MAX]);
 /* Loads the chosen programs and maps the slot arrays. */
 int collector_bpf_load(CollectorBpf *b);
 /* Attaches every loaded program; one that cannot attach becomes an inactive source. -ENOTSUP

@@ -57,6 +57,42 @@ int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX],
         return 0;
 }
 
+int collector_sources_choose(const char *disable, const char *enable, SourceChoice choice[static _SOURCE_MAX],
+                             char **ret_error) {
+        const char *lists[2] = { disable, enable }, *options[2] = { "--disable-source", "--enable-source" };
+        bool named[2][_SOURCE_MAX] = {};
+        char *error = NULL;
+
+        for (int l = 0; l < 2; l++) {
+                const char *unknown;
+                size_t len;
+
+                if (collector_sources_parse(lists[l], named[l], &unknown, &len) < 0) {
+                        if (asprintf(&error, "Unknown source '%.*s' in %s", (int) len, unknown, options[l]) < 0)
+                                return -ENOMEM;
+                        goto fail;
+                }
+        }
+        for (int s = 0; s < _SOURCE_MAX; s++) {
+                if (named[0][s] && named[1][s]) {
+                        if (asprintf(&error, "Source '%s' is both in %s and %s", collector_source_names[s], options[0],
+                                     options[1]) < 0)
+                                return -ENOMEM;
+                        goto fail;
+                }
+                choice[s] = named[0][s]                                          ? SOURCE_DISABLED
+                            : collector_source_off_by_default(s) && !named[1][s] ? SOURCE_NOT_ENABLED
+                                                                                 : SOURCE_USED;
+        }
+        return 0;
+fail:
+        if (ret_error)
+                *ret_error = error;
+        else
+                free(error);
+        return -EINVAL;
+}
+
 #define LOAD(member) dst->member = __atomic_load_n(&src->member, __ATOMIC_RELAXED)
 
 void counters_load(const struct ts_counters *src, struct ts_counters *dst) {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The collector's pure logic: the names of the event sources and the --disable-source list,
- * the kernel's monotonic counters turned into deltas, the decoding of the ring buffer's
- * lifecycle records, and the arrays they are kept in. No BPF, no /proc, no logging, so
- * tests/unit/test-collector-util.c runs it without privileges. Internal to the daemon
- * (daemon/collector*.c), not a public API. */
+/* The collector's pure logic: the names of the event sources and the --disable-source and
+ * --enable-source lists, the kernel's monotonic counters turned into deltas, the decoding of the
+ * ring buffer's lifecycle records, and the arrays they are kept in. No BPF, no /proc, no logging,
+ * so tests/unit/test-collector-util.c runs it without privileges. Internal to the daemon
+ * (daemon/collector*.c, and trapstatd.c for the lists), not a public API. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,6 +42,19 @@ bool collector_source_off_by_default(int source);
  * NULL) points at it in list, *ret_unknown_len is its length. */
 int collector_sources_parse(const char *list, bool disabled[static _SOURCE_MAX], const char **ret_unknown,
                             size_t *ret_unknown_len);
+
+/* What --disable-source and --enable-source leave of a source. */
+typedef enum SourceChoice {
+        SOURCE_USED,        /* to be loaded, if the kernel has it */
+        SOURCE_DISABLED,    /* named by --disable-source */
+        SOURCE_NOT_ENABLED, /* off by default and not named by --enable-source */
+} SourceChoice;
+
+/* Parses both lists (NULL: none) into a choice per source. -EINVAL for an unknown name or a
+ * source in both lists, with *ret_error (when not NULL) the message to show, one line, to be
+ * freed; -ENOMEM where even that failed. */
+int collector_sources_choose(const char *disable, const char *enable, SourceChoice choice[static _SOURCE_MAX],
+                             char **ret_error);
 
 /* A copy of counters BPF may be adding to meanwhile (a slot's, read in place): every member read
  * whole, never torn. The owner is not copied. */

@@ -9,8 +9,7 @@
  * Logging: the collector returns failures as negative errno and does not log them; its caller,
  * which decides what a failure means (the manager: exit at start, skip a tick later), logs it
  * once. What the collector decides to live with, a source it cannot use, it logs itself, since
- * nobody else learns of it; and collector_check_sources() names the unknown source, which only
- * it knows. libbpf's messages go through common/log.c with their priorities. */
+ * nobody else learns of it. libbpf's messages go through common/log.c with their priorities. */
 #include "collector.h"
 
 #include <errno.h>
@@ -48,7 +47,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                                 : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE,
         };
         _cleanup_(collector_freep) Collector *c = NULL;
-        bool disabled[_SOURCE_MAX] = {}, enabled[_SOURCE_MAX] = {};
+        SourceChoice sources[_SOURCE_MAX];
         int r;
 
         bpf_config.max_sites_per_user =
@@ -58,12 +57,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         if (!is_power_of_two(bpf_config.n_slots) || !collector_event_buffer_valid(bpf_config.event_buffer) ||
             bpf_config.site_reserve >= bpf_config.max_sites)
                 return -EINVAL;
-        r = collector_sources_parse(config->disable, disabled, NULL, NULL);
-        if (r < 0 || (r = collector_sources_parse(config->enable, enabled, NULL, NULL)) < 0)
+        r = collector_sources_choose(config->disable, config->enable, sources, NULL);
+        if (r < 0)
                 return r;
-        for (int s = 0; s < _SOURCE_MAX; s++)
-                if (disabled[s] && enabled[s])
-                        return -EINVAL;
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -72,7 +68,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = collector_bpf_open(&bpf_config, &c->bpf);
         if (r < 0)
                 return r;
-        collector_bpf_choose_sources(c->bpf, disabled, enabled);
+        collector_bpf_choose_sources(c->bpf, sources);
         if ((r = collector_bpf_load(c->bpf)) < 0 || (r = collector_bpf_attach(c->bpf)) < 0)
                 return r;
 
@@ -105,29 +101,6 @@ Collector *collector_free(Collector *c) {
         proc_table_done(&c->procs);
         free(c);
         return NULL;
-}
-
-int collector_check_sources(const char *list, const char *option) {
-        bool named[_SOURCE_MAX] = {};
-        const char *unknown;
-        size_t len;
-
-        if (collector_sources_parse(list, named, &unknown, &len) < 0)
-                return log_error_errno(EINVAL, "Unknown source '%.*s' in %s", (int) len, unknown, option);
-        return 0;
-}
-
-int collector_check_source_lists(const char *disable, const char *enable) {
-        bool disabled[_SOURCE_MAX] = {}, enabled[_SOURCE_MAX] = {};
-
-        if (collector_sources_parse(disable, disabled, NULL, NULL) < 0 ||
-            collector_sources_parse(enable, enabled, NULL, NULL) < 0)
-                return log_error_errno(EINVAL, "Unknown source in --disable-source or --enable-source");
-        for (int s = 0; s < _SOURCE_MAX; s++)
-                if (disabled[s] && enabled[s])
-                        return log_error_errno(EINVAL, "Source '%s' is both in --disable-source and --enable-source",
-                                               collector_source_names[s]);
-        return 0;
 }
 
 bool collector_event_buffer_valid(uint64_t bytes) {

@@ -56,15 +56,11 @@ typedef struct CollectorSource {
 
 /* Opens, loads and attaches the BPF programs. A failure is returned, not logged (the caller
  * logs it once): -ENOTSUP when no page fault source could attach, -EINVAL for a config out of
- * range or when config->disable or config->enable names an unknown source or both one source, else what libbpf or the kernel said.
+ * range or when config->disable and config->enable are not valid lists (collector_sources_choose()),
+ * else what libbpf or the kernel said.
  * A source that cannot be used is no failure: it is logged here, as a warning. */
 int collector_new(const CollectorConfig *config, Collector **ret);
 Collector *collector_free(Collector *c);
-/* Checks a --disable-source or --enable-source list (option names which); logs and returns
- * -EINVAL for an unknown source name. */
-int collector_check_sources(const char *list, const char *option);
-/* Checks that no source is in both lists; logs and returns -EINVAL for one that is. */
-int collector_check_source_lists(const char *disable, const char *enable);
 
 /* A valid --event-buffer size: a power of two from the page size to 1 GiB. */
 bool collector_event_buffer_valid(uint64_t bytes);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "collector-util.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -397,13 +398,9 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
                 config->report_socket_path = arg;
                 return 1;
         case ARG_DISABLE_SOURCE:
-                if (collector_check_sources(arg, "--disable-source") < 0)
-                        return usage_error("invalid --disable-source '%s'", arg);
                 config->disable_sources = arg;
                 return 1;
         case ARG_ENABLE_SOURCE:
-                if (collector_check_sources(arg, "--enable-source") < 0)
-                        return usage_error("invalid --enable-source '%s'", arg);
                 config->enable_sources = arg;
                 return 1;
         case ARG_RETENTION:
@@ -429,8 +426,11 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
 
 /* What only the options together can say is wrong. */
 static int check_config(const ManagerConfig *config) {
-        if (collector_check_source_lists(config->disable_sources, config->enable_sources) < 0)
-                return usage_error("invalid --enable-source '%s'", config->enable_sources);
+        _cleanup_free_ char *error = NULL;
+        SourceChoice sources[_SOURCE_MAX];
+
+        if (collector_sources_choose(config->disable_sources, config->enable_sources, sources, &error) < 0)
+                return usage_error("%s", error ?: "out of memory");
         if (config->site_reserve != 0 && config->site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
             config->site_reserve >= (config->max_sites ?: TS_DEFAULT_MAX_SITES))
                 return usage_error("invalid --site-reserve: %s", "it must be less than --max-sites");

@@ -55,6 +55,7 @@
 #include "collector.h"
 #include "defaults.h"
 #include "embedded.h"
+#include "fuzz-client.h"
 #include "fuzz.h"
 #include "json-util.h"
 #include "log.h"
@@ -76,9 +77,6 @@
 /* Small, so that the longest replies from this small database (Top of every process, History
  * and UnitHistory at a fine resolution) exceed it: ReplyTooLarge. */
 #define FUZZ_MAX_REPLY_SIZE 4096U
-#define WRITE_PIECE 509U
-/* Without any progress for this long, a call hangs: beyond the query time limit. */
-#define HANG_USEC (20U * USEC_PER_SEC)
 #define QUERY_TIME_LIMIT_USEC (5U * USEC_PER_SEC)
 /* Ticks a Watch stream is sent before the harness stops waiting for the calls behind it. */
 #define WATCH_TICKS 2U
@@ -90,16 +88,7 @@ static const char sentinel[] =
         "{\"method\":\"org.varlink.service.GetInterfaceDescription\",\"parameters\":{\"interface\":\"" SENTINEL_INTERFACE
         "\"}}";
 
-static _Noreturn _printf_(1, 2) void fail(const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        fputs("fuzz-methods: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        abort();
-}
+const char fuzz_target[] = "fuzz-methods";
 
 /* ---- what trapstatd's Manager owns, without BPF ---- */
 
@@ -305,7 +294,7 @@ static void store_fill(const char *path, uint64_t now) {
 
         r = store_open(path, BOOT_ID, &s);
         if (r < 0)
-                fail("store_open(%s) failed: %s", path, strerror(-r));
+                fuzz_fail("store_open(%s) failed: %s", path, strerror(-r));
         for (size_t i = 0; i < ELEMENTSOF(processes); i++) {
                 processes[i].info.first_seen_usec = now - ages_sec[0] * USEC_PER_SEC;
                 processes[i].info.last_seen_usec = processes[i].info.first_seen_usec;
@@ -318,12 +307,12 @@ static void store_fill(const char *path, uint64_t now) {
                         processes[i].info.exited = !processes[i].running;
                 r = store_flush(s, now - ages_sec[k] * USEC_PER_SEC, samples, n);
                 if (r < 0)
-                        fail("store_flush() failed: %s (%s)", strerror(-r), store_errmsg(s));
+                        fuzz_fail("store_flush() failed: %s (%s)", strerror(-r), store_errmsg(s));
         }
         for (unsigned i = 0; more; i++) {
                 r = store_maintain(s, now, &retention, &more);
                 if (r < 0 || i > 10000)
-                        fail("store_maintain() failed: %s (%s)", strerror(-r), store_errmsg(s));
+                        fuzz_fail("store_maintain() failed: %s (%s)", strerror(-r), store_errmsg(s));
         }
         store_free(s);
         for (size_t i = 0; i < ELEMENTSOF(processes); i++)
@@ -343,13 +332,13 @@ static void fake_proc_write(int proc_fd) {
                         continue;
                 snprintf(dir, sizeof(dir), "%u", p->pid);
                 if (mkdirat(proc_fd, dir, 0700) < 0 && errno != EEXIST)
-                        fail("mkdir %s failed: %m", dir);
+                        fuzz_fail("mkdir %s failed: %m", dir);
                 n = snprintf(text, sizeof(text), "%u (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", p->pid,
                              (unsigned long long) (p->start_time / (NSEC_PER_SEC / (uint64_t) hz)));
                 snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/stat");
                 fd = openat(proc_fd, dir, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
                 if (fd < 0 || write(fd, text, (size_t) n) != n)
-                        fail("writing %s failed: %m", dir);
+                        fuzz_fail("writing %s failed: %m", dir);
                 close(fd);
         }
 }
@@ -412,15 +401,15 @@ static void setup(void) {
 
         manager.dir = strdup("/tmp/fuzz-methods-XXXXXX");
         if (!manager.dir || !mkdtemp(manager.dir))
-                fail("mkdtemp() failed: %m");
+                fuzz_fail("mkdtemp() failed: %m");
         if (asprintf(&manager.db_path, "%s/trapstat.db", manager.dir) < 0)
-                fail("out of memory");
+                fuzz_fail("out of memory");
         snprintf(proc_dir, sizeof(proc_dir), "%s/proc", manager.dir);
         if (mkdir(proc_dir, 0700) < 0)
-                fail("mkdir %s failed: %m", proc_dir);
+                fuzz_fail("mkdir %s failed: %m", proc_dir);
         manager.proc_fd = open(proc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (manager.proc_fd < 0)
-                fail("open %s failed: %m", proc_dir);
+                fuzz_fail("open %s failed: %m", proc_dir);
         atexit(cleanup);
 
         store_fill(manager.db_path, now);
@@ -440,31 +429,31 @@ static void setup(void) {
 
         r = checkpointer_new(manager.db_path, &manager.checkpointer);
         if (r < 0)
-                fail("checkpointer_new() failed: %s", strerror(-r));
+                fuzz_fail("checkpointer_new() failed: %s", strerror(-r));
         r = writer_new(&(WriterConfig) { .db_path = manager.db_path, .boot_id = BOOT_ID,
                                          .retention = STORE_RETENTION_DEFAULT, .max_cmdline = STORE_MAX_CMDLINE_DEFAULT,
                                          .checkpointer = manager.checkpointer, .proc_fd = manager.proc_fd },
                        &manager.writer);
         if (r < 0)
-                fail("writer_new() failed: %s", strerror(-r));
+                fuzz_fail("writer_new() failed: %s", strerror(-r));
         if (!writer_stats(manager.writer).available)
-                fail("the writer has no database");
+                fuzz_fail("the writer has no database");
         /* One tick through the writer: queries of the samples wait for it (writer_sync()). */
         if (writer_submit(manager.writer, now, live_tick, n, NULL, 0) <= 0)
-                fail("writer_submit() failed");
+                fuzz_fail("writer_submit() failed");
 
         r = watch_set_new(&manager.watches);
         if (r < 0 || unit_totals_new(4, &manager.unit_totals) < 0 ||
             unit_totals_add(manager.unit_totals, live_tick, n) < 0)
-                fail("out of memory");
+                fuzz_fail("out of memory");
         manager.start_usec = now;
 
         base = event_base_new();
         if (!base)
-                fail("event_base_new() failed");
+                fuzz_fail("event_base_new() failed");
         r = varlink_server_new(base, &config, &server);
         if (r < 0)
-                fail("varlink_server_new() failed: %s", strerror(-r));
+                fuzz_fail("varlink_server_new() failed: %s", strerror(-r));
         r = query_pool_new(base,
                            &(QueryPoolConfig) { .db_path = manager.db_path,
                                                 .boot_id = BOOT_ID,
@@ -475,17 +464,17 @@ static void setup(void) {
                                                 .max_reply_size = FUZZ_MAX_REPLY_SIZE },
                            &manager.queries);
         if (r < 0)
-                fail("query_pool_new() failed: %s", strerror(-r));
+                fuzz_fail("query_pool_new() failed: %s", strerror(-r));
         r = methods_register(server, &manager);
         if (r < 0)
-                fail("io.trapstat refused: %s", varlink_server_error(server));
+                fuzz_fail("io.trapstat refused: %s", varlink_server_error(server));
 
         r = varlink_interface_parse(embedded_varlink[0].text, &idl, error, sizeof(error));
         if (r < 0)
-                fail("io.trapstat.varlink:%s", error);
+                fuzz_fail("io.trapstat.varlink:%s", error);
         r = varlink_interface_parse(embedded_varlink_service[0].text, &service_idl, error, sizeof(error));
         if (r < 0)
-                fail("org.varlink.service.varlink:%s", error);
+                fuzz_fail("org.varlink.service.varlink:%s", error);
 }
 
 /* ---- the client's side ---- */
@@ -502,13 +491,13 @@ static void socketpair_as(uid_t uid, int pair[2]) {
                 n_groups = getgroups(ELEMENTSOF(groups), groups);
                 if (n_groups < 0 || syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, -1, uid, -1) < 0 ||
                     syscall(SYS_setresuid, -1, uid, -1) < 0)
-                        fail("changing credentials failed: %m");
+                        fuzz_fail("changing credentials failed: %m");
         }
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
-                fail("socketpair() failed: %m");
+                fuzz_fail("socketpair() failed: %m");
         if (as_other && (syscall(SYS_setresuid, -1, 0, -1) < 0 || syscall(SYS_setresgid, -1, gid, -1) < 0 ||
                          syscall(SYS_setgroups, (size_t) n_groups, groups) < 0))
-                fail("restoring credentials failed: %m");
+                fuzz_fail("restoring credentials failed: %m");
 }
 
 typedef struct Client {
@@ -568,7 +557,7 @@ static void reply_check(Client *c, json_t *msg) {
         /* A plain user sees only their own processes. */
         if (c->uid != 0 && geteuid() == 0 && !only_uid(parameters, c->uid)) {
                 text = json_dumps(msg, JSON_COMPACT);
-                fail("uid %u was sent another user's data: %.2000s", (unsigned) c->uid, text ?: "?");
+                fuzz_fail("uid %u was sent another user's data: %.2000s", (unsigned) c->uid, text ?: "?");
         }
         for (size_t i = 0; i < varlink_interface_n_methods(idl); i++)
                 if (varlink_interface_validate_output(idl, varlink_interface_method_name(idl, i), parameters,
@@ -580,27 +569,13 @@ static void reply_check(Client *c, json_t *msg) {
                         return;
 invalid:
         text = json_dumps(msg, JSON_COMPACT);
-        fail("the server sent a reply that matches no method or error of the IDL: %.2000s", text ?: "?");
+        fuzz_fail("the server sent a reply that matches no method or error of the IDL: %.2000s", text ?: "?");
 }
 
 /* Reads what arrived and checks every complete reply. Returns whether anything arrived. */
 static bool client_receive(Client *c) {
-        bool progress = false;
+        bool progress = fuzz_receive(c->fd, c->replies, &c->eof);
 
-        while (!c->eof) {
-                int n = evbuffer_read(c->replies, c->fd, 64 * 1024);
-
-                if (n > 0) {
-                        progress = true;
-                        continue;
-                }
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                        break;
-                if (n < 0 && errno != ECONNRESET)
-                        fail("recv() failed: %m");
-                c->eof = true;
-                progress = true;
-        }
         for (;;) {
                 _cleanup_json_ json_t *msg = NULL;
                 int r = varlink_message_read(c->replies, SIZE_MAX, &msg);
@@ -608,7 +583,7 @@ static bool client_receive(Client *c) {
                 if (r == 0)
                         break;
                 if (r < 0)
-                        fail("the server sent a malformed message: %s", strerror(-r));
+                        fuzz_fail("the server sent a malformed message: %s", strerror(-r));
                 reply_check(c, msg);
                 c->n_replies++;
         }
@@ -621,29 +596,13 @@ static void loop_once(void) {
         static const struct timeval tick = { .tv_usec = 1000 };
 
         if (event_base_loopexit(base, &tick) < 0 || event_base_loop(base, EVLOOP_ONCE) < 0)
-                fail("event_base_loop() failed");
+                fuzz_fail("event_base_loop() failed");
 }
 
-static void send_all(Client *c, const uint8_t *data, size_t size) {
-        uint64_t last = now_usec(CLOCK_MONOTONIC);
-
-        for (size_t written = 0; written < size && !c->eof;) {
-                ssize_t n = send(c->fd, data + written, MIN(size - written, WRITE_PIECE), MSG_NOSIGNAL);
-                bool progress = n > 0;
-
-                if (n > 0)
-                        written += (size_t) n;
-                else if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
-                        return;
-                else if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        fail("send() failed: %m");
-                loop_once();
-                progress |= client_receive(c);
-                if (progress)
-                        last = now_usec(CLOCK_MONOTONIC);
-                else if (now_usec(CLOCK_MONOTONIC) - last > HANG_USEC)
-                        fail("the server stopped reading (%zu of %zu bytes written)", written, size);
-        }
+/* The server's turn: what is ready, or up to 1 ms of waiting; then the replies. */
+static bool serve(void *userdata) {
+        loop_once();
+        return client_receive(userdata);
 }
 
 /* Whether the server must answer every call of the stream (the input, a NUL if it ends inside a
@@ -656,7 +615,7 @@ static bool stream_answerable(const uint8_t *data, size_t size) {
 
         if (!b || evbuffer_add(b, data, size) < 0 || (size > 0 && data[size - 1] != '\0' && evbuffer_add(b, "", 1) < 0) ||
             evbuffer_add(b, sentinel, sizeof(sentinel)) < 0)
-                fail("out of memory");
+                fuzz_fail("out of memory");
         while (answerable && evbuffer_get_length(b) > 0) {
                 _cleanup_json_ json_t *msg = NULL;
                 VarlinkCallHeader h;
@@ -683,15 +642,15 @@ static void run_connection(const uint8_t *data, size_t size, uid_t uid, bool wai
         c.fd = fd = pair[1];
         c.replies = evbuffer_new();
         if (!c.replies)
-                fail("out of memory");
+                fuzz_fail("out of memory");
         r = varlink_server_add_connection(server, pair[0]);
         if (r < 0)
-                fail("varlink_server_add_connection() failed: %s", strerror(-r));
+                fuzz_fail("varlink_server_add_connection() failed: %s", strerror(-r));
 
-        send_all(&c, data, size);
+        fuzz_send(fd, data, size, &c.eof, serve, &c);
         if (size > 0 && data[size - 1] != '\0')
-                send_all(&c, (const uint8_t *) "", 1);
-        send_all(&c, (const uint8_t *) sentinel, sizeof(sentinel));
+                fuzz_send(fd, (const uint8_t *) "", 1, &c.eof, serve, &c);
+        fuzz_send(fd, (const uint8_t *) sentinel, sizeof(sentinel), &c.eof, serve, &c);
 
         last = now_usec(CLOCK_MONOTONIC);
         while (wait && !c.eof && !c.sentinel && ticks <= WATCH_TICKS) {
@@ -702,29 +661,19 @@ static void run_connection(const uint8_t *data, size_t size, uid_t uid, bool wai
                         watch_set_broadcast(manager.watches, manager.tick, manager.n_tick, now_usec(CLOCK_REALTIME),
                                             TICK_USEC);
                         ticks++;
-                } else if (now_usec(CLOCK_MONOTONIC) - last > HANG_USEC)
-                        fail("no reply to the calls for %u s (%u replies so far)",
-                             (unsigned) (HANG_USEC / USEC_PER_SEC), c.n_replies);
+                } else if (now_usec(CLOCK_MONOTONIC) - last > FUZZ_HANG_USEC)
+                        fuzz_fail("no reply to the calls for %u s (%u replies so far)",
+                                  (unsigned) (FUZZ_HANG_USEC / USEC_PER_SEC), c.n_replies);
         }
 
         if (wait && !c.sentinel && ticks <= WATCH_TICKS && stream_answerable(data, size))
-                fail("the connection of uid %u ended before every call was answered (%u replies): a handler "
-                     "failed (\"Method ... failed\" above?)",
-                     (unsigned) uid, c.n_replies);
+                fuzz_fail("the connection of uid %u ended before every call was answered (%u replies): a handler "
+                          "failed (\"Method ... failed\" above?)",
+                          (unsigned) uid, c.n_replies);
 
-        /* The client is done: the server must answer what it read, then close. */
-        if (shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
-                fail("shutdown() failed: %m");
-        last = now_usec(CLOCK_MONOTONIC);
-        while (!c.eof || varlink_server_n_connections(server) > 0) {
-                loop_once();
-                if (client_receive(&c))
-                        last = now_usec(CLOCK_MONOTONIC);
-                else if (now_usec(CLOCK_MONOTONIC) - last > HANG_USEC)
-                        fail("the server did not close a half-closed, drained connection");
-        }
+        fuzz_finish(fd, server, &c.eof, serve, &c);
         if (evbuffer_get_length(c.replies) > 0)
-                fail("the server sent %zu bytes of an incomplete message", evbuffer_get_length(c.replies));
+                fuzz_fail("the server sent %zu bytes of an incomplete message", evbuffer_get_length(c.replies));
         evbuffer_free(c.replies);
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "fuzz-client.h"
 #include "fuzz.h"
 #include "json-util.h"
 #include "varlink-idl.h"
@@ -31,25 +32,12 @@
 /* Small, so that the message size limit and the output limit (4 times it: throttling) are
  * reachable with libFuzzer's default -max_len of 4096. */
 #define FUZZ_MAX_MESSAGE_SIZE 2048U
-/* The input is written in pieces of this size, a prime so that the boundaries fall at varied
- * offsets: short inputs arrive in one read (pipelined calls), longer ones split inside messages. */
-#define WRITE_PIECE 509U
-/* Event loop iterations in a row without any progress before the connection counts as hung. */
-#define MAX_IDLE_ITERATIONS 100000U
 
 static struct event_base *base;
 static VarlinkServer *server;
 static VarlinkInterface *idl; /* parsed once more, to check the handlers' own replies */
 
-static _Noreturn _printf_(1, 2) void fail(const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        abort();
-}
+const char fuzz_target[] = "fuzz-varlink";
 
 static void evbuffer_freep(struct evbuffer **b) {
         if (*b)
@@ -65,8 +53,8 @@ static int reply(VarlinkCall *call, json_t *parameters, bool continues) {
         if (!parameters)
                 return -ENOMEM;
         if (varlink_interface_validate_output(idl, method, parameters, &field) < 0)
-                fail("fuzz-varlink: the reply to %s does not match the IDL (%s): update the handler", method,
-                     field ?: "?");
+                fuzz_fail("the reply to %s does not match the IDL (%s): update the handler", method,
+                          field ?: "?");
         return varlink_call_reply(call, parameters, continues);
 }
 
@@ -76,7 +64,7 @@ static int reply_error(VarlinkCall *call, const char *error, json_t *parameters)
         if (!parameters)
                 return -ENOMEM;
         if (varlink_interface_validate_error(idl, error, parameters, &field) < 0)
-                fail("fuzz-varlink: error %s does not match the IDL (%s): update the handler", error, field ?: "?");
+                fuzz_fail("error %s does not match the IDL (%s): update the handler", error, field ?: "?");
         return varlink_call_error(call, error, parameters);
 }
 
@@ -275,42 +263,33 @@ static void setup(void) {
 
         base = event_base_new();
         if (!base)
-                fail("fuzz-varlink: event_base_new() failed");
+                fuzz_fail("event_base_new() failed");
         r = varlink_server_new(base, &config, &server);
         if (r < 0)
-                fail("fuzz-varlink: varlink_server_new() failed: %s", strerror(-r));
+                fuzz_fail("varlink_server_new() failed: %s", strerror(-r));
         r = varlink_interface_parse(embedded_varlink[0].text, &idl, error, sizeof(error));
         if (r < 0)
-                fail("fuzz-varlink: io.trapstat.varlink:%s", error);
+                fuzz_fail("io.trapstat.varlink:%s", error);
         r = varlink_server_add_interface(server, "io.trapstat", embedded_varlink[0].text, methods, NULL);
         if (r < 0)
-                fail("fuzz-varlink: io.trapstat refused: %s", varlink_server_error(server));
+                fuzz_fail("io.trapstat refused: %s", varlink_server_error(server));
 }
 
 /* ---- one input ---- */
 
-/* Moves whatever the server sent into replies. Returns whether anything arrived; sets *eof once
- * the server closed its end. */
-static bool receive(int fd, struct evbuffer *replies, bool *eof) {
-        bool progress = false;
+typedef struct Client {
+        int fd;
+        struct evbuffer *replies;
+        bool eof;
+} Client;
 
-        while (!*eof) {
-                int n = evbuffer_read(replies, fd, 64 * 1024);
+/* The server's turn: whatever is ready, without waiting. */
+static bool serve(void *userdata) {
+        Client *c = userdata;
 
-                if (n > 0) {
-                        progress = true;
-                        continue;
-                }
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                        break;
-                /* 0: orderly close. ECONNRESET: the server closed while our calls were unread,
-                 * e.g. after a protocol error; whatever it sent before was read first. */
-                if (n < 0 && errno != ECONNRESET)
-                        fail("fuzz-varlink: recv() failed: %s", strerror(errno));
-                *eof = true;
-                progress = true;
-        }
-        return progress;
+        if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
+                fuzz_fail("event_base_loop() failed");
+        return fuzz_receive(c->fd, c->replies, &c->eof);
 }
 
 /* Everything on the wire must be {"parameters": {...}} plus "continues": true or "error": "name". */
@@ -324,7 +303,7 @@ static void check_replies(struct evbuffer *replies) {
                 if (r == 0)
                         break;
                 if (r < 0)
-                        fail("fuzz-varlink: the server sent a malformed message: %s", strerror(-r));
+                        fuzz_fail("the server sent a malformed message: %s", strerror(-r));
 
                 parameters = json_object_get(msg, "parameters");
                 continues = json_object_get(msg, "continues");
@@ -333,20 +312,18 @@ static void check_replies(struct evbuffer *replies) {
                     (error && (!json_is_string(error) || continues)) ||
                     json_object_size(msg) != (size_t) (1 + !!continues + !!error)) {
                         _cleanup_free_ char *s = json_dumps(msg, JSON_COMPACT);
-                        fail("fuzz-varlink: the server sent an invalid reply: %s", s ?: "?");
+                        fuzz_fail("the server sent an invalid reply: %s", s ?: "?");
                 }
         }
         if (evbuffer_get_length(replies) > 0)
-                fail("fuzz-varlink: the server sent %zu bytes of an incomplete message",
-                     evbuffer_get_length(replies));
+                fuzz_fail("the server sent %zu bytes of an incomplete message",
+                          evbuffer_get_length(replies));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_evbuffer_ struct evbuffer *replies = NULL;
         _cleanup_close_ int fd = -1;
-        unsigned idle = 0;
-        size_t written = 0;
-        bool eof = false;
+        Client c = {};
         int pair[2], r;
 
         if (!server)
@@ -354,50 +331,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         replies = evbuffer_new();
         if (!replies)
-                fail("fuzz-varlink: out of memory");
+                fuzz_fail("out of memory");
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0)
-                fail("fuzz-varlink: socketpair() failed: %s", strerror(errno));
+                fuzz_fail("socketpair() failed: %s", strerror(errno));
         fd = pair[1];
         r = varlink_server_add_connection(server, pair[0]);
         if (r < 0)
-                fail("fuzz-varlink: varlink_server_add_connection() failed: %s", strerror(-r));
+                fuzz_fail("varlink_server_add_connection() failed: %s", strerror(-r));
 
-        /* Writes and serving interleave, so inputs larger than the socket buffer work too. A server
-         * that closed early (protocol error, limit) makes the rest of the input moot. */
-        while (written < size && !eof) {
-                ssize_t n = send(fd, data + written, MIN(size - written, WRITE_PIECE), MSG_NOSIGNAL);
-                bool progress = n > 0;
-
-                if (n > 0)
-                        written += (size_t) n;
-                else if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
-                        break;
-                else if (n < 0 && errno != EAGAIN && errno != EINTR)
-                        fail("fuzz-varlink: send() failed: %s", strerror(errno));
-
-                if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
-                        fail("fuzz-varlink: event_base_loop() failed");
-                progress |= receive(fd, replies, &eof);
-                idle = progress ? 0 : idle + 1;
-                if (idle > MAX_IDLE_ITERATIONS)
-                        fail("fuzz-varlink: the server stopped reading (%zu of %zu bytes written)", written, size);
-        }
-
-        /* The client is done: the server must answer what it read, then close. */
-        if (shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
-                fail("fuzz-varlink: shutdown() failed: %s", strerror(errno));
-        idle = 0;
-        while (!eof || varlink_server_n_connections(server) > 0) {
-                bool progress;
-
-                if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
-                        fail("fuzz-varlink: event_base_loop() failed");
-                progress = receive(fd, replies, &eof);
-                idle = progress ? 0 : idle + 1;
-                if (idle > MAX_IDLE_ITERATIONS)
-                        fail("fuzz-varlink: the server did not close a half-closed, drained connection");
-        }
-
+        c = (Client) { .fd = fd, .replies = replies };
+        fuzz_send(fd, data, size, &c.eof, serve, &c);
+        fuzz_finish(fd, server, &c.eof, serve, &c);
         check_replies(replies);
         return 0;
 }

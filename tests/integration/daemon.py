@@ -232,8 +232,7 @@ def remove_cgroup(path):
 
 class Daemon:
     """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit. Fault time,
-    off by default, is turned on (--enable-source fault_time) unless fault_time is False or
-    extra_args name the source."""
+    off by default, is turned on (--enable-source fault_time) unless fault_time is False."""
 
     def __init__(self, tick="200ms", extra_args=(), fault_time=True):
         self.dir = tempfile.mkdtemp(prefix="trapstat-test-")
@@ -242,7 +241,7 @@ class Daemon:
         self.log_path = os.path.join(self.dir, "trapstatd.log")
         self.args = [binary("TRAPSTATD"), "--state-dir", self.state_dir, "--socket", self.socket, "--tick", tick,
                      *extra_args]
-        if fault_time and not any("fault_time" in a for a in extra_args):
+        if fault_time:
             self.args += ["--enable-source", "fault_time"]
         self.proc = None
 

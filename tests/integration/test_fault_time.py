@@ -225,7 +225,8 @@ class Disabled(unittest.TestCase):
         self.untimed({"fault_time": False}, "--enable-source fault_time")
 
     def test_disabled_source_times_nothing_and_counts_stay_exact(self):
-        self.untimed({"extra_args": ["--disable-source", "fault_time"]}, "disabled by --disable-source")
+        self.untimed({"extra_args": ["--disable-source", "fault_time"], "fault_time": False},
+                     "disabled by --disable-source")
 
 
 if __name__ == "__main__":

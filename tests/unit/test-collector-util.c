@@ -48,6 +48,42 @@ static void test_sources_parse(void **state) {
         assert_int_equal(collector_sources_parse("Page_Fault_User", disabled, NULL, NULL), -EINVAL);
 }
 
+static void test_sources_choose(void **state) {
+        SourceChoice c[_SOURCE_MAX];
+        char *error = NULL;
+
+        /* Neither list: every source but the ones off by default. */
+        assert_int_equal(collector_sources_choose(NULL, NULL, c, &error), 0);
+        for (int i = 0; i < _SOURCE_MAX; i++)
+                assert_int_equal(c[i], i == SOURCE_FAULT_TIME ? SOURCE_NOT_ENABLED : SOURCE_USED);
+        assert_null(error);
+
+        assert_int_equal(collector_sources_choose("signal_generate", "fault_time", c, &error), 0);
+        for (int i = 0; i < _SOURCE_MAX; i++)
+                assert_int_equal(c[i], i == SOURCE_SIGNAL_GENERATE ? SOURCE_DISABLED : SOURCE_USED);
+        /* Disabling one off by default says so, as disabled. */
+        assert_int_equal(collector_sources_choose("fault_time", "", c, &error), 0);
+        assert_int_equal(c[SOURCE_FAULT_TIME], SOURCE_DISABLED);
+        /* Enabling one that is on by default changes nothing. */
+        assert_int_equal(collector_sources_choose(NULL, "task_iterator", c, &error), 0);
+        assert_int_equal(c[SOURCE_TASK_ITERATOR], SOURCE_USED);
+
+        /* One line that names the source and, for an unknown one, the list. */
+        assert_int_equal(collector_sources_choose("task_iterator,fault_time", "fault_time", c, &error), -EINVAL);
+        assert_string_equal(error, "Source 'fault_time' is both in --disable-source and --enable-source");
+        free(error);
+        error = NULL;
+        assert_int_equal(collector_sources_choose("page_fault_user,bogus", NULL, c, &error), -EINVAL);
+        assert_string_equal(error, "Unknown source 'bogus' in --disable-source");
+        free(error);
+        error = NULL;
+        assert_int_equal(collector_sources_choose("page_fault_user", "fault_time,bogus,x", c, &error), -EINVAL);
+        assert_string_equal(error, "Unknown source 'bogus' in --enable-source");
+        free(error);
+        /* Without a place for the message: none is made. */
+        assert_int_equal(collector_sources_choose("x", NULL, c, NULL), -EINVAL);
+}
+
 static void test_counters_delta(void **state) {
         struct ts_counters seen = {}, sum = {};
         struct ts_counters cpu0 = { .user_faults = 10, .kernel_faults = 1, .fault_read = 4, .fault_write = 5,
@@ -407,6 +443,7 @@ static void test_file_path_visible(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sources_parse),
+                cmocka_unit_test(test_sources_choose),
                 cmocka_unit_test(test_counters_delta),
                 cmocka_unit_test(test_counters_fault_time),
                 cmocka_unit_test(test_minmaj_account),
