@@ -149,9 +149,20 @@ class UnitTotals(unittest.TestCase):
                            capture_output=True, text=True, timeout=30, check=True)
         return p.stdout
 
+    def units_with_traps(self):
+        """{unit: traps} of UnitTotals, and the test's workloads as ListProcesses has them: what a
+        failure says."""
+        with Connection(self.daemon.socket) as c:
+            procs = [(p["pid"], p["comm"], p["unit"]) for w in self.held
+                     for p in c.call("io.trapstat.ListProcesses", {"pid": w["pid"], "includeExited": True})["processes"]]
+        return {u["unit"]: u["counters"]["traps"] for u in self.totals(limit=100000)["units"]
+                if u["counters"]["traps"]}, procs
+
     def test_totals(self):
         a = wait_for(lambda: (lambda r: r if r and r["counters"]["traps"] == {"UD": 300, "BP": 200} else None)(
-            row(self.totals(limit=100000), UNITS["a"])), what="unit A's 300 #UD and 200 #BP in UnitTotals")
+            row(self.totals(limit=100000), UNITS["a"])),
+            what=lambda: f"unit A's 300 #UD and 200 #BP in UnitTotals; its row: {row(self.totals(limit=100000), UNITS['a'])}"
+                         f", the units with traps: {self.units_with_traps()}")
         self.assertEqual(a["processes"], 2)
         self.assertEqual(a["counters"]["signals"], {"SIGILL": 300, "SIGTRAP": 200})
         # The processes exit: their totals stay, and nothing goes down.
@@ -234,7 +245,9 @@ class UnitTotals(unittest.TestCase):
             return ms if (self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="UD") == 300
                           and self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="BP") == 200) else None
 
-        ms = wait_for(traps, what="unit A's traps as io.trapstat.Traps")
+        ms = wait_for(traps, what=lambda: f"unit A's traps as io.trapstat.Traps; its row in UnitTotals: "
+                                          f"{row(self.totals(limit=100000), UNITS['a'])}, the units with traps: "
+                                          f"{self.units_with_traps()}")
         self.assertLessEqual(len(ms), MAX_METRICS)
         self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS["a"]), 2)
         self.assertIsNone(self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="GP"))
