@@ -9,8 +9,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (user_name, Daemon, copy_for_users, create_user, exited_history, remove_user,  # noqa: E402
-                    require_root_and_bpf)
+from daemon import (user_name, Daemon, binary, copy_for_users, create_user, exited_history,  # noqa: E402
+                    remove_user, require_root_and_bpf)
 
 USER = user_name("trapstat-access-test")
 GROUP = "trapstat"
@@ -113,6 +113,38 @@ class Access(unittest.TestCase):
         self.assertEqual({uid for _, uid in seen}, {self.uid})
         self.assertIn(user, {pid for pid, _ in seen})
         self.assertNotIn(root, {pid for pid, _ in seen})
+
+    def test_drops_by_user_only_their_own(self):
+        # Maps that hold almost nothing (one slot, 16 processes) and 64 held processes of root's:
+        # most of root's faults are dropped, and every fault of the user's process that comes
+        # while they hold the maps. GetStatus's dropsByUser: root gets both users, the user only
+        # their own; the machine-wide figures are the same for both.
+        self.set_membership(False)
+        with Daemon(extra_args=["--slots", "1", "--max-processes", "16"]) as d:
+            bins = copy_for_users(d.dir, "TRAPSTAT", "FAULT_PAGES")
+            hold = subprocess.Popen([binary("HOLD_PROCS"), "64", "5"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    text=True)
+            try:
+                self.assertIn("pids", json.loads(hold.stdout.readline()))
+                self.as_user(bins["FAULT_PAGES"], "500")
+                get = ["call", "io.trapstat.GetStatus", "{}"]
+                theirs = json.loads(self.as_user(bins["TRAPSTAT"], "--socket", d.socket, *get).stdout)
+                everyone = json.loads(subprocess.run([bins["TRAPSTAT"], "--socket", d.socket, *get],
+                                                     capture_output=True, text=True, check=True).stdout)
+            finally:
+                hold.stdin.close()
+                hold.wait(timeout=30)
+                hold.stdout.close()
+        mine = [u for u in everyone["dropsByUser"] if u["uid"] == self.uid]
+        self.assertEqual(len(mine), 1, everyone["dropsByUser"])
+        self.assertGreaterEqual(mine[0]["drops"], 500, "every fault of the user's process was dropped")
+        self.assertIn(0, {u["uid"] for u in everyone["dropsByUser"]})
+        # Theirs as root sees it (read a moment later: only more, never another user).
+        self.assertEqual([u["uid"] for u in theirs["dropsByUser"]], [self.uid])
+        self.assertLessEqual(theirs["dropsByUser"][0]["drops"], mine[0]["drops"])
+        self.assertGreaterEqual(theirs["dropsByUser"][0]["drops"], 500)
+        self.assertEqual({k["kind"] for k in theirs["dropsByKind"]}, {k["kind"] for k in everyone["dropsByKind"]})
+        self.assertLessEqual(theirs["drops"], everyone["drops"])
 
     def test_group_trapstat_sees_everything(self):
         self.set_membership(True)
