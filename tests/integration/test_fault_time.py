@@ -161,16 +161,25 @@ class FaultTime(SharedDaemonTest):
 
     def test_watch_streams_fault_time_sorted_by_it(self):
         # The Watch stream by fault time: each tick's rows most time first; the ticks add up to
-        # the history, histogram and all.
-        proc = subprocess.Popen([binary("TRAPSTAT"), "--socket", self.daemon.socket, "--json", "top", "-n", "25",
-                                 "--sort", "time", "--limit", "10000"], stdout=subprocess.PIPE, text=True)
-        lines = [proc.stdout.readline()]  # the stream runs before the workload starts
-        reader = threading.Thread(target=lambda: lines.extend(proc.stdout))
+        # the history, histogram and all. The stream (of slow-faults processes only: small replies
+        # on a busy machine too) is read until a reply lists the workload as exited, however many
+        # ticks a busy machine makes of it.
+        proc = subprocess.Popen([binary("TRAPSTAT"), "--socket", self.daemon.socket, "--json", "top", "-n", "100000",
+                                 "--sort", "time", "--limit", "10000", "--comm", "slow-faults"],
+                                stdout=subprocess.PIPE, text=True)
+        replies = [json.loads(proc.stdout.readline())]  # the stream runs before the workload starts
+        reader = threading.Thread(target=lambda: replies.extend(json.loads(line) for line in proc.stdout))
         reader.start()
-        helper = run_workload("SLOW_FAULTS", 20, 5)
-        reader.join(timeout=60)
-        self.assertEqual(proc.wait(timeout=10), 0)
-        replies = [json.loads(line) for line in lines]
+        try:
+            helper = run_workload("SLOW_FAULTS", 20, 5)
+            wait_for(lambda: any(e["pid"] == helper["pid"] for r in replies for e in r["exited"]), timeout=60,
+                     what="a Watch reply listing the workload as exited")
+        finally:
+            proc.terminate()
+            reader.join(timeout=30)
+            proc.wait(timeout=10)
+            proc.stdout.close()
+        self.assertEqual(sum(r["missedTicks"] for r in replies), 0)
         streamed = [0] * BUCKETS
         for r in replies:
             times = [sum(row["counters"]["faultTime"][k] for k in ("minorNs", "majorNs", "kernelNs")) for row in r["rows"]]
