@@ -248,25 +248,33 @@ int reader_read_tasks(CollectorReader *r) {
         return 0;
 }
 
-int reader_apply_events(CollectorReader *r) {
+int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
+        size_t kept = 0;
         int k = 0;
 
-        for (size_t i = 0; i < r->n_events && k >= 0; i++) {
+        for (size_t i = 0; i < r->n_events; i++) {
                 LifecycleEvent *e = &r->events[i];
-                CollectorProc *p = proc_table_find(r->procs, e->tgid, e->start_time);
+                CollectorProc *p;
 
-                if (!p)
-                        continue;
-                if (e->type == TS_EVENT_EXEC) {
-                        k = proc_table_exec(r->procs, p, e);
+                if (e->type != TS_EVENT_EXEC && i >= n_before_drain) {
+                        /* An exit read after the drain: counts of the process may have come
+                         * between the two. It waits for the next tick's drain. */
+                        r->events[kept++] = *e;
                         continue;
                 }
-                /* Exit. The maps were drained after this event was read, and a dead process counts
-                 * no more: its counts are complete. Remove its entries so the maps stay bounded
-                 * (its slot was freed when drained, being marked exited). */
-                collector_bpf_forget(r->bpf, e->tgid, e->start_time);
-                k = proc_table_exit(r->procs, p, e);
+                p = k >= 0 ? proc_table_find(r->procs, e->tgid, e->start_time) : NULL;
+                if (p && e->type == TS_EVENT_EXEC)
+                        k = proc_table_exec(r->procs, p, e);
+                else if (p) {
+                        /* Exit. The maps were drained after this event was read, and a dead
+                         * process counts no more: its counts are complete. Remove its entries so
+                         * the maps stay bounded (its slot was freed when drained, being marked
+                         * exited). */
+                        collector_bpf_forget(r->bpf, e->tgid, e->start_time);
+                        k = proc_table_exit(r->procs, p, e);
+                }
+                lifecycle_event_done(e);
         }
-        events_clear(r);
+        r->n_events = kept;
         return k;
 }

@@ -63,10 +63,12 @@ int reader_take_event(void *userdata, void *data, size_t size);
 int reader_drain_maps(CollectorReader *r, uint64_t now);
 /* The task iterator: the kernel's minor/major faults, name and user of every tracked process. */
 int reader_read_tasks(CollectorReader *r);
-/* Applies the events taken since the last tick, in the order they happened: a new name and
- * command line, an exit (the process is retired and forgotten by BPF). After the maps were
- * drained, so that every process they name that was counted is known by then. */
-int reader_apply_events(CollectorReader *r);
+/* Applies the events taken since the last tick, in the order they happened: a new name, command
+ * line and unit (every exec), an exit (the process is retired and forgotten by BPF; only those of
+ * the first n_before_drain events, read before the maps were drained: a later one stays for the
+ * next tick). After the maps were drained, so that every process they name that was counted is
+ * known by then. */
+int reader_apply_events(CollectorReader *r, size_t n_before_drain);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

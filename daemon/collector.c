@@ -140,6 +140,7 @@ static int collect_garbage(Collector *c, uint64_t now) {
 }
 
 int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n) {
+        size_t n_before_drain;
         int r;
 
         proc_table_begin_tick(&c->procs);
@@ -150,6 +151,7 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
         r = collector_read_events(c);
         if (r < 0)
                 return r;
+        n_before_drain = c->reader.n_events;
         r = reader_drain_maps(&c->reader, now_usec);
         if (r < 0)
                 return r;
@@ -163,7 +165,12 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
         } else
                 proc_table_read_minmaj(&c->procs);
 
-        if ((r = reader_apply_events(&c->reader)) < 0 || (r = collect_garbage(c, now_usec)) < 0)
+        /* And events again: an exec between the first read and the drain has counts of the new
+         * program in this tick, which are its unit's. (Its exits wait, see reader_apply_events().) */
+        r = collector_read_events(c);
+        if (r < 0)
+                return r;
+        if ((r = reader_apply_events(&c->reader, n_before_drain)) < 0 || (r = collect_garbage(c, now_usec)) < 0)
                 return r;
         /* Now that exec events gave the processes their users: each pays for its own symbols. */
         reader_ask_symbols(&c->reader);

@@ -9,6 +9,7 @@ import os
 import platform
 import pty
 import pwd
+import resource
 import shutil
 import signal
 import struct
@@ -115,6 +116,16 @@ def run_workload(name, *args, timeout=60):
     if out.returncode != 0:
         raise AssertionError(f"{name} {args} failed ({out.returncode}): {out.stderr.strip()}")
     return json.loads(out.stdout)
+
+
+def run_workload_rusage(name, *args, timeout=60):
+    """run_workload(), and the helper's major and minor faults as the kernel accounted them to its
+    very end (faults while it exits too): what its reaping added to this process's
+    RUSAGE_CHILDREN. (majflt, minflt) after the JSON."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = run_workload(name, *args, timeout=timeout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return out, after.ru_majflt - before.ru_majflt, after.ru_minflt - before.ru_minflt
 
 
 def run_workload_in_cgroup(cgroup, name, *args, timeout=60):

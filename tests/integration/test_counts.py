@@ -12,8 +12,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
-                    remove_user, require_root_and_bpf, require_x86_64, run_workload, ticks_after, trapstat,
-                    trapstat_json, user_name, wait_for)
+                    remove_user, require_root_and_bpf, require_x86_64, run_workload, run_workload_rusage,
+                    ticks_after, trapstat, trapstat_json, user_name, wait_for)
 
 USER = user_name("trapstat-counts-test")
 
@@ -113,11 +113,14 @@ class Counts(SharedDaemonTest):
 
     def test_major_faults_equal_the_kernels_accounting(self):
         with tempfile.TemporaryDirectory(dir=os.environ.get("DISK_TMPDIR")) as d:
-            helper = run("FAULT_KINDS", "--major", N, os.path.join(d, "data"))
+            helper, majflt, _ = run_workload_rusage("FAULT_KINDS", "--major", N, os.path.join(d, "data"), timeout=120)
         self.assertEqual(helper["majfltAfter"] - helper["majfltBefore"], N)
         h = exited_history(self.daemon, helper["pid"])
-        # The daemon saw the process from its start: all of its major faults, no more.
-        self.assertEqual(h["total"]["faults"]["major"], helper["majfltAfter"])
+        # The daemon saw the process from its start: all of its major faults, no more, as wait4()
+        # has them (on a machine short of memory a page of the program may be read back in while
+        # it exits, after its own last reading).
+        self.assertEqual(h["total"]["faults"]["major"], majflt)
+        self.assertGreaterEqual(majflt, helper["majfltAfter"])
 
     def test_kernel_mode_faults(self):
         helper = run("FAULT_KINDS", "--kernel", N)
