@@ -302,7 +302,14 @@ class LiveProcesses(unittest.TestCase):
         tick_after(v.path)
         rows = v.call("io.trapstat.Top", {"windowSec": 3600, "limit": 10000})["rows"]
         want = set(pids)
-        return {r["process"]["pid"]: r["counters"]["faults"] for r in rows if r["process"]["pid"] in want}
+        mine = [r for r in rows if r["process"]["pid"] in want]
+        # One identity per live process: a pid twice would be one process counted as two.
+        seen = {}
+        for r in mine:
+            seen.setdefault(r["process"]["pid"], []).append((r["process"]["startTime"], r["counters"]["faults"]))
+        twice = {pid: ids for pid, ids in seen.items() if len(ids) > 1}
+        self.assertFalse(twice, f"processes in Top under two identities: {dict(list(twice.items())[:3])}")
+        return {r["process"]["pid"]: r["counters"]["faults"] for r in mine}
 
     def test_6000_live_processes(self):
         def check(p, pids, v):
