@@ -229,6 +229,9 @@ struct {
 
 /* The initial value of a user_drops entry. Never written. */
 static struct ts_user_drops zero_user_drops;
+/* A new entry of the fallback hash, before its identity is written (hash_counters()). Never
+ * written itself. */
+static struct ts_proc zero_proc;
 
 /* One loss, of a process of task's user: counted for the machine and for the user. */
 static __noinline void count_drop(__u32 what, struct task_struct *task) {
@@ -320,23 +323,28 @@ static __always_inline void proc_key_fill(struct ts_proc_key *key, struct task_s
 static __noinline struct ts_counters *hash_counters(void) {
         struct task_struct *task = bpf_get_current_task_btf();
         struct ts_proc_key key;
-        struct ts_proc *p, init = {};
+        struct ts_proc *p;
+        long created;
 
         proc_key_fill(&key, task);
         p = bpf_map_lookup_elem(&processes, &key);
         if (p)
                 return &p->c;
 
-        ident_fill(&init.id, task);
-        /* -EEXIST when another CPU created it meanwhile: look it up either way. A per-CPU insert
-         * from BPF zeroes the other CPUs' copies; user space takes identity from the key and
-         * from any CPU whose start_time is set. */
-        (void) bpf_map_update_elem(&processes, &key, &init, BPF_NOEXIST);
+        /* Inserted from a zero entry in .bss, not one on the stack: 392 bytes there would take
+         * the exec program's three frames past the 512 bytes a kernel without private BPF stacks
+         * allows (6.12 rejected it). -EEXIST when another CPU created it meanwhile: look it up
+         * either way. A per-CPU insert from BPF zeroes the other CPUs' copies; user space takes
+         * identity from the key and from any CPU whose start_time is set (until it is, from
+         * /proc). */
+        created = bpf_map_update_elem(&processes, &key, &zero_proc, BPF_NOEXIST);
         p = bpf_map_lookup_elem(&processes, &key);
         if (!p) {
                 count_drop(TS_DROP_MAP_FULL, task);
                 return NULL;
         }
+        if (created == 0)
+                ident_fill(&p->id, task);
         return &p->c;
 }
 
@@ -540,7 +548,12 @@ int fault_done_major(struct bpf_perf_event_data *ctx) {
 #define TS_VECTOR_BP 3
 
 /* The inode's change time under the names kernels gave it: i_ctime_sec/i_ctime_nsec since 6.11,
- * __i_ctime from 6.6, i_ctime before. */
+ * __i_ctime from 6.6, i_ctime before. Each through a flavor of its own, so that the object builds
+ * against the vmlinux.h of any of them. */
+struct inode___ctime_split {
+        time64_t i_ctime_sec;
+        u32 i_ctime_nsec;
+} __attribute__((preserve_access_index));
 struct inode___ctime_ts {
         struct timespec64 __i_ctime;
 } __attribute__((preserve_access_index));
@@ -549,11 +562,11 @@ struct inode___ctime_old {
 } __attribute__((preserve_access_index));
 
 static __always_inline void inode_stamp(struct inode *inode, struct ts_file_name *n) {
-        if (bpf_core_field_exists(inode->i_ctime_sec)) {
-                n->ctime_sec = BPF_CORE_READ(inode, i_ctime_sec);
+        if (bpf_core_field_exists(((struct inode___ctime_split *) inode)->i_ctime_sec)) {
+                n->ctime_sec = BPF_CORE_READ((struct inode___ctime_split *) inode, i_ctime_sec);
                 /* Bit 31 says whether the time was queried (multigrain timestamps, 6.13+), not
                  * part of it. */
-                n->ctime_nsec = BPF_CORE_READ(inode, i_ctime_nsec) & ~(1U << 31);
+                n->ctime_nsec = BPF_CORE_READ((struct inode___ctime_split *) inode, i_ctime_nsec) & ~(1U << 31);
         } else if (bpf_core_field_exists(((struct inode___ctime_ts *) inode)->__i_ctime)) {
                 n->ctime_sec = BPF_CORE_READ((struct inode___ctime_ts *) inode, __i_ctime.tv_sec);
                 n->ctime_nsec = BPF_CORE_READ((struct inode___ctime_ts *) inode, __i_ctime.tv_nsec);
