@@ -20,6 +20,8 @@
  * of a trap. -D__TARGET_ARCH_<arch> comes from bpf/meson.build. */
 #if defined(__TARGET_ARCH_x86)
 #include "arch/x86.h"
+#elif defined(__TARGET_ARCH_arm64)
+#include "arch/arm64.h"
 #else
 #include "arch/generic.h"
 #endif
@@ -544,8 +546,6 @@ int fault_done_major(struct bpf_perf_event_data *ctx) {
 /* From the kernel's uapi headers, which vmlinux.h does not carry. */
 #define TS_ENOENT 2
 #define TS_RLIMIT_STACK 3
-/* The breakpoint vector, #BP (common/trap-vectors.h). */
-#define TS_VECTOR_BP 3
 
 /* The inode's change time under the names kernels gave it: i_ctime_sec/i_ctime_nsec since 6.11,
  * __i_ctime from 6.6, i_ctime before. Each through a flavor of its own, so that the object builds
@@ -943,20 +943,17 @@ static __noinline void locate_site(struct task_struct *task, __u64 ip, __u64 add
                 key->memory.kind = TS_MEM_NONE;
 }
 
-/* A trap's site: its instruction (the trapping thread's user registers) and si_addr's memory.
- * int3 leaves the instruction pointer after itself: the site is the int3 (ip - 1), as debuggers
- * show it. */
+/* A trap's site: its instruction (the trapping thread's user registers, where the architecture
+ * header says the trapping instruction is) and si_addr's memory. */
 static __noinline void record_trap_site(struct task_struct *task, __u32 vector, __u64 addr, bool has_addr) {
         struct pt_regs *regs = (struct pt_regs *) bpf_task_pt_regs(task);
         struct ts_site_key key = {};
-        __u64 ip = PT_REGS_IP_CORE(regs);
+        __u64 ip = ts_arch_trap_ip(vector, PT_REGS_IP_CORE(regs));
 
         key.tgid = BPF_CORE_READ(task, tgid);
         key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         key.kind = TS_SITE_TRAP;
         key.vector = vector;
-        if (vector == TS_VECTOR_BP && ip > 0)
-                ip--;
         locate_site(task, ip, addr, has_addr, &key);
         count_site(&key, task);
 }
@@ -1087,7 +1084,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
                         ident_fill(&t->id, task);
         }
 
-        vector = ts_arch_trap_vector(task);
+        vector = ts_arch_trap_vector(task, sig, code, (__u64) BPF_CORE_READ(info, _sifields._sigfault._addr));
         if (vector < TS_N_VECTORS)
                 __sync_fetch_and_add(&t->vector[vector], 1);
         else

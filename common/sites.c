@@ -111,12 +111,12 @@ json_t *site_count_to_json(const SiteCount *s) {
 
         if (!kind || !memory)
                 return NULL;
-        /* Fault sites have vector SITE_FAULT_VECTOR, named "PF" like the trap of that vector. An
-         * object is always named; a site without one (which the store should never give) is as
-         * good as one whose mappings could not be read. */
+        /* Fault sites have vector SITE_FAULT_VECTOR, named "PF" on every architecture (x86's
+         * name for that vector). An object is always named; a site without one (which the store
+         * should never give) is as good as one whose mappings could not be read. */
         return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:I, s:o, s:s, s:o, s:o, s:o}",
                          "kind", kind,
-                         "vector", trap_vector_name(s->vector, buf),
+                         "vector", s->kind == SITE_FAULT ? SITE_FAULT_VECTOR_NAME : trap_vector_name(s->vector, buf),
                          "object", text_to_json(s->object ?: memory_kind_object(MEMORY_UNKNOWN)),
                          "offset", json_integer_u64(s->offset),
                          "symbol", text_to_json(s->symbol),
@@ -154,8 +154,11 @@ int site_count_from_json(json_t *j, SiteCount *ret) {
         symbol_offset = nullable(symbol_offset);
         memory_object = nullable(memory_object);
 
-        if (site_kind_from_name(kind, &s.kind) < 0 || trap_vector_from_name(vector, &s.vector) < 0 ||
-            memory_kind_from_name(memory, &s.memory) < 0)
+        if (site_kind_from_name(kind, &s.kind) < 0 || memory_kind_from_name(memory, &s.memory) < 0)
+                return -EBADMSG;
+        if (s.kind == SITE_FAULT && strcmp(vector, SITE_FAULT_VECTOR_NAME) == 0)
+                s.vector = SITE_FAULT_VECTOR;
+        else if (s.kind == SITE_FAULT || trap_vector_from_name(vector, &s.vector) < 0)
                 return -EBADMSG;
         if (offset < 0 || count < 0 || period < 1 || period > UINT32_MAX || estimated < 0 || time_ns < 0 ||
             (s.kind == SITE_TRAP && time_ns != 0))

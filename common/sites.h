@@ -48,8 +48,10 @@ int memory_kind_from_name(const char *name, MemoryKind *ret);
  * "[unmapped]", "[unknown]"; NULL for MEMORY_FILE and MEMORY_NONE. */
 const char *memory_kind_object(MemoryKind k);
 
-/* The page fault vector: Site.vector of fault sites is this (they are #PF, sampled). */
+/* The slot of fault sites (they are #PF, sampled), stored as such on every architecture and named
+ * SITE_FAULT_VECTOR_NAME in Site.vector. */
 #define SITE_FAULT_VECTOR 14
+#define SITE_FAULT_VECTOR_NAME "PF"
 
 /* Which file a path and an inode number stood for when a site was named: what a rename, a change
  * of the file or a reuse of its inode number by another file changes. The store keeps a site per

@@ -11,37 +11,67 @@
 #include "json-util.h"
 #include "macro.h"
 
-/* The names of common/trap-vectors.h by number. */
-static const struct {
+typedef struct VectorName {
         const char *name, *description;
-} vectors[TRAP_VECTORS] = {
+} VectorName;
+
+/* The names of common/trap-vectors.h by slot, per architecture. */
+static const VectorName x86_vectors[TRAP_VECTORS] = {
 #define TRAP_VECTOR_ENTRY(number, mnemonic, description) [number] = { #mnemonic, description },
         TRAP_VECTOR_TABLE(TRAP_VECTOR_ENTRY)
 #undef TRAP_VECTOR_ENTRY
 };
 
-const char *trap_vector_name(unsigned vector, char buf[static 16]) {
+static const VectorName arm64_classes[TRAP_VECTORS] = {
+#define TRAP_CLASS_ENTRY(slot, class, mnemonic, description) [slot] = { #mnemonic, description },
+        TRAP_ARM64_CLASS_TABLE(TRAP_CLASS_ENTRY)
+#undef TRAP_CLASS_ENTRY
+};
+
+static const VectorName *vector_entry(TrapArch arch, unsigned vector) {
+        const VectorName *table = arch == TRAP_ARCH_X86 ? x86_vectors : arch == TRAP_ARCH_ARM64 ? arm64_classes : NULL;
+
+        return table && vector < TRAP_VECTORS && table[vector].name ? &table[vector] : NULL;
+}
+
+const char *trap_vector_name_of(TrapArch arch, unsigned vector, char buf[static 16]) {
+        const VectorName *e = vector_entry(arch, vector);
+
         if (vector == TRAP_VECTOR_UNKNOWN)
                 return "unknown";
-        if (vector < TRAP_VECTORS && vectors[vector].name)
-                return vectors[vector].name;
+        if (e)
+                return e->name;
         snprintf(buf, 16, "V%u", vector);
         return buf;
 }
 
-const char *trap_vector_description(unsigned vector) {
-        return vector < TRAP_VECTORS ? vectors[vector].description : NULL;
+const char *trap_vector_description_of(TrapArch arch, unsigned vector) {
+        const VectorName *e = vector_entry(arch, vector);
+
+        return e ? e->description : NULL;
 }
 
-int trap_vector_from_name(const char *name, unsigned *ret) {
+int trap_vector_from_name_of(TrapArch arch, const char *name, unsigned *ret) {
         char buf[16];
 
         for (unsigned v = 0; v <= TRAP_VECTOR_UNKNOWN; v++)
-                if (strcmp(trap_vector_name(v, buf), name) == 0) {
+                if (strcmp(trap_vector_name_of(arch, v, buf), name) == 0) {
                         *ret = v;
                         return 0;
                 }
         return -EINVAL;
+}
+
+const char *trap_vector_name(unsigned vector, char buf[static 16]) {
+        return trap_vector_name_of(TRAP_ARCH_NATIVE, vector, buf);
+}
+
+const char *trap_vector_description(unsigned vector) {
+        return trap_vector_description_of(TRAP_ARCH_NATIVE, vector);
+}
+
+int trap_vector_from_name(const char *name, unsigned *ret) {
+        return trap_vector_from_name_of(TRAP_ARCH_NATIVE, name, ret);
 }
 
 static const struct {

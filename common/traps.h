@@ -22,12 +22,33 @@ typedef struct Traps {
         uint64_t signal[FAULT_SIGNALS][SI_CODE_SLOTS];
 } Traps;
 
-/* "DE", "DB", "BP", ... (common/trap-vectors.h) as in schema/io.trapstat.varlink; "V<n>" for
- * vectors without a mnemonic, "unknown" for TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
-const char *trap_vector_name(unsigned vector, char buf[static 16]);
+/* Whose table names the slots of Traps.vector (common/trap-vectors.h). */
+typedef enum TrapArch {
+        TRAP_ARCH_X86,   /* the exception vectors */
+        TRAP_ARCH_ARM64, /* the exception classes' slots */
+        TRAP_ARCH_OTHER, /* none: every trap is unknown */
+} TrapArch;
+
+#if defined(__x86_64__) || defined(__i386__)
+#define TRAP_ARCH_NATIVE TRAP_ARCH_X86
+#elif defined(__aarch64__)
+#define TRAP_ARCH_NATIVE TRAP_ARCH_ARM64
+#else
+#define TRAP_ARCH_NATIVE TRAP_ARCH_OTHER
+#endif
+
+/* "DE", "DB", "BP", ... on x86, "BRK64", "DABT_LOW", ... on arm64 (common/trap-vectors.h) as in
+ * schema/io.trapstat.varlink; "V<n>" for slots without a mnemonic, "unknown" for
+ * TRAP_VECTOR_UNKNOWN. buf must hold 16 bytes. */
+const char *trap_vector_name_of(TrapArch arch, unsigned vector, char buf[static 16]);
 /* "divide error", "invalid opcode", ... for people; NULL when there is none. */
+const char *trap_vector_description_of(TrapArch arch, unsigned vector);
+/* Inverse of trap_vector_name_of(); -EINVAL when unknown. */
+int trap_vector_from_name_of(TrapArch arch, const char *name, unsigned *ret);
+
+/* The same for the architecture trapstat was built for: what the daemon counts and names. */
+const char *trap_vector_name(unsigned vector, char buf[static 16]);
 const char *trap_vector_description(unsigned vector);
-/* Inverse of trap_vector_name(); -EINVAL when unknown. */
 int trap_vector_from_name(const char *name, unsigned *ret);
 
 int fault_signal_number(unsigned index);          /* 4, 5, 7, 8, 11 */

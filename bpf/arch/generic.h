@@ -12,8 +12,12 @@
 static __always_inline void ts_arch_fault_access(struct ts_counters *c, unsigned long error_code) {
 }
 
-static __always_inline __u32 ts_arch_trap_vector(struct task_struct *task) {
+static __always_inline __u32 ts_arch_trap_vector(struct task_struct *task, int sig, int code, __u64 addr) {
         return TS_N_VECTORS;
+}
+
+static __always_inline __u64 ts_arch_trap_ip(__u32 vector, __u64 ip) {
+        return ip;
 }
 
 /* Where the vDSO is cannot be told here: vDSO code counts as anonymous memory. */

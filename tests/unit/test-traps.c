@@ -16,24 +16,36 @@
 #include "trap-vectors.h"
 #include "traps.h"
 
-/* Every vector 0..31 and "unknown" has a name of its own, and the name leads back to it. */
+/* On every architecture each slot 0..31 and "unknown" has a name of its own, and the name leads
+ * back to it; the build's own architecture is the one trap_vector_name() uses. */
 static void test_vector_names(void **state) {
-        const char *names[TRAP_VECTOR_UNKNOWN + 1];
-        char bufs[TRAP_VECTOR_UNKNOWN + 1][16];
+        static const TrapArch arches[] = { TRAP_ARCH_X86, TRAP_ARCH_ARM64, TRAP_ARCH_OTHER };
 
-        for (unsigned v = 0; v <= TRAP_VECTOR_UNKNOWN; v++) {
-                unsigned back = 999;
+        for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); a++) {
+                const char *names[TRAP_VECTOR_UNKNOWN + 1];
+                char bufs[TRAP_VECTOR_UNKNOWN + 1][16];
 
-                names[v] = trap_vector_name(v, bufs[v]);
-                assert_non_null(names[v]);
-                assert_true(names[v][0] != '\0');
-                for (unsigned w = 0; w < v; w++)
-                        assert_string_not_equal(names[v], names[w]);
-                assert_int_equal(trap_vector_from_name(names[v], &back), 0);
-                assert_int_equal(back, v);
+                for (unsigned v = 0; v <= TRAP_VECTOR_UNKNOWN; v++) {
+                        unsigned back = 999;
+
+                        names[v] = trap_vector_name_of(arches[a], v, bufs[v]);
+                        assert_non_null(names[v]);
+                        assert_true(names[v][0] != '\0');
+                        for (unsigned w = 0; w < v; w++)
+                                assert_string_not_equal(names[v], names[w]);
+                        assert_int_equal(trap_vector_from_name_of(arches[a], names[v], &back), 0);
+                        assert_int_equal(back, v);
+                }
+                assert_string_equal(names[TRAP_VECTOR_UNKNOWN], "unknown");
+                assert_null(trap_vector_description_of(arches[a], TRAP_VECTOR_UNKNOWN));
+                if (arches[a] == TRAP_ARCH_OTHER)
+                        assert_string_equal(names[6], "V6");
         }
-        assert_string_equal(names[TRAP_VECTOR_UNKNOWN], "unknown");
-        assert_null(trap_vector_description(TRAP_VECTOR_UNKNOWN));
+        for (unsigned v = 0; v <= TRAP_VECTOR_UNKNOWN; v++) {
+                char a[16], b[16];
+
+                assert_string_equal(trap_vector_name(v, a), trap_vector_name_of(TRAP_ARCH_NATIVE, v, b));
+        }
 }
 
 /* A vector of the table has an upper-case mnemonic and a description; the others are "V<n>"
@@ -52,20 +64,20 @@ static void test_vector_table(void **state) {
         assert_int_equal(sizeof(table) / sizeof(table[0]), 20);
         for (unsigned v = 0; v < TRAP_VECTORS; v++) {
                 char buf[16], expected[16];
-                const char *name = trap_vector_name(v, buf);
+                const char *name = trap_vector_name_of(TRAP_ARCH_X86, v, buf);
 
                 if (t < sizeof(table) / sizeof(table[0]) && table[t].number == v) {
                         assert_string_equal(name, table[t].name);
                         assert_true(strlen(name) == 2 || strlen(name) == 3);
                         for (const char *p = name; *p; p++)
                                 assert_true(isupper((unsigned char) *p));
-                        assert_non_null(trap_vector_description(v));
-                        assert_string_equal(trap_vector_description(v), table[t].description);
+                        assert_non_null(trap_vector_description_of(TRAP_ARCH_X86, v));
+                        assert_string_equal(trap_vector_description_of(TRAP_ARCH_X86, v), table[t].description);
                         t++;
                 } else {
                         snprintf(expected, sizeof(expected), "V%u", v);
                         assert_string_equal(name, expected);
-                        assert_null(trap_vector_description(v));
+                        assert_null(trap_vector_description_of(TRAP_ARCH_X86, v));
                 }
         }
         /* In ascending order, each number once, all below TRAP_VECTORS. */
@@ -90,9 +102,9 @@ static void test_vector_numbers(void **state) {
         for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
                 char buf[16];
 
-                assert_string_equal(trap_vector_name(known[i].number, buf), known[i].name);
-                assert_string_equal(trap_vector_description(known[i].number), known[i].description);
-                assert_int_equal(trap_vector_from_name(known[i].name, &v), 0);
+                assert_string_equal(trap_vector_name_of(TRAP_ARCH_X86, known[i].number, buf), known[i].name);
+                assert_string_equal(trap_vector_description_of(TRAP_ARCH_X86, known[i].number), known[i].description);
+                assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_X86, known[i].name, &v), 0);
                 assert_int_equal(v, known[i].number);
         }
         assert_int_equal(TRAP_VECTOR_DE, 0);
@@ -101,18 +113,65 @@ static void test_vector_numbers(void **state) {
         assert_int_equal(TRAP_VECTOR_CP, 21);
 }
 
+/* arm64: every class of the table at a slot 0..31 of its own, in ascending order of class, each
+ * class once; the classes the trap workloads raise and the IDL names carry the numbers of the
+ * architecture (ESR_ELx.EC) and the kernel's names for them (arch/arm64/include/asm/esr.h). */
+static void test_arm64_classes(void **state) {
+        static const struct {
+                unsigned slot, class;
+                const char *name, *description;
+        } table[] = {
+#define ENTRY(slot, class, mnemonic, description) { slot, class, #mnemonic, description },
+                TRAP_ARM64_CLASS_TABLE(ENTRY)
+#undef ENTRY
+        };
+        static const struct {
+                unsigned class;
+                const char *name;
+        } known[] = {
+                { 0x00, "UNKNOWN" },  { 0x0E, "ILL" },         { 0x18, "SYS64" },       { 0x20, "IABT_LOW" },
+                { 0x22, "PC_ALIGN" }, { 0x24, "DABT_LOW" },    { 0x26, "SP_ALIGN" },    { 0x2C, "FP_EXC64" },
+                { 0x30, "BREAKPT_LOW" }, { 0x32, "SOFTSTP_LOW" }, { 0x34, "WATCHPT_LOW" }, { 0x3C, "BRK64" },
+        };
+        char buf[16];
+
+        assert_int_equal(sizeof(table) / sizeof(table[0]), TRAP_VECTORS);
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+                assert_int_equal(table[i].slot, i);
+                assert_true(table[i].class < 64);
+                if (i > 0)
+                        assert_true(table[i].class > table[i - 1].class);
+                assert_string_equal(trap_vector_name_of(TRAP_ARCH_ARM64, table[i].slot, buf), table[i].name);
+                assert_string_equal(trap_vector_description_of(TRAP_ARCH_ARM64, table[i].slot), table[i].description);
+        }
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+                size_t j = 0;
+
+                while (j < sizeof(table) / sizeof(table[0]) && table[j].class != known[i].class)
+                        j++;
+                assert_true(j < sizeof(table) / sizeof(table[0]));
+                assert_string_equal(table[j].name, known[i].name);
+        }
+        assert_int_equal(TRAP_ARM64_BRK64, 31);
+        assert_int_equal(TRAP_ARM64_UNKNOWN, 0);
+}
+
 static void test_vector_from_name_unknown(void **state) {
         static const char *const bad[] = { "", "ud", "#UD", "UD ", "V6" /* that is UD */, "V32", "V33",
                                            "V", "unknown2", "SIGILL" };
         unsigned v = 12345;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                assert_int_equal(trap_vector_from_name(bad[i], &v), -EINVAL);
+                assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_X86, bad[i], &v), -EINVAL);
                 assert_int_equal(v, 12345);
         }
-        assert_int_equal(trap_vector_from_name("V9", &v), 0);
+        assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_X86, "V9", &v), 0);
         assert_int_equal(v, 9);
-        assert_int_equal(trap_vector_from_name("unknown", &v), 0);
+        assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_ARM64, "UD", &v), -EINVAL);
+        assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_X86, "BRK64", &v), -EINVAL);
+        assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_ARM64, "BRK64", &v), 0);
+        assert_int_equal(v, TRAP_ARM64_BRK64);
+        assert_int_equal(trap_vector_from_name_of(TRAP_ARCH_X86, "unknown", &v), 0);
         assert_int_equal(v, TRAP_VECTOR_UNKNOWN);
 }
 
@@ -443,6 +502,7 @@ int main(void) {
                 cmocka_unit_test(test_vector_names),
                 cmocka_unit_test(test_vector_table),
                 cmocka_unit_test(test_vector_numbers),
+                cmocka_unit_test(test_arm64_classes),
                 cmocka_unit_test(test_vector_from_name_unknown),
                 cmocka_unit_test(test_fault_signals),
                 cmocka_unit_test(test_si_codes),
