@@ -1091,7 +1091,13 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
                 __sync_fetch_and_add(&t->vector_unknown, 1);
 
         code_index = code == TS_SI_KERNEL ? 0 : code < TS_SI_CODE_OTHER ? code : TS_SI_CODE_OTHER;
-        if (index < TS_N_SIGNALS && code_index >= 0 && code_index < TS_N_SI_CODES)
+        /* Bounded by a mask the compiler cannot drop as redundant, not only by the comparisons:
+         * 6.1's verifier loses a comparison's bound on the copy the compiler indexes with ("R8
+         * unbounded memory access"). */
+        _Static_assert((TS_N_SI_CODES & (TS_N_SI_CODES - 1)) == 0, "a mask bounds the si_code slot");
+        barrier_var(code_index);
+        code_index &= TS_N_SI_CODES - 1;
+        if (index < TS_N_SIGNALS)
                 __sync_fetch_and_add(&t->signal[index][code_index], 1);
 
         /* SI_KERNEL signals (int3, #GP) carry no address; the others their si_addr. */
@@ -1126,6 +1132,26 @@ static long add_thread(__u32 index, void *ctx) {
         return 0;
 }
 
+/* One sum over the thread list; whether no writer ran meanwhile. */
+static __always_inline bool fault_sum_try(struct task_struct *task, struct signal_struct *sig, struct fault_sum *s) {
+        /* Through bpf_probe_read_kernel(): a call, so not merged with the read after the sum. */
+        unsigned int seq = BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence);
+
+        s->min_flt = sig->min_flt;
+        s->maj_flt = sig->maj_flt;
+        /* Most processes have one thread: then it is task itself (a leader that exited early
+         * stays in the list until the process is reaped). */
+        if (sig->nr_threads == 1) {
+                s->min_flt += task->min_flt;
+                s->maj_flt += task->maj_flt;
+        } else {
+                s->head = (void *) BPF_CORE_READ(task, signal) + bpf_core_field_offset(struct signal_struct, thread_head);
+                s->pos = s->head;
+                bpf_loop(TS_MAX_THREADS, add_thread, s, 0);
+        }
+        return !(seq & 1) && seq == BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence);
+}
+
 static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __u64 *ret_maj) {
         /* task is a trusted pointer (iterator, tracepoint): fields are read directly, which
          * costs a load where bpf_probe_read_kernel() costs a call. */
@@ -1138,27 +1164,11 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
                 return;
         }
         if (bpf_core_field_exists(sig->thread_head) && bpf_core_field_exists(task->thread_node)) {
-                for (int attempt = 0; attempt < 4; attempt++) {
-                        /* Through bpf_probe_read_kernel(): a call, so not merged with the
-                         * read after the sum. */
-                        unsigned int seq = BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence);
-
-                        s.min_flt = sig->min_flt;
-                        s.maj_flt = sig->maj_flt;
-                        /* Most processes have one thread: then it is task itself (a leader that
-                         * exited early stays in the list until the process is reaped). */
-                        if (sig->nr_threads == 1) {
-                                s.min_flt += task->min_flt;
-                                s.maj_flt += task->maj_flt;
-                        } else {
-                                s.head = (void *) BPF_CORE_READ(task, signal) +
-                                         bpf_core_field_offset(struct signal_struct, thread_head);
-                                s.pos = s.head;
-                                bpf_loop(TS_MAX_THREADS, add_thread, &s, 0);
-                        }
-                        if (!(seq & 1) && seq == BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence))
-                                break;
-                }
+                /* Up to four tries, written out, not a loop: 6.1's verifier checks the control
+                 * flow before it drops this branch as dead there, and takes the edge back to a
+                 * loop's head after a call for an unbounded loop ("back-edge from insn"). */
+                (void) (fault_sum_try(task, sig, &s) || fault_sum_try(task, sig, &s) || fault_sum_try(task, sig, &s) ||
+                        fault_sum_try(task, sig, &s));
                 *ret_min = s.min_flt;
                 *ret_maj = s.maj_flt;
                 return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building and testing trapstat needs.
 # With --bench, also the tracers bench/overhead.py compares trapstatd with (bpftrace, perf); with
-# --distro, what scripts/distro.sh makes a current Debian's root filesystem with (mmdebstrap).
+# --distro, what scripts/distro.sh makes a current Debian's root filesystem with (mmdebstrap); with
+# --arm64, what scripts/arm64.sh extracts, cross-builds and boots an arm64 Debian with.
 # Idempotent: prints nothing and touches nothing when all packages are present.
 set -euo pipefail
 
@@ -30,8 +31,9 @@ packages=(
 case ${1:-} in
   --bench) packages+=(bpftrace linux-perf) ;;
   --distro) packages=(mmdebstrap) ;;
+  --arm64) packages=(mmdebstrap qemu-system-arm gcc-aarch64-linux-gnu cpio kmod xz-utils zstd clang bpftool meson) ;;
   "") ;;
-  *) echo "usage: install-deps.sh [--bench|--distro]" >&2; exit 2 ;;
+  *) echo "usage: install-deps.sh [--bench|--distro|--arm64]" >&2; exit 2 ;;
 esac
 
 # Where the distribution has them (Debian forky, not 12): systemd-report, io.systemd.Metrics'
