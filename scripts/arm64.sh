@@ -190,7 +190,8 @@ boot() {
   mkdir -p "$vm"
   rm -f "$vm/status"
   : >"$vm/console.log"
-  { echo "set -u; cd $src"; echo "$1"; } >"$vm/run.sh"
+  # fuse: tests/helpers/slow-file (the modules of the kernel package are in the root filesystem).
+  { echo "set -u; cd $src; modprobe -q fuse"; echo "$1"; } >"$vm/run.sh"
   log "boot: $1"
   # Killing this script must end qemu too.
   trap '[[ -n ${qpid:-} ]] && kill "$qpid" 2>/dev/null' EXIT INT TERM

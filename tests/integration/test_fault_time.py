@@ -91,9 +91,11 @@ class FaultTime(SharedDaemonTest):
         slow = sum(ft["histogram"][bucket_of(hold_ns):])
         self.assertGreaterEqual(slow, n)
         self.assertLessEqual(slow, n + 2)
-        # userfaultfd faults are minor ones; the kernel's time of each is inside the access the
-        # workload timed around it.
-        self.assertGreaterEqual(ft["minorNs"], n * hold_ns)
+        # The kernel's time of each is inside the access the workload timed around it. A held
+        # userfaultfd fault is minor or major by the kernel's accounting: it is retried once the
+        # page is filled, and kernels before the per-VMA lock handled it (6.1: Debian 12) count a
+        # retried fault as major.
+        self.assertGreaterEqual(ft["minorNs"] + ft["majorNs"], n * hold_ns, f"fault time {ft}, faults {faults}")
         self.assertGreaterEqual(ft["maxNs"], hold_ns)
         self.assertGreaterEqual(helper["minNs"], hold_ns)
         if slow == n:  # the longest fault is a held one, inside the longest access
