@@ -11,8 +11,9 @@
 # test names prefixed "arm64-". Then qemu-system-aarch64 (TCG) boots that kernel with a small
 # initramfs (static busybox and the virtio / 9p modules of the kernel package), which mounts
 # the extracted tree read-only as the root and this tree read-write at the same path, and runs
-# the unit and bpf suites (or COMMAND) inside. The test log, build-arm64/build/meson-logs/
-# testlog.json, is counted by .ci/run with the others.
+# the unit and bpf suites and the stress suite's storm (or COMMAND) inside, with timeouts three
+# times as long. The test logs, build-arm64/build/meson-logs/{testlog,storm}.json, are counted by
+# .ci/run with the others.
 #
 # When Debian's archive cannot be reached, the leg cannot run: its test log then holds one test,
 # "arm64-leg", skipped with the reason, never passed. Any other failure fails the leg.
@@ -266,7 +267,7 @@ EOF
 
 cmd=${1:-test}
 shift $(($# > 0 ? 1 : 0))
-[[ $cmd == test ]] && rm -f "$log" # never count a previous run
+[[ $cmd == test ]] && rm -f "$log" "$build/meson-logs/storm.json" # never count a previous run
 ./scripts/install-deps.sh --arm64 || failed "installing the host's packages (qemu, the cross compiler)"
 if [[ ! -e $kdir/.arm64-kernel || ! -e $root/.arm64-$(printf '%s\n' "$suite" "$(kver)" "${packages[@]}" | sha256sum | cut -c1-16) ]]; then
   why=$(reachable) || skipped "$mirror_host is not reachable ($why): no arm64 $suite to test on"
@@ -285,6 +286,11 @@ case $cmd in
     log "$(. "$root/etc/os-release"; echo "$PRETTY_NAME"), kernel $(kver), libbpf" \
       "$(PKG_CONFIG_SYSROOT_DIR=$src/$root PKG_CONFIG_LIBDIR=$src/$root/usr/lib/aarch64-linux-gnu/pkgconfig pkg-config --modversion libbpf)," \
       "gcc $(aarch64-linux-gnu-gcc -dumpfullversion) (cross), clang $(clang -dumpversion) (BPF)"
-    boot "meson test -C $build --no-rebuild --print-errorlogs ${suites[*]}" ;;
+    # And the storm of short-lived processes (the stress suite's, 2000 processes here): its own
+    # log, which .ci/run counts too.
+    boot "meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 ${suites[*]}; s=\$?
+STORM_CHILDREN=2000 meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 --logbase storm \
+  arm64-stress --test-args Storm || s=1
+exit \$s" ;;
   *) failed "unknown command $cmd (test, build, run)" ;;
 esac

@@ -38,10 +38,24 @@ def require_root_and_bpf():
 
 
 def require_x86_64():
-    """The trap workloads (tests/helpers/raise-traps.c, storm.c) raise x86 exceptions: elsewhere
-    they exit 77 themselves, and the tests that need them are skipped."""
+    """Workloads that raise x86 exceptions only (site-traps, offset-traps): elsewhere they exit 77
+    themselves, and the tests that need them are skipped."""
     if platform.machine() != "x86_64":
-        skip(f"the trap workloads are x86-64 only, this machine is {platform.machine()}")
+        skip(f"the workload is x86-64 only, this machine is {platform.machine()}")
+
+
+# The names (common/trap-vectors.h) of the undefined instruction and the breakpoint that the
+# trap workloads raise (raise-traps --only, storm), by architecture: x86's ud2 and int3, arm64's
+# udf and brk.
+TRAP_NAMES = {"x86_64": ("UD", "BP"), "aarch64": ("UNKNOWN", "BRK64")}
+UD, BP = TRAP_NAMES.get(platform.machine(), ("UD", "BP"))
+
+
+def require_trap_workloads():
+    """raise-traps and storm raise x86-64's and arm64's exceptions: elsewhere they exit 77
+    themselves, and the tests that need them are skipped."""
+    if platform.machine() not in TRAP_NAMES:
+        skip(f"the trap workloads are for x86-64 and arm64, this machine is {platform.machine()}")
 
 
 def binary(name):

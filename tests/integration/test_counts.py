@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""Exact counts of real kernel events, per process: every user-space trap vector x86-64 can raise,
-from two threads; major faults against the kernel's own accounting; kernel-mode faults; a
+"""Exact counts of real kernel events, per process: every user-space trap vector x86-64 can raise
+and every exception class arm64 can (as the machine is), from two threads; major faults against the kernel's own accounting; kernel-mode faults; a
 process that lives less than a tick; two processes that had the same pid."""
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -11,29 +12,44 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
-                    remove_user, require_root_and_bpf, require_x86_64, run_workload, run_workload_rusage,
+from daemon import (BP, UD, Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
+                    remove_user, require_root_and_bpf, require_trap_workloads, run_workload, run_workload_rusage,
                     ticks_after, trapstat, trapstat_json, user_name, wait_for)
 
 USER = user_name("trapstat-counts-test")
 
 N = 1000
-VECTORS = ["DE", "DB", "BP", "UD", "GP", "PF", "MF", "AC", "XM"]
-# The signal and si_code the kernel raises for each vector (measured; see tests/helpers/raise-traps.c).
-SIGNAL_CODES = {
-    "DE": "SIGFPE/FPE_INTDIV", "DB": "SIGTRAP/TRAP_TRACE", "BP": "SIGTRAP/SI_KERNEL", "UD": "SIGILL/ILL_ILLOPN",
-    "GP": "SIGSEGV/SI_KERNEL", "PF": "SIGSEGV/SEGV_ACCERR", "MF": "SIGFPE/FPE_FLTDIV", "AC": "SIGBUS/BUS_ADRALN",
-    "XM": "SIGFPE/FPE_FLTDIV",
-}
+# The signal and si_code the kernel raises for each trap raise-traps raises (measured; see
+# tests/helpers/raise-traps.c), by architecture; and three of them for a short workload.
+if platform.machine() == "aarch64":
+    SIGNAL_CODES = {
+        "UNKNOWN": "SIGILL/ILL_ILLOPC", "IABT_LOW": "SIGSEGV/SEGV_ACCERR", "PC_ALIGN": "SIGBUS/BUS_ADRALN",
+        "DABT_LOW": "SIGSEGV/SEGV_ACCERR", "SP_ALIGN": "SIGBUS/BUS_ADRALN", "BRK64": "SIGTRAP/TRAP_BRKPT",
+    }
+    # Raised where the CPU checks the stack pointer's alignment, which qemu's TCG does not:
+    # raise-traps leaves it out there (and says so).
+    OPTIONAL = {"SP_ALIGN"}
+    THREE = ["UNKNOWN", "DABT_LOW", "PC_ALIGN"]
+    # The functions of raise-traps whose udf and brk trap.
+    TRAP_FUNCTIONS = ("raise_unknown", "raise_brk64")
+else:
+    SIGNAL_CODES = {
+        "DE": "SIGFPE/FPE_INTDIV", "DB": "SIGTRAP/TRAP_TRACE", "BP": "SIGTRAP/SI_KERNEL", "UD": "SIGILL/ILL_ILLOPN",
+        "GP": "SIGSEGV/SI_KERNEL", "PF": "SIGSEGV/SEGV_ACCERR", "MF": "SIGFPE/FPE_FLTDIV", "AC": "SIGBUS/BUS_ADRALN",
+        "XM": "SIGFPE/FPE_FLTDIV",
+    }
+    OPTIONAL = set()
+    THREE = ["UD", "GP", "DE"]
+    TRAP_FUNCTIONS = ("raise_ud", "raise_bp")
 
 
 def run(name, *args):
     return run_workload(name, *args, timeout=120)
 
 
-def expected_signals():
+def expected_signals(vectors):
     codes, signals = {}, {}
-    for v in VECTORS:
+    for v in vectors:
         code = SIGNAL_CODES[v]
         codes[code] = codes.get(code, 0) + N
         sig = code.split("/")[0]
@@ -59,11 +75,14 @@ def same_pid_twice(test, first_pages, second_pages):
 class Counts(SharedDaemonTest):
     def check_traps(self, threads):
         helper = run("RAISE_TRAPS", N, *(["--threads"] if threads else []))
-        self.assertEqual(helper["traps"], {v: N for v in VECTORS})  # the helper's own count
+        vectors = set(helper["traps"])
+        self.assertLessEqual(set(SIGNAL_CODES) - OPTIONAL, vectors)
+        self.assertLessEqual(vectors, set(SIGNAL_CODES))
+        self.assertEqual(helper["traps"], {v: N for v in vectors})  # the helper's own count
         h = exited_history(self.daemon, helper["pid"])
         total = h["total"]
-        signals, codes = expected_signals()
-        self.assertEqual(total["traps"], {v: N for v in VECTORS})
+        signals, codes = expected_signals(vectors)
+        self.assertEqual(total["traps"], {v: N for v in vectors})
         self.assertEqual(total["signals"], signals)
         self.assertEqual(total["signalCodes"], codes)
         self.assertEqual(h["process"]["comm"], "raise-traps")
@@ -90,14 +109,14 @@ class Counts(SharedDaemonTest):
                 for name, count in r["counters"][key].items():
                     total[name] = total.get(name, 0) + count
             self.assertEqual(traps[key], total, key)
-        for v in VECTORS:
+        for v in helper["traps"]:
             self.assertGreaterEqual(traps["traps"][v], N)
 
     def test_kill_is_not_a_trap(self):
         # A SIGSEGV sent with kill(2) has si_code SI_USER: a signal, but no CPU exception.
         p = subprocess.Popen(["sleep", "60"])
         try:
-            trapped = run("RAISE_TRAPS", 10, "--only", "UD")  # something to wait for
+            trapped = run("RAISE_TRAPS", 10, "--only", UD)  # something to wait for
             p.send_signal(11)
             p.wait(timeout=10)
             exited_history(self.daemon, trapped["pid"])
@@ -230,7 +249,7 @@ class MapCleanup(unittest.TestCase):
         with Daemon(extra_args=["--slots", "1"]) as d:
             pids = []
             for _ in range(3):
-                pids.append(run("RAISE_TRAPS", 5, "--only", "UD")["pid"])
+                pids.append(run("RAISE_TRAPS", 5, "--only", UD)["pid"])
                 pids.append(run("FAULT_PAGES", 300)["pid"])
             for pid in pids:
                 exited_history(d, pid)
@@ -255,13 +274,13 @@ class ShortLives(unittest.TestCase):
         # A 2 s tick: the helpers start, count and exit between two drains.
         with Daemon(tick="2s") as d:
             pages = run("FAULT_PAGES", 5000)
-            traps = run("RAISE_TRAPS", 100, "--only", "UD,GP,DE")
+            traps = run("RAISE_TRAPS", 100, "--only", ",".join(THREE))
             h = exited_history(d, pages["pid"])
             delta = pages["minfltAfter"] - pages["minfltBefore"]
             self.assertLessEqual(abs(h["total"]["faults"]["user"] - delta), delta * 0.01)
             self.assertGreaterEqual(h["total"]["faults"]["minor"], pages["minfltAfter"])
             h = exited_history(d, traps["pid"])
-            self.assertEqual(h["total"]["traps"], {"UD": 100, "GP": 100, "DE": 100})
+            self.assertEqual(h["total"]["traps"], {v: 100 for v in THREE})
             # Nothing lost. A failed VMA lookup loses no count (its site keeps the address), and
             # comes with another daemon's BPF programs on the machine: not this test's business.
             st = trapstat_json(d.socket, "status")
@@ -287,6 +306,8 @@ class Sources(unittest.TestCase):
             self.assertEqual((faults["read"], faults["write"], faults["exec"]), (0, 0, 0))
 
     def test_fallback_is_not_loaded_when_not_needed(self):
+        if platform.machine() != "x86_64":
+            self.skipTest("the exception events are x86's: elsewhere the perf software events are always needed")
         with Daemon() as d:
             sources = {s["name"]: s for s in trapstat_json(d.socket, "status")["sources"]}
             self.assertFalse(sources["perf_page_faults_user"]["active"])
@@ -299,7 +320,7 @@ class Sources(unittest.TestCase):
     def test_what_does_not_fit_is_counted_as_dropped(self):
         # One slot and room for one process in each hash: concurrent processes cannot all fit.
         with Daemon(tick="2s", extra_args=["--slots", "1", "--max-processes", "1"]) as d:
-            procs = [subprocess.Popen([binary("RAISE_TRAPS"), "200", "--only", "UD"], stdout=subprocess.DEVNULL)
+            procs = [subprocess.Popen([binary("RAISE_TRAPS"), "200", "--only", UD], stdout=subprocess.DEVNULL)
                      for _ in range(4)]
             procs += [subprocess.Popen([binary("FAULT_PAGES"), "2000"], stdout=subprocess.DEVNULL) for _ in range(4)]
             for p in procs:
@@ -333,10 +354,10 @@ class Sources(unittest.TestCase):
         with Daemon(tick="2s", extra_args=["--max-sites", "1", "--max-sites-per-user", "2", "--fault-sample", "0"]) as d:
             exe = copy_for_users(d.dir, "RAISE_TRAPS")["RAISE_TRAPS"]
             out = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", exe, "200",
-                                  "--only", "UD,BP"], capture_output=True, text=True, timeout=60, check=True)
+                                  "--only", f"{UD},{BP}"], capture_output=True, text=True, timeout=60, check=True)
             pid = json.loads(out.stdout)["pid"]
             h = exited_history(d, pid)
-            self.assertEqual(h["total"]["traps"], {"UD": 200, "BP": 200})
+            self.assertEqual(h["total"]["traps"], {UD: 200, BP: 200})
             users = [u for u in trapstat_json(d.socket, "status")["dropsByUser"] if u["uid"] == uid]
             drops = {k["kind"]: k["count"] for k in users[0]["dropsByKind"]} if users else {}
             # The symbol comes from the symbol worker, a tick or so after the site (an [unknown]
@@ -352,7 +373,7 @@ class Sources(unittest.TestCase):
             if drops.get("site_lookup_failed", 0) == 0:
                 self.assertEqual(drops, {"site_map_full": 200})
                 self.assertEqual([(s["kind"], s["count"]) for s in sites], [("trap", 200)])
-                self.assertIn(sites[0]["symbol"], ("raise_ud", "raise_bp"))
+                self.assertIn(sites[0]["symbol"], TRAP_FUNCTIONS)
 
     def test_proc_stat_replaces_the_task_iterator(self):
         # As on a kernel where the task iterator cannot attach: minor/major from /proc/PID/stat.
@@ -369,5 +390,5 @@ class Sources(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
-    require_x86_64()  # the trap workloads
+    require_trap_workloads()
     unittest.main(verbosity=2)
