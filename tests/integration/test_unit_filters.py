@@ -20,8 +20,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (user_name, Daemon, binary, create_user, exited_history, history, make_cgroup, remove_cgroup, remove_user,  # noqa: E402
-                    require_root_and_bpf, require_x86_64, wait_for)
+from daemon import (T, user_name, Daemon, binary, create_user, exited_history, history, make_cgroup, remove_cgroup, remove_user,  # noqa: E402
+                    require_root_and_bpf, require_trap_workloads, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-unit-test")
@@ -54,16 +54,16 @@ class UnitFilters(unittest.TestCase):
             os.chmod(cls.daemon.dir, 0o755)
             cls.trapstat_copy = shutil.copy2(binary("TRAPSTAT"), os.path.join(cls.daemon.dir, "trapstat"))
             os.chmod(cls.trapstat_copy, 0o755)
-            cls.ud = cls.workload("a", "ut-ud", 300, "UD")
-            cls.bp = cls.workload("a", "ut-bp", 200, "BP")
-            cls.gp = cls.workload("b", "ut-gp", 100, "GP")
-            cls.de = cls.workload("b", "ut-de", 50, "DE", user=True)
+            cls.ud = cls.workload("a", "ut-ud", 300, T["UD"])
+            cls.bp = cls.workload("a", "ut-bp", 200, T["BP"])
+            cls.gp = cls.workload("b", "ut-gp", 100, T["GP"])
+            cls.de = cls.workload("b", "ut-de", 50, T["DE"], user=True)
             for w in (cls.ud, cls.gp, cls.de):
                 cls.release(w)
             for w in (cls.ud, cls.gp, cls.de):
                 exited_history(cls.daemon, w["pid"])
             # The running one's traps are stored too.
-            wait_for(lambda: (history(cls.daemon, cls.bp["pid"]) or {}).get("total", {}).get("traps") == {"BP": 200},
+            wait_for(lambda: (history(cls.daemon, cls.bp["pid"]) or {}).get("total", {}).get("traps") == {T["BP"]: 200},
                      what="the 200 #BP of the running workload in its history")
         except BaseException:
             cls.tearDownClass()
@@ -183,15 +183,15 @@ class UnitFilters(unittest.TestCase):
     def test_unit_history(self):
         h = self.unit_history(UNITS["a"])
         self.assertEqual(h["units"], [UNITS["a"]])
-        self.assertEqual(h["total"]["traps"], {"UD": 300, "BP": 200})
+        self.assertEqual(h["total"]["traps"], {T["UD"]: 300, T["BP"]: 200})
         self.assertEqual(h["total"]["signals"], {"SIGILL": 300, "SIGTRAP": 200})
         self.assertEqual((h["processes"], h["running"]), (2, 1))
         h = self.unit_history(UNITS["b"])
-        self.assertEqual(h["total"]["traps"], {"GP": 100, "DE": 50})
+        self.assertEqual(h["total"]["traps"], {T["GP"]: 100, T["DE"]: 50})
         self.assertEqual((h["processes"], h["running"]), (2, 0))
         h = self.unit_history(AB)
         self.assertEqual(h["units"], [UNITS["a"], UNITS["b"]])
-        self.assertEqual(h["total"]["traps"], {"UD": 300, "BP": 200, "GP": 100, "DE": 50})
+        self.assertEqual(h["total"]["traps"], {T["UD"]: 300, T["BP"]: 200, T["GP"]: 100, T["DE"]: 50})
         self.assertEqual((h["processes"], h["running"]), (4, 1))
         # A range before all of them: the units are known, with nothing in it.
         reply = self.call("io.trapstat.UnitHistory", {"unit": AB, "untilUsec": 1000000})
@@ -205,10 +205,10 @@ class UnitFilters(unittest.TestCase):
         # Only their own process of unit B; NoSuchUnit for A, which has only root's.
         h = json.loads(self.as_user("--json", "history", "--unit", UNITS["b"]).stdout)
         self.assertEqual(h["units"], [UNITS["b"]])
-        self.assertEqual(h["total"]["traps"], {"DE": 50})
+        self.assertEqual(h["total"]["traps"], {T["DE"]: 50})
         self.assertEqual((h["processes"], h["running"]), (1, 0))
         h = json.loads(self.as_user("call", "io.trapstat.UnitHistory", json.dumps({"unit": AB})).stdout)
-        self.assertEqual((h["units"], h["total"]["traps"]), ([UNITS["b"]], {"DE": 50}))
+        self.assertEqual((h["units"], h["total"]["traps"]), ([UNITS["b"]], {T["DE"]: 50}))
         p = self.as_user("history", "--unit", UNITS["a"], check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn(f"no process of a unit matching '{UNITS['a']}'", p.stderr)
@@ -254,7 +254,7 @@ class UnitFilters(unittest.TestCase):
         self.assertEqual(total_traps(out), "650", out)
 
         h = json.loads(self.daemon_cli("--json", "history", "--unit", UNITS["a"]))
-        self.assertEqual((h["total"]["traps"], h["processes"], h["running"]), ({"UD": 300, "BP": 200}, 2, 1))
+        self.assertEqual((h["total"]["traps"], h["processes"], h["running"]), ({T["UD"]: 300, T["BP"]: 200}, 2, 1))
         rows = list(csv.DictReader(io.StringIO(self.daemon_cli("history", "--unit", UNITS["a"], "--csv"))))
         self.assertNotIn("pid", rows[0])
         self.assertEqual(sum(int(r["traps"]) for r in rows), 500)
@@ -284,13 +284,13 @@ class UnitFilters(unittest.TestCase):
                 with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
                     f.write("0")
 
-            out = subprocess.run([path, "20", "--only", "UD"], preexec_fn=join, capture_output=True, text=True,
+            out = subprocess.run([path, "20", "--only", T["UD"]], preexec_fn=join, capture_output=True, text=True,
                                  check=True, timeout=30)
         finally:
             remove_cgroup(cgroup)
         pid = json.loads(out.stdout)["pid"]
         h = exited_history(self.daemon, pid)
-        self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-short", unit, {"UD": 20}))
+        self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-short", unit, {T["UD"]: 20}))
 
     def test_unit_of_a_cgroup_deeper_than_bpf_walks_from_its_id(self):
         # The same, but in a cgroup 16 levels below the unit's, past what BPF walks up from it at
@@ -312,13 +312,13 @@ class UnitFilters(unittest.TestCase):
                 with open(os.path.join(cgroups[-1], "cgroup.procs"), "w") as f:
                     f.write("0")
 
-            out = subprocess.run([path, "20", "--only", "UD"], preexec_fn=join, capture_output=True, text=True,
+            out = subprocess.run([path, "20", "--only", T["UD"]], preexec_fn=join, capture_output=True, text=True,
                                  check=True, timeout=30)
             h = exited_history(self.daemon, json.loads(out.stdout)["pid"])
         finally:
             for cgroup in reversed(cgroups):
                 remove_cgroup(cgroup)
-        self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-deep", unit, {"UD": 20}))
+        self.assertEqual((h["process"]["comm"], h["process"]["unit"], h["total"]["traps"]), ("ut-deep", unit, {T["UD"]: 20}))
 
     def test_watch(self):
         """A Watch of unit C streams only its rows, and lists a workload of it in exited in the
@@ -337,8 +337,8 @@ class UnitFilters(unittest.TestCase):
             c.send("io.trapstat.Watch", {"unit": UNITS["c"], "sortBy": "traps", "limit": 10000}, more=True)
             reader = threading.Thread(target=read, args=(c,), daemon=True)
             reader.start()
-            inside = self.workload("c", "ut-ud", 10, "UD")
-            outside = self.workload("d", "ut-gp", 10, "GP")
+            inside = self.workload("c", "ut-ud", 10, T["UD"])
+            outside = self.workload("d", "ut-gp", 10, T["GP"])
             self.release(inside)
             self.release(outside)
 
@@ -361,7 +361,7 @@ class UnitFilters(unittest.TestCase):
             for row in r["rows"]:
                 self.assertEqual(row["process"]["unit"], UNITS["c"], row)
                 if row["process"]["pid"] == inside["pid"]:
-                    ud += row["counters"]["traps"].get("UD", 0)
+                    ud += row["counters"]["traps"].get(T["UD"], 0)
             # Listed once, in the tick it exited, and nobody else: not D's workload.
             self.assertEqual(r["exited"], [{"pid": inside["pid"], "startTime": inside["startTime"]}] if i == n - 1 else [])
         # Its traps came in the ticks before: exactly 10 in all.
@@ -370,5 +370,5 @@ class UnitFilters(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
-    require_x86_64()  # the trap workloads
+    require_trap_workloads()
     unittest.main(verbosity=2)

@@ -17,8 +17,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, fault_time_bucket,  # noqa: E402
-                    remove_cgroup, remove_user, require_root_and_bpf, require_x86_64, run_workload_in_cgroup,
+from daemon import (T, user_name, Daemon, binary, cgroup2_root, create_user, fault_time_bucket,  # noqa: E402
+                    remove_cgroup, remove_user, require_root_and_bpf, require_trap_workloads, run_workload_in_cgroup,
                     settled_unit_row, skip, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
@@ -69,8 +69,8 @@ class UnitTotals(unittest.TestCase):
             os.chmod(cls.daemon.dir, 0o755)
             cls.trapstat_copy = shutil.copy2(binary("TRAPSTAT"), os.path.join(cls.daemon.dir, "trapstat"))
             os.chmod(cls.trapstat_copy, 0o755)
-            cls.ud = cls.workload("a", "tt-ud", ["300", "--only", "UD"])
-            cls.bp = cls.workload("a", "tt-bp", ["200", "--only", "BP"])
+            cls.ud = cls.workload("a", "tt-ud", ["300", "--only", T["UD"]])
+            cls.bp = cls.workload("a", "tt-bp", ["200", "--only", T["BP"]])
         except BaseException:
             cls.tearDownClass()
             raise
@@ -159,7 +159,7 @@ class UnitTotals(unittest.TestCase):
                 if u["counters"]["traps"]}, procs
 
     def test_totals(self):
-        a = wait_for(lambda: (lambda r: r if r and r["counters"]["traps"] == {"UD": 300, "BP": 200} else None)(
+        a = wait_for(lambda: (lambda r: r if r and r["counters"]["traps"] == {T["UD"]: 300, T["BP"]: 200} else None)(
             row(self.totals(limit=100000), UNITS["a"])),
             what=lambda: f"unit A's 300 #UD and 200 #BP in UnitTotals; its row: {row(self.totals(limit=100000), UNITS['a'])}"
                          f", the units with traps: {self.units_with_traps()}")
@@ -172,7 +172,7 @@ class UnitTotals(unittest.TestCase):
         ticks_after(self.daemon.socket, 3)  # the exits are drained
         after = self.totals(limit=100000)
         a2 = row(after, UNITS["a"])
-        self.assertEqual(a2["counters"]["traps"], {"UD": 300, "BP": 200})
+        self.assertEqual(a2["counters"]["traps"], {T["UD"]: 300, T["BP"]: 200})
         self.assertEqual(a2["processes"], 2)
         self.assertTrue(counters_le(row(before, UNITS["a"])["counters"], a2["counters"]))
         for r in before["units"]:
@@ -189,20 +189,20 @@ class UnitTotals(unittest.TestCase):
 
     def test_unprivileged(self):
         # The user's workload traps only now, so the test does not depend on test_totals' order.
-        w = self.workload("b", "tt-ub", ["25", "--only", "UD,BP"], user=True)
+        w = self.workload("b", "tt-ub", ["25", "--only", f"{T['UD']},{T['BP']}"], user=True)
         self.release(w)
 
         def own():
             r = json.loads(self.as_user("call", "io.trapstat.UnitTotals", "{}"))
             b = row(r, UNITS["b"])
-            return r if b and b["counters"]["traps"] == {"UD": 25, "BP": 25} else None
+            return r if b and b["counters"]["traps"] == {T["UD"]: 25, T["BP"]: 25} else None
 
         r = wait_for(own, what="the user's 25 #UD and 25 #BP in unit B")
         # Only their own: not root's unit A.
         self.assertIsNone(row(r, UNITS["a"]))
         self.assertEqual(row(r, UNITS["b"])["processes"], 1)
         # Root sees B too, with the same counts.
-        self.assertEqual(row(self.totals(), UNITS["b"])["counters"]["traps"], {"UD": 25, "BP": 25})
+        self.assertEqual(row(self.totals(), UNITS["b"])["counters"]["traps"], {T["UD"]: 25, T["BP"]: 25})
 
     def test_limit(self):
         full = wait_for(lambda: (lambda r: r if len(r["units"]) >= 2 else None)(self.totals(limit=100000)),
@@ -242,15 +242,15 @@ class UnitTotals(unittest.TestCase):
     def test_metrics_list(self):
         def traps():
             ms = self.metrics()
-            return ms if (self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="UD") == 300
-                          and self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="BP") == 200) else None
+            return ms if (self.value(ms, "io.trapstat.Traps", UNITS["a"], vector=T["UD"]) == 300
+                          and self.value(ms, "io.trapstat.Traps", UNITS["a"], vector=T["BP"]) == 200) else None
 
         ms = wait_for(traps, what=lambda: f"unit A's traps as io.trapstat.Traps; its row in UnitTotals: "
                                           f"{row(self.totals(limit=100000), UNITS['a'])}, the units with traps: "
                                           f"{self.units_with_traps()}")
         self.assertLessEqual(len(ms), MAX_METRICS)
         self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS["a"]), 2)
-        self.assertIsNone(self.value(ms, "io.trapstat.Traps", UNITS["a"], vector="GP"))
+        self.assertIsNone(self.value(ms, "io.trapstat.Traps", UNITS["a"], vector=T["GP"]))
         for m in ms:
             self.assertTrue(m["name"].startswith("io.trapstat."), m)
             self.assertIsInstance(m["value"], int)
@@ -286,7 +286,7 @@ class UnitTotals(unittest.TestCase):
                 os.rmdir(self.cgroups[name])
             os.mkdir(self.cgroups[name])
         with Daemon(extra_args=["--max-unit-totals", "1"]) as d:
-            for name, vector in (("x", "UD"), ("y", "BP")):
+            for name, vector in (("x", T["UD"]), ("y", T["BP"])):
                 w = self.workload(name, f"tt-max-{name}", ["40", "--only", vector], seen_first=False)
                 # This daemon too must have seen it in its unit before it exits.
                 with Connection(d.socket) as c:
@@ -302,7 +302,7 @@ class UnitTotals(unittest.TestCase):
                     if u["unit"] in (UNITS["x"], UNITS["y"], "other"):
                         for k, v in u["counters"]["traps"].items():
                             traps[k] = traps.get(k, 0) + v
-                return r if traps.get("UD", 0) >= 40 and traps.get("BP", 0) >= 40 else None
+                return r if traps.get(T["UD"], 0) >= 40 and traps.get(T["BP"], 0) >= 40 else None
 
             r = wait_for(both, what="both units' traps in the unit kept or in other")
             named = [u["unit"] for u in r["units"] if u["unit"] not in (None, "other")]
@@ -320,14 +320,14 @@ class UnitTotals(unittest.TestCase):
             if os.path.isdir(self.cgroups[name]):
                 os.rmdir(self.cgroups[name])
             os.mkdir(self.cgroups[name])
-            self.release(self.workload(name, "tt-m", ["1", "--only", "UD"], seen_first=False))
+            self.release(self.workload(name, "tt-m", ["1", "--only", T["UD"]], seen_first=False))
         def all_counted(ms):
             """ms once units go unreported and every test unit's #UD is in (its object or "other"):
             on a busy machine the last workloads' traps may come a tick after the first unit
             went into "other"."""
             objects = {m["object"] for m in ms if "object" in m}
             reported = sum(1 for name in names if UNITS[name] in objects)
-            other = self.value(ms, "io.trapstat.Traps", "other", vector="UD") or 0
+            other = self.value(ms, "io.trapstat.Traps", "other", vector=T["UD"]) or 0
             return ms if self.value(ms, "io.trapstat.UnitsNotReported") and other >= 30 - reported else None
 
         ms = wait_for(lambda: all_counted(self.metrics()), what="units not reported and every #UD counted")
@@ -341,11 +341,11 @@ class UnitTotals(unittest.TestCase):
         # Each unit whole or not at all: a reported test unit has its #UD and its process.
         for name in names:
             if UNITS[name] in objects:
-                self.assertEqual(self.value(ms, "io.trapstat.Traps", UNITS[name], vector="UD"), 1)
+                self.assertEqual(self.value(ms, "io.trapstat.Traps", UNITS[name], vector=T["UD"]), 1)
                 self.assertEqual(self.value(ms, "io.trapstat.Processes", UNITS[name]), 1)
         # Every test unit's #UD is somewhere: in its object or in "other".
         reported = sum(1 for name in names if UNITS[name] in objects)
-        self.assertGreaterEqual(self.value(ms, "io.trapstat.Traps", "other", vector="UD") or 0, 30 - reported)
+        self.assertGreaterEqual(self.value(ms, "io.trapstat.Traps", "other", vector=T["UD"]) or 0, 30 - reported)
 
     def test_fault_time_metrics(self):
         """slow-faults 40 5 in a unit of its own: io.trapstat.PageFaultTimeNs of the unit by kind
@@ -407,5 +407,5 @@ class UnitTotals(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
-    require_x86_64()
+    require_trap_workloads()
     unittest.main(verbosity=2)
