@@ -7,25 +7,37 @@
  *                   [--pages N] [--hold-after SECONDS]
  *
  * The steps given run in this order:
- *   --ud N          site_ud_main (this executable) executes one ud2 N times: #UD, SIGILL; the
- *                   handler steps over the 2-byte instruction
- *   --bp N          site_bp_lib (libsite-traps.so) executes one int3 N times: #BP, SIGTRAP; RIP
- *                   is already past the int3
+ *   --ud N          site_ud_main (this executable) executes one undefined instruction N times,
+ *                   SIGILL; the handler steps over it
+ *   --bp N          site_bp_lib (libsite-traps.so) executes one breakpoint instruction N times,
+ *                   SIGTRAP; the handler goes on after it
+ *   --spread N      N undefined instructions one after another in anonymous executable memory,
+ *                   as a JIT's code: N sites ("[anon]"), one trap each; with --chunk K, K at a
+ *                   time with a pause of MS milliseconds (--pause) after each K; with --rounds R
+ *                   all of it R times (N sites, R traps each)
  *   --null-child    a forked child calls site_null_write (this executable), a store to address
- *                   8: #PF, and the child dies of the SIGSEGV (default action, no core dump)
+ *                   8: a page fault, and the child dies of the SIGSEGV (default action, no core
+ *                   dump)
  *   --pages N       site_touch_pages (this executable) writes one byte to each of N fresh
  *                   anonymous pages (no transparent huge pages): N user write faults at one
  *                   instruction
- *   --spread N      N ud2 one after another in anonymous executable memory, as a JIT's code:
- *                   N sites ("[anon]"), one trap each; with --chunk K, K at a time with a pause of
- *                   MS milliseconds (--pause) after each K; with --rounds R all of it R times (N
- *                   sites, R traps each)
  *   --hold-after S  then stays alive S seconds, or until it gets SIGUSR1, and exits 0
  *
- * prints, one line each, flushed at once (a test reads them to know where the workload is):
+ * The instructions, and the names trapstatd gives their traps (common/trap-vectors.h):
+ *            --ud, --spread                        --bp
+ *   x86-64   ud2: UD, SIGILL ILL_ILLOPN, RIP at    int3: BP, SIGTRAP SI_KERNEL, RIP past
+ *            the ud2 (2 bytes)                     the int3 (1 byte)
+ *   arm64    udf #0: UNKNOWN, SIGILL ILL_ILLOPC,   brk #0x7ab: BRK64, SIGTRAP TRAP_BRKPT, pc
+ *            pc at the udf (4 bytes)               at the brk (4 bytes), unlike x86
+ * Either way the site of a trap is the instruction itself: the handler checks the signal came
+ * from it and resumes after it.
+ *
+ * prints, one line each, flushed at once (a test reads them to know where the workload is),
+ * the same on both architectures (the steps are named by their options, not by vector):
  *   pid P
  *   done ud signals=N
  *   done bp signals=N
+ *   done spread signals=N
  *   child C                              (before the child runs)
  *   done null-child signal=11
  *   done pages pages=N minflt=M          (M: the kernel's minflt delta over the step)
@@ -36,13 +48,15 @@
  * system call).
  *
  * Linked dynamically (unlike the other workloads), against libsite-traps.so found next to it
- * (rpath $ORIGIN): a trap site is to be in a shared library. x86-64 only (ud2 and int3):
- * elsewhere it says so and exits 77, which the tests that use it take as "skipped". */
+ * (rpath $ORIGIN): a trap site is to be in a shared library. x86-64 and arm64 only (the traps
+ * are their instructions): elsewhere it says so and exits 77, which the tests that use it take
+ * as "skipped". */
 
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +67,98 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
+#include "../../common/trap-vectors.h"
+
+#if defined(__x86_64__) || defined(__aarch64__)
 
 #define PAGE 4096
+
+#if defined(__x86_64__)
+
+#define UD_INSN "ud2"
+#define BP_INSN "int3"
+/* si_code of each; the instructions' bytes, and of the ret that ends a chunk of --spread. */
+#define UD_CODE ILL_ILLOPN
+#define BP_CODE SI_KERNEL
+static const unsigned char ud_bytes[] = {0x0f, 0x0b};
+static const unsigned char bp_bytes[] = {0xcc};
+static const unsigned char ret_bytes[] = {0xc3};
+/* #BP is a trap: RIP is already past the int3. */
+#define BP_PC_PAST 1
+
+/* "UD", "BP": the names trapstatd gives the vectors. */
+static const char *const vector_names[TRAP_VECTORS] = {
+#define VECTOR_NAME(number, mnemonic, description) [number] = #mnemonic,
+        TRAP_VECTOR_TABLE(VECTOR_NAME)
+#undef VECTOR_NAME
+};
+#define UD_NAME vector_names[TRAP_VECTOR_UD]
+#define BP_NAME vector_names[TRAP_VECTOR_BP]
+
+/* n in %0, not 0: one ud2, executed n times. */
+#define UD_LOOP                                                                                                        \
+        "1: ud2\n\t"                                                                                                   \
+        "dec %0\n\t"                                                                                                   \
+        "jnz 1b"
+/* p in %0, pages in %1 (not 0), PAGE in %2: one byte store, executed once per page. */
+#define TOUCH_LOOP                                                                                                     \
+        "1: movb $1, (%0)\n\t"                                                                                         \
+        "add %2, %0\n\t"                                                                                               \
+        "dec %1\n\t"                                                                                                   \
+        "jnz 1b"
+
+static uintptr_t get_pc(const ucontext_t *uc) {
+        return (uintptr_t) uc->uc_mcontext.gregs[REG_RIP];
+}
+
+static void set_pc(ucontext_t *uc, uintptr_t pc) {
+        uc->uc_mcontext.gregs[REG_RIP] = (greg_t) pc;
+}
+
+#elif defined(__aarch64__)
+
+#define UD_INSN "udf"
+#define BP_INSN "brk"
+#define UD_CODE ILL_ILLOPC
+#define BP_CODE TRAP_BRKPT
+/* udf #0 is the word 0; brk #0x7ab (site-lib.c's: an immediate the kernel has no user break
+ * hook for, uprobes use 0x005) is 0xd4200000 | 0x7ab << 5; ret is 0xd65f03c0. Little-endian. */
+static const unsigned char ud_bytes[] = {0x00, 0x00, 0x00, 0x00};
+static const unsigned char bp_bytes[] = {0x60, 0xf5, 0x20, 0xd4};
+static const unsigned char ret_bytes[] = {0xc0, 0x03, 0x5f, 0xd6};
+/* The pc stays at the brk: the exception is taken before it executes. */
+#define BP_PC_PAST 0
+
+/* "UNKNOWN", "BRK64": the names trapstatd gives the exception classes, by slot. */
+static const char *const vector_names[TRAP_VECTORS] = {
+#define CLASS_NAME(slot, class, mnemonic, description) [slot] = #mnemonic,
+        TRAP_ARM64_CLASS_TABLE(CLASS_NAME)
+#undef CLASS_NAME
+};
+#define UD_NAME vector_names[TRAP_ARM64_UNKNOWN]
+#define BP_NAME vector_names[TRAP_ARM64_BRK64]
+
+#define UD_LOOP                                                                                                        \
+        "1: udf #0\n\t"                                                                                                \
+        "subs %w0, %w0, #1\n\t"                                                                                        \
+        "b.ne 1b"
+/* The zero register's low byte: a write all the same (the page is fresh, so zero already), and
+ * no register to load with a value first. */
+#define TOUCH_LOOP                                                                                                     \
+        "1: strb wzr, [%0]\n\t"                                                                                        \
+        "add %0, %0, %2\n\t"                                                                                           \
+        "subs %1, %1, #1\n\t"                                                                                          \
+        "b.ne 1b"
+
+static uintptr_t get_pc(const ucontext_t *uc) {
+        return (uintptr_t) uc->uc_mcontext.pc;
+}
+
+static void set_pc(ucontext_t *uc, uintptr_t pc) {
+        uc->uc_mcontext.pc = pc;
+}
+
+#endif
 
 /* libsite-traps.so (tests/helpers/site-lib.c). */
 void site_bp_lib(int n);
@@ -63,45 +166,53 @@ void site_bp_lib(int n);
 static volatile sig_atomic_t sigills, sigtraps;
 
 /* Only async-signal-safe calls in the handler. */
-static _Noreturn void handler_fail(const char *what) {
-        ssize_t r = write(STDERR_FILENO, what, strlen(what));
+static void put(const char *s) {
+        ssize_t r = write(STDERR_FILENO, s, strlen(s));
 
         (void) r;
+}
+
+static _Noreturn void handler_fail(const char *sig, const char *insn, const char *vector) {
+        put("site-traps: ");
+        put(sig);
+        put(" not from the ");
+        put(insn);
+        put(" (");
+        put(vector);
+        put(")\n");
         _exit(1);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *ctx) {
         ucontext_t *uc = ctx;
-        greg_t *g = uc->uc_mcontext.gregs;
-        const unsigned char *rip = (const unsigned char *) g[REG_RIP];
+        uintptr_t pc = get_pc(uc);
 
         if (sig == SIGILL) {
-                /* A fault: RIP is at the ud2; step over it. */
-                if (si->si_code != ILL_ILLOPN || rip[0] != 0x0f || rip[1] != 0x0b)
-                        handler_fail("site-traps: SIGILL not from the ud2\n");
-                g[REG_RIP] += 2;
+                /* A fault: the pc is at the instruction; step over it. */
+                if (si->si_code != UD_CODE || memcmp((const void *) pc, ud_bytes, sizeof(ud_bytes)) != 0)
+                        handler_fail("SIGILL", UD_INSN, UD_NAME);
+                set_pc(uc, pc + sizeof(ud_bytes));
                 sigills = sigills + 1;
         } else if (sig == SIGTRAP) {
-                /* A trap: RIP is already past the int3. */
-                if (si->si_code != SI_KERNEL || rip[-1] != 0xcc)
-                        handler_fail("site-traps: SIGTRAP not from the int3\n");
+                /* At the breakpoint or past it (BP_PC_PAST): go on after it either way. */
+                const unsigned char *bp = (const unsigned char *) pc - BP_PC_PAST;
+
+                if (si->si_code != BP_CODE || memcmp(bp, bp_bytes, sizeof(bp_bytes)) != 0)
+                        handler_fail("SIGTRAP", BP_INSN, BP_NAME);
+                set_pc(uc, (uintptr_t) bp + sizeof(bp_bytes));
                 sigtraps = sigtraps + 1;
         } else {
-                handler_fail("site-traps: unexpected signal\n");
+                put("site-traps: unexpected signal\n");
+                _exit(1);
         }
 }
 
-/* Executes one ud2 n times: one instruction, so one site with a count of n. The loop is written
- * in assembly: a compiler may unroll a C loop into several ud2 (gcc 16 does). The handler steps
- * over the ud2 to the dec. */
+/* Executes one undefined instruction n times: one instruction, so one site with a count of n.
+ * The loop is written in assembly: a compiler may unroll a C loop into several ud2 (gcc 16
+ * does). The handler steps over it to the decrement. */
 __attribute__((noinline, used, visibility("default"))) void site_ud_main(int n) {
         if (n > 0)
-                __asm__ volatile("1: ud2\n\t"
-                                 "dec %0\n\t"
-                                 "jnz 1b"
-                                 : "+r"(n)
-                                 :
-                                 : "memory", "cc");
+                __asm__ volatile(UD_LOOP : "+r"(n) : : "memory", "cc");
 }
 
 /* A store to address 8, which nothing maps: the pointer is read from a volatile so that the
@@ -126,13 +237,7 @@ __attribute__((noinline, used, visibility("default"))) int site_touch_pages(size
                 volatile char *p = mem;
                 size_t left = pages;
 
-                __asm__ volatile("1: movb $1, (%0)\n\t"
-                                 "add %2, %0\n\t"
-                                 "dec %1\n\t"
-                                 "jnz 1b"
-                                 : "+r"(p), "+r"(left)
-                                 : "r"((size_t) PAGE)
-                                 : "memory", "cc");
+                __asm__ volatile(TOUCH_LOOP : "+r"(p), "+r"(left) : "r"((size_t) PAGE) : "memory", "cc");
         }
         munmap((void *) mem, pages * PAGE);
         return 0;
@@ -238,29 +343,35 @@ static long number(const char *s) {
         return v;
 }
 
-/* n ud2 in anonymous memory, a ret after every chunk of them: one call of a chunk traps chunk times,
- * at as many addresses (the handler steps over each ud2 into the next). Every chunk is called in
- * turn, pause_ms after each, the whole rounds times. The code stays mapped until the exit, as a
- * JIT's would: trapstatd may name it from /proc/PID/maps while the process lives. -1 when the
- * memory cannot be had. */
+/* n undefined instructions in anonymous memory, a ret after every chunk of them: one call of a
+ * chunk traps chunk times, at as many addresses (the handler steps over each into the next).
+ * Every chunk is called in turn, pause_ms after each, the whole rounds times. The code stays
+ * mapped until the exit, as a JIT's would: trapstatd may name it from /proc/PID/maps while the
+ * process lives. -1 when the memory cannot be had. */
 static int spread_ud(long n, long chunk, long pause_ms, long rounds) {
         long chunks = (n + chunk - 1) / chunk;
-        size_t size = (size_t) n * 2 + (size_t) chunks;
+        size_t stride = (size_t) chunk * sizeof(ud_bytes) + sizeof(ret_bytes);
+        size_t size = (size_t) n * sizeof(ud_bytes) + (size_t) chunks * sizeof(ret_bytes);
         struct timespec pause = { pause_ms / 1000, (pause_ms % 1000) * 1000000L };
         unsigned char *code = mmap(NULL, size, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        unsigned char *at = code;
 
         if (code == MAP_FAILED)
                 return -1;
-        for (long c = 0, at = 0; c < chunks; c++) {
+        for (long c = 0; c < chunks; c++) {
                 for (long i = c * chunk; i < n && i < (c + 1) * chunk; i++) {
-                        code[at++] = 0x0f;
-                        code[at++] = 0x0b;
+                        memcpy(at, ud_bytes, sizeof(ud_bytes));
+                        at += sizeof(ud_bytes);
                 }
-                code[at++] = 0xc3;
+                memcpy(at, ret_bytes, sizeof(ret_bytes));
+                at += sizeof(ret_bytes);
         }
+        /* arm64 fetches instructions through caches that do not see these stores unless told;
+         * on x86-64 this is nothing. */
+        __builtin___clear_cache((char *) code, (char *) code + size);
         for (long r = 0; r < rounds; r++)
                 for (long c = 0; c < chunks; c++) {
-                        ((void (*)(void))(code + c * (2 * chunk + 1)))();
+                        ((void (*)(void))(code + (size_t) c * stride))();
                         if (pause_ms > 0)
                                 nanosleep(&pause, NULL);
                 }
@@ -317,7 +428,7 @@ int main(int argc, char *argv[]) {
         if (ud) {
                 site_ud_main((int) ud);
                 if (sigills != ud) {
-                        fprintf(stderr, "site-traps: %d SIGILL for %ld ud2\n", (int) sigills, ud);
+                        fprintf(stderr, "site-traps: %d SIGILL for %ld %s (%s)\n", (int) sigills, ud, UD_INSN, UD_NAME);
                         return 1;
                 }
                 say("done ud signals=%d", (int) sigills);
@@ -325,7 +436,8 @@ int main(int argc, char *argv[]) {
         if (bp) {
                 site_bp_lib((int) bp);
                 if (sigtraps != bp) {
-                        fprintf(stderr, "site-traps: %d SIGTRAP for %ld int3\n", (int) sigtraps, bp);
+                        fprintf(stderr, "site-traps: %d SIGTRAP for %ld %s (%s)\n", (int) sigtraps, bp, BP_INSN,
+                                BP_NAME);
                         return 1;
                 }
                 say("done bp signals=%d", (int) sigtraps);
@@ -338,8 +450,8 @@ int main(int argc, char *argv[]) {
                         return 3;
                 }
                 if (sigills - before != spread * rounds) {
-                        fprintf(stderr, "site-traps: %ld SIGILL for %ld ud2\n", (long) (sigills - before),
-                                spread * rounds);
+                        fprintf(stderr, "site-traps: %ld SIGILL for %ld %s (%s)\n", (long) (sigills - before),
+                                spread * rounds, UD_INSN, UD_NAME);
                         return 1;
                 }
                 say("done spread signals=%ld", spread * rounds);
@@ -363,7 +475,7 @@ int main(int argc, char *argv[]) {
 #else
 
 int main(void) {
-        fprintf(stderr, "site-traps: x86-64 only (it raises x86 exceptions), skipped\n");
+        fprintf(stderr, "site-traps: x86-64 and arm64 only (it raises their exceptions), skipped\n");
         return 77;
 }
 
