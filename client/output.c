@@ -414,7 +414,7 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
 
                 /* The vector as the trap tables name it: "#UD"; "unknown" where the kernel did not say. */
                 snprintf(vector, sizeof(vector), "%s%s", s->vector == TRAP_VECTOR_UNKNOWN ? "" : "#",
-                         trap_vector_name(s->vector, name));
+                         site_vector_name(s, name));
                 snprintf(count, sizeof(count), "%s%s", s->kind == SITE_FAULT ? "~" : "",
                          format_count(site_count_estimated(s), number));
                 /* The time of a fault site's faults, estimated as its count: "-" for traps and
@@ -483,7 +483,7 @@ void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n)
                 char vector[16];
 
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,%s,", int_member(process, "pid"),
-                        int_member(process, "startTime"), site_kind_name(s->kind), trap_vector_name(s->vector, vector));
+                        int_member(process, "startTime"), site_kind_name(s->kind), site_vector_name(s, vector));
                 csv_field(f, s->object);
                 fprintf(f, ",%" PRIu64 ",", s->offset);
                 csv_field(f, s->symbol);

@@ -105,6 +105,10 @@ uint64_t site_time_estimated(const SiteCount *s) {
         return s->time_ns > UINT64_MAX / period ? UINT64_MAX : s->time_ns * period;
 }
 
+const char *site_vector_name(const SiteCount *s, char buf[static 16]) {
+        return s->kind == SITE_FAULT ? SITE_FAULT_VECTOR_NAME : trap_vector_name(s->vector, buf);
+}
+
 json_t *site_count_to_json(const SiteCount *s) {
         const char *kind = site_kind_name(s->kind), *memory = memory_kind_name(s->memory);
         char buf[16];
@@ -116,7 +120,7 @@ json_t *site_count_to_json(const SiteCount *s) {
          * should never give) is as good as one whose mappings could not be read. */
         return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:I, s:o, s:s, s:o, s:o, s:o}",
                          "kind", kind,
-                         "vector", s->kind == SITE_FAULT ? SITE_FAULT_VECTOR_NAME : trap_vector_name(s->vector, buf),
+                         "vector", site_vector_name(s, buf),
                          "object", text_to_json(s->object ?: memory_kind_object(MEMORY_UNKNOWN)),
                          "offset", json_integer_u64(s->offset),
                          "symbol", text_to_json(s->symbol),

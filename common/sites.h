@@ -96,6 +96,10 @@ uint64_t site_count_estimated(const SiteCount *s);
 /* The estimated time of all the site's faults: time_ns × period. */
 uint64_t site_time_estimated(const SiteCount *s);
 
+/* Site.vector: "PF" for a fault site, the trap's name (trap_vector_name()) for a trap's. buf
+ * must hold 16 bytes. */
+const char *site_vector_name(const SiteCount *s, char buf[static 16]);
+
 /* The varlink Site object: every member of the IDL's type, vector named as Counters.traps names
  * it ("PF" for fault sites), estimated = site_count_estimated(), symbolOffset null with symbol,
  * memoryObject null unless memory is "file"; counts beyond 2^63 - 1 clamped to it. Paths and

@@ -9,6 +9,7 @@ nm, objdump and readelf (binutils) on the workload's own files."""
 import functools
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -18,17 +19,29 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
-                    require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
+from daemon import (T, user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
+                    require_root_and_bpf, require_trap_workloads, trapstat, trapstat_json, wait_for)
 
 UD = 37
 BP = 23
 PAGES = 100000
 USER = user_name("trapstat-sites-test")
 
-# A store of the constant 1 through a register, as the compiler writes `*p = 1` and `mem[i] = 1`
-# (objdump's AT&T syntax: "movl $0x1,(%rax)", "movb $0x1,(%rax)").
-STORE_ONE = r"mov[bwlq]?\s+\$0x1,\(%r\w+\)"
+# The workload's instructions as objdump shows them, by architecture: the undefined instruction
+# and the breakpoint; the stores of `*p = 1` (site_null_write) and `mem[i] = 1`
+# (site_touch_pages); the trap the null write raises; and where the breakpoint's signal points.
+if platform.machine() == "aarch64":
+    UD_INSN, BP_INSN = r"udf\s+#0", r"brk\s+#0x7ab"
+    # A 32-bit store through a register other than sp (the function also spills x0 to the stack).
+    NULL_STORE, PAGE_STORE = r"str\s+w\d+, \[x\d+\]", r"strb\s+wzr, \[x\d+\]"
+    # A data abort; brk's si_addr is the brk itself: in the library's file.
+    NULL_VECTOR, BP_HAS_ADDRESS = "DABT_LOW", True
+else:
+    # objdump's AT&T syntax: "movl $0x1,(%rax)", "movb $0x1,(%rax)".
+    UD_INSN, BP_INSN = "ud2", "int3"
+    NULL_STORE = PAGE_STORE = r"mov[bwlq]?\s+\$0x1,\(%r\w+\)"
+    # A #PF; SIGTRAP from int3 (SI_KERNEL) carries no address.
+    NULL_VECTOR, BP_HAS_ADDRESS = "PF", False
 
 
 # ---- The workload's files, read independently of trapstatd ----
@@ -191,7 +204,7 @@ class Sites(unittest.TestCase):
             # A workload quicker than a tick is not known yet at the first ask (NoSuchProcess).
             def counted():
                 h = history(d, cls.pid)
-                return h if h and h["total"]["traps"] == {"UD": UD, "BP": BP} and \
+                return h if h and h["total"]["traps"] == {T["UD"]: UD, T["BP"]: BP} and \
                     h["total"]["faults"]["user"] >= PAGES else None
 
             wait_for(counted, timeout=20, what="the workload's traps and faults in History")
@@ -239,9 +252,9 @@ class Sites(unittest.TestCase):
 
     @in_both_phases
     def test_ud_in_the_executable(self, a):
-        offset, symbol_offset = expected_site(self.exe, "site_ud_main", "ud2")
+        offset, symbol_offset = expected_site(self.exe, "site_ud_main", UD_INSN)
         self.assert_site(self.one_site(a["all"], "trap", "site_ud_main"), {
-            "kind": "trap", "vector": "UD", "count": UD, "sampled": False, "period": 1, "estimated": UD,
+            "kind": "trap", "vector": T["UD"], "count": UD, "sampled": False, "period": 1, "estimated": UD,
             "timeNs": 0, "estimatedTimeNs": 0,
             # The instruction itself: the ud2's offset in the file (not its address), and from the
             # start of the function.
@@ -251,32 +264,31 @@ class Sites(unittest.TestCase):
 
     @in_both_phases
     def test_bp_in_the_shared_library(self, a):
-        offset, symbol_offset = expected_site(self.lib, "site_bp_lib", "int3")
+        offset, symbol_offset = expected_site(self.lib, "site_bp_lib", BP_INSN)
         s = self.one_site(a["all"], "trap", "site_bp_lib")
         self.assertTrue(s["object"].endswith("/libsite-traps.so"), s["object"])
         self.assert_site(s, {
-            "kind": "trap", "vector": "BP", "count": BP, "sampled": False, "period": 1, "estimated": BP,
+            "kind": "trap", "vector": T["BP"], "count": BP, "sampled": False, "period": 1, "estimated": BP,
             "timeNs": 0, "estimatedTimeNs": 0,
-            # The int3 itself, although the trap leaves RIP past it.
+            # The breakpoint itself, although int3 leaves RIP past it.
             "object": self.lib, "offset": offset, "symbol": "site_bp_lib", "symbolOffset": symbol_offset,
-            # SIGTRAP from int3 (SI_KERNEL) carries no address.
-            "memory": "none", "memoryObject": None})
+            "memory": "file" if BP_HAS_ADDRESS else "none", "memoryObject": self.lib if BP_HAS_ADDRESS else None})
 
     @in_both_phases
     def test_only_those_two_traps(self, a):
         self.assertEqual(sorted(((s["symbol"], s["vector"], s["count"]) for s in traps_of(a["all"])), key=str),
-                         [("site_bp_lib", "BP", BP), ("site_ud_main", "UD", UD)], json.dumps(a["all"], indent=1))
+                         [("site_bp_lib", T["BP"], BP), ("site_ud_main", T["UD"], UD)], json.dumps(a["all"], indent=1))
 
     @in_both_phases
     def test_the_dead_child(self, a):
-        offset, symbol_offset = expected_site(self.exe, "site_null_write", STORE_ONE)
+        offset, symbol_offset = expected_site(self.exe, "site_null_write", NULL_STORE)
         reply = a["child"]
         self.assertEqual(reply["process"]["pid"], self.child)
         self.assertTrue(reply["process"]["exited"])
         traps = traps_of(reply)
         self.assertEqual(len(traps), 1, traps)
         self.assert_site(traps[0], {
-            "kind": "trap", "vector": "PF", "count": 1, "sampled": False, "period": 1, "estimated": 1,
+            "kind": "trap", "vector": NULL_VECTOR, "count": 1, "sampled": False, "period": 1, "estimated": 1,
             "timeNs": 0, "estimatedTimeNs": 0,
             "object": self.exe, "offset": offset, "symbol": "site_null_write", "symbolOffset": symbol_offset,
             # Address 8: no mapping.
@@ -291,7 +303,7 @@ class Sites(unittest.TestCase):
 
     @in_both_phases
     def test_top_fault_site_is_the_page_toucher(self, a):
-        offset, symbol_offset = expected_site(self.exe, "site_touch_pages", STORE_ONE)
+        offset, symbol_offset = expected_site(self.exe, "site_touch_pages", PAGE_STORE)
         self.assertEqual(self.steps["pages"]["minflt"], str(PAGES))  # one fault a page, no huge pages
         faults = faults_of(a["all"])
         self.assertTrue(faults, a["all"])
@@ -387,21 +399,23 @@ class Sites(unittest.TestCase):
         return [line for line in text.splitlines() if all(p in line for p in parts)]
 
     def test_cli_table(self):
-        _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")
-        _, bp_off = expected_site(self.lib, "site_bp_lib", "int3")
+        _, ud_off = expected_site(self.exe, "site_ud_main", UD_INSN)
+        _, bp_off = expected_site(self.lib, "site_bp_lib", BP_INSN)
         text = self.cli("sites", str(self.pid))
         # Through a pipe the paths are whole; the memory of the ud2 is the executable's file.
-        ud = self.lines_with(text, "#UD", f"site_ud_main+{ud_off:#x}")
+        ud = self.lines_with(text, f"#{T['UD']}", f"site_ud_main+{ud_off:#x}")
         self.assertEqual(len(ud), 1, text)
-        self.assertRegex(ud[0], rf"^trap\s+#UD\s+37\s+-\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s+"
+        self.assertRegex(ud[0], rf"^trap\s+#{T['UD']}\s+37\s+-\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s+"
                                 rf"{re.escape(self.exe)}$")
-        bp = self.lines_with(text, "#BP", f"site_bp_lib+{bp_off:#x}")
+        bp = self.lines_with(text, f"#{T['BP']}", f"site_bp_lib+{bp_off:#x}")
         self.assertEqual(len(bp), 1, text)
-        self.assertRegex(bp[0], rf"^trap\s+#BP\s+23\s+-\s+{re.escape(self.lib)}\s+site_bp_lib\+{bp_off:#x}\s+-$")
+        bp_memory = re.escape(self.lib) if BP_HAS_ADDRESS else "-"
+        self.assertRegex(bp[0], rf"^trap\s+#{T['BP']}\s+23\s+-\s+{re.escape(self.lib)}\s+site_bp_lib\+{bp_off:#x}\s+"
+                                rf"{bp_memory}$")
         self.assertIn(f"~ fault counts and times are estimates: 1 in {self.period} sampled", text)
 
     def test_cli_table_of_faults(self):
-        _, off = expected_site(self.exe, "site_touch_pages", STORE_ONE)
+        _, off = expected_site(self.exe, "site_touch_pages", PAGE_STORE)
         text = self.cli("sites", str(self.pid), "--faults")
         rows = [line for line in text.splitlines() if line.startswith("fault ")]
         self.assertTrue(rows, text)
@@ -414,22 +428,22 @@ class Sites(unittest.TestCase):
         self.assertIn(f"~ fault counts and times are estimates: 1 in {self.period} sampled", text)
 
     def test_cli_history_shows_the_top_trap_sites(self):
-        _, ud_off = expected_site(self.exe, "site_ud_main", "ud2")
+        _, ud_off = expected_site(self.exe, "site_ud_main", UD_INSN)
         text = self.cli("history", str(self.pid))
         self.assertIn("top 3 trap sites", text)
         below = text[text.index("top 3 trap sites"):].splitlines()[1:]
         # Most first: the 37 #UD, then the 23 #BP; no fault sites there.
         rows = [line for line in below if "#" in line]
         self.assertEqual(len(rows), 2, text)
-        self.assertRegex(rows[0], rf"^\s+#UD\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s")
-        self.assertRegex(rows[1], rf"^\s+#BP\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+")
+        self.assertRegex(rows[0], rf"^\s+#{T['UD']}\s+37\s+{re.escape(self.exe)}\s+site_ud_main\+{ud_off:#x}\s")
+        self.assertRegex(rows[1], rf"^\s+#{T['BP']}\s+23\s+{re.escape(self.lib)}\s+site_bp_lib\+")
 
     def test_cli_the_dead_child(self):
-        _, off = expected_site(self.exe, "site_null_write", STORE_ONE)
+        _, off = expected_site(self.exe, "site_null_write", NULL_STORE)
         text = self.cli("sites", str(self.child), "--traps")
         rows = [line for line in text.splitlines() if line.startswith("trap ")]
         self.assertEqual(len(rows), 1, text)
-        self.assertRegex(rows[0], rf"^trap\s+#PF\s+1\s+{re.escape(self.exe)}\s+site_null_write\+{off:#x}\s+"
+        self.assertRegex(rows[0], rf"^trap\s+#{NULL_VECTOR}\s+1\s+{re.escape(self.exe)}\s+site_null_write\+{off:#x}\s+"
                                   r"\[unmapped\]$")
 
     # ---- Another user ----
@@ -492,7 +506,7 @@ class Sites(unittest.TestCase):
 
         self.assertEqual(own_reply["process"]["uid"], uid)
         s = self.one_site(own_reply, "trap", "site_ud_main")
-        self.assertEqual((s["vector"], s["count"], s["object"]), ("UD", 3, os.path.realpath(paths["SITE_TRAPS"])))
+        self.assertEqual((s["vector"], s["count"], s["object"]), (T["UD"], 3, os.path.realpath(paths["SITE_TRAPS"])))
 
 
 class SiteQuota(unittest.TestCase):
@@ -532,10 +546,10 @@ class SiteQuota(unittest.TestCase):
 
             h, r = stable(lambda: wait_for(settled, what="both processes' sites"), "their sites")
             self.assertEqual(len(h["sites"]), self.SHARE)
-            self.assertTrue(all(s["object"] == "[anon]" and s["vector"] == "UD" and s["count"] == 1
+            self.assertTrue(all(s["object"] == "[anon]" and s["vector"] == T["UD"] and s["count"] == 1
                                 for s in h["sites"]), h["sites"][:3])
             hostile_history = trapstat_json(d.socket, "history", str(hostile_pid))
-            self.assertEqual(hostile_history["total"]["traps"], {"UD": self.SPREAD})
+            self.assertEqual(hostile_history["total"]["traps"], {T["UD"]: self.SPREAD})
             drops = {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
             self.assertEqual(drops["site_process_limit"], self.SPREAD - self.SHARE)
             self.assertEqual(drops["site_map_full"], 0)
@@ -543,5 +557,5 @@ class SiteQuota(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
-    require_x86_64()  # the workload raises x86 exceptions
+    require_trap_workloads()
     unittest.main(verbosity=2)
