@@ -62,16 +62,18 @@ int trap_vector_from_name_of(TrapArch arch, const char *name, unsigned *ret) {
         return -EINVAL;
 }
 
+TrapArch trap_arch = TRAP_ARCH_NATIVE;
+
 const char *trap_vector_name(unsigned vector, char buf[static 16]) {
-        return trap_vector_name_of(TRAP_ARCH_NATIVE, vector, buf);
+        return trap_vector_name_of(trap_arch, vector, buf);
 }
 
 const char *trap_vector_description(unsigned vector) {
-        return trap_vector_description_of(TRAP_ARCH_NATIVE, vector);
+        return trap_vector_description_of(trap_arch, vector);
 }
 
 int trap_vector_from_name(const char *name, unsigned *ret) {
-        return trap_vector_from_name_of(TRAP_ARCH_NATIVE, name, ret);
+        return trap_vector_from_name_of(trap_arch, name, ret);
 }
 
 static const struct {

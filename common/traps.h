@@ -46,7 +46,11 @@ const char *trap_vector_description_of(TrapArch arch, unsigned vector);
 /* Inverse of trap_vector_name_of(); -EINVAL when unknown. */
 int trap_vector_from_name_of(TrapArch arch, const char *name, unsigned *ret);
 
-/* The same for the architecture trapstat was built for: what the daemon counts and names. */
+/* Whose table the functions below use: the architecture trapstat was built for, which is what
+ * the daemon counts and names. Unit tests written with x86's names set TRAP_ARCH_X86. */
+extern TrapArch trap_arch;
+
+/* The same for trap_arch. */
 const char *trap_vector_name(unsigned vector, char buf[static 16]);
 const char *trap_vector_description(unsigned vector);
 int trap_vector_from_name(const char *name, unsigned *ret);

@@ -17,7 +17,7 @@
 #include "traps.h"
 
 /* On every architecture each slot 0..31 and "unknown" has a name of its own, and the name leads
- * back to it; the build's own architecture is the one trap_vector_name() uses. */
+ * back to it; trap_arch's is the one trap_vector_name() uses. */
 static void test_vector_names(void **state) {
         static const TrapArch arches[] = { TRAP_ARCH_X86, TRAP_ARCH_ARM64, TRAP_ARCH_OTHER };
 
@@ -44,7 +44,7 @@ static void test_vector_names(void **state) {
         for (unsigned v = 0; v <= TRAP_VECTOR_UNKNOWN; v++) {
                 char a[16], b[16];
 
-                assert_string_equal(trap_vector_name(v, a), trap_vector_name_of(TRAP_ARCH_NATIVE, v, b));
+                assert_string_equal(trap_vector_name(v, a), trap_vector_name_of(trap_arch, v, b));
         }
 }
 
@@ -515,5 +515,7 @@ int main(void) {
                 cmocka_unit_test(test_site_from_json_absent_nulls),
                 cmocka_unit_test(test_site_from_json_strict),
         };
+        /* Written with x86's trap names, whatever the machine (common/traps.h). */
+        trap_arch = TRAP_ARCH_X86;
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
