@@ -34,6 +34,12 @@ const char *format_count(uint64_t n, char buf[static 16]) {
         return format_scaled((double) n, buf);
 }
 
+const char *format_fault(const Faults *f, const FaultField *field, char buf[static 16]) {
+        if (f->access_unknown && fault_field_is_access(field))
+                return "-";
+        return format_count(faults_get(f, field), buf);
+}
+
 const char *format_rate(double per_sec, char buf[static 16]) {
         if (!(per_sec > 0)) /* also NaN */
                 snprintf(buf, 16, "0");

@@ -9,8 +9,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "counters.h"
+
 /* 1234 -> "1.23k", 5 -> "5"; buf must hold 16 bytes. */
 const char *format_count(uint64_t n, char buf[static 16]);
+/* A Faults member as format_count() has it; "-" for an access member the daemon did not count
+ * (Faults.access_unknown). */
+const char *format_fault(const Faults *f, const FaultField *field, char buf[static 16]);
 /* A rate per second: 0 -> "0", 0.25 -> "0.2", 12.4 -> "12", 1234.5 -> "1.23k"; buf 16 bytes. */
 const char *format_rate(double per_sec, char buf[static 16]);
 /* A share of time, as top shows %CPU: 0.123 (seconds per second) -> "12.3"; 0 -> "0", a share

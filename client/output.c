@@ -56,7 +56,7 @@ static void print_faults(FILE *f, json_t *counters) {
                 return;
         }
         for (size_t i = 0; i < n_fault_fields; i++)
-                fprintf(f, " %6s", format_count(faults_get(&faults, &fault_fields[i]), buf));
+                fprintf(f, " %6s", format_fault(&faults, &fault_fields[i], buf));
 }
 
 uint64_t map_total(json_t *map) {
@@ -751,8 +751,12 @@ void print_history_csv(FILE *f, json_t *reply) {
                                 int_member(p, "startTime"));
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%s", int_member(sample, "timeUsec"),
                         format_time_iso8601((uint64_t) int_member(sample, "timeUsec"), t));
+                /* An access member not counted is an empty field, not 0. */
                 for (size_t k = 0; k < n_fault_fields; k++)
-                        fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));
+                        if (faults.access_unknown && fault_field_is_access(&fault_fields[k]))
+                                fputc(',', f);
+                        else
+                                fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));
                 fprintf(f, ",%" PRIu64, map_total(json_object_get(counters, "traps")));
                 {
                         FaultTime ft = counters_fault_time(counters);

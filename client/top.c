@@ -205,7 +205,7 @@ static void print_group_table(const TopOptions *o, const OutputStyle *style, jso
 
                 printf("%7zu", rows[i].processes);
                 for (size_t k = 0; k < n_fault_fields; k++)
-                        printf(" %6s", format_count(faults_get(&rows[i].total.faults, &fault_fields[k]), buf));
+                        printf(" %6s", format_fault(&rows[i].total.faults, &fault_fields[k], buf));
                 format_busiest(rows[i].total.vectors, 2, 1.0, vectors, sizeof(vectors));
                 (void) escape_untrusted(rows[i].key, style->utf8, &cell);
                 printf(" %6s  %-16s %s\n", format_count(rows[i].total.traps, buf), vectors[0] ? vectors : "-", cell ?: "?");

@@ -18,6 +18,12 @@ const FaultField fault_fields[] = {
 #undef FIELD
 const size_t n_fault_fields = ELEMENTSOF(fault_fields);
 
+bool fault_access_known = true;
+
+bool fault_field_is_access(const FaultField *field) {
+        return field->offset >= offsetof(Faults, read) && field->offset <= offsetof(Faults, protection);
+}
+
 const FaultField *fault_field_by_name(const char *name) {
         for (size_t i = 0; i < n_fault_fields; i++)
                 if (strcmp(fault_fields[i].name, name) == 0)
@@ -48,6 +54,7 @@ int sort_key_from_name(const char *name, SortKey *ret) {
 void faults_add(Faults *a, const Faults *b) {
         for (size_t i = 0; i < n_fault_fields; i++)
                 *faults_field(a, &fault_fields[i]) += faults_get(b, &fault_fields[i]);
+        a->access_unknown = a->access_unknown || b->access_unknown;
 }
 
 bool faults_is_zero(const Faults *f) {
@@ -59,11 +66,15 @@ bool faults_is_zero(const Faults *f) {
 
 json_t *faults_to_json(const Faults *f) {
         json_t *o = json_object();
+        bool unknown = f->access_unknown || !fault_access_known;
 
         if (!o)
                 return NULL;
         for (size_t i = 0; i < n_fault_fields; i++)
-                if (json_object_set_new(o, fault_fields[i].name, json_integer_u64(faults_get(f, &fault_fields[i]))) < 0) {
+                if (json_object_set_new(o, fault_fields[i].name,
+                                        unknown && fault_field_is_access(&fault_fields[i])
+                                                ? json_null()
+                                                : json_integer_u64(faults_get(f, &fault_fields[i]))) < 0) {
                         json_decref(o);
                         return NULL;
                 }
@@ -80,6 +91,10 @@ int faults_from_json(json_t *j, Faults *ret) {
         json_object_foreach (j, key, v) {
                 const FaultField *field = fault_field_by_name(key);
 
+                if (field && json_is_null(v) && fault_field_is_access(field)) {
+                        f.access_unknown = true;
+                        continue;
+                }
                 if (!field || !json_is_integer(v) || json_integer_value(v) < 0)
                         return -EBADMSG;
                 *faults_field(&f, field) = (uint64_t) json_integer_value(v);

@@ -20,7 +20,16 @@ typedef struct Faults {
         uint64_t write;
         uint64_t exec;
         uint64_t protection; /* ... and by cause: protection violation (else not-present) */
+        /* read .. protection are not known (null in the reply): not a counter, and not in
+         * fault_fields. Sums of faults of which any is unknown are unknown. */
+        bool access_unknown;
 } Faults;
+
+/* Whether this daemon counts read / write / exec / protection: only where the fault events carry
+ * the access kind (x86's exceptions:page_fault_user). Where they do not (arm64; the perf
+ * software events instead of the exception events), replies carry null for the four, never a
+ * false zero. Set by trapstatd once its sources are chosen; true until then. */
+extern bool fault_access_known;
 
 /* One row per Faults member, in IDL order: the JSON name (also the CSV header and the SQL
  * column suffix) and its offset, so every layer iterates one table instead of naming fields. */
@@ -39,6 +48,8 @@ static inline uint64_t faults_get(const Faults *f, const FaultField *field) {
         return *(const uint64_t *) ((const char *) f + field->offset);
 }
 const FaultField *fault_field_by_name(const char *name);
+/* read, write, exec or protection: what Faults.access_unknown covers. */
+bool fault_field_is_access(const FaultField *field);
 
 /* What rows are sorted by (IDL: sortBy of Top and Watch, trapstat top --sort): a Faults member,
  * "traps", all traps together, or "faultTime", all time spent in faults. The one place that
@@ -63,8 +74,10 @@ int sort_key_from_name(const char *name, SortKey *ret);
 
 void faults_add(Faults *a, const Faults *b);
 bool faults_is_zero(const Faults *f);
+/* The four access members null when f->access_unknown or !fault_access_known. */
 json_t *faults_to_json(const Faults *f);
-/* Strict: every member present, a non-negative integer; no unknown members. -EBADMSG otherwise. */
+/* Strict: every member present, a non-negative integer (null for the four access members, which
+ * sets access_unknown); no unknown members. -EBADMSG otherwise. */
 int faults_from_json(json_t *j, Faults *ret);
 
 /* Text a process or the file system chose (comm, command line, unit, file paths, symbols) as a

@@ -256,7 +256,12 @@ int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, c
                 return -EINVAL;
         ok = put(buf, &k, head, sizeof(head) - 1);
         for (size_t i = 0; ok && i < n_fault_fields; i++)
-                ok = put_member(buf, &k, i == 0, fault_fields[i].name, faults_get(f, &fault_fields[i]));
+                if ((f->access_unknown || !fault_access_known) && fault_field_is_access(&fault_fields[i]))
+                        /* As faults_to_json(): an access member not counted is null. */
+                        ok = (i == 0 || put(buf, &k, ",", 1)) && put(buf, &k, "\"", 1) &&
+                             put(buf, &k, fault_fields[i].name, strlen(fault_fields[i].name)) && put(buf, &k, "\":null", 6);
+                else
+                        ok = put_member(buf, &k, i == 0, fault_fields[i].name, faults_get(f, &fault_fields[i]));
         ok = ok && put(buf, &k, middle, sizeof(middle) - 1) && put_member(buf, &k, true, "minorNs", ft->minor_ns) &&
              put_member(buf, &k, false, "majorNs", ft->major_ns) && put_member(buf, &k, false, "kernelNs", ft->kernel_ns) &&
              put_member(buf, &k, false, "maxNs", ft->max_ns) && put(buf, &k, ",\"histogram\":[", 14);

@@ -208,6 +208,7 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
         for (size_t k = 0; k < n_fault_fields; k++)
                 *faults_field(&u->other.faults, &fault_fields[k]) =
                         sub0(faults_get(&u->total, &fault_fields[k]), faults_get(&listed, &fault_fields[k]));
+        u->other.faults.access_unknown = u->total.access_unknown || listed.access_unknown;
         /* The longest fault has no remainder; it is not exported. */
         FaultTime *t = &u->other.fault_time;
         t->minor_ns = sub0(u->total_time.minor_ns, listed_time.minor_ns);
@@ -264,6 +265,11 @@ static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
                 };
                 for (size_t k = 0; k < ELEMENTSOF(s); k++) {
                         const char *labels[] = { "mode", s[k].mode, "access", s[k].access, "unit", unit };
+
+                        /* Where the daemon does not count the access kind, all user faults are
+                         * access "": no series says 0 reads that were not counted. */
+                        if (x->access_unknown && s[k].access[0])
+                                continue;
                         sample(f, "trapstat_page_faults_total", labels, 3, s[k].value);
                 }
         }

@@ -302,8 +302,17 @@ class Sources(unittest.TestCase):
             faults = h["total"]["faults"]
             delta = pages["minfltAfter"] - pages["minfltBefore"]
             self.assertLessEqual(abs(faults["user"] - delta), delta * 0.01)
-            # The software event does not tell the access kind.
-            self.assertEqual((faults["read"], faults["write"], faults["exec"]), (0, 0, 0))
+            # The software event does not tell the access kind: the reply says so (null), in History
+            # and in Top, and the CLI shows "-", never a false zero.
+            self.assertEqual((faults["read"], faults["write"], faults["exec"], faults["protection"]),
+                             (None, None, None, None))
+            rows = trapstat_json(d.socket, "top", "-b", "-n", "1", "--limit", "10000")["rows"]
+            self.assertTrue(rows)
+            self.assertTrue(all(r["counters"]["faults"]["read"] is None for r in rows))
+            # The faults' total line (USER KERNEL MINOR MAJOR READ WRITE EXEC PROT TRAPS), the first.
+            line = [x for x in trapstat(d.socket, "history", str(pages["pid"])).stdout.splitlines()
+                    if x.startswith("total")][0]
+            self.assertRegex(line, r"^total(\s+\S+){4}\s+-\s+-\s+-\s+-\s+0$")
 
     def test_fallback_is_not_loaded_when_not_needed(self):
         if platform.machine() != "x86_64":

@@ -324,6 +324,29 @@ static void test_older_daemon(void **state) {
         free(out);
 }
 
+/* A daemon that does not count the access kind (arm64): its read / write / exec are null, and
+ * every user fault is access "" — no series says 0 reads that were never counted. */
+static void test_access_not_counted(void **state) {
+        (void) state;
+#define UNKNOWN_ACCESS(u, k, mi)                                                                   \
+        "{\"user\":" #u ",\"kernel\":" #k ",\"minor\":" #mi ",\"major\":0,\"read\":null,\"write\":null," \
+        "\"exec\":null,\"protection\":null}"
+        char *out = render("{\"sinceUsec\":1,\"otherUnits\":1,\"units\":[{\"unit\":\"a.service\",\"processes\":1,"
+                           "\"counters\":" COUNTERS(UNKNOWN_ACCESS(7, 1, 8), "{}") "}],\"total\":"
+                           COUNTERS(UNKNOWN_ACCESS(9, 1, 10), "{}") "}",
+                           NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+#undef UNKNOWN_ACCESS
+        assert_non_null(strstr(out, "trapstat_page_faults_total{mode=\"user\",access=\"\",unit=\"a.service\"} 7\n"));
+        assert_non_null(strstr(out, "trapstat_page_faults_total{mode=\"kernel\",access=\"\",unit=\"a.service\"} 1\n"));
+        /* The rest of the total, also of unknown access. */
+        assert_non_null(strstr(out, "trapstat_page_faults_total{mode=\"user\",access=\"\",unit=\"other\"} 2\n"));
+        assert_null(strstr(out, "access=\"read\""));
+        assert_null(strstr(out, "access=\"write\""));
+        assert_null(strstr(out, "access=\"exec\""));
+        assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"a.service\"} 8\n"));
+        free(out);
+}
+
 /* A daemon that does not time faults (fault time is off by default): its FaultTime is all zero and
  * no measurement, so the families are left out; they are there when the source is active. */
 static void test_fault_time_off(void **state) {
@@ -505,6 +528,7 @@ int main(void) {
                 cmocka_unit_test(test_histogram_shape), cmocka_unit_test(test_seconds),
                 cmocka_unit_test(test_older_daemon),
                 cmocka_unit_test(test_fault_time_off),
+                cmocka_unit_test(test_access_not_counted),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;

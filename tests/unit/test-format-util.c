@@ -16,6 +16,21 @@
 #include "macro.h"
 #include "utf8-util.h"
 
+static void test_format_fault(void **state) {
+        Faults f = { .user = 1234, .read = 5 };
+        char buf[16];
+
+        assert_string_equal(format_fault(&f, fault_field_by_name("user"), buf), "1.23k");
+        assert_string_equal(format_fault(&f, fault_field_by_name("read"), buf), "5");
+        f.access_unknown = true;
+        assert_string_equal(format_fault(&f, fault_field_by_name("user"), buf), "1.23k");
+        assert_string_equal(format_fault(&f, fault_field_by_name("kernel"), buf), "0");
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (fault_field_is_access(&fault_fields[i]))
+                        assert_string_equal(format_fault(&f, &fault_fields[i], buf), "-");
+        (void) state;
+}
+
 static void test_format_count(void **state) {
         char buf[16];
 
@@ -439,7 +454,8 @@ static void test_utf8(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_format_count),  cmocka_unit_test(test_format_rate),
+                cmocka_unit_test(test_format_count),
+                cmocka_unit_test(test_format_fault),  cmocka_unit_test(test_format_rate),
                 cmocka_unit_test(test_format_times),  cmocka_unit_test(test_sparkline),
                 cmocka_unit_test(test_csv_field),     cmocka_unit_test(test_escape_controls),
                 cmocka_unit_test(test_escape_c1),     cmocka_unit_test(test_escape_invalid_utf8),

@@ -291,6 +291,61 @@ static void test_counters_format_json(void **state) {
         (void) state;
 }
 
+/* Where the access kind is not counted (the daemon's fault events do not tell it, or a reply said
+ * so), read / write / exec / protection are null, both formatters alike, and parse back as not
+ * known; sums keep it; the others stay numbers. */
+static void test_faults_access_unknown(void **state) {
+        Faults f = { .user = 7, .kernel = 1, .minor = 8, .read = 3 }, back, sum = {};
+        char buf[COUNTERS_JSON_MAX];
+        const bool known[] = { true, false };
+
+        for (size_t k = 0; k < ELEMENTSOF(known); k++) {
+                fault_access_known = known[k];
+                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &(Traps) {});
+                _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
+                json_t *faults = json_object_get(j, "faults");
+
+                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, buf), (int) strlen(dumped));
+                assert_string_equal(buf, dumped);
+                for (size_t i = 0; i < n_fault_fields; i++) {
+                        json_t *v = json_object_get(faults, fault_fields[i].name);
+
+                        assert_non_null(v);
+                        if (!known[k] && fault_field_is_access(&fault_fields[i]))
+                                assert_true(json_is_null(v));
+                        else
+                                assert_int_equal(json_integer_value(v), faults_get(&f, &fault_fields[i]));
+                }
+                assert_int_equal(faults_from_json(faults, &back), 0);
+                assert_int_equal(back.access_unknown, !known[k]);
+                assert_int_equal(back.user, 7);
+                assert_int_equal(back.read, known[k] ? 3 : 0);
+        }
+        fault_access_known = true;
+
+        /* Null only for the four: a null user or kernel is malformed. */
+        {
+                _cleanup_json_ json_t *bad = json_pack("{s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "user", "kernel", 0,
+                                                      "minor", 0, "major", 0, "read", 0, "write", 0, "exec", 0,
+                                                      "protection", 0);
+
+                assert_int_equal(faults_from_json(bad, &back), -EBADMSG);
+        }
+        /* A sum with one unknown part is unknown, and written so. */
+        back.access_unknown = true;
+        faults_add(&sum, &f);
+        assert_false(sum.access_unknown);
+        faults_add(&sum, &back);
+        assert_true(sum.access_unknown);
+        {
+                _cleanup_json_ json_t *j = faults_to_json(&sum);
+
+                assert_true(json_is_null(json_object_get(j, "protection")));
+                assert_int_equal(json_integer_value(json_object_get(j, "user")), 14);
+        }
+        (void) state;
+}
+
 static void test_site_to_json(void **state) {
         static const char *const members[] = { "kind",  "vector",  "object",    "offset", "symbol", "symbolOffset",
                                                "count", "sampled", "period",    "estimated", "memory",
@@ -503,6 +558,7 @@ int main(void) {
                 cmocka_unit_test(test_vector_table),
                 cmocka_unit_test(test_vector_numbers),
                 cmocka_unit_test(test_arm64_classes),
+                cmocka_unit_test(test_faults_access_unknown),
                 cmocka_unit_test(test_vector_from_name_unknown),
                 cmocka_unit_test(test_fault_signals),
                 cmocka_unit_test(test_si_codes),
