@@ -172,7 +172,9 @@ mount -t tracefs nodev \$r/sys/kernel/tracing
 mount -t debugfs nodev \$r/sys/kernel/debug
 mount -t bpf bpf \$r/sys/fs/bpf
 mount -t cgroup2 cgroup2 \$r/sys/fs/cgroup
-mount -t 9p -o \$o src \$r$src || { echo "mount src failed"; poweroff -f; }
+# The tree without the page cache for writes (cache=mmap): with cache=loose the test logs meson
+# wrote in the VM reached this machine empty.
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap src \$r$src || { echo "mount src failed"; poweroff -f; }
 echo "== arm64 vm: up at \$(cut -d' ' -f1 /proc/uptime) s, kernel \$(uname -r)"
 chroot \$r /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   LANG=C.UTF-8 TERM=dumb /bin/bash $src/$vm/run.sh
@@ -288,7 +290,9 @@ case $cmd in
       "gcc $(aarch64-linux-gnu-gcc -dumpfullversion) (cross), clang $(clang -dumpversion) (BPF)"
     # And the storm of short-lived processes (the stress suite's, 2000 processes here): its own
     # log, which .ci/run counts too.
-    boot "meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 ${suites[*]}; s=\$?
+    # Not the store's longest unit tests (suite unit-long): SQL the same on every architecture,
+    # and over 9 minutes each under TCG (measured), past the time CI has.
+    boot "meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 ${suites[*]} --no-suite unit-long; s=\$?
 STORM_CHILDREN=2000 meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 --logbase storm \
   arm64-stress --test-args Storm || s=1
 exit \$s" ;;
