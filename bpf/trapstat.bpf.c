@@ -961,7 +961,7 @@ static __noinline void record_trap_site(struct task_struct *task, __u32 vector, 
 /* A sampled fault's site: the faulting instruction and the memory of the faulting address. The
  * fault's start (NULL when faults are not timed) remembers it, for its completion to add the
  * fault's time to it. */
-static __noinline void record_fault_site(__u64 address, struct pt_regs *regs, struct fault_start *start) {
+static __noinline void record_fault_site(__u64 address, __u64 ip, struct fault_start *start) {
         struct task_struct *task = bpf_get_current_task_btf();
         struct ts_site_key key = {};
 
@@ -969,7 +969,7 @@ static __noinline void record_fault_site(__u64 address, struct pt_regs *regs, st
         key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         key.kind = TS_SITE_FAULT;
         key.vector = 14; /* #PF */
-        locate_site(task, PT_REGS_IP_CORE(regs), address, true, &key);
+        locate_site(task, ip, address, true, &key);
         if (site_add_epoch(&key, task, 1, 0) && start) {
                 start->site = key;
                 start->sampled = 1;
@@ -989,7 +989,7 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
         c->user_faults++;
         ts_arch_fault_access(c, error_code);
         if (fault_sites && !(c->user_faults & fault_sample_mask))
-                record_fault_site(address, regs, start);
+                record_fault_site(address, PT_REGS_IP_CORE(regs), start);
         return 0;
 }
 
@@ -1013,16 +1013,20 @@ static struct ts_traps zero_traps;
 
 /* Where the x86 exception events are missing (other architectures, older kernels) the perf
  * software event PAGE_FAULTS is the page fault source: one event per CPU for user mode
- * (exclude_kernel) and one for kernel mode (exclude_user). It does not tell the access kind,
- * so the read/write/exec breakdown stays zero. Costlier than the tracepoints: only loaded when
- * they are not there. */
+ * (exclude_kernel) and one for kernel mode (exclude_user). It does not tell the access kind
+ * (replies say so: null). Its sample has the faulting user registers: fault sites are sampled
+ * as from the exception event. Costlier than the tracepoints: only loaded when they are not
+ * there. */
 SEC("perf_event")
 int perf_page_fault_user(struct bpf_perf_event_data *ctx) {
         struct ts_counters *c = current_counters();
+        struct fault_start *start = fault_begin(ctx->addr, false);
 
-        fault_begin(ctx->addr, false);
-        if (c)
-                c->user_faults++;
+        if (!c)
+                return 0;
+        c->user_faults++;
+        if (fault_sites && !(c->user_faults & fault_sample_mask))
+                record_fault_site(ctx->addr, PT_REGS_IP(&ctx->regs), start);
         return 0;
 }
 

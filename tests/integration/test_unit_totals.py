@@ -42,7 +42,8 @@ def counters_le(a, b):
     """Every counter of a at most b's: b is a later reply of the same series."""
     for key in ("faults", "traps", "signals", "signalCodes"):
         for name, value in a[key].items():
-            if value > b[key].get(name, 0):
+            # An access kind the daemon does not count is null in both (arm64).
+            if value is not None and value > b[key].get(name, 0):
                 return False
     return True
 
@@ -373,7 +374,8 @@ class UnitTotals(unittest.TestCase):
                 return (ms, after) if before == after else None
             ms, row = wait_for(consistent, what=f"a List between two equal UnitTotals rows of {UNITS['t']}")
         ft = row["counters"]["faultTime"]
-        self.assertGreaterEqual(ft["minorNs"], n * hold_ms * 1000000)
+        # Minor or major by the kernel's accounting (tests/integration/test_fault_time.py).
+        self.assertGreaterEqual(ft["minorNs"] + ft["majorNs"], n * hold_ms * 1000000)
         self.assertIn(UNITS["t"], {m.get("object") for m in ms})
         for kind in ("minor", "major", "kernel"):
             got = self.value(ms, "io.trapstat.PageFaultTimeNs", UNITS["t"], kind=kind)
