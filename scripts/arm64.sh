@@ -35,7 +35,6 @@ build=$top/build
 vm=$top/vm
 log=$build/meson-logs/testlog.json
 guard=${ARM64_GUARD:-1800}
-mirror_host=deb.debian.org
 
 packages=(
   busybox-static kmod base-passwd
@@ -54,31 +53,14 @@ modules=(virtio_pci 9pnet_virtio 9p)
 
 log() { echo "== arm64: $*"; }
 
-skipped() { # reason: a test log with the leg skipped, and success
+leg=arm64
+. scripts/leg-lib.sh
+skipped() { # reason
   mkdir -p "$(dirname "$log")"
-  python3 -c 'import json, sys; print(json.dumps({"name": "arm64-leg", "result": "SKIP", "stdout": sys.argv[1]}))' \
-    "$1" >"$log"
   : >"$(dirname "$log")/storm.json" # no storm either
-  log "leg skipped: $1"
-  exit 0
+  leg_skipped "$1"
 }
-
-failed() {
-  echo "== arm64 leg failed: $1" >&2
-  exit 1
-}
-
-# The archive, reachable or not: the one reason to skip.
-reachable() {
-  python3 - "$mirror_host" <<'PY'
-import socket, sys
-try:
-    socket.create_connection((sys.argv[1], 80), timeout=10).close()
-except OSError as e:
-    print(e)
-    sys.exit(1)
-PY
-}
+failed() { leg_failed "$@"; }
 
 extract() { # target, mmdebstrap log, packages...
   local target=$1 out=$2 why

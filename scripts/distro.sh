@@ -25,35 +25,14 @@ top=build-$suite
 root=$top/rootfs
 build=$top/build # as seen from inside: /src/$build
 log=$build/meson-logs/testlog.json
-mirror_host=deb.debian.org
 
 echo "== $suite leg ($top)"
 [[ $# -gt 0 ]] || rm -f "$log" # never count a previous run
 
-skipped() { # reason: a test log with the leg skipped, and success
-  mkdir -p "$(dirname "$log")"
-  python3 -c 'import json, sys; print(json.dumps({"name": sys.argv[1] + "-leg", "result": "SKIP", "stdout": sys.argv[2]}))' \
-    "$suite" "$1" >"$log"
-  echo "== $suite leg skipped: $1"
-  exit 0
-}
-
-failed() {
-  echo "== $suite leg failed: $1"
-  exit 1
-}
-
-# The archive, reachable or not: the one reason to skip.
-reachable() {
-  python3 - "$mirror_host" <<'PY'
-import socket, sys
-try:
-    socket.create_connection((sys.argv[1], 80), timeout=10).close()
-except OSError as e:
-    print(e)
-    sys.exit(1)
-PY
-}
+leg=$suite
+. scripts/leg-lib.sh
+skipped() { leg_skipped "$@"; }
+failed() { leg_failed "$@"; }
 
 ./scripts/install-deps.sh --distro || failed "installing mmdebstrap on the host"
 

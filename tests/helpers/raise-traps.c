@@ -129,10 +129,6 @@ static const char *const vector_names[TRAP_VECTORS] = {
 };
 #define NAME(v) vector_names[vecs[v].trapno]
 
-static const int signos[] = {SIGFPE, SIGTRAP, SIGILL, SIGSEGV, SIGBUS};
-static const char *const signames[] = {"SIGFPE", "SIGTRAP", "SIGILL", "SIGSEGV", "SIGBUS"};
-#define NSIG_USED (sizeof(signos) / sizeof(signos[0]))
-
 #define VECTOR_WORD "vector"
 #define VECTOR_LIST "DE DB BP UD GP PF MF AC XM"
 #define VECTOR_USAGE "DE,DB,BP,UD,GP,PF,MF,AC,XM"
@@ -178,11 +174,6 @@ static const unsigned char class_ecs[TRAP_VECTORS] = {
 };
 #define NAME(v) vector_names[vecs[v].slot]
 
-/* SIGFPE too, never raised here: the output has x86's keys, and one would be an error. */
-static const int signos[] = {SIGFPE, SIGTRAP, SIGILL, SIGSEGV, SIGBUS};
-static const char *const signames[] = {"SIGFPE", "SIGTRAP", "SIGILL", "SIGSEGV", "SIGBUS"};
-#define NSIG_USED (sizeof(signos) / sizeof(signos[0]))
-
 #define VECTOR_WORD "class"
 #define VECTOR_LIST "UNKNOWN IABT_LOW PC_ALIGN DABT_LOW SP_ALIGN BRK64"
 #define VECTOR_USAGE "UNKNOWN,IABT_LOW,PC_ALIGN,DABT_LOW,SP_ALIGN,BRK64"
@@ -191,6 +182,12 @@ static const char *const signames[] = {"SIGFPE", "SIGTRAP", "SIGILL", "SIGSEGV",
 #define HANDLER_FLAGS (SA_SIGINFO | SA_ONSTACK)
 
 #endif
+
+/* The fault signals, the output's keys on both architectures (arm64 never raises SIGFPE here:
+ * one would be an error). */
+static const int signos[] = {SIGFPE, SIGTRAP, SIGILL, SIGSEGV, SIGBUS};
+static const char *const signames[] = {"SIGFPE", "SIGTRAP", "SIGILL", "SIGSEGV", "SIGBUS"};
+#define NSIG_USED (sizeof(signos) / sizeof(signos[0]))
 
 static int selected[NVEC], only;
 /* Classes whose first raise in a thread gave no signal where the CPU may not raise them at all
