@@ -261,7 +261,7 @@ class UnitFilters(unittest.TestCase):
         rows = list(csv.DictReader(io.StringIO(self.daemon_cli("history", "--unit", UNITS["a"], "--csv"))))
         self.assertNotIn("pid", rows[0])
         self.assertEqual(sum(int(r["traps"]) for r in rows), 500)
-        self.assertEqual(sum(int(r["traps.UD"]) for r in rows), 300)
+        self.assertEqual(sum(int(r[f"traps.{T['UD']}"]) for r in rows), 300)
 
         p = subprocess.run([binary("TRAPSTAT"), "--socket", self.daemon.socket, "history", "1", "--unit", "x"],
                            capture_output=True, text=True, timeout=30)
