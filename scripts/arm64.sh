@@ -159,6 +159,8 @@ mount -t bpf bpf \$r/sys/fs/bpf
 mount -t cgroup2 cgroup2 \$r/sys/fs/cgroup
 # The tree without the page cache for writes (cache=mmap): with cache=loose the test logs meson
 # wrote in the VM reached this machine empty.
+# Its mount point: made in the root filesystem, unless a tmpfs above now hides it (a tree under /tmp).
+mkdir -p \$r$src
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap src \$r$src || { echo "mount src failed"; poweroff -f; }
 echo "== arm64 vm: up at \$(cut -d' ' -f1 /proc/uptime) s, kernel \$(uname -r)"
 chroot \$r /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
