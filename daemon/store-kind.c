@@ -307,3 +307,37 @@ char *store_kind_expire(const StoreKind *k, int tier, uint64_t cutoff, size_t ba
                 return NULL;
         return sql;
 }
+
+char *store_kind_coarse_table(const StoreKind *k) {
+        _cleanup_free_ char *columns = store_kind_columns(k);
+        char *sql;
+
+        if (!columns || asprintf(&sql, "CREATE TEMP TABLE IF NOT EXISTS coarse_%s AS SELECT %s FROM %s WHERE 0", k->name,
+                                 columns, k->tables[TIER_RAW]) < 0)
+                return NULL;
+        return sql;
+}
+
+char *store_kind_coarsen(const StoreKind *k, int tier, uint64_t width, const char *where) {
+        _cleanup_free_ char *columns = store_kind_columns(k), *keys = keys_after(k),
+                            *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", ");
+        char *sql;
+
+        if (!columns || !keys || !sums ||
+            asprintf(&sql,
+                     "INSERT INTO temp.coarse_%s (%s) SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64
+                     " AS t%s, %s FROM %s WHERE %s GROUP BY process_id, t%s",
+                     k->name, columns, width, width, keys, sums, k->tables[tier], where, keys) < 0)
+                return NULL;
+        return sql;
+}
+
+char *store_kind_coarse_put_back(const StoreKind *k, int tier) {
+        _cleanup_free_ char *columns = store_kind_columns(k);
+        char *sql;
+
+        if (!columns || asprintf(&sql, "INSERT INTO %s (%s) SELECT %s FROM temp.coarse_%s", k->tables[tier], columns,
+                                 columns, k->name) < 0)
+                return NULL;
+        return sql;
+}

@@ -102,3 +102,13 @@ char *store_kind_roll_up(const StoreKind *k, int tier, uint64_t from, uint64_t t
 
 /* Deletes at most batch of the tier's rows older than cutoff. */
 char *store_kind_expire(const StoreKind *k, int tier, uint64_t cutoff, size_t batch);
+
+/* Coarsening in place (the size cap, store-share.c): a tier's rows of some processes and stretch
+ * replaced by their sums per coarser interval, in the same table. The temporary table that holds
+ * the sums meanwhile, temp.coarse_<name>, with the kind's columns: */
+char *store_kind_coarse_table(const StoreKind *k);
+/* Sums the rows of tier that match where (a condition on the table's columns) per key and
+ * interval of width (its start as time_usec) into temp.coarse_<name>. */
+char *store_kind_coarsen(const StoreKind *k, int tier, uint64_t width, const char *where);
+/* Puts the sums of temp.coarse_<name> into tier's table (their rows deleted before). */
+char *store_kind_coarse_put_back(const StoreKind *k, int tier);

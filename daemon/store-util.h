@@ -39,6 +39,15 @@
 
 typedef struct SiteWriter SiteWriter;
 
+/* How far the size cap has coarsened one user's rows of the raw and the minute tier
+ * (store-share.c): before coarse_until[tier] they are one row per process and coarser interval
+ * already. A few users' are kept; a user who is not is looked at again from the start. */
+#define STORE_SHARE_CURSORS 16
+typedef struct ShareCursor {
+        int64_t uid; /* -1: free */
+        uint64_t coarse_until[TIER_HOUR];
+} ShareCursor;
+
 /* Grouped by the part that owns the members; a part reads another's only through its functions,
  * but for the connection and the configuration. */
 struct Store {
@@ -93,6 +102,8 @@ struct Store {
          * last looked, and how much the flushes grew them since: the step keeps room for as much
          * as the last tick wrote. */
         uint64_t cap_used_seen, cap_growth;
+        ShareCursor share_cursors[STORE_SHARE_CURSORS];
+        unsigned share_cursor_next; /* the slot a new user takes */
         /* A sweep of the dictionaries for entries no row references (store-sweep.c): which one
          * it is in (0: none), the last id looked at, and whether rows went meanwhile. */
         int sweep;

@@ -170,6 +170,8 @@ static int store_new(const char *path, const char *boot_id, int flags, Store **r
         s->max_cmdline = STORE_MAX_CMDLINE_DEFAULT;
         s->path = strdup(path);
         s->boot_id = strdup(boot_id);
+        for (size_t i = 0; i < STORE_SHARE_CURSORS; i++)
+                s->share_cursors[i].uid = -1;
         if (!s->path || !s->boot_id) {
                 store_free(s);
                 return -ENOMEM;
@@ -236,6 +238,10 @@ int store_open(const char *path, const char *boot_id, Store **ret) {
          * across a crash of the daemon (not necessarily of the machine), at a fraction of FULL's
          * fsyncs. */
         r = sql_exec(s->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+        /* The size cap's coarsening holds a batch of sums in temporary tables: memory, not a file
+         * (the service's /tmp is private, and a file would be written and synced for nothing). */
+        if (r >= 0)
+                r = sql_exec(s->db, "PRAGMA temp_store = MEMORY");
         if (r < 0)
                 goto fail;
         sqlite3_busy_timeout(s->db, 5000);

@@ -432,13 +432,14 @@ static void test_roll_up_and_expiry_of_each_kind(void **state) {
         store_free(s);
 }
 
-/* Over the size cap, a step takes every row of every kind and tier of the oldest process of the
- * user holding the most (one process at least, whatever the batch), and nothing of the other;
- * then the process, not seen for long. */
+/* Over the size cap, a step takes the oldest interval of the user holding the most, in every kind
+ * and tier and of each of their processes: the hour its oldest row is in, once the hour tier has
+ * it, so that what is left of a process is whole in every tier. The processes, last seen after
+ * it, stay. */
 static void test_size_cap_cuts_every_kind(void **state) {
         const uint64_t t0 = 1700000000000000ULL - 1700000000000000ULL % H;
         StoreRetention r = STORE_RETENTION_DEFAULT;
-        int64_t before[_STORE_KIND_MAX][_TIER_MAX], usage, first;
+        int64_t after[_STORE_KIND_MAX][_TIER_MAX][2], usage, first;
         char path[256];
         sqlite3 *db;
         bool more;
@@ -448,16 +449,20 @@ static void test_size_cap_cuts_every_kind(void **state) {
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         db = open_db("cap.db");
         first = fill_raw(db, store_kinds, _STORE_KIND_MAX, t0, 2);
+        exec(db, "UPDATE process SET first_seen_usec = 1700000000000000 - 1700000000000000 % 3600000000, "
+                 "last_seen_usec = 1700000000000000 - 1700000000000000 % 3600000000 + 7190000000");
         /* "Now" in the middle: the second hour is not rolled up. */
         maintain_until_done(s, t0 + H, &r);
         for (int k = 0; k < _STORE_KIND_MAX; k++)
-                for (int t = 0; t < _TIER_MAX; t++) {
-                        before[k][t] = query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
-                                                 store_kinds[k].tables[t], first + 1);
-                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
-                                                   store_kinds[k].tables[t], first),
-                                         before[k][t]);
-                }
+                for (int t = 0; t < _TIER_MAX; t++)
+                        for (int p = 0; p < 2; p++) {
+                                after[k][t][p] = query_int(db,
+                                                           "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64
+                                                           " AND time_usec >= %" PRIu64,
+                                                           store_kinds[k].tables[t], first + p, t0 + H);
+                                assert_true(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
+                                                      store_kinds[k].tables[t], first + p) > after[k][t][p]);
+                        }
         usage = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 0");
 
         r.max_bytes = 1;
@@ -465,16 +470,17 @@ static void test_size_cap_cuts_every_kind(void **state) {
         assert_int_equal(store_maintain(s, t0 + H, &r, &more), 0);
         assert_true(more);
         for (int k = 0; k < _STORE_KIND_MAX; k++)
-                for (int t = 0; t < _TIER_MAX; t++) {
-                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
-                                                   store_kinds[k].tables[t], first),
-                                         0);
-                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
-                                                   store_kinds[k].tables[t], first + 1),
-                                         before[k][t]);
-                }
-        /* Not exited, but last seen long before now: it went too. */
-        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM process"), 1);
+                for (int t = 0; t < _TIER_MAX; t++)
+                        for (int p = 0; p < 2; p++) {
+                                assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64
+                                                               " AND time_usec < %" PRIu64,
+                                                           store_kinds[k].tables[t], first + p, t0 + H),
+                                                 0);
+                                assert_int_equal(query_int(db, "SELECT COUNT(*) FROM %s WHERE process_id = %" PRId64,
+                                                           store_kinds[k].tables[t], first + p),
+                                                 after[k][t][p]);
+                        }
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM process"), 2);
         assert_true(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 0") < usage);
         sqlite3_close(db);
         store_free(s);
