@@ -383,9 +383,18 @@ int format_path_cell(const char *s, bool utf8, size_t width, char **ret) {
         return 0;
 }
 
-void csv_field(FILE *f, const char *s) {
+void csv_field(FILE *f, const char *s, bool terminal, bool utf8) {
+        _cleanup_free_ char *escaped = NULL;
+
         if (!s)
                 return;
+        if (terminal) {
+                if (escape_untrusted(s, utf8, &escaped) < 0) {
+                        fputc('?', f);
+                        return;
+                }
+                s = escaped;
+        }
         if (!strpbrk(s, ",\"\r\n")) {
                 fputs(s, f);
                 return;

@@ -77,8 +77,11 @@ int format_cell(const char *s, bool utf8, size_t min, size_t max, char **ret);
 int format_path_cell(const char *s, bool utf8, size_t width, char **ret);
 
 /* Writes s as one CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
- * Exact otherwise: CSV is for programs, which get the text as it is. */
-void csv_field(FILE *f, const char *s);
+ * Exact for a file or a pipe (terminal false): CSV is for programs, which get the text as it is.
+ * For a terminal (terminal true) a person reads it, and s is first escaped as the tables escape
+ * it, by escape_untrusted(s, utf8): a name that clears the screen shows as "\e[2J" there too.
+ * "?" when that runs out of memory, never the raw text. */
+void csv_field(FILE *f, const char *s, bool terminal, bool utf8);
 
 /* Whether the LC_CTYPE locale (as set by setlocale()) uses UTF-8. */
 bool locale_is_utf8(void);

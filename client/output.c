@@ -44,6 +44,13 @@ static char *untrusted_cell(const OutputStyle *style, const char *s, size_t min,
         return format_cell(s, style->utf8, min, max, &cell) < 0 ? NULL : cell;
 }
 
+/* Text from a process, a file or the daemon as a CSV field: exact into a file or a pipe, escaped as
+ * untrusted_cell() escapes it on a terminal (style->tty). Every text field of the CSV outputs goes
+ * through here. */
+static void csv_text(FILE *f, const OutputStyle *style, const char *s) {
+        csv_field(f, s, style->tty, style->utf8);
+}
+
 /* Counts take at most 5 characters ("999", "1.23k", "123M"): 7 per column keeps history in 80. */
 static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
 
@@ -474,7 +481,7 @@ void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteC
         fprintf(f, " sampled\n");
 }
 
-void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n) {
+void print_sites_csv(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n) {
         fputs("pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,sampled,period,estimated,memory,"
               "memoryObject,timeNs,estimatedTimeNs\n",
               f);
@@ -484,16 +491,16 @@ void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n)
 
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,%s,", int_member(process, "pid"),
                         int_member(process, "startTime"), site_kind_name(s->kind), site_vector_name(s, vector));
-                csv_field(f, s->object);
+                csv_text(f, style, s->object);
                 fprintf(f, ",%" PRIu64 ",", s->offset);
-                csv_field(f, s->symbol);
+                csv_text(f, style, s->symbol);
                 fputc(',', f);
                 if (s->symbol)
                         fprintf(f, "%" PRIu64, s->symbol_offset);
                 /* estimated as the reply has it: clamped to a JSON integer. */
                 fprintf(f, ",%" PRIu64 ",%s,%" PRIu32 ",%" PRIu64 ",%s,", s->count, s->kind == SITE_FAULT ? "true" : "false",
                         s->period, MIN(site_count_estimated(s), (uint64_t) INT64_MAX), memory_kind_name(s->memory));
-                csv_field(f, s->memory_object);
+                csv_text(f, style, s->memory_object);
                 fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", MIN(s->time_ns, (uint64_t) INT64_MAX),
                         MIN(site_time_estimated(s), (uint64_t) INT64_MAX));
         }
@@ -714,7 +721,7 @@ static const char **sorted_keys(json_t *map, size_t *ret_n) {
         return keys;
 }
 
-void print_history_csv(FILE *f, json_t *reply) {
+void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
         json_t *total = json_object_get(reply, "total"), *samples = json_object_get(reply, "samples"), *sample;
         json_t *p = json_object_get(reply, "process");
         _cleanup_free_ const char **traps = NULL, **signals = NULL;
@@ -730,13 +737,12 @@ void print_history_csv(FILE *f, json_t *reply) {
                 fprintf(f, ",%s", fault_fields[i].name);
         fputs(",traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed", f);
         for (i = 0; i < n_traps; i++) {
-                fputs(",", f);
-                fprintf(f, "traps.");
-                csv_field(f, traps[i]);
+                fputs(",traps.", f);
+                csv_text(f, style, traps[i]);
         }
         for (i = 0; i < n_signals; i++) {
                 fputs(",signals.", f);
-                csv_field(f, signals[i]);
+                csv_text(f, style, signals[i]);
         }
         fputc('\n', f);
 
@@ -834,19 +840,19 @@ void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
         }
 }
 
-void print_processes_csv(FILE *f, json_t *processes) {
+void print_processes_csv(FILE *f, const OutputStyle *style, json_t *processes) {
         size_t i;
         json_t *p;
 
         fputs("pid,startTime,comm,uid,unit,firstSeenUsec,lastSeenUsec,exited,cmdline\n", f);
         json_array_foreach (processes, i, p) {
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",", int_member(p, "pid"), int_member(p, "startTime"));
-                csv_field(f, string_member(p, "comm", ""));
+                csv_text(f, style, string_member(p, "comm", ""));
                 fprintf(f, ",%" JSON_INTEGER_FORMAT ",", int_member(p, "uid"));
-                csv_field(f, string_member(p, "unit", ""));
+                csv_text(f, style, string_member(p, "unit", ""));
                 fprintf(f, ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,", int_member(p, "firstSeenUsec"),
                         int_member(p, "lastSeenUsec"), json_is_true(json_object_get(p, "exited")) ? "true" : "false");
-                csv_field(f, string_member(p, "cmdline", ""));
+                csv_text(f, style, string_member(p, "cmdline", ""));
                 fputc('\n', f);
         }
 }

@@ -41,17 +41,18 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
 /* UnitHistory: a header naming the units, how many processes and how many still run, then the
  * samples as history's. step_usec as for print_history(). */
 void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec, bool histogram);
-/* The same samples as CSV, exact: a header line, then one line per sample (of a UnitHistory
- * reply without the columns pid and startTime). */
-void print_history_csv(FILE *f, json_t *reply);
+/* The same samples as CSV with exact counts: a header line, then one line per sample (of a
+ * UnitHistory reply without the columns pid and startTime). Text as csv_field() writes it for
+ * style->tty: escaped on a terminal, exact into a file or a pipe; so in every CSV here. */
+void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply);
 
 /* Sites: the process (as history's header says it), then one line per site: KIND VECTOR COUNT
  * OBJECT WHERE MEMORY, fault counts marked "~" as estimates and the sampling said under them.
  * process is the reply's. */
 void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n);
-/* The same as CSV, exact: a header line, then one line per site with the members of the IDL's
+/* The same as CSV with exact values: a header line, then one line per site with the members of the IDL's
  * Site (empty for null), after the process's pid and startTime. */
-void print_sites_csv(FILE *f, json_t *process, const SiteCount *sites, size_t n);
+void print_sites_csv(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n);
 
 /* A list reply that its limit cut (its member `other`, e.g. "otherProcesses", above zero; absent
  * from older daemons) gets one line on f: how many of how many `what` are shown, and how to get
@@ -62,7 +63,7 @@ void print_cut_note(FILE *f, json_t *reply, const char *other, size_t shown, con
 
 /* ListProcesses: one line per process. */
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes);
-void print_processes_csv(FILE *f, json_t *processes);
+void print_processes_csv(FILE *f, const OutputStyle *style, json_t *processes);
 /* Traps: per vector with its name, per signal and si_code. */
 void print_traps(FILE *f, const OutputStyle *style, json_t *reply, uint64_t window_usec);
 void print_status(FILE *f, const OutputStyle *style, json_t *reply);

@@ -22,6 +22,8 @@
 #include "time-util.h"
 #include "top.h"
 
+/* How standard output is, asked once per run: the tables' look, and whether CSV escapes its text
+ * (on a terminal) or is exact (a file or a pipe). */
 static OutputStyle output_style(void) {
         return (OutputStyle) {
                 .tty = isatty(STDOUT_FILENO),
@@ -218,7 +220,7 @@ static int unit_history(TrapstatClient *c, const HistoryArgs *a) {
         if (arg_json)
                 print_json(reply.json);
         else if (a->csv)
-                print_history_csv(stdout, reply.json);
+                print_history_csv(stdout, &style, reply.json);
         else
                 print_unit_history(stdout, &style, reply.json, a->step, a->histogram);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
@@ -261,7 +263,7 @@ static int process_history(TrapstatClient *c, const HistoryArgs *a) {
                 .until_usec = a->until,
                 .resolution_sec = a->step / USEC_PER_SEC,
         };
-        OutputStyle style;
+        OutputStyle style = output_style();
         int r;
 
         r = trapstat_history(c, &q, &reply, &error);
@@ -274,7 +276,7 @@ static int process_history(TrapstatClient *c, const HistoryArgs *a) {
                 return 0;
         }
         if (a->csv) {
-                print_history_csv(stdout, reply.json);
+                print_history_csv(stdout, &style, reply.json);
                 return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
         }
 
@@ -288,7 +290,6 @@ static int process_history(TrapstatClient *c, const HistoryArgs *a) {
         else
                 history_trap_sites(c, a, reply.start_time, &sites);
 
-        style = output_style();
         print_history(stdout, &style, reply.json, list.processes, a->step, a->histogram, sites.sites, sites.n_sites);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
@@ -411,6 +412,7 @@ static int verb_sites(int argc, char *argv[]) {
         _cleanup_(trapstat_sites_reply_done) TrapstatSitesReply reply = {};
         _cleanup_(trapstat_error_done) TrapstatError error = {};
         SitesArgs a = { .q.kind = -1 };
+        OutputStyle style;
         int r;
 
         r = sites_parse_argv(argc, argv, &a);
@@ -429,12 +431,11 @@ static int verb_sites(int argc, char *argv[]) {
                 print_json(reply.json);
                 return 0;
         }
+        style = output_style();
         if (a.csv)
-                print_sites_csv(stdout, reply.process, reply.sites, reply.n_sites);
-        else {
-                OutputStyle style = output_style();
+                print_sites_csv(stdout, &style, reply.process, reply.sites, reply.n_sites);
+        else
                 print_sites(stdout, &style, reply.process, reply.sites, reply.n_sites);
-        }
         if (fflush(stdout) != 0)
                 return fail("writing to stdout failed: %m");
         print_cut_note(stderr, reply.json, "otherSites", reply.n_sites, "sites", "--traps/--faults/--since/--until",
@@ -510,6 +511,7 @@ static int verb_procs(int argc, char *argv[]) {
         _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply reply = {};
         _cleanup_(trapstat_error_done) TrapstatError error = {};
         ProcsArgs a = {};
+        OutputStyle style;
         int c, r;
 
         optind = 0;
@@ -532,12 +534,11 @@ static int verb_procs(int argc, char *argv[]) {
                 print_json(reply.json);
                 return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
         }
+        style = output_style();
         if (a.csv)
-                print_processes_csv(stdout, reply.processes);
-        else {
-                OutputStyle style = output_style();
+                print_processes_csv(stdout, &style, reply.processes);
+        else
                 print_processes(stdout, &style, reply.processes);
-        }
         if (fflush(stdout) != 0)
                 return fail("writing to stdout failed: %m");
         /* After the rows, so that it is the last line a terminal shows. */

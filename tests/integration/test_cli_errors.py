@@ -16,7 +16,7 @@ import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import assert_usage_errors, binary  # noqa: E402
+from daemon import assert_usage_errors, binary, trapstat_on_terminal  # noqa: E402
 
 
 def run(*args):
@@ -294,6 +294,20 @@ class SitesOutput(unittest.TestCase):
             for k, v in s.items():
                 expected = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
                 self.assertEqual(row[k], expected, k)
+
+    def test_csv_on_a_terminal(self):
+        """Paths and symbols escaped as the table escapes them, no control byte but the line ends
+        (a pty's "\\r\\n"); everything else as through a pipe."""
+        d = self.serve()
+        out = trapstat_on_terminal(d.socket, "sites", "4242", "--csv").stdout.replace(b"\r\n", b"\n")
+        self.assertEqual([b for b in out if (b < 0x20 and b != 0x0A) or b == 0x7F], [], out)
+        rows = list(csv.DictReader(io.StringIO(out.decode(), newline="")))
+        piped = list(csv.DictReader(io.StringIO(run("--socket", d.socket, "sites", "4242", "--csv").stdout, newline="")))
+        self.assertEqual(len(rows), len(SITES))
+        self.assertEqual((rows[3]["object"], rows[3]["symbol"], rows[3]["memoryObject"]),
+                         ("/tmp/evil\\n9999 forged\\e[2J.so", "sym\\e]0;title\\a", '/var/lib/app/data,"v2".bin'))
+        piped[3].update(object=rows[3]["object"], symbol=rows[3]["symbol"])
+        self.assertEqual(rows, piped)
 
     def test_json_is_the_reply(self):
         d = self.serve()

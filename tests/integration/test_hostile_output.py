@@ -4,7 +4,9 @@ choose them to attack whoever reads the tables: "\\x1b[2J" clears the screen, an
 sets the window title, a newline forges a row. Workloads of an unprivileged user with such a
 comm (prctl PR_SET_NAME), argv and unit (a cgroup of that name) fault pages; every table then
 prints them escaped (\\e, \\a, \\n, \\xNN, \\u009b), with no control byte but its own newlines,
-on a terminal and through a pipe; JSON and CSV give the exact text back."""
+on a terminal and through a pipe; JSON and CSV give the exact text back, CSV on a terminal escaped
+as the tables escape it. The workloads also write to a private mapping of a file with such a name:
+it is the memory of their fault sites."""
 import csv
 import io
 import json
@@ -24,8 +26,10 @@ from daemon import (user_name, Daemon, binary, cgroup2_root, create_user, exited
 USER = user_name("trapstat-hostile-out")
 PYTHON = "/usr/bin/python3"
 
-# Sets its name, faults 4 MiB (only processes that fault are tracked), prints its pid, then keeps
-# faulting a little (to show in every tick's rates) until its stdin closes.
+# Sets its name, faults 4 MiB (only processes that fault are tracked) and 8 MiB of a private mapping
+# of the hostile file (2048 faults: sampled at least once, at trapstatd's default 1 in 512 per CPU,
+# on up to 4 CPUs), prints its pid, then keeps faulting a little (to show in every tick's rates)
+# until its stdin closes.
 WORKLOAD = r"""
 import ctypes, mmap, os, select, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -37,6 +41,12 @@ def touch(size):
         m[i] = 1
     m.close()
 touch(4 << 20)
+fd = os.open(bytes.fromhex(os.environ["HOSTILE_FILE"]), os.O_RDONLY)
+m = mmap.mmap(fd, 8 << 20, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+for i in range(0, 8 << 20, 4096):
+    m[i] = 1
+m.close()
+os.close(fd)
 print(os.getpid(), flush=True)
 while not select.select([sys.stdin], [], [], 0.05)[0]:
     touch(64 << 10)
@@ -44,6 +54,9 @@ while not select.select([sys.stdin], [], [], 0.05)[0]:
 
 # A unit name is a cgroup's: the kernel refuses '/' and a newline in one, not ESC or BEL.
 UNIT = b"hostile\x1b]0;pwn\x07\t\xff.service"
+
+# A file's name may hold anything but '/' and NUL: the memory of the workloads' fault sites.
+FILE = b"map\x1b]0;pwn\x07 a,\"b\"\nc\x1b[2J \xc3\xa9.dat"
 
 # name: (comm, extra argv, in the hostile unit)
 KINDS = {
@@ -119,6 +132,10 @@ class HostileOutput(unittest.TestCase):
         with open(cls.script, "w") as f:
             f.write(WORKLOAD)
         os.chmod(cls.script, 0o644)
+        cls.file = os.path.join(os.fsencode(cls.daemon.dir), FILE)
+        with open(cls.file, "wb") as f:
+            f.truncate(8 << 20)
+        os.chmod(cls.file, 0o644)
         root = cgroup2_root()
         if root:
             cls.cgroup = os.path.join(os.fsencode(root), UNIT)
@@ -142,7 +159,7 @@ class HostileOutput(unittest.TestCase):
                     command = [b"sh", b"-c", b'echo $$ > "$0/cgroup.procs" || exit 1; "$@"; exit $?', cls.cgroup,
                                *command]
                 p = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=dict(os.environ, HOSTILE_COMM=comm.hex()))
+                                     env=dict(os.environ, HOSTILE_COMM=comm.hex(), HOSTILE_FILE=cls.file.hex()))
                 cls.workloads.append(p)
                 pid = int(p.stdout.readline())
                 expected = {
@@ -349,12 +366,73 @@ class HostileOutput(unittest.TestCase):
             self.assertEqual({k: processes[e["pid"]][k] for k in e}, e)
 
     def test_csv_is_exact(self):
-        rows = {int(r["pid"]): r for r in csv.DictReader(io.StringIO(self.cli("procs", "--exited", "--csv", *ALL).decode(),
-                                                                     newline=""))}
+        out = self.cli("procs", "--exited", "--csv", *ALL)
+        rows = {int(r["pid"]): r for r in csv.DictReader(io.StringIO(out.decode(), newline=""))}
         for e in self.all_kinds():
             r = rows[e["pid"]]
             self.assertEqual((r["comm"], r["cmdline"], r["unit"]), (e["comm"], e["cmdline"], e["unit"] or ""))
             self.assertEqual(int(r["uid"]), self.uid)
+        # Through a pipe the bytes themselves: CSV is for programs.
+        self.assertIn(b"\x1b[2Jx", out)
+        self.assertIn(b"\x1b]0;pwn\x07", out)
+
+    def csv_on_terminal(self, *args):
+        """trapstat's CSV on a terminal: the text (the pty's "\\r\\n" read as "\\n") after checking
+        that no control byte but those line ends reached the terminal, and its rows."""
+        text = self.assert_safe(self.on_terminal(*args).replace(b"\r\n", b"\n"))
+        return text, list(csv.DictReader(io.StringIO(text, newline="")))
+
+    def test_csv_on_a_terminal(self):
+        """Read by a person: every text field escaped as the tables escape it (and quoted where the
+        escaped text still holds a comma or a quote), every number as it is."""
+        text, rows = self.csv_on_terminal("procs", "--exited", "--csv", *ALL)
+        rows = {int(r["pid"]): r for r in rows}
+        for e in self.all_kinds():
+            r = rows[e["pid"]]
+            self.assertEqual((r["comm"], r["cmdline"], r["unit"]),
+                             (escape(e["comm"]), escape(e["cmdline"]), escape(e["unit"] or "")))
+            self.assertEqual(int(r["uid"]), self.uid)
+        self.assertIn(r"\e[2Jx", text)
+        self.assertIn(r"\e]0;pwn\a", text)
+        self.assertIn(r"line1\nline2", text)
+        self.assertIn(r"\u009b31m back\\slash tab\there\r del\x7f", text)
+        self.assertIn("\u00fcn\u00efc\u00f6d\u00e9 \u65e5\u672c", text)
+
+    def settled(self, pipe, terminal):
+        """pipe() and terminal(), run as pipe, terminal, pipe until both pipes agree (a site or a
+        sample drained late changes what follows): the pipe's output and the terminal's."""
+        for _ in range(3):
+            before = pipe()
+            out = terminal()
+            if pipe() == before:
+                break
+        return before, out
+
+    def test_sites_csv(self):
+        """The file's name exact through a pipe, escaped on a terminal; an exited process's rows on
+        the terminal are the pipe's, each field escaped."""
+        path = self.file.decode()
+        for e in self.all_kinds():
+            args = ("sites", str(e["pid"]), "--limit", "10000")
+            wait_for(lambda: path in [s.get("memoryObject") for s in self.cli_json(*args)["sites"]],
+                     what=f"the fault site of process {e['pid']} in the hostile file")
+            out, (text, rows) = self.settled(lambda: self.cli(*args, "--csv"),
+                                             lambda: self.csv_on_terminal(*args, "--csv"))
+            piped = list(csv.DictReader(io.StringIO(out.decode(), newline="")))
+            self.assertIn(path, [r["memoryObject"] for r in piped])
+            self.assertIn(b"map\x1b]0;pwn\x07 a,", out)
+            self.assertIn(escape(path), [r["memoryObject"] for r in rows])
+            self.assertIn('map\\e]0;pwn\\a a,""b""\\nc\\e[2J \u00e9.dat"', text)
+            if e in self.exited.values():
+                self.assertEqual(rows, [{k: escape(v) for k, v in r.items()} for r in piped])
+
+    def test_history_csv_on_a_terminal(self):
+        """history's CSV holds no text of the process: the same on a terminal as through a pipe."""
+        for e in self.exited.values():
+            args = ("history", str(e["pid"]), "--csv")
+            piped, out = self.settled(lambda: self.cli(*args), lambda: self.on_terminal(*args))
+            self.assert_safe(piped)
+            self.assertEqual(out.replace(b"\r\n", b"\n"), piped)
 
     def test_live_top(self):
         if not shutil.which("tmux"):

@@ -107,24 +107,70 @@ static void test_sparkline(void **state) {
         }
 }
 
-static void test_csv_field(void **state) {
+/* csv_field() of each of n texts, joined by '|', as one string to free. */
+static char *csv_fields(const char *const *texts, size_t n, bool terminal, bool utf8) {
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
 
         assert_non_null(f);
-        csv_field(f, "plain");
-        fputc('|', f);
-        csv_field(f, "a,b");
-        fputc('|', f);
-        csv_field(f, "say \"hi\"");
-        fputc('|', f);
-        csv_field(f, "two\nlines");
-        fputc('|', f);
-        csv_field(f, NULL);
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                        fputc('|', f);
+                csv_field(f, texts[i], terminal, utf8);
+        }
         fclose(f);
-        assert_string_equal(text, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"|");
+        return text;
+}
+
+static void test_csv_field(void **state) {
+        static const char *const texts[] = { "plain", "a,b", "say \"hi\"", "two\nlines", NULL };
+        char *text;
+
+        /* A file or a pipe: exact, whatever the locale. */
+        for (int utf8 = 0; utf8 <= 1; utf8++) {
+                text = csv_fields(texts, ELEMENTSOF(texts), false, utf8);
+                assert_string_equal(text, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"two\nlines\"|");
+                free(text);
+        }
+        (void) state;
+}
+
+static void test_csv_field_on_a_terminal(void **state) {
+        /* What a process may call itself: a title set by OSC, a screen cleared, a forged line, a
+         * comma and a quote (still CSV's), a backslash, UTF-8 (kept where the terminal reads it). */
+        static const char *const texts[] = {
+                "\x1b]0;pwn\x07 x\x1b[2J",
+                "line1\nline2\r",
+                "a,\"b\"\tc",
+                "back\\slash",
+                "\u00fcn\u00efc\u00f6d\u00e9 \u65e5\u672c",
+                "C1 \xc2\x9b",
+                "bad\xff",
+                "",
+                NULL,
+        };
+        char *text;
+
+        text = csv_fields(texts, ELEMENTSOF(texts), false, true);
+        assert_string_equal(text, "\x1b]0;pwn\x07 x\x1b[2J|\"line1\nline2\r\"|\"a,\"\"b\"\"\tc\"|back\\slash|"
+                                  "\u00fcn\u00efc\u00f6d\u00e9 \u65e5\u672c|C1 \xc2\x9b|bad\xff||");
         free(text);
+
+        text = csv_fields(texts, ELEMENTSOF(texts), true, true);
+        assert_string_equal(text, "\\e]0;pwn\\a x\\e[2J|line1\\nline2\\r|\"a,\"\"b\"\"\\tc\"|back\\\\slash|"
+                                  "\u00fcn\u00efc\u00f6d\u00e9 \u65e5\u672c|C1 \\u009b|bad\\xff||");
+        free(text);
+
+        /* A terminal whose locale is not UTF-8: pure ASCII. */
+        text = csv_fields(texts, ELEMENTSOF(texts), true, false);
+        assert_string_equal(text, "\\e]0;pwn\\a x\\e[2J|line1\\nline2\\r|\"a,\"\"b\"\"\\tc\"|back\\\\slash|"
+                                  "\\xc3\\xbcn\\xc3\\xafc\\xc3\\xb6d\\xc3\\xa9 \\xe6\\x97\\xa5\\xe6\\x9c\\xac|"
+                                  "C1 \\xc2\\x9b|bad\\xff||");
+        for (const char *p = text; *p; p++)
+                assert_true(*p >= 0x20 && *p < 0x7f);
+        free(text);
+        (void) state;
 }
 
 static char *escaped(const char *s, bool utf8) {
@@ -457,7 +503,8 @@ int main(void) {
                 cmocka_unit_test(test_format_count),
                 cmocka_unit_test(test_format_fault),  cmocka_unit_test(test_format_rate),
                 cmocka_unit_test(test_format_times),  cmocka_unit_test(test_sparkline),
-                cmocka_unit_test(test_csv_field),     cmocka_unit_test(test_escape_controls),
+                cmocka_unit_test(test_csv_field),     cmocka_unit_test(test_csv_field_on_a_terminal),
+                cmocka_unit_test(test_escape_controls),
                 cmocka_unit_test(test_escape_c1),     cmocka_unit_test(test_escape_invalid_utf8),
                 cmocka_unit_test(test_escape_valid_utf8), cmocka_unit_test(test_escape_round_trip),
                 cmocka_unit_test(test_text_width),    cmocka_unit_test(test_format_cell),
