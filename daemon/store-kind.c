@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "store-kind.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -277,33 +278,57 @@ char *store_kind_upsert(const StoreKind *k, int tier) {
         return sql;
 }
 
+/* Which rows of a tier in a stretch: the raw tier by its index by time (it is small and its
+ * roll-up and retention run every few seconds), the minute and hour tiers a process at a time by
+ * their primary key (schema/sql/0010-minute-hour-by-process.sql), of the processes that may have
+ * such rows: processes is a condition on table process. */
+static int stretch_where(int tier, const char *processes, int64_t from, int64_t to, char **ret) {
+        if (tier == TIER_RAW)
+                return asprintf(ret, "time_usec >= %" PRId64 " AND time_usec < %" PRId64, from, to) < 0 ? -ENOMEM : 0;
+        return asprintf(ret,
+                        "process_id IN (SELECT id FROM process WHERE %s) AND time_usec >= %" PRId64
+                        " AND time_usec < %" PRId64,
+                        processes, from, to) < 0
+                       ? -ENOMEM
+                       : 0;
+}
+
 char *store_kind_roll_up(const StoreKind *k, int tier, uint64_t from, uint64_t to) {
         _cleanup_free_ char *keys = keys_after(k), *values = store_kind_join_values(k, "%1$s", ", "),
-                            *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", "), *adds = increments(k);
+                            *sums = store_kind_join_merges(k, "SUM(%1$s)", "MAX(%1$s)", ", "), *adds = increments(k),
+                            *processes = NULL, *where = NULL;
         uint64_t w = tier_width_usec[tier];
         char *sql;
 
+        /* Every row of a process starts at or before its last_seen_usec (store.h). */
         if (!keys || !values || !sums || !adds ||
+            asprintf(&processes, "last_seen_usec >= %" PRId64, clamp_i64(from)) < 0 ||
+            stretch_where(tier - 1, processes, clamp_i64(from), clamp_i64(to), &where) < 0 ||
             asprintf(&sql,
                      "INSERT INTO %s (process_id, time_usec%s, %s) "
                      "SELECT process_id, (time_usec / %" PRIu64 ") * %" PRIu64 " AS t%s, %s FROM %s "
-                     "WHERE time_usec >= %" PRId64 " AND time_usec < %" PRId64 " GROUP BY process_id, t%s "
+                     "WHERE %s GROUP BY process_id, t%s "
                      "ON CONFLICT (process_id, time_usec%s) DO UPDATE SET %s",
-                     k->tables[tier], keys, values, w, w, keys, sums, k->tables[tier - 1], clamp_i64(from),
-                     clamp_i64(to), keys, keys, adds) < 0)
+                     k->tables[tier], keys, values, w, w, keys, sums, k->tables[tier - 1], where, keys, keys, adds) < 0)
                 return NULL;
         return sql;
 }
 
 char *store_kind_expire(const StoreKind *k, int tier, uint64_t cutoff, size_t batch) {
-        _cleanup_free_ char *keys = keys_after(k);
+        _cleanup_free_ char *keys = keys_after(k), *processes = NULL, *where = NULL;
         char *sql;
 
+        /* A process's rows start in the interval that holds its first_seen_usec, or in the hour
+         * that does where the size cap coarsened them (store-share.c). */
         if (!keys ||
+            asprintf(&processes, "first_seen_usec < %" PRId64,
+                     clamp_i64(cutoff > UINT64_MAX - tier_width_usec[TIER_HOUR] ? UINT64_MAX
+                                                                                : cutoff + tier_width_usec[TIER_HOUR])) < 0 ||
+            stretch_where(tier, processes, 0, clamp_i64(cutoff), &where) < 0 ||
             asprintf(&sql,
                      "DELETE FROM %1$s WHERE (process_id, time_usec%2$s) IN "
-                     "(SELECT process_id, time_usec%2$s FROM %1$s WHERE time_usec < %3$" PRId64 " LIMIT %4$zu)",
-                     k->tables[tier], keys, clamp_i64(cutoff), batch) < 0)
+                     "(SELECT process_id, time_usec%2$s FROM %1$s WHERE %3$s LIMIT %4$zu)",
+                     k->tables[tier], keys, where, batch) < 0)
                 return NULL;
         return sql;
 }

@@ -193,6 +193,8 @@ static int sites_may_lose_last(Store *s, const TierState tiers[_TIER_MAX], int t
  * part of maintenance, which changes no coarser tier's marks. */
 static int expire_tier(Store *s, const TierState tiers[_TIER_MAX], int tier, uint64_t cutoff, size_t batch,
                        bool *more) {
+        bool behind = false;
+
         for (int k = 0; k < _STORE_KIND_MAX; k++) {
                 bool sweep = false;
                 int r;
@@ -208,12 +210,21 @@ static int expire_tier(Store *s, const TierState tiers[_TIER_MAX], int tier, uin
                 if ((size_t) r >= batch)
                         *more = true;
                 /* What finer tiers delete has been rolled up: a process loses its last rows
-                 * only when the coarsest tier deletes. */
-                if (tier == _TIER_MAX - 1 && r > 0)
+                 * when the coarsest tier deletes; or when a finer one does that was behind (its
+                 * last step stopped at a batch): catching up, it may reach a process only after
+                 * the coarsest tier took that process's last rows there (the minute and hour
+                 * tiers delete a process at a time). */
+                if (r > 0 && (tier == _TIER_MAX - 1 || (s->expire_behind & (1U << tier))))
                         s->gone_due = true;
+                if ((size_t) r >= batch)
+                        behind = true;
                 if (sweep && r > 0)
                         store_sweep_start(s);
         }
+        if (behind)
+                s->expire_behind |= 1U << tier;
+        else
+                s->expire_behind &= ~(1U << tier);
         return 0;
 }
 

@@ -175,13 +175,18 @@ static void share_statements_done(ShareStatements *q) {
 static int share_statements_prepare(Store *s, ShareStatements *q) {
         int r = 0;
 
-        /* In time order, by the tier's time index: the victim holds the most, so its rows come
-         * soon. */
-        for (int t = 0; r >= 0 && t < _TIER_MAX; t++)
+        /* The raw tier in time order, by its index by time: the victim holds the most, so its
+         * rows come soon. The others have no such index: each of the user's processes' first
+         * row, by the primary key. */
+        r = sql_prepare(s->db, &q->oldest_row[TIER_RAW],
+                        "SELECT time_usec FROM %1$s INDEXED BY %1$s_by_time WHERE time_usec >= ?2 AND time_usec < ?3 "
+                        "AND process_id IN (SELECT id FROM process WHERE uid = ?1) ORDER BY time_usec LIMIT 1",
+                        store_kinds[STORE_KIND_SAMPLE].tables[TIER_RAW]);
+        for (int t = TIER_MINUTE; r >= 0 && t < _TIER_MAX; t++)
                 r = sql_prepare(s->db, &q->oldest_row[t],
-                                "SELECT time_usec FROM %s INDEXED BY %s_by_time WHERE time_usec >= ?2 AND time_usec < ?3 "
-                                "AND process_id IN (SELECT id FROM process WHERE uid = ?1) ORDER BY time_usec LIMIT 1",
-                                store_kinds[STORE_KIND_SAMPLE].tables[t], store_kinds[STORE_KIND_SAMPLE].tables[t]);
+                                "SELECT MIN((SELECT time_usec FROM %s WHERE process_id = p.id AND time_usec >= ?2 AND "
+                                "time_usec < ?3 ORDER BY time_usec LIMIT 1)) FROM process p WHERE p.uid = ?1",
+                                store_kinds[STORE_KIND_SAMPLE].tables[t]);
         for (int k = 0; r >= 0 && k < _STORE_KIND_MAX; k++)
                 for (int t = 0; r >= 0 && t < _TIER_MAX; t++)
                         r = sql_prepare(s->db, &q->rows[k][t], "DELETE FROM %s WHERE process_id = ?1 AND time_usec < ?2",
@@ -247,7 +252,7 @@ static int oldest_row(ShareStep *p, int tier, int64_t uid, uint64_t from, uint64
         sqlite3_bind_int64(st, 2, clamp_i64(from));
         sqlite3_bind_int64(st, 3, clamp_i64(to));
         rc = sqlite3_step(st);
-        *ret = rc == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
+        *ret = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
         sqlite3_reset(st);
         return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : (sqlite_to_errno(rc) ?: -EIO);
 }
@@ -277,7 +282,7 @@ static int coarsen_kind(Store *s, const StoreKind *k, int tier, uint64_t width, 
                 return r;
         r = exec_made(s, store_kind_coarsen(k, tier, width, where), &groups);
         if (r >= 0 && (int64_t) groups < rows) {
-                r = exec_made(s, del, &deleted);
+                r = exec_made(s, TAKE_PTR(del), &deleted);
                 if (r >= 0)
                         r = exec_made(s, store_kind_coarse_put_back(k, tier), NULL);
                 if (r >= 0)

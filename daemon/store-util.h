@@ -98,6 +98,7 @@ struct Store {
         unsigned roll_span[_TIER_MAX];
         uint64_t gone_checked_usec;
         bool gone_due;
+        unsigned expire_behind; /* bit per tier: its last retention step stopped at a batch */
         /* The size cap (store-share.c): the bytes in use when store_over_cap() or the cap's step
          * last looked, and how much the flushes grew them since: the step keeps room for as much
          * as the last tick wrote. */

@@ -311,9 +311,17 @@ static void test_roll_up_sums_per_key(void **state) {
 static int64_t fill_raw(sqlite3 *db, const StoreKind *kinds, size_t n_kinds, uint64_t t0, unsigned hours) {
         int64_t first;
 
+        char *insert;
+
+        /* Seen as the store would have: from t0 to the start of the last bucket. */
+        assert_true(asprintf(&insert,
+                             "INSERT INTO process (boot_id, pid, start_time, comm, uid, first_seen_usec, last_seen_usec) "
+                             "VALUES ('boot-1', 1, 1, 'a', 0, %1$" PRIu64 ", %2$" PRIu64 "), "
+                             "('boot-1', 2, 1, 'b', 0, %1$" PRIu64 ", %2$" PRIu64 ")",
+                             t0, t0 + hours * H - 10 * S) >= 0);
         exec(db, "BEGIN");
-        exec(db, "INSERT INTO process (boot_id, pid, start_time, comm, uid, first_seen_usec, last_seen_usec) "
-                 "VALUES ('boot-1', 1, 1, 'a', 0, 0, 0), ('boot-1', 2, 1, 'b', 0, 0, 0)");
+        exec(db, insert);
+        free(insert);
         first = sqlite3_last_insert_rowid(db) - 1;
         for (size_t k = 0; k < n_kinds; k++) {
                 const StoreKind *kind = &kinds[k];
@@ -449,8 +457,6 @@ static void test_size_cap_cuts_every_kind(void **state) {
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         db = open_db("cap.db");
         first = fill_raw(db, store_kinds, _STORE_KIND_MAX, t0, 2);
-        exec(db, "UPDATE process SET first_seen_usec = 1700000000000000 - 1700000000000000 % 3600000000, "
-                 "last_seen_usec = 1700000000000000 - 1700000000000000 % 3600000000 + 7190000000");
         /* "Now" in the middle: the second hour is not rolled up. */
         maintain_until_done(s, t0 + H, &r);
         for (int k = 0; k < _STORE_KIND_MAX; k++)

@@ -118,22 +118,40 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(rows[1].faults.user, 2 * 180); /* 180 buckets of 2 */
         store_rows_free(rows, n);
 
-        /* The size cap: everything is over one byte; the oldest process of the user holding the
-         * most (all three are uid 0's) loses its rows in every tier, one process per batch. */
+        /* The size cap: everything is over one byte, and all three are uid 0's. Finest detail
+         * first: the minutes older than the newest hour become one row per process and hour, and
+         * every count stays (a step stops once 200 rows went); then the oldest hours go, of
+         * every process at once. */
         {
                 StoreRetention tiny = r;
                 bool more;
-                int64_t before = count_rows(s, "sample_raw");
+                int64_t minutes = count_rows(s, "sample_minute"), hours = count_rows(s, "sample_hour");
 
                 tiny.max_bytes = 1;
+                tiny.batch_rows = 200;
                 assert_int_equal(store_maintain(s, t0 + 6 * H + 5 * S, &tiny, &more), 0);
                 assert_true(more);
-                assert_true(count_rows(s, "sample_raw") < before);
-                assert_int_equal(count_rows(s, "sample_hour"), 6 + 1); /* a's 6 went; c has one */
+                assert_true(count_rows(s, "sample_minute") < minutes);
+                assert_int_equal(count_rows(s, "sample_hour"), hours);
+                assert_int_equal(history_user(s, 400, H, NULL), all_a);
+                assert_int_equal(history_user(s, 401, 2 * H, NULL), all_b);
+                assert_int_equal(history_user(s, 400, 60 * S, NULL), from3h_a);
+                tiny.batch_rows = 10;
+                assert_int_equal(store_maintain(s, t0 + 6 * H + 5 * S, &tiny, &more), 0);
+                assert_true(more);
+                assert_true(count_rows(s, "sample_hour") < hours);
+                assert_true(history_user(s, 400, H, NULL) < all_a);
+                assert_true(history_user(s, 401, H, NULL) < all_b);
+                /* c, exited, had only the oldest hour: it went with it. */
+                {
+                        ProcessInfo found;
+                        int64_t id;
+                        assert_int_equal(store_find_process(s, 402, 0, &id, &found), -ENOENT);
+                }
         }
 
-        /* Eleven days later everything has aged out: c, which exited, is gone; b stays; a, not
-         * seen for longer than the cap's 10 s when it lost its rows to the cap, went with them. */
+        /* Eleven days later everything has aged out: c, which exited, is gone; a and b, which did
+         * not exit, stay. */
         maintain_until_done(s, t0 + 11 * 24 * H, &r);
         assert_int_equal(count_rows(s, "sample_raw"), 0);
         assert_int_equal(count_rows(s, "sample_minute"), 0);
@@ -143,7 +161,8 @@ static void test_rollup_and_retention(void **state) {
                 int64_t id;
 
                 assert_int_equal(store_find_process(s, 402, 0, &id, &found), -ENOENT);
-                assert_int_equal(store_find_process(s, 400, 0, &id, &found), -ENOENT);
+                assert_int_equal(store_find_process(s, 400, 0, &id, &found), 0);
+                process_info_done(&found);
                 assert_int_equal(store_find_process(s, 401, 0, &id, &found), 0);
                 process_info_done(&found);
         }
