@@ -135,6 +135,11 @@ typedef struct Bench {
         char *columns; /* "f_user, f_kernel, ..." */
         StoreRetention retention;
         double seconds_coarse, seconds_raw, seconds_final;
+        /* What the daemon's checkpoint thread does, at once: store_set_checkpoint_handler(). */
+        bool checkpoint_due, checkpoint_force;
+        uint64_t checkpoints;
+        /* The largest WAL, and database with WAL, seen after any write through the store. */
+        uint64_t peak_wal, peak_total, peak_used;
         unsigned final_steps;
         uint64_t raw_flushes, raw_samples, maintain_calls;
 } Bench;
@@ -633,6 +638,36 @@ rollback:
 
 /* ---- 2. the last day, through the store ---- */
 
+static void checkpoint_due(void *userdata, bool force) {
+        Bench *b = userdata;
+
+        b->checkpoint_due = true;
+        b->checkpoint_force |= force;
+}
+
+static uint64_t file_size(const char *path, const char *suffix);
+
+/* After each write through the store: the checkpoint it asked for, as the daemon's thread would
+ * run it (here at once, which the thread can only approach), and the sizes. */
+static int after_write(Bench *b) {
+        uint64_t wal;
+
+        if (b->checkpoint_due) {
+                int r = store_checkpoint(b->path, b->checkpoint_force, NULL);
+                if (r < 0) {
+                        fprintf(stderr, "store-bench: store_checkpoint: %s\n", strerror(-r));
+                        return r;
+                }
+                b->checkpoint_due = b->checkpoint_force = false;
+                b->checkpoints++;
+        }
+        wal = file_size(b->path, "-wal");
+        b->peak_wal = MAX(b->peak_wal, wal);
+        b->peak_total = MAX(b->peak_total, wal + file_size(b->path, ""));
+        b->peak_used = MAX(b->peak_used, store_used_bytes(b->store));
+        return 0;
+}
+
 static int maintain_until_done(Bench *b, uint64_t now, unsigned *ret_steps) {
         bool more = true;
         unsigned steps = 0;
@@ -645,6 +680,8 @@ static int maintain_until_done(Bench *b, uint64_t now, unsigned *ret_steps) {
                 }
                 steps++;
                 b->maintain_calls++;
+                if ((r = after_write(b)) < 0)
+                        return r;
         }
         if (ret_steps)
                 *ret_steps = steps;
@@ -699,6 +736,8 @@ static int generate_raw(Bench *b) {
                 }
                 b->raw_flushes++;
                 b->raw_samples += n;
+                if ((r = after_write(b)) < 0)
+                        return r;
                 /* Maintenance once a minute is complete (the daemon looks every 10 s). */
                 if ((t + BUCKET) % MINUTE == 0 && (r = maintain_until_done(b, t + BUCKET, NULL)) < 0)
                         return r;
@@ -888,6 +927,32 @@ static void report_mismatch(const char *what, const SimProc *p, const char *a_na
 
 /* History against the simulation and against plain sums over the rows each tier holds, and
  * Top against the raw tier. Returns the number of mismatches. */
+/* The sizes through the last day: the WAL within the room the size cap keeps for it, the database
+ * with its WAL within the cap, and the pages in use never over the cap's target, so that the cap
+ * never had to take anything: the default retention fits. Returns the errors. */
+static unsigned check_sizes(Bench *b) {
+        uint64_t cap = b->retention.max_bytes, target = store_cap_target(b->store, cap);
+        unsigned errors = 0;
+
+        if (b->peak_wal > cap - target) {
+                fprintf(stderr, "store-bench: ERROR: the WAL reached %.1f MiB, over the %.1f MiB the size cap keeps for it\n",
+                        (double) b->peak_wal / 1048576, (double) (cap - target) / 1048576);
+                errors++;
+        }
+        if (b->peak_total > cap) {
+                fprintf(stderr, "store-bench: ERROR: database and WAL reached %.1f MiB, over the %.1f MiB cap\n",
+                        (double) b->peak_total / 1048576, (double) cap / 1048576);
+                errors++;
+        }
+        if (b->peak_used > target) {
+                fprintf(stderr, "store-bench: ERROR: the pages in use reached %.1f MiB, over the size cap's target %.1f MiB: "
+                                "the default retention does not fit the default cap at this size\n",
+                        (double) b->peak_used / 1048576, (double) target / 1048576);
+                errors++;
+        }
+        return errors;
+}
+
 static int run_checks(Bench *b, unsigned *ret_processes) {
         uint64_t now = now_usec(CLOCK_REALTIME), since14 = now - 14 * DAY, since24 = now - DAY, minute_rolled;
         unsigned errors = 0, checked = 0;
@@ -1002,6 +1067,7 @@ static int run_checks(Bench *b, unsigned *ret_processes) {
                 sqlite3_finalize(st);
                 store_rows_free(rows, n);
         }
+        errors += check_sizes(b);
         *ret_processes = checked;
         return (int) errors;
 }
@@ -1079,6 +1145,10 @@ static void print_size(Bench *b) {
                used > STORE_RETENTION_DEFAULT.max_bytes ? " (OVER the default cap: see below)" : "");
         printf("process-hours   %10.0f alive within the span; bytes per process-hour %.0f (used bytes / process-hours)\n",
                process_hours, (double) used / process_hours);
+        printf("last day        WAL at most %.1f MiB after any write (the cap keeps %.1f MiB for it; %" PRIu64
+               " checkpoints); database + WAL at most %.1f MiB; pages in use at most %.1f MiB (the cap's target %.1f MiB)\n",
+               mib(b->peak_wal), mib(b->retention.max_bytes - store_cap_target(b->store, b->retention.max_bytes)),
+               b->checkpoints, mib(b->peak_total), mib(b->peak_used), mib(store_cap_target(b->store, b->retention.max_bytes)));
 }
 
 static void print_timings(const Timing *timings, size_t n) {
@@ -1277,6 +1347,8 @@ int main(int argc, char *argv[]) {
         /* Back to the default for the queries' sake: our connection only counts rows from here. */
         (void) exec(&b, "PRAGMA cache_size = -2000");
 
+        /* From here on every write goes through the store, which checkpoints as the daemon's does. */
+        store_set_checkpoint_handler(b.store, store_checkpoint_pages(b.retention.max_bytes), checkpoint_due, &b);
         t0 = monotonic_sec();
         if (generate_raw(&b) < 0)
                 return EXIT_FAILURE;
@@ -1321,7 +1393,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         printf("\nchecks: ok: History of %u random picks of processes (since 0 at 3600 s = the simulation; 14 d at 3600 s and 60 s = SQL sums "
-               "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows\n",
+               "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows; "
+               "WAL within its room, database + WAL within the cap, the cap never reached\n",
                checked);
         if (b.keep)
                 printf("kept %s\n", b.path);
