@@ -24,6 +24,7 @@
 
 #include "store-pending.h"
 #include "store-sweep.h"
+#include "time-util.h"
 
 /* Users looked at per step, most over their share first. */
 #define SHARE_VICTIMS 16
@@ -35,6 +36,9 @@
 #define SHARE_IDLE_USEC (10 * UINT64_C(1000000))
 /* The newest hour keeps its detail: it is what `trapstat history` shows at 10 s by default. */
 #define SHARE_FINE_USEC (3600 * UINT64_C(1000000))
+/* How long a step goes on at most: it runs on the writer's thread, in front of the ticks. A step
+ * that coarsens stretches with little to gain looks at many of them. */
+#define SHARE_SLICE_USEC (50 * UINT64_C(1000))
 /* Rows deleted per step at most: a step's pages are WAL until a checkpoint copies them, and the
  * WAL is part of the cap. */
 #define SHARE_BATCH(ret) MIN((ret)->batch_rows, (size_t) 1000)
@@ -175,17 +179,12 @@ static void share_statements_done(ShareStatements *q) {
 static int share_statements_prepare(Store *s, ShareStatements *q) {
         int r = 0;
 
-        /* The raw tier in time order, by its index by time: the victim holds the most, so its
-         * rows come soon. The others have no such index: each of the user's processes' first
-         * row, by the primary key. */
-        r = sql_prepare(s->db, &q->oldest_row[TIER_RAW],
-                        "SELECT time_usec FROM %1$s INDEXED BY %1$s_by_time WHERE time_usec >= ?2 AND time_usec < ?3 "
-                        "AND process_id IN (SELECT id FROM process WHERE uid = ?1) ORDER BY time_usec LIMIT 1",
-                        store_kinds[STORE_KIND_SAMPLE].tables[TIER_RAW]);
-        for (int t = TIER_MINUTE; r >= 0 && t < _TIER_MAX; t++)
+        /* Each of the user's processes' first row in the stretch, by the primary key: as many
+         * seeks as the user has processes, however many rows the others have. */
+        for (int t = 0; r >= 0 && t < _TIER_MAX; t++)
                 r = sql_prepare(s->db, &q->oldest_row[t],
                                 "SELECT MIN((SELECT time_usec FROM %s WHERE process_id = p.id AND time_usec >= ?2 AND "
-                                "time_usec < ?3 ORDER BY time_usec LIMIT 1)) FROM process p WHERE p.uid = ?1",
+                                "time_usec < ?3 ORDER BY process_id, time_usec LIMIT 1)) FROM process p WHERE p.uid = ?1",
                                 store_kinds[STORE_KIND_SAMPLE].tables[t]);
         for (int k = 0; r >= 0 && k < _STORE_KIND_MAX; k++)
                 for (int t = 0; r >= 0 && t < _TIER_MAX; t++)
@@ -235,10 +234,14 @@ typedef struct ShareStep {
         uint64_t low;  /* the pages in use the step brings the store down to */
         size_t batch;  /* rows freed at most */
         size_t freed;  /* rows deleted (coarsening: rows less than before) */
+        uint64_t deadline; /* CLOCK_MONOTONIC: the step gives way then, done or not */
+        bool timed_out;
         bool sites;    /* rows of the site kind deleted: the dictionaries may have lost a reference */
 } ShareStep;
 
-static bool step_done(Store *s, const ShareStep *p) {
+static bool step_done(Store *s, ShareStep *p) {
+        if (now_usec(CLOCK_MONOTONIC) >= p->deadline)
+                return p->timed_out = true;
         return p->freed >= p->batch || store_used_bytes(s) <= p->low;
 }
 
@@ -470,7 +473,7 @@ static int evict_user(Store *s, ShareStep *p, int64_t uid) {
  * *more set when still over it. */
 static int evict(Store *s, const StoreRetention *ret, uint64_t now, uint64_t target, uint64_t low, bool *more) {
         ShareStep p = { .now = now, .idle_before = now > SHARE_IDLE_USEC ? now - SHARE_IDLE_USEC : 0, .low = low,
-                        .batch = SHARE_BATCH(ret) };
+                        .batch = SHARE_BATCH(ret), .deadline = now_usec(CLOCK_MONOTONIC) + SHARE_SLICE_USEC };
         int64_t victims[SHARE_VICTIMS];
         size_t n = 0;
         int r;
@@ -501,7 +504,7 @@ static int evict(Store *s, const StoreRetention *ret, uint64_t now, uint64_t tar
         }
         if (p.sites)
                 store_sweep_start(s);
-        if (p.freed > 0 && store_used_bytes(s) > low)
+        if ((p.freed > 0 || p.timed_out) && store_used_bytes(s) > low)
                 *more = true;
         return 0;
 }
