@@ -125,6 +125,7 @@ typedef struct HourRow {
 typedef struct Bench {
         unsigned n_procs, n_long, days, queries;
         uint64_t seed;
+        bool fault_time; /* the last day's faults timed (--enable-source fault_time) */
         char *path, *tmpdir;
         bool keep;
         char boot_id[37];
@@ -719,12 +720,15 @@ static int generate_raw(Bench *b) {
                                 p->traps.signal[fault_signal_index(trap_kinds[k].signo)][si_code_slot(trap_kinds[k].si_code)] =
                                         traps;
                         }
-                        /* Every fault timed: minor ones at 1.5 us, major ones at 3 ms. */
-                        FaultTime ft = { .minor_ns = f.minor * 1500, .major_ns = f.major * 3000000 };
+                        /* With --fault-time every fault timed: minor ones at 1.5 us, major ones at 3 ms. */
+                        FaultTime ft = {};
 
-                        ft.histogram[fault_time_bucket_of(1500)] = f.minor;
-                        ft.histogram[fault_time_bucket_of(3000000)] = f.major;
-                        ft.max_ns = f.major ? 3000000 : f.minor ? 1500 : 0;
+                        if (b->fault_time) {
+                                ft = (FaultTime) { .minor_ns = f.minor * 1500, .major_ns = f.major * 3000000 };
+                                ft.histogram[fault_time_bucket_of(1500)] = f.minor;
+                                ft.histogram[fault_time_bucket_of(3000000)] = f.major;
+                                ft.max_ns = f.major ? 3000000 : f.minor ? 1500 : 0;
+                        }
                         samples[n++] = (ProcessSample) { .process = &p->info, .delta = f, .fault_time = ft,
                                                          .traps = traps ? &p->traps : NULL };
                 }
@@ -934,6 +938,8 @@ static unsigned check_sizes(Bench *b) {
         uint64_t cap = b->retention.max_bytes, target = store_cap_target(b->store, cap);
         unsigned errors = 0;
 
+        if (cap == 0)
+                return 0;
         if (b->peak_wal > cap - target) {
                 fprintf(stderr, "store-bench: ERROR: the WAL reached %.1f MiB, over the %.1f MiB the size cap keeps for it\n",
                         (double) b->peak_wal / 1048576, (double) (cap - target) / 1048576);
@@ -1141,8 +1147,10 @@ static void print_size(Bench *b) {
                         process_hours += (double) (to - from) / (double) HOUR;
         }
         printf("\ndatabase file   %10.1f MiB (+ wal %.1f MiB) = %.1f MiB; store_used_bytes %.1f MiB; size cap %.0f MiB%s\n",
-               mib(db), mib(wal), mib(db + wal), mib(used), mib(STORE_RETENTION_DEFAULT.max_bytes),
-               used > STORE_RETENTION_DEFAULT.max_bytes ? " (OVER the default cap: see below)" : "");
+               mib(db), mib(wal), mib(db + wal), mib(used), mib(b->retention.max_bytes),
+               b->retention.max_bytes && used > store_cap_target(b->store, b->retention.max_bytes)
+                       ? " (the cap acted: see below)"
+                       : "");
         printf("process-hours   %10.0f alive within the span; bytes per process-hour %.0f (used bytes / process-hours)\n",
                process_hours, (double) used / process_hours);
         printf("last day        WAL at most %.1f MiB after any write (the cap keeps %.1f MiB for it; %" PRIu64
@@ -1180,7 +1188,9 @@ static void help(void) {
                "  --queries Q    queries of each kind (default 200)\n"
                "  --db PATH      the database (default: a temporary file, removed at the end)\n"
                "  --keep         keep the database\n"
-               "  --seed S       random seed (default 1)\n");
+               "  --seed S       random seed (default 1)\n"
+               "  --fault-time   the last day's faults timed too, as with trapstatd --enable-source fault_time\n"
+               "  --max-db-size M  the size cap in MiB (default 256, trapstatd's; 0: none)\n");
 }
 
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
@@ -1222,6 +1232,7 @@ int main(int argc, char *argv[]) {
                 { "processes", required_argument, NULL, 'n' }, { "days", required_argument, NULL, 'd' },
                 { "queries", required_argument, NULL, 'q' },   { "db", required_argument, NULL, 'D' },
                 { "keep", no_argument, NULL, 'k' },            { "seed", required_argument, NULL, 's' },
+                { "fault-time", no_argument, NULL, 'f' },      { "max-db-size", required_argument, NULL, 'm' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         _cleanup_(bench_done) Bench b = { .n_procs = 1000, .days = 14, .queries = 200, .seed = 1,
@@ -1266,6 +1277,14 @@ int main(int argc, char *argv[]) {
                         if (parse_u64(optarg, 0, UINT64_MAX, &b.seed) < 0)
                                 goto usage;
                         break;
+                case 'f':
+                        b.fault_time = true;
+                        break;
+                case 'm':
+                        if (parse_u64(optarg, 0, 1024 * 1024, &v) < 0)
+                                goto usage;
+                        b.retention.max_bytes = v * 1024 * 1024;
+                        break;
                 case 'h':
                         help();
                         return EXIT_SUCCESS;
@@ -1306,8 +1325,10 @@ int main(int argc, char *argv[]) {
                 b.columns = s;
         }
 
-        printf("store-bench: %u processes (%u long-lived), %u days, %u queries of each kind, seed %" PRIu64 "\n", b.n_procs,
-               b.n_long, b.days, b.queries, b.seed);
+        printf("store-bench: %u processes (%u long-lived), %u days, %u queries of each kind, seed %" PRIu64
+               "%s, size cap %" PRIu64 " MiB\n",
+               b.n_procs, b.n_long, b.days, b.queries, b.seed, b.fault_time ? ", fault time" : "",
+               b.retention.max_bytes >> 20);
         {
                 struct utsname u = {};
                 char date[32] = "?";
@@ -1401,6 +1422,7 @@ int main(int argc, char *argv[]) {
         return EXIT_SUCCESS;
 
 usage:
-        fprintf(stderr, "usage: store-bench [--processes N] [--days D] [--queries Q] [--db PATH] [--keep] [--seed S]\n");
+        fprintf(stderr, "usage: store-bench [--processes N] [--days D] [--queries Q] [--db PATH] [--keep] [--seed S] "
+                        "[--fault-time] [--max-db-size MIB]\n");
         return 2;
 }

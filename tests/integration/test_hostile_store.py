@@ -145,7 +145,11 @@ class SizeCapShares(unittest.TestCase):
             oldest_before = oldest
             # root's two processes and the other user's service: every count and every sample.
             for pid, want in kept.items():
-                self.assertEqual(self.kept(pid), want, f"pid {pid} after storm {storm + 1}")
+                got = self.kept(pid)
+                print(f"  pid {pid}: {len(got['samples'])} samples, {got['total']['traps'].get('UD')} #UD, "
+                      f"{got['total']['faults']['user']} user faults (before the storms: {len(want['samples'])}, "
+                      f"{want['total']['traps'].get('UD')}, {want['total']['faults']['user']})", flush=True)
+                self.assertEqual(got, want, f"pid {pid} after storm {storm + 1}")
             # While a storm is written the cap's steps trail it: a tick the writer merged while
             # behind is one transaction, and the database grows by what it holds before the next
             # step (from empty 10.0-12.1 MiB on a 2-CPU VM, from a database at the cap 15-18 MiB;
