@@ -36,9 +36,6 @@
 #define SHARE_IDLE_USEC (10 * UINT64_C(1000000))
 /* The newest hour keeps its detail: it is what `trapstat history` shows at 10 s by default. */
 #define SHARE_FINE_USEC (3600 * UINT64_C(1000000))
-/* How long a step goes on at most: it runs on the writer's thread, in front of the ticks. A step
- * that coarsens stretches with little to gain looks at many of them. */
-#define SHARE_SLICE_USEC (50 * UINT64_C(1000))
 /* Rows deleted per step at most: a step's pages are WAL until a checkpoint copies them, and the
  * WAL is part of the cap. */
 #define SHARE_BATCH(ret) MIN((ret)->batch_rows, (size_t) 1000)
@@ -473,7 +470,8 @@ static int evict_user(Store *s, ShareStep *p, int64_t uid) {
  * *more set when still over it. */
 static int evict(Store *s, const StoreRetention *ret, uint64_t now, uint64_t target, uint64_t low, bool *more) {
         ShareStep p = { .now = now, .idle_before = now > SHARE_IDLE_USEC ? now - SHARE_IDLE_USEC : 0, .low = low,
-                        .batch = SHARE_BATCH(ret), .deadline = now_usec(CLOCK_MONOTONIC) + SHARE_SLICE_USEC };
+                        .batch = SHARE_BATCH(ret), /* A step that coarsens stretches with little to gain looks at many of them. */
+                        .deadline = ret->cap_slice_usec ? now_usec(CLOCK_MONOTONIC) + ret->cap_slice_usec : UINT64_MAX };
         int64_t victims[SHARE_VICTIMS];
         size_t n = 0;
         int r;

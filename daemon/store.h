@@ -37,6 +37,9 @@ typedef struct StoreRetention {
         uint64_t reserve_bytes;
         const uint32_t *reserved_uids;
         size_t n_reserved_uids;
+        /* How long one step of the size cap goes on at most: it runs on the writer's thread, in
+         * front of the ticks (store-share.c). 0: until it is done. */
+        uint64_t cap_slice_usec;
 } StoreRetention;
 
 #define STORE_RETENTION_DEFAULT                                                                    \
@@ -45,7 +48,8 @@ typedef struct StoreRetention {
                             .hour_usec = 365 * 24 * 3600 * UINT64_C(1000000),                      \
                             .max_bytes = 256 * 1024 * 1024,                                        \
                             .batch_rows = 5000,                                                    \
-                            .reserve_bytes = 32 * 1024 * 1024 })
+                            .reserve_bytes = 32 * 1024 * 1024,                                 \
+                            .cap_slice_usec = 50 * UINT64_C(1000) })
 
 /* Applies migrations[user_version .. n-1] in order, each in its own transaction, and sets
  * PRAGMA user_version to its number. They run with foreign keys off (a migration may rebuild a
