@@ -25,7 +25,7 @@ from varlink_raw import Connection  # noqa: E402
 USER = user_name("trapstat-totals-test")
 PREFIX = "trapstat-test-totals-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
-# The smallest bound trapstatd takes: 12 drop kinds, units not reported, and one unit's 43 twice.
+# The smallest bound trapstatd takes: 13 drop kinds, units not reported, and one unit's 43 twice.
 MAX_METRICS = 100
 
 
@@ -259,7 +259,7 @@ class UnitTotals(unittest.TestCase):
                 self.assertIsInstance(v, str)
         # System-wide: one Drops per kind, without object, also at zero; UnitsNotReported.
         drops = [m for m in ms if m["name"] == "io.trapstat.Drops"]
-        self.assertEqual(len(drops), 12)
+        self.assertEqual(len(drops), 13)
         self.assertTrue(all("object" not in m for m in drops))
         status = self.call("io.trapstat.GetStatus")["parameters"]
         self.assertEqual({m["fields"]["kind"] for m in drops}, {d["kind"] for d in status["dropsByKind"]})
