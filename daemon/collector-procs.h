@@ -59,8 +59,9 @@ typedef struct CollectorProc {
         /* The files of its sites, named from its /proc/PID/maps (proc_table_file_name()). */
         ProcFileName *file_names;
         size_t n_file_names, file_names_capacity, file_names_bytes;
-        int maps_error;                /* why its /proc/PID/maps cannot be read (gone, not
-                                        * permitted): not tried again; 0 while it can */
+        int maps_error;                /* why its /proc/PID/maps is not read (gone, not
+                                        * permitted, -E2BIG: its names past the bounds): not
+                                        * tried again until an exec; 0 while it is */
         bool touched;                  /* goes into this tick's samples */
 } CollectorProc;
 
