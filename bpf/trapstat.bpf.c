@@ -579,8 +579,10 @@ static __always_inline void inode_stamp(struct inode *inode, struct ts_file_name
 
 /* Puts the path of file into file_names: from its dentry up through the mounts to the root,
  * innermost component first (user space joins them). bpf_d_path() is not allowed here. Once per
- * version of the inode: again when its change time or generation moved (a rename, an inode
- * number reused), so that the name is the file's current one, never a former file's. */
+ * version of the inode and name: again when its change time or generation moved (an inode
+ * number reused, a change) or the dentry's name hash did (a rename, also one within a tick of
+ * the coarse clock that leaves the change time as it was), so that the name is the file's
+ * current one, never a former file's. */
 static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 ino) {
         struct ts_file_key key = { .ino = ino, .dev = dev };
         struct ts_file_name *n, *known;
@@ -595,9 +597,10 @@ static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 in
         if (!n)
                 return;
         inode_stamp(BPF_CORE_READ(file, f_inode), n);
+        n->name_hash = BPF_CORE_READ(file, f_path.dentry, d_name.hash_len);
         known = bpf_map_lookup_elem(&file_names, &key);
         if (known && known->ctime_sec == n->ctime_sec && known->ctime_nsec == n->ctime_nsec &&
-            known->generation == n->generation)
+            known->generation == n->generation && known->name_hash == n->name_hash)
                 return;
         n->depth = 0;
         n->truncated = 0;

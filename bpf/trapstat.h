@@ -295,9 +295,12 @@ _Static_assert(sizeof(struct ts_site_quota) == 8, "struct ts_site_quota layout i
 /* The path of a mapped file, written by BPF the first time one of its sites is recorded, from
  * the dentry up to the root of the mount tree: components innermost first, each cut to
  * TS_NAME_LEN - 1 bytes. User space joins them. Written again when a site finds the inode
- * changed since (its change time or generation): a rename changes the change time, and an inode
- * number reused by another file comes with a new change time and generation, so the name
- * follows what the file is now and a new file never inherits an old one's name. */
+ * changed since (its change time or generation) or the file's own name changed (the dentry's
+ * name hash): an inode number reused by another file comes with a new change time and
+ * generation, and a rename gives the dentry a new name and hash even where the change time
+ * stays (a rename within one tick of the kernel's coarse clock, `cp app app.new; ./app.new;
+ * mv app.new app`), so the name follows what the file is now and a new file never inherits an
+ * old one's name. A renamed directory above the file is not seen. */
 #define TS_PATH_DEPTH 16
 #define TS_NAME_LEN 64
 struct ts_file_key {
@@ -316,9 +319,13 @@ struct ts_file_name {
         __u64 ctime_sec;
         __u32 ctime_nsec;
         __u32 generation;
+        /* The dentry's d_name.hash_len (the name's hash, salted with the parent directory, and
+         * its length): what a rename changes; 0 where user space wrote the name. Compared, never
+         * shown. */
+        __u64 name_hash;
         char names[TS_PATH_DEPTH][TS_NAME_LEN];
 };
-_Static_assert(sizeof(struct ts_file_name) == 24 + TS_PATH_DEPTH * TS_NAME_LEN,
+_Static_assert(sizeof(struct ts_file_name) == 32 + TS_PATH_DEPTH * TS_NAME_LEN,
                "struct ts_file_name layout is shared with BPF");
 
 /* Files whose paths the name map holds at once. */

@@ -26,11 +26,23 @@ static int proc_compare(const void *a, const void *b) {
         return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
 
+static void file_names_clear(ProcTable *t, CollectorProc *p) {
+        for (size_t i = 0; i < p->n_file_names; i++)
+                free(p->file_names[i].path);
+        p->n_file_names = 0;
+        if (t)
+                t->file_names_bytes -= p->file_names_bytes;
+        p->file_names_bytes = 0;
+}
+
 static void proc_free(void *p) {
         CollectorProc *proc = p;
 
         if (!proc)
                 return;
+        /* Without the table: its count of bytes is let go with it, or set back by the caller. */
+        file_names_clear(NULL, proc);
+        free(proc->file_names);
         process_info_done(&proc->info);
         free(proc->traps_seen);
         free(proc->slot_next_max);
@@ -311,12 +323,46 @@ int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *
         return changed ? proc_table_touch(t, p) : 0;
 }
 
+const ProcFileName *proc_table_file_name(const CollectorProc *p, uint32_t dev, uint64_t ino) {
+        /* Linear: a process's sites are in a handful of files, and there are at most
+         * PROC_FILE_NAMES_MAX. */
+        for (size_t i = 0; i < p->n_file_names; i++)
+                if (p->file_names[i].dev == dev && p->file_names[i].ino == ino)
+                        return &p->file_names[i];
+        return NULL;
+}
+
+int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName *name) {
+        size_t bytes = sizeof(ProcFileName) + (name->path ? strlen(name->path) + 1 : 0);
+        ProcFileName copy = *name;
+        int r;
+
+        if (proc_table_file_name(p, name->dev, name->ino))
+                return -EEXIST;
+        if (p->n_file_names >= PROC_FILE_NAMES_MAX || t->file_names_bytes + bytes > PROC_FILE_NAMES_BYTES_MAX)
+                return -E2BIG;
+        if (name->path && !(copy.path = strdup(name->path)))
+                return -ENOMEM;
+        r = array_append((void **) &p->file_names, &p->n_file_names, &p->file_names_capacity, sizeof(copy), &copy);
+        if (r < 0) {
+                free(copy.path);
+                return r;
+        }
+        p->file_names_bytes += bytes;
+        t->file_names_bytes += bytes;
+        return 0;
+}
+
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
         char *cmdline = NULL, *unit = NULL;
         ProcStat st;
         /* As proc_new() asks: through the process's stat fd where one is kept open. */
         bool alive = proc_table_stat(t, p, &st) >= 0;
         int r;
+
+        /* Another program maps other files: what its maps say is read anew. */
+        file_names_clear(t, p);
+        p->maps_error = 0;
 
         /* Counting goes on under the new name. /proc has the whole command line while the
          * process lives; the event's copy is cut at TS_ARGS_LEN but survives a process that is
@@ -436,8 +482,10 @@ void proc_table_begin_tick(ProcTable *t) {
                 t->touched[i]->n_sites = 0;
         }
         t->n_touched = 0;
-        for (size_t i = 0; i < t->n_dead; i++)
+        for (size_t i = 0; i < t->n_dead; i++) {
+                t->file_names_bytes -= t->dead[i]->file_names_bytes;
                 proc_free(t->dead[i]);
+        }
         t->n_dead = 0;
 }
 

@@ -21,6 +21,22 @@
 #include "trapstat.h"
 #include "traps.h"
 
+/* A file a process maps, named as its /proc/PID/maps named it while the process lived: the
+ * kernel's d_path of the mapping, which follows a rename of the file or of a directory above it
+ * (BPF's name of the file does not see the latter), and where it is mapped, through which the
+ * symbol worker opens it (/proc/PID/map_files/START-END). */
+typedef struct ProcFileName {
+        uint32_t dev;          /* the kernel's encoding, as BPF has it */
+        uint64_t ino;
+        uint64_t start, end;   /* one mapping of it */
+        char *path;            /* NULL: the process did not map it when its maps were read */
+} ProcFileName;
+
+/* Files named per process: at most this many, and these many bytes of names in all processes;
+ * past either, a file is named as BPF named it. */
+#define PROC_FILE_NAMES_MAX 64
+#define PROC_FILE_NAMES_BYTES_MAX (4U * 1024 * 1024)
+
 /* What user space knows about one tracked process incarnation. */
 typedef struct CollectorProc {
         ProcessInfo info;
@@ -40,6 +56,12 @@ typedef struct CollectorProc {
         bool has_traps_delta;
         SiteCount *sites;              /* this tick's, strings owned */
         size_t n_sites, sites_capacity;
+        /* The files of its sites, named from its /proc/PID/maps (proc_table_file_name()). */
+        ProcFileName *file_names;
+        size_t n_file_names, file_names_capacity, file_names_bytes;
+        int maps_error;                /* why its /proc/PID/maps is not read (gone, not
+                                        * permitted, -E2BIG: its names past the bounds): not
+                                        * tried again until an exec; 0 while it is */
         bool touched;                  /* goes into this tick's samples */
 } CollectorProc;
 
@@ -62,6 +84,7 @@ typedef struct ProcTable {
         size_t n_touched, touched_capacity;
         CollectorProc **dead;             /* exited last tick: freed at the start of the next tick */
         size_t n_dead, dead_capacity;
+        size_t file_names_bytes;          /* of every process's file_names */
         ProcessSample *samples;
         size_t samples_capacity;
 } ProcTable;
@@ -82,6 +105,11 @@ CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time);
  * counted, NULL when the entry read carries none. */
 int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
                    CollectorProc **ret);
+/* The file (dev, ino) as p maps it, NULL when it was not looked up (or did not fit). */
+const ProcFileName *proc_table_file_name(const CollectorProc *p, uint32_t dev, uint64_t ino);
+/* Remembers name for p (its path copied; NULL: not mapped); -E2BIG past the bounds
+ * (PROC_FILE_NAMES_MAX, PROC_FILE_NAMES_BYTES_MAX), -EEXIST when p has a name for the file. */
+int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName *name);
 /* Puts the process into this tick's samples. */
 int proc_table_touch(ProcTable *t, CollectorProc *p);
 /* The process is gone: reported exited this tick with what it had, freed after it. */

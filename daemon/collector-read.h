@@ -33,11 +33,11 @@ typedef struct CollectorReader {
         struct ts_site_key *site_keys;    /* a batch of the site hash */
         struct ts_site *site_values;
         struct ts_site_key *site_drained; /* the batch's entries of the epoch that is over */
-        struct SiteUnknown *site_unknown; /* this tick's sites whose instruction BPF could not look up */
-        size_t n_site_unknown, site_unknown_capacity;
+        struct SitePending *site_pending; /* this tick's sites waiting for their process's maps */
+        size_t n_site_pending, site_pending_capacity;
         struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
         size_t n_share_keys, share_keys_capacity;
-        unsigned maps_lines_per_tick;     /* to name sites whose VMA lookup failed (--site-maps-lines) */
+        unsigned maps_lines_per_tick;     /* to name sites' files and failed VMA lookups (--site-maps-lines) */
         bool site_flipped; /* the epoch flipped; site_old_epoch is still to be drained */
         uint32_t site_old_epoch;
         void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
@@ -49,6 +49,9 @@ typedef struct CollectorReader {
         size_t n_asks, asks_capacity;
         SiteCount *fills;                 /* symbols learned at this drain, for rows already stored */
         size_t n_fills, fills_capacity;
+        /* Why the symbol worker could not open a process's mapping (map_files) when the kernel
+         * refused it (-EPERM, -EACCES), the first time; 0 while it has not. */
+        int mapping_refused;
 } CollectorReader;
 
 int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols);

@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /* The site reader, one of the collector's readers (collector-sites.h): every tick the site hash
  * (bpf/trapstat.bpf.c: where processes trapped and, sampled, faulted) is read in batches, each
- * entry's growth since the last tick becomes a SiteCount of its process, named for people: the
- * file's path from the name map BPF wrote while the process lived (again whenever the inode
- * changed: a rename, an inode number reused), and the symbol from the file's ELF symbol tables.
- * Symbols come from the symbol worker (daemon/symbol-worker.c), never from this thread: a site
- * whose symbol is not known yet is counted with its file and offset at once, the worker is asked,
- * and its answer, taken at a later drain, names the site's next counts and is handed to the store
- * for the rows already written (collector_symbol_fills()). Names and symbols are remembered by the
- * inode's version as BPF saw it (change time, generation), so a renamed file or a reused inode
- * number is named afresh. The hash is drained by epochs (struct ts_site_epochs): each tick the
- * epoch flips, and every entry of the one before is read, becomes a SiteCount of its process and
- * leaves the hash, with the shares it took; so live processes do not keep entries. */
+ * entry's growth since the last tick becomes a SiteCount of its process, named for people.
+ *
+ * The file's path: while the process lives, as its /proc/PID/maps names the mapping (the kernel's
+ * d_path, which follows renames), read once per process and kept with it (ProcFileName), so that
+ * all of a process's sites of a file have one name; else the name BPF wrote into its name map
+ * when the site was recorded (written again whenever the inode or the file's own name changed:
+ * a rename, also within one tick of the coarse clock, an inode number reused).
+ *
+ * The symbol, from the file's ELF symbol tables, comes from the symbol worker
+ * (daemon/symbol-worker.c), never from this thread: a site whose symbol is not known yet is
+ * counted with its file and offset at once, the worker is asked (with the process and the
+ * mapping, through which it opens the file the process mapped while it lives), and its answer,
+ * taken at a later drain, names the site's next counts and is handed to the store for the rows
+ * already written (collector_symbol_fills()). A file the worker could not open is no answer: the
+ * site is asked for again at its next count. Symbols are remembered by the inode's version as BPF
+ * saw it (change time, generation), which a change of the file's contents changes and a rename
+ * need not: a renamed file keeps its symbols, a reused inode number does not.
+ *
+ * The hash is drained by epochs (struct ts_site_epochs): each tick the epoch flips, and every
+ * entry of the one before is read, becomes a SiteCount of its process and leaves the hash, with
+ * the shares it took; so live processes do not keep entries. */
 #include "collector-sites.h"
 
 #include <bpf/bpf.h>
@@ -39,7 +49,7 @@
 /* Paths and symbols remembered: past this many, all are forgotten and learned again. */
 #define NAMES_MAX 65536
 /* A symbol refused for its uid's budget is asked for again at a count this long after. */
-#define SYMBOL_RETRY_USEC (60 * UINT64_C(1000000))
+#define SYMBOL_REFUSED_RETRY_USEC (60 * UINT64_C(1000000))
 
 /* How long a tick waits for the programs still counting into the epoch it is over with (they
  * take microseconds); past it the drain waits for the next tick. */
@@ -66,9 +76,11 @@ static int file_version_compare(const FileVersion *x, const FileVersion *y) {
         return x->generation < y->generation ? -1 : x->generation > y->generation;
 }
 
-/* The path of a file, by the kernel's (device, inode): the version it is the name of. */
+/* The path of a file, by the kernel's (device, inode): the version and the name's hash (BPF's
+ * struct ts_file_name) it is the name of. */
 typedef struct FilePath {
         FileVersion version;
+        uint64_t name_hash;
         char *path;
 } FilePath;
 
@@ -93,10 +105,18 @@ static void file_path_free(void *p) {
 }
 
 typedef enum SymbolState {
-        SYMBOL_PENDING, /* asked for, the worker has not answered */
-        SYMBOL_KNOWN,   /* answered: symbol, or NULL for none */
-        SYMBOL_REFUSED, /* the uid's budget was spent: asked again after retry_usec */
+        SYMBOL_PENDING,    /* asked for, the worker has not answered */
+        SYMBOL_KNOWN,      /* answered: symbol, or NULL for none */
+        SYMBOL_REFUSED,    /* the uid's budget was spent: asked again after retry_usec */
+        SYMBOL_RETRY,      /* not known: the file could not be opened (or not by this count: a name
+                            * BPF cut short and no mapping), or there was no memory to ask; asked
+                            * again at the next count */
 } SymbolState;
+
+/* Names a site was stored under while its symbol was not known, whose rows a symbol fills: a
+ * file renamed between two counts (or named by a live process's maps and by BPF) has more than
+ * one. */
+#define SYMBOL_FILL_NAMES_MAX 4
 
 /* The symbol of an instruction of a version of a file, or that it has none. */
 typedef struct SymbolAt {
@@ -106,6 +126,8 @@ typedef struct SymbolAt {
         uint64_t retry_usec;
         char *symbol; /* NULL: none */
         uint64_t symbol_offset;
+        char *names[SYMBOL_FILL_NAMES_MAX];
+        size_t n_names;
 } SymbolAt;
 
 static int symbol_at_compare(const void *a, const void *b) {
@@ -121,6 +143,8 @@ static void symbol_at_free(void *p) {
         SymbolAt *s = p;
 
         free(s->symbol);
+        for (size_t i = 0; i < s->n_names; i++)
+                free(s->names[i]);
         free(s);
 }
 
@@ -132,6 +156,7 @@ int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols) {
         int k;
 
         config.max_bytes = config.max_bytes ?: 8 * 1024 * 1024;
+        config.proc_fd = r->procs->proc_fd;
         k = symbol_worker_new(&config, &r->symbol_worker);
         if (k < 0)
                 return k;
@@ -158,7 +183,7 @@ void reader_sites_done(CollectorReader *r) {
         free(r->site_keys);
         free(r->site_values);
         free(r->site_drained);
-        free(r->site_unknown);
+        free(r->site_pending);
         free(r->share_keys);
 }
 
@@ -182,7 +207,7 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
                                       .ctime_nsec = name.ctime_nsec, .generation = name.generation };
         *ret_version = key.version;
         found = tfind(&key, &r->file_paths, file_path_compare);
-        if (found && file_version_compare(&(*found)->version, &key.version) == 0)
+        if (found && file_version_compare(&(*found)->version, &key.version) == 0 && (*found)->name_hash == name.name_hash)
                 return (*found)->path;
         if (found) {
                 f = *found;
@@ -198,7 +223,7 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         f = calloc(1, sizeof(*f));
         if (!f)
                 return NULL;
-        *f = (FilePath) { .version = key.version, .path = file_name_join(&name) };
+        *f = (FilePath) { .version = key.version, .name_hash = name.name_hash, .path = file_name_join(&name) };
         if (f->path) {
                 /* As this daemon sees it: a chrooted trapstatd sees the file at a shorter path. */
                 const char *visible = file_path_visible(f->path, dev_from_kernel(dev), ino);
@@ -214,22 +239,31 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         return f->path;
 }
 
-/* Asks the worker for the symbol of s at the end of the drain (reader_ask_symbols()); s is pending
- * until the answer, or asked again at its next count when it cannot be asked. */
-static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, const CollectorProc *p) {
-        SymbolRequest q = {
-                .dev = dev_from_kernel(s->version.dev),
-                .ino = s->version.ino,
-                .ctime = { .tv_sec = (time_t) s->version.ctime_sec, .tv_nsec = s->version.ctime_nsec },
-                .offset = s->offset,
-                .path = (char *) path,
-                .key_dev = s->version.dev,
-                .key_generation = s->version.generation,
+/* Asks the worker for the symbol of s at the end of the drain (reader_ask_symbols()), with the
+ * process p and its mapping of the file (named; NULL or without a path when its maps did not name
+ * it), through which the worker opens the file the process mapped while it lives; else the path.
+ * s is pending until the answer, or asked again at its next count when it cannot be asked. */
+static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, const CollectorProc *p,
+                           const ProcFileName *named) {
+        bool mapped = named && named->path;
+        SymbolAsk ask = {
+                .request = {
+                        .dev = dev_from_kernel(s->version.dev),
+                        .ino = s->version.ino,
+                        .ctime = { .tv_sec = (time_t) s->version.ctime_sec, .tv_nsec = s->version.ctime_nsec },
+                        .offset = s->offset,
+                        .pid = p->info.pid,
+                        .start_time = p->info.start_time,
+                        .map_start = mapped ? named->start : 0,
+                        .map_end = mapped ? named->end : 0,
+                        .key_dev = s->version.dev,
+                        .key_generation = s->version.generation,
+                },
+                .proc = p,
         };
-        SymbolAsk ask = { .request = q, .proc = p };
 
         s->retry_usec = 0;
-        s->state = SYMBOL_REFUSED;
+        s->state = SYMBOL_RETRY;
         ask.request.path = strdup(path);
         if (!ask.request.path)
                 return;
@@ -266,7 +300,7 @@ static void asks_drop(CollectorReader *r, bool all) {
                 }
                 s = symbol_at_of(r, &a->request);
                 if (s)
-                        s->state = SYMBOL_REFUSED;
+                        s->state = SYMBOL_RETRY;
                 free(a->request.path);
         }
         r->n_asks = kept;
@@ -295,38 +329,51 @@ void reader_ask_symbols(CollectorReader *r) {
         r->n_asks = kept;
 }
 
+/* Remembers that a site of s was stored under the name path while its symbol was not known: the
+ * symbol, once found, is written to the rows of each such name. Past SYMBOL_FILL_NAMES_MAX, or
+ * without memory, a name's rows keep no symbol. */
+static void symbol_at_add_name(SymbolAt *s, const char *path) {
+        for (size_t i = 0; i < s->n_names; i++)
+                if (strcmp(s->names[i], path) == 0)
+                        return;
+        if (s->n_names < SYMBOL_FILL_NAMES_MAX && (s->names[s->n_names] = strdup(path)))
+                s->n_names++;
+}
+
 /* What is known of the symbol at offset of the file version, remembered; asks the worker the
- * first time (and again after a refusal). NULL when out of memory. */
+ * first time, again after a refusal once its time is up, and again at every count while the file
+ * could not be opened, with this count's process and mapping (named). NULL when out of memory. */
 static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const FileVersion *version, uint64_t offset,
-                                 const CollectorProc *p, uint64_t now) {
+                                 const CollectorProc *p, const ProcFileName *named, uint64_t now) {
         SymbolAt key = { .version = *version, .offset = offset }, *s, **found;
+        /* A path that is not absolute is a name BPF cut short: no file to open by it. */
+        bool can_ask = path[0] == '/' || (named && named->path);
 
         found = tfind(&key, &r->symbols, symbol_at_compare);
-        if (found) {
+        if (found)
                 s = *found;
-                if (s->state == SYMBOL_REFUSED && now >= s->retry_usec && path[0] == '/')
-                        symbol_request(r, s, path, p);
-                return s;
+        else {
+                if (r->n_symbols >= NAMES_MAX) {
+                        tdestroy(r->symbols, symbol_at_free);
+                        r->symbols = NULL;
+                        r->n_symbols = 0;
+                        asks_drop(r, true); /* about symbols forgotten now */
+                }
+                s = calloc(1, sizeof(*s));
+                if (!s)
+                        return NULL;
+                *s = key;
+                s->state = SYMBOL_RETRY;
+                if (!tsearch(s, &r->symbols, symbol_at_compare)) {
+                        symbol_at_free(s);
+                        return NULL;
+                }
+                r->n_symbols++;
         }
-        if (r->n_symbols >= NAMES_MAX) {
-                tdestroy(r->symbols, symbol_at_free);
-                r->symbols = NULL;
-                r->n_symbols = 0;
-                asks_drop(r, true); /* about symbols forgotten now */
-        }
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return NULL;
-        *s = key;
-        s->state = SYMBOL_KNOWN;
-        /* A path that is not absolute is a name BPF cut short, no file to open. */
-        if (path[0] == '/')
-                symbol_request(r, s, path, p);
-        if (!tsearch(s, &r->symbols, symbol_at_compare)) {
-                symbol_at_free(s);
-                return NULL;
-        }
-        r->n_symbols++;
+        if (can_ask && (s->state == SYMBOL_RETRY || (s->state == SYMBOL_REFUSED && now >= s->retry_usec)))
+                symbol_request(r, s, path, p, named);
+        if (s->state != SYMBOL_KNOWN)
+                symbol_at_add_name(s, path);
         return s;
 }
 
@@ -340,6 +387,7 @@ static int strdup_to(const char *s, char **ret) {
 static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, const CollectorProc *p,
                          uint64_t now, char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino,
                          ObjectVersion *ret_version, char **ret_symbol, uint64_t *ret_symbol_offset) {
+        const ProcFileName *named;
         FileVersion version;
         char fallback[64];
         const char *object;
@@ -352,12 +400,17 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         object = file_path(r, loc->dev, loc->ino, fallback, &version);
         if (!object)
                 return -ENOMEM;
+        /* The process's maps named the mapping while it lived: the file's name as the kernel has
+         * it, the same for every site of this process in the file. */
+        named = proc_table_file_name(p, loc->dev, loc->ino);
+        if (named && named->path)
+                object = named->path;
         *ret_dev = dev_from_kernel(loc->dev);
         *ret_ino = loc->ino;
         /* 0 for a name made from the identity (fallback): not known, as the name says. */
         *ret_version = object_version(version.ctime_sec, version.ctime_nsec, version.generation);
         if (code && object != fallback) {
-                const SymbolAt *s = symbol_at(r, object, &version, loc->offset, p, now);
+                const SymbolAt *s = symbol_at(r, object, &version, loc->offset, p, named, now);
 
                 if (!s)
                         return -ENOMEM;
@@ -416,13 +469,18 @@ static int drain_site(CollectorReader *r, const struct ts_site_key *key, const s
         return proc_table_count_site(r->procs, p, &delta, now);
 }
 
-static int site_unknown_compare(const void *a, const void *b) {
-        const SiteUnknown *x = a, *y = b;
+/* By process; within one, the instructions BPF could not look up first, by address (the order
+ * of /proc/PID/maps), then the others. */
+static int site_pending_compare(const void *a, const void *b) {
+        const SitePending *x = a, *y = b;
+        bool x_known = x->key.ip.kind != TS_MEM_UNKNOWN, y_known = y->key.ip.kind != TS_MEM_UNKNOWN;
 
         if (x->key.tgid != y->key.tgid)
                 return x->key.tgid < y->key.tgid ? -1 : 1;
         if (x->key.start_time != y->key.start_time)
                 return x->key.start_time < y->key.start_time ? -1 : 1;
+        if (x_known != y_known)
+                return x_known ? 1 : -1;
         return x->key.ip.offset < y->key.ip.offset ? -1 : x->key.ip.offset > y->key.ip.offset;
 }
 
@@ -469,52 +527,170 @@ static void fclosep(FILE **f) {
                 (void) fclose(*f);
 }
 
-/* Names the instructions of the n sites u of one process from its /proc/PID/maps, in one pass
- * (both are sorted by address), taking the lines read from *budget. Those it cannot (the process
- * is gone, the mapping too, the budget spent) stay unknown. */
-static void resolve_unknown_ips(CollectorReader *r, SiteUnknown *u, size_t n, unsigned *budget) {
-        _cleanup_(fclosep) FILE *maps = NULL;
-        _cleanup_free_ char *line = NULL;
-        size_t size = 0, i = 0;
-        ProcMapping m;
+/* A file as BPF names it: (device, inode). */
+typedef struct FileId {
+        uint32_t dev;
+        uint64_t ino;
+} FileId;
 
-        if (proc_open_maps(r->procs->proc_fd, u[0].key.tgid, u[0].key.start_time, &maps) < 0)
-                return;
-        while (i < n && *budget > 0 && getline(&line, &size, maps) > 0) {
-                (*budget)--;
-                if (proc_maps_parse_line(line, &m) < 0)
-                        continue;
-                for (; i < n && u[i].key.ip.offset < m.end; i++) {
-                        if (u[i].key.ip.offset < m.start)
-                                continue;
-                        location_from_mapping(&m, u[i].key.ip.offset, &u[i].key.ip);
-                        if (u[i].key.ip.kind == TS_MEM_FILE)
-                                remember_file_name(r, &u[i].key.ip, m.path);
-                }
-        }
+static int file_id_compare(const void *a, const void *b) {
+        const FileId *x = a, *y = b;
+
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-/* The sites of the epoch whose instruction BPF could not look up (TS_DROP_VMA_LOOKUP): named
- * from /proc/PID/maps while the process lives, one read of it per process, within
- * r->maps_lines_per_tick lines. */
-static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
+/* The files of the n sites u of p (their instructions', and the memory faults touched) that p
+ * has no name for, sorted, each once. */
+static int files_to_name(const CollectorProc *p, const SitePending *u, size_t n, FileId **ret, size_t *ret_n) {
+        _cleanup_free_ FileId *ids = NULL;
+        size_t n_ids = 0, allocated = 0, kept = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct ts_location *locs[] = { &u[i].key.ip, &u[i].key.memory };
+
+                for (size_t j = 0; j < ELEMENTSOF(locs); j++) {
+                        FileId id = { .dev = locs[j]->dev, .ino = locs[j]->ino };
+
+                        if (locs[j]->kind != TS_MEM_FILE || proc_table_file_name(p, id.dev, id.ino))
+                                continue;
+                        if (array_append((void **) &ids, &n_ids, &allocated, sizeof(id), &id) < 0)
+                                return -ENOMEM;
+                }
+        }
+        if (n_ids > 0)
+                qsort(ids, n_ids, sizeof(FileId), file_id_compare);
+        for (size_t i = 0; i < n_ids; i++)
+                if (kept == 0 || file_id_compare(&ids[kept - 1], &ids[i]) != 0)
+                        ids[kept++] = ids[i];
+        *ret = TAKE_PTR(ids);
+        *ret_n = kept;
+        return 0;
+}
+
+/* One line m of p's maps: names the instructions BPF could not look up that are in it (u from *i
+ * on, to n_unknown, sorted by address), and the file it maps if p's sites need its name (one of
+ * files, or one of those instructions'). True when it named one of files. */
+static bool name_from_mapping(CollectorReader *r, CollectorProc *p, const ProcMapping *m, SitePending *u,
+                              size_t n_unknown, size_t *i, const FileId *files, size_t n_files) {
+        FileId id = { .dev = m->major << 20 | (m->minor & 0xfffff), .ino = m->ino };
+        bool wanted, instruction = false;
+        int k;
+
+        for (; *i < n_unknown && u[*i].key.ip.offset < m->end; (*i)++) {
+                if (u[*i].key.ip.offset < m->start)
+                        continue;
+                location_from_mapping(m, u[*i].key.ip.offset, &u[*i].key.ip);
+                if (u[*i].key.ip.kind == TS_MEM_FILE) {
+                        remember_file_name(r, &u[*i].key.ip, m->path);
+                        instruction = true;
+                }
+        }
+        if (m->path[0] != '/')
+                return false;
+        wanted = n_files > 0 && bsearch(&id, files, n_files, sizeof(FileId), file_id_compare);
+        if (!wanted && !instruction)
+                return false;
+        k = proc_table_add_file_name(r->procs, p, &(ProcFileName) { .dev = id.dev, .ino = id.ino, .start = m->start,
+                                                                     .end = m->end, .path = (char *) m->path });
+        /* Past the bounds its further files are named as BPF named them, and its maps not read
+         * for them every tick. */
+        if (k == -E2BIG)
+                p->maps_error = k;
+        return wanted && k >= 0;
+}
+
+/* Reads p's /proc/PID/maps once for its n sites u (the instructions BPF could not look up first,
+ * by address): names those instructions, and the files of all of them that p has no name for
+ * yet, taking the lines read from *budget. What it cannot name (p is gone or does not let this
+ * daemon read its maps, the mapping is gone, the budget is spent) stays as BPF named it. */
+static int resolve_from_maps(CollectorReader *r, CollectorProc *p, SitePending *u, size_t n, unsigned *budget) {
+        _cleanup_(fclosep) FILE *maps = NULL;
+        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ FileId *files = NULL;
+        size_t size = 0, i = 0, n_unknown = 0, n_files, found = 0;
+        ProcMapping m;
+        int k;
+
+        if (*budget == 0 || p->maps_error != 0)
+                return 0;
+        while (n_unknown < n && u[n_unknown].key.ip.kind == TS_MEM_UNKNOWN)
+                n_unknown++;
+        /* (An instruction BPF could not look up is no file yet: only the memory of those.) */
+        k = files_to_name(p, u, n, &files, &n_files);
+        if (k < 0 || (n_unknown == 0 && n_files == 0))
+                return k;
+        k = proc_open_maps(r->procs->proc_fd, p->info.pid, p->info.start_time, &maps);
+        if (k < 0) {
+                /* Gone, or not this daemon's to read (without CAP_SYS_PTRACE, another user's
+                 * process): not tried again for this process. */
+                if (k == -ESRCH || k == -EACCES || k == -EPERM)
+                        p->maps_error = k;
+                return 0;
+        }
+        while ((i < n_unknown || found < n_files) && *budget > 0 && getline(&line, &size, maps) > 0) {
+                (*budget)--;
+                if (proc_maps_parse_line(line, &m) >= 0 && name_from_mapping(r, p, &m, u, n_unknown, &i, files, n_files))
+                        found++;
+        }
+        /* Read to the end: the files it did not name are not mapped now (unmapped since the count,
+         * or another program exec'd). Named as BPF named them, and not looked for again. */
+        if (feof(maps))
+                for (size_t j = 0; j < n_files; j++)
+                        (void) proc_table_add_file_name(r->procs, p,
+                                                        &(ProcFileName) { .dev = files[j].dev, .ino = files[j].ino });
+        return 0;
+}
+
+/* Whether a site waits for its process's /proc/PID/maps: BPF could not look up its instruction,
+ * or it is in (or touched) a file the process's maps have not named yet. */
+static bool site_needs_maps(CollectorReader *r, const struct ts_site_key *key) {
+        const CollectorProc *p;
+
+        if (key->ip.kind == TS_MEM_UNKNOWN)
+                return true;
+        if (r->maps_lines_per_tick == 0 || (key->ip.kind != TS_MEM_FILE && key->memory.kind != TS_MEM_FILE))
+                return false;
+        p = proc_table_find(r->procs, key->tgid, key->start_time);
+        if (!p)
+                return true;
+        if (p->maps_error != 0)
+                return false;
+        return (key->ip.kind == TS_MEM_FILE && !proc_table_file_name(p, key->ip.dev, key->ip.ino)) ||
+               (key->memory.kind == TS_MEM_FILE && !proc_table_file_name(p, key->memory.dev, key->memory.ino));
+}
+
+/* The sites of the epoch that wait for their process's /proc/PID/maps (site_needs_maps()): named
+ * from it while the process lives, one read of it per process, within r->maps_lines_per_tick
+ * lines; then counted. */
+static int drain_pending_sites(CollectorReader *r, uint64_t now) {
         /* A process may have 65530 mappings, and a user's processes can make their own lookups
          * fail (a thread holding the mmap lock): past the budget, the tick's remaining such sites
-         * stay [unknown] (each was counted as site_lookup_failed). */
+         * stay as BPF named them, [unknown] where its lookup failed (each was counted as
+         * site_lookup_failed). */
         unsigned budget = r->maps_lines_per_tick;
+        SitePending *u = r->site_pending;
 
-        if (r->n_site_unknown == 0)
+        if (r->n_site_pending == 0)
                 return 0;
-        qsort(r->site_unknown, r->n_site_unknown, sizeof(SiteUnknown), site_unknown_compare);
-        for (size_t i = 0, j; i < r->n_site_unknown; i = j) {
-                for (j = i + 1; j < r->n_site_unknown && r->site_unknown[j].key.tgid == r->site_unknown[i].key.tgid &&
-                                r->site_unknown[j].key.start_time == r->site_unknown[i].key.start_time;
+        qsort(u, r->n_site_pending, sizeof(SitePending), site_pending_compare);
+        for (size_t i = 0, j; i < r->n_site_pending; i = j) {
+                CollectorProc *p;
+                int k;
+
+                for (j = i + 1; j < r->n_site_pending && u[j].key.tgid == u[i].key.tgid &&
+                                u[j].key.start_time == u[i].key.start_time;
                      j++)
                         ;
-                resolve_unknown_ips(r, r->site_unknown + i, j - i, &budget);
+                k = proc_table_get(r->procs, u[i].key.tgid, u[i].key.start_time, NULL, now, &p);
+                if (k >= 0)
+                        k = resolve_from_maps(r, p, u + i, j - i, &budget);
+                if (k < 0)
+                        return k;
         }
-        for (size_t i = 0; i < r->n_site_unknown; i++) {
-                int k = drain_site(r, &r->site_unknown[i].key, &r->site_unknown[i].value, now);
+        for (size_t i = 0; i < r->n_site_pending; i++) {
+                int k = drain_site(r, &u[i].key, &u[i].value, now);
 
                 if (k < 0)
                         return k;
@@ -522,46 +698,69 @@ static int drain_unknown_sites(CollectorReader *r, uint64_t now) {
         return 0;
 }
 
-/* One answer of the worker: what the site's next counts are named with, and, for a symbol, a fill
- * of the rows already stored. */
+/* A fill of the rows stored under name for the site of q: its symbol, now known. */
+static int symbol_fill(CollectorReader *r, const SymbolRequest *q, char *name, const SymbolAt *s) {
+        SiteCount fill = {
+                .kind = SITE_TRAP,
+                .period = 1,
+                .object = name,
+                .dev = q->dev,
+                .ino = q->ino,
+                /* The version the site's counts were stored with, so the fill finds their row. */
+                .version = object_version((uint64_t) q->ctime.tv_sec, (uint32_t) q->ctime.tv_nsec, q->key_generation),
+                .offset = q->offset,
+                .symbol = strdup(s->symbol),
+                .symbol_offset = s->symbol_offset,
+        };
+
+        if (!fill.symbol ||
+            array_append((void **) &r->fills, &r->n_fills, &r->fills_capacity, sizeof(fill), &fill) < 0) {
+                site_count_done(&fill);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* One answer of the worker: what the site's next counts are named with, and, for a symbol, fills
+ * of the rows already stored, under each name they were stored with. */
 static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
         const SymbolRequest *q = &res->request;
         SymbolAt *s = symbol_at_of(r, q);
-        SiteCount fill;
+        int k = 0;
 
+        if (!r->mapping_refused && (res->mapping_error == -EPERM || res->mapping_error == -EACCES))
+                r->mapping_refused = res->mapping_error;
         /* The answer to a question asked before the table was emptied: asked again if needed. */
         if (!s)
                 return 0;
         if (res->error == -EDQUOT) {
                 s->state = SYMBOL_REFUSED;
-                s->retry_usec = now + SYMBOL_RETRY_USEC;
+                s->retry_usec = now + SYMBOL_REFUSED_RETRY_USEC;
+                return 0;
+        }
+        /* No answer about the file (counted by the worker): the next count asks again, with its
+         * process and mapping, which may still be there. */
+        if (res->unreadable) {
+                s->state = SYMBOL_RETRY;
                 return 0;
         }
         s->state = SYMBOL_KNOWN;
-        if (res->error < 0)
-                return 0;
-        free(s->symbol);
-        s->symbol = strdup(res->symbol);
-        s->symbol_offset = res->symbol_offset;
-        if (!s->symbol)
-                return -ENOMEM;
-        fill = (SiteCount) {
-                .kind = SITE_TRAP,
-                .period = 1,
-                .object = TAKE_PTR(res->request.path),
-                .dev = res->request.dev,
-                .ino = res->request.ino,
-                /* The version the site's counts were stored with, so the fill finds their row. */
-                .version = object_version((uint64_t) q->ctime.tv_sec, (uint32_t) q->ctime.tv_nsec, q->key_generation),
-                .offset = res->request.offset,
-                .symbol = TAKE_PTR(res->symbol),
-                .symbol_offset = res->symbol_offset,
-        };
-        if (array_append((void **) &r->fills, &r->n_fills, &r->fills_capacity, sizeof(fill), &fill) < 0) {
-                site_count_done(&fill);
-                return -ENOMEM;
+        if (res->error >= 0) {
+                free(s->symbol);
+                s->symbol = TAKE_PTR(res->symbol);
+                s->symbol_offset = res->symbol_offset;
         }
-        return 0;
+        /* Known now, with a symbol or none: the names are spent, taken by the fills. */
+        for (size_t i = 0; i < s->n_names; i++) {
+                char *name = TAKE_PTR(s->names[i]);
+
+                if (s->symbol && k >= 0)
+                        k = symbol_fill(r, q, name, s);
+                else
+                        free(name);
+        }
+        s->n_names = 0;
+        return k;
 }
 
 /* Root and group trapstat keep the reserve of the site hash: BPF learns the group's gid here, each
@@ -641,7 +840,7 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
         struct ts_site_key in_batch, out_batch;
         bool first = true, done = false;
 
-        r->n_site_unknown = 0;
+        r->n_site_pending = 0;
         while (!done) {
                 __u32 count = SITE_BATCH, n_drained = 0;
                 int k;
@@ -656,14 +855,15 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
                 }
                 for (__u32 i = 0; i < count; i++) {
                         const struct ts_site_key *key = &r->site_keys[i];
-                        SiteUnknown u = { .key = *key, .value = r->site_values[i] };
+                        SitePending u = { .key = *key, .value = r->site_values[i] };
 
                         if (key->epoch != old)
                                 continue;
                         r->site_drained[n_drained++] = *key;
-                        if (key->ip.kind == TS_MEM_UNKNOWN)
-                                k = array_append((void **) &r->site_unknown, &r->n_site_unknown,
-                                                 &r->site_unknown_capacity, sizeof(u), &u);
+                        /* (An entry of no count is nothing to name: drain_site() passes it by.) */
+                        if ((u.value.count > 0 || u.value.time_ns > 0) && site_needs_maps(r, key))
+                                k = array_append((void **) &r->site_pending, &r->n_site_pending,
+                                                 &r->site_pending_capacity, sizeof(u), &u);
                         else
                                 k = drain_site(r, key, &u.value, now);
                         if (k < 0)
@@ -675,7 +875,7 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
                 in_batch = out_batch;
                 first = false;
         }
-        return drain_unknown_sites(r, now);
+        return drain_pending_sites(r, now);
 }
 
 /* The worker's answers since the last drain: named sites for this drain, fills for the store. */

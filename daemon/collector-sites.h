@@ -12,11 +12,12 @@
 #include "symbol-worker.h"
 #include "trapstat.h"
 
-/* A site of the epoch that is over, kept until its process's /proc/PID/maps is read. */
-typedef struct SiteUnknown {
+/* A site of the epoch that is over, kept until its process's /proc/PID/maps is read: BPF could
+ * not look up its instruction, or the process's maps have not named its file yet. */
+typedef struct SitePending {
         struct ts_site_key key;
         struct ts_site value;
-} SiteUnknown;
+} SitePending;
 
 /* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget
  * pays) may change with an exec event applied after the sites were read. */

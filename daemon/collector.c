@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "collector-bpf.h"
@@ -28,6 +29,7 @@ struct Collector {
         CollectorBpf *bpf;
         ProcTable procs;
         CollectorReader reader;
+        bool mapping_refusal_logged;
 };
 
 static bool is_power_of_two(uint32_t x) {
@@ -177,6 +179,15 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
                 return r;
         /* Now that exec events gave the processes their users: each pays for its own symbols. */
         reader_ask_symbols(&c->reader);
+        /* Lived with, so said once: files are read by path only, which a file renamed or deleted
+         * since its count, or one in another mount namespace, does not pass. */
+        if (c->reader.mapping_refused && !c->mapping_refusal_logged) {
+                log_notice("Cannot open the files processes map through /proc/PID/map_files (%s: it needs "
+                           "CAP_SYS_ADMIN): symbols are read from the files' paths, so a file renamed, replaced "
+                           "or deleted since its site was counted gets none",
+                           strerror(-c->reader.mapping_refused));
+                c->mapping_refusal_logged = true;
+        }
         return proc_table_samples(&c->procs, now_usec, ret_samples, ret_n);
 }
 
@@ -206,6 +217,14 @@ size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KIN
                           "this minute (--symbol-files-per-minute, --symbol-bytes-per-minute); the site keeps "
                           "its file and offset" },
                 .count = symbol_worker_refused(c->reader.symbol_worker),
+        };
+        ret[n++] = (CollectorDrop) {
+                .kind = { "symbol_unreadable",
+                          "the symbol of one site not looked up this time: its file could be opened neither "
+                          "through its process's mapping (gone, or /proc/PID/map_files refused) nor by its path "
+                          "(gone, another file there, not permitted); the site keeps its file and offset, and its "
+                          "next count asks again" },
+                .count = symbol_worker_unreadable(c->reader.symbol_worker),
         };
         return n;
 }

@@ -96,7 +96,7 @@ typedef struct CollectorDrop {
 
 /* The kinds BPF counts (enum ts_drop), then those of user space. */
 #define COLLECTOR_BPF_DROP_KINDS 10
-#define COLLECTOR_DROP_KINDS (COLLECTOR_BPF_DROP_KINDS + 1)
+#define COLLECTOR_DROP_KINDS (COLLECTOR_BPF_DROP_KINDS + 2)
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
 

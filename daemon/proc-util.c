@@ -91,33 +91,65 @@ int proc_maps_parse_line(char *line, ProcMapping *ret) {
         return 0;
 }
 
-int proc_open_maps(int proc_fd, uint32_t pid, uint64_t start_time_ns, FILE **ret) {
-        _cleanup_close_ int dir = -1, stat_fd = -1, maps_fd = -1;
+/* /proc/PID as a directory fd, when pid still is the process that started at start_time_ns:
+ * what is opened through it is bound to that process, so pid cannot be reused in between. */
+static int open_pid_dir(int proc_fd, uint32_t pid, uint64_t start_time_ns) {
+        _cleanup_close_ int dir = -1, stat_fd = -1;
         long hz = sysconf(_SC_CLK_TCK);
         char path[16];
         ProcStat st;
-        FILE *f;
         int r;
 
         snprintf(path, sizeof(path), "%" PRIu32, pid);
         dir = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0)
                 return errno == ENOENT ? -ESRCH : -errno;
-        /* Both through dir: bound to the process it named when opened. */
         stat_fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
-        maps_fd = openat(dir, "maps", O_RDONLY | O_CLOEXEC);
-        if (stat_fd < 0 || maps_fd < 0)
+        if (stat_fd < 0)
                 return errno == ENOENT ? -ESRCH : -errno;
         r = proc_pread_stat(stat_fd, &st);
         if (r < 0)
                 return r;
         if (hz <= 0 || st.start_ticks != start_time_ns / (NSEC_PER_SEC / (uint64_t) hz))
                 return -ESRCH;
+        return TAKE_FD(dir);
+}
+
+int proc_open_maps(int proc_fd, uint32_t pid, uint64_t start_time_ns, FILE **ret) {
+        _cleanup_close_ int dir = -1, maps_fd = -1;
+        FILE *f;
+
+        dir = open_pid_dir(proc_fd, pid, start_time_ns);
+        if (dir < 0)
+                return dir;
+        maps_fd = openat(dir, "maps", O_RDONLY | O_CLOEXEC);
+        if (maps_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
         f = fdopen(maps_fd, "re");
         if (!f)
                 return -errno;
         maps_fd = -1;
         *ret = f;
+        return 0;
+}
+
+int proc_open_map_file(int proc_fd, uint32_t pid, uint64_t start_time_ns, uint64_t start, uint64_t end,
+                       int *ret_fd) {
+        _cleanup_close_ int dir = -1;
+        char name[64];
+        int fd;
+
+        dir = open_pid_dir(proc_fd, pid, start_time_ns);
+        if (dir < 0)
+                return dir;
+        /* The kernel's names, "%lx-%lx": unlike /proc/PID/maps, without leading zeros. The entry
+         * is a link the kernel resolves to the mapping's own file, so it is followed. O_NONBLOCK:
+         * a mapped FIFO or device must not block the open; the caller checks what it got. */
+        snprintf(name, sizeof(name), "map_files/%" PRIx64 "-%" PRIx64, start, end);
+        fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
         return 0;
 }
 

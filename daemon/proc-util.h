@@ -45,6 +45,16 @@ int proc_maps_parse_line(char *line, ProcMapping *ret);
  * start_time_ns (both through one directory fd, so pid cannot be reused in between); -ESRCH
  * when it is another process or gone. */
 int proc_open_maps(int proc_fd, uint32_t pid, uint64_t start_time_ns, FILE **ret);
+/* The file mapped at [start, end) (a line of /proc/PID/maps), opened for reading through
+ * /proc/PID/map_files/START-END, when pid still is the process that started at start_time_ns:
+ * the file the process mapped, whatever its path is now (renamed, deleted, another file at the
+ * path, a path in another mount namespace). -ESRCH when pid is another process or gone;
+ * -ENOENT when nothing is mapped there; -EPERM where the kernel lets only CAP_SYS_ADMIN (or
+ * CAP_CHECKPOINT_RESTORE) in the initial user namespace open it, -EACCES where this process may
+ * not look into the other's /proc entry. What is opened is whatever is mapped there now: the
+ * caller checks its identity. */
+int proc_open_map_file(int proc_fd, uint32_t pid, uint64_t start_time_ns, uint64_t start, uint64_t end,
+                       int *ret_fd);
 
 /* Turns a NUL-separated argument vector (the format of /proc/PID/cmdline) of n bytes into one
  * line, arguments separated by spaces. With cut, the bytes may end inside a UTF-8 character,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "array-util.h"
+#include "proc-util.h"
 #include "symbolize.h"
 #include "time-util.h"
 
@@ -43,7 +44,7 @@ struct SymbolWorker {
         UidBudget *budgets;
         size_t n_budgets, budgets_capacity;
 
-        uint64_t refused; /* atomic */
+        uint64_t refused, unreadable; /* atomic */
 };
 
 void symbol_results_free(SymbolResult *results, size_t n) {
@@ -78,6 +79,34 @@ static UidBudget *budget_of(SymbolWorker *w, uint32_t uid, uint64_t now) {
         return &w->budgets[w->n_budgets - 1];
 }
 
+/* The file of q, opened and proved to be the one named: through the process's mapping while it
+ * lives, else by path. *ret_mapping_error says why the mapping was not used (0 when it was). */
+static int open_file(SymbolWorker *w, const SymbolRequest *q, int *ret_mapping_error, int *ret_fd) {
+        uint64_t max_size = symbolizer_max_file_size(w->symbolizer);
+        _cleanup_close_ int fd = -1;
+        int r = -ENODATA;
+
+        if (q->map_end > q->map_start && w->config.proc_fd >= 0) {
+                r = proc_open_map_file(w->config.proc_fd, q->pid, q->start_time, q->map_start, q->map_end, &fd);
+                /* The mapping's own file: no change time to compare, a rename changes it and the
+                 * descriptor is the file itself; the device and inode prove it is still the file
+                 * BPF named, not another mapped at that address since. */
+                if (r >= 0)
+                        r = symbolizer_check_fd(fd, q->dev, q->ino, NULL, max_size);
+                if (r >= 0 || r == -EFBIG) {
+                        *ret_mapping_error = 0;
+                        if (r >= 0)
+                                *ret_fd = TAKE_FD(fd);
+                        return r;
+                }
+        }
+        *ret_mapping_error = r;
+        /* A path BPF cut short ("...") or no path at all: nothing to open. */
+        if (q->path[0] != '/')
+                return -ENOENT;
+        return symbolizer_open(q->path, q->dev, q->ino, &q->ctime, max_size, ret_fd);
+}
+
 static void symbolize_one(SymbolWorker *w, const SymbolRequest *q, SymbolResult *ret) {
         _cleanup_close_ int fd = -1;
         SymbolizedFrame frame = {};
@@ -86,9 +115,14 @@ static void symbolize_one(SymbolWorker *w, const SymbolRequest *q, SymbolResult 
         UidBudget *b;
         int r;
 
-        r = symbolizer_open(q->path, q->dev, q->ino, &q->ctime, symbolizer_max_file_size(w->symbolizer), &fd);
+        r = open_file(w, q, &ret->mapping_error, &fd);
         if (r < 0) {
                 ret->error = r;
+                /* Too large is about the file itself, like the lookup's answers; the rest says
+                 * only that it could not be had now. */
+                ret->unreadable = r != -EFBIG;
+                if (ret->unreadable)
+                        __atomic_add_fetch(&w->unreadable, 1, __ATOMIC_RELAXED);
                 return;
         }
         b = budget_of(w, q->uid, now_usec(CLOCK_MONOTONIC));
@@ -242,6 +276,10 @@ void symbol_worker_take(SymbolWorker *w, SymbolResult **ret, size_t *ret_n) {
 
 uint64_t symbol_worker_refused(SymbolWorker *w) {
         return __atomic_load_n(&w->refused, __ATOMIC_RELAXED);
+}
+
+uint64_t symbol_worker_unreadable(SymbolWorker *w) {
+        return __atomic_load_n(&w->unreadable, __ATOMIC_RELAXED);
 }
 
 void symbol_worker_wait_idle(SymbolWorker *w) {

@@ -239,22 +239,39 @@ static int open_regular(const char *path, int extra_flags, uint64_t max_size, st
         return TAKE_FD(fd);
 }
 
+int symbolizer_check_fd(int fd, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        /* Whatever the descriptor names now (a path renamed over, swapped, a mapping replaced):
+         * only the file the caller was told of is read. */
+        if ((uint64_t) st.st_dev != dev || (uint64_t) st.st_ino != ino || (ctime && !timespec_equal(&st.st_ctim, ctime)))
+                return -ESTALE;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        /* After the identity: a file swapped in is refused as such, not for its size. */
+        if (st.st_size < 0 || (uint64_t) st.st_size > max_size)
+                return -EFBIG;
+        return 0;
+}
+
 int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size,
                     int *ret_fd) {
         _cleanup_close_ int fd = -1;
         struct stat st;
+        int r;
 
         /* O_NOFOLLOW: a symlink swapped in for the file is refused, not followed to whatever it
-         * points at. The size is checked after the identity: a file swapped in is refused as such. */
+         * points at. */
         fd = open_regular(path, O_NOFOLLOW, UINT64_MAX, &st);
         if (fd < 0)
                 return fd;
-        /* The path may name another file by now (renamed over, swapped): only the one the
-         * caller was told of is read. */
-        if ((uint64_t) st.st_dev != dev || (uint64_t) st.st_ino != ino || (ctime && !timespec_equal(&st.st_ctim, ctime)))
-                return -ESTALE;
-        if ((uint64_t) st.st_size > max_size)
-                return -EFBIG;
+        r = symbolizer_check_fd(fd, dev, ino, ctime, max_size);
+        if (r < 0)
+                return r;
         *ret_fd = TAKE_FD(fd);
         return 0;
 }

@@ -6,9 +6,10 @@
  * logging; functions return negative errno.
  *
  * symbolizer_lookup() opens a path as given (O_RDONLY|O_CLOEXEC|O_NOCTTY, regular files only).
- * A file named by someone else (a process's mapping) is opened with symbolizer_open(), which
- * proves the descriptor is that file (device, inode, change time) before anything is read, and
- * read with symbolizer_lookup_fd(). Resolving the path as the target process sees it (a
+ * A file named by someone else (a process's mapping) is opened with symbolizer_open(), or by the
+ * caller and checked with symbolizer_check_fd(), either of which proves the descriptor is that
+ * file (device, inode, and change time where given) before anything is read, and read with
+ * symbolizer_lookup_fd(). Resolving the path as the target process sees it (a
  * /proc/PID/root prefix, its mount namespace) is the caller's business.
  *
  * The file offset is the one of the mapping (vm_pgoff * page size + address - vm_start); it is
@@ -117,6 +118,11 @@ int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, Sym
  * file, -EISDIR, -EBADFD for one that is not regular, -EFBIG above max_size. */
 int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size,
                     int *ret_fd);
+/* The proof symbolizer_open() makes, for a descriptor the caller opened otherwise (a process's
+ * mapping): 0 when fd is a regular file with device dev, inode ino and, when ctime is not NULL,
+ * that change time, of at most max_size bytes; -ESTALE for another file, -EISDIR, -EBADFD,
+ * -EFBIG. */
+int symbolizer_check_fd(int fd, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size);
 
 /* As symbolizer_lookup(), on a descriptor the caller opened (and keeps). budget: NULL for none;
  * else a load takes from it, and -EDQUOT (not remembered) when it has not enough left. */

@@ -55,8 +55,9 @@ static void help(void) {
                "                             tick (default: a quarter of --max-sites)\n"
                "      --site-reserve N       of --max-sites only for root and group trapstat (default: an\n"
                "                             eighth of --max-sites)\n"
-               "      --site-maps-lines N    lines of /proc/PID/maps read per tick to name sites whose\n"
-               "                             lookup failed; 0: none (default: 262144)\n"
+               "      --site-maps-lines N    lines of /proc/PID/maps read per tick to name live processes'\n"
+               "                             site files and sites whose lookup failed; 0: none\n"
+               "                             (default: 262144)\n"
                "      --symbol-files-per-minute N  files whose symbol tables are parsed for one user in\n"
                "                             a minute; past it their sites keep file and offset (default: 64)\n"
                "      --symbol-bytes-per-minute SIZE  bytes of symbol tables parsed for one user in a\n"
@@ -109,7 +110,7 @@ static void help(void) {
                QUERY_DEFAULT_TIME_LIMIT_USEC / 1000000U, WRITER_DEFAULT_QUEUE);
 }
 
-_Static_assert(METRICS_MIN_MAX == 99, "--report-max-metrics' message says 99");
+_Static_assert(METRICS_MIN_MAX == 100, "--report-max-metrics' message says 100");
 _Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
 _Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
 
@@ -287,7 +288,7 @@ static const NumberOption number_options[] = {
           FIELD(symbol_bytes_per_minute), .expected = "expected a size from 1 to 1T, e.g. 64M" },
         /* At least the system-wide series and one unit's: "other" always fits. */
         { ARG_REPORT_MAX_METRICS, "report-max-metrics", NUMBER_COUNT, METRICS_MIN_MAX, 1000000,
-          FIELD(report_max_metrics), .expected = "expected 99 to 1000000" },
+          FIELD(report_max_metrics), .expected = "expected 100 to 1000000" },
         { ARG_MAX_UNIT_TOTALS, "max-unit-totals", NUMBER_COUNT, 1, 1000000, FIELD(max_unit_totals),
           .expected = "expected 1 to 1000000" },
         { ARG_MAX_DB_SIZE, "max-db-size", NUMBER_SIZE, 0, UINT64_MAX, FIELD(retention.max_bytes),

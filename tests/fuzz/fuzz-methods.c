@@ -136,6 +136,7 @@ size_t manager_drops(Manager *m, CollectorDrop ret[static MANAGER_DROP_KINDS]) {
         for (unsigned k = 0; k < COLLECTOR_BPF_DROP_KINDS; k++)
                 ret[n++] = (CollectorDrop) { .kind = collector_bpf_drop_kind(k), .count = k };
         ret[n++] = (CollectorDrop) { .kind = { "symbol_budget", "one symbol" }, .count = 1 };
+        ret[n++] = (CollectorDrop) { .kind = { "symbol_unreadable", "one symbol, this time" }, .count = 1 };
         ret[n++] = (CollectorDrop) { .kind = { "tick_merged", "one tick" },
                                      .count = writer_stats(m->writer).merged_ticks };
         return n;

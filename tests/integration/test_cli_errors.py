@@ -118,7 +118,7 @@ class DaemonErrors(unittest.TestCase):
             (["--max-sites", "0"], "invalid --max-sites '0'"),
             (["--max-unit-totals", "0"], "invalid --max-unit-totals '0': expected 1 to 1000000"),
             (["--max-unit-totals", "1000001"], "invalid --max-unit-totals '1000001'"),
-            (["--report-max-metrics", "98"], "invalid --report-max-metrics '98': expected 99 to 1000000"),
+            (["--report-max-metrics", "99"], "invalid --report-max-metrics '99': expected 100 to 1000000"),
             (["--report-max-metrics", "x"], "invalid --report-max-metrics 'x'"),
         ))
 

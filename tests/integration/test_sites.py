@@ -20,7 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (T, user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
-                    require_root_and_bpf, require_trap_workloads, trapstat, trapstat_json, wait_for)
+                    require_root_and_bpf, require_trap_workloads, tick_after, trapstat, trapstat_json, wait_for)
 
 UD = 37
 BP = 23
@@ -554,6 +554,194 @@ class SiteQuota(unittest.TestCase):
             self.assertEqual(drops["site_process_limit"], self.SPREAD - self.SHARE)
             self.assertEqual(drops["site_map_full"], 0)
             self.assertEqual([(s["symbol"], s["count"]) for s in r["sites"]], [("site_ud_main", 5)])
+
+def start_traps(path, ud, hold):
+    """Runs site-traps at path: ud #UD in site_ud_main, then, with hold, stays alive until
+    release(). Returns once it trapped (and, without hold, exited): (pid, the Popen)."""
+    args = [path, "--ud", str(ud)] + (["--hold-after", "60"] if hold else [])
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    while not lines or not lines[-1].startswith("holding" if hold else "done ud"):
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"{args} ended early ({proc.wait()}): {proc.stderr.read()}{''.join(lines)}")
+        lines.append(line)
+    if lines[-2 if hold else -1].split()[2] != f"signals={ud}":
+        raise AssertionError(f"{args} did not trap {ud} times: {''.join(lines)}")
+    if not hold:
+        _, err = proc.communicate(timeout=30)
+        if proc.returncode != 0:
+            raise AssertionError(f"{args} exited {proc.returncode}: {err}")
+    return int(lines[0].split()[1]), proc
+
+
+def release(proc):
+    """The end of a held site-traps' hold; it exits 0."""
+    proc.send_signal(signal.SIGUSR1)
+    out, err = proc.communicate(timeout=30)
+    if proc.returncode != 0 or "done hold" not in out:
+        raise AssertionError(f"site-traps exited {proc.returncode}: {err}")
+
+
+def ud_site(exe, path, count):
+    """The Site of site-traps' #UD at path (a copy of exe), counted count times."""
+    offset, symbol_offset = expected_site(exe, "site_ud_main", UD_INSN)
+    return {"kind": "trap", "vector": T["UD"], "count": count, "sampled": False, "period": 1, "estimated": count,
+            "timeNs": 0, "estimatedTimeNs": 0, "object": path, "offset": offset, "symbol": "site_ud_main",
+            "symbolOffset": symbol_offset, "memory": "file", "memoryObject": path}
+
+
+def named_traps(d, pid):
+    """The trap sites of pid once each has its symbol, else None."""
+    reply = sites_once_known(d, pid, kind="trap")
+    return reply["sites"] if reply and reply["sites"] and all(s["symbol"] for s in reply["sites"]) else None
+
+
+def lookup_failed(sites):
+    """Whether the kernel could not look up the mapping of a site (site_lookup_failed): right after
+    another lookup on the same CPU (of this daemon's, or another BPF program's) it is busy. A
+    process gone by the tick keeps such a site [unknown]: the run cannot be exact."""
+    return any(s["object"] == "[unknown]" or s["memory"] == "unknown" for s in sites)
+
+
+# Runs of a sequence that met a busy lookup (lookup_failed()), before the test gives up.
+ATTEMPTS = 5
+
+
+def run_until_looked_up(test, run):
+    """run() -> the sites of its processes (lists), until none of them met a busy lookup."""
+    for attempt in range(ATTEMPTS):
+        got = run()
+        if not any(lookup_failed(sites) for sites in got):
+            return got
+        print(f"attempt {attempt + 1}: the kernel's VMA lookup was busy (site_lookup_failed), again",
+              file=sys.stderr)
+    test.fail(f"no run in {ATTEMPTS} without a failed lookup: see the attempts above")
+
+
+class RenamedWithinATick(unittest.TestCase):
+    """A binary copied, run, renamed and run again with no pause, as `cp app app.new; ./app.new;
+    mv app.new app; ./app` does, 20 times. The rename may leave the file's change time as it was
+    (it is taken from the kernel's coarse clock: within one of its ticks the copy and the rename
+    get the same one), so the file's version cannot tell the rename; it gave the second process
+    the first one's name, app.new, and its site never got a symbol, the name being gone. Each
+    sequence runs right after one of the daemon's ticks, so that both processes are drained in
+    the next: then the name is the file's by then, app, for both, and so is the symbol.
+
+    Twice: with processes that exit at once (named as BPF named the file when the second trapped,
+    read by path) and with processes that live until their sites are named (named from their
+    /proc/PID/maps, read through /proc/PID/map_files)."""
+
+    RUNS = 20
+
+    def renamed_run(self, d, exe, app, hold):
+        """One sequence: the trap sites of both processes, once named (or met a busy lookup)."""
+        def settled(pid):
+            reply = sites_once_known(d, pid, kind="trap")
+            sites = reply["sites"] if reply else []
+            return sites if sites and (lookup_failed(sites) or all(s["symbol"] for s in sites)) else None
+
+        tick_after(d.socket)
+        shutil.copy2(exe, app + ".new")
+        first, first_proc = start_traps(app + ".new", 3, hold)
+        os.rename(app + ".new", app)
+        second, second_proc = start_traps(app, 5, hold)
+        try:
+            return wait_for(lambda: (lambda a, b: [a, b] if a and b else None)(settled(first), settled(second)),
+                            timeout=30, what=lambda: f"symbols of {first} and {second}: "
+                                                     f"{sites_once_known(d, first)} {sites_once_known(d, second)}")
+        finally:
+            if hold:
+                release(first_proc)
+                release(second_proc)
+
+    def renamed_runs(self, hold):
+        exe = os.path.realpath(binary("SITE_TRAPS"))
+        with Daemon(extra_args=["--fault-sample", "0"]) as d:
+            # The copies find their library next to them (rpath $ORIGIN).
+            shutil.copy2(os.path.join(os.path.dirname(exe), "libsite-traps.so"), d.dir)
+            app = os.path.join(d.dir, "app")
+            for run in range(self.RUNS):
+                with self.subTest(run=run):
+                    got = run_until_looked_up(self, lambda: self.renamed_run(d, exe, app, hold))
+                    self.maxDiff = None
+                    self.assertEqual(got, [[ud_site(exe, app, 3)], [ud_site(exe, app, 5)]])
+
+    def test_processes_that_exit_at_once(self):
+        self.renamed_runs(hold=False)
+
+    def test_processes_that_live_until_named(self):
+        self.renamed_runs(hold=True)
+
+
+class UnreadableFile(unittest.TestCase):
+    """A binary on a file system mounted in a mount namespace of its own, which the daemon does not
+    see: run once and gone before the tick, its file can be opened neither through the process's
+    mapping nor by its path. Its site keeps file and offset, the reason is counted
+    (symbol_unreadable), and it is asked for again: a later process of the same file, alive at the
+    tick, has it read through its mapping, and the symbol fills the first process's stored site
+    too."""
+
+    def unreadable_run(self, exe, runs):
+        """One run with a daemon of its own: the first process's sites two ticks after they were
+        counted, then both processes' sites once named; the file's path and the drops at the first
+        moment appended to runs."""
+        lib = os.path.join(os.path.dirname(exe), "libsite-traps.so")
+        with Daemon(extra_args=["--fault-sample", "0"]) as d:
+            hidden = os.path.join(d.dir, "hidden")
+            os.mkdir(hidden)
+            # The first run, then, on a line from the test, the second, which stays alive.
+            script = ('mount -t tmpfs none "$1" && cp "$2" "$3" "$1"/ && "$1"/site-traps --ud 3 && read _ && '
+                      'exec "$1"/site-traps --ud 5 --hold-after 60')
+            # Right after a tick: the first run is long over when the next one drains it.
+            tick_after(d.socket)
+            ns = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                                   hidden, exe, lib], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                first = int(ns.stdout.readline().split()[1])
+                self.assertEqual(ns.stdout.readline().split()[:3], ["done", "ud", "signals=3"])
+                def counted():
+                    reply = sites_once_known(d, first, kind="trap")
+                    return reply and reply["sites"] and (lookup_failed(reply["sites"]) or reply["sites"][0]["symbol"] or
+                                                         drops(d)["symbol_unreadable"])
+
+                wait_for(counted, what=lambda: f"the first run's site and the drop: {sites_once_known(d, first)}")
+                # Not a symbol merely on its way: two ticks later still none, and one failure.
+                tick_after(d.socket)
+                tick_after(d.socket)
+                before = sites(d, first, kind="trap")["sites"]
+                runs.append((os.path.join(hidden, "site-traps"), drops(d)))
+                if lookup_failed(before):
+                    return [before]
+                ns.stdin.write("\n")
+                ns.stdin.flush()
+                second = int(ns.stdout.readline().split()[1])
+                self.assertEqual(ns.stdout.readline().split()[:3], ["done", "ud", "signals=5"])
+                after = wait_for(lambda: (lambda a, b: [a, b] if a and b else None)(
+                    named_traps(d, first), named_traps(d, second)), timeout=30, what="both runs' symbols")
+                return [before, *after]
+            finally:
+                if ns.poll() is None:
+                    ns.send_signal(signal.SIGUSR1)
+                ns.communicate(timeout=30)
+                self.assertFalse(os.listdir(hidden), "the mount was seen outside its namespace")
+
+    def test_unreadable_file_gets_its_symbol_at_a_later_count(self):
+        exe = os.path.realpath(binary("SITE_TRAPS"))
+        runs = []  # (the file's path, the drops) of each run
+        before, first, second = run_until_looked_up(self, lambda: self.unreadable_run(exe, runs))
+        path, dropped = runs[-1]
+        self.maxDiff = None
+        self.assertEqual(before, [dict(ud_site(exe, path, 3), symbol=None, symbolOffset=None)])
+        # The daemon counts every process of the machine, and other people's workloads may be
+        # deleted before their tick too: at least this one.
+        self.assertGreaterEqual(dropped["symbol_unreadable"], 1)
+        self.assertEqual([first, second], [[ud_site(exe, path, 3)], [ud_site(exe, path, 5)]])
+
+
+def drops(d):
+    return {k["kind"]: k["count"] for k in trapstat_json(d.socket, "status")["dropsByKind"]}
+
 
 if __name__ == "__main__":
     require_root_and_bpf()

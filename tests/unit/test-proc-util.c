@@ -202,6 +202,52 @@ static void test_open_maps(void **state) {
         close(real);
 }
 
+/* The real /proc: this executable's first mapping, opened through map_files, is this executable
+ * (root only: others get -EPERM, as the daemon under systemd does); only for its own start time,
+ * and only where something is mapped. */
+static void test_open_map_file(void **state) {
+        int real = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        uint64_t tick_ns = NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK), start_ns;
+        char exe[4096], line[8192];
+        struct stat want, got;
+        ProcMapping m = {};
+        ProcStat st;
+        FILE *maps;
+        ssize_t n;
+        int fd = -1;
+
+        assert_true(real >= 0);
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        assert_true(n > 0);
+        exe[n] = '\0';
+        assert_int_equal(stat(exe, &want), 0);
+        maps = fopen("/proc/self/maps", "re");
+        assert_non_null(maps);
+        while (fgets(line, sizeof(line), maps))
+                if (proc_maps_parse_line(line, &m) == 0 && m.ino == (uint64_t) want.st_ino)
+                        break;
+        fclose(maps);
+        assert_int_equal(m.ino, (uint64_t) want.st_ino);
+        assert_int_equal(proc_read_stat(real, (uint32_t) getpid(), &st), 0);
+        start_ns = st.start_ticks * tick_ns;
+
+        if (geteuid() == 0) {
+                assert_int_equal(proc_open_map_file(real, (uint32_t) getpid(), start_ns, m.start, m.end, &fd), 0);
+                assert_int_equal(fstat(fd, &got), 0);
+                assert_int_equal(got.st_dev, want.st_dev);
+                assert_int_equal(got.st_ino, want.st_ino);
+                close(fd);
+                /* Nothing mapped at the first page. */
+                assert_int_equal(proc_open_map_file(real, (uint32_t) getpid(), start_ns, 0, 4096, &fd), -ENOENT);
+        } else
+                assert_int_equal(proc_open_map_file(real, (uint32_t) getpid(), start_ns, m.start, m.end, &fd), -EPERM);
+        fd = -1;
+        assert_int_equal(proc_open_map_file(real, (uint32_t) getpid(), start_ns + tick_ns, m.start, m.end, &fd), -ESRCH);
+        assert_int_equal(proc_open_map_file(real, 99999999, 0, m.start, m.end, &fd), -ESRCH);
+        assert_int_equal(fd, -1);
+        close(real);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
@@ -214,6 +260,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_boot_id),
                 cmocka_unit_test(test_maps_line),
                 cmocka_unit_test(test_open_maps),
+                cmocka_unit_test(test_open_map_file),
         };
 
         if (argc != 2) {

@@ -20,13 +20,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc-util.h"
 #include "symbol-worker.h"
 #include "symbolize.h"
+#include "time-util.h"
 
 static const char *pie, *pie_stripped, *exec_nopie, *lib, *lib_stripped;
 DEFINE_TEST_TMPDIR("test-symbolize");
@@ -583,6 +587,15 @@ static void test_open_by_identity(void **state) {
         later = (struct timespec) { .tv_sec = st.st_ctim.tv_sec, .tv_nsec = (st.st_ctim.tv_nsec + 1) % 1000000000 };
         assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino, &later, UINT64_MAX, &fd), -ESTALE);
         assert_int_equal(symbolizer_open(path, st.st_dev, st.st_ino, &st.st_ctim, 4096, &fd), -EFBIG);
+        /* The same proof of a descriptor opened otherwise (a process's mapping). */
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(symbolizer_check_fd(fd, st.st_dev, st.st_ino, &st.st_ctim, UINT64_MAX), 0);
+        assert_int_equal(symbolizer_check_fd(fd, st.st_dev, st.st_ino, NULL, UINT64_MAX), 0);
+        assert_int_equal(symbolizer_check_fd(fd, st.st_dev, st.st_ino + 1, NULL, UINT64_MAX), -ESTALE);
+        assert_int_equal(symbolizer_check_fd(fd, st.st_dev, st.st_ino, &later, UINT64_MAX), -ESTALE);
+        assert_int_equal(symbolizer_check_fd(fd, st.st_dev, st.st_ino, NULL, 4096), -EFBIG);
+        close(fd);
 
         /* A symlink to the very file is refused all the same: the last component is never followed. */
         snprintf(link, sizeof(link), "%s/ident-link", tmpdir);
@@ -675,19 +688,22 @@ static void test_budget(void **state) {
         assert_int_equal(budget.files, 0);
 }
 
-static SymbolRequest worker_request(const char *path, uint32_t uid, uint64_t offset) {
+/* The worker opens absolute paths only (a relative one is a name BPF cut short): path made
+ * absolute into buf. */
+static SymbolRequest worker_request(const char *path, uint32_t uid, uint64_t offset, char buf[static PATH_MAX]) {
         struct stat st;
 
-        assert_int_equal(stat(path, &st), 0);
+        assert_non_null(realpath(path, buf));
+        assert_int_equal(stat(buf, &st), 0);
         return (SymbolRequest) { .uid = uid, .dev = st.st_dev, .ino = st.st_ino, .ctime = st.st_ctim,
-                                 .offset = offset, .path = (char *) path };
+                                 .offset = offset, .path = buf };
 }
 
 /* The worker answers on its own thread, each uid within its own share of files. */
 static void test_worker(void **state) {
         _cleanup_(symbol_worker_freep) SymbolWorker *w = NULL;
         SymbolResult *results = NULL;
-        char copy[PATH];
+        char copy[PATH], buf[PATH_MAX];
         SymbolRequest q;
         size_t n = 0;
         Offsets o, ol;
@@ -696,21 +712,25 @@ static void test_worker(void **state) {
         target_offsets(pie, lib, &ol);
         snprintf(copy, sizeof(copy), "%s/worker-lib", tmpdir);
         copy_file(lib, copy, false);
-        assert_int_equal(symbol_worker_new(&(SymbolWorkerConfig) { .files_per_minute = 1 }, &w), 0);
+        assert_int_equal(symbol_worker_new(&(SymbolWorkerConfig) { .files_per_minute = 1, .proc_fd = -1 }, &w), 0);
 
-        q = worker_request(pie, 1000, o.alpha);
+        q = worker_request(pie, 1000, o.alpha, buf);
         assert_int_equal(symbol_worker_submit(w, &q), 0);
-        q = worker_request(lib, 1000, ol.alpha);
+        q = worker_request(lib, 1000, ol.alpha, buf);
         assert_int_equal(symbol_worker_submit(w, &q), 0);
-        q = worker_request(lib, 1001, ol.beta);
+        q = worker_request(lib, 1001, ol.beta, buf);
         assert_int_equal(symbol_worker_submit(w, &q), 0);
         /* Not the version named: changed since. */
-        q = worker_request(copy, 1002, ol.alpha);
+        q = worker_request(copy, 1002, ol.alpha, buf);
         q.ctime.tv_sec--;
+        assert_int_equal(symbol_worker_submit(w, &q), 0);
+        /* A relative path (a name BPF cut short) is not opened at all: no answer about a file. */
+        q = worker_request(pie, 1003, o.alpha, buf);
+        q.path = (char *) "symbolize-target-pie";
         assert_int_equal(symbol_worker_submit(w, &q), 0);
         symbol_worker_wait_idle(w);
         symbol_worker_take(w, &results, &n);
-        assert_int_equal(n, 4);
+        assert_int_equal(n, 5);
         assert_int_equal(results[0].error, 0);
         assert_string_equal(results[0].symbol, "ts_target_alpha");
         assert_int_equal(results[1].error, -EDQUOT);
@@ -718,11 +738,90 @@ static void test_worker(void **state) {
         assert_int_equal(results[2].error, 0);
         assert_string_equal(results[2].symbol, "ts_target_beta");
         assert_int_equal(results[3].error, -ESTALE);
+        assert_true(results[3].unreadable);
+        assert_int_equal(results[4].error, -ENOENT);
+        assert_true(results[4].unreadable);
+        assert_int_equal(results[4].mapping_error, -ENODATA);
+        assert_false(results[0].unreadable || results[1].unreadable || results[2].unreadable);
         assert_int_equal(symbol_worker_refused(w), 1);
+        assert_int_equal(symbol_worker_unreadable(w), 2);
         symbol_results_free(results, n);
         symbol_worker_take(w, &results, &n);
         assert_int_equal(n, 0);
         free(results);
+}
+
+/* A request for the file of this process's mapping of a library deleted since it was mapped: read
+ * through the mapping where the kernel lets this process open map_files (root), else not read at
+ * all, as by path (gone); never, either way, another file mapped at the address given. */
+static void test_worker_mapping(void **state) {
+        _cleanup_(symbol_worker_freep) SymbolWorker *w = NULL;
+        uint64_t tick_ns = NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK), page = (uint64_t) sysconf(_SC_PAGESIZE);
+        int real = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+        bool root = geteuid() == 0;
+        SymbolResult *results = NULL;
+        SymbolRequest q, bare, elsewhere;
+        char path[PATH], buf[PATH_MAX];
+        struct stat st;
+        ProcStat ps;
+        size_t n = 0;
+        void *map;
+        Offsets ol;
+
+        target_offsets(pie, lib, &ol);
+        snprintf(path, sizeof(path), "%s/mapped-lib", tmpdir);
+        copy_file(lib, path, false);
+        q = worker_request(path, 1000, ol.alpha, buf);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        map = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        assert_true(map != MAP_FAILED);
+        close(fd);
+        assert_int_equal(unlink(path), 0);
+        assert_true(real >= 0);
+        assert_int_equal(proc_read_stat(real, (uint32_t) getpid(), &ps), 0);
+        q.pid = (uint32_t) getpid();
+        q.start_time = ps.start_ticks * tick_ns;
+        q.map_start = (uintptr_t) map;
+        q.map_end = q.map_start + ((uint64_t) st.st_size + page - 1) / page * page;
+        bare = q;
+        bare.map_start = bare.map_end = 0;
+        /* The first page of this process's heap: mapped, but not the library. */
+        elsewhere = q;
+        elsewhere.map_start = (uintptr_t) sbrk(0) & ~(page - 1);
+        elsewhere.map_end = elsewhere.map_start + page;
+
+        assert_int_equal(symbol_worker_new(&(SymbolWorkerConfig) { .proc_fd = real }, &w), 0);
+        assert_int_equal(symbol_worker_submit(w, &q), 0);
+        assert_int_equal(symbol_worker_submit(w, &bare), 0);
+        assert_int_equal(symbol_worker_submit(w, &elsewhere), 0);
+        symbol_worker_wait_idle(w);
+        symbol_worker_take(w, &results, &n);
+        assert_int_equal(n, 3);
+        if (root) {
+                assert_int_equal(results[0].mapping_error, 0);
+                assert_int_equal(results[0].error, 0);
+                assert_false(results[0].unreadable);
+                assert_string_equal(results[0].symbol, "ts_target_alpha");
+        } else {
+                assert_int_equal(results[0].mapping_error, -EPERM);
+                assert_int_equal(results[0].error, -ENOENT);
+                assert_true(results[0].unreadable);
+        }
+        assert_int_equal(results[1].mapping_error, -ENODATA);
+        assert_int_equal(results[1].error, -ENOENT);
+        assert_true(results[1].unreadable);
+        /* The heap is no file: map_files has no entry for it (the lookup says so before it asks
+         * for the privilege). */
+        assert_int_equal(results[2].mapping_error, -ENOENT);
+        assert_int_equal(results[2].error, -ENOENT);
+        assert_true(results[2].unreadable);
+        assert_null(results[2].symbol);
+        assert_int_equal(symbol_worker_unreadable(w), root ? 2 : 3);
+        symbol_results_free(results, n);
+        assert_int_equal(munmap(map, (size_t) st.st_size), 0);
+        close(real);
 }
 
 int main(int argc, char *argv[]) {
@@ -740,6 +839,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_outcomes_remembered),
                 cmocka_unit_test(test_budget),
                 cmocka_unit_test(test_worker),
+                cmocka_unit_test(test_worker_mapping),
         };
 
         if (argc != 6) {

@@ -21,7 +21,8 @@ static const CollectorDrop drops[MANAGER_DROP_KINDS] = {
         { { "fault_map_full", "" }, 5 },  { { "trap_map_full", "" } },   { { "exit_event_lost", "" } },
         { { "exec_event_lost", "" } },    { { "site_map_full", "" } },   { { "site_name_lost", "" } },
         { { "site_process_limit", "" } }, { { "site_user_limit", "" } }, { { "site_reserve", "" } },
-        { { "site_lookup_failed", "" } }, { { "symbol_budget", "" } },    { { "tick_merged", "" } },
+        { { "site_lookup_failed", "" } }, { { "symbol_budget", "" } },    { { "symbol_unreadable", "" } },
+        { { "tick_merged", "" } },
 };
 
 /* The value of the metric name with object and (when not NULL) field = value; -1 when absent. */
@@ -56,15 +57,16 @@ static void test_series(void **state _unused_) {
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 1000);
 
         assert_non_null(list);
-        /* 13 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major + 3
+        /* 14 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major + 3
          * kinds of fault time + processes; none: read, minor, minor's time, processes. */
-        assert_int_equal(json_array_size(list), 13 + 12 + 12 + 4);
+        assert_int_equal(json_array_size(list), 14 + 12 + 12 + 4);
         assert_int_equal(find(list, "io.trapstat.PageFaults", NULL, "access", "read"), 7);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "BP"), 200);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "fault_map_full"), 5);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "site_process_limit"), 0);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "symbol_budget"), 0);
+        assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "symbol_unreadable"), 0);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "tick_merged"), 0);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
         assert_int_equal(find(list, "io.trapstat.Traps", "a.service", "vector", "UD"), 300);
@@ -100,14 +102,14 @@ static void test_series(void **state _unused_) {
                 }
         /* The user faults' fields name their mode too. */
         assert_string_equal(
-                json_string_value(json_object_get(json_object_get(json_array_get(list, 13 + 2), "fields"), "mode")),
+                json_string_value(json_object_get(json_object_get(json_array_get(list, 14 + 2), "fields"), "mode")),
                 "user");
         /* Too small a bound is a bug of the caller. */
         assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), METRICS_MIN_MAX - 1));
 }
 
-/* Units of two series each (#UD, processes); the bound 99 leaves 84 for units and "other",
- * after the 13 system-wide series and the system-wide totals (#UD, processes). */
+/* Units of two series each (#UD, processes); the bound 100 leaves 84 for units and "other",
+ * after the 14 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
         char (*names)[32] = calloc(n_units + 1, 32);
@@ -123,7 +125,7 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 99);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 100);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
@@ -142,10 +144,10 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(41, 13 + 2 + 82, 41); /* all fit */
-        check_bound(42, 99, 42);          /* exactly */
-        check_bound(43, 99, 41);          /* 41 and "other" of 2 */
-        check_bound(500, 99, 41);
+        check_bound(41, 14 + 2 + 82, 41); /* all fit */
+        check_bound(42, 100, 42);          /* exactly */
+        check_bound(43, 100, 41);          /* 41 and "other" of 2 */
+        check_bound(500, 100, 41);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
@@ -154,10 +156,10 @@ static void test_other_merged(void **state _unused_) {
                 { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70, .fault_time.kernel_ns = 40 },
                 { .unit = "a.service", .processes = 1, .traps.vector[6] = 10, .fault_time.kernel_ns = 2 },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 99);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 100);
 
-        /* 13 system-wide, the totals' 3, a.service's 3, other's 3. */
-        assert_int_equal(json_array_size(list), 13 + 3 + 3 + 3);
+        /* 14 system-wide, the totals' 3, a.service's 3, other's 3. */
+        assert_int_equal(json_array_size(list), 14 + 3 + 3 + 3);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "kernel"), 42);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "kernel"), 40);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "kernel"), 2);
@@ -169,7 +171,7 @@ static void test_other_merged(void **state _unused_) {
 }
 
 /* A unit's fault time, summed into "other" with it when it does not fit: 3 series of time (and
- * #UD, processes) make 5 a unit; 99 - 13 - 5 (the totals) = 81 leave room for 15 units and
+ * #UD, processes) make 5 a unit; 100 - 14 - 5 (the totals) = 81 leave room for 15 units and
  * "other" (80: a 16th and "other" would be 85). */
 static void test_fault_time_other(void **state _unused_) {
         UnitTotalsRow rows[20];
@@ -181,9 +183,9 @@ static void test_fault_time_other(void **state _unused_) {
                 rows[i] = (UnitTotalsRow) { .unit = names[i], .processes = 1, .traps.vector[6] = 100 - i,
                                             .fault_time = { .minor_ns = 1000 + i, .major_ns = 1, .kernel_ns = 1 } };
         }
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 99);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 100);
         assert_non_null(list);
-        assert_int_equal(json_array_size(list), 13 + 5 + 15 * 5 + 5);
+        assert_int_equal(json_array_size(list), 14 + 5 + 15 * 5 + 5);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 5);
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", names[i], "kind", "minor"),
