@@ -82,6 +82,7 @@ class SizeCapShares(unittest.TestCase):
                 if db + wal > peak[0]:
                     peak[:3] = [db + wal, db, wal]
                 peak[3] += 1
+                peak[4] = max(peak[4], wal)
                 time.sleep(0.05)
 
         sampler = threading.Thread(target=sample)
@@ -129,13 +130,14 @@ class SizeCapShares(unittest.TestCase):
         v = Connection(d.socket, timeout=60)
         oldest_before = None
         for storm in range(STORMS):
-            peak, start = [0, 0, 0, 0], self.size()
+            peak, start = [0, 0, 0, 0, 0], self.size()
             storm_sec = self.storm(long_argv0, peak)
             wait_for(lambda: self.size() <= CAP + SLACK, timeout=60, what="the database and WAL back within the cap")
             procs = wait_for(lambda: self.storm_processes(v) or None, what="the storm's processes")
             oldest = min(q["firstSeenUsec"] for q in procs)
             print(f"\nstorm {storm + 1}: {STORM_CHILDREN} processes in {storm_sec:.1f} s; database + WAL at most "
                   f"{peak[0] / 2**20:.2f} MiB (WAL {peak[2] / 2**20:.2f}) over {peak[3]} samples (cap {CAP / 2**20:.0f} MiB), "
+                  f"WAL at most {peak[4] / 2**20:.2f} MiB, "
                   f"{self.size() / 2**20:.2f} MiB after; {len(procs)} of the storms' {STORM_CHILDREN * (storm + 1)} "
                   f"processes kept", flush=True)
             # The cap was reached: the storms' user lost processes, the oldest first.
@@ -157,6 +159,9 @@ class SizeCapShares(unittest.TestCase):
             # peak only shows that the cap works at all (it was 59 MiB before it did).
             if not sanitized():
                 self.assertLessEqual(peak[0], start + 2 * CAP)
+            # The writer checkpoints as it goes (forced at four times the checkpoint threshold,
+            # 1/32 of the cap): the WAL never takes half the cap.
+            self.assertLessEqual(peak[4], CAP // 2)
         now = self.sizes()
         self.assertLessEqual(sum(now), CAP + SLACK, f"database and WAL now: {now}")
 
