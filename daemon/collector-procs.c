@@ -31,7 +31,7 @@ static void file_names_clear(ProcTable *t, CollectorProc *p) {
                 free(p->file_names[i].path);
         p->n_file_names = 0;
         if (t)
-                t->file_names_bytes -= p->file_names_bytes;
+                name_shares_release(&t->file_names, p->file_names_uid, p->file_names_bytes);
         p->file_names_bytes = 0;
 }
 
@@ -90,6 +90,7 @@ void proc_table_done(ProcTable *t) {
         free(t->touched);
         free(t->samples);
         free(t->slot_procs);
+        name_shares_done(&t->file_names);
 }
 
 static uint64_t start_ticks(ProcTable *t, uint64_t start_time_ns) {
@@ -339,17 +340,26 @@ int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName 
 
         if (proc_table_file_name(p, name->dev, name->ino))
                 return -EEXIST;
-        if (p->n_file_names >= PROC_FILE_NAMES_MAX || t->file_names_bytes + bytes > PROC_FILE_NAMES_BYTES_MAX)
+        uint32_t uid = p->n_file_names > 0 ? p->file_names_uid : p->info.uid;
+
+        if (p->n_file_names >= PROC_FILE_NAMES_MAX)
                 return -E2BIG;
-        if (name->path && !(copy.path = strdup(name->path)))
+        /* One user's processes cannot take the names of another's (root keeps a reserve). */
+        r = name_shares_charge(&t->file_names, uid, bytes, PROC_FILE_NAMES_BYTES_MAX);
+        if (r < 0)
+                return r;
+        if (name->path && !(copy.path = strdup(name->path))) {
+                name_shares_release(&t->file_names, uid, bytes);
                 return -ENOMEM;
+        }
         r = array_append((void **) &p->file_names, &p->n_file_names, &p->file_names_capacity, sizeof(copy), &copy);
         if (r < 0) {
                 free(copy.path);
+                name_shares_release(&t->file_names, uid, bytes);
                 return r;
         }
+        p->file_names_uid = uid;
         p->file_names_bytes += bytes;
-        t->file_names_bytes += bytes;
         return 0;
 }
 
@@ -483,7 +493,7 @@ void proc_table_begin_tick(ProcTable *t) {
         }
         t->n_touched = 0;
         for (size_t i = 0; i < t->n_dead; i++) {
-                t->file_names_bytes -= t->dead[i]->file_names_bytes;
+                name_shares_release(&t->file_names, t->dead[i]->file_names_uid, t->dead[i]->file_names_bytes);
                 proc_free(t->dead[i]);
         }
         t->n_dead = 0;

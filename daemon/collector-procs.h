@@ -59,6 +59,7 @@ typedef struct CollectorProc {
         /* The files of its sites, named from its /proc/PID/maps (proc_table_file_name()). */
         ProcFileName *file_names;
         size_t n_file_names, file_names_capacity, file_names_bytes;
+        uint32_t file_names_uid;       /* whose share file_names_bytes are charged to */
         int maps_error;                /* why its /proc/PID/maps is not read (gone, not
                                         * permitted, -E2BIG: its names past the bounds): not
                                         * tried again until an exec; 0 while it is */
@@ -84,7 +85,7 @@ typedef struct ProcTable {
         size_t n_touched, touched_capacity;
         CollectorProc **dead;             /* exited last tick: freed at the start of the next tick */
         size_t n_dead, dead_capacity;
-        size_t file_names_bytes;          /* of every process's file_names */
+        NameShares file_names;            /* every process's file_names, by user (collector-util.h) */
         ProcessSample *samples;
         size_t samples_capacity;
 } ProcTable;
@@ -108,7 +109,8 @@ int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct
 /* The file (dev, ino) as p maps it, NULL when it was not looked up (or did not fit). */
 const ProcFileName *proc_table_file_name(const CollectorProc *p, uint32_t dev, uint64_t ino);
 /* Remembers name for p (its path copied; NULL: not mapped); -E2BIG past the bounds
- * (PROC_FILE_NAMES_MAX, PROC_FILE_NAMES_BYTES_MAX), -EEXIST when p has a name for the file. */
+ * (PROC_FILE_NAMES_MAX, and its user's share of PROC_FILE_NAMES_BYTES_MAX: name_shares_charge()),
+ * -EEXIST when p has a name for the file. */
 int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName *name);
 /* Puts the process into this tick's samples. */
 int proc_table_touch(ProcTable *t, CollectorProc *p);

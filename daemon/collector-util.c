@@ -315,3 +315,53 @@ int file_name_split(const char *path, struct ts_file_name *ret) {
         *ret = n;
         return 0;
 }
+
+static NameShare *name_share_of(NameShares *s, uint32_t uid) {
+        /* Linear: the users whose processes have sites named this way are few. */
+        for (size_t i = 0; i < s->n_users; i++)
+                if (s->users[i].uid == uid)
+                        return &s->users[i];
+        return NULL;
+}
+
+int name_shares_charge(NameShares *s, uint32_t uid, size_t bytes, size_t max) {
+        NameShare *u = name_share_of(s, uid);
+        size_t held = u ? u->bytes : 0;
+
+        if (uid == 0 ? s->total + bytes > max
+                     : held + bytes > max / 4 || s->total + bytes > max - max / 8)
+                return -E2BIG;
+        if (!u) {
+                if (s->n_users == s->capacity) {
+                        size_t capacity = MAX(s->capacity * 2, (size_t) 8);
+                        NameShare *n = reallocarray(s->users, capacity, sizeof(*n));
+
+                        if (!n)
+                                return -ENOMEM;
+                        s->users = n;
+                        s->capacity = capacity;
+                }
+                u = &s->users[s->n_users++];
+                *u = (NameShare) { .uid = uid };
+        }
+        u->bytes += bytes;
+        s->total += bytes;
+        return 0;
+}
+
+void name_shares_release(NameShares *s, uint32_t uid, size_t bytes) {
+        NameShare *u = name_share_of(s, uid);
+
+        if (!u)
+                return;
+        bytes = MIN(bytes, u->bytes);
+        u->bytes -= bytes;
+        s->total -= MIN(bytes, s->total);
+        if (u->bytes == 0)
+                *u = s->users[--s->n_users];
+}
+
+void name_shares_done(NameShares *s) {
+        free(s->users);
+        *s = (NameShares) {};
+}

@@ -123,3 +123,24 @@ int file_name_split(const char *path, struct ts_file_name *ret);
  * of path, starting at a '/', that stat() finds to be the file (dev, as stat gives it, and
  * ino): a pointer into path, or path itself when none is (a file since removed, say). */
 const char *file_path_visible(const char *path, uint64_t dev, uint64_t ino);
+
+/* Shares of what the collector keeps for processes and that grows with a user's processes: the
+ * names of the files their sites are in (collector-procs.c). One user other than root holds at
+ * most a quarter of max, all of them together seven eighths; root the rest too. */
+typedef struct NameShare {
+        uint32_t uid;
+        size_t bytes;
+} NameShare;
+
+typedef struct NameShares {
+        NameShare *users; /* those holding any */
+        size_t n_users, capacity;
+        size_t total;
+} NameShares;
+
+/* Charges bytes to uid: -E2BIG when that would take uid or all users over their share (nothing
+ * charged), -ENOMEM. */
+int name_shares_charge(NameShares *s, uint32_t uid, size_t bytes, size_t max);
+/* Gives back what name_shares_charge() charged to uid. */
+void name_shares_release(NameShares *s, uint32_t uid, size_t bytes);
+void name_shares_done(NameShares *s);

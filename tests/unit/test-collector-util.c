@@ -440,6 +440,38 @@ static void test_file_path_visible(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* The names the collector keeps for processes' files, by shares: one user other than root takes
+ * at most a quarter, all of them seven eighths, and root still has its reserve when they did. */
+static void test_name_shares(void **state) {
+        const size_t max = 8000;
+        NameShares s = {};
+
+        /* A hostile user fills their quarter and no more. */
+        for (int i = 0; i < 20; i++)
+                assert_int_equal(name_shares_charge(&s, 1000, 100, max), 0);
+        assert_int_equal(name_shares_charge(&s, 1000, 1, max), -E2BIG);
+        assert_int_equal(s.total, 2000);
+        /* Three more users: 2000, 2000 and what is left of seven eighths (1000). */
+        assert_int_equal(name_shares_charge(&s, 1001, 2000, max), 0);
+        assert_int_equal(name_shares_charge(&s, 1002, 2000, max), 0);
+        assert_int_equal(name_shares_charge(&s, 1003, 1001, max), -E2BIG);
+        assert_int_equal(name_shares_charge(&s, 1003, 1000, max), 0);
+        assert_int_equal(name_shares_charge(&s, 1004, 1, max), -E2BIG);
+        /* root: the last eighth. */
+        assert_int_equal(name_shares_charge(&s, 0, 1000, max), 0);
+        assert_int_equal(name_shares_charge(&s, 0, 1, max), -E2BIG);
+        assert_int_equal(s.total, max);
+        /* Given back: another user may take it. */
+        name_shares_release(&s, 1000, 2000);
+        assert_int_equal(s.n_users, 4);
+        assert_int_equal(name_shares_charge(&s, 1004, 1000, max), 0);
+        assert_int_equal(name_shares_charge(&s, 1004, 1, max), -E2BIG); /* seven eighths again */
+        name_shares_release(&s, 1004, 5000);                            /* no more than it held */
+        assert_int_equal(s.total, 6000);
+        name_shares_done(&s);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sources_parse),
@@ -453,6 +485,7 @@ int main(void) {
                 cmocka_unit_test(test_file_name_split),
                 cmocka_unit_test(test_file_path_visible),
                 cmocka_unit_test(test_dev_from_kernel),
+                cmocka_unit_test(test_name_shares),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
