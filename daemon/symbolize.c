@@ -217,24 +217,33 @@ static SymbolFile *cache_find(Symbolizer *s, const FileKey *key) {
         return NULL;
 }
 
+/* Whether st is a regular file of at most max_size bytes: 0, or why not. */
+static int regular_within(const struct stat *st, uint64_t max_size) {
+        if (S_ISDIR(st->st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st->st_mode))
+                return -EBADFD;
+        if (st->st_size < 0 || (uint64_t) st->st_size > max_size)
+                return -EFBIG;
+        return 0;
+}
+
 /* path opened for reading (with extra_flags), if it is a regular file of at most max_size bytes.
  * O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it changes nothing for the
  * regular files that are read. */
 static int open_regular(const char *path, int extra_flags, uint64_t max_size, struct stat *ret_st) {
         _cleanup_close_ int fd = -1;
         struct stat st;
+        int r;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if (st.st_size < 0 || (uint64_t) st.st_size > max_size)
-                return -EFBIG;
+        r = regular_within(&st, max_size);
+        if (r < 0)
+                return r;
         *ret_st = st;
         return TAKE_FD(fd);
 }
@@ -248,14 +257,8 @@ int symbolizer_check_fd(int fd, uint64_t dev, uint64_t ino, const struct timespe
          * only the file the caller was told of is read. */
         if ((uint64_t) st.st_dev != dev || (uint64_t) st.st_ino != ino || (ctime && !timespec_equal(&st.st_ctim, ctime)))
                 return -ESTALE;
-        if (S_ISDIR(st.st_mode))
-                return -EISDIR;
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
         /* After the identity: a file swapped in is refused as such, not for its size. */
-        if (st.st_size < 0 || (uint64_t) st.st_size > max_size)
-                return -EFBIG;
-        return 0;
+        return regular_within(&st, max_size);
 }
 
 int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size,
