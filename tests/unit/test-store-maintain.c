@@ -283,7 +283,9 @@ static void test_rollup_marks_inside_intervals(void **state) {
 
 /* Over a stretch without rows (the daemon was stopped for a day) the roll-up's span grows from
  * one finer interval per transaction to 64: a day of raw buckets (8640) takes far fewer steps,
- * each still one transaction. Exact all the same. */
+ * each still one transaction (about 140 here). The span grows only after a transaction quicker
+ * than 2 ms: under ASan beside other tests syncing their WALs, many are not, so the bound is half
+ * of what no growth at all would take. Exact all the same. */
 static void test_rollup_span_grows_over_gaps(void **state) {
         const uint64_t S = 1000000, M = 60 * S, H = 60 * M, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
         const StoreRetention r = STORE_RETENTION_DEFAULT;
@@ -304,7 +306,7 @@ static void test_rollup_span_grows_over_gaps(void **state) {
         while (tier_mark(path, "minute") < (int64_t) (t0 + 24 * H)) {
                 assert_int_equal(store_maintain(s, t0 + 24 * H + M, &r, &more), 0);
                 steps++;
-                assert_true(steps < 1000);
+                assert_true(steps < 8640 / 2);
         }
         print_message("a day of raw buckets rolled into minutes in %zu one-transaction steps\n", steps);
         store_set_maintain_yield(s, NULL, NULL);
