@@ -146,7 +146,7 @@ static void test_size_cap_shares(void **state) {
         (void) state;
 }
 
-/* Fourteen days of a root service and ten processes of a user's service, a tick every 5 min, under a
+/* Fourteen days of a root service and ten processes of a user's service, a tick every 10 min, under a
  * cap the user's history does not fit: the user over their share loses detail, oldest first,
  * and no count. Their minute rows become hour rows from the oldest on, their hour tier keeps
  * every hour of their processes' lives with the sums the simulation made, every History since 0
@@ -169,19 +169,19 @@ static void test_size_cap_coarsens_oldest_first(void **state) {
         snprintf(path, sizeof(path), "%s/coarsen.db", tmpdir);
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         store_set_checkpoint_handler(s, store_checkpoint_pages(0), note_checkpoint, &due);
-        for (uint64_t t = t0; t < end; t += 5 * M) {
+        for (uint64_t t = t0; t < end; t += 10 * M) {
                 ProcessSample samples[11];
 
                 for (int i = 0; i < 11; i++) {
-                        uint64_t user = (t / (5 * M) + (uint64_t) i) % 13 + 1;
+                        uint64_t user = (t / (10 * M) + (uint64_t) i) % 13 + 1;
 
                         p[i].last_seen_usec = t;
                         samples[i] = (ProcessSample) { &p[i], (Faults) { .user = user, .minor = user } };
                         total[i] += user;
                 }
                 assert_int_equal(store_flush(s, t, samples, 11), 0);
-                if ((t + 5 * M) % H == 0)
-                        maintain_until_done(s, t + 5 * M, &r);
+                if ((t + 10 * M) % H == 0)
+                        maintain_until_done(s, t + 10 * M, &r);
                 if (due) {
                         due = false;
                         assert_int_equal(store_checkpoint(path, true, NULL), 0);
@@ -204,7 +204,7 @@ static void test_size_cap_coarsens_oldest_first(void **state) {
                                         "(SELECT id FROM process WHERE pid = 600)"),
                          (int64_t) root_rows);
         /* The user's oldest minutes went first: their first day is one row an hour, their last
-         * hours still a row every 5 min. */
+         * hours still a row every 10 min. */
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_minute WHERE time_usec % 3600000000 != 0 AND "
                                         "process_id IN (SELECT id FROM process WHERE uid = 1000) AND time_usec < "
                                         "(SELECT MIN(time_usec) + 86400000000 FROM sample_minute)"),
