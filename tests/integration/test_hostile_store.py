@@ -162,8 +162,11 @@ class SizeCapShares(unittest.TestCase):
             # The writer checkpoints as it goes (forced at four times the checkpoint threshold,
             # 1/32 of the cap): the WAL never takes half the cap.
             self.assertLessEqual(peak[4], CAP // 2)
-        now = self.sizes()
-        self.assertLessEqual(sum(now), CAP + SLACK, f"database and WAL now: {now}")
+        # The cap holds once the writer has caught up: the daemon goes on writing (this machine's
+        # other processes, root's and the service's), and a tick written between two of the cap's
+        # steps may take the files past it for a step (under ASan by 60 KiB in a CI run).
+        wait_for(lambda: self.size() <= CAP + SLACK, timeout=60,
+                 what=lambda: f"the database and WAL within the cap at the end (now {self.sizes()})")
 
         # The storm's newest processes are stored, with their command lines cut and marked.
         procs = self.storm_processes(v)
