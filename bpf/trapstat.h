@@ -332,7 +332,7 @@ _Static_assert(sizeof(struct ts_file_name) == 32 + TS_PATH_DEPTH * TS_NAME_LEN,
 #define TS_MAX_FILE_NAMES 4096
 
 /* Indices of the `drops` per-CPU array: what could not be counted, never lost silently. The
- * daemon describes each kind (daemon/collector-bpf.c) and GetStatus reports them. */
+ * daemon describes each kind (daemon/collector/collector-bpf.c) and GetStatus reports them. */
 enum ts_drop {
         TS_DROP_MAP_FULL = 0,   /* a fault of a process that found neither a slot nor room in the fallback hash */
         TS_DROP_TRAPS_FULL = 1, /* a trap of a process that did not fit in the trap hash */

@@ -7,7 +7,7 @@
  * protection breakdown stays zero; the signal and si_code counts and the page fault totals are
  * the same as on x86. The exceptions:page_fault_user / page_fault_kernel tracepoints are x86's:
  * where the kernel lacks them the daemon does not load their programs and counts faults with
- * the perf software event instead (daemon/collector-bpf.c). */
+ * the perf software event instead (daemon/collector/collector-bpf.c). */
 
 static __always_inline void ts_arch_fault_access(struct ts_counters *c, unsigned long error_code) {
 }

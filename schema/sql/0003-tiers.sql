@@ -68,7 +68,7 @@ CREATE TABLE signal_hour (
 -- Per tier: everything before rolled_until_usec has been summed into it from the next finer
 -- tier, and retention has deleted what is before kept_from_usec. Retention moves kept_from
 -- before it deletes, and never past the next coarser tier's rolled_until, so every instant is
--- in some tier and a query reads each from exactly one (daemon/tier-util.c).
+-- in some tier and a query reads each from exactly one (daemon/store/tier-util.c).
 CREATE TABLE tier (
         name TEXT PRIMARY KEY, -- 'raw', 'minute', 'hour'
         rolled_until_usec INTEGER NOT NULL,

@@ -3,7 +3,7 @@
 -- offset in that file, so that it means the same in every process and after the process
 -- exited. Files and instructions are dictionaries (object, site), written once and referenced
 -- by id from the counts (site_raw, site_minute, site_hour); maintenance deletes the entries no
--- count references any more (daemon/store-maintain.c).
+-- count references any more (daemon/store/store-maintain.c).
 
 -- A mapped file, or what holds code or data that is in no file.
 CREATE TABLE object (

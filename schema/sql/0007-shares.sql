@@ -1,5 +1,5 @@
 -- trapstat database, schema version 7: what each user's history takes, for the shares of the size
--- cap (daemon/store-share.c): when the database is over --max-db-size, the user holding the most
+-- cap (daemon/store/store-share.c): when the database is over --max-db-size, the user holding the most
 -- loses their oldest processes' rows first. bytes is an estimate kept by the triggers below, a
 -- fixed cost per row of each table (the row, its key and its index entries, as measured on a
 -- store-bench database) plus the text of a process row. The site dictionaries (object, site) are

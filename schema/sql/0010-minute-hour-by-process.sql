@@ -5,7 +5,7 @@
 -- Top and UnitHistory always did; the roll-up into the hour tier reads the processes seen since the
 -- start of what it rolls (a process's rows all start before its last_seen_usec), retention the
 -- processes first seen before its cutoff, and the size cap the processes of one user
--- (daemon/store-kind.c, daemon/store-share.c). The raw tier keeps its index: its roll-up and
+-- (daemon/store/store-kind.c, daemon/store/store-share.c). The raw tier keeps its index: its roll-up and
 -- retention run every few seconds, and it holds a day.
 DROP INDEX sample_minute_by_time;
 DROP INDEX sample_hour_by_time;
