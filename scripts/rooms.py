@@ -13,6 +13,8 @@ Checks every .c and .h file of the tree (build directories left out):
     unit tests (ROOM_TESTS below: they test the insides);
   - inside a room, every #include of a project header names a header of the room itself or of
     common/ (and, for the collector, bpf/: the skeleton and the shared record layouts);
+  - a header named PREFIX-internal.h (common/'s varlink library) is included only by the files of
+    its directory whose names start with PREFIX;
   - no two project headers share a name, since includes name headers by their bare name.
 Prints each breach as "FILE:LINE: message" and exits 1; exits 0 when there is none."""
 import os
@@ -79,6 +81,13 @@ def main():
                 if not m:
                     continue
                 name = os.path.basename(m.group(1))
+                if name.endswith("-internal.h"):
+                    prefix = name[:-len("-internal.h")].split("-")[0]
+                    target = headers.get(name, "")
+                    if (os.path.dirname(target) != os.path.dirname(f)
+                            or not os.path.basename(f).startswith(prefix)):
+                        breaches.append(f"{f}:{n}: includes {name}, internal to {os.path.dirname(target)}/{prefix}-*")
+                    continue
                 if room is None:
                     owner = internal.get(name)
                     if owner and not any(f.startswith(t) for t in ROOM_TESTS[owner]):
