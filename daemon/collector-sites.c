@@ -21,11 +21,12 @@
  * the file's contents changes and a rename need not: a renamed file keeps its symbols, a reused
  * inode number does not.
  *
- * Why a symbol is stored a tick after its site at the earliest, never in the tick that counted
- * it: the drain asks only at its end, once exec events gave each process its uid (whose budget
- * pays), and the worker reads ELF files on its own thread so that the event loop never waits for
- * a file (a hostile one can take long); its answer cannot be in the drain that asked. Waiting for
- * it there would stall every tick, Watch included, on the slowest file.
+ * Why a symbol not known when its site is counted is stored a tick later at the earliest, never
+ * with the tick that counted the site: the drain asks only at its end, once exec events gave each
+ * process its uid (whose budget pays), and the worker reads ELF files on its own thread so that
+ * the event loop never waits for a file (a hostile one can take long); its answer cannot be in
+ * the drain that asked. Waiting for it there would stall every tick, Watch included, on the
+ * slowest file. An answer in by the start of the next drain is stored with that tick's batch.
  *
  * The hash is drained by epochs (struct ts_site_epochs): each tick the epoch flips, and every
  * entry of the one before is read, becomes a SiteCount of its process and leaves the hash, with
