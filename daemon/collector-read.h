@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The collector's readers: what BPF counted (the counting slots, the fallback and trap hashes),
- * the kernel's own accounting from the task iterator, and the lifecycle events of the ring
- * buffer, each turned into deltas and identities of the process table. A slot changes hands
+/* The counts' reader: what BPF counted (the counting slots, the fallback and trap hashes), the
+ * kernel's own accounting from the task iterator, and the lifecycle events of the ring buffer,
+ * each turned into deltas and identities of the process table. (Where processes counted, the
+ * site hash, is the site reader's: collector-sites.h.) A slot changes hands
  * here: claimed by the process found owning it, freed once its exited owner is drained.
  * Internal to the daemon (daemon/collector*.c), not a public API. Returns negative errno,
  * never logs. */
@@ -38,7 +39,7 @@ void reader_done(CollectorReader *r);
 int reader_take_event(void *userdata, void *data, size_t size);
 
 /* The counting slots, the fallback hash, the trap hash: what each process counted since the
- * last tick. (The site hash is the site reader's, collector-sites.h.) */
+ * last tick. */
 int reader_drain_maps(CollectorReader *r, uint64_t now);
 /* The task iterator: the kernel's minor/major faults, name and user of every tracked process. */
 int reader_read_tasks(CollectorReader *r);
