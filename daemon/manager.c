@@ -56,32 +56,30 @@ struct Manager {
 };
 
 static void tick(Manager *m) {
-        const ProcessSample *samples;
-        const SiteCount *fills;
-        size_t n, n_fills;
+        CollectorTick t;
         int r;
 
         uint64_t now_mono = now_usec(CLOCK_MONOTONIC), now = now_usec(CLOCK_REALTIME);
 
-        r = collector_drain(m->collector, now, &samples, &n);
+        r = collector_drain(m->collector, now, &t);
         if (r < 0) {
                 log_error_errno(r, "Failed to drain BPF counters: %m");
                 return;
         }
         /* Live first: a slow disk must not delay the live view. Every tick gets a reply, also an
          * empty one, so clients see the daemon is alive. */
-        watch_set_broadcast(m->watches, samples, n, now, now_mono - m->last_tick_mono);
+        watch_set_broadcast(m->watches, t.samples, t.n_samples, now, now_mono - m->last_tick_mono);
         m->last_tick_mono = now_mono;
         /* In memory, as the live view; what failed to be added is lost, and said once. */
-        r = unit_totals_add(m->unit_totals, samples, n);
+        r = unit_totals_add(m->unit_totals, t.samples, t.n_samples);
         if (r < 0 && !m->unit_totals_failed)
                 log_error_errno(r, "Failed to add a tick to the unit totals, they miss counts from now on: %m");
         m->unit_totals_failed |= r < 0;
-        /* The writer takes a copy; the event loop never waits for the database. Its failures are
-         * its to log; this one is counted in unsavedSamples. */
-        collector_symbol_fills(m->collector, &fills, &n_fills);
-        if (n > 0 || n_fills > 0)
-                (void) writer_submit(m->writer, now, samples, n, fills, n_fills);
+        /* The writer takes a copy, the tick's symbol fills with its counts; the event loop never
+         * waits for the database. Its failures are its to log; this one is counted in
+         * unsavedSamples. */
+        if (t.n_samples > 0 || t.n_fills > 0)
+                (void) writer_submit(m->writer, now, t.samples, t.n_samples, t.fills, t.n_fills);
 }
 
 static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {

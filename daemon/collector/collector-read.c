@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "array-util.h"
-#include "collector-sites.h"
 #include "file-util.h"
 #include "macro.h"
 #include "trapstat.skel.h"
@@ -20,7 +19,7 @@
 /* The task iterator gives at most a record per task, and a task has a pid: PID_MAX_LIMIT. */
 #define TASK_RECORDS_MAX ((size_t) 4194304)
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols) {
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
         size_t n_cpus = (size_t) bpf->n_cpus;
 
         *r = (CollectorReader) { .bpf = bpf, .procs = procs };
@@ -30,7 +29,7 @@ int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const S
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
         if (!r->owners || !r->batch_keys || !r->batch_values)
                 return -ENOMEM;
-        return reader_sites_init(r, symbols);
+        return 0;
 }
 
 static void events_clear(CollectorReader *r) {
@@ -41,7 +40,6 @@ static void events_clear(CollectorReader *r) {
 
 void reader_done(CollectorReader *r) {
         events_clear(r);
-        reader_sites_done(r);
         free(r->events);
         free(r->records);
         free(r->owners);
@@ -210,8 +208,7 @@ int reader_drain_maps(CollectorReader *r, uint64_t now) {
         if ((k = drain_slots(r, now)) < 0 ||
             (k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
                                 drain_hash_entry, now)) < 0 ||
-            (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0 ||
-            (k = reader_drain_sites(r, now)) < 0)
+            (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0)
                 return k;
         return 0;
 }

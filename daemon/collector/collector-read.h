@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The collector's readers: what BPF counted (the counting slots, the fallback and trap hashes),
- * the kernel's own accounting from the task iterator, and the lifecycle events of the ring
- * buffer, each turned into deltas and identities of the process table. A slot changes hands
+/* The counts' reader: what BPF counted (the counting slots, the fallback and trap hashes), the
+ * kernel's own accounting from the task iterator, and the lifecycle events of the ring buffer,
+ * each turned into deltas and identities of the process table. (Where processes counted, the
+ * site hash, is the site reader's: collector-sites.h.) A slot changes hands
  * here: claimed by the process found owning it, freed once its exited owner is drained.
  * Internal to the daemon (daemon/collector*.c), not a public API. Returns negative errno,
  * never logs. */
@@ -15,7 +16,6 @@
 #include "collector-bpf.h"
 #include "collector-procs.h"
 #include "collector-util.h"
-#include "symbol-worker.h"
 #include "trapstat.h"
 
 typedef struct CollectorReader {
@@ -29,32 +29,9 @@ typedef struct CollectorReader {
         size_t records_capacity;
         LifecycleEvent *events;           /* read from the ring buffer since the last tick */
         size_t n_events, events_capacity;
-        /* The site reader (collector-sites.h). */
-        struct ts_site_key *site_keys;    /* a batch of the site hash */
-        struct ts_site *site_values;
-        struct ts_site_key *site_drained; /* the batch's entries of the epoch that is over */
-        struct SitePending *site_pending; /* this tick's sites waiting for their process's maps */
-        size_t n_site_pending, site_pending_capacity;
-        struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
-        size_t n_share_keys, share_keys_capacity;
-        unsigned maps_lines_per_tick;     /* to name sites' files and failed VMA lookups (--site-maps-lines) */
-        bool site_flipped; /* the epoch flipped; site_old_epoch is still to be drained */
-        uint32_t site_old_epoch;
-        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
-        size_t n_file_paths;
-        void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
-        size_t n_symbols;
-        SymbolWorker *symbol_worker;
-        struct SymbolAsk *asks;           /* symbols to ask for at the end of this drain */
-        size_t n_asks, asks_capacity;
-        SiteCount *fills;                 /* symbols learned at this drain, for rows already stored */
-        size_t n_fills, fills_capacity;
-        /* Why the symbol worker could not open a process's mapping (map_files) when the kernel
-         * refused it (-EPERM, -EACCES), the first time; 0 while it has not. */
-        int mapping_refused;
 } CollectorReader;
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, const SymbolWorkerConfig *symbols);
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs);
 void reader_done(CollectorReader *r);
 
 /* ring_buffer_sample_fn for collector_bpf_watch_events(), userdata the reader: keeps the event

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The site reader, one of the collector's readers (collector-sites.h): every tick the site hash
+/* The site reader (collector-sites.h), one of the collector's parts: every tick the site hash
  * (bpf/trapstat.bpf.c: where processes trapped and, sampled, faulted) is read in batches, each
  * entry's growth since the last tick becomes a SiteCount of its process, named for people.
  *
@@ -11,13 +11,22 @@
  *
  * The symbol, from the file's ELF symbol tables, comes from the symbol worker
  * (daemon/symbol-worker.c), never from this thread: a site whose symbol is not known yet is
- * counted with its file and offset at once, the worker is asked (with the process and the
- * mapping, through which it opens the file the process mapped while it lives), and its answer,
- * taken at a later drain, names the site's next counts and is handed to the store for the rows
- * already written (collector_symbol_fills()). A file the worker could not open is no answer: the
- * site is asked for again at its next count. Symbols are remembered by the inode's version as BPF
- * saw it (change time, generation), which a change of the file's contents changes and a rename
- * need not: a renamed file keeps its symbols, a reused inode number does not.
+ * counted with its file and offset at once, the worker is asked at the end of the drain (with the
+ * process and the mapping, through which it opens the file the process mapped while it lives),
+ * and its answer, taken at the start of a later drain, names the site's counts from that drain on
+ * and becomes fills for the rows already written, which collector_drain() returns with that
+ * drain's counts (CollectorTick.fills): the writer stores both in one batch. A file the worker
+ * could not open is no answer: the site is asked for again at its next count. Symbols are
+ * remembered by the inode's version as BPF saw it (change time, generation), which a change of
+ * the file's contents changes and a rename need not: a renamed file keeps its symbols, a reused
+ * inode number does not.
+ *
+ * Why a symbol not known when its site is counted is stored a tick later at the earliest, never
+ * with the tick that counted the site: the drain asks only at its end, once exec events gave each
+ * process its uid (whose budget pays), and the worker reads ELF files on its own thread so that
+ * the event loop never waits for a file (a hostile one can take long); its answer cannot be in
+ * the drain that asked. Waiting for it there would stall every tick, Watch included, on the
+ * slowest file. An answer in by the start of the next drain is stored with that tick's batch.
  *
  * The hash is drained by epochs (struct ts_site_epochs): each tick the epoch flips, and every
  * entry of the one before is read, becomes a SiteCount of its process and leaves the hash, with
@@ -38,6 +47,7 @@
 #include <sys/sysmacros.h>
 
 #include "array-util.h"
+#include "collector-util.h"
 #include "defaults.h"
 #include "macro.h"
 #include "proc-util.h"
@@ -54,6 +64,22 @@
 /* How long a tick waits for the programs still counting into the epoch it is over with (they
  * take microseconds); past it the drain waits for the next tick. */
 #define SITE_QUIESCE_USEC 20000
+
+/* A site of the epoch that is over, kept until its process's /proc/PID/maps is read: BPF could
+ * not look up its instruction, or the process's maps have not named its file yet. */
+typedef struct SitePending {
+        struct ts_site_key key;
+        struct ts_site value;
+} SitePending;
+
+/* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget
+ * pays) may change with an exec event applied after the sites were read. */
+typedef struct SymbolAsk {
+        SymbolRequest request; /* path owned; uid filled in from proc */
+        const CollectorProc *proc; /* valid until the end of the drain (dead ones too); NULL once
+                                    * the uid is filled in and the ask waits for room in the
+                                    * worker's queue */
+} SymbolAsk;
 
 /* A version of a file: the kernel's (device, inode), and the inode's change time and generation
  * when BPF named it, which a rename or a reuse of the inode number changes. */
@@ -148,27 +174,29 @@ static void symbol_at_free(void *p) {
         free(s);
 }
 
-static void asks_drop(CollectorReader *r, bool all);
+static void asks_drop(SiteReader *r, bool all);
 
-int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols) {
+int site_reader_init(SiteReader *r, CollectorBpf *bpf, ProcTable *procs, unsigned maps_lines_per_tick,
+                     const SymbolWorkerConfig *symbols) {
         /* The daemon's budget is 32 MiB of RSS: a quarter of it for symbol tables. */
         SymbolWorkerConfig config = *symbols;
         int k;
 
+        *r = (SiteReader) { .bpf = bpf, .procs = procs, .maps_lines_per_tick = maps_lines_per_tick };
         config.max_bytes = config.max_bytes ?: 8 * 1024 * 1024;
-        config.proc_fd = r->procs->proc_fd;
+        config.proc_fd = procs->proc_fd;
         k = symbol_worker_new(&config, &r->symbol_worker);
         if (k < 0)
                 return k;
-        r->site_keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
-        r->site_values = calloc(SITE_BATCH, sizeof(struct ts_site));
-        r->site_drained = calloc(SITE_BATCH, sizeof(struct ts_site_key));
-        if (!r->site_keys || !r->site_values || !r->site_drained)
+        r->keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
+        r->values = calloc(SITE_BATCH, sizeof(struct ts_site));
+        r->drained = calloc(SITE_BATCH, sizeof(struct ts_site_key));
+        if (!r->keys || !r->values || !r->drained)
                 return -ENOMEM;
         return 0;
 }
 
-void reader_sites_done(CollectorReader *r) {
+void site_reader_done(SiteReader *r) {
         tdestroy(r->file_paths, file_path_free);
         tdestroy(r->symbols, symbol_at_free);
         r->file_paths = r->symbols = NULL;
@@ -180,17 +208,17 @@ void reader_sites_done(CollectorReader *r) {
         site_counts_free(r->fills, r->n_fills);
         r->fills = NULL;
         r->n_fills = r->fills_capacity = 0;
-        free(r->site_keys);
-        free(r->site_values);
-        free(r->site_drained);
-        free(r->site_pending);
+        free(r->keys);
+        free(r->values);
+        free(r->drained);
+        free(r->pending);
         free(r->share_keys);
 }
 
 /* The file's path, remembered by its version, and the version BPF named; when BPF could not
  * record it, a name from its identity (not remembered: the name map may have it by the next
  * tick) and *ret_version zeroed but for dev and ino. NULL when out of memory. */
-static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, char fallback[static 64],
+static const char *file_path(SiteReader *r, uint32_t dev, uint64_t ino, char fallback[static 64],
                              FileVersion *ret_version) {
         FilePath key = { .version = { .dev = dev, .ino = ino } }, *f, **found;
         struct ts_file_key bpf_key = { .ino = ino, .dev = dev };
@@ -239,11 +267,11 @@ static const char *file_path(CollectorReader *r, uint32_t dev, uint64_t ino, cha
         return f->path;
 }
 
-/* Asks the worker for the symbol of s at the end of the drain (reader_ask_symbols()), with the
+/* Asks the worker for the symbol of s at the end of the drain (site_reader_ask_symbols()), with the
  * process p and its mapping of the file (named; NULL or without a path when its maps did not name
  * it), through which the worker opens the file the process mapped while it lives; else the path.
  * s is pending until the answer, or asked again at its next count when it cannot be asked. */
-static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, const CollectorProc *p,
+static void symbol_request(SiteReader *r, SymbolAt *s, const char *path, const CollectorProc *p,
                            const ProcFileName *named) {
         bool mapped = named && named->path;
         SymbolAsk ask = {
@@ -275,7 +303,7 @@ static void symbol_request(CollectorReader *r, SymbolAt *s, const char *path, co
 }
 
 /* The entry an answer or an ask is about, NULL when it was forgotten since. */
-static SymbolAt *symbol_at_of(CollectorReader *r, const SymbolRequest *q) {
+static SymbolAt *symbol_at_of(SiteReader *r, const SymbolRequest *q) {
         SymbolAt key = { .version = { .dev = q->key_dev, .ino = q->ino, .ctime_sec = (uint64_t) q->ctime.tv_sec,
                                       .ctime_nsec = (uint32_t) q->ctime.tv_nsec, .generation = q->key_generation },
                          .offset = q->offset },
@@ -287,7 +315,7 @@ static SymbolAt *symbol_at_of(CollectorReader *r, const SymbolRequest *q) {
 /* Drops the asks not yet sent: those a drain that failed left (their processes may be freed), and
  * with all also those waiting for room in the worker's queue. Their sites are asked for again at
  * their next count. */
-static void asks_drop(CollectorReader *r, bool all) {
+static void asks_drop(SiteReader *r, bool all) {
         size_t kept = 0;
 
         for (size_t i = 0; i < r->n_asks; i++) {
@@ -306,7 +334,7 @@ static void asks_drop(CollectorReader *r, bool all) {
         r->n_asks = kept;
 }
 
-void reader_ask_symbols(CollectorReader *r) {
+void site_reader_ask_symbols(SiteReader *r) {
         size_t kept = 0;
 
         /* Those kept from earlier drains first, in the order they were asked. */
@@ -343,7 +371,7 @@ static void symbol_at_add_name(SymbolAt *s, const char *path) {
 /* What is known of the symbol at offset of the file version, remembered; asks the worker the
  * first time, again after a refusal once its time is up, and again at every count while the file
  * could not be opened, with this count's process and mapping (named). NULL when out of memory. */
-static const SymbolAt *symbol_at(CollectorReader *r, const char *path, const FileVersion *version, uint64_t offset,
+static const SymbolAt *symbol_at(SiteReader *r, const char *path, const FileVersion *version, uint64_t offset,
                                  const CollectorProc *p, const ProcFileName *named, uint64_t now) {
         SymbolAt key = { .version = *version, .offset = offset }, *s, **found;
         /* A path that is not absolute is a name BPF cut short: no file to open by it. */
@@ -384,7 +412,7 @@ static int strdup_to(const char *s, char **ret) {
 
 /* The named form of one location: the object, its identity (with the version the store keeps it
  * by), and for an instruction its offset and symbol. */
-static int name_location(CollectorReader *r, const struct ts_location *loc, bool code, const CollectorProc *p,
+static int name_location(SiteReader *r, const struct ts_location *loc, bool code, const CollectorProc *p,
                          uint64_t now, char **ret_object, uint64_t *ret_dev, uint64_t *ret_ino,
                          ObjectVersion *ret_version, char **ret_symbol, uint64_t *ret_symbol_offset) {
         const ProcFileName *named;
@@ -421,7 +449,7 @@ static int name_location(CollectorReader *r, const struct ts_location *loc, bool
         return strdup_to(object, ret_object);
 }
 
-static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, const struct ts_site *v, const CollectorProc *p,
+static int site_from_bpf(SiteReader *r, const struct ts_site_key *key, const struct ts_site *v, const CollectorProc *p,
                          uint64_t now, SiteCount *ret) {
         SiteCount s = {
                 .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
@@ -451,7 +479,7 @@ static int site_from_bpf(CollectorReader *r, const struct ts_site_key *key, cons
 }
 
 /* One site of an epoch that is over: what it counted goes to its process. */
-static int drain_site(CollectorReader *r, const struct ts_site_key *key, const struct ts_site *v, uint64_t now) {
+static int drain_site(SiteReader *r, const struct ts_site_key *key, const struct ts_site *v, uint64_t now) {
         CollectorProc *p;
         SiteCount delta;
         int k;
@@ -506,7 +534,7 @@ static void location_from_mapping(const ProcMapping *m, uint64_t ip, struct ts_l
  * inode's change time is taken from the file at that path only when it is the mapped one (same
  * device and inode): else it stays 0, which no file has, and the symbol worker will not read it.
  * The generation is not to be had from a path: 0, as for a file system without one. */
-static void remember_file_name(CollectorReader *r, const struct ts_location *loc, const char *path) {
+static void remember_file_name(SiteReader *r, const struct ts_location *loc, const char *path) {
         struct ts_file_key key = { .ino = loc->ino, .dev = loc->dev };
         struct ts_file_name name;
         struct stat st;
@@ -572,7 +600,7 @@ static int files_to_name(const CollectorProc *p, const SitePending *u, size_t n,
 /* One line m of p's maps: names the instructions BPF could not look up that are in it (u from *i
  * on, to n_unknown, sorted by address), and the file it maps if p's sites need its name (one of
  * files, or one of those instructions'). True when it named one of files. */
-static bool name_from_mapping(CollectorReader *r, CollectorProc *p, const ProcMapping *m, SitePending *u,
+static bool name_from_mapping(SiteReader *r, CollectorProc *p, const ProcMapping *m, SitePending *u,
                               size_t n_unknown, size_t *i, const FileId *files, size_t n_files) {
         FileId id = { .dev = m->major << 20 | (m->minor & 0xfffff), .ino = m->ino };
         bool wanted, instruction = false;
@@ -605,7 +633,7 @@ static bool name_from_mapping(CollectorReader *r, CollectorProc *p, const ProcMa
  * by address): names those instructions, and the files of all of them that p has no name for
  * yet, taking the lines read from *budget. What it cannot name (p is gone or does not let this
  * daemon read its maps, the mapping is gone, the budget is spent) stays as BPF named it. */
-static int resolve_from_maps(CollectorReader *r, CollectorProc *p, SitePending *u, size_t n, unsigned *budget) {
+static int resolve_from_maps(SiteReader *r, CollectorProc *p, SitePending *u, size_t n, unsigned *budget) {
         _cleanup_(fclosep) FILE *maps = NULL;
         _cleanup_free_ char *line = NULL;
         _cleanup_free_ FileId *files = NULL;
@@ -645,7 +673,7 @@ static int resolve_from_maps(CollectorReader *r, CollectorProc *p, SitePending *
 
 /* Whether a site waits for its process's /proc/PID/maps: BPF could not look up its instruction,
  * or it is in (or touched) a file the process's maps have not named yet. */
-static bool site_needs_maps(CollectorReader *r, const struct ts_site_key *key) {
+static bool site_needs_maps(SiteReader *r, const struct ts_site_key *key) {
         const CollectorProc *p;
 
         if (key->ip.kind == TS_MEM_UNKNOWN)
@@ -664,22 +692,22 @@ static bool site_needs_maps(CollectorReader *r, const struct ts_site_key *key) {
 /* The sites of the epoch that wait for their process's /proc/PID/maps (site_needs_maps()): named
  * from it while the process lives, one read of it per process, within r->maps_lines_per_tick
  * lines; then counted. */
-static int drain_pending_sites(CollectorReader *r, uint64_t now) {
+static int drain_pending_sites(SiteReader *r, uint64_t now) {
         /* A process may have 65530 mappings, and a user's processes can make their own lookups
          * fail (a thread holding the mmap lock): past the budget, the tick's remaining such sites
          * stay as BPF named them, [unknown] where its lookup failed (each was counted as
          * site_lookup_failed). */
         unsigned budget = r->maps_lines_per_tick;
-        SitePending *u = r->site_pending;
+        SitePending *u = r->pending;
 
-        if (r->n_site_pending == 0)
+        if (r->n_pending == 0)
                 return 0;
-        qsort(u, r->n_site_pending, sizeof(SitePending), site_pending_compare);
-        for (size_t i = 0, j; i < r->n_site_pending; i = j) {
+        qsort(u, r->n_pending, sizeof(SitePending), site_pending_compare);
+        for (size_t i = 0, j; i < r->n_pending; i = j) {
                 CollectorProc *p;
                 int k;
 
-                for (j = i + 1; j < r->n_site_pending && u[j].key.tgid == u[i].key.tgid &&
+                for (j = i + 1; j < r->n_pending && u[j].key.tgid == u[i].key.tgid &&
                                 u[j].key.start_time == u[i].key.start_time;
                      j++)
                         ;
@@ -689,7 +717,7 @@ static int drain_pending_sites(CollectorReader *r, uint64_t now) {
                 if (k < 0)
                         return k;
         }
-        for (size_t i = 0; i < r->n_site_pending; i++) {
+        for (size_t i = 0; i < r->n_pending; i++) {
                 int k = drain_site(r, &u[i].key, &u[i].value, now);
 
                 if (k < 0)
@@ -699,7 +727,7 @@ static int drain_pending_sites(CollectorReader *r, uint64_t now) {
 }
 
 /* A fill of the rows stored under name for the site of q: its symbol, now known. */
-static int symbol_fill(CollectorReader *r, const SymbolRequest *q, char *name, const SymbolAt *s) {
+static int symbol_fill(SiteReader *r, const SymbolRequest *q, char *name, const SymbolAt *s) {
         SiteCount fill = {
                 .kind = SITE_TRAP,
                 .period = 1,
@@ -723,7 +751,7 @@ static int symbol_fill(CollectorReader *r, const SymbolRequest *q, char *name, c
 
 /* One answer of the worker: what the site's next counts are named with, and, for a symbol, fills
  * of the rows already stored, under each name they were stored with. */
-static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
+static int take_symbol(SiteReader *r, SymbolResult *res, uint64_t now) {
         const SymbolRequest *q = &res->request;
         SymbolAt *s = symbol_at_of(r, q);
         int k = 0;
@@ -765,7 +793,7 @@ static int take_symbol(CollectorReader *r, SymbolResult *res, uint64_t now) {
 
 /* Root and group trapstat keep the reserve of the site hash: BPF learns the group's gid here, each
  * tick, so that creating the group needs no restart (as for the socket). */
-static void site_privileged_group_update(CollectorReader *r) {
+static void site_privileged_group_update(SiteReader *r) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
         struct group grp, *found = NULL;
         _cleanup_free_ char *buf = NULL;
@@ -791,31 +819,31 @@ static void site_privileged_group_update(CollectorReader *r) {
 
 /* Flips the epoch, unless the one before is still to be drained (it was busy last tick); true when
  * no program counts into the old epoch any more, which is then in *ret_old. */
-static bool site_epoch_over(CollectorReader *r, uint32_t *ret_old) {
+static bool site_epoch_over(SiteReader *r, uint32_t *ret_old) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
         uint64_t start;
 
-        if (!r->site_flipped) {
-                r->site_old_epoch = __atomic_load_n(&ep->epoch, __ATOMIC_RELAXED) & 1;
+        if (!r->flipped) {
+                r->old_epoch = __atomic_load_n(&ep->epoch, __ATOMIC_RELAXED) & 1;
                 /* Sequentially consistent with the loads of active[] below (BPF's side is in
                  * site_epoch_enter()): a program that announced itself too late to be seen here
                  * sees the new epoch when it reads it again. */
-                __atomic_store_n(&ep->epoch, r->site_old_epoch ^ 1, __ATOMIC_SEQ_CST);
-                r->site_flipped = true;
+                __atomic_store_n(&ep->epoch, r->old_epoch ^ 1, __ATOMIC_SEQ_CST);
+                r->flipped = true;
         }
         start = now_usec(CLOCK_MONOTONIC);
-        while (__atomic_load_n(&ep->active[r->site_old_epoch], __ATOMIC_SEQ_CST) != 0) {
+        while (__atomic_load_n(&ep->active[r->old_epoch], __ATOMIC_SEQ_CST) != 0) {
                 if (now_usec(CLOCK_MONOTONIC) - start > SITE_QUIESCE_USEC)
                         return false;
                 sched_yield();
         }
-        *ret_old = r->site_old_epoch;
+        *ret_old = r->old_epoch;
         return true;
 }
 
 /* Removes the share counts of an epoch that is over: keys gathered first, since a hash walk that
  * deletes as it goes starts over. */
-static int shares_clear(CollectorReader *r, int fd, uint32_t epoch) {
+static int shares_clear(SiteReader *r, int fd, uint32_t epoch) {
         struct ts_site_quota_key key, next;
         bool first = true;
         int k = 0;
@@ -835,17 +863,17 @@ static int shares_clear(CollectorReader *r, int fd, uint32_t epoch) {
 
 /* Reads every entry of the epoch that is over, hands its count to its process and deletes it.
  * Entries of the current epoch are left to the next tick. */
-static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
+static int drain_epoch(SiteReader *r, uint32_t old, uint64_t now) {
         int fd = bpf_map__fd(r->bpf->skel->maps.sites);
         struct ts_site_key in_batch, out_batch;
         bool first = true, done = false;
 
-        r->n_site_pending = 0;
+        r->n_pending = 0;
         while (!done) {
                 __u32 count = SITE_BATCH, n_drained = 0;
                 int k;
 
-                k = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->site_keys, r->site_values, &count,
+                k = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->keys, r->values, &count,
                                          NULL);
                 if (k < 0) {
                         /* ENOENT: this was the last batch (count may still be > 0). */
@@ -854,23 +882,23 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
                         done = true;
                 }
                 for (__u32 i = 0; i < count; i++) {
-                        const struct ts_site_key *key = &r->site_keys[i];
-                        SitePending u = { .key = *key, .value = r->site_values[i] };
+                        const struct ts_site_key *key = &r->keys[i];
+                        SitePending u = { .key = *key, .value = r->values[i] };
 
                         if (key->epoch != old)
                                 continue;
-                        r->site_drained[n_drained++] = *key;
+                        r->drained[n_drained++] = *key;
                         /* (An entry of no count is nothing to name: drain_site() passes it by.) */
                         if ((u.value.count > 0 || u.value.time_ns > 0) && site_needs_maps(r, key))
-                                k = array_append((void **) &r->site_pending, &r->n_site_pending,
-                                                 &r->site_pending_capacity, sizeof(u), &u);
+                                k = array_append((void **) &r->pending, &r->n_pending,
+                                                 &r->pending_capacity, sizeof(u), &u);
                         else
                                 k = drain_site(r, key, &u.value, now);
                         if (k < 0)
                                 return k;
                 }
                 /* The batch's buckets are behind the walk: deleting there does not disturb it. */
-                if (n_drained > 0 && bpf_map_delete_batch(fd, r->site_drained, &n_drained, NULL) < 0)
+                if (n_drained > 0 && bpf_map_delete_batch(fd, r->drained, &n_drained, NULL) < 0)
                         return -errno;
                 in_batch = out_batch;
                 first = false;
@@ -878,8 +906,10 @@ static int drain_epoch(CollectorReader *r, uint32_t old, uint64_t now) {
         return drain_pending_sites(r, now);
 }
 
-/* The worker's answers since the last drain: named sites for this drain, fills for the store. */
-static int take_symbols(CollectorReader *r, uint64_t now) {
+/* The worker's answers since the last drain: the symbols of this drain's sites, and fills for the
+ * rows stored without them, which this drain returns (CollectorTick.fills). At the drain's start,
+ * so that its sites carry what is known by then rather than wait for a fill. */
+static int take_symbols(SiteReader *r, uint64_t now) {
         SymbolResult *results;
         size_t n_results;
         int error = 0;
@@ -895,7 +925,7 @@ static int take_symbols(CollectorReader *r, uint64_t now) {
         return error;
 }
 
-int reader_drain_sites(CollectorReader *r, uint64_t now) {
+int site_reader_drain(SiteReader *r, uint64_t now) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
         uint32_t old;
         int k;
@@ -910,6 +940,6 @@ int reader_drain_sites(CollectorReader *r, uint64_t now) {
             (k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_user_quota), old)) < 0)
                 return k;
         __atomic_store_n(&ep->entries[old], 0, __ATOMIC_RELEASE);
-        r->site_flipped = false;
+        r->flipped = false;
         return 0;
 }

@@ -1,40 +1,64 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The site reader (collector-sites.c), one of the collector's readers: its state is in the
- * CollectorReader (collector-read.h), these are its steps. Internal to the daemon
+/* The site reader (collector-sites.c), one of the collector's parts beside the counts' reader
+ * (collector-read.h): it drains the site hash into SiteCounts of the process table, names them
+ * (files' paths, symbols from the symbol worker) and gives the symbols found for sites stored
+ * before as fills, which collector_drain() returns with the counts. The collector owns it and
+ * drains it after the counts' maps, so that the processes are known. Internal to the daemon
  * (daemon/collector*.c), not a public API. Returns negative errno, never logs. */
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "collector-bpf.h"
 #include "collector-procs.h"
-#include "collector-read.h"
+#include "sites.h"
 #include "symbol-worker.h"
 #include "trapstat.h"
 
-/* A site of the epoch that is over, kept until its process's /proc/PID/maps is read: BPF could
- * not look up its instruction, or the process's maps have not named its file yet. */
-typedef struct SitePending {
-        struct ts_site_key key;
-        struct ts_site value;
-} SitePending;
+typedef struct SiteReader {
+        CollectorBpf *bpf;                /* borrowed */
+        ProcTable *procs;                 /* borrowed */
+        /* Lines of /proc/PID/maps read per tick to name sites' files and failed VMA lookups
+         * (--site-maps-lines); 0: none. */
+        unsigned maps_lines_per_tick;
+        struct ts_site_key *keys;         /* a batch of the site hash */
+        struct ts_site *values;
+        struct ts_site_key *drained;      /* the batch's entries of the epoch that is over */
+        struct SitePending *pending;      /* this tick's sites waiting for their process's maps */
+        size_t n_pending, pending_capacity;
+        struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
+        size_t n_share_keys, share_keys_capacity;
+        bool flipped;                     /* the epoch flipped; old_epoch is still to be drained */
+        uint32_t old_epoch;
+        void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
+        size_t n_file_paths;
+        void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
+        size_t n_symbols;
+        SymbolWorker *symbol_worker;
+        struct SymbolAsk *asks;           /* symbols to ask for at the end of this drain */
+        size_t n_asks, asks_capacity;
+        SiteCount *fills;                 /* symbols taken at this drain, for rows already stored */
+        size_t n_fills, fills_capacity;
+        /* Why the symbol worker could not open a process's mapping (map_files) when the kernel
+         * refused it (-EPERM, -EACCES), the first time; 0 while it has not. */
+        int mapping_refused;
+} SiteReader;
 
-/* A symbol to ask the worker for, once the drain knows who the process is: its uid (whose budget
- * pays) may change with an exec event applied after the sites were read. */
-typedef struct SymbolAsk {
-        SymbolRequest request; /* path owned; uid filled in from proc */
-        const CollectorProc *proc; /* valid until the end of the drain (dead ones too); NULL once
-                                    * the uid is filled in and the ask waits for room in the
-                                    * worker's queue */
-} SymbolAsk;
+/* Starts the symbol worker. maps_lines_per_tick: see SiteReader. */
+int site_reader_init(SiteReader *r, CollectorBpf *bpf, ProcTable *procs, unsigned maps_lines_per_tick,
+                     const SymbolWorkerConfig *symbols);
+void site_reader_done(SiteReader *r);
 
-/* The site hash. Each tick the epoch flips, and each entry of the epoch that is over becomes a
- * SiteCount of its process (proc_table_count_site()), with the file's path and the symbol as far
- * as known, and leaves the hash. After the other maps, so that the processes are known. */
-int reader_sites_init(CollectorReader *r, const SymbolWorkerConfig *symbols);
-void reader_sites_done(CollectorReader *r);
-int reader_drain_sites(CollectorReader *r, uint64_t now);
+/* First the symbol worker's answers since the last drain: the symbols that name this drain's
+ * sites, and fills (r->fills, valid until the next drain) for the rows stored without them.
+ * Then the site hash: each tick the epoch flips, and each entry of the epoch that is over
+ * becomes a SiteCount of its process (proc_table_count_site()), with the file's path and the
+ * symbol as far as known, and leaves the hash. */
+int site_reader_drain(SiteReader *r, uint64_t now);
 /* At the end of a drain, once exec and exit events gave every process its uid: asks the symbol
  * worker for the symbols the drain did not know; what its full queue cannot take waits for the
  * next drain's end. */
-void reader_ask_symbols(CollectorReader *r);
+void site_reader_ask_symbols(SiteReader *r);

@@ -2,9 +2,10 @@
 /* The Collector: sets up its parts, drains them every tick in the order that keeps the counts
  * exact, and answers what GetStatus asks. The work is theirs:
  *   collector-bpf.c    the BPF object and the event sources: open, configure, load, attach, fallbacks
- *   collector-read.c   the readers: slots, hashes, task iterator, ring buffer events
+ *   collector-read.c   the counts' reader: slots, hashes, task iterator, ring buffer events
+ *   collector-sites.c  the site reader: the site hash, files' paths, symbols (with the symbol worker)
  *   collector-procs.c  the process table: identity, deltas, slots, garbage collection, samples
- *   collector-util.c   the pure logic of all three, unit-tested
+ *   collector-util.c   the pure logic of them, unit-tested
  *
  * Logging: the collector returns failures as negative errno and does not log them; its caller,
  * which decides what a failure means (the manager: exit at start, skip a tick later), logs it
@@ -29,6 +30,7 @@ struct Collector {
         CollectorBpf *bpf;
         ProcTable procs;
         CollectorReader reader;
+        SiteReader sites;
         bool mapping_refusal_logged;
 };
 
@@ -82,13 +84,16 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = proc_table_init(&c->procs, config->proc_fd, bpf_config.n_slots, c->bpf->iter_link != NULL);
         if (r < 0)
                 return r;
-        r = reader_init(&c->reader, c->bpf, &c->procs,
-                        &(SymbolWorkerConfig) { .files_per_minute = config->symbol_files_per_minute,
-                                                .bytes_per_minute = config->symbol_bytes_per_minute });
+        r = reader_init(&c->reader, c->bpf, &c->procs);
         if (r < 0)
                 return r;
-        c->reader.maps_lines_per_tick = config->site_maps_lines == COLLECTOR_SITE_MAPS_LINES_NONE ? 0
-                                        : config->site_maps_lines ?: COLLECTOR_DEFAULT_SITE_MAPS_LINES;
+        r = site_reader_init(&c->sites, c->bpf, &c->procs,
+                             config->site_maps_lines == COLLECTOR_SITE_MAPS_LINES_NONE ? 0
+                             : config->site_maps_lines ?: COLLECTOR_DEFAULT_SITE_MAPS_LINES,
+                             &(SymbolWorkerConfig) { .files_per_minute = config->symbol_files_per_minute,
+                                                     .bytes_per_minute = config->symbol_bytes_per_minute });
+        if (r < 0)
+                return r;
         r = collector_bpf_watch_events(c->bpf, reader_take_event, &c->reader);
         if (r < 0)
                 return r;
@@ -102,6 +107,7 @@ Collector *collector_free(Collector *c) {
                 return NULL;
         /* The BPF object first: the ring buffer's callback uses the reader. */
         collector_bpf_free(c->bpf);
+        site_reader_done(&c->sites);
         reader_done(&c->reader);
         proc_table_done(&c->procs);
         free(c);
@@ -144,7 +150,8 @@ static int collect_garbage(Collector *c, uint64_t now) {
         return r < 0 ? r : error;
 }
 
-int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n) {
+int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
+        CollectorTick t = {};
         size_t n_before_drain;
         int r;
 
@@ -157,8 +164,8 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
         if (r < 0)
                 return r;
         n_before_drain = c->reader.n_events;
-        r = reader_drain_maps(&c->reader, now_usec);
-        if (r < 0)
+        /* The sites after the counts' maps, so that their processes are known. */
+        if ((r = reader_drain_maps(&c->reader, now_usec)) < 0 || (r = site_reader_drain(&c->sites, now_usec)) < 0)
                 return r;
 
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
@@ -178,17 +185,23 @@ int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_s
         if ((r = reader_apply_events(&c->reader, n_before_drain)) < 0 || (r = collect_garbage(c, now_usec)) < 0)
                 return r;
         /* Now that exec events gave the processes their users: each pays for its own symbols. */
-        reader_ask_symbols(&c->reader);
+        site_reader_ask_symbols(&c->sites);
         /* Lived with, so said once: files are read by path only, which a file renamed or deleted
          * since its count, or one in another mount namespace, does not pass. */
-        if (c->reader.mapping_refused && !c->mapping_refusal_logged) {
+        if (c->sites.mapping_refused && !c->mapping_refusal_logged) {
                 log_notice("Cannot open the files processes map through /proc/PID/map_files (%s: it needs "
                            "CAP_SYS_ADMIN): symbols are read from the files' paths, so a file renamed, replaced "
                            "or deleted since its site was counted gets none",
-                           strerror(-c->reader.mapping_refused));
+                           strerror(-c->sites.mapping_refused));
                 c->mapping_refusal_logged = true;
         }
-        return proc_table_samples(&c->procs, now_usec, ret_samples, ret_n);
+        r = proc_table_samples(&c->procs, now_usec, &t.samples, &t.n_samples);
+        if (r < 0)
+                return r;
+        t.fills = c->sites.fills;
+        t.n_fills = c->sites.n_fills;
+        *ret = t;
+        return 0;
 }
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
@@ -216,7 +229,7 @@ size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KIN
                           "the symbol of one site not looked up: its user had its share of symbol tables parsed "
                           "this minute (--symbol-files-per-minute, --symbol-bytes-per-minute); the site keeps "
                           "its file and offset" },
-                .count = symbol_worker_refused(c->reader.symbol_worker),
+                .count = symbol_worker_refused(c->sites.symbol_worker),
         };
         ret[n++] = (CollectorDrop) {
                 .kind = { "symbol_unreadable",
@@ -224,7 +237,7 @@ size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KIN
                           "through its process's mapping (gone, or /proc/PID/map_files refused) nor by its path "
                           "(gone, another file there, not permitted); the site keeps its file and offset, and its "
                           "next count asks again" },
-                .count = symbol_worker_unreadable(c->reader.symbol_worker),
+                .count = symbol_worker_unreadable(c->sites.symbol_worker),
         };
         return n;
 }
@@ -235,9 +248,4 @@ int collector_user_drops(Collector *c, int64_t uid, CollectorUserDrops **ret, si
 
 CollectorDropKind collector_drop_kind(unsigned kind) {
         return collector_bpf_drop_kind(kind);
-}
-
-void collector_symbol_fills(Collector *c, const SiteCount **ret, size_t *ret_n) {
-        *ret = c->reader.fills;
-        *ret_n = c->reader.n_fills;
 }

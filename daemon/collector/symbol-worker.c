@@ -32,8 +32,8 @@ struct SymbolWorker {
 
         /* Under lock. */
         pthread_mutex_t lock;
-        pthread_cond_t wake, idle;
-        bool stop, busy;
+        pthread_cond_t wake;
+        bool stop;
         SymbolRequest *queue; /* a ring of SYMBOL_WORKER_QUEUE_MAX */
         size_t head, n_queued;
         SymbolResult *results;
@@ -160,14 +160,10 @@ static void *worker_main(void *userdata) {
         for (;;) {
                 SymbolResult result = {};
 
-                while (!w->stop && w->n_queued == 0) {
-                        w->busy = false;
-                        pthread_cond_broadcast(&w->idle);
+                while (!w->stop && w->n_queued == 0)
                         pthread_cond_wait(&w->wake, &w->lock);
-                }
                 if (w->stop)
                         break;
-                w->busy = true;
                 result.request = w->queue[w->head];
                 w->head = (w->head + 1) % SYMBOL_WORKER_QUEUE_MAX;
                 w->n_queued--;
@@ -182,8 +178,6 @@ static void *worker_main(void *userdata) {
                         free(result.symbol);
                 }
         }
-        w->busy = false;
-        pthread_cond_broadcast(&w->idle);
         pthread_mutex_unlock(&w->lock);
         return NULL;
 }
@@ -197,7 +191,6 @@ int symbol_worker_new(const SymbolWorkerConfig *config, SymbolWorker **ret) {
                 return -ENOMEM;
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->wake, NULL);
-        pthread_cond_init(&w->idle, NULL);
         w->config = *config;
         if (w->config.files_per_minute == 0)
                 w->config.files_per_minute = SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT;
@@ -237,7 +230,6 @@ SymbolWorker *symbol_worker_free(SymbolWorker *w) {
         symbol_results_free(w->results, w->n_results);
         symbolizer_free(w->symbolizer);
         free(w->budgets);
-        pthread_cond_destroy(&w->idle);
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);
@@ -257,7 +249,6 @@ int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request) {
         else {
                 w->queue[(w->head + w->n_queued) % SYMBOL_WORKER_QUEUE_MAX] = q;
                 w->n_queued++;
-                w->busy = true;
                 pthread_cond_signal(&w->wake);
         }
         pthread_mutex_unlock(&w->lock);
@@ -280,11 +271,4 @@ uint64_t symbol_worker_refused(SymbolWorker *w) {
 
 uint64_t symbol_worker_unreadable(SymbolWorker *w) {
         return __atomic_load_n(&w->unreadable, __ATOMIC_RELAXED);
-}
-
-void symbol_worker_wait_idle(SymbolWorker *w) {
-        pthread_mutex_lock(&w->lock);
-        while (w->busy || w->n_queued > 0)
-                pthread_cond_wait(&w->idle, &w->lock);
-        pthread_mutex_unlock(&w->lock);
 }

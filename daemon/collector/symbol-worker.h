@@ -91,5 +91,3 @@ void symbol_results_free(SymbolResult *results, size_t n);
 uint64_t symbol_worker_refused(SymbolWorker *w);
 /* Requests whose file could be opened neither through the mapping nor by path, since the start. */
 uint64_t symbol_worker_unreadable(SymbolWorker *w);
-/* Blocks until every submitted request has its result (tests and shutdown). */
-void symbol_worker_wait_idle(SymbolWorker *w);

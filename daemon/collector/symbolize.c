@@ -130,13 +130,6 @@ void symbolizer_get_stats(const Symbolizer *s, SymbolizerStats *ret) {
         *ret = s->stats;
 }
 
-void symbolized_frame_done(SymbolizedFrame *f) {
-        if (!f)
-                return;
-        free(f->symbol);
-        f->symbol = NULL;
-}
-
 static void lru_unlink(Symbolizer *s, SymbolFile *f) {
         if (f->prev)
                 f->prev->next = f->next;
@@ -709,14 +702,4 @@ int symbolizer_lookup_fd(Symbolizer *s, int fd, uint64_t file_offset, Symbolizer
                         return outcome_remember(s, &st, r);
         }
         return table_lookup(f, vaddr, ret);
-}
-
-int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, SymbolizedFrame *ret) {
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-
-        fd = open_regular(path, 0, s->config.max_file_size, &st);
-        if (fd < 0)
-                return fd;
-        return symbolizer_lookup_fd(s, fd, file_offset, NULL, ret);
 }

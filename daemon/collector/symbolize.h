@@ -5,12 +5,12 @@
  * offset within the symbol), from the ELF symbol tables .symtab and .dynsym. Pure: no BPF, no
  * logging; functions return negative errno.
  *
- * symbolizer_lookup() opens a path as given (O_RDONLY|O_CLOEXEC|O_NOCTTY, regular files only).
- * A file named by someone else (a process's mapping) is opened with symbolizer_open(), or by the
- * caller and checked with symbolizer_check_fd(), either of which proves the descriptor is that
- * file (device, inode, and change time where given) before anything is read, and read with
- * symbolizer_lookup_fd(). Resolving the path as the target process sees it (a
- * /proc/PID/root prefix, its mount namespace) is the caller's business.
+ * The API the daemon uses (daemon/symbol-worker.c): the file is opened by whoever named it and
+ * proved to be that file (device, inode, and change time where given) before anything is read,
+ * with symbolizer_open() for a path, or symbolizer_check_fd() for a descriptor opened otherwise
+ * (a process's mapping); then read with symbolizer_lookup_fd(), within a budget. There is no
+ * lookup by path alone: a path names whatever is there now. Resolving the path as the target
+ * process sees it (a /proc/PID/root prefix, its mount namespace) is the caller's business.
  *
  * The file offset is the one of the mapping (vm_pgoff * page size + address - vm_start); it is
  * turned into a link-time virtual address through the PT_LOAD program headers, so ET_EXEC, PIE
@@ -70,7 +70,7 @@ typedef struct SymbolizerConfig {
 } SymbolizerConfig;
 
 typedef struct SymbolizedFrame {
-        char *symbol;    /* owned: symbolized_frame_done() frees it */
+        char *symbol;    /* owned */
         uint64_t offset; /* of the address from the symbol's start */
 } SymbolizedFrame;
 
@@ -97,21 +97,6 @@ int symbolizer_new(const SymbolizerConfig *config, Symbolizer **ret);
 Symbolizer *symbolizer_free(Symbolizer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Symbolizer *, symbolizer_free);
 
-/* The symbol whose code holds file_offset of the file at path.
- *   0        ret holds the symbol and the offset within it
- *   -ENOENT  the file is there but has no symbol at that offset (or the offset is in no
- *            loadable segment); also when path does not exist
- *   -EACCES, -ELOOP, ...  the file cannot be opened
- *   -EISDIR  a directory; -EBADFD any other file that is not a regular file (a FIFO, a device)
- *   -ENOEXEC not an ELF file, or not an executable or shared object, or a damaged one
- *   -EFBIG   larger than max_file_size
- *   -E2BIG   its symbol table alone exceeds max_bytes
- *   -ENOMEM
- * A damaged or hostile file never crashes the caller; at worst its symbols are not found.
- * Files are read with pread, not mapped, so a file truncated while being read gives an error,
- * not SIGBUS. */
-int symbolizer_lookup(Symbolizer *s, const char *path, uint64_t file_offset, SymbolizedFrame *ret);
-
 /* Opens path (O_NOFOLLOW: a symlink in its last component is refused with -ELOOP; O_NONBLOCK: a
  * FIFO never blocks) and returns the descriptor only when it is a regular file with device dev
  * (st_dev), inode ino and, when ctime is not NULL, that change time; -ESTALE when it is another
@@ -124,12 +109,21 @@ int symbolizer_open(const char *path, uint64_t dev, uint64_t ino, const struct t
  * -EFBIG. */
 int symbolizer_check_fd(int fd, uint64_t dev, uint64_t ino, const struct timespec *ctime, uint64_t max_size);
 
-/* As symbolizer_lookup(), on a descriptor the caller opened (and keeps). budget: NULL for none;
- * else a load takes from it, and -EDQUOT (not remembered) when it has not enough left. */
+/* The symbol whose code holds file_offset of the file fd (opened by the caller, who keeps it).
+ *   0        ret holds the symbol (the caller's to free) and the offset within it
+ *   -ENOENT  the file has no symbol at that offset (or the offset is in no loadable segment)
+ *   -EISDIR  a directory; -EBADFD any other file that is not a regular file (a FIFO, a device)
+ *   -ENOEXEC not an ELF file, or not an executable or shared object, or a damaged one
+ *   -EFBIG   larger than max_file_size
+ *   -E2BIG   its symbol tables exceed max_read_bytes, or its table of code symbols max_bytes
+ *   -EDQUOT  a load that budget has not enough left for (not remembered)
+ *   -ENOMEM
+ * budget: NULL for none; else a load takes from it. A damaged or hostile file never crashes the
+ * caller; at worst its symbols are not found. Files are read with pread, not mapped, so a file
+ * truncated while being read gives an error, not SIGBUS. */
 int symbolizer_lookup_fd(Symbolizer *s, int fd, uint64_t file_offset, SymbolizerBudget *budget,
                          SymbolizedFrame *ret);
+/* The largest file symbolizer_lookup_fd() reads: the max_size to open it with. */
 uint64_t symbolizer_max_file_size(const Symbolizer *s);
 
 void symbolizer_get_stats(const Symbolizer *s, SymbolizerStats *ret);
-
-void symbolized_frame_done(SymbolizedFrame *f);

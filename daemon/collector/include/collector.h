@@ -71,10 +71,22 @@ int collector_event_fd(Collector *c);
 /* Takes the waiting lifecycle events out of the ring buffer, to be applied at the next drain. */
 int collector_read_events(Collector *c);
 
-/* Drains everything counted since the last call. *ret_samples holds every process with a
- * non-zero delta, that exec'd or that exited; it and what it points to stay valid until the
- * next collector_drain() or collector_free(). */
-int collector_drain(Collector *c, uint64_t now_usec, const ProcessSample **ret_samples, size_t *ret_n);
+/* What one tick drained. It and what it points to stay valid until the next collector_drain()
+ * or collector_free(). */
+typedef struct CollectorTick {
+        /* Every process with a non-zero delta, that exec'd or that exited, with its sites. */
+        const ProcessSample *samples;
+        size_t n_samples;
+        /* Symbols the symbol worker found since the last drain for sites of earlier ticks, stored
+         * without one: SiteCounts with object, dev, ino, version, offset and symbol set (count 0),
+         * for store_sites_fill(). This tick's samples already carry them. */
+        const SiteCount *fills;
+        size_t n_fills;
+} CollectorTick;
+
+/* Drains everything counted since the last call, and the symbols found for what was counted
+ * before. */
+int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 /* One in this many user page faults of a process on a CPU records its site; 0 when fault sites
@@ -110,8 +122,3 @@ typedef struct CollectorUserDrops {
 int collector_user_drops(Collector *c, int64_t uid, CollectorUserDrops **ret, size_t *ret_n);
 /* The kind CollectorUserDrops.count[kind] counts. */
 CollectorDropKind collector_drop_kind(unsigned kind);
-
-/* Symbols the symbol worker found since the last drain for sites counted before: SiteCounts with
- * object, dev, ino, offset and symbol set (count 0), for store_sites_fill(). Valid until the next
- * collector_drain(). */
-void collector_symbol_fills(Collector *c, const SiteCount **ret, size_t *ret_n);
