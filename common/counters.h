@@ -106,7 +106,6 @@ int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, u
 /* Deep copy into *ret. */
 int process_info_copy(const ProcessInfo *p, ProcessInfo *ret);
 json_t *process_info_to_json(const ProcessInfo *p);
-int process_info_from_json(json_t *j, ProcessInfo *ret);
 
 /* One process's counts over one tick: what the collector hands to the store. */
 typedef struct ProcessSample {

@@ -96,10 +96,6 @@ UnitTotals *unit_totals_free(UnitTotals *t) {
         return NULL;
 }
 
-size_t unit_totals_n_units(const UnitTotals *t) {
-        return t->n_names;
-}
-
 bool unit_totals_overflowed(const UnitTotals *t) {
         return t->overflowed;
 }

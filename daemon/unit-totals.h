@@ -30,8 +30,7 @@ UnitTotals *unit_totals_free(UnitTotals *t);
  * from the failing one on are not counted. */
 int unit_totals_add(UnitTotals *t, const ProcessSample *samples, size_t n);
 
-/* Distinct unit names kept, and whether newer ones go to UNIT_TOTALS_OTHER already. */
-size_t unit_totals_n_units(const UnitTotals *t);
+/* Whether newer unit names go to UNIT_TOTALS_OTHER already. */
 bool unit_totals_overflowed(const UnitTotals *t);
 
 typedef struct UnitTotalsRow {
