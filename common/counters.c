@@ -18,8 +18,6 @@ const FaultField fault_fields[] = {
 #undef FIELD
 const size_t n_fault_fields = ELEMENTSOF(fault_fields);
 
-bool fault_access_known = true;
-
 bool fault_field_is_access(const FaultField *field) {
         return field->offset >= offsetof(Faults, read) && field->offset <= offsetof(Faults, protection);
 }
@@ -64,9 +62,9 @@ bool faults_is_zero(const Faults *f) {
         return true;
 }
 
-json_t *faults_to_json(const Faults *f) {
+json_t *faults_to_json(const Faults *f, bool access_known) {
         json_t *o = json_object();
-        bool unknown = f->access_unknown || !fault_access_known;
+        bool unknown = f->access_unknown || !access_known;
 
         if (!o)
                 return NULL;

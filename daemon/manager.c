@@ -396,6 +396,7 @@ static int manager_start_collector(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the BPF programs: %m");
 
+        watch_set_set_access_known(m->watches, collector_fault_access_known(m->collector));
         m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
         m->start_usec = now_usec(CLOCK_REALTIME);
         m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);
