@@ -293,8 +293,9 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("rows", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
-                                                          "counters", counters_to_json(&rows[i].faults, &rows[i].fault_time, &rows[i].traps,
-                                                                                      a->access_known)));
+                                                          "counters",
+                                                          counters_to_json(&rows[i].faults, &rows[i].fault_time,
+                                                                           &rows[i].traps, a->access_known)));
         store_rows_free(rows, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) other);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
@@ -432,7 +433,8 @@ static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row, bool a
         if (counters_format_json(&row->faults, &row->fault_time, traps, access_known, counters) < 0)
                 return varlink_reply_append(reply,
                                             json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec, "counters",
-                                                      counters_to_json(&row->faults, &row->fault_time, traps, access_known)));
+                                                      counters_to_json(&row->faults, &row->fault_time, traps,
+                                                                       access_known)));
         n = snprintf(element, sizeof(element), "{\"timeUsec\":%" PRId64 ",\"counters\":%s}", (int64_t) row->time_usec,
                      counters);
         if (n < 0 || (size_t) n >= sizeof(element))

@@ -264,7 +264,8 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
         return 0;
 }
 
-json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec, bool access_known) {
+json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec,
+                                bool access_known) {
         _cleanup_free_ UnitTotalsRow *rows = NULL;
         Faults total = {};
         FaultTime total_time = {};

@@ -104,7 +104,8 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 static const Traps no_traps;
                 const ProcessSample *s = items[i].sample;
                 json_t *row = json_pack("{s:o, s:o}", "process", process_info_to_json(s->process), "counters",
-                                        counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps, access_known));
+                                        counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps,
+                                                         access_known));
 
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
@@ -113,7 +114,8 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
         if (!exited_list)
                 return NULL;
         return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
-                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_time, &total_traps, access_known), "processes",
+                         (json_int_t) interval_usec, "total",
+                         counters_to_json(&total, &total_time, &total_traps, access_known), "processes",
                          (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks, "exited", exited_list);
 }
 

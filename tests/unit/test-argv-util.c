@@ -56,8 +56,8 @@ static void test_parse_integer(void **state _unused_) {
                 int r = parse_integer(cases[i].text, cases[i].min, cases[i].max, cases[i].flags, &v);
 
                 if (r != cases[i].r || (r == 0 && v != cases[i].v) || (r < 0 && v != 12345))
-                        fail_msg("'%s': got %d/%llu, want %d/%llu", cases[i].text, r, (unsigned long long) v, cases[i].r,
-                                 (unsigned long long) cases[i].v);
+                        fail_msg("'%s': got %d/%llu, want %d/%llu", cases[i].text, r, (unsigned long long) v,
+                                 cases[i].r, (unsigned long long) cases[i].v);
         }
         assert_int_equal(parse_integer(NULL, 0, 10, 0, &(uint64_t) { 0 }), -EINVAL);
 }

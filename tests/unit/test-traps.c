@@ -304,7 +304,8 @@ static void test_faults_access_unknown(void **state) {
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
                 json_t *faults = json_object_get(j, "faults");
 
-                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, known[k], buf), (int) strlen(dumped));
+                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, known[k], buf),
+                                 (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
                 for (size_t i = 0; i < n_fault_fields; i++) {
                         json_t *v = json_object_get(faults, fault_fields[i].name);
