@@ -52,28 +52,18 @@ int common_option(int c, const char *usage, void (*help)(void), bool *csv) {
         switch (c) {
         case OPT_JSON:
                 arg_json = true;
-                return -1;
+                return 1;
         case OPT_CSV:
                 if (!csv)
                         break;
                 *csv = true;
-                return -1;
+                return 1;
         case OPT_HELP:
                 help();
                 return 0;
         }
-        fprintf(stderr, "%s\n", usage);
-        return EXIT_USAGE;
-}
-
-int usage_error(const char *usage, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        print_error(fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "%s\n", usage ?: global_usage);
-        return EXIT_USAGE;
+        /* getopt_long() said what it was. */
+        return usage_hint(usage);
 }
 
 int fail(const char *fmt, ...) {
@@ -140,20 +130,6 @@ void print_json(json_t *reply) {
         fflush(stdout);
 }
 
-int parse_int_arg(const char *s, long long min, long long max, long long *ret) {
-        char *end;
-        long long v;
-
-        errno = 0;
-        if (!s || !*s)
-                return -EINVAL;
-        v = strtoll(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v < min || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 bool use_color(FILE *f) {
         const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
 
@@ -167,11 +143,11 @@ bool use_color(FILE *f) {
 
 unsigned terminal_columns(void) {
         struct winsize ws;
-        long long v;
+        uint64_t v;
 
         if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
                 return ws.ws_col;
-        if (parse_int_arg(getenv("COLUMNS"), 20, 10000, &v) == 0)
+        if (parse_integer(getenv("COLUMNS"), 20, 10000, 0, &v) == 0)
                 return (unsigned) v;
         return 80;
 }

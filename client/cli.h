@@ -5,14 +5,17 @@
  * their failures told to the person at the terminal, and argument parsing.
  *
  * Exit codes (0 success, 1 failure, 2 usage error) are the verbs' and main()'s alone: the verbs
- * return them, usage_error() and fail() hand them over. Every other function here returns 0 or a
- * negative errno; those that say "reported" have printed why already. */
+ * return them, fail() hands one over. Command lines are parsed as in every program of trapstat
+ * (argv-util.h): a verb's parse_argv() returns < 0 (usage_error(): -EINVAL), 0 (--help) or > 0
+ * (go on), and the verb exits with parse_argv_exit_code() of what is not > 0. Every other function
+ * here returns 0 or a negative errno; those that say "reported" have printed why already. */
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "argv-util.h"
 #include "defaults.h"
 #include "macro.h"
 #include "time-util.h"
@@ -20,16 +23,12 @@
 
 #define CALL_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
-enum { EXIT_USAGE = 2 };
-
 extern const char *arg_socket;
 extern bool arg_json;
 
 extern const char *const global_usage;
 
-/* Bad arguments: "trapstat: <message>", then the usage line (the verb's, or the global one when
- * NULL); returns EXIT_USAGE. */
-int usage_error(const char *usage, const char *fmt, ...) _printf_(2, 3);
+/* Bad arguments: usage_error() (argv-util.h) with the verb's usage line, or global_usage. */
 /* Anything else: "trapstat: <message>", returns EXIT_FAILURE. */
 int fail(const char *fmt, ...) _printf_(1, 2);
 /* The same, returning r (a negative errno) instead: for the functions below the verbs. */
@@ -54,11 +53,9 @@ int report_call_failure(const char *method, int r, const TrapstatError *error);
 void print_json(json_t *j);
 /* The options every listing verb takes alike, by these values in its getopt_long() table: --json
  * (-j), --csv where the verb has it (csv not NULL), --help (-h, printed by help()). Anything else
- * is a usage error, with the verb's usage line. -1 to go on, else the verb's exit code. */
+ * is a usage error, with the verb's usage line. Returns as parse_argv() (argv-util.h). */
 enum { OPT_JSON = 'j', OPT_CSV = 0x100, OPT_HELP = 'h' };
 int common_option(int c, const char *usage, void (*help)(void), bool *csv);
-/* Whole numbers in [min, max]; -EINVAL otherwise. */
-int parse_int_arg(const char *s, long long min, long long max, long long *ret);
 /* Whether f is a terminal that gets color: a TTY, TERM not "dumb", NO_COLOR unset or empty. */
 bool use_color(FILE *f);
 /* Width of the terminal on stdout; COLUMNS or 80 when it is not one. */

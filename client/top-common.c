@@ -110,14 +110,14 @@ void top_format_summary(char *buf, size_t size, const TopTable *t) {
 int top_parse_user(const char *text, int64_t *ret) {
         struct passwd pw, *result = NULL;
         char scratch[1024];
-        long long uid;
+        uint64_t uid;
 
         if (getpwnam_r(text, &pw, scratch, sizeof(scratch), &result) == 0 && result) {
                 *ret = result->pw_uid;
                 return 0;
         }
-        if (parse_int_arg(text, 0, UINT32_MAX - 1, &uid) == 0) {
-                *ret = uid;
+        if (parse_integer(text, 0, UINT32_MAX - 1, 0, &uid) == 0) {
+                *ret = (int64_t) uid;
                 return 0;
         }
         return -EINVAL;

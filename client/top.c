@@ -348,50 +348,54 @@ static void top_help(void) {
                top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
 }
 
-/* One option of top into *a: -1 to go on, else the verb's exit code. */
+/* One option of top into *a; returns as parse_argv() (argv-util.h). */
 static int top_option(int c, TopArgs *a) {
+        uint64_t v;
+
         switch (c) {
         case 'b':
                 a->o.batch = true;
-                return -1;
+                return 1;
         case 'S':
                 a->o.stream = true;
-                return -1;
+                return 1;
         case 'n':
-                if (parse_int_arg(optarg, 1, INT32_MAX, &a->o.iterations) < 0)
+                if (parse_integer(optarg, 1, INT32_MAX, 0, &v) < 0)
                         return usage_error(top_usage, "invalid -n '%s': expected a positive count", optarg);
-                return -1;
+                a->o.iterations = (long long) v;
+                return 1;
         case 'd':
                 if (parse_duration_usec(optarg, &a->delay) < 0 || a->delay < 100 * USEC_PER_MSEC || a->delay > 86400 * USEC_PER_SEC)
                         return usage_error(top_usage, "invalid -d '%s': expected seconds (0.1s to 1d), e.g. 2 or 500ms", optarg);
                 a->delay_set = true;
-                return -1;
+                return 1;
         case 'w':
                 if (parse_duration_usec(optarg, &a->o.window_usec) < 0 || a->o.window_usec < USEC_PER_SEC ||
                     a->o.window_usec / USEC_PER_SEC > INT32_MAX)
                         return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
-                return -1;
+                return 1;
         case 's':
                 /* "time" is what people type; the IDL's name works too. */
                 if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &a->o.sort) < 0)
                         return usage_error(top_usage,
                                            "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
                                            optarg);
-                return -1;
+                return 1;
         case 'l':
-                if (parse_int_arg(optarg, 1, TOP_MAX_LIMIT, &a->o.limit) < 0)
+                if (parse_integer(optarg, 1, TOP_MAX_LIMIT, 0, &v) < 0)
                         return usage_error(top_usage, "invalid --limit '%s': expected 1 to %d", optarg, TOP_MAX_LIMIT);
+                a->o.limit = (long long) v;
                 a->o.limit_set = true;
-                return -1;
+                return 1;
         case 'p':
                 if (process_filter_parse_pids(&a->o.filter, optarg) < 0)
                         return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
                                            MAX_FILTER_PIDS);
-                return -1;
+                return 1;
         case 'u':
                 if (top_parse_user(optarg, &a->o.filter.uid) < 0)
                         return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
-                return -1;
+                return 1;
         case 'U':
         case 'C': {
                 char **field = c == 'U' ? &a->o.filter.unit : &a->o.filter.comm;
@@ -402,13 +406,13 @@ static int top_option(int c, TopArgs *a) {
                 free(*field);
                 *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
                 if (!*field)
-                        return fail("out of memory");
-                return -1;
+                        return report_errno(-ENOMEM, "out of memory");
+                return 1;
         }
         case 'g':
                 if (top_group_from_name(optarg, &a->o.group) < 0 || a->o.group == TOP_GROUP_PROCESS)
                         return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
-                return -1;
+                return 1;
         case 'R':
                 if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
                         a->o.reconnect_timeout_usec = RECONNECT_NEVER;
@@ -417,13 +421,13 @@ static int top_option(int c, TopArgs *a) {
                                            "invalid --reconnect-timeout '%s': expected a duration (0: do not wait) or infinity",
                                            optarg);
                 a->reconnect_set = true;
-                return -1;
+                return 1;
         default:
                 return common_option(c, top_usage, top_help, NULL);
         }
 }
 
-/* top's command line into *a: -1 to go on, else the verb's exit code. */
+/* top's command line into *a; returns as parse_argv() (argv-util.h). */
 static int top_parse_argv(int argc, char *argv[], TopArgs *a) {
         static const struct option options[] = {
                 { "batch", no_argument, NULL, 'b' },       { "iterations", required_argument, NULL, 'n' },
@@ -441,7 +445,7 @@ static int top_parse_argv(int argc, char *argv[], TopArgs *a) {
         (void) sort_key_from_name("user", &a->o.sort);
         optind = 0;
         while ((c = getopt_long(argc, argv, "bn:d:w:s:l:p:u:h", options, NULL)) >= 0)
-                if ((r = top_option(c, a)) >= 0)
+                if ((r = top_option(c, a)) <= 0)
                         return r;
         if (optind < argc)
                 return usage_error(top_usage, "top: unexpected argument '%s'", argv[optind]);
@@ -450,7 +454,7 @@ static int top_parse_argv(int argc, char *argv[], TopArgs *a) {
 
         if (a->o.group != TOP_GROUP_PROCESS && arg_json)
                 return usage_error(top_usage, "top: --by goes without --json (the replies are per process)");
-        return -1;
+        return 1;
 }
 
 /* Runs the mode the options and the terminal choose, with the defaults of that mode. */
@@ -484,8 +488,7 @@ int verb_top(int argc, char *argv[]) {
         int ret;
 
         ret = top_parse_argv(argc, argv, &a);
-        if (ret < 0)
-                ret = top_run(&a);
+        ret = ret > 0 ? top_run(&a) : parse_argv_exit_code(ret);
         process_filter_done(&a.o.filter);
         return ret;
 }

@@ -38,32 +38,27 @@ static int parse_time_arg(const char *usage, const char *option, const char *val
         int r = parse_timestamp_usec(value, now, ret);
 
         if (r == -ERANGE)
-                usage_error(usage, "invalid %s '%s': out of range", option, value);
-        else if (r < 0)
-                usage_error(usage, "invalid %s '%s': expected a duration before now (90s, 15m, 2h, 3d) or a local time "
+                return usage_error(usage, "invalid %s '%s': out of range", option, value);
+        if (r < 0)
+                return usage_error(usage,
+                                   "invalid %s '%s': expected a duration before now (90s, 15m, 2h, 3d) or a local time "
                                    "(2026-11-22T10:00, \"2026-11-22 10:00:00\", 10:00)",
-                            option, value);
-        return r < 0 ? -EINVAL : 0;
+                                   option, value);
+        return 0;
 }
 
 /* The one operand of history and sites, a pid, once getopt_long() moved the options after it
  * ("history 4242 --since 2h") before it; -EINVAL when the usage error is printed. */
 static int parse_pid_operand(const char *usage, const char *verb, int argc, char *argv[], uint32_t *ret) {
-        long long v;
+        uint64_t v;
 
-        if (optind >= argc) {
-                usage_error(usage, "%s: missing PID", verb);
-                return -EINVAL;
-        }
-        if (parse_int_arg(argv[optind], 1, UINT32_MAX, &v) < 0) {
-                usage_error(usage, "%s: invalid pid '%s': expected a process id (a positive integer)", verb,
-                            argv[optind]);
-                return -EINVAL;
-        }
-        if (optind + 1 < argc) {
-                usage_error(usage, "%s: unexpected argument '%s'", verb, argv[optind + 1]);
-                return -EINVAL;
-        }
+        if (optind >= argc)
+                return usage_error(usage, "%s: missing PID", verb);
+        if (parse_integer(argv[optind], 1, UINT32_MAX, 0, &v) < 0)
+                return usage_error(usage, "%s: invalid pid '%s': expected a process id (a positive integer)", verb,
+                                   argv[optind]);
+        if (optind + 1 < argc)
+                return usage_error(usage, "%s: unexpected argument '%s'", verb, argv[optind + 1]);
         *ret = (uint32_t) v;
         return 0;
 }
@@ -78,20 +73,16 @@ static const char *const history_usage =
 static int parse_unit_arg(const char *usage, const char *value, char **ret) {
         _cleanup_free_ char *unit = NULL;
 
-        if (!*value) {
-                usage_error(usage, "invalid --unit '': expected a unit name or glob, e.g. nginx.service");
-                return -EINVAL;
-        }
+        if (!*value)
+                return usage_error(usage, "invalid --unit '': expected a unit name or glob, e.g. nginx.service");
         if (strpbrk(value, ".*?["))
                 unit = strdup(value);
         else if (asprintf(&unit, "%s.service", value) < 0)
                 unit = NULL;
         if (!unit)
                 return -ENOMEM;
-        if (strlen(unit) > MAX_UNIT_NAME) {
-                usage_error(usage, "invalid --unit: longer than %d bytes", MAX_UNIT_NAME);
-                return -EINVAL;
-        }
+        if (strlen(unit) > MAX_UNIT_NAME)
+                return usage_error(usage, "invalid --unit: longer than %d bytes", MAX_UNIT_NAME);
         *ret = TAKE_PTR(unit);
         return 0;
 }
@@ -128,49 +119,49 @@ static void history_help(void) {
                history_usage);
 }
 
-/* One option of history into *a: -1 to go on, else the verb's exit code. */
+/* One option of history into *a; returns as parse_argv() (argv-util.h). */
 static int history_option(int c, HistoryArgs *a, uint64_t now) {
+        uint64_t v;
         int r;
 
         switch (c) {
         case 's':
-                if (parse_time_arg(history_usage, "--since", optarg, now, &a->since) < 0)
-                        return EXIT_USAGE;
+                r = parse_time_arg(history_usage, "--since", optarg, now, &a->since);
                 a->has_since = true;
-                return -1;
+                return r < 0 ? r : 1;
         case 'u':
-                if (parse_time_arg(history_usage, "--until", optarg, now, &a->until) < 0)
-                        return EXIT_USAGE;
+                r = parse_time_arg(history_usage, "--until", optarg, now, &a->until);
                 a->has_until = true;
-                return -1;
+                return r < 0 ? r : 1;
         case 't':
                 if (parse_duration_usec(optarg, &a->step) < 0 || a->step == 0 || a->step % (10 * USEC_PER_SEC) != 0 ||
                     a->step / USEC_PER_SEC > INT32_MAX)
                         return usage_error(history_usage, "invalid --step '%s': expected a multiple of 10s, e.g. 10s, 1m, 1h",
                                            optarg);
-                return -1;
+                return 1;
         case 'T':
-                if (parse_int_arg(optarg, 0, INT64_MAX, &a->start_time) < 0)
+                if (parse_integer(optarg, 0, INT64_MAX, 0, &v) < 0)
                         return usage_error(history_usage,
                                            "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
                                            optarg);
-                return -1;
+                a->start_time = (long long) v;
+                return 1;
         case 'U':
                 free(a->unit);
                 a->unit = NULL;
                 r = parse_unit_arg(history_usage, optarg, &a->unit);
                 if (r == -ENOMEM)
-                        return fail("out of memory");
-                return r < 0 ? EXIT_USAGE : -1;
+                        return report_errno(r, "out of memory");
+                return r < 0 ? r : 1;
         case 'H':
                 a->histogram = true;
-                return -1;
+                return 1;
         default:
                 return common_option(c, history_usage, history_help, &a->csv);
         }
 }
 
-/* history's command line into *a: -1 to go on, else the verb's exit code. */
+/* history's command line into *a; returns as parse_argv() (argv-util.h). */
 static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
@@ -184,19 +175,19 @@ static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                if ((r = history_option(c, a, now)) >= 0)
+                if ((r = history_option(c, a, now)) <= 0)
                         return r;
         if (a->unit && optind < argc)
                 return usage_error(history_usage, "history: a PID and --unit exclude each other");
         if (a->unit && a->start_time >= 0)
                 return usage_error(history_usage, "history: --start-time names a process, not a unit");
-        if (!a->unit && parse_pid_operand(history_usage, "history", argc, argv, &a->pid) < 0)
-                return EXIT_USAGE;
+        if (!a->unit && (r = parse_pid_operand(history_usage, "history", argc, argv, &a->pid)) < 0)
+                return r;
         if (a->csv && arg_json)
                 return usage_error(history_usage, "history: --json and --csv exclude each other");
         if (a->has_since && a->has_until && a->since >= a->until)
                 return usage_error(history_usage, "history: --since must be before --until");
-        return -1;
+        return 1;
 }
 
 /* history --unit: the processes of the units summed, as one history. */
@@ -300,13 +291,13 @@ static int verb_history(int argc, char *argv[]) {
         int r;
 
         r = history_parse_argv(argc, argv, &a);
-        if (r < 0) {
-                /* One connection for every call of the command. */
-                if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
-                        r = EXIT_FAILURE;
-                else
-                        r = a.unit ? unit_history(c, &a) : process_history(c, &a);
-        }
+        if (r <= 0)
+                r = parse_argv_exit_code(r);
+        /* One connection for every call of the command. */
+        else if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
+                r = EXIT_FAILURE;
+        else
+                r = a.unit ? unit_history(c, &a) : process_history(c, &a);
         free(a.unit);
         return r;
 }
@@ -338,45 +329,44 @@ static void sites_help(void) {
                sites_usage, SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
 }
 
-/* One option of sites into *a: -1 to go on, else the verb's exit code. */
+/* One option of sites into *a; returns as parse_argv() (argv-util.h). */
 static int sites_option(int c, SitesArgs *a, uint64_t now) {
-        long long v;
+        uint64_t v;
+        int r;
 
         switch (c) {
         case 's':
-                if (parse_time_arg(sites_usage, "--since", optarg, now, &a->q.since_usec) < 0)
-                        return EXIT_USAGE;
+                r = parse_time_arg(sites_usage, "--since", optarg, now, &a->q.since_usec);
                 a->has_since = true;
-                return -1;
+                return r < 0 ? r : 1;
         case 'u':
-                if (parse_time_arg(sites_usage, "--until", optarg, now, &a->q.until_usec) < 0)
-                        return EXIT_USAGE;
+                r = parse_time_arg(sites_usage, "--until", optarg, now, &a->q.until_usec);
                 a->has_until = true;
-                return -1;
+                return r < 0 ? r : 1;
         case 'T':
-                if (parse_int_arg(optarg, 0, INT64_MAX, &v) < 0)
+                if (parse_integer(optarg, 0, INT64_MAX, 0, &v) < 0)
                         return usage_error(sites_usage,
                                            "invalid --start-time '%s': expected nanoseconds since boot (trapstat procs --exited lists them)",
                                            optarg);
-                a->q.start_time = (uint64_t) v;
-                return -1;
+                a->q.start_time = v;
+                return 1;
         case 't':
                 a->traps = true;
-                return -1;
+                return 1;
         case 'f':
                 a->faults = true;
-                return -1;
+                return 1;
         case 'n':
-                if (parse_int_arg(optarg, 1, SITES_MAX_LIMIT, &v) < 0)
+                if (parse_integer(optarg, 1, SITES_MAX_LIMIT, 0, &v) < 0)
                         return usage_error(sites_usage, "invalid --limit '%s': expected 1 to %d", optarg, SITES_MAX_LIMIT);
                 a->q.limit = (unsigned) v;
-                return -1;
+                return 1;
         default:
                 return common_option(c, sites_usage, sites_help, &a->csv);
         }
 }
 
-/* sites' command line into *a: -1 to go on, else the verb's exit code. */
+/* sites' command line into *a; returns as parse_argv() (argv-util.h). */
 static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
@@ -390,10 +380,11 @@ static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "n:h", options, NULL)) >= 0)
-                if ((r = sites_option(c, a, now)) >= 0)
+                if ((r = sites_option(c, a, now)) <= 0)
                         return r;
-        if (parse_pid_operand(sites_usage, "sites", argc, argv, &a->q.pid) < 0)
-                return EXIT_USAGE;
+        r = parse_pid_operand(sites_usage, "sites", argc, argv, &a->q.pid);
+        if (r < 0)
+                return r;
         if (a->traps && a->faults)
                 return usage_error(sites_usage, "sites: --traps and --faults exclude each other (without either: both)");
         if (a->csv && arg_json)
@@ -404,7 +395,7 @@ static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
                 a->q.kind = SITE_TRAP;
         else if (a->faults)
                 a->q.kind = SITE_FAULT;
-        return -1;
+        return 1;
 }
 
 static int verb_sites(int argc, char *argv[]) {
@@ -416,8 +407,8 @@ static int verb_sites(int argc, char *argv[]) {
         int r;
 
         r = sites_parse_argv(argc, argv, &a);
-        if (r >= 0)
-                return r;
+        if (r <= 0)
+                return parse_argv_exit_code(r);
         if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
                 return EXIT_FAILURE;
         r = trapstat_sites(c, &a.q, &reply, &error);
@@ -466,40 +457,41 @@ static void procs_help(void) {
                procs_usage, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
 }
 
-/* One option of procs into *a: -1 to go on, else the verb's exit code. */
+/* One option of procs into *a; returns as parse_argv() (argv-util.h). */
 static int procs_option(int c, ProcsArgs *a) {
-        long long v;
+        uint64_t v;
 
         switch (c) {
         case 'a':
                 a->q.include_exited = true;
-                return -1;
+                return 1;
         case 'c':
                 if (!*optarg)
                         return usage_error(procs_usage, "invalid --comm '': expected a command name or shell glob");
                 a->q.comm = optarg;
-                return -1;
+                return 1;
         case 'u':
                 if (!*optarg)
                         return usage_error(procs_usage, "invalid --unit '': expected a unit name, e.g. nginx.service");
                 a->q.unit = optarg;
-                return -1;
+                return 1;
         case 'p':
-                if (parse_int_arg(optarg, 1, UINT32_MAX, &v) < 0)
+                if (parse_integer(optarg, 1, UINT32_MAX, 0, &v) < 0)
                         return usage_error(procs_usage, "invalid --pid '%s': expected a process id", optarg);
                 a->q.pid = (uint32_t) v;
-                return -1;
+                return 1;
         case 'l':
-                if (parse_int_arg(optarg, 1, LIST_MAX_LIMIT, &v) < 0)
+                if (parse_integer(optarg, 1, LIST_MAX_LIMIT, 0, &v) < 0)
                         return usage_error(procs_usage, "invalid --limit '%s': expected 1 to %d", optarg, LIST_MAX_LIMIT);
                 a->q.limit = (unsigned) v;
-                return -1;
+                return 1;
         default:
                 return common_option(c, procs_usage, procs_help, &a->csv);
         }
 }
 
-static int verb_procs(int argc, char *argv[]) {
+/* procs' command line into *a; returns as parse_argv() (argv-util.h). */
+static int procs_parse_argv(int argc, char *argv[], ProcsArgs *a) {
         static const struct option options[] = {
                 { "exited", no_argument, NULL, 'a' },    { "all", no_argument, NULL, 'a' },
                 { "comm", required_argument, NULL, 'c' }, { "unit", required_argument, NULL, 'u' },
@@ -507,22 +499,30 @@ static int verb_procs(int argc, char *argv[]) {
                 { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, OPT_CSV },
                 { "help", no_argument, NULL, 'h' },       {},
         };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "ac:u:p:l:h", options, NULL)) >= 0)
+                if ((r = procs_option(c, a)) <= 0)
+                        return r;
+        if (optind < argc)
+                return usage_error(procs_usage, "procs: unexpected argument '%s'", argv[optind]);
+        if (a->csv && arg_json)
+                return usage_error(procs_usage, "procs: --json and --csv exclude each other");
+        return 1;
+}
+
+static int verb_procs(int argc, char *argv[]) {
         _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
         _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply reply = {};
         _cleanup_(trapstat_error_done) TrapstatError error = {};
         ProcsArgs a = {};
         OutputStyle style;
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "ac:u:p:l:h", options, NULL)) >= 0)
-                if ((r = procs_option(c, &a)) >= 0)
-                        return r;
-        if (optind < argc)
-                return usage_error(procs_usage, "procs: unexpected argument '%s'", argv[optind]);
-        if (a.csv && arg_json)
-                return usage_error(procs_usage, "procs: --json and --csv exclude each other");
-
+        r = procs_parse_argv(argc, argv, &a);
+        if (r <= 0)
+                return parse_argv_exit_code(r);
         if (cli_connect(CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
         r = trapstat_list_processes(vc, &a.q, &reply, &error);
@@ -557,34 +557,44 @@ static void traps_help(void) {
                traps_usage);
 }
 
-static int verb_traps(int argc, char *argv[]) {
+/* traps' command line: --since into *since; returns as parse_argv() (argv-util.h). */
+static int traps_parse_argv(int argc, char *argv[], uint64_t now, uint64_t *since) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "s:h", options, NULL)) >= 0) {
+                if (c != 's') {
+                        if ((r = common_option(c, traps_usage, traps_help, NULL)) <= 0)
+                                return r;
+                        continue;
+                }
+                r = parse_time_arg(traps_usage, "--since", optarg, now, since);
+                if (r < 0)
+                        return r;
+                if (*since >= now)
+                        return usage_error(traps_usage, "invalid --since '%s': not in the past", optarg);
+        }
+        if (optind < argc)
+                return usage_error(traps_usage, "traps: unexpected argument '%s'", argv[optind]);
+        return 1;
+}
+
+static int verb_traps(int argc, char *argv[]) {
         uint64_t now = now_usec(CLOCK_REALTIME), since = now - TRAPS_DEFAULT_WINDOW_SEC * USEC_PER_SEC, window;
         _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
         _cleanup_(trapstat_traps_reply_done) TrapstatTrapsReply reply = {};
         _cleanup_(trapstat_error_done) TrapstatError error = {};
-        int c, r;
+        int r;
 
-        optind = 0;
-        while ((c = getopt_long(argc, argv, "s:h", options, NULL)) >= 0)
-                switch (c) {
-                case 's':
-                        if (parse_time_arg(traps_usage, "--since", optarg, now, &since) < 0)
-                                return EXIT_USAGE;
-                        if (since >= now)
-                                return usage_error(traps_usage, "invalid --since '%s': not in the past", optarg);
-                        break;
-                default:
-                        if ((r = common_option(c, traps_usage, traps_help, NULL)) >= 0)
-                                return r;
-                }
-        if (optind < argc)
-                return usage_error(traps_usage, "traps: unexpected argument '%s'", argv[optind]);
+        r = traps_parse_argv(argc, argv, now, &since);
+        if (r <= 0)
+                return parse_argv_exit_code(r);
 
         /* Whole seconds, rounded up so the window covers --since. */
         window = (now - since + USEC_PER_SEC - 1) / USEC_PER_SEC;
@@ -606,12 +616,8 @@ static int verb_traps(int argc, char *argv[]) {
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
-static int verb_status(int argc, char *argv[]) {
-        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
-        _cleanup_(trapstat_status_reply_done) TrapstatStatusReply reply = {};
-        _cleanup_(trapstat_error_done) TrapstatError error = {};
-        int r;
-
+/* status' command line; returns as parse_argv() (argv-util.h). */
+static int status_parse_argv(int argc, char *argv[]) {
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         printf("Usage: trapstat status [--json]\n\n"
@@ -624,6 +630,18 @@ static int verb_status(int argc, char *argv[]) {
                 else
                         return usage_error("Usage: trapstat status [--json]", "status: unexpected argument '%s'", argv[i]);
         }
+        return 1;
+}
+
+static int verb_status(int argc, char *argv[]) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+        _cleanup_(trapstat_status_reply_done) TrapstatStatusReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        int r;
+
+        r = status_parse_argv(argc, argv);
+        if (r <= 0)
+                return parse_argv_exit_code(r);
         if (cli_connect(CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
         r = trapstat_get_status(vc, &reply, &error);
@@ -642,24 +660,28 @@ static int verb_status(int argc, char *argv[]) {
 
 static const char *const call_usage = "Usage: trapstat call [--more] METHOD [PARAMETERS-JSON]";
 
-/* Raw varlink, for debugging and scripts: prints each reply's parameters as JSON. */
-static int verb_call(int argc, char *argv[]) {
+/* What call was asked on its command line. */
+typedef struct CallArgs {
+        const char *method;
+        json_t *params; /* NULL: none */
+        bool more;
+} CallArgs;
+
+/* call's command line into *a; returns as parse_argv() (argv-util.h). */
+static int call_parse_argv(int argc, char *argv[], CallArgs *a) {
         static const struct option options[] = {
                 { "more", no_argument, NULL, 'm' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        _cleanup_json_ json_t *params = NULL;
-        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
-        bool more = false, continues = true;
         json_error_t error;
-        int c, r = 0;
+        int c;
 
         optind = 0;
         while ((c = getopt_long(argc, argv, "+mh", options, NULL)) >= 0)
                 switch (c) {
                 case 'm':
-                        more = true;
+                        a->more = true;
                         break;
                 case 'h':
                         printf("%s\n\n"
@@ -670,8 +692,7 @@ static int verb_call(int argc, char *argv[]) {
                                call_usage);
                         return 0;
                 default:
-                        fprintf(stderr, "%s\n", call_usage);
-                        return EXIT_USAGE;
+                        return usage_hint(call_usage);
                 }
         argc -= optind - 1;
         argv += optind - 1;
@@ -681,24 +702,33 @@ static int verb_call(int argc, char *argv[]) {
                 return usage_error(call_usage, "call: unexpected argument '%s'", argv[3]);
         if (!strchr(argv[1], '.') || argv[1][0] == '.' || argv[1][strlen(argv[1]) - 1] == '.')
                 return usage_error(call_usage, "call: '%s' is not a qualified method name (interface.Method)", argv[1]);
+        a->method = argv[1];
         if (argc == 3) {
-                params = json_loads(argv[2], JSON_REJECT_DUPLICATES, &error);
-                if (!json_is_object(params))
+                a->params = json_loads(argv[2], JSON_REJECT_DUPLICATES, &error);
+                if (!json_is_object(a->params))
                         return usage_error(call_usage, "call: parameters must be a JSON object: %s",
-                                           params ? "not an object" : error.text);
+                                           a->params ? "not an object" : error.text);
         }
+        return 1;
+}
+
+/* Makes the call and prints each reply's parameters as JSON; the verb's exit code. */
+static int call_run(const CallArgs *a) {
+        _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
+        bool continues = true;
+        int r;
 
         /* A stream has no end of its own: no timeout between its replies. */
-        if (cli_connect(more ? 0 : CALL_TIMEOUT_USEC, &vc) < 0)
+        if (cli_connect(a->more ? 0 : CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
-        r = trapstat_client_start(vc, argv[1], params, more);
+        r = trapstat_client_start(vc, a->method, a->params, a->more);
         while (r >= 0 && continues) {
                 _cleanup_(trapstat_error_done) TrapstatError reply_error = {};
                 _cleanup_json_ json_t *reply = NULL;
 
                 r = trapstat_client_read(vc, &reply, &continues, &reply_error);
                 if (r == TRAPSTAT_ERROR_REPLY) {
-                        report_error_reply(argv[1], &reply_error);
+                        report_error_reply(a->method, &reply_error);
                         return EXIT_FAILURE;
                 }
                 if (r < 0)
@@ -706,10 +736,21 @@ static int verb_call(int argc, char *argv[]) {
                 print_json(reply);
         }
         if (r == -ECONNRESET)
-                return fail("trapstatd closed the connection during %s", argv[1]);
+                return fail("trapstatd closed the connection during %s", a->method);
         if (r < 0)
-                return fail("%s on %s failed: %s", argv[1], arg_socket, strerror(-r));
+                return fail("%s on %s failed: %s", a->method, arg_socket, strerror(-r));
         return 0;
+}
+
+/* Raw varlink, for debugging and scripts: prints each reply's parameters as JSON. */
+static int verb_call(int argc, char *argv[]) {
+        CallArgs a = {};
+        int r;
+
+        r = call_parse_argv(argc, argv, &a);
+        r = r > 0 ? call_run(&a) : parse_argv_exit_code(r);
+        json_decref(a.params);
+        return r;
 }
 
 static const struct {
@@ -740,7 +781,8 @@ static void help(void) {
                TRAPSTAT_DEFAULT_SOCKET);
 }
 
-int main(int argc, char *argv[]) {
+/* The options before the verb; returns as parse_argv() (argv-util.h). optind is the verb's. */
+static int parse_argv(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 'S' },
                 { "json", no_argument, NULL, 'j' },
@@ -750,15 +792,12 @@ int main(int argc, char *argv[]) {
         };
         int c;
 
-        /* Only the character set: numbers stay in the C locale, as scripts expect. */
-        setlocale(LC_CTYPE, "");
-
         /* "+": stop at the verb; its own options follow it. */
         while ((c = getopt_long(argc, argv, "+S:jhV", options, NULL)) >= 0)
                 switch (c) {
                 case 'S':
                         if (!*optarg)
-                                return usage_error(NULL, "invalid --socket '': expected a path");
+                                return usage_error(global_usage, "invalid --socket '': expected a path");
                         arg_socket = optarg;
                         break;
                 case 'j':
@@ -771,12 +810,22 @@ int main(int argc, char *argv[]) {
                         printf("trapstat %s\n", TRAPSTAT_VERSION);
                         return 0;
                 default:
-                        fprintf(stderr, "%s\n", global_usage);
-                        return EXIT_USAGE;
+                        return usage_hint(global_usage);
                 }
         if (optind >= argc)
-                return usage_error(NULL, "missing command");
+                return usage_error(global_usage, "missing command");
+        return 1;
+}
 
+int main(int argc, char *argv[]) {
+        int r;
+
+        /* Only the character set: numbers stay in the C locale, as scripts expect. */
+        setlocale(LC_CTYPE, "");
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return parse_argv_exit_code(r);
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (strcmp(argv[optind], verbs[i].name) == 0) {
                         /* getopt names the program by argv[0] in its messages: "trapstat top: ...". */
@@ -790,5 +839,5 @@ int main(int argc, char *argv[]) {
                 help();
                 return 0;
         }
-        return usage_error(NULL, "unknown command '%s'", argv[optind]);
+        return parse_argv_exit_code(usage_error(global_usage, "unknown command '%s'", argv[optind]));
 }

@@ -18,8 +18,6 @@ const FaultField fault_fields[] = {
 #undef FIELD
 const size_t n_fault_fields = ELEMENTSOF(fault_fields);
 
-bool fault_access_known = true;
-
 bool fault_field_is_access(const FaultField *field) {
         return field->offset >= offsetof(Faults, read) && field->offset <= offsetof(Faults, protection);
 }
@@ -64,9 +62,9 @@ bool faults_is_zero(const Faults *f) {
         return true;
 }
 
-json_t *faults_to_json(const Faults *f) {
+json_t *faults_to_json(const Faults *f, bool access_known) {
         json_t *o = json_object();
-        bool unknown = f->access_unknown || !fault_access_known;
+        bool unknown = f->access_unknown || !access_known;
 
         if (!o)
                 return NULL;
@@ -155,33 +153,3 @@ json_t *process_info_to_json(const ProcessInfo *p) {
                          "exited", p->exited);
 }
 
-int process_info_from_json(json_t *j, ProcessInfo *ret) {
-        json_int_t pid, start_time, uid, first, last;
-        const char *comm, *cmdline = NULL, *unit = NULL;
-        int exited;
-        ProcessInfo p = {};
-
-        if (json_unpack(j, "{s:I, s:I, s:s, s?s, s:I, s?s, s:I, s:I, s:b !}",
-                        "pid", &pid, "startTime", &start_time, "comm", &comm, "cmdline", &cmdline,
-                        "uid", &uid, "unit", &unit, "firstSeenUsec", &first, "lastSeenUsec", &last,
-                        "exited", &exited) < 0)
-                return -EBADMSG;
-        if (pid < 0 || pid > UINT32_MAX || start_time < 0 || uid < 0 || uid > UINT32_MAX)
-                return -EBADMSG;
-
-        p.pid = (uint32_t) pid;
-        p.start_time = (uint64_t) start_time;
-        snprintf(p.comm, sizeof(p.comm), "%s", comm);
-        p.uid = (uint32_t) uid;
-        p.first_seen_usec = (uint64_t) first;
-        p.last_seen_usec = (uint64_t) last;
-        p.exited = exited;
-        p.cmdline = cmdline ? strdup(cmdline) : NULL;
-        p.unit = unit ? strdup(unit) : NULL;
-        if ((cmdline && !p.cmdline) || (unit && !p.unit)) {
-                process_info_done(&p);
-                return -ENOMEM;
-        }
-        *ret = p;
-        return 0;
-}

@@ -25,12 +25,6 @@ typedef struct Faults {
         bool access_unknown;
 } Faults;
 
-/* Whether this daemon counts read / write / exec / protection: only where the fault events carry
- * the access kind (x86's exceptions:page_fault_user). Where they do not (arm64; the perf
- * software events instead of the exception events), replies carry null for the four, never a
- * false zero. Set by trapstatd once its sources are chosen; true until then. */
-extern bool fault_access_known;
-
 /* One row per Faults member, in IDL order: the JSON name (also the CSV header and the SQL
  * column suffix) and its offset, so every layer iterates one table instead of naming fields. */
 typedef struct FaultField {
@@ -74,8 +68,12 @@ int sort_key_from_name(const char *name, SortKey *ret);
 
 void faults_add(Faults *a, const Faults *b);
 bool faults_is_zero(const Faults *f);
-/* The four access members null when f->access_unknown or !fault_access_known. */
-json_t *faults_to_json(const Faults *f);
+/* The four access members null when f->access_unknown or !access_known. access_known: whether
+ * the daemon counts read / write / exec / protection at all, which it does only where the fault
+ * events carry the access kind (x86's exceptions:page_fault_user; collector_fault_access_known()).
+ * Where they do not (arm64; the perf software events instead of the exception events), replies
+ * carry null for the four, never a false zero. */
+json_t *faults_to_json(const Faults *f, bool access_known);
 /* Strict: every member present, a non-negative integer (null for the four access members, which
  * sets access_unknown); no unknown members. -EBADMSG otherwise. */
 int faults_from_json(json_t *j, Faults *ret);
@@ -106,7 +104,6 @@ int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, u
 /* Deep copy into *ret. */
 int process_info_copy(const ProcessInfo *p, ProcessInfo *ret);
 json_t *process_info_to_json(const ProcessInfo *p);
-int process_info_from_json(json_t *j, ProcessInfo *ret);
 
 /* One process's counts over one tick: what the collector hands to the store. */
 typedef struct ProcessSample {

@@ -210,8 +210,9 @@ fail:
         return -ENOMEM;
 }
 
-json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t) {
-        json_t *o = json_pack("{s:o, s:o}", "faults", faults_to_json(f), "faultTime", fault_time_to_json(ft));
+json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t, bool access_known) {
+        json_t *o = json_pack("{s:o, s:o}", "faults", faults_to_json(f, access_known), "faultTime",
+                              fault_time_to_json(ft));
 
         if (o && traps_to_json(t, o) < 0) {
                 json_decref(o);
@@ -246,7 +247,8 @@ static bool put_member(char *buf, size_t *k, bool first, const char *name, uint6
                put(buf, k, "\":", 2) && put_u64(buf, k, v > INT64_MAX ? (uint64_t) INT64_MAX : v);
 }
 
-int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, char buf[static COUNTERS_JSON_MAX]) {
+int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, bool access_known,
+                         char buf[static COUNTERS_JSON_MAX]) {
         static const char head[] = "{\"faults\":{", middle[] = "},\"faultTime\":{",
                           tail[] = "]},\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
         size_t k = 0;
@@ -256,7 +258,7 @@ int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, c
                 return -EINVAL;
         ok = put(buf, &k, head, sizeof(head) - 1);
         for (size_t i = 0; ok && i < n_fault_fields; i++)
-                if ((f->access_unknown || !fault_access_known) && fault_field_is_access(&fault_fields[i]))
+                if ((f->access_unknown || !access_known) && fault_field_is_access(&fault_fields[i]))
                         /* As faults_to_json(): an access member not counted is null. */
                         ok = (i == 0 || put(buf, &k, ",", 1)) && put(buf, &k, "\"", 1) &&
                              put(buf, &k, fault_fields[i].name, strlen(fault_fields[i].name)) && put(buf, &k, "\":null", 6);

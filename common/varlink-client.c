@@ -91,11 +91,6 @@ VarlinkClient *varlink_client_free(VarlinkClient *c) {
         return NULL;
 }
 
-void varlink_client_set_max_message_size(VarlinkClient *c, size_t max) {
-        if (c)
-                c->max_message_size = max ?: VARLINK_CLIENT_DEFAULT_MAX_MESSAGE_SIZE;
-}
-
 static int client_send(VarlinkClient *c, const char *p, size_t n) {
         while (n > 0) {
                 /* MSG_NOSIGNAL: a server that went away must give us EPIPE, not kill us. */

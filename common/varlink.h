@@ -228,7 +228,6 @@ enum {
  * Returns 0 or the negative errno of socket()/connect(). */
 int varlink_client_connect(const char *path, uint64_t timeout_usec, VarlinkClient **ret);
 VarlinkClient *varlink_client_free(VarlinkClient *c);
-void varlink_client_set_max_message_size(VarlinkClient *c, size_t max);
 
 /* Sends one call; parameters is borrowed and may be NULL. When the server has closed the
  * connection, the call still succeeds: a server that refuses a connection says why before it

@@ -47,7 +47,7 @@ struct Manager {
         VarlinkServer *report_server; /* io.systemd.Metrics, when a report socket is given */
         QueryPool *queries;
         Checkpointer *checkpointer; /* the WAL's checkpoints, off the event loop */
-        uint32_t *reserved_uids;    /* config.retention.reserved_uids */
+        uint32_t *reserved_uids;    /* config.writer.retention.reserved_uids */
         WatchSet *watches;
         UnitTotals *unit_totals;
         uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
@@ -248,8 +248,8 @@ static int resolve_reserved_uids(Manager *m) {
                 if (array_append((void **) &m->reserved_uids, &n, &capacity, sizeof(pw.pw_uid), &pw.pw_uid) < 0)
                         return -ENOMEM;
         }
-        m->config.retention.reserved_uids = m->reserved_uids;
-        m->config.retention.n_reserved_uids = n;
+        m->config.writer.retention.reserved_uids = m->reserved_uids;
+        m->config.writer.retention.n_reserved_uids = n;
         return 0;
 }
 
@@ -259,30 +259,35 @@ static int query_sync(void *userdata, uint64_t seq, uint64_t deadline_usec, cons
         return writer_sync(m->writer, seq, deadline_usec, cancelled);
 }
 
+/* What only the manager knows of the parts' configs, once /proc, the boot id and the state
+ * directory are open; the checkpointer follows when it starts (manager_start_writer()). */
+static void manager_config_own(Manager *m) {
+        m->config.collector.proc_fd = m->proc_fd;
+        m->config.writer.db_path = m->db_path;
+        m->config.writer.boot_id = m->boot_id;
+        m->config.writer.proc_fd = m->proc_fd;
+        m->config.queries.db_path = m->db_path;
+        m->config.queries.boot_id = m->boot_id;
+        m->config.queries.sync = query_sync;
+        m->config.queries.sync_userdata = m;
+}
+
 /* The io.trapstat server, and the report socket's own: there, io.systemd.Metrics and
  * org.varlink.service only, whoever may connect (the socket's mode decides). */
 static int manager_new_servers(Manager *m) {
-        const ManagerConfig *config = &m->config;
-        VarlinkServerConfig server_config = {
-                .vendor = "trapstat",
-                .product = "trapstatd",
-                .version = TRAPSTAT_VERSION,
-                .url = "",
-                .max_message_size = config->max_message_size,
-                .max_buffer = config->max_buffer,
-                .max_connections = config->max_connections,
-                .max_connections_per_uid = config->max_connections_per_uid,
-                .reserved_connections = config->reserved_connections,
-                .idle_timeout_sec = config->idle_timeout_sec,
-                .write_timeout_usec = config->write_timeout_usec,
-                .privileged_group = TRAPSTAT_GROUP,
-                .refused_error = "io.trapstat.TooManyConnections",
-        };
-        VarlinkServerConfig report_config = server_config;
+        VarlinkServerConfig *server_config = &m->config.server, report_config;
         int r;
 
+        server_config->vendor = "trapstat";
+        server_config->product = "trapstatd";
+        server_config->version = TRAPSTAT_VERSION;
+        server_config->url = "";
+        server_config->privileged_group = TRAPSTAT_GROUP;
+        server_config->refused_error = "io.trapstat.TooManyConnections";
+        /* The same limits; a refused report client is only closed. */
+        report_config = *server_config;
         report_config.refused_error = NULL;
-        r = varlink_server_new(m->base, &server_config, &m->server);
+        r = varlink_server_new(m->base, server_config, &m->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to create varlink server: %m");
         r = methods_register(m->server, m);
@@ -336,6 +341,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         r = state_dir_open(config->state_dir, &m->lock_fd, &m->db_path);
         if (r < 0)
                 return r;
+        manager_config_own(m);
         r = resolve_reserved_uids(m);
         if (r < 0)
                 return log_error_errno(r, "Out of memory");
@@ -358,41 +364,28 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
 
 /* The database's threads: the checkpointer, and the writer that uses it. */
 static int manager_start_writer(Manager *m) {
-        const ManagerConfig *config = &m->config;
         int r;
 
         r = checkpointer_new(m->db_path, &m->checkpointer);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the checkpoint thread: %m");
-        r = writer_new(&(WriterConfig) { .db_path = m->db_path, .boot_id = m->boot_id,
-                                         .retention = config->retention, .max_cmdline = config->max_cmdline,
-                                         .max_queue = config->writer_queue, .checkpointer = m->checkpointer,
-                                         .proc_fd = m->proc_fd },
-                       &m->writer);
+        m->config.writer.checkpointer = m->checkpointer;
+        r = writer_new(&m->config.writer, &m->writer);
         if (r < 0)
                 return r;
-        writer_set_hold_file(m->writer, config->writer_hold_file);
+#if TRAPSTAT_TEST_HOOKS
+        /* Test builds only (meson option test_hooks; the package is built without): the writer
+         * is held while this file exists, to test it falling behind (test_writer.py). */
+        writer_set_hold_file(m->writer, secure_getenv("TRAPSTATD_TEST_HOLD_WRITER"));
+#endif
         return 0;
 }
 
 /* Loads and attaches the BPF programs: counting starts here. */
 static int manager_start_collector(Manager *m) {
-        const ManagerConfig *config = &m->config;
         int r;
 
-        r = collector_new(&(CollectorConfig) { .slots = config->slots, .max_processes = config->max_processes,
-                                               .event_buffer = config->event_buffer,
-                                               .max_sites = config->max_sites,
-                                               .max_sites_per_process = config->max_sites_per_process,
-                                               .max_sites_per_user = config->max_sites_per_user,
-                                               .site_reserve = config->site_reserve,
-                                               .site_maps_lines = config->site_maps_lines,
-                                               .fault_sample = config->fault_sample,
-                                               .symbol_files_per_minute = config->symbol_files_per_minute,
-                                               .symbol_bytes_per_minute = config->symbol_bytes_per_minute,
-                                               .proc_fd = m->proc_fd, .disable = config->disable_sources,
-                                               .enable = config->enable_sources },
-                          &m->collector);
+        r = collector_new(&m->config.collector, &m->collector);
         /* One that failed to attach was logged as it was tried; the others were disabled or are
          * not in this kernel. */
         if (r == -ENOTSUP)
@@ -401,6 +394,7 @@ static int manager_start_collector(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the BPF programs: %m");
 
+        watch_set_set_access_known(m->watches, collector_fault_access_known(m->collector));
         m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
         m->start_usec = now_usec(CLOCK_REALTIME);
         m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);
@@ -410,7 +404,6 @@ static int manager_start_collector(Manager *m) {
 }
 
 int manager_start(Manager *m) {
-        const ManagerConfig *config = &m->config;
         int r;
 
         r = manager_start_writer(m);
@@ -419,17 +412,7 @@ int manager_start(Manager *m) {
         r = manager_start_collector(m);
         if (r < 0)
                 return r;
-        r = query_pool_new(m->base,
-                           &(QueryPoolConfig) { .db_path = m->db_path,
-                                                .boot_id = m->boot_id,
-                                                .sync = query_sync,
-                                                .sync_userdata = m,
-                                                .threads = config->query_threads,
-                                                .per_uid = config->queries_per_uid,
-                                                .cost_limit = config->query_cost_limit,
-                                                .time_limit_usec = config->query_time_limit_usec,
-                                                .max_reply_size = config->max_reply_size },
-                           &m->queries);
+        r = query_pool_new(m->base, &m->config.queries, &m->queries);
         if (r < 0)
                 return log_error_errno(r, "Failed to start query threads: %m");
         /* Last: clients connect once there is something to answer them. */

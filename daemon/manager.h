@@ -10,45 +10,28 @@
 #include "collector.h"
 #include "defaults.h"
 #include "macro.h"
+#include "query-pool.h"
 #include "store.h"
+#include "varlink.h"
 #include "writer.h"
 
 
+/* The daemon's configuration: its own few settings, and each part's config as that part defines
+ * it, filled in place by trapstatd.c's options. The manager passes the parts on as they are and
+ * sets only what it alone knows: the proc fd, the boot id, the database's path, the checkpointer,
+ * the query sync, the server's name and group, root's and group trapstat's uids. A new option of
+ * a part touches its option table entry, its field in the part's config and its use there. */
 typedef struct ManagerConfig {
         const char *state_dir;
         const char *socket_path;
-        uint64_t tick_usec;
-        uint32_t slots;
-        uint32_t max_processes;
-        uint32_t event_buffer; /* bytes; 0: the collector's default */
-        uint32_t max_sites;    /* 0: the collector's default */
-        uint32_t max_sites_per_process; /* 0: the collector's default */
-        uint32_t max_sites_per_user;    /* 0: the collector's default */
-        uint32_t site_reserve;          /* 0: the collector's default; COLLECTOR_SITE_RESERVE_NONE: none */
-        uint32_t site_maps_lines;       /* 0: the collector's default; COLLECTOR_SITE_MAPS_LINES_NONE: none */
-        uint32_t fault_sample; /* as CollectorConfig.fault_sample */
-        uint64_t symbol_files_per_minute; /* as CollectorConfig's; 0: default */
-        uint64_t symbol_bytes_per_minute;
-        const char *disable_sources;
-        const char *enable_sources;
-        StoreRetention retention;
-        unsigned writer_queue; /* ticks waiting for the writer; 0: WRITER_DEFAULT_QUEUE */
-        const char *writer_hold_file; /* tests only (writer_set_hold_file()); NULL: none */
-        size_t max_cmdline; /* bytes of a command line stored (store_set_max_cmdline()) */
-        size_t max_message_size;
-        size_t max_buffer;
-        unsigned max_connections;
-        unsigned max_connections_per_uid;
-        unsigned reserved_connections; /* (unsigned) -1: none; 0: default */
-        unsigned idle_timeout_sec;
-        unsigned query_threads, queries_per_uid;
-        uint64_t query_cost_limit;
-        uint64_t query_time_limit_usec; /* 0: QUERY_DEFAULT_TIME_LIMIT_USEC */
-        size_t max_reply_size;          /* 0: QUERY_DEFAULT_MAX_REPLY_SIZE */
-        uint64_t write_timeout_usec;    /* 0: idle_timeout_sec */
-        size_t max_unit_totals; /* 0: DEFAULT_MAX_UNIT_TOTALS */
         const char *report_socket_path; /* io.systemd.Metrics; NULL: only one passed by systemd */
-        size_t report_max_metrics;      /* 0: DEFAULT_REPORT_MAX_METRICS */
+        uint64_t tick_usec;
+        size_t max_unit_totals;    /* 0: DEFAULT_MAX_UNIT_TOTALS */
+        size_t report_max_metrics; /* 0: DEFAULT_REPORT_MAX_METRICS */
+        CollectorConfig collector;
+        WriterConfig writer; /* the store's retention and size cap in .retention */
+        VarlinkServerConfig server;
+        QueryPoolConfig queries;
 } ManagerConfig;
 
 typedef struct Manager Manager;

@@ -264,6 +264,7 @@ typedef struct TopArgs {
         size_t limit;
         int64_t uid;
         ProcessFilter filter;
+        bool access_known; /* collector_fault_access_known(), taken on the loop */
 } TopArgs;
 
 static void top_args_free(void *userdata) {
@@ -292,7 +293,9 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
         r = varlink_reply_new_array("rows", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
-                                                          "counters", counters_to_json(&rows[i].faults, &rows[i].fault_time, &rows[i].traps)));
+                                                          "counters",
+                                                          counters_to_json(&rows[i].faults, &rows[i].fault_time,
+                                                                           &rows[i].traps, a->access_known)));
         store_rows_free(rows, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) other);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
@@ -327,7 +330,8 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                             .sort = param_sort_key(parameters).name,
                             .limit = (size_t) limit,
                             .uid = visible_uid(call),
-                            .filter = filter };
+                            .filter = filter,
+                            .access_known = collector_fault_access_known(manager_collector(m)) };
         filter = PROCESS_FILTER_NONE; /* the worker's now */
         return submit(call, m, true, run_top, args, top_args_free);
 }
@@ -420,16 +424,17 @@ static int find_process(Store *reader, const ProcessRange *range, int64_t *ret_i
 /* One sample of History or UnitHistory: {"timeUsec": ..., "counters": ...}. Written as text
  * where it has no traps (nearly always): a day at 60 s is 1440 of them, and building and dumping
  * a json_t for each was most of the call's time. */
-static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row) {
+static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row, bool access_known) {
         static const Traps none = {};
         const Traps *traps = row->traps ?: &none;
         char counters[COUNTERS_JSON_MAX], element[COUNTERS_JSON_MAX + 64];
         int n;
 
-        if (counters_format_json(&row->faults, &row->fault_time, traps, counters) < 0)
+        if (counters_format_json(&row->faults, &row->fault_time, traps, access_known, counters) < 0)
                 return varlink_reply_append(reply,
                                             json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec, "counters",
-                                                      counters_to_json(&row->faults, &row->fault_time, traps)));
+                                                      counters_to_json(&row->faults, &row->fault_time, traps,
+                                                                       access_known)));
         n = snprintf(element, sizeof(element), "{\"timeUsec\":%" PRId64 ",\"counters\":%s}", (int64_t) row->time_usec,
                      counters);
         if (n < 0 || (size_t) n >= sizeof(element))
@@ -440,6 +445,7 @@ static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row) {
 typedef struct HistoryArgs {
         ProcessRange range;
         int64_t resolution_sec; /* 0: chosen by the process's lifetime */
+        bool access_known;      /* collector_fault_access_known(), taken on the loop */
 } HistoryArgs;
 
 static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
@@ -476,11 +482,11 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
                 fault_time_add(&total_time, &rows[i].fault_time);
                 if (rows[i].traps)
                         traps_add(&total_traps, rows[i].traps);
-                r = append_sample(reply, &rows[i]);
+                r = append_sample(reply, &rows[i], a->access_known);
         }
         store_history_rows_free(rows, n);
         members = json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
-                            counters_to_json(&total, &total_time, &total_traps));
+                            counters_to_json(&total, &total_time, &total_traps, a->access_known));
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
@@ -502,7 +508,9 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         args = malloc(sizeof(*args));
         if (!args)
                 return -ENOMEM;
-        *args = (HistoryArgs) { .range = range, .resolution_sec = resolution };
+        *args = (HistoryArgs) { .range = range,
+                                .resolution_sec = resolution,
+                                .access_known = collector_fault_access_known(manager_collector(m)) };
         return submit(call, m, true, run_history, args, free);
 }
 
@@ -510,6 +518,7 @@ typedef struct UnitHistoryArgs {
         uint64_t since_usec, until_usec;
         int64_t resolution_sec; /* 0: chosen by the span of the units' processes */
         int64_t uid;            /* >= 0: the caller sees only this user's processes */
+        bool access_known;      /* collector_fault_access_known(), taken on the loop */
         char unit[];
 } UnitHistoryArgs;
 
@@ -537,7 +546,7 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
                 fault_time_add(&total_time, &h.rows[i].fault_time);
                 if (h.rows[i].traps)
                         traps_add(&total_traps, h.rows[i].traps);
-                r = append_sample(reply, &h.rows[i]);
+                r = append_sample(reply, &h.rows[i], a->access_known);
         }
         /* Unit names are untrusted text, as a process's. */
         units = json_array();
@@ -548,7 +557,7 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
                 }
         members = units ? json_pack("{s:o, s:I, s:I, s:o}", "units", units, "processes", (json_int_t) h.processes,
                                     "running", (json_int_t) h.running, "total",
-                                    counters_to_json(&total, &total_time, &total_traps))
+                                    counters_to_json(&total, &total_time, &total_traps, a->access_known))
                         : NULL;
         store_unit_history_done(&h);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
@@ -579,7 +588,8 @@ static int method_unit_history(VarlinkCall *call, json_t *parameters, void *user
         *args = (UnitHistoryArgs) { .since_usec = since,
                                     .until_usec = until,
                                     .resolution_sec = resolution,
-                                    .uid = visible_uid(call) };
+                                    .uid = visible_uid(call),
+                                    .access_known = collector_fault_access_known(manager_collector(m)) };
         memcpy(args->unit, unit, size);
         return submit(call, m, true, run_unit_history, args, free);
 }
@@ -795,7 +805,7 @@ static int method_unit_totals(VarlinkCall *call, json_t *parameters, void *userd
         if (!in_range(limit, 1, UNIT_TOTALS_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
         reply = unit_totals_reply_build(manager_unit_totals(m), visible_uid(call), (size_t) limit,
-                                        manager_start_usec(m));
+                                        manager_start_usec(m), collector_fault_access_known(manager_collector(m)));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply, false);

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "argv-util.h"
 #include "collector.h"
 #include "collector-util.h"
 #include "log.h"
@@ -145,31 +146,6 @@ static int parse_retention(const char *s, StoreRetention *r) {
         return 0;
 }
 
-/* "256M", "2G", "1048576"; 0 turns the cap off. */
-static int parse_size(const char *s, uint64_t *ret) {
-        static const char units[] = "KMGT";
-        unsigned long long v;
-        char *end;
-        uint64_t mult = 1;
-
-        errno = 0;
-        if (!s || *s == '\0' || *s == '-')
-                return -EINVAL;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || end == s)
-                return -EINVAL;
-        if (*end) {
-                const char *u = strchr(units, *end);
-                if (!u || end[1] != '\0')
-                        return -EINVAL;
-                mult = UINT64_C(1) << (10 * (u - units + 1));
-        }
-        if (v > UINT64_MAX / mult)
-                return -ERANGE;
-        *ret = v * mult;
-        return 0;
-}
-
 /* $STATE_DIRECTORY / $RUNTIME_DIRECTORY may list several directories separated by ':'. */
 static char *first_of_env(const char *name) {
         const char *v = getenv(name);
@@ -213,35 +189,14 @@ enum {
         ARG_VERSION,
 };
 
-static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, "trapstatd: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\nTry 'trapstatd --help'.\n");
-        return -EINVAL;
-}
-
-/* A decimal number from 1 to max: no sign, no 0 (the options that take 0 say so). */
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *ret) {
-        char *end;
-        unsigned long long v;
-
-        errno = 0;
-        if (!s || *s == '\0' || *s == '-')
-                return -EINVAL;
-        v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v == 0 || v > max)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 typedef enum NumberKind {
-        NUMBER_COUNT,    /* parse_uint() */
-        NUMBER_SIZE,     /* parse_size(): "4M" */
+        NUMBER_COUNT,    /* parse_integer() */
+        NUMBER_SIZE,     /* parse_integer(PARSE_INTEGER_SIZE): "4M" */
         NUMBER_DURATION, /* parse_duration_usec(): "250ms" */
 } NumberKind;
 
-/* An option that takes a number and stores it in one field of ManagerConfig. */
+/* An option that takes a number and stores it in one field of ManagerConfig, most in the config
+ * of the part it is for. */
 typedef struct NumberOption {
         int key; /* what getopt_long() returns */
         const char *name;
@@ -262,68 +217,71 @@ typedef struct NumberOption {
 static const NumberOption number_options[] = {
         { 't', "tick", NUMBER_DURATION, 10 * USEC_PER_MSEC, 3600 * USEC_PER_SEC, FIELD(tick_usec),
           .expected = "expected a duration from 10ms to 1h" },
-        { ARG_SLOTS, "slots", NUMBER_COUNT, 1, 1U << 22, .power_of_two = true, FIELD(slots),
+        { ARG_SLOTS, "slots", NUMBER_COUNT, 1, 1U << 22, .power_of_two = true, FIELD(collector.slots),
           .expected = "expected a power of two from 1 to 4194304" },
-        { ARG_MAX_PROCESSES, "max-processes", NUMBER_COUNT, 1, 1U << 22, FIELD(max_processes),
+        { ARG_MAX_PROCESSES, "max-processes", NUMBER_COUNT, 1, 1U << 22, FIELD(collector.max_processes),
           .expected = "expected 1 to 4194304" },
-        { ARG_EVENT_BUFFER, "event-buffer", NUMBER_SIZE, .valid = collector_event_buffer_valid, FIELD(event_buffer),
+        { ARG_EVENT_BUFFER, "event-buffer", NUMBER_SIZE, .valid = collector_event_buffer_valid,
+          FIELD(collector.event_buffer),
           .expected = "expected a power of two from the page size to 1G, e.g. 4M" },
         { ARG_FAULT_SAMPLE, "fault-sample", NUMBER_COUNT, 1, COLLECTOR_FAULT_SAMPLE_MAX, .power_of_two = true,
-          .zero_means = COLLECTOR_FAULT_SAMPLE_OFF, FIELD(fault_sample),
+          .zero_means = COLLECTOR_FAULT_SAMPLE_OFF, FIELD(collector.fault_sample),
           .expected = "expected 0 (off) or a power of two up to 1073741824" },
-        { ARG_MAX_SITES, "max-sites", NUMBER_COUNT, 1, 1U << 22, FIELD(max_sites),
+        { ARG_MAX_SITES, "max-sites", NUMBER_COUNT, 1, 1U << 22, FIELD(collector.max_sites),
           .expected = "expected 1 to 4194304" },
-        { ARG_MAX_SITES_PER_PROCESS, "max-sites-per-process", NUMBER_COUNT, 1, 1U << 22, FIELD(max_sites_per_process),
+        { ARG_MAX_SITES_PER_PROCESS, "max-sites-per-process", NUMBER_COUNT, 1, 1U << 22,
+          FIELD(collector.max_sites_per_process),
           .expected = "expected 1 to 4194304" },
-        { ARG_MAX_SITES_PER_USER, "max-sites-per-user", NUMBER_COUNT, 1, 1U << 22, FIELD(max_sites_per_user),
+        { ARG_MAX_SITES_PER_USER, "max-sites-per-user", NUMBER_COUNT, 1, 1U << 22, FIELD(collector.max_sites_per_user),
           .expected = "expected 1 to 4194304" },
         { ARG_SITE_RESERVE, "site-reserve", NUMBER_COUNT, 1, (1U << 22) - 1, .zero_means = COLLECTOR_SITE_RESERVE_NONE,
-          FIELD(site_reserve), .expected = "expected 0 to 4194303" },
+          FIELD(collector.site_reserve), .expected = "expected 0 to 4194303" },
         { ARG_SITE_MAPS_LINES, "site-maps-lines", NUMBER_COUNT, 1, 1U << 30,
-          .zero_means = COLLECTOR_SITE_MAPS_LINES_NONE, FIELD(site_maps_lines),
+          .zero_means = COLLECTOR_SITE_MAPS_LINES_NONE, FIELD(collector.site_maps_lines),
           .expected = "expected 0 to 1073741824" },
         { ARG_SYMBOL_FILES_PER_MINUTE, "symbol-files-per-minute", NUMBER_COUNT, 1, 1000000,
-          FIELD(symbol_files_per_minute), .expected = "expected 1 to 1000000" },
+          FIELD(collector.symbol_files_per_minute), .expected = "expected 1 to 1000000" },
         { ARG_SYMBOL_BYTES_PER_MINUTE, "symbol-bytes-per-minute", NUMBER_SIZE, 1, UINT64_C(1) << 40,
-          FIELD(symbol_bytes_per_minute), .expected = "expected a size from 1 to 1T, e.g. 64M" },
+          FIELD(collector.symbol_bytes_per_minute), .expected = "expected a size from 1 to 1T, e.g. 64M" },
         /* At least the system-wide series and one unit's: "other" always fits. */
         { ARG_REPORT_MAX_METRICS, "report-max-metrics", NUMBER_COUNT, METRICS_MIN_MAX, 1000000,
           FIELD(report_max_metrics), .expected = "expected 100 to 1000000" },
         { ARG_MAX_UNIT_TOTALS, "max-unit-totals", NUMBER_COUNT, 1, 1000000, FIELD(max_unit_totals),
           .expected = "expected 1 to 1000000" },
-        { ARG_MAX_DB_SIZE, "max-db-size", NUMBER_SIZE, 0, UINT64_MAX, FIELD(retention.max_bytes),
+        { ARG_MAX_DB_SIZE, "max-db-size", NUMBER_SIZE, 0, UINT64_MAX, FIELD(writer.retention.max_bytes),
           .expected = "expected bytes with K, M, G or T, e.g. 256M" },
-        { ARG_DB_RESERVE, "db-reserve", NUMBER_SIZE, 0, UINT64_MAX, FIELD(retention.reserve_bytes),
+        { ARG_DB_RESERVE, "db-reserve", NUMBER_SIZE, 0, UINT64_MAX, FIELD(writer.retention.reserve_bytes),
           .expected = "expected bytes with K, M, G or T, e.g. 32M" },
-        { ARG_MAX_CMDLINE, "max-cmdline", NUMBER_COUNT, 16, 4096, FIELD(max_cmdline),
+        { ARG_MAX_CMDLINE, "max-cmdline", NUMBER_COUNT, 16, 4096, FIELD(writer.max_cmdline),
           .expected = "expected 16 to 4096" },
-        { ARG_MAX_MESSAGE_SIZE, "max-message-size", NUMBER_SIZE, 4096, UINT64_C(1) << 30, FIELD(max_message_size),
+        { ARG_MAX_MESSAGE_SIZE, "max-message-size", NUMBER_SIZE, 4096, UINT64_C(1) << 30,
+          FIELD(server.max_message_size),
           .expected = "expected 4K to 1G" },
-        { ARG_MAX_BUFFER, "max-buffer", NUMBER_SIZE, 65536, UINT64_C(1) << 34, FIELD(max_buffer),
+        { ARG_MAX_BUFFER, "max-buffer", NUMBER_SIZE, 65536, UINT64_C(1) << 34, FIELD(server.max_buffer),
           .expected = "expected 64K to 16G" },
         /* 0 is allowed here: no reserve. */
         { ARG_RESERVED_CONNECTIONS, "reserved-connections", NUMBER_COUNT, 1, 1U << 20, .zero_means = (unsigned) -1,
-          FIELD(reserved_connections), .expected = "expected 0 to 1048576" },
-        { ARG_QUERY_THREADS, "query-threads", NUMBER_COUNT, 1, 64, FIELD(query_threads),
+          FIELD(server.reserved_connections), .expected = "expected 0 to 1048576" },
+        { ARG_QUERY_THREADS, "query-threads", NUMBER_COUNT, 1, 64, FIELD(queries.threads),
           .expected = "expected 1 to 64" },
-        { ARG_WRITER_QUEUE, "writer-queue", NUMBER_COUNT, 1, 1024, FIELD(writer_queue),
+        { ARG_WRITER_QUEUE, "writer-queue", NUMBER_COUNT, 1, 1024, FIELD(writer.max_queue),
           .expected = "expected 1 to 1024" },
-        { ARG_QUERIES_PER_UID, "queries-per-uid", NUMBER_COUNT, 1, 64, FIELD(queries_per_uid),
+        { ARG_QUERIES_PER_UID, "queries-per-uid", NUMBER_COUNT, 1, 64, FIELD(queries.per_uid),
           .expected = "expected 1 to 64" },
-        { ARG_QUERY_COST_LIMIT, "query-cost-limit", NUMBER_COUNT, 1, UINT64_C(1) << 50, FIELD(query_cost_limit),
+        { ARG_QUERY_COST_LIMIT, "query-cost-limit", NUMBER_COUNT, 1, UINT64_C(1) << 50, FIELD(queries.cost_limit),
           .expected = "expected 1 to 2^50" },
         { ARG_QUERY_TIME_LIMIT, "query-time-limit", NUMBER_DURATION, USEC_PER_MSEC, 3600 * USEC_PER_SEC,
-          FIELD(query_time_limit_usec), .expected = "expected a duration from 1ms to 1h" },
+          FIELD(queries.time_limit_usec), .expected = "expected a duration from 1ms to 1h" },
         { ARG_WRITE_TIMEOUT, "write-timeout", NUMBER_DURATION, 100 * USEC_PER_MSEC, 86400 * USEC_PER_SEC,
-          FIELD(write_timeout_usec), .expected = "expected a duration from 100ms to 1d" },
-        { ARG_MAX_REPLY_SIZE, "max-reply-size", NUMBER_SIZE, 4096, UINT64_C(1) << 30, FIELD(max_reply_size),
+          FIELD(server.write_timeout_usec), .expected = "expected a duration from 100ms to 1d" },
+        { ARG_MAX_REPLY_SIZE, "max-reply-size", NUMBER_SIZE, 4096, UINT64_C(1) << 30, FIELD(queries.max_reply_size),
           .expected = "expected 4K to 1G" },
-        { ARG_MAX_CONNECTIONS, "max-connections", NUMBER_COUNT, 1, 1U << 20, FIELD(max_connections),
+        { ARG_MAX_CONNECTIONS, "max-connections", NUMBER_COUNT, 1, 1U << 20, FIELD(server.max_connections),
           .expected = "expected 1 to 1048576" },
         { ARG_MAX_CONNECTIONS_PER_UID, "max-connections-per-uid", NUMBER_COUNT, 1, 1U << 20,
-          FIELD(max_connections_per_uid), .expected = "expected 1 to 1048576" },
+          FIELD(server.max_connections_per_uid), .expected = "expected 1 to 1048576" },
         { ARG_IDLE_TIMEOUT, "idle-timeout", NUMBER_DURATION, USEC_PER_SEC, 86400 * USEC_PER_SEC,
-          .divisor = USEC_PER_SEC, FIELD(idle_timeout_sec), .expected = "expected a duration from 1s to 1d" },
+          .divisor = USEC_PER_SEC, FIELD(server.idle_timeout_sec), .expected = "expected a duration from 1s to 1d" },
 };
 
 static const NumberOption *number_option_find(int key) {
@@ -334,7 +292,6 @@ static const NumberOption *number_option_find(int key) {
 }
 
 static int number_option_parse(const NumberOption *o, const char *arg, uint64_t *ret) {
-        unsigned long long count;
         uint64_t v;
 
         if (o->zero_means != 0 && strcmp(arg, "0") == 0) {
@@ -343,12 +300,12 @@ static int number_option_parse(const NumberOption *o, const char *arg, uint64_t 
         }
         switch (o->kind) {
         case NUMBER_COUNT:
-                if (parse_uint(arg, o->max, &count) < 0)
+                /* No 0 (the options that take 0 say so, zero_means). */
+                if (parse_integer(arg, MAX(o->min, 1), o->max, 0, &v) < 0)
                         return -EINVAL;
-                v = count;
                 break;
         case NUMBER_SIZE:
-                if (parse_size(arg, &v) < 0)
+                if (parse_integer(arg, 0, UINT64_MAX, PARSE_INTEGER_SIZE, &v) < 0)
                         return -EINVAL;
                 break;
         case NUMBER_DURATION:
@@ -373,11 +330,8 @@ static int number_option_set(const NumberOption *o, const char *arg, ManagerConf
 
         /* unsigned and uint32_t fields, size_t and uint64_t ones. */
         assert(o->size == sizeof(uint32_t) || o->size == sizeof(uint64_t));
-        if (number_option_parse(o, arg, &v) < 0) {
-                fprintf(stderr, "trapstatd: invalid --%s '%s': %s\nTry 'trapstatd --help'.\n", o->name, arg,
-                        o->expected);
-                return -EINVAL;
-        }
+        if (number_option_parse(o, arg, &v) < 0)
+                return usage_error(NULL, "invalid --%s '%s': %s", o->name, arg, o->expected);
         if (o->size == sizeof(uint32_t))
                 *(uint32_t *) field = (uint32_t) v;
         else
@@ -385,8 +339,7 @@ static int number_option_set(const NumberOption *o, const char *arg, ManagerConf
         return 0;
 }
 
-/* The options other than numbers. Returns 1 to go on, 0 to exit successfully (--help,
- * --version), < 0 on a usage error, said on stderr. */
+/* The options other than numbers; returns as parse_argv() (argv-util.h). */
 static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
         switch (c) {
         case 's':
@@ -399,14 +352,15 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
                 config->report_socket_path = arg;
                 return 1;
         case ARG_DISABLE_SOURCE:
-                config->disable_sources = arg;
+                config->collector.disable = arg;
                 return 1;
         case ARG_ENABLE_SOURCE:
-                config->enable_sources = arg;
+                config->collector.enable = arg;
                 return 1;
         case ARG_RETENTION:
-                if (parse_retention(arg, &config->retention) < 0)
-                        return usage_error("invalid --retention '%s': expected e.g. raw=24h,minute=14d,hour=365d "
+                if (parse_retention(arg, &config->writer.retention) < 0)
+                        return usage_error(NULL,
+                                           "invalid --retention '%s': expected e.g. raw=24h,minute=14d,hour=365d "
                                            "(each tier at least as long as the finer one)",
                                            arg);
                 return 1;
@@ -420,32 +374,31 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
                 printf("trapstatd %s\n", TRAPSTAT_VERSION);
                 return 0;
         default:
-                fprintf(stderr, "Try 'trapstatd --help'.\n");
-                return -EINVAL;
+                return usage_hint(NULL);
         }
 }
 
 /* What only the options together can say is wrong. */
 static int check_config(const ManagerConfig *config) {
+        const CollectorConfig *collector = &config->collector;
+        const VarlinkServerConfig *server = &config->server;
         _cleanup_free_ char *error = NULL;
         SourceChoice sources[_SOURCE_MAX];
 
-        if (collector_sources_choose(config->disable_sources, config->enable_sources, sources, &error) < 0)
-                return usage_error("%s", error ?: "out of memory");
-        if (config->site_reserve != 0 && config->site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
-            config->site_reserve >= (config->max_sites ?: TS_DEFAULT_MAX_SITES))
-                return usage_error("invalid --site-reserve: %s", "it must be less than --max-sites");
+        if (collector_sources_choose(collector->disable, collector->enable, sources, &error) < 0)
+                return usage_error(NULL, "%s", error ?: "out of memory");
+        if (collector->site_reserve != 0 && collector->site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
+            collector->site_reserve >= (collector->max_sites ?: TS_DEFAULT_MAX_SITES))
+                return usage_error(NULL, "invalid --site-reserve: it must be less than --max-sites");
         /* An explicit reserve must leave room for everyone else; the default one shrinks itself. */
-        if (config->reserved_connections != 0 && config->reserved_connections != (unsigned) -1 &&
-            config->reserved_connections >= (config->max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS)) {
-                fprintf(stderr, "trapstatd: --reserved-connections must be less than --max-connections\n");
-                return -EINVAL;
-        }
+        if (server->reserved_connections != 0 && server->reserved_connections != (unsigned) -1 &&
+            server->reserved_connections >= (server->max_connections ?: VARLINK_DEFAULT_MAX_CONNECTIONS))
+                return usage_error(NULL, "--reserved-connections must be less than --max-connections");
         return 0;
 }
 
-/* Fills config from argv. Returns 1 to run, 0 to exit successfully (--help, --version), < 0 on
- * a usage error, said on stderr. The strings in config point into argv. */
+/* Fills config from argv; returns as every parse_argv() (argv-util.h): > 0 to run. The strings in
+ * config point into argv. */
 static int parse_argv(int argc, char *argv[], ManagerConfig *config) {
         static const struct option options[] = {
                 { "state-dir", required_argument, NULL, 's' },
@@ -505,7 +458,7 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *config) {
                         return r;
         }
         if (optind < argc)
-                return usage_error("unexpected argument '%s'", argv[optind]);
+                return usage_error(NULL, "unexpected argument '%s'", argv[optind]);
         r = check_config(config);
         if (r < 0)
                 return r;
@@ -562,20 +515,18 @@ static int run(int argc, char *argv[]) {
         _cleanup_free_ char *state_dir = NULL, *runtime_socket = NULL;
         _cleanup_(manager_freep) Manager *m = NULL;
         ManagerConfig config = { .tick_usec = TRAPSTAT_DEFAULT_TICK_USEC,
-                                 .retention = STORE_RETENTION_DEFAULT,
-                                 .max_cmdline = STORE_MAX_CMDLINE_DEFAULT };
+                                 .writer.retention = STORE_RETENTION_DEFAULT,
+                                 .writer.max_cmdline = STORE_MAX_CMDLINE_DEFAULT };
         int r;
 
         r = parse_argv(argc, argv, &config);
         if (r <= 0)
-                return r < 0 ? 2 : EXIT_SUCCESS;
+                return parse_argv_exit_code(r);
         if (config_default_paths(&config, &state_dir, &runtime_socket) < 0)
                 return EXIT_FAILURE;
         /* Under systemd, stderr goes to the journal: tag lines with their priority. */
         log_set_prefix_priority(getenv("JOURNAL_STREAM") != NULL);
         tune_process();
-        /* Tests hold the writer while this file exists (the writer falling behind). */
-        config.writer_hold_file = secure_getenv("TRAPSTATD_TEST_HOLD_WRITER");
 
         if (manager_new(&config, &m) < 0 || manager_start(m) < 0 || manager_run(m) < 0)
                 return EXIT_FAILURE;

@@ -30,8 +30,7 @@ UnitTotals *unit_totals_free(UnitTotals *t);
  * from the failing one on are not counted. */
 int unit_totals_add(UnitTotals *t, const ProcessSample *samples, size_t n);
 
-/* Distinct unit names kept, and whether newer ones go to UNIT_TOTALS_OTHER already. */
-size_t unit_totals_n_units(const UnitTotals *t);
+/* Whether newer unit names go to UNIT_TOTALS_OTHER already. */
 bool unit_totals_overflowed(const UnitTotals *t);
 
 typedef struct UnitTotalsRow {
@@ -52,5 +51,5 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
 
 /* The io.trapstat.UnitTotals reply (pure; unit-tested): the first limit rows of
  * unit_totals_query(t, uid), otherUnits the rows left out, total over all of them, and
- * sinceUsec. NULL on allocation failure. */
-json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec);
+ * sinceUsec; counters as counters_to_json(..., access_known). NULL on allocation failure. */
+json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec, bool access_known);

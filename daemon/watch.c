@@ -72,7 +72,7 @@ static json_t *exited_to_json(const ProcessInfo **exited, size_t n) {
 }
 
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
-                          uint64_t interval_usec, uint64_t missed_ticks) {
+                          uint64_t interval_usec, uint64_t missed_ticks, bool access_known) {
         _cleanup_free_ SortItem *items = calloc(n ? n : 1, sizeof(*items));
         _cleanup_free_ const ProcessInfo **exited = calloc(n ? n : 1, sizeof(*exited));
         _cleanup_json_ json_t *rows = json_array(), *exited_list = NULL;
@@ -104,7 +104,8 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 static const Traps no_traps;
                 const ProcessSample *s = items[i].sample;
                 json_t *row = json_pack("{s:o, s:o}", "process", process_info_to_json(s->process), "counters",
-                                        counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps));
+                                        counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps,
+                                                         access_known));
 
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
@@ -113,7 +114,8 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
         if (!exited_list)
                 return NULL;
         return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
-                         (json_int_t) interval_usec, "total", counters_to_json(&total, &total_time, &total_traps), "processes",
+                         (json_int_t) interval_usec, "total",
+                         counters_to_json(&total, &total_time, &total_traps, access_known), "processes",
                          (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks, "exited", exited_list);
 }
 
@@ -129,6 +131,7 @@ struct Watcher {
 struct WatchSet {
         Watcher *watchers;
         size_t n;
+        bool access_known; /* watch_set_set_access_known() */
 };
 
 static void watcher_free(Watcher *w) {
@@ -154,8 +157,13 @@ int watch_set_new(WatchSet **ret) {
 
         if (!w)
                 return -ENOMEM;
+        w->access_known = true;
         *ret = w;
         return 0;
+}
+
+void watch_set_set_access_known(WatchSet *w, bool access_known) {
+        w->access_known = access_known;
 }
 
 WatchSet *watch_set_free(WatchSet *w) {
@@ -211,7 +219,7 @@ void watch_set_broadcast(WatchSet *w, const ProcessSample *samples, size_t n, ui
                         x->missed++;
                         continue;
                 }
-                reply = watch_reply_build(samples, n, &x->filter, time_usec, interval_usec, x->missed);
+                reply = watch_reply_build(samples, n, &x->filter, time_usec, interval_usec, x->missed, w->access_known);
                 if (!reply) {
                         x->missed++;
                         continue;

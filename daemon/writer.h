@@ -73,5 +73,6 @@ typedef struct WriterStats {
 WriterStats writer_stats(Writer *w);
 
 /* For tests: while the file at path exists, the writer writes nothing (it looks every 20 ms);
- * NULL: never. TRAPSTATD_TEST_HOLD_WRITER in the environment names it (trapstatd.c). */
+ * NULL: never. TRAPSTATD_TEST_HOLD_WRITER in the environment names it, in builds with the meson
+ * option test_hooks (manager.c). */
 void writer_set_hold_file(Writer *w, const char *path);

@@ -535,7 +535,3 @@ HttpServer *http_server_free(HttpServer *s) {
         free(s);
         return NULL;
 }
-
-unsigned http_server_connections(const HttpServer *s) {
-        return s->n_connections;
-}

@@ -59,6 +59,5 @@ typedef struct HttpServer HttpServer;
 int http_server_new(struct event_base *base, int listen_fd, const HttpLimits *limits, HttpHandler handler,
                     void *userdata, HttpServer **ret);
 HttpServer *http_server_free(HttpServer *s);
-
 /* Connections open now. */
 unsigned http_server_connections(const HttpServer *s);

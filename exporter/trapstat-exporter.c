@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 
+#include "argv-util.h"
 #include "defaults.h"
 #include "http-server.h"
 #include "log.h"
@@ -80,30 +81,13 @@ static void help(void) {
                TOP_MAX_LIMIT, DEFAULT_MAX_CONNECTIONS, MAX_MAX_CONNECTIONS);
 }
 
-static int usage_error(const char *fmt, const char *arg) {
-        fprintf(stderr, "%s: ", program);
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\nTry '%s --help'.\n", program);
-        return 2;
-}
-
-static int parse_unsigned(const char *s, unsigned min, unsigned max, unsigned *ret) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (errno != 0 || end == s || *end || s[0] == '-' || v < min || v > max)
-                return -EINVAL;
-        *ret = (unsigned) v;
-        return 0;
-}
-
 static void log_call_error(const char *method, int r, TrapstatError *e) {
         _cleanup_free_ char *m = NULL;
 
         if (r == TRAPSTAT_ERROR_REPLY && trapstat_error_message(method, e, &m) >= 0)
-                fprintf(stderr, "%s: %s: %s\n", program, method, m);
+                log_error("%s: %s: %s", program, method, m);
         else if (r != TRAPSTAT_ERROR_REPLY)
-                fprintf(stderr, "%s: %s: %s\n", program, method, strerror(-r));
+                log_error_errno(r, "%s: %s: %m", program, method);
         trapstat_error_done(e);
 }
 
@@ -168,7 +152,7 @@ static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *r
         uint64_t calls = 2 + (x->process_series > 0);
         int r = trapstat_client_connect(x->socket_path, MAX(x->timeout_usec / calls, 1), &c);
         if (r < 0)
-                fprintf(stderr, "%s: connecting to %s: %s\n", program, x->socket_path, strerror(-r));
+                log_error_errno(r, "%s: connecting to %s: %m", program, x->socket_path);
         else
                 scrape_calls(x, c, &replies);
 
@@ -182,7 +166,7 @@ static int scrape(const Exporter *x, MetricsFormat format, char **ret, size_t *r
         };
         r = metrics_render(&in, format, ret, ret_size);
         if (r == -EBADMSG) {
-                fprintf(stderr, "%s: trapstatd's reply is not what io.trapstat promises\n", program);
+                log_error("%s: trapstatd's reply is not what io.trapstat promises", program);
                 in = (MetricsInput) { .scrape_seconds = -1 };
                 r = metrics_render(&in, format, ret, ret_size);
         }
@@ -221,8 +205,8 @@ static int parse_listen(const char *s, char **ret_host, uint16_t *ret_port) {
         const char *colon = strrchr(s, ':');
         if (!colon || colon == s)
                 return -EINVAL;
-        unsigned port;
-        if (parse_unsigned(colon + 1, 0, 65535, &port) < 0)
+        uint64_t port;
+        if (parse_integer(colon + 1, 0, 65535, 0, &port) < 0)
                 return -EINVAL;
         const char *h = s;
         size_t n = colon - s;
@@ -241,23 +225,70 @@ static int parse_listen(const char *s, char **ret_host, uint16_t *ret_port) {
         return 0;
 }
 
-static int parse_deadline(const char *arg, uint64_t *ret) {
+enum {
+        OPT_VERSION = 0x100,
+        OPT_MAX_CONNECTIONS,
+        OPT_HEADER_TIMEOUT,
+        OPT_BODY_TIMEOUT,
+        OPT_SEND_TIMEOUT
+};
+
+/* A count option into *ret, or the usage error. */
+static int parse_count_option(const char *name, const char *arg, unsigned min, unsigned max, unsigned *ret) {
         uint64_t v;
-        if (parse_duration_usec(arg, &v) < 0 || v < USEC_PER_MSEC || v > 600 * USEC_PER_SEC)
-                return -EINVAL;
-        *ret = v;
-        return 0;
+
+        if (parse_integer(arg, min, max, 0, &v) < 0)
+                return usage_error(NULL, "invalid --%s '%s': expected %u to %u", name, arg, min, max);
+        *ret = (unsigned) v;
+        return 1;
 }
 
-/* Fills *x from the command line; -1 to go on, else the exit code. */
+/* A duration option of 1ms to 10min into *ret, or the usage error. */
+static int parse_deadline_option(const char *name, const char *arg, uint64_t *ret) {
+        uint64_t v;
+
+        if (parse_duration_usec(arg, &v) < 0 || v < USEC_PER_MSEC || v > 600 * USEC_PER_SEC)
+                return usage_error(NULL, "invalid --%s '%s': expected a duration from 1ms to 10min", name, arg);
+        *ret = v;
+        return 1;
+}
+
+/* One option into *x; returns as parse_argv() (argv-util.h). */
+static int parse_option(int c, const char *arg, Exporter *x) {
+        switch (c) {
+        case 's':
+                x->socket_path = arg;
+                return 1;
+        case 'l':
+                x->listen = arg;
+                return 1;
+        case 'u':
+                return parse_count_option("unit-limit", arg, 1, UNIT_TOTALS_MAX_LIMIT, &x->unit_limit);
+        case 'p':
+                return parse_count_option("process-series", arg, 0, TOP_MAX_LIMIT, &x->process_series);
+        case 't':
+                return parse_deadline_option("timeout", arg, &x->timeout_usec);
+        case OPT_MAX_CONNECTIONS:
+                return parse_count_option("max-connections", arg, 1, MAX_MAX_CONNECTIONS, &x->http.max_connections);
+        case OPT_HEADER_TIMEOUT:
+                return parse_deadline_option("header-timeout", arg, &x->http.header_timeout_usec);
+        case OPT_BODY_TIMEOUT:
+                return parse_deadline_option("body-timeout", arg, &x->http.body_timeout_usec);
+        case OPT_SEND_TIMEOUT:
+                return parse_deadline_option("send-timeout", arg, &x->http.send_timeout_usec);
+        case 'h':
+                help();
+                return 0;
+        case OPT_VERSION:
+                printf("%s %s\n", program, TRAPSTAT_VERSION);
+                return 0;
+        default:
+                return usage_hint(NULL);
+        }
+}
+
+/* Fills *x from the command line; returns as every parse_argv() (argv-util.h): > 0 to run. */
 static int parse_argv(int argc, char **argv, Exporter *x) {
-        enum {
-                OPT_VERSION = 0x100,
-                OPT_MAX_CONNECTIONS,
-                OPT_HEADER_TIMEOUT,
-                OPT_BODY_TIMEOUT,
-                OPT_SEND_TIMEOUT
-        };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, 's' },
                 { "listen", required_argument, NULL, 'l' },
@@ -272,60 +303,21 @@ static int parse_argv(int argc, char **argv, Exporter *x) {
                 { "version", no_argument, NULL, OPT_VERSION },
                 {},
         };
-        int c;
-        while ((c = getopt_long(argc, argv, "s:l:u:p:t:h", options, NULL)) >= 0)
-                switch (c) {
-                case 's':
-                        x->socket_path = optarg;
-                        break;
-                case 'l':
-                        x->listen = optarg;
-                        break;
-                case 'u':
-                        if (parse_unsigned(optarg, 1, UNIT_TOTALS_MAX_LIMIT, &x->unit_limit) < 0)
-                                return usage_error("invalid --unit-limit '%s': expected 1 to 100000", optarg);
-                        break;
-                case 'p':
-                        if (parse_unsigned(optarg, 0, TOP_MAX_LIMIT, &x->process_series) < 0)
-                                return usage_error("invalid --process-series '%s': expected 0 to 10000", optarg);
-                        break;
-                case 't':
-                        if (parse_deadline(optarg, &x->timeout_usec) < 0)
-                                return usage_error("invalid --timeout '%s': expected a duration from 1ms to 10min",
-                                                   optarg);
-                        break;
-                case OPT_MAX_CONNECTIONS:
-                        if (parse_unsigned(optarg, 1, MAX_MAX_CONNECTIONS, &x->http.max_connections) < 0)
-                                return usage_error("invalid --max-connections '%s': expected 1 to 65536", optarg);
-                        break;
-                case OPT_HEADER_TIMEOUT:
-                        if (parse_deadline(optarg, &x->http.header_timeout_usec) < 0)
-                                return usage_error(
-                                        "invalid --header-timeout '%s': expected a duration from 1ms to 10min", optarg);
-                        break;
-                case OPT_BODY_TIMEOUT:
-                        if (parse_deadline(optarg, &x->http.body_timeout_usec) < 0)
-                                return usage_error("invalid --body-timeout '%s': expected a duration from 1ms to 10min",
-                                                   optarg);
-                        break;
-                case OPT_SEND_TIMEOUT:
-                        if (parse_deadline(optarg, &x->http.send_timeout_usec) < 0)
-                                return usage_error("invalid --send-timeout '%s': expected a duration from 1ms to 10min",
-                                                   optarg);
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case OPT_VERSION:
-                        printf("%s %s\n", program, TRAPSTAT_VERSION);
-                        return 0;
-                default:
-                        fprintf(stderr, "Try '%s --help'.\n", program);
-                        return 2;
-                }
+        _cleanup_free_ char *host = NULL;
+        uint16_t port;
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "s:l:u:p:t:h", options, NULL)) >= 0) {
+                r = parse_option(c, optarg, x);
+                if (r <= 0)
+                        return r;
+        }
         if (optind < argc)
-                return usage_error("unexpected argument '%s'", argv[optind]);
-        return -1;
+                return usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+        /* Only checked here: listen_socket() resolves it. */
+        if (parse_listen(x->listen, &host, &port) < 0)
+                return usage_error(NULL, "invalid --listen '%s': expected ADDR:PORT or [ADDR]:PORT", x->listen);
+        return 1;
 }
 
 /* Room for every connection: the soft limit of open files raised towards the hard one (a
@@ -389,7 +381,7 @@ static int run(Exporter *x) {
         struct event_base *base = event_base_new();
         HttpServer *server = NULL;
         if (!base || http_server_new(base, fd, &x->http, on_request, x, &server) < 0) {
-                fprintf(stderr, "%s: cannot set up the event loop\n", program);
+                log_error("%s: cannot set up the event loop", program);
                 close(fd);
                 if (base)
                         event_base_free(base);
@@ -400,7 +392,7 @@ static int run(Exporter *x) {
         struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
         int r = -1;
         if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 || evsignal_add(sigint, NULL) < 0)
-                fprintf(stderr, "%s: cannot handle signals\n", program);
+                log_error("%s: cannot handle signals", program);
         else {
                 (void) sd_notify(0, "READY=1");
                 r = event_base_dispatch(base);
@@ -433,12 +425,7 @@ int main(int argc, char **argv) {
                 },
         };
         int r = parse_argv(argc, argv, &x);
-        if (r >= 0)
-                return r;
-
-        _cleanup_free_ char *host = NULL;
-        uint16_t port;
-        if (parse_listen(x.listen, &host, &port) < 0)
-                return usage_error("invalid --listen '%s': expected ADDR:PORT or [ADDR]:PORT", x.listen);
+        if (r <= 0)
+                return parse_argv_exit_code(r);
         return run(&x);
 }

@@ -75,9 +75,6 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         collector_bpf_choose_sources(c->bpf, sources);
         if ((r = collector_bpf_load(c->bpf)) < 0 || (r = collector_bpf_attach(c->bpf)) < 0)
                 return r;
-        /* Only the exception event carries a fault's access kind: the replies say whether it is
-         * counted. */
-        fault_access_known = c->bpf->sources[SOURCE_PAGE_FAULT_USER].active;
 
         /* Counting has started: a process older than this counts its minor/major faults from its
          * first reading on. */
@@ -211,6 +208,11 @@ const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
 
 uint32_t collector_fault_sample_period(Collector *c) {
         return collector_bpf_fault_sample(c->bpf);
+}
+
+bool collector_fault_access_known(Collector *c) {
+        /* Only the exception event carries a fault's access kind. */
+        return c->bpf->sources[SOURCE_PAGE_FAULT_USER].active;
 }
 
 size_t collector_n_tracked(Collector *c) {

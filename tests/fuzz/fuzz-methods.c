@@ -167,6 +167,11 @@ uint32_t collector_fault_sample_period(Collector *c _unused_) {
         return 256;
 }
 
+/* As on x86: the access kind is counted. */
+bool collector_fault_access_known(Collector *c _unused_) {
+        return true;
+}
+
 size_t collector_n_tracked(Collector *c _unused_) {
         return manager.n_tick;
 }

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The database's writer thread falling behind: held by the test hook (TRAPSTATD_TEST_HOLD_WRITER
-names a file; while it exists the writer writes nothing), the event loop goes on draining,
+names a file; while it exists the writer writes nothing; in builds with the meson option
+test_hooks, the default, not in the Debian package's), the event loop goes on draining,
 streaming Watch and answering, queues --writer-queue ticks and merges the rest into the last one
 waiting (drop kind tick_merged); once released every count is written, exactly once. Killed
 with SIGKILL while held: what was committed is intact, and nothing is counted twice after a

@@ -279,15 +279,15 @@ static void test_counters_format_json(void **state) {
                         *faults_field(&f, &fault_fields[i]) = values[(k + i) % ELEMENTSOF(values)];
                 for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
                         t.histogram[i] = values[(k + i) % ELEMENTSOF(values)];
-                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &none);
+                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &none, true);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
-                int n = counters_format_json(&f, &t, &none, buf);
+                int n = counters_format_json(&f, &t, &none, true, buf);
 
                 assert_non_null(dumped);
                 assert_int_equal(n, (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
         }
-        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &some, buf), -EINVAL);
+        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &some, true, buf), -EINVAL);
         (void) state;
 }
 
@@ -300,12 +300,12 @@ static void test_faults_access_unknown(void **state) {
         const bool known[] = { true, false };
 
         for (size_t k = 0; k < ELEMENTSOF(known); k++) {
-                fault_access_known = known[k];
-                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &(Traps) {});
+                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &(Traps) {}, known[k]);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
                 json_t *faults = json_object_get(j, "faults");
 
-                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, buf), (int) strlen(dumped));
+                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, known[k], buf),
+                                 (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
                 for (size_t i = 0; i < n_fault_fields; i++) {
                         json_t *v = json_object_get(faults, fault_fields[i].name);
@@ -321,8 +321,6 @@ static void test_faults_access_unknown(void **state) {
                 assert_int_equal(back.user, 7);
                 assert_int_equal(back.read, known[k] ? 3 : 0);
         }
-        fault_access_known = true;
-
         /* Null only for the four: a null user or kernel is malformed. */
         {
                 _cleanup_json_ json_t *bad = json_pack("{s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "user", "kernel", 0,
@@ -338,7 +336,7 @@ static void test_faults_access_unknown(void **state) {
         faults_add(&sum, &back);
         assert_true(sum.access_unknown);
         {
-                _cleanup_json_ json_t *j = faults_to_json(&sum);
+                _cleanup_json_ json_t *j = faults_to_json(&sum, true);
 
                 assert_true(json_is_null(json_object_get(j, "protection")));
                 assert_int_equal(json_integer_value(json_object_get(j, "user")), 14);

@@ -43,7 +43,7 @@ static int setup(void **state) {
 static void check(const WatchFilter *filter, const uint32_t *rows, size_t n_rows, const uint32_t *exited,
                   size_t n_exited) {
         _cleanup_json_ json_t *reply = watch_reply_build(samples, ELEMENTSOF(samples), filter, 1700000000000000,
-                                                         1000000, 2);
+                                                         1000000, 2, true);
         json_t *list, *e;
         uint64_t user = 0;
         size_t i;

@@ -92,6 +92,9 @@ const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 /* One in this many user page faults of a process on a CPU records its site; 0 when fault sites
  * are off (GetStatus faultSamplePeriod). */
 uint32_t collector_fault_sample_period(Collector *c);
+/* Whether read / write / exec / protection are counted: the access_known the JSON of the counters
+ * is written with (faults_to_json()). Fixed once the collector is started. */
+bool collector_fault_access_known(Collector *c);
 size_t collector_n_tracked(Collector *c);
 /* Of them, those of one user (what an unprivileged caller of GetStatus is told). */
 size_t collector_n_tracked_uid(Collector *c, uint32_t uid);
