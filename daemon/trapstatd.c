@@ -10,7 +10,6 @@
 #include <malloc.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +18,12 @@
 
 #include "argv-util.h"
 #include "collector.h"
-#include "collector-util.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
 #include "query-pool.h"
-#include "symbol-worker.h"
 #include "systemd-metrics-util.h"
 #include "time-util.h"
-#include "trapstat.h"
 #include "varlink.h"
 
 static void help(void) {
@@ -99,8 +95,8 @@ static void help(void) {
                "  -h, --help                 this help\n"
                "      --version              print the version\n",
                TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_REPORT_MAX_METRICS, METRICS_MIN_MAX,
-               TS_DEFAULT_SLOTS, TS_DEFAULT_MAX_PROCESSES, TS_DEFAULT_EVENT_BUFFER >> 20, TS_DEFAULT_FAULT_SAMPLE,
-               TS_DEFAULT_MAX_SITES, TS_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS,
+               COLLECTOR_DEFAULT_SLOTS, COLLECTOR_DEFAULT_MAX_PROCESSES, COLLECTOR_DEFAULT_EVENT_BUFFER >> 20, COLLECTOR_DEFAULT_FAULT_SAMPLE,
+               COLLECTOR_DEFAULT_MAX_SITES, COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS,
                retention.raw_usec / (3600 * USEC_PER_SEC), retention.minute_usec / (86400 * USEC_PER_SEC),
                retention.hour_usec / (86400 * USEC_PER_SEC), retention.max_bytes >> 20, retention.reserve_bytes >> 20,
                STORE_MAX_CMDLINE_DEFAULT, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
@@ -112,8 +108,8 @@ static void help(void) {
 }
 
 _Static_assert(METRICS_MIN_MAX == 100, "--report-max-metrics' message says 100");
-_Static_assert(SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
-_Static_assert(SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
+_Static_assert(COLLECTOR_SYMBOL_FILES_PER_MINUTE_DEFAULT == 64, "--symbol-files-per-minute's message says 64");
+_Static_assert(COLLECTOR_SYMBOL_BYTES_PER_MINUTE_DEFAULT == 64 << 20, "--symbol-bytes-per-minute's message says 64M");
 
 /* "raw=24h,minute=14d,hour=365d", any subset; a coarser tier keeps at least as long as a
  * finer one (else its rows would be gone before the finer tier's are rolled into it). */
@@ -383,12 +379,11 @@ static int check_config(const ManagerConfig *config) {
         const CollectorConfig *collector = &config->collector;
         const VarlinkServerConfig *server = &config->server;
         _cleanup_free_ char *error = NULL;
-        SourceChoice sources[_SOURCE_MAX];
 
-        if (collector_sources_choose(collector->disable, collector->enable, sources, &error) < 0)
+        if (collector_config_check_sources(collector, &error) < 0)
                 return usage_error(NULL, "%s", error ?: "out of memory");
         if (collector->site_reserve != 0 && collector->site_reserve != COLLECTOR_SITE_RESERVE_NONE &&
-            collector->site_reserve >= (collector->max_sites ?: TS_DEFAULT_MAX_SITES))
+            collector->site_reserve >= (collector->max_sites ?: COLLECTOR_DEFAULT_MAX_SITES))
                 return usage_error(NULL, "invalid --site-reserve: it must be less than --max-sites");
         /* An explicit reserve must leave room for everyone else; the default one shrinks itself. */
         if (server->reserved_connections != 0 && server->reserved_connections != (unsigned) -1 &&
@@ -500,9 +495,7 @@ static void tune_process(void) {
         (void) mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
         (void) mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
         (void) mallopt(M_ARENA_MAX, 2);
-        /* SQLite's allocation statistics (nothing here reads them) take a mutex shared by every
-         * connection on each allocation: 7 % of the query threads' time in a History of a day. */
-        (void) sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        store_init_process();
 
         /* Every client is an fd: take the hard limit, as --max-connections may ask for many. */
         if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {

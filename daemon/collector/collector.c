@@ -111,6 +111,20 @@ Collector *collector_free(Collector *c) {
         return NULL;
 }
 
+_Static_assert(COLLECTOR_DEFAULT_SLOTS == TS_DEFAULT_SLOTS, "collector.h's defaults are the BPF object's");
+_Static_assert(COLLECTOR_DEFAULT_MAX_PROCESSES == TS_DEFAULT_MAX_PROCESSES, "collector.h's defaults are the BPF object's");
+_Static_assert(COLLECTOR_DEFAULT_EVENT_BUFFER == TS_DEFAULT_EVENT_BUFFER, "collector.h's defaults are the BPF object's");
+_Static_assert(COLLECTOR_DEFAULT_MAX_SITES == TS_DEFAULT_MAX_SITES, "collector.h's defaults are the BPF object's");
+_Static_assert(COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS == TS_DEFAULT_MAX_SITES_PER_PROCESS,
+               "collector.h's defaults are the BPF object's");
+_Static_assert(COLLECTOR_DEFAULT_FAULT_SAMPLE == TS_DEFAULT_FAULT_SAMPLE, "collector.h's defaults are the BPF object's");
+
+int collector_config_check_sources(const CollectorConfig *config, char **ret_error) {
+        SourceChoice sources[_SOURCE_MAX];
+
+        return collector_sources_choose(config->disable, config->enable, sources, ret_error);
+}
+
 bool collector_event_buffer_valid(uint64_t bytes) {
         uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
 

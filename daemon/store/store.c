@@ -66,6 +66,10 @@ static int migrate_one(sqlite3 *db, const EmbeddedFile *migration, size_t versio
         return r;
 }
 
+void store_init_process(void) {
+        (void) sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
         int version = 0, foreign_keys = 0, r, k;
 

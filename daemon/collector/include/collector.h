@@ -47,6 +47,17 @@ typedef struct CollectorConfig {
 #define COLLECTOR_DEFAULT_SITE_MAPS_LINES 262144U
 /* Largest --fault-sample period. */
 #define COLLECTOR_FAULT_SAMPLE_MAX (UINT32_C(1) << 30)
+/* What CollectorConfig's members are when 0 (the BPF object's defaults, bpf/trapstat.h; its
+ * TS_DEFAULT_* are asserted equal in collector.c): for --help, and the checks of the options. */
+#define COLLECTOR_DEFAULT_SLOTS 8192
+#define COLLECTOR_DEFAULT_MAX_PROCESSES 16384
+#define COLLECTOR_DEFAULT_EVENT_BUFFER (4U << 20)
+#define COLLECTOR_DEFAULT_MAX_SITES 16384
+#define COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS 1024
+#define COLLECTOR_DEFAULT_FAULT_SAMPLE 512
+/* What CollectorConfig.symbol_files_per_minute and symbol_bytes_per_minute are when 0. */
+#define COLLECTOR_SYMBOL_FILES_PER_MINUTE_DEFAULT 64
+#define COLLECTOR_SYMBOL_BYTES_PER_MINUTE_DEFAULT (64ULL * 1024 * 1024)
 
 typedef struct CollectorSource {
         const char *name;
@@ -64,6 +75,9 @@ Collector *collector_free(Collector *c);
 
 /* A valid --event-buffer size: a power of two from the page size to 1 GiB. */
 bool collector_event_buffer_valid(uint64_t bytes);
+/* Whether config->disable and config->enable are lists collector_new() takes: 0, or -EINVAL for an
+ * unknown name or a source in both lists with *ret_error the line to show (to free), -ENOMEM. */
+int collector_config_check_sources(const CollectorConfig *config, char **ret_error);
 
 /* fd to watch for readability: lifecycle events are waiting in the ring buffer. BPF wakes it
  * when the buffer is 1/16 full; collector_drain() reads it too. */
