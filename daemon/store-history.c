@@ -268,11 +268,10 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
 
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n) {
+        HistoryProcesses one = { .where = "process_id = ?1", .value = process_id, .ids = &process_id, .n_ids = 1 };
+
         assert(store_in_snapshot(s));
-        return history_read(s,
-                            &(HistoryProcesses) { .where = "process_id = ?1", .value = process_id, .ids = &process_id,
-                                                  .n_ids = 1 },
-                            since_usec, until_usec, resolution_usec, ret, ret_n);
+        return history_read(s, &one, since_usec, until_usec, resolution_usec, ret, ret_n);
 }
 
 void store_unit_history_done(StoreUnitHistory *h) {
@@ -378,10 +377,12 @@ int store_unit_history_find(Store *s, const char *unit_glob, int64_t uid, uint64
 
 int store_unit_history_read(Store *s, StoreUnitHistory *h, uint64_t since_usec, uint64_t until_usec,
                             uint64_t resolution_usec) {
+        HistoryProcesses units = { .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                   .text = h->ids_json,
+                                   .ids = h->ids,
+                                   .n_ids = h->n_ids };
+
         assert(store_in_snapshot(s));
         assert(!h->rows);
-        return history_read(s,
-                            &(HistoryProcesses) { .where = "process_id IN (SELECT value FROM json_each(?1))",
-                                                  .text = h->ids_json, .ids = h->ids, .n_ids = h->n_ids },
-                            since_usec, until_usec, resolution_usec, &h->rows, &h->n_rows);
+        return history_read(s, &units, since_usec, until_usec, resolution_usec, &h->rows, &h->n_rows);
 }

@@ -13,8 +13,8 @@
  * it (read twice, or not). Those that read the samples read the ticks still in sample_pending
  * too (Top, History, UnitHistory): on any connection, the writer's own included, what is pending
  * is read as it is and never folded, so a query never waits for, or does, a write. The counts
- * are the same either way: a fold moves a tick from sample_pending into its raw bucket in one
- * transaction, and every query reads both or neither of them in its snapshot. */
+ * are exact either way: a fold moves a tick from sample_pending into its raw bucket in one
+ * transaction, so a query's snapshot has each tick in exactly one of the two. */
 
 #include "store-util.h"
 

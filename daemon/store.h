@@ -56,7 +56,9 @@ typedef struct StoreRetention {
  * table others refer to), the setting put back afterwards; a migration that leaves a row
  * referring to one that is not there (PRAGMA foreign_key_check) is rolled back: -EBADMSG.
  * Returns the number applied, or -EPROTO when the database is newer than the list
- * (user_version > n), or another -errno. */
+ * (user_version > n), or another -errno. store_open() runs it; outside the store only
+ * test-store.c and test-store-kinds.c call it, on a bare connection with lists of made-up
+ * migrations: it is the store's own code under test, so it cannot move into the tests. */
 int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 
 /* Longest comm glob a query accepts (ListProcesses). */
@@ -154,7 +156,9 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *r
  * *ret_more set. NULL: every part runs. */
 void store_set_maintain_yield(Store *s, bool (*fn)(void *userdata), void *userdata);
 
-/* Bytes of the pages in use (the size cap's measure). */
+/* Bytes of the pages in use (the size cap's measure). This and store_cap_target() are what the
+ * size cap (store-share.c) measures with; outside the store only test-store-share.c and
+ * bench/store-bench.c call them, to check the cap by the store's own measure. */
 uint64_t store_used_bytes(Store *s);
 /* What store_used_bytes() is held to under a cap of max_bytes: the cap less room for the WAL,
  * a quarter of the cap up to 32 MiB, or twice its checkpoint threshold
