@@ -776,7 +776,18 @@ static double median(const double *sorted, size_t n) {
         return n == 0 ? 0 : n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-/* One `trapstat history PID --since WINDOW`, as io.trapstat.History answers it. */
+/* A query of the store in a snapshot of its own, as the daemon's query pool runs each call. */
+#define IN_SNAPSHOT(b, query)                                                                      \
+        ({                                                                                         \
+                int _snapshot_r = store_snapshot_begin((b)->store);                                \
+                if (_snapshot_r >= 0) {                                                            \
+                        _snapshot_r = (query);                                                     \
+                        store_snapshot_end((b)->store);                                            \
+                }                                                                                  \
+                _snapshot_r;                                                                       \
+        })
+
+/* One `trapstat history PID --since WINDOW`, as io.trapstat.History answers it, in one snapshot. */
 static int history_once(Bench *b, uint32_t pid, uint64_t window, uint64_t *ret_rows, uint64_t *ret_resolution) {
         StoreHistoryRow *rows;
         ProcessInfo process;
@@ -785,12 +796,16 @@ static int history_once(Bench *b, uint32_t pid, uint64_t window, uint64_t *ret_r
         size_t n;
         int r;
 
-        r = store_find_process(b->store, pid, 0, &id, &process);
+        r = store_snapshot_begin(b->store);
         if (r < 0)
                 return r;
-        res = tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec, since, until);
-        r = store_history(b->store, id, since, until, res * USEC_PER_SEC, &rows, &n);
-        process_info_done(&process);
+        r = store_find_process(b->store, pid, 0, &id, &process);
+        if (r >= 0) {
+                res = tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec, since, until);
+                r = store_history(b->store, id, since, until, res * USEC_PER_SEC, &rows, &n);
+                process_info_done(&process);
+        }
+        store_snapshot_end(b->store);
         if (r < 0)
                 return r;
         store_history_rows_free(rows, n);
@@ -804,7 +819,8 @@ static int top_once(Bench *b, uint64_t window, uint64_t *ret_rows) {
         size_t n;
         int r;
 
-        r = store_top(b->store, now_usec(CLOCK_REALTIME) - window, "user", TOP_LIMIT, -1, NULL, &rows, &n, NULL);
+        r = IN_SNAPSHOT(b, store_top(b->store, now_usec(CLOCK_REALTIME) - window, "user", TOP_LIMIT, -1, NULL, &rows,
+                                     &n, NULL));
         if (r < 0)
                 return r;
         store_rows_free(rows, n);
@@ -859,7 +875,7 @@ static int history_totals(Bench *b, int64_t id, uint64_t since, uint64_t resolut
         size_t n;
         int r;
 
-        r = store_history(b->store, id, since, INT64_MAX, resolution_sec * USEC_PER_SEC, &rows, &n);
+        r = IN_SNAPSHOT(b, store_history(b->store, id, since, INT64_MAX, resolution_sec * USEC_PER_SEC, &rows, &n));
         if (r < 0)
                 return r;
         *ret = (Totals) {};
@@ -1048,7 +1064,7 @@ static int run_checks(Bench *b, unsigned *ret_processes) {
                 size_t n, k = 0;
                 int e;
 
-                if ((e = store_top(b->store, since, "user", TOP_LIMIT, -1, NULL, &rows, &n, NULL)) < 0)
+                if ((e = IN_SNAPSHOT(b, store_top(b->store, since, "user", TOP_LIMIT, -1, NULL, &rows, &n, NULL))) < 0)
                         return e;
                 if ((e = prepare(b, &st, "SELECT process_id, SUM(f_user) FROM sample_raw WHERE time_usec >= ? "
                                          "GROUP BY process_id ORDER BY 2 DESC, process_id DESC LIMIT ?")) < 0) {
@@ -1398,6 +1414,18 @@ int main(int argc, char *argv[]) {
         print_tiers(&b);
         print_size(&b);
         fflush(stdout);
+
+        /* The queries read the last ticks where they are still pending, as the daemon's do; the
+         * checks compare their answers with SQL over the tiers' rows, and the timings are those
+         * of queries with nothing pending: the pending ticks are folded first, as the store does
+         * when it closes. */
+        b.store = store_free(b.store);
+        r = store_open(b.path, b.boot_id, &b.store);
+        if (r < 0) {
+                fprintf(stderr, "store-bench: Failed to reopen database %s: %s\n", b.path, strerror(-r));
+                return EXIT_FAILURE;
+        }
+        store_set_checkpoint_handler(b.store, store_checkpoint_pages(b.retention.max_bytes), checkpoint_due, &b);
 
         if (run_queries(&b, timings) < 0)
                 return EXIT_FAILURE;

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The io.trapstat methods: parameters in, store/collector queries, replies out. */
+/* The io.trapstat methods: parameters in, store/collector queries, replies out.
+ *
+ * The policy of the calls that read the history lives here, not in the store: who may see what
+ * (visible_uid(); the store filters by the uid it is given, and History and Sites answer
+ * PermissionDenied here, find_process()) and what an absent parameter means (the step of History
+ * and UnitHistory, history_step_usec()). The store reads what it is asked, in the one snapshot
+ * the query pool begins for the call (query-pool.c). */
 #include "methods.h"
 
 #include <errno.h>
@@ -442,6 +448,16 @@ static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row, bool a
         return varlink_reply_append_text(reply, element, (size_t) n);
 }
 
+/* The step of a History or UnitHistory in usec: the one asked for (resolutionSec), or without
+ * one the default for the part of [since, until) the processes lived, first_seen to last_seen
+ * (tier_default_resolution_sec()). */
+static uint64_t history_step_usec(int64_t asked_sec, uint64_t first_seen, uint64_t last_seen, uint64_t since,
+                                  uint64_t until) {
+        if (asked_sec > 0)
+                return (uint64_t) asked_sec * USEC_PER_SEC;
+        return tier_default_resolution_sec(first_seen, last_seen, since, until) * USEC_PER_SEC;
+}
+
 typedef struct HistoryArgs {
         ProcessRange range;
         int64_t resolution_sec; /* 0: chosen by the process's lifetime */
@@ -457,7 +473,7 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         FaultTime total_time = {};
         Traps total_traps = {};
         json_t *members;
-        int64_t id, resolution = a->resolution_sec;
+        int64_t id;
         size_t n;
         int r;
 
@@ -465,10 +481,9 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         if (r <= 0)
                 return r;
 
-        if (resolution == 0)
-                resolution = (int64_t) tier_default_resolution_sec(process.first_seen_usec, process.last_seen_usec,
-                                                                   a->range.since_usec, a->range.until_usec);
-        r = store_history(reader, id, a->range.since_usec, a->range.until_usec, (uint64_t) resolution * USEC_PER_SEC,
+        r = store_history(reader, id, a->range.since_usec, a->range.until_usec,
+                          history_step_usec(a->resolution_sec, process.first_seen_usec, process.last_seen_usec,
+                                            a->range.since_usec, a->range.until_usec),
                           &rows, &n);
         if (r < 0) {
                 process_info_done(&process);
@@ -532,12 +547,20 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
         json_t *members, *units;
         int r;
 
-        r = store_unit_history(reader, a->unit, a->uid, a->since_usec, a->until_usec,
-                               (uint64_t) a->resolution_sec * USEC_PER_SEC, now_usec(CLOCK_REALTIME), &h);
+        r = store_unit_history_find(reader, a->unit, a->uid, a->since_usec, a->until_usec, &h);
         if (r == -ENOENT)
                 return varlink_reply_new_error("io.trapstat.NoSuchUnit", json_pack("{s:s}", "unit", a->unit), ret);
         if (r < 0)
                 return database_error(reader, r, ret);
+        /* As History's default, over the span of all the units' processes (those still running
+         * reach to now). */
+        r = store_unit_history_read(reader, &h, a->since_usec, a->until_usec,
+                                    history_step_usec(a->resolution_sec, h.first_seen_usec, now_usec(CLOCK_REALTIME),
+                                                      a->since_usec, a->until_usec));
+        if (r < 0) {
+                store_unit_history_done(&h);
+                return database_error(reader, r, ret);
+        }
 
         /* The samples go into the reply one at a time, as History's; the rest after them. */
         r = varlink_reply_new_array("samples", &reply);

@@ -159,7 +159,8 @@ static void worker_run(Worker *w, QueryJob *j) {
                 }
         }
         store_set_progress_handler(w->reader, p->progress_every, on_progress, j);
-        /* One snapshot per call: what a reply says of a process agrees with its counts. */
+        /* One snapshot per call, the only one (the store's queries begin none): what a reply says
+         * of a process agrees with its counts, however many queries it takes. */
         r = store_snapshot_begin(w->reader);
         if (r >= 0) {
                 r = j->run(w->reader, j->args, &j->reply);

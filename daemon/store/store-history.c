@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* History and UnitHistory: the samples of one process, or summed over the processes of units,
- * merged into intervals, from the tiers and from the ticks still pending, in one snapshot. */
+ * merged into intervals, from the tiers and from the ticks still pending, in the caller's
+ * snapshot. Only reads what it is asked: who may see what and the step of a history when none
+ * is asked for are decided by the methods (daemon/methods.c), not here. */
 #include "store-read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,7 +14,6 @@
 
 #include "array-util.h"
 #include "store-pending.h"
-#include "time-util.h"
 
 /* The processes a history sums over: as SQL over process_id, and as a list for the pending
  * ticks (which are not in SQL rows of their own). */
@@ -52,24 +54,20 @@ static StoreHistoryRow *history_row_at(RowsByTime *r, int64_t t) {
         return &r->rows[lo];
 }
 
-/* Every interval with traps has a sample row; its Traps is made at its first trap. */
-static Traps *history_traps_by_time(int64_t t, void *userdata) {
+/* A CountsQuery's find: the interval's FaultTime, or its Traps. Every interval with traps or
+ * fault time has a sample row (its traps and time_ns); its Traps is made at its first trap. */
+static void *history_counts_by_time(const StoreKind *kind, int64_t t, void *userdata) {
         RowsByTime *r = userdata;
         StoreHistoryRow *row = history_row_at(r, t);
 
         if (!row)
                 return NULL;
+        if (kind == &store_kinds[STORE_KIND_FAULT_TIME])
+                return &row->fault_time;
         if (!row->traps)
                 row->traps = calloc(1, sizeof(*row->traps));
         r->oom = r->oom || !row->traps;
         return row->traps;
-}
-
-/* Every interval with fault time has a sample row too (its time_ns). */
-static FaultTime *history_time_by_time(int64_t t, void *userdata) {
-        StoreHistoryRow *row = history_row_at(userdata, t);
-
-        return row ? &row->fault_time : NULL;
 }
 
 /* Adds the pending deltas of the processes in [since, until) to the row of their interval of
@@ -248,21 +246,15 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
                 return r;
         }
         RowsByTime by_time = { rows, n };
-        r = read_traps(s, seg, n_seg,
-                       &(TrapsQuery) { .group = group,
-                                       .where = procs->where,
-                                       .text = procs->text,
-                                       .value = procs->value,
-                                       .find = history_traps_by_time,
-                                       .userdata = &by_time });
+        CountsQuery q = { .group = group,
+                          .where = procs->where,
+                          .text = procs->text,
+                          .value = procs->value,
+                          .find = history_counts_by_time,
+                          .userdata = &by_time };
+        r = read_traps(s, seg, n_seg, &q);
         if (r >= 0)
-                r = read_fault_time(s, seg, n_seg,
-                                    &(FaultTimeQuery) { .group = group,
-                                                        .where = procs->where,
-                                                        .text = procs->text,
-                                                        .value = procs->value,
-                                                        .find = history_time_by_time,
-                                                        .userdata = &by_time });
+                r = read_fault_time(s, seg, n_seg, &q);
         if (r >= 0 && by_time.oom)
                 r = -ENOMEM;
         if (r < 0) {
@@ -274,21 +266,12 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
         return 0;
 }
 
-/* The queries fold the pending ticks first where this connection wrote them (store-read.h says
- * why), then read in one snapshot. */
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n) {
-        int r;
+        HistoryProcesses one = { .where = "process_id = ?1", .value = process_id, .ids = &process_id, .n_ids = 1 };
 
-        (void) store_pending_settle(s);
-        r = store_snapshot_begin(s);
-        if (r < 0)
-                return r;
-        r = history_read(s, &(HistoryProcesses) { .where = "process_id = ?1", .value = process_id, .ids = &process_id,
-                                                  .n_ids = 1 },
-                         since_usec, until_usec, resolution_usec, ret, ret_n);
-        store_snapshot_end(s);
-        return r;
+        assert(store_in_snapshot(s));
+        return history_read(s, &one, since_usec, until_usec, resolution_usec, ret, ret_n);
 }
 
 void store_unit_history_done(StoreUnitHistory *h) {
@@ -296,27 +279,16 @@ void store_unit_history_done(StoreUnitHistory *h) {
                 free(h->units[i]);
         free(h->units);
         store_history_rows_free(h->rows, h->n_rows);
+        free(h->ids);
+        free(h->ids_json);
         *h = (StoreUnitHistory) {};
 }
 
 /* The units' processes that the caller may see: their ids ascending (also as a JSON array, for
  * SQL), how many overlap the range and run, the earliest first seen. */
-typedef struct UnitProcesses {
-        int64_t *ids;
-        size_t n;
-        char *json;
-        uint64_t first_seen_usec;
-} UnitProcesses;
-
-static void unit_processes_done(UnitProcesses *p) {
-        free(p->ids);
-        free(p->json);
-}
-
 static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                               UnitProcesses *ret, StoreUnitHistory *h) {
+                               StoreUnitHistory *h) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        UnitProcesses p = { .first_seen_usec = UINT64_MAX };
         size_t capacity = 0, json_size = 0;
         FILE *json;
         int rc, r;
@@ -331,7 +303,8 @@ static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uin
         sqlite3_bind_text(st, 1, unit_glob, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, uid);
 
-        json = open_memstream(&p.json, &json_size);
+        h->first_seen_usec = UINT64_MAX;
+        json = open_memstream(&h->ids_json, &json_size);
         if (!json)
                 return -ENOMEM;
         fputc('[', json);
@@ -339,12 +312,12 @@ static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uin
                 int64_t id = sqlite3_column_int64(st, 0);
                 uint64_t first = (uint64_t) sqlite3_column_int64(st, 1), last = (uint64_t) sqlite3_column_int64(st, 2);
                 bool exited = sqlite3_column_int(st, 3) != 0;
-                r = array_grow((void **) &p.ids, &capacity, p.n, 1, sizeof(*p.ids));
+                r = array_grow((void **) &h->ids, &capacity, h->n_ids, 1, sizeof(*h->ids));
                 if (r < 0)
                         break;
-                fprintf(json, "%s%" PRId64, p.n ? "," : "", id);
-                p.ids[p.n++] = id;
-                p.first_seen_usec = MIN(p.first_seen_usec, first);
+                fprintf(json, "%s%" PRId64, h->n_ids ? "," : "", id);
+                h->ids[h->n_ids++] = id;
+                h->first_seen_usec = MIN(h->first_seen_usec, first);
                 /* A running process's last seen lags up to a bucket behind: it lives until now. */
                 if (first < until_usec && (!exited || last >= since_usec)) {
                         h->processes++;
@@ -356,14 +329,9 @@ static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uin
                 r = -ENOMEM;
         if (r >= 0 && rc != SQLITE_DONE)
                 r = sqlite_to_errno(rc) ?: -EIO;
-        if (r >= 0 && p.n == 0)
+        if (r >= 0 && h->n_ids == 0)
                 r = -ENOENT;
-        if (r < 0) {
-                unit_processes_done(&p);
-                return r;
-        }
-        *ret = p;
-        return 0;
+        return r;
 }
 
 static int unit_names_read(Store *s, const char *unit_glob, int64_t uid, StoreUnitHistory *h) {
@@ -390,43 +358,31 @@ static int unit_names_read(Store *s, const char *unit_glob, int64_t uid, StoreUn
         return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
 }
 
-static int unit_history_read(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                             uint64_t resolution_usec, uint64_t now_usec, StoreUnitHistory *h) {
-        _cleanup_(unit_processes_done) UnitProcesses p = {};
-        int r;
-
-        r = unit_processes_read(s, unit_glob, uid, since_usec, until_usec, &p, h);
-        if (r < 0)
-                return r;
-        r = unit_names_read(s, unit_glob, uid, h);
-        if (r < 0)
-                return r;
-        /* As History's default, over the span of all the units' processes (those still running
-         * reach to now). */
-        h->resolution_usec = resolution_usec ?: tier_default_resolution_sec(p.first_seen_usec, now_usec, since_usec,
-                                                                            until_usec) *
-                                                        USEC_PER_SEC;
-        return history_read(s,
-                            &(HistoryProcesses) { .where = "process_id IN (SELECT value FROM json_each(?1))",
-                                                  .text = p.json, .ids = p.ids, .n_ids = p.n },
-                            since_usec, until_usec, h->resolution_usec, &h->rows, &h->n_rows);
-}
-
-int store_unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                       uint64_t resolution_usec, uint64_t now_usec, StoreUnitHistory *ret) {
+int store_unit_history_find(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                            StoreUnitHistory *ret) {
         StoreUnitHistory h = {};
         int r;
 
-        (void) store_pending_settle(s);
-        r = store_snapshot_begin(s);
-        if (r < 0)
-                return r;
-        r = unit_history_read(s, unit_glob, uid, since_usec, until_usec, resolution_usec, now_usec, &h);
-        store_snapshot_end(s);
+        assert(store_in_snapshot(s));
+        r = unit_processes_read(s, unit_glob, uid, since_usec, until_usec, &h);
+        if (r >= 0)
+                r = unit_names_read(s, unit_glob, uid, &h);
         if (r < 0) {
                 store_unit_history_done(&h);
                 return r;
         }
         *ret = h;
         return 0;
+}
+
+int store_unit_history_read(Store *s, StoreUnitHistory *h, uint64_t since_usec, uint64_t until_usec,
+                            uint64_t resolution_usec) {
+        HistoryProcesses units = { .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                   .text = h->ids_json,
+                                   .ids = h->ids,
+                                   .n_ids = h->n_ids };
+
+        assert(store_in_snapshot(s));
+        assert(!h->rows);
+        return history_read(s, &units, since_usec, until_usec, resolution_usec, &h->rows, &h->n_rows);
 }

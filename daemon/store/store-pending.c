@@ -4,7 +4,8 @@
  * members (bit i: fault_fields[i], bit n_fault_fields: traps, the next: fault time in ns), then those
  * members, every number
  * an unsigned LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
- * transaction: when a tick falls into a later bucket, and before anything reads the samples. */
+ * transaction of the writer's: when a tick falls into a later bucket, and before a step of
+ * maintenance that needs them in rows. The queries read them as they are (store_pending_read()). */
 #include "store-pending.h"
 
 #include <errno.h>

@@ -29,8 +29,9 @@ int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, Pending
 /* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
  * in the caller's transaction. A row that does not decode is dropped, alone. */
 int store_pending_fold(Store *s);
-/* Before anything reads the samples: store_pending_fold() in a transaction of its own, when
- * s->pending says there may be rows. */
+/* store_pending_fold() in a transaction of its own, when s->pending says there may be rows: on
+ * the writer's side only (store_open(), store_free(), a maintenance step that deletes samples).
+ * The queries never fold: they read the pending rows (store_pending_read()). */
 int store_pending_settle(Store *s);
 /* The same, only when the pending ticks may be in a raw bucket before before_usec (when their
  * bucket is not known, too): what a roll-up up to before_usec needs. */

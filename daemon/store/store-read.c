@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The read layer every query family uses (store-read.h): snapshots, the read statements
- * prepared once per connection, reading a process and counts, the union over the tiers, the
- * sums of one kind per group and key. */
+/* The read layer every query family uses (store-read.h): the snapshot a query's caller begins,
+ * the read statements prepared once per connection, reading a process and counts, the union
+ * over the tiers, the sums of one kind per group and key. */
 #include "store-read.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "store-pending.h"
 
 int store_read_prepare(Store *s) {
         int r;
@@ -25,27 +22,22 @@ int store_read_prepare(Store *s) {
                            "ORDER BY first_seen_usec DESC, id DESC LIMIT 1");
 }
 
-int store_settle(Store *s) {
-        return store_pending_settle(s);
-}
-
 int store_snapshot_begin(Store *s) {
-        if (s->snapshots == 0) {
-                int r = sql_exec(s->db, "BEGIN");
-
-                if (r < 0)
-                        return r;
-        }
-        s->snapshots++;
-        return 0;
+        /* One per query, begun by its caller: inside another, or inside a write, it would read
+         * what that one does, not a snapshot of its own. */
+        if (!sqlite3_get_autocommit(s->db))
+                return -EBUSY;
+        return sql_exec(s->db, "BEGIN");
 }
 
 void store_snapshot_end(Store *s) {
-        assert(s->snapshots > 0);
         /* A read: nothing to commit. An interrupted statement (the progress handler) may have
          * ended the transaction already. */
-        if (--s->snapshots == 0)
-                store_rollback(s);
+        store_rollback(s);
+}
+
+bool store_in_snapshot(Store *s) {
+        return !sqlite3_get_autocommit(s->db);
 }
 
 char *column_strdup(sqlite3_stmt *st, int i) {
@@ -124,14 +116,14 @@ int read_kind(Store *s, const StoreKind *kind, const TierSegment *seg, size_t n_
 
 static void add_traps_row(const StoreKind *kind, int64_t group, const int64_t *keys, const uint64_t *values,
                           void *userdata) {
-        const TrapsQuery *q = userdata;
-        Traps *t = q->find(group, q->userdata);
+        const CountsQuery *q = userdata;
+        Traps *t = q->find(kind, group, q->userdata);
 
         if (t)
                 kind->traps_add(t, keys, values);
 }
 
-int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q) {
+int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q) {
         for (int k = 0; k < _STORE_KIND_MAX; k++) {
                 int r;
 
@@ -144,10 +136,10 @@ int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery 
         return 0;
 }
 
-static void add_fault_time_row(const StoreKind *kind _unused_, int64_t group, const int64_t *keys _unused_,
+static void add_fault_time_row(const StoreKind *kind, int64_t group, const int64_t *keys _unused_,
                                const uint64_t *values, void *userdata) {
-        const FaultTimeQuery *q = userdata;
-        FaultTime *t = q->find(group, q->userdata), row;
+        const CountsQuery *q = userdata;
+        FaultTime *t = q->find(kind, group, q->userdata), row;
 
         if (!t)
                 return;
@@ -156,7 +148,7 @@ static void add_fault_time_row(const StoreKind *kind _unused_, int64_t group, co
         fault_time_add(t, &row);
 }
 
-int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const FaultTimeQuery *q) {
+int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q) {
         return read_kind(s, &store_kinds[STORE_KIND_FAULT_TIME], seg, n_seg, q->group, q->where, q->text, q->value,
                          add_fault_time_row, (void *) q);
 }

@@ -2,21 +2,27 @@
 #pragma once
 
 /* The read layer (store-read.c): what every query family (store-top.c, store-history.c,
- * store-sites.c, store-processes.c) reads with, so that no family calls another: the snapshot of
- * a call (store_snapshot_begin() in store.h), the statements prepared for reads (store.c prepares
- * them with its own when it opens), reading a process and counts, and one kind's rows over the
- * tiers. Internal to the store.
+ * store-sites.c, store-processes.c) reads with, so that no family calls another: the statements
+ * prepared for reads (store.c prepares them with its own when it opens), reading a process and
+ * counts, and one kind's rows over the tiers. Internal to the store.
  *
- * The queries that plan their reads over the tiers read the tiers' marks and the rows in one
- * snapshot, so that a maintenance step in between cannot move a stretch into another tier than
- * the one planned for it (read twice, or not). Those that read the samples read the ticks still
- * in sample_pending too (Top, History, UnitHistory), so they never wait for a fold; on the
- * writer's own connection (the unit tests') they fold them first all the same. */
+ * A query reads in the one snapshot its caller began (store_snapshot_begin() in store.h: the
+ * query pool's, one per call; in the unit tests one per query); it begins none itself and
+ * writes nothing. Its statements read the tiers' marks and the rows in that snapshot, so that a
+ * maintenance step in between cannot move a stretch into another tier than the one planned for
+ * it (read twice, or not). Those that read the samples read the ticks still in sample_pending
+ * too (Top, History, UnitHistory): on any connection, the writer's own included, what is pending
+ * is read as it is and never folded, so a query never waits for, or does, a write. The counts
+ * are exact either way: a fold moves a tick from sample_pending into its raw bucket in one
+ * transaction, so a query's snapshot has each tick in exactly one of the two. */
 
 #include "store-util.h"
 
 /* The read statements every connection has (s->find_process, s->find_newest_process). */
 int store_read_prepare(Store *s);
+/* Whether a snapshot (or a write) is open on the connection: what a query of more than one
+ * statement asserts it runs in. */
+bool store_in_snapshot(Store *s);
 
 /* A copy of column i's text; NULL for NULL, or out of memory. */
 char *column_strdup(sqlite3_stmt *st, int i);
@@ -39,31 +45,23 @@ typedef void (*ReadKindRow)(const StoreKind *kind, int64_t group, const int64_t 
 int read_kind(Store *s, const StoreKind *kind, const TierSegment *seg, size_t n_seg, const char *group,
               const char *where, const char *text, int64_t value, ReadKindRow fn, void *userdata);
 
-/* What read_traps() reads of the kinds that are part of a Traps. */
-typedef struct TrapsQuery {
+/* What read_traps() and read_fault_time() read: the rows, what their counts are summed by, and
+ * where each group's sums go. */
+typedef struct CountsQuery {
         const char *group; /* SQL over process_id and time_usec: what the counts are summed by */
         const char *where; /* the rows; its ?1 is bound to text, or to value when text is NULL */
         const char *text;
         int64_t value;
-        /* The Traps a group's counts are added to; NULL: they are skipped. */
-        Traps *(*find)(int64_t group, void *userdata);
+        /* What a group's counts of kind are added to: a Traps for the kinds that are part of one
+         * (kind->traps_add), a FaultTime for STORE_KIND_FAULT_TIME; NULL: they are skipped. */
+        void *(*find)(const StoreKind *kind, int64_t group, void *userdata);
         void *userdata;
-} TrapsQuery;
+} CountsQuery;
 
 /* Sums the rows of every kind that is part of a Traps over the segments, per group and key, and
  * adds them to the Traps of their group. */
-int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const TrapsQuery *q);
-
-/* The same for the fault time kind: what read_fault_time() reads, as TrapsQuery. */
-typedef struct FaultTimeQuery {
-        const char *group;
-        const char *where;
-        const char *text;
-        int64_t value;
-        FaultTime *(*find)(int64_t group, void *userdata);
-        void *userdata;
-} FaultTimeQuery;
+int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q);
 
 /* Merges the fault time rows over the segments per group (sums, maximum, histogram) into the
  * FaultTime of their group. */
-int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const FaultTimeQuery *q);
+int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q);

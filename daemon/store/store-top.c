@@ -3,6 +3,7 @@
  * counts; and the traps of every process the caller may see since a time. Only reads. */
 #include "store-read.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -55,16 +56,13 @@ static StoreRow *top_row_by_id(const TopRows *t, int64_t id) {
         return lo < t->n && t->by_id[lo]->id == id ? t->by_id[lo] : NULL;
 }
 
-static Traps *top_traps_by_id(int64_t id, void *userdata) {
+/* A CountsQuery's find: the ranked process's Traps or FaultTime. */
+static void *top_counts_by_id(const StoreKind *kind, int64_t id, void *userdata) {
         StoreRow *row = top_row_by_id(userdata, id);
 
-        return row ? &row->traps : NULL;
-}
-
-static FaultTime *top_time_by_id(int64_t id, void *userdata) {
-        StoreRow *row = top_row_by_id(userdata, id);
-
-        return row ? &row->fault_time : NULL;
+        if (!row)
+                return NULL;
+        return kind == &store_kinds[STORE_KIND_FAULT_TIME] ? (void *) &row->fault_time : (void *) &row->traps;
 }
 
 /* The conditions on table process of the processes filter lets through: "" for an empty filter,
@@ -348,20 +346,15 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
                 r = top_fill(s, seg, n_seg, ids, &t);
                 if (r >= 0 && n_pending > 0)
                         r = top_fill_processes(s, ids, &t);
+                CountsQuery q = { .group = "process_id",
+                                  .where = "process_id IN (SELECT value FROM json_each(?1))",
+                                  .text = ids,
+                                  .find = top_counts_by_id,
+                                  .userdata = &t };
                 if (r >= 0)
-                        r = read_traps(s, seg, n_seg,
-                                       &(TrapsQuery) { .group = "process_id",
-                                                       .where = "process_id IN (SELECT value FROM json_each(?1))",
-                                                       .text = ids,
-                                                       .find = top_traps_by_id,
-                                                       .userdata = &t });
+                        r = read_traps(s, seg, n_seg, &q);
                 if (r >= 0)
-                        r = read_fault_time(s, seg, n_seg,
-                                            &(FaultTimeQuery) { .group = "process_id",
-                                                                .where = "process_id IN (SELECT value FROM json_each(?1))",
-                                                                .text = ids,
-                                                                .find = top_time_by_id,
-                                                                .userdata = &t });
+                        r = read_fault_time(s, seg, n_seg, &q);
                 if (r < 0)
                         return r;
         }
@@ -374,7 +367,7 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
         return 0;
 }
 
-static Traps *single_traps(int64_t key _unused_, void *userdata) {
+static void *single_traps(const StoreKind *kind _unused_, int64_t key _unused_, void *userdata) {
         return userdata;
 }
 
@@ -388,14 +381,15 @@ int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t
         size_t n_seg;
         int rc, r;
 
+        assert(store_in_snapshot(s));
         r = store_load_tiers(s, tiers);
         if (r < 0)
                 return r;
         n_seg = tier_plan(tiers, (1U << _TIER_MAX) - 1, since_bucket, UINT64_MAX, seg);
 
         r = read_traps(s, seg, n_seg,
-                       &(TrapsQuery) { .group = "0", .where = where, .value = uid, .find = single_traps,
-                                       .userdata = &t });
+                       &(CountsQuery) { .group = "0", .where = where, .value = uid, .find = single_traps,
+                                        .userdata = &t });
         if (r < 0)
                 return r;
         /* Processes that trapped: those with rows of the trap kind. */
@@ -413,13 +407,6 @@ int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t
 
 int store_top(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid, const ProcessFilter *filter,
               StoreRow **ret, size_t *ret_n, uint64_t *ret_other) {
-        int r;
-
-        (void) store_pending_settle(s);
-        r = store_snapshot_begin(s);
-        if (r < 0)
-                return r;
-        r = top_read(s, since_usec, sort, limit, uid, filter, ret, ret_n, ret_other);
-        store_snapshot_end(s);
-        return r;
+        assert(store_in_snapshot(s));
+        return top_read(s, since_usec, sort, limit, uid, filter, ret, ret_n, ret_other);
 }

@@ -16,8 +16,9 @@
  *   reading       store-read.c     the read layer: snapshots, the read statements, reading a
  *                                  process and counts, the union over the tiers, one kind's sums
  *                 store-top.c      Top and Traps                  (each family only reads,
- *                 store-history.c  History and UnitHistory         and uses store-read.h and
- *                 store-sites.c    Sites                           store-pending.h only)
+ *                 store-history.c  History and UnitHistory         in its caller's snapshot,
+ *                 store-sites.c    Sites                           and uses store-read.h and
+ *                                                                  store_pending_read() only)
  *                 store-processes.c  ListProcesses, finding a process
  *   maintaining   store-maintain.c roll-up, retention, deleting processes left without rows,
  *                                  marking gone the processes that ended unseen
@@ -90,7 +91,6 @@ struct Store {
         /* Reading (store-read.c). */
         sqlite3_stmt *find_process;
         sqlite3_stmt *find_newest_process;
-        unsigned snapshots; /* store_snapshot_begin() calls not ended yet */
 
         /* Maintenance (store-maintain.c): finer intervals per roll-up transaction; the search
          * for exited processes left without rows: when it last ran (0: not yet), and whether it

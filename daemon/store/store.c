@@ -309,10 +309,6 @@ const char *store_errmsg(Store *s) {
         return s && s->db ? sqlite3_errmsg(s->db) : "no database";
 }
 
-const char *store_path(Store *s) {
-        return s->path;
-}
-
 /* Replaces SQLite's automatic checkpoint (the same threshold, run in the commit that reaches
  * it): see store_set_checkpoint_handler(). */
 static int on_wal_commit(void *userdata, sqlite3 *db _unused_, const char *name _unused_, int pages) {

@@ -66,7 +66,7 @@ static void test_history_interval_across_tiers(void **state) {
 
         assert_int_equal(store_find_process(s, 430, 0, &id, &found), 0);
         process_info_done(&found);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 2 * M, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, 2 * M, &hist, &n)), 0);
         assert_int_equal(n, 15);
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(hist[i].time_usec, t0 + i * 2 * M);
@@ -101,8 +101,8 @@ static void test_reader_sees_pending_ticks(void **state) {
                 ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
                 assert_int_equal(store_flush(w, t0 + i * S, &sample, 1), 0);
         }
-        assert_int_equal(store_settle(w), 0);
-        /* Pending: a tick in the same bucket and, after the process exited, its last in the next. */
+        /* A tick in the same bucket (folded with the first two by the next) and, after the
+         * process exited, its last in the next bucket: pending. */
         {
                 ProcessSample sample = { &a, (Faults) { .user = 5, .kernel = 2 }, &ud };
                 assert_int_equal(store_flush(w, t0 + 2 * S, &sample, 1), 0);
@@ -118,7 +118,7 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(store_find_process(r, 820, 0, &id, &found), 0);
         assert_true(found.exited);
         process_info_done(&found);
-        assert_int_equal(store_history(r, id, 0, UINT64_MAX, 10 * S, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_history(r, id, 0, UINT64_MAX, 10 * S, &hist, &n)), 0);
         assert_int_equal(n, 2);
         assert_int_equal(hist[0].time_usec, t0);
         assert_int_equal(hist[0].faults.user, 25);
@@ -129,35 +129,36 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(hist[1].traps->vector[6], 3);
         store_history_rows_free(hist, n);
         /* The range applies to pending buckets as to raw ones; a coarser interval sums them. */
-        assert_int_equal(store_history(r, id, t0 + 10 * S, UINT64_MAX, 10 * S, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_history(r, id, t0 + 10 * S, UINT64_MAX, 10 * S, &hist, &n)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(hist[0].faults.user, 8000);
         store_history_rows_free(hist, n);
-        assert_int_equal(store_history(r, id, 0, t0 + 10 * S, 10 * S, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_history(r, id, 0, t0 + 10 * S, 10 * S, &hist, &n)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(hist[0].faults.user, 25);
         store_history_rows_free(hist, n);
         assert_int_equal(history_user(r, 820, 60 * S, NULL), 8025);
 
-        /* A snapshot: the writer's later ticks are not seen until it ends. */
+        /* A snapshot: the writer's later ticks are not seen until it ends, nor its fold of the
+         * pending ones (b's tick falls into a later bucket) counted twice or lost. */
         assert_int_equal(store_snapshot_begin(r), 0);
-        assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
+        assert_int_equal(history_user_read(r, 820, 10 * S, NULL), 8025);
         {
-                ProcessInfo b = { .pid = 821, .start_time = 9, .comm = "b", .first_seen_usec = t0 + 12 * S };
+                ProcessInfo b = { .pid = 821, .start_time = 9, .comm = "b", .first_seen_usec = t0 + 20 * S };
                 ProcessSample sample = { &b, (Faults) { .user = 1 }, NULL };
 
-                assert_int_equal(store_flush(w, t0 + 12 * S, &sample, 1), 0);
-                assert_int_equal(store_settle(w), 0);
+                assert_int_equal(store_flush(w, t0 + 20 * S, &sample, 1), 0);
         }
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_raw"), 2);
         assert_int_equal(store_find_process(r, 821, 0, &id, &found), -ENOENT);
-        assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
+        assert_int_equal(history_user_read(r, 820, 10 * S, NULL), 8025);
         store_snapshot_end(r);
         assert_int_equal(history_user(r, 821, 10 * S, NULL), 1);
-        /* Settled, the same answer from the raw tier alone. */
+        /* Folded, the same answer from the raw tier alone. */
         assert_int_equal(history_user(r, 820, 10 * S, NULL), 8025);
 
-        /* Top reads what was folded before the call: the writer settles before it asks. */
-        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        /* Top reads the raw tier and the pending tick. */
+        assert_int_equal(IN_SNAPSHOT(r, store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].faults.user, 8025);
         store_rows_free(rows, n);
@@ -235,12 +236,11 @@ static void test_unit_history(void **state) {
 
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
         /* Per minute: 6 + 60 user faults, 6 #UD and 2 × 2 #BP (ticks 0 and 3 of each 6). */
-        assert_int_equal(store_unit_history(r, "web.service", -1, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(unit_history(r, "web.service", -1, 0, UINT64_MAX, M, &h), 0);
         assert_int_equal(h.n_units, 1);
         assert_string_equal(h.units[0], "web.service");
         assert_int_equal(h.processes, 2);
         assert_int_equal(h.running, 1);
-        assert_int_equal(h.resolution_usec, M);
         assert_int_equal(h.n_rows, 5);
         for (size_t i = 0; i < h.n_rows; i++) {
                 assert_int_equal(h.rows[i].time_usec, i < 4 ? t0 + i * M : t0 + 2 * H);
@@ -252,7 +252,7 @@ static void test_unit_history(void **state) {
         store_unit_history_done(&h);
 
         /* By the hour: the first hour from the hour tier, the last from raw and pending. */
-        assert_int_equal(store_unit_history(r, "web.service", -1, 0, UINT64_MAX, H, 0, &h), 0);
+        assert_int_equal(unit_history(r, "web.service", -1, 0, UINT64_MAX, H, &h), 0);
         assert_int_equal(h.n_rows, 2);
         assert_int_equal(h.rows[0].time_usec, t0);
         assert_int_equal(h.rows[0].faults.user, 4 * 66);
@@ -262,10 +262,15 @@ static void test_unit_history(void **state) {
         assert_int_equal(h.rows[1].traps->vector[6], 6);
         store_unit_history_done(&h);
 
-        /* The raw minute by 10 s, the pending tick last; the default step (from t0 to now, 2 h:
-         * 10 s) and the range's processes: c exited before it, b within. */
-        assert_int_equal(store_unit_history(r, "*.service", -1, t0 + 2 * H, UINT64_MAX, 0, t0 + 2 * H + M, &h), 0);
-        assert_int_equal(h.resolution_usec, 10 * S);
+        /* The raw minute by 10 s, the pending tick last; the default step as UnitHistory's
+         * method takes it (from the earliest first seen, t0, to now, 2 h: 10 s) and the range's
+         * processes: c exited before it, b within. */
+        assert_int_equal(store_snapshot_begin(r), 0);
+        assert_int_equal(store_unit_history_find(r, "*.service", -1, t0 + 2 * H, UINT64_MAX, &h), 0);
+        assert_int_equal(h.first_seen_usec, t0);
+        assert_int_equal(tier_default_resolution_sec(h.first_seen_usec, t0 + 2 * H + M, t0 + 2 * H, UINT64_MAX), 10);
+        assert_int_equal(store_unit_history_read(r, &h, t0 + 2 * H, UINT64_MAX, 10 * S), 0);
+        store_snapshot_end(r);
         assert_int_equal(h.n_units, 2);
         assert_string_equal(h.units[0], "db.service");
         assert_string_equal(h.units[1], "web.service");
@@ -280,7 +285,7 @@ static void test_unit_history(void **state) {
         store_unit_history_done(&h);
 
         /* All time, all units: c's 2400 too, never d's (no unit). */
-        assert_int_equal(store_unit_history(r, "*", -1, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(unit_history(r, "*", -1, 0, UINT64_MAX, M, &h), 0);
         assert_int_equal(h.processes, 3);
         unit_history_sum(&h, &faults, &traps);
         assert_int_equal(faults.user, 5 * 66 + 2400);
@@ -290,7 +295,7 @@ static void test_unit_history(void **state) {
         store_unit_history_done(&h);
 
         /* uid 1000 sees a alone of web.service: 30 faults, 30 #UD, no #BP. */
-        assert_int_equal(store_unit_history(r, "web.service", 1000, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(unit_history(r, "web.service", 1000, 0, UINT64_MAX, M, &h), 0);
         assert_int_equal(h.processes, 1);
         assert_int_equal(h.running, 1);
         unit_history_sum(&h, &faults, &traps);
@@ -300,27 +305,28 @@ static void test_unit_history(void **state) {
         store_unit_history_done(&h);
         /* ... and of "w*" and "[a-z]b.service" what is theirs; a range before everything has no
          * samples and no processes, but the unit is known. */
-        assert_int_equal(store_unit_history(r, "?b.service", 1000, 0, UINT64_MAX, M, 0, &h), 0);
+        assert_int_equal(unit_history(r, "?b.service", 1000, 0, UINT64_MAX, M, &h), 0);
         assert_int_equal(h.n_units, 1);
         assert_string_equal(h.units[0], "db.service");
         unit_history_sum(&h, &faults, &traps);
         assert_int_equal(faults.user, 2400);
         store_unit_history_done(&h);
-        assert_int_equal(store_unit_history(r, "w*", 1000, 0, t0, M, 0, &h), 0);
+        assert_int_equal(unit_history(r, "w*", 1000, 0, t0, M, &h), 0);
         assert_int_equal(h.n_units, 1);
         assert_int_equal(h.processes, 0);
         assert_int_equal(h.n_rows, 0);
         store_unit_history_done(&h);
 
         /* Unknown units, units only of others, case: -ENOENT. A step that is not whole buckets. */
-        assert_int_equal(store_unit_history(r, "nginx.service", -1, 0, UINT64_MAX, M, 0, &h), -ENOENT);
-        assert_int_equal(store_unit_history(r, "web.service", 5, 0, UINT64_MAX, M, 0, &h), -ENOENT);
-        assert_int_equal(store_unit_history(r, "WEB.service", -1, 0, UINT64_MAX, M, 0, &h), -ENOENT);
-        assert_int_equal(store_unit_history(r, "web.service", -1, 0, UINT64_MAX, 15 * S, 0, &h), -EINVAL);
+        assert_int_equal(unit_history(r, "nginx.service", -1, 0, UINT64_MAX, M, &h), -ENOENT);
+        assert_int_equal(unit_history(r, "web.service", 5, 0, UINT64_MAX, M, &h), -ENOENT);
+        assert_int_equal(unit_history(r, "WEB.service", -1, 0, UINT64_MAX, M, &h), -ENOENT);
+        assert_int_equal(unit_history(r, "web.service", -1, 0, UINT64_MAX, 15 * S, &h), -EINVAL);
 
-        /* The writer's own query folds the pending tick first: the same sums. */
-        assert_int_equal(store_unit_history(w, "web.service", -1, 0, UINT64_MAX, H, 0, &h), 0);
-        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        /* The writer's own query reads the pending tick where it is, and folds nothing: the same
+         * sums. */
+        assert_int_equal(unit_history(w, "web.service", -1, 0, UINT64_MAX, H, &h), 0);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 1);
         unit_history_sum(&h, &faults, &traps);
         assert_int_equal(faults.user, 5 * 66);
         assert_int_equal(traps_total(&traps), 50);

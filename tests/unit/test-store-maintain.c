@@ -103,7 +103,7 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(history_user(s, 400, 10 * S, NULL), from5h_a);
 
         /* Top over the whole time reads hours: the same totals. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.pid, 400); /* about 4 a bucket against b's 2 */
         assert_int_equal(rows[0].faults.user, all_a);
@@ -112,7 +112,8 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(rows[1].faults.user, all_b);
         store_rows_free(rows, n);
         /* And over the last 30 min: raw only. */
-        assert_int_equal(store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n, NULL)),
+                         0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[1].process.pid, 401);
         assert_int_equal(rows[1].faults.user, 2 * 180); /* 180 buckets of 2 */
@@ -202,7 +203,7 @@ static void assert_marks_exact(Store *s, int64_t id, uint64_t t0, size_t n_bucke
         for (size_t k = 0; k < ELEMENTSOF(resolutions); k++) {
                 uint64_t res = resolutions[k], sum = 0, sum_traps = 0;
 
-                assert_int_equal(store_history(s, id, 0, UINT64_MAX, res, &hist, &n), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, res, &hist, &n)), 0);
                 for (size_t j = 0; j < n; j++) {
                         uint64_t expect = 0, expect_traps = 0;
 
@@ -220,7 +221,7 @@ static void assert_marks_exact(Store *s, int64_t id, uint64_t t0, size_t n_bucke
                 assert_int_equal(sum, total);
                 assert_int_equal(sum_traps, traps);
         }
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].faults.user, total);
         assert_int_equal(rows[0].traps.vector[6], traps);

@@ -47,7 +47,7 @@ static void test_list_filters(void **state) {
         assert_int_equal(store_flush(s, t0, samples, ELEMENTSOF(samples)), 0);
 
 #define LIST_AT_MOST(l, ...) \
-        store_list_processes(s, &(StoreProcessFilter) { .limit = (l), __VA_ARGS__ }, &list, &n, &total)
+        IN_SNAPSHOT(s, store_list_processes(s, &(StoreProcessFilter) { .limit = (l), __VA_ARGS__ }, &list, &n, &total))
 #define LIST(...) LIST_AT_MOST(100, __VA_ARGS__)
         /* GLOB is case-sensitive: "Postman" is not a "post*". Exited ones only when asked. */
         assert_int_equal(LIST(.comm_glob = "post*", .uid = -1), 0);

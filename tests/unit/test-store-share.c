@@ -121,15 +121,17 @@ static void test_size_cap_shares(void **state) {
                         assert_int_equal(history_user(s, 500, res, &traps), 30 * 7);
                         assert_int_equal(traps, 30);
                         assert_int_equal(history_user(s, 501, res, NULL), service_user);
-                        assert_int_equal(store_traps(s, t0, 0, &sum, &processes), 0);
+                        assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, 0, &sum, &processes)), 0);
                         assert_int_equal(traps_total(&sum), 30);
                         assert_int_equal(processes, 1);
                 }
                 /* The floods: what is left is the newest processes, each whole; command lines cut
                  * and marked. */
-                assert_int_equal(store_list_processes(s, &(StoreProcessFilter) { .uid = 2000, .include_exited = true,
-                                                                                 .limit = 100000 },
-                                                      &list, &n, NULL),
+                assert_int_equal(IN_SNAPSHOT(s, store_list_processes(s,
+                                                                     &(StoreProcessFilter) { .uid = 2000,
+                                                                                             .include_exited = true,
+                                                                                             .limit = 100000 },
+                                                                     &list, &n, NULL)),
                                  0);
                 assert_true(n > 100 && n < 4000);
                 for (size_t i = 0; i < n; i++)

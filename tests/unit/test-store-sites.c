@@ -60,7 +60,8 @@ static uint64_t site_total(Store *s, uint32_t pid, uint64_t since, uint64_t unti
         uint64_t v;
         size_t n;
 
-        assert_int_equal(store_sites(s, process_id(s, pid), since, until, -1, 100, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, pid), since, until, -1, 100, &sites, &n, NULL)),
+                         0);
         found = find_site(sites, n, like);
         v = found ? found->count : 0;
         site_counts_free(sites, n);
@@ -108,7 +109,8 @@ static void test_sites(void **state) {
         }
 
         /* a: the fault 12 × 64, the anonymous one 6 × 64, the trap 18. */
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                         0);
         assert_int_equal(n, 3);
         assert_site(&sites[0], &fault_site, 12);
         assert_site(&sites[1], &anon_site, 6);
@@ -116,40 +118,48 @@ static void test_sites(void **state) {
         site_counts_free(sites, n);
 
         /* By kind; at most one; the middle bucket only. */
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n,
+                                                    NULL)), 0);
         assert_int_equal(n, 1);
         assert_site(&sites[0], &trap_site, 18);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 10, &sites, &n,
+                                                    NULL)), 0);
         assert_int_equal(n, 2);
         assert_site(&sites[0], &fault_site, 12);
         assert_site(&sites[1], &anon_site, 6);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 1, &sites, &n, &other), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), 0, UINT64_MAX, -1, 1, &sites, &n, &other)),
+                         0);
         assert_int_equal(n, 1);
         assert_int_equal(other, 2);
         assert_site(&sites[0], &fault_site, 12);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 2, &sites, &n, &other), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), 0, UINT64_MAX, SITE_FAULT, 2, &sites, &n,
+                                                    &other)), 0);
         assert_int_equal(n, 2);
         assert_int_equal(other, 0);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 10 * S, t0 + 20 * S, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), t0 + 10 * S, t0 + 20 * S, -1, 10, &sites,
+                                                    &n, NULL)), 0);
         assert_int_equal(n, 3);
         assert_site(&sites[0], &fault_site, 4);
         assert_site(&sites[1], &anon_site, 2);
         assert_site(&sites[2], &trap_site, 6);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), t0 + 30 * S, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), t0 + 30 * S, UINT64_MAX, -1, 10, &sites, &n,
+                                                    NULL)), 0);
         assert_int_equal(n, 0);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(s, process_id(s, 900), 0, UINT64_MAX, _SITE_KIND_MAX, 10, &sites, &n, NULL), -EINVAL);
-        assert_int_equal(store_sites(s, 123456, 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), 0, UINT64_MAX, _SITE_KIND_MAX, 10, &sites,
+                                                    &n, NULL)), -EINVAL);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, 123456, 0, UINT64_MAX, -1, 10, &sites, &n, NULL)), 0);
         assert_int_equal(n, 0);
         site_counts_free(sites, n);
 
         /* b: equal estimates of 64, the trap first; its fault apart from a's (other memory). */
-        assert_int_equal(store_sites(s, process_id(s, 901), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 901), 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                         0);
         assert_int_equal(n, 2);
         assert_site(&sites[0], &b_trap, 64);
         assert_site(&sites[1], &b_fault, 1);
@@ -163,7 +173,8 @@ static void test_sites(void **state) {
 
         /* A reader sees the same. */
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
-        assert_int_equal(store_sites(r, process_id(r, 900), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_sites(r, process_id(r, 900), 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                         0);
         assert_int_equal(n, 3);
         assert_site(&sites[0], &fault_site, 12);
         assert_site(&sites[1], &anon_site, 6);
@@ -187,7 +198,8 @@ static void test_sites(void **state) {
         }
         b_trap.symbol = (char *) "late";
         b_trap.symbol_offset = 8;
-        assert_int_equal(store_sites(r, process_id(r, 901), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_sites(r, process_id(r, 901), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n,
+                                                    NULL)), 0);
         assert_int_equal(n, 1);
         assert_site(&sites[0], &b_trap, 66);
         site_counts_free(sites, n);
@@ -196,9 +208,10 @@ static void test_sites(void **state) {
                 int64_t id = process_id(r, 901);
 
                 store_set_progress_handler(r, 1, stop_at_once, NULL);
-                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n, NULL), -ECANCELED);
+                assert_int_equal(IN_SNAPSHOT(r, store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                                 -ECANCELED);
                 store_set_progress_handler(r, 0, NULL, NULL);
-                assert_int_equal(store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+                assert_int_equal(IN_SNAPSHOT(r, store_sites(r, id, 0, UINT64_MAX, -1, 10, &sites, &n, NULL)), 0);
         }
         assert_int_equal(n, 2);
         site_counts_free(sites, n);
@@ -235,7 +248,8 @@ static void test_sites(void **state) {
                 assert_int_equal(store_flush(s, t0 + 52 * S, &sample, 1), 0);
                 sample.sites = &x;
                 assert_int_equal(store_flush(s, t0 + 53 * S, &sample, 1), 0);
-                assert_int_equal(store_sites(s, process_id(s, 900), t0 + 50 * S, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL),
+                assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 900), t0 + 50 * S, UINT64_MAX, SITE_TRAP,
+                                                            10, &sites, &n, NULL)),
                                  0);
                 assert_int_equal(n, 2);
                 assert_site(&sites[0], &b_trap, 1);
@@ -351,7 +365,9 @@ static void test_sites_tiers(void **state) {
 
                         assert_int_equal(store_flush(s, t0 + 4 * H + 5 * S, &sample, 1), 0);
                         assert_int_equal(
-                                store_sites(s, process_id(s, 910), t0 + 4 * H, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+                                IN_SNAPSHOT(s, store_sites(s, process_id(s, 910), t0 + 4 * H, UINT64_MAX, -1, 10,
+                                                           &sites, &n, NULL)),
+                                0);
                         assert_int_equal(n, 1);
                         assert_site(&sites[0], &fault_site, 1);
                         site_counts_free(sites, n);
@@ -418,11 +434,13 @@ static void test_site_versions(void **state) {
         for (int i = 0; i < 2; i++) {
                 Store *q = i == 0 ? s : r;
 
-                assert_int_equal(store_sites(q, process_id(q, 920), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+                assert_int_equal(IN_SNAPSHOT(q, store_sites(q, process_id(q, 920), 0, UINT64_MAX, -1, 10, &sites, &n,
+                                                            NULL)), 0);
                 assert_int_equal(n, 1);
                 assert_site(&sites[0], &old, 4);
                 site_counts_free(sites, n);
-                assert_int_equal(store_sites(q, process_id(q, 921), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+                assert_int_equal(IN_SNAPSHOT(q, store_sites(q, process_id(q, 921), 0, UINT64_MAX, -1, 10, &sites, &n,
+                                                            NULL)), 0);
                 assert_int_equal(n, 1);
                 assert_site(&sites[0], &new, 2);
                 site_counts_free(sites, n);
@@ -442,12 +460,14 @@ static void test_site_versions(void **state) {
         new_late.symbol = (char *) "late_fn";
         new_late.symbol_offset = 0x10;
         assert_int_equal(store_sites_fill(s, &new_late, 1), 0);
-        assert_int_equal(store_sites(r, process_id(r, 921), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_sites(r, process_id(r, 921), 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                         0);
         assert_int_equal(n, 2);
         assert_site(&sites[0], &new, 2);
         assert_site(&sites[1], &new_late, 1);
         site_counts_free(sites, n);
-        assert_int_equal(store_sites(r, process_id(r, 920), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_sites(r, process_id(r, 920), 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                         0);
         assert_int_equal(n, 2);
         assert_site(&sites[0], &old, 4);
         assert_site(&sites[1], &old_late, 1);

@@ -54,7 +54,7 @@ static void test_flush_top_history(void **state) {
         }
 
         /* Top since t0: a has 3*10 + 100 user faults, b 3*1; a first. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 2);
         assert_int_equal(rows[0].process.pid, 100);
         assert_int_equal(rows[0].faults.user, 130);
@@ -66,11 +66,11 @@ static void test_flush_top_history(void **state) {
         store_rows_free(rows, n);
 
         /* Only the second bucket; and only uid 0's processes. */
-        assert_int_equal(store_top(s, t0 + 10000000, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0 + 10000000, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].faults.user, 100);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "user", 10, 0, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 10, 0, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].process.pid, 200);
         store_rows_free(rows, n);
@@ -79,19 +79,19 @@ static void test_flush_top_history(void **state) {
         assert_int_equal(store_find_process(s, 100, 0, &id, &found), 0);
         assert_int_equal(found.start_time, 5000);
         process_info_done(&found);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n)), 0);
         assert_int_equal(n, 2);
         assert_int_equal(hist[0].time_usec, t0);
         assert_int_equal(hist[0].faults.user, 30);
         assert_int_equal(hist[1].time_usec, t0 + 10000000);
         assert_int_equal(hist[1].faults.user, 100);
         store_history_rows_free(hist, n);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 6 * STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, 6 * STORE_RAW_BUCKET_USEC, &hist, &n)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(hist[0].faults.user, 130);
         assert_int_equal(hist[0].faults.major, 3 * 13 + 103);
         store_history_rows_free(hist, n);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 15000000, &hist, &n), -EINVAL);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, 15000000, &hist, &n)), -EINVAL);
 
         /* The same pid again with another start time: a separate process, and the newest wins. */
         {
@@ -102,7 +102,7 @@ static void test_flush_top_history(void **state) {
         assert_int_equal(found.start_time, 9000);
         assert_string_equal(found.comm, "alpha-again");
         process_info_done(&found);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(hist[0].faults.user, 7);
         store_history_rows_free(hist, n);
@@ -116,7 +116,7 @@ static void test_flush_top_history(void **state) {
         /* Reopening an existing, current database migrates nothing and keeps the data. */
         assert_int_equal(store_open(path, "boot-1", &s), 0);
         /* Both incarnations of pid 100 and pid 200, the first sorted by its 130 user faults. */
-        assert_int_equal(store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 3);
         assert_int_equal(rows[0].process.start_time, 5000);
         assert_int_equal(rows[0].faults.user, 130);
@@ -125,11 +125,11 @@ static void test_flush_top_history(void **state) {
         assert_int_equal(rows[2].process.pid, 200);
         store_rows_free(rows, n);
         /* limit applies, and what it left out is counted. */
-        assert_int_equal(store_top(s, t0, "user", 1, -1, NULL, &rows, &n, &other), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 1, -1, NULL, &rows, &n, &other)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(other, 2);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "user", 3, -1, NULL, &rows, &n, &other), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 3, -1, NULL, &rows, &n, &other)), 0);
         assert_int_equal(n, 3);
         assert_int_equal(other, 0);
         store_rows_free(rows, n);
@@ -164,7 +164,7 @@ static void test_traps(void **state) {
         }
 
         /* Sorted by traps, the trapper comes first although it never faulted. */
-        assert_int_equal(store_top(s, t0, "traps", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "traps", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 2);
         assert_string_equal(rows[0].process.comm, "trapper");
         assert_int_equal(rows[0].traps.vector[6], 10);
@@ -175,18 +175,18 @@ static void test_traps(void **state) {
         assert_true(faults_is_zero(&rows[0].faults));
         assert_int_equal(traps_total(&rows[1].traps), 0);
         store_rows_free(rows, n);
-        assert_int_equal(store_top(s, t0, "nonsense", 10, -1, NULL, &rows, &n, NULL), -EINVAL);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "nonsense", 10, -1, NULL, &rows, &n, NULL)), -EINVAL);
 
         /* History per bucket and merged into one interval. */
         assert_int_equal(store_find_process(s, 300, 0, &id, &found), 0);
         process_info_done(&found);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n)), 0);
         assert_int_equal(n, 2);
         assert_int_equal(hist[0].traps->vector[6], 5);
         assert_int_equal(hist[1].traps->vector[13], 2);
         assert_int_equal(hist[1].traps->signal[fault_signal_index(SIGSEGV)][0], 2);
         store_history_rows_free(hist, n);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, 6 * STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, 6 * STORE_RAW_BUCKET_USEC, &hist, &n)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(hist[0].traps->vector[6], 10);
         assert_int_equal(traps_total(hist[0].traps), 14);
@@ -198,15 +198,15 @@ static void test_traps(void **state) {
                 Traps sum;
                 uint64_t processes;
 
-                assert_int_equal(store_traps(s, t0, -1, &sum, &processes), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, -1, &sum, &processes)), 0);
                 assert_int_equal(processes, 1);
                 assert_int_equal(sum.vector[6], 10);
                 assert_int_equal(sum.vector[13], 4);
                 assert_int_equal(sum.signal[fault_signal_index(SIGILL)][si_code_slot(2)], 10);
                 assert_int_equal(traps_total(&sum), 14);
-                assert_int_equal(store_traps(s, t0 + 10000000, -1, &sum, &processes), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0 + 10000000, -1, &sum, &processes)), 0);
                 assert_int_equal(traps_total(&sum), 7);
-                assert_int_equal(store_traps(s, t0, 1000, &sum, &processes), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, 1000, &sum, &processes)), 0);
                 assert_int_equal(processes, 0);
                 assert_true(traps_is_zero(&sum));
         }
@@ -223,7 +223,7 @@ static void top_pending_pids(Store *r, const char *sort, size_t limit, int64_t u
         uint64_t left;
         size_t n;
 
-        assert_int_equal(store_top(r, 0, sort, limit, uid, f, &rows, &n, &left), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_top(r, 0, sort, limit, uid, f, &rows, &n, &left)), 0);
         assert_int_equal(n, n_want);
         assert_int_equal(left, other);
         for (size_t i = 0; i < n; i++) {
@@ -247,12 +247,13 @@ static void test_top_reads_pending(void **state) {
         snprintf(path, sizeof(path), "%s/top-pending.db", tmpdir);
         assert_int_equal(store_open(path, "boot-1", &w), 0);
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
-        /* Folded: a 100, b 50. */
+        /* Folded (the writer folds what is pending when it closes): a 100, b 50. */
         {
                 ProcessSample samples[] = { { &a, (Faults) { .user = 100 }, NULL }, { &b, (Faults) { .user = 50 }, NULL } };
                 assert_int_equal(store_flush(w, t0, samples, 2), 0);
         }
-        assert_int_equal(store_settle(w), 0);
+        store_free(w);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
         /* Pending: b 80 more (130, past a), c only pending (90, and 7 traps). */
         {
                 ProcessSample samples[] = { { &b, (Faults) { .user = 80 }, NULL }, { &c, (Faults) { .user = 90 }, &ud } };
@@ -271,7 +272,8 @@ static void test_top_reads_pending(void **state) {
                 top_pending_pids(r, "traps", 10, -1, NULL, (uint32_t[]) { 832, 831, 830 }, (uint64_t[]) { 7, 0, 0 }, 3,
                                  0);
                 /* The same answers once the writer folded the pending ticks into the raw tier. */
-                assert_int_equal(store_settle(w), 0);
+                store_free(w);
+                assert_int_equal(store_open(path, "boot-1", &w), 0);
         }
         store_free(r);
         store_free(w);
@@ -281,7 +283,7 @@ static void top_filter_pids(Store *s, int64_t uid, const ProcessFilter *f, const
         StoreRow *rows;
         size_t n;
 
-        assert_int_equal(store_top(s, 0, "user", 10, uid, f, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, 0, "user", 10, uid, f, &rows, &n, NULL)), 0);
         assert_int_equal(n, n_want);
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(rows[i].process.pid, want[i]);

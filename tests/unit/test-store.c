@@ -180,7 +180,7 @@ static void check_fixture(const char *name, bool has_traps) {
         assert_int_equal(p.uid, 1000);
         assert_true(p.exited);
         process_info_done(&p);
-        assert_int_equal(store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_history(s, id, 0, UINT64_MAX, STORE_RAW_BUCKET_USEC, &hist, &n)), 0);
         assert_int_equal(n, 2);
         for (size_t i = 0; i < n; i++) {
                 faults_add(&total, &hist[i].faults);
@@ -298,13 +298,17 @@ static void test_process_row_writes(void **state) {
         assert_string_equal(found.unit, "a.service");
         process_info_done(&found);
 
-        /* Rows removed behind the store's back are written again, counts exact. */
+        /* Rows removed behind the store's back (the raw rows and the ticks still pending, which
+         * the queries read too) are written again, counts exact. */
         assert_int_equal(history_user(s, 600, 10 * S, NULL), 55 + 3);
         assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db, "DELETE FROM sample_raw", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "DELETE FROM sample_raw; DELETE FROM sample_pending", NULL, NULL, NULL),
+                         SQLITE_OK);
         flush_one(s, &a, t0 + 13 * S, 5);
         assert_int_equal(history_user(s, 600, 10 * S, NULL), 5);
-        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM process WHERE pid = 600", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM sample_pending; "
+                                          "DELETE FROM process WHERE pid = 600", NULL, NULL, NULL),
+                         SQLITE_OK);
         snprintf(a.comm, sizeof(a.comm), "a-again");
         flush_one(s, &a, t0 + 14 * S, 3);
         assert_int_equal(history_user(s, 600, 10 * S, NULL), 3);
@@ -466,26 +470,28 @@ static void test_reader(void **state) {
         }
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
         /* The ticks are pending in the writer, not in the raw tier yet: Top reads them there. */
-        assert_int_equal(store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_top(r, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         assert_int_equal(n, 1);
         assert_int_equal(rows[0].faults.user, 30);
         store_rows_free(rows, n);
-        assert_int_equal(store_settle(w), 0);
+        assert_int_equal(history_user(r, 800, 10 * S, NULL), 30);
+        /* Folded into the raw tier (the writer folds what is pending when it closes): the same. */
+        store_free(w);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
         assert_int_equal(history_user(r, 800, 10 * S, NULL), 30);
 
-        /* Read-only: the reader's own settle has nothing to do, and a write fails. */
-        assert_int_equal(store_settle(r), 0);
+        /* Read-only: a write fails. */
         {
                 ProcessSample sample = { &a, (Faults) { .user = 1 }, NULL };
                 assert_int_equal(store_flush(r, t0 + 20 * S, &sample, 1), -EROFS);
         }
 
         store_set_progress_handler(r, 10, count_calls, &calls);
-        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(r, store_top(r, 0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
         store_rows_free(rows, n);
         assert_true(calls > 0);
         store_set_progress_handler(r, 1, stop_at_once, NULL);
-        assert_int_equal(store_top(r, 0, "user", 10, -1, NULL, &rows, &n, NULL), -ECANCELED);
+        assert_int_equal(IN_SNAPSHOT(r, store_top(r, 0, "user", 10, -1, NULL, &rows, &n, NULL)), -ECANCELED);
         store_set_progress_handler(r, 0, NULL, NULL);
         store_free(r);
         store_free(w);
@@ -585,7 +591,8 @@ static void test_migrate_v7_sites(void **state) {
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE ctime_nsec != 0 OR generation != 0"), 0);
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'object_new'"), 0);
-        assert_int_equal(store_sites(s, process_id(s, 700), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 700), 0, UINT64_MAX, SITE_TRAP, 10, &sites, &n,
+                                                    NULL)), 0);
         assert_int_equal(n, 1);
         assert_string_equal(sites[0].symbol, "old_fn");
         assert_int_equal(sites[0].count, 5); /* nothing rolled up (tier): each instant read from raw */
@@ -600,7 +607,8 @@ static void test_migrate_v7_sites(void **state) {
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM object WHERE name = '/usr/bin/old' AND dev = 5 AND ino = 6"),
                          2);
         assert_int_equal(db_count(path, "SELECT symbol = 'old_fn' FROM site WHERE id = 2"), 1);
-        assert_int_equal(store_sites(s, process_id(s, 701), 0, UINT64_MAX, -1, 10, &sites, &n, NULL), 0);
+        assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 701), 0, UINT64_MAX, -1, 10, &sites, &n, NULL)),
+                         0);
         assert_int_equal(n, 1);
         assert_site(&sites[0], &now, 1);
         site_counts_free(sites, n);

@@ -18,9 +18,44 @@ static inline void maintain_until_done(Store *s, uint64_t now, const StoreRetent
         }
 }
 
-/* The user faults of the newest process with pid, summed over its history at resolution; its
- * traps in *ret_traps when not NULL. */
-static inline uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution, uint64_t *ret_traps) {
+/* The store's queries read in the one snapshot their caller began (store.h): in the daemon the
+ * query pool's, one per call; here one per query, with this. Evaluates to the query's value, or
+ * to the error that kept the snapshot from beginning (as the pool's, it begins under the
+ * progress handler, which may stop it already). */
+#define IN_SNAPSHOT(s, query)                                                                      \
+        ({                                                                                         \
+                Store *_snapshot_store = (s);                                                      \
+                int _snapshot_r = store_snapshot_begin(_snapshot_store);                           \
+                if (_snapshot_r >= 0) {                                                            \
+                        _snapshot_r = (query);                                                     \
+                        store_snapshot_end(_snapshot_store);                                       \
+                }                                                                                  \
+                _snapshot_r;                                                                       \
+        })
+
+/* UnitHistory as its method reads it (daemon/methods.c), in one snapshot: the units' processes,
+ * then their samples at resolution_usec. *ret to store_unit_history_done(). */
+static inline int unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since, uint64_t until,
+                               uint64_t resolution_usec, StoreUnitHistory *ret) {
+        StoreUnitHistory h;
+        int r;
+
+        assert_int_equal(store_snapshot_begin(s), 0);
+        r = store_unit_history_find(s, unit_glob, uid, since, until, &h);
+        if (r >= 0) {
+                r = store_unit_history_read(s, &h, since, until, resolution_usec);
+                if (r < 0)
+                        store_unit_history_done(&h);
+        }
+        store_snapshot_end(s);
+        if (r >= 0)
+                *ret = h;
+        return r;
+}
+
+/* The user faults of the newest process with pid, summed over its history at resolution, in
+ * the snapshot the caller began; its traps in *ret_traps when not NULL. */
+static inline uint64_t history_user_read(Store *s, uint32_t pid, uint64_t resolution, uint64_t *ret_traps) {
         StoreHistoryRow *hist;
         ProcessInfo found;
         uint64_t user = 0, traps = 0;
@@ -38,5 +73,15 @@ static inline uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution,
         store_history_rows_free(hist, n);
         if (ret_traps)
                 *ret_traps = traps;
+        return user;
+}
+
+/* The same in a snapshot of its own. */
+static inline uint64_t history_user(Store *s, uint32_t pid, uint64_t resolution, uint64_t *ret_traps) {
+        uint64_t user;
+
+        assert_int_equal(store_snapshot_begin(s), 0);
+        user = history_user_read(s, pid, resolution, ret_traps);
+        store_snapshot_end(s);
         return user;
 }

@@ -56,7 +56,9 @@ typedef struct StoreRetention {
  * table others refer to), the setting put back afterwards; a migration that leaves a row
  * referring to one that is not there (PRAGMA foreign_key_check) is rolled back: -EBADMSG.
  * Returns the number applied, or -EPROTO when the database is newer than the list
- * (user_version > n), or another -errno. */
+ * (user_version > n), or another -errno. store_open() runs it; outside the store only
+ * test-store.c and test-store-kinds.c call it, on a bare connection with lists of made-up
+ * migrations: it is the store's own code under test, so it cannot move into the tests. */
 int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n);
 
 /* Longest comm glob a query accepts (ListProcesses). */
@@ -71,17 +73,21 @@ void store_init_process(void);
  * -ELOOP. */
 int store_open(const char *path, const char *boot_id, Store **ret);
 /* A second, read-only connection to the database a store_open() has migrated, for queries on
- * another thread: store_top(), store_find_process(), store_history(), store_unit_history(),
- * store_list_processes(), store_traps(), store_sites(). It sees what the writer had committed
- * when each query began (WAL), the ticks still pending in sample_pending included. -EPROTO when
- * the schema is not the one this build knows. */
+ * another thread: store_top(), store_find_process(), store_history(), store_unit_history_find()
+ * and _read(), store_list_processes(), store_traps(), store_sites(). It sees what the writer had
+ * committed when its snapshot began (WAL), the ticks still pending in sample_pending included.
+ * -EPROTO when the schema is not the one this build knows. */
 int store_open_reader(const char *path, const char *boot_id, Store **ret);
-/* Folds the pending ticks into the raw tier (queries on this connection do it themselves). */
-int store_settle(Store *s);
 /* The queries between these two read one snapshot of the database (a read transaction): a
- * process's row and its counts agree however many statements a reply takes. They nest (the
- * queries use them too); store_snapshot_end() also after a failed query. Not around writes: a
- * writer's own queries fold the pending ticks before they read. */
+ * process's row and its counts agree however many statements and calls a reply takes. The
+ * caller of the queries owns it: the query pool begins one per call (query-pool.c), a unit test
+ * one per query; the queries begin none of their own, and those of more than one statement
+ * (store_top(), store_traps(), store_history(), store_unit_history_find() and _read(),
+ * store_sites(), store_list_processes()) assert that one is open. store_find_process() is one
+ * statement: it reads in the caller's snapshot if there is one. They do not nest, and are not
+ * for around writes: -EBUSY inside a snapshot or a write. store_snapshot_end() also after a
+ * failed query. On the writer's connection too: the queries never write, the ticks still
+ * pending are read where they are. */
 int store_snapshot_begin(Store *s);
 void store_snapshot_end(Store *s);
 /* fn runs every `every` virtual machine steps of each SQL statement of a query; when it returns
@@ -89,7 +95,6 @@ void store_snapshot_end(Store *s);
 void store_set_progress_handler(Store *s, unsigned every, int (*fn)(void *userdata), void *userdata);
 Store *store_free(Store *s);
 const char *store_errmsg(Store *s);
-const char *store_path(Store *s);
 /* WAL checkpoints off the writer's thread. A checkpoint copies the pages the write-ahead log
  * holds into the database file and syncs it: tens of ms with a sync of a file of hundreds of
  * MiB, and SQLite runs it in the commit that brings the WAL to 1000 pages, i.e. in whatever
@@ -126,9 +131,10 @@ uint64_t store_size_bytes(Store *s);
  * process has had no sample for a minute. The samples' ProcessInfo need to live only for the
  * call: the store keeps copies of what it wrote.
  * The deltas of a tick are committed as one packed row of sample_pending and folded into the
- * raw buckets when a tick falls into a later bucket, and before store_top(), store_history(),
- * store_unit_history(), store_maintain() and at store_open() and store_free(): queries see
- * every committed tick. */
+ * raw buckets when a tick falls into a later bucket, by store_maintain() where a step needs it,
+ * and at store_open() and store_free(). The queries read the pending ticks where they are
+ * (store_top(), store_history(), store_unit_history_read()): they see every committed tick,
+ * and never fold. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 /* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
  * (they are few), creating the object and site rows they name: an object row per version of a
@@ -154,7 +160,9 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *r, bool *r
  * *ret_more set. NULL: every part runs. */
 void store_set_maintain_yield(Store *s, bool (*fn)(void *userdata), void *userdata);
 
-/* Bytes of the pages in use (the size cap's measure). */
+/* Bytes of the pages in use (the size cap's measure). This and store_cap_target() are what the
+ * size cap (store-share.c) measures with; outside the store only test-store-share.c and
+ * bench/store-bench.c call them, to check the cap by the store's own measure. */
 uint64_t store_used_bytes(Store *s);
 /* What store_used_bytes() is held to under a cap of max_bytes: the cap less room for the WAL,
  * a quarter of the cap up to 32 MiB, or twice its checkpoint threshold
@@ -233,8 +241,8 @@ typedef struct StoreHistoryRow {
 } StoreHistoryRow;
 
 /* Samples of one process in [since_usec, until_usec), merged into intervals of
- * resolution_usec (a multiple of STORE_RAW_BUCKET_USEC), oldest first. *ret to
- * store_history_rows_free(). */
+ * resolution_usec (a multiple of STORE_RAW_BUCKET_USEC, else -EINVAL), oldest first, the ticks
+ * still pending included. *ret to store_history_rows_free(). */
 int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t until_usec, uint64_t resolution_usec,
                   StoreHistoryRow **ret, size_t *ret_n);
 void store_history_rows_free(StoreHistoryRow *rows, size_t n);
@@ -245,17 +253,24 @@ typedef struct StoreUnitHistory {
         size_t n_units;
         uint64_t processes;       /* those processes whose life overlaps the range */
         uint64_t running;         /* of them, those not exited */
-        uint64_t resolution_usec; /* the width of the samples: as asked, or the default */
+        uint64_t first_seen_usec; /* the earliest first seen of all of them (for a default step) */
         StoreHistoryRow *rows;    /* samples summed over the processes, as store_history()'s */
         size_t n_rows;
+        /* The processes, for store_unit_history_read(): their ids ascending, and as JSON. */
+        int64_t *ids;
+        size_t n_ids;
+        char *ids_json;
 } StoreUnitHistory;
 
-/* The samples of every process of a unit matching unit_glob (SQLite's GLOB) that the caller may
- * see (uid >= 0: only that user's processes) in [since_usec, until_usec), summed per interval of
- * resolution_usec; with resolution_usec 0, the step tier_default_resolution_sec() gives for the
- * span from the earliest first seen of those processes to now_usec. Like store_history(): the
- * pending ticks too, all in one snapshot. -ENOENT when no such process is known; -EINVAL for a
+/* A UnitHistory in two steps, in one snapshot, so that its caller can choose the step from the
+ * processes found: store_unit_history_find() finds every process of a unit matching unit_glob
+ * (SQLite's GLOB) that the caller may see (uid >= 0: only that user's processes), with their
+ * units and how many of them overlap [since_usec, until_usec) and run; -ENOENT when there is
+ * none. store_unit_history_read() then reads their samples in that range summed per interval
+ * of resolution_usec into h->rows, as store_history() does, the pending ticks too; -EINVAL for a
  * resolution that is not a multiple of STORE_RAW_BUCKET_USEC. *ret to store_unit_history_done(). */
-int store_unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                       uint64_t resolution_usec, uint64_t now_usec, StoreUnitHistory *ret);
+int store_unit_history_find(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                            StoreUnitHistory *ret);
+int store_unit_history_read(Store *s, StoreUnitHistory *h, uint64_t since_usec, uint64_t until_usec,
+                            uint64_t resolution_usec);
 void store_unit_history_done(StoreUnitHistory *h);
