@@ -56,7 +56,9 @@ const char *trap_vector_description(unsigned vector);
 int trap_vector_from_name(const char *name, unsigned *ret);
 
 int fault_signal_number(unsigned index);          /* 4, 5, 7, 8, 11 */
-const char *fault_signal_name(unsigned index);    /* "SIGILL", ... */
+/* "SIGILL", ...: only test-traps.c calls it, to check the table (static in traps.c) against the
+ * signal numbers; the JSON names signals by number. */
+const char *fault_signal_name(unsigned index);
 int fault_signal_index(int signo);                /* -1 when not a fault signal */
 /* si_code of a slot: slot 0 is SI_KERNEL (0x80), SI_CODE_SLOT_OTHER gives -1. */
 int si_code_of_slot(unsigned slot);

@@ -53,7 +53,10 @@ bool varlink_interface_has_error(const VarlinkInterface *i, const char *name);
 int varlink_interface_validate_input(const VarlinkInterface *i, const char *method, json_t *parameters,
                                      const char **ret_field);
 
-/* Same for a reply's parameters against the method's output struct. */
+/* Same for a reply's parameters against the method's output struct. The daemon builds its replies
+ * from the IDL's own types and does not check them at run time: the tests, the fuzzers and the
+ * certification client (tests/helpers/varlink-cert-client.c) check every reply they get with this,
+ * varlink_interface_validate_error() and varlink_interface_has_error(). */
 int varlink_interface_validate_output(const VarlinkInterface *i, const char *method, json_t *parameters,
                                       const char **ret_field);
 

@@ -143,7 +143,12 @@ int varlink_server_listen_unix(VarlinkServer *s, const char *path, mode_t mode);
  * Returns 0; -EINVAL when fd is not an AF_UNIX stream socket; -EUSERS when max_connections or
  * max_connections_per_uid is reached; -ENOMEM; or the negative errno of getsockopt()/fcntl(). */
 int varlink_server_add_connection(VarlinkServer *s, int fd);
+/* trapstatd only listens (its socket or systemd's); the fuzzers (fuzz-varlink.c, fuzz-methods.c)
+ * hand the server one end of a socketpair through varlink_server_add_connection(): the path of an
+ * accepted connection, without a listening socket. */
 
+/* Connections open. Only tests ask (test-varlink.c, fuzz-client.c): they wait for the server to
+ * have let a connection go; the server's private state. */
 unsigned varlink_server_n_connections(VarlinkServer *s);
 
 /* Replying. parameters may be NULL (sent as {}); the reference is stolen in every case.
@@ -198,13 +203,17 @@ int varlink_reply_finish(VarlinkReply *r, json_t *members);
  * are not limited. */
 void varlink_reply_set_thread_max_size(size_t max);
 size_t varlink_reply_size(const VarlinkReply *r);
-/* The error name of an error reply, NULL for a normal one. */
+/* The error name of an error reply, NULL for a normal one. Only test-varlink.c asks, of the replies
+ * it built (a reply's private state). */
 const char *varlink_reply_error(const VarlinkReply *r);
 VarlinkReply *varlink_reply_free(VarlinkReply *r);
 /* Sends a complete reply as the call's final answer. Takes r in every case. */
 int varlink_call_send_reply(VarlinkCall *call, VarlinkReply *r);
 
 bool varlink_call_more(VarlinkCall *call);
+/* The method a call named. trapstatd's server dispatches from its method table and never asks;
+ * the certification server (tests/helpers/varlink-cert-server.c), fuzz-varlink.c and
+ * test-varlink.c dispatch on it with handlers of their own. */
 const char *varlink_call_method(VarlinkCall *call);
 /* SO_PEERCRED of the connection the call came from. */
 uid_t varlink_call_peer_uid(VarlinkCall *call);
@@ -213,6 +222,8 @@ uid_t varlink_call_peer_uid(VarlinkCall *call);
  * use. The group is looked up then, so creating it or adding a user needs no restart, only a new
  * connection. */
 bool varlink_call_peer_privileged(VarlinkCall *call);
+/* The peer's pid as SO_PEERCRED gave it at connect. Only test-varlink.c asks, to check the
+ * credentials a connection recorded (the connection's private state). */
 pid_t varlink_call_peer_pid(VarlinkCall *call);
 
 /* ---- client (blocking) ---- */

@@ -30,7 +30,8 @@ UnitTotals *unit_totals_free(UnitTotals *t);
  * from the failing one on are not counted. */
 int unit_totals_add(UnitTotals *t, const ProcessSample *samples, size_t n);
 
-/* Whether newer unit names go to UNIT_TOTALS_OTHER already. */
+/* Whether newer unit names go to UNIT_TOTALS_OTHER already. Only test-unit-totals.c asks: the
+ * flag is the UnitTotals' private state; replies say it as the "other" row. */
 bool unit_totals_overflowed(const UnitTotals *t);
 
 typedef struct UnitTotalsRow {

@@ -46,4 +46,6 @@ int watch_set_add(WatchSet *w, struct VarlinkCall *call, const WatchFilter *filt
  * it and are told how many they missed in their next reply. */
 void watch_set_broadcast(WatchSet *w, const ProcessSample *samples, size_t n, uint64_t time_usec,
                          uint64_t interval_usec);
+/* Streams open. Only fuzz-methods.c asks: it broadcasts a tick once a Watch call has its stream
+ * (the set's private state). */
 size_t watch_set_size(WatchSet *w);

@@ -33,7 +33,8 @@ CgroupUnits *cgroup_units_free(CgroupUnits *c);
  * monotonic clock; a miss walks the tree again if the last walk is rescan_usec old. */
 int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **ret_unit);
 
-/* How many cgroups the last walk found, and how many walks there were. */
+/* How many cgroups the last walk found, and how many walks there were. Only test-cgroup-util.c
+ * reads them: the walk's bound and its rate limit, which are the CgroupUnits' private state. */
 uint32_t cgroup_units_size(const CgroupUnits *c);
 uint64_t cgroup_units_scans(const CgroupUnits *c);
 
