@@ -57,7 +57,7 @@ int trap_vector_from_name(const char *name, unsigned *ret);
 
 int fault_signal_number(unsigned index);          /* 4, 5, 7, 8, 11 */
 /* "SIGILL", ...: only test-traps.c calls it, to check the table (static in traps.c) against the
- * signal numbers; the JSON names signals by number. */
+ * signal numbers. */
 const char *fault_signal_name(unsigned index);
 int fault_signal_index(int signo);                /* -1 when not a fault signal */
 /* si_code of a slot: slot 0 is SI_KERNEL (0x80), SI_CODE_SLOT_OTHER gives -1. */
