@@ -97,9 +97,10 @@ static uint64_t start_ticks(ProcTable *t, uint64_t start_time_ns) {
         return start_time_ns / (NSEC_PER_SEC / (uint64_t) t->ticks_per_sec);
 }
 
-/* Reading an fd kept open costs a third of open, read, close by path (bench/daemon-cost.py);
- * fds are kept while the limit leaves room for clients, else read by path. */
-int proc_table_stat(ProcTable *t, CollectorProc *p, ProcStat *ret) {
+/* The kernel's view of a tracked process: -ESRCH when its pid is someone else's now. Reading an
+ * fd kept open costs a third of open, read, close by path (bench/daemon-cost.py); fds are kept
+ * while the limit leaves room for clients, else read by path. */
+static int proc_table_stat(ProcTable *t, CollectorProc *p, ProcStat *ret) {
         ProcStat st;
         int r;
 
@@ -132,7 +133,8 @@ CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time) 
         return found ? *found : NULL;
 }
 
-int proc_table_touch(ProcTable *t, CollectorProc *p) {
+/* Puts the process into this tick's samples. */
+static int proc_table_touch(ProcTable *t, CollectorProc *p) {
         if (p->touched)
                 return 0;
         p->touched = true;

@@ -112,14 +112,10 @@ const ProcFileName *proc_table_file_name(const CollectorProc *p, uint32_t dev, u
  * (PROC_FILE_NAMES_MAX, and its user's share of PROC_FILE_NAMES_BYTES_MAX: name_shares_charge()),
  * -EEXIST when p has a name for the file. */
 int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName *name);
-/* Puts the process into this tick's samples. */
-int proc_table_touch(ProcTable *t, CollectorProc *p);
 /* The process is gone: reported exited this tick with what it had, freed after it. */
 int proc_table_retire(ProcTable *t, CollectorProc *p);
 size_t proc_table_count_uid(ProcTable *t, uint32_t uid);
 
-/* The kernel's view of a tracked process: -ESRCH when its pid is someone else's now. */
-int proc_table_stat(ProcTable *t, CollectorProc *p, ProcStat *ret);
 /* Minor/major faults of this tick's active processes from /proc/PID/stat, where the task
  * iterator cannot tell. */
 void proc_table_read_minmaj(ProcTable *t);

@@ -144,7 +144,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
  * delta or traps; sites with count 0 are skipped. The whole tick fails with -EINVAL for a site
  * without object, or with a kind or memory out of range, or period 0. */
 
-/* Writes the symbols learned since their sites were stored (collector_symbol_fills()): each
+/* Writes the symbols learned since their sites were stored (the symbol fills a tick brings): each
  * site's row gets its symbol when it has none, in one transaction. Only object, dev, ino,
  * version, offset, symbol and symbol_offset of each are read; those without a symbol are skipped. */
 int store_sites_fill(Store *s, const SiteCount *sites, size_t n);
