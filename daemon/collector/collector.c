@@ -111,13 +111,14 @@ Collector *collector_free(Collector *c) {
         return NULL;
 }
 
-_Static_assert(COLLECTOR_DEFAULT_SLOTS == TS_DEFAULT_SLOTS, "collector.h's defaults are the BPF object's");
-_Static_assert(COLLECTOR_DEFAULT_MAX_PROCESSES == TS_DEFAULT_MAX_PROCESSES, "collector.h's defaults are the BPF object's");
-_Static_assert(COLLECTOR_DEFAULT_EVENT_BUFFER == TS_DEFAULT_EVENT_BUFFER, "collector.h's defaults are the BPF object's");
-_Static_assert(COLLECTOR_DEFAULT_MAX_SITES == TS_DEFAULT_MAX_SITES, "collector.h's defaults are the BPF object's");
-_Static_assert(COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS == TS_DEFAULT_MAX_SITES_PER_PROCESS,
-               "collector.h's defaults are the BPF object's");
-_Static_assert(COLLECTOR_DEFAULT_FAULT_SAMPLE == TS_DEFAULT_FAULT_SAMPLE, "collector.h's defaults are the BPF object's");
+/* collector.h's defaults are the BPF object's. */
+#define SAME_DEFAULT(name) _Static_assert(COLLECTOR_DEFAULT_##name == TS_DEFAULT_##name, #name)
+SAME_DEFAULT(SLOTS);
+SAME_DEFAULT(MAX_PROCESSES);
+SAME_DEFAULT(EVENT_BUFFER);
+SAME_DEFAULT(MAX_SITES);
+SAME_DEFAULT(MAX_SITES_PER_PROCESS);
+SAME_DEFAULT(FAULT_SAMPLE);
 
 int collector_config_check_sources(const CollectorConfig *config, char **ret_error) {
         SourceChoice sources[_SOURCE_MAX];
