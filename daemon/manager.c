@@ -374,7 +374,7 @@ static int manager_start_writer(Manager *m) {
         if (r < 0)
                 return r;
 #if TRAPSTAT_TEST_HOOKS
-        /* Test builds only (meson option test_hooks; the package is built without): the writer
+        /* Test builds only (meson option test_hooks, off by default; scripts/check.sh's): the writer
          * is held while this file exists, to test it falling behind (test_writer.py). */
         writer_set_hold_file(m->writer, secure_getenv("TRAPSTATD_TEST_HOLD_WRITER"));
 #endif

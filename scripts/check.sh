@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds trapstat and runs the whole test suite twice: a plain build (build/) and an
-# ASan+UBSan build (build-asan/). The integration suite loads BPF programs: run as root.
+# ASan+UBSan build (build-asan/), both with the integration tests' hooks (-Dtest_hooks=true). The integration suite loads BPF programs: run as root.
 # Extra arguments go to `meson test` (e.g. --suite unit).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -19,8 +19,8 @@ setup() {  # setup DIR [meson options...]
 status=0
 for variant in plain asan; do
   case $variant in
-    plain) dir=build; opts=(-Dwerror=true) ;;
-    asan) dir=build-asan; opts=(-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false) ;;
+    plain) dir=build; opts=(-Dwerror=true -Dtest_hooks=true) ;;
+    asan) dir=build-asan; opts=(-Dwerror=true -Dtest_hooks=true -Db_sanitize=address,undefined -Db_lundef=false) ;;
   esac
   echo "== $variant build ($dir)"
   rm -f "$dir/meson-logs/testlog.json"  # never count a previous run
