@@ -193,9 +193,9 @@ int symbol_worker_new(const SymbolWorkerConfig *config, SymbolWorker **ret) {
         pthread_cond_init(&w->wake, NULL);
         w->config = *config;
         if (w->config.files_per_minute == 0)
-                w->config.files_per_minute = SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT;
+                w->config.files_per_minute = COLLECTOR_SYMBOL_FILES_PER_MINUTE_DEFAULT;
         if (w->config.bytes_per_minute == 0)
-                w->config.bytes_per_minute = SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT;
+                w->config.bytes_per_minute = COLLECTOR_SYMBOL_BYTES_PER_MINUTE_DEFAULT;
         w->queue = calloc(SYMBOL_WORKER_QUEUE_MAX, sizeof(*w->queue));
         if (!w->queue)
                 return -ENOMEM;

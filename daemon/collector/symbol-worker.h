@@ -32,8 +32,6 @@
 #include "collector.h"
 #include "macro.h"
 
-#define SYMBOL_WORKER_FILES_PER_MINUTE_DEFAULT COLLECTOR_SYMBOL_FILES_PER_MINUTE_DEFAULT
-#define SYMBOL_WORKER_BYTES_PER_MINUTE_DEFAULT COLLECTOR_SYMBOL_BYTES_PER_MINUTE_DEFAULT
 /* Requests waiting at once: past it symbol_worker_submit() says -EAGAIN and the collector keeps
  * the request until the end of its next drain. */
 #define SYMBOL_WORKER_QUEUE_MAX 4096

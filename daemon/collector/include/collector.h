@@ -29,10 +29,10 @@ typedef struct CollectorConfig {
          * (COLLECTOR_DEFAULT_SITE_MAPS_LINES); COLLECTOR_SITE_MAPS_LINES_NONE: none. */
         uint32_t site_maps_lines;
         /* One in fault_sample user page faults of a process on a CPU records its site: a power
-         * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (TS_DEFAULT_FAULT_SAMPLE). */
+         * of two; COLLECTOR_FAULT_SAMPLE_OFF for none; 0: default (COLLECTOR_DEFAULT_FAULT_SAMPLE). */
         uint32_t fault_sample;
         /* Symbols parsed for one uid in a minute: files and bytes of symbol tables; 0: default
-         * (daemon/symbol-worker.h). */
+         * (COLLECTOR_SYMBOL_*_PER_MINUTE_DEFAULT below). */
         uint64_t symbol_files_per_minute;
         uint64_t symbol_bytes_per_minute;
         int proc_fd;            /* the proc root (borrowed) */
