@@ -39,8 +39,11 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 def sources(root):
     for top, dirs, files in os.walk(root):
         rel_top = os.path.relpath(top, root)
+        # Build directories hold generated headers and copies of the tree: build* (the CI legs',
+        # with their root filesystems) and any other meson build directory (meson-private/ marks it).
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("build")
-                         and not (rel_top == "." and d.startswith(".")))
+                         and not (rel_top == "." and d.startswith("."))
+                         and not os.path.isdir(os.path.join(top, d, "meson-private")))
         for f in sorted(files):
             if f.endswith((".c", ".h")):
                 yield os.path.normpath(os.path.join(rel_top, f))
