@@ -34,6 +34,11 @@ typedef struct TickBatch {
         SiteCount *fills; /* symbols found for sites stored before (store_sites_fill()) */
         size_t n_fills;
         ProcessSample *samples; /* tick_batch_samples() */
+        /* The writer's: samples already committed, a prefix of samples[] (the batch is written in
+         * several transactions, and one refused as locked resumes here); fills written. A batch
+         * with part of it written is never merged into, which would reorder its entries. */
+        size_t written;
+        bool fills_written;
 } TickBatch;
 
 /* A batch holding a copy of one tick. -ENOMEM. */

@@ -26,6 +26,13 @@
 #define MAINTENANCE_SLICE_USEC (10 * USEC_PER_MSEC)
 #define HOLD_POLL_USEC (20 * USEC_PER_MSEC)
 #define SYNC_POLL_USEC (50 * USEC_PER_MSEC)
+/* A transaction writes at most this many samples. The WAL holds a transaction whole until it
+ * commits, so a tick of thousands of new processes (a storm of short ones, each with its command
+ * line: about 1.3 KiB a process with a 1 KiB one) is written in several, with a checkpoint between
+ * them when the WAL asks for one: the WAL stays near the checkpoint's backstop (4/32 of the cap)
+ * instead of growing by a whole tick. Readers may see part of such a tick for a moment, as they
+ * see the ticks of a 10 s bucket one by one. */
+#define SAMPLES_PER_TRANSACTION 256
 
 struct Writer {
         WriterConfig config;
@@ -143,6 +150,8 @@ static void count_unsaved(Writer *w, size_t n) {
 
 /* Writes one batch. -EBUSY: the database is locked, try the batch again later; any other
  * failure loses it (counted unsaved). */
+/* Writes the batch from where it stopped, SAMPLES_PER_TRANSACTION samples a transaction;
+ * -EBUSY (the database locked) with what was committed kept in b->written. */
 static int write_batch(Writer *w, TickBatch *b) {
         const ProcessSample *samples;
         size_t n;
@@ -150,29 +159,39 @@ static int write_batch(Writer *w, TickBatch *b) {
 
         r = tick_batch_samples(b, &samples, &n);
         if (r < 0 || !w->store) {
-                count_unsaved(w, b->n_entries);
+                count_unsaved(w, b->n_entries - b->written);
                 return 0;
         }
         /* Symbols the worker found for sites stored without one. Best effort: a site that counts
          * again carries its symbol with it. */
-        if (b->n_fills > 0) {
+        if (b->n_fills > 0 && !b->fills_written) {
                 r = store_sites_fill(w->store, b->fills, b->n_fills);
                 if (r == -EBUSY)
                         return r;
                 if (r < 0)
                         log_debug_errno(r, "Failed to write %zu symbols to %s: %s (%m)", b->n_fills, w->db_path,
                                         store_errmsg(w->store));
+                b->fills_written = true;
         }
-        r = store_flush(w->store, b->now_usec, samples, n);
-        if (r == -EBUSY)
-                return r;
-        if (r < 0) {
-                count_unsaved(w, n);
-                if (r != w->last_flush_error)
-                        log_error_errno(r, "Failed to write %zu samples to %s: %s (%m); counting what is lost until "
-                                           "writing works again",
-                                        n, w->db_path, store_errmsg(w->store));
-        } else if (store_over_cap(w->store, &w->config.retention))
+        while (b->written < n) {
+                size_t k = MIN(n - b->written, (size_t) SAMPLES_PER_TRANSACTION);
+
+                r = store_flush(w->store, b->now_usec, samples + b->written, k);
+                if (r == -EBUSY)
+                        return r;
+                if (r < 0) {
+                        count_unsaved(w, n - b->written);
+                        if (r != w->last_flush_error)
+                                log_error_errno(r, "Failed to write %zu samples to %s: %s (%m); counting what is lost "
+                                                   "until writing works again",
+                                                n - b->written, w->db_path, store_errmsg(w->store));
+                        break;
+                }
+                b->written += k;
+                if (b->written < n)
+                        checkpoint_forced(w);
+        }
+        if (r >= 0 && store_over_cap(w->store, &w->config.retention))
                 /* A storm of processes fills the cap within seconds: the cap's step now, not at
                  * the next maintenance interval. */
                 w->maintenance_due = 0;
@@ -371,7 +390,7 @@ int64_t writer_submit(Writer *w, uint64_t now_usec, const ProcessSample *samples
         int r;
 
         pthread_mutex_lock(&w->lock);
-        if (w->queued >= w->config.max_queue && w->tail) {
+        if (w->queued >= w->config.max_queue && w->tail && w->tail->written == 0 && !w->tail->fills_written) {
                 /* The tail is still queued (the writer takes batches from the head) and stays
                  * there while the lock is held. */
                 seq = (int64_t) ++w->submitted;
