@@ -16,6 +16,30 @@
 
 #include "trapstat.h"
 
+/* One source, three objects (bpf/meson.build), one for each set of kernel capabilities the daemon
+ * may find when it probes (daemon/collector/kernel-probe.c); it loads the richest its kernel
+ * can run. Each leaves out what its kernels lack, never a count:
+ *   trapstat.bpf.o           everything: bpf_loop and bpf_find_vma (Linux 5.17) and all below.
+ *   trapstat-noloop.bpf.o    TS_NO_LOOP: no bpf_loop, no bpf_find_vma. The exit clears the slot's
+ *                            copies with a loop written out (at most TS_NO_LOOP_MAX_CPUS CPUs);
+ *                            a site's instruction is named by user space from /proc/PID/maps.
+ *   trapstat-base.bpf.o      TS_BASE (also TS_NO_LOOP): none of bpf_get_current_task_btf and
+ *                            task storage (5.11), atomic fetch and compare-and-exchange (5.12),
+ *                            bpf_task_pt_regs (5.15). Every process counts in the per-CPU hash
+ *                            (slots are claimed with compare-and-exchange), without sites or
+ *                            fault time. It needs BTF, tp_btf, the ring buffer and the task
+ *                            iterator: Linux 5.8, 5.10 in the distributions that ship BTF.
+ * All three declare the same maps, programs and global variables, in the same order: the daemon
+ * opens each through the one skeleton (bpf/meson.build checks that they agree). */
+#ifdef TS_BASE
+#define TS_NO_LOOP 1
+/* The current task as a plain address: every read of it goes through bpf_probe_read_kernel(). */
+#define current_task() ((struct task_struct *) bpf_get_current_task())
+#else
+/* The current task as a pointer the verifier trusts: fields are loaded directly. */
+#define current_task() bpf_get_current_task_btf()
+#endif
+
 /* What only some architectures tell: the access kind of a page fault and the exception vector
  * of a trap. -D__TARGET_ARCH_<arch> comes from bpf/meson.build. */
 #if defined(__TARGET_ARCH_x86)
@@ -91,6 +115,7 @@ struct {
         __type(value, struct ts_counters);
 } slot_counters SEC(".maps");
 
+#ifndef TS_BASE
 /* The key of a CPU's counters of the slot of tgid. slot_bits is a constant to the verifier, which
  * removes every case but its own: the shift and the mask are then immediates, and a fault does not
  * wait for a load of .rodata before it can find its counters (about 25 ns per fault here,
@@ -119,6 +144,7 @@ static __always_inline struct ts_counters *cpu_slot_counters(__u32 tgid) {
 
         return bpf_map_lookup_elem(&slot_counters, &key);
 }
+#endif
 
 /* Processes without a slot. */
 struct {
@@ -215,12 +241,23 @@ struct fault_start {
         struct ts_site_key site;
 };
 
+#ifndef TS_BASE
 struct {
         __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
         __uint(map_flags, BPF_F_NO_PREALLOC);
         __type(key, int);
         __type(value, struct fault_start);
 } fault_starts SEC(".maps");
+#else
+/* No task storage before 5.11, and no fault time: a map of the same name, never used, so that
+ * the object matches the skeleton. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 1);
+        __type(key, int);
+        __type(value, struct fault_start);
+} fault_starts SEC(".maps");
+#endif
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
@@ -323,7 +360,7 @@ static __always_inline void proc_key_fill(struct ts_proc_key *key, struct task_s
 
 /* Counters of the current process in the fallback hash, created on first use. */
 static __noinline struct ts_counters *hash_counters(void) {
-        struct task_struct *task = bpf_get_current_task_btf();
+        struct task_struct *task = current_task();
         struct ts_proc_key key;
         struct ts_proc *p;
         long created;
@@ -348,6 +385,18 @@ static __noinline struct ts_counters *hash_counters(void) {
         if (created == 0)
                 ident_fill(&p->id, task);
         return &p->c;
+}
+
+#ifndef TS_BASE
+/* The counters the current process has already, without claiming a slot or creating a hash
+ * entry: NULL (and no drop, the fault's entry counted that) where it has none. */
+static __noinline struct ts_counters *hash_counters_existing(void) {
+        struct ts_proc_key key;
+        struct ts_proc *p;
+
+        proc_key_fill(&key, current_task());
+        p = bpf_map_lookup_elem(&processes, &key);
+        return p ? &p->c : NULL;
 }
 
 /* This CPU's copy of the slot's owner: the process owns the slot (owner) and counts into c from now
@@ -385,7 +434,7 @@ static __noinline struct ts_counters *claim_or_hash(__u32 tgid) {
          * zeroes them before it frees a slot. */
         id = bpf_map_lookup_elem(&slot_ident, &slot);
         if (id)
-                ident_fill(id, bpf_get_current_task_btf());
+                ident_fill(id, current_task());
         __sync_lock_test_and_set(&owner->tgid, tgid);
         return adopt_slot(owner, c, tgid) ?: hash_counters();
 }
@@ -393,7 +442,7 @@ static __noinline struct ts_counters *claim_or_hash(__u32 tgid) {
 /* The current process's tgid: a load from the current task instead of the
  * bpf_get_current_pid_tgid() call, a few ns less per fault here (bench/README.md). */
 static __always_inline __u32 current_tgid(void) {
-        return bpf_get_current_task_btf()->tgid;
+        return current_task()->tgid;
 }
 
 /* The current process's counters in its slot when this CPU knows it owns it, else NULL. */
@@ -408,17 +457,6 @@ static __always_inline struct ts_counters *current_counters(void) {
         struct ts_counters *c = owned_slot_counters(tgid);
 
         return c ?: claim_or_hash(tgid);
-}
-
-/* The counters the current process has already, without claiming a slot or creating a hash
- * entry: NULL (and no drop, the fault's entry counted that) where it has none. */
-static __noinline struct ts_counters *hash_counters_existing(void) {
-        struct ts_proc_key key;
-        struct ts_proc *p;
-
-        proc_key_fill(&key, bpf_get_current_task_btf());
-        p = bpf_map_lookup_elem(&processes, &key);
-        return p ? &p->c : NULL;
 }
 
 /* The same for a process that owns its slot but has not counted on this CPU yet. */
@@ -439,7 +477,16 @@ static __always_inline struct ts_counters *existing_counters(void) {
         return c ?: existing_slow(tgid);
 }
 
+#else
+/* Without compare-and-exchange no slot can be claimed: every process counts in the hash. */
+static __always_inline struct ts_counters *current_counters(void) {
+        return hash_counters();
+}
+#endif
+
 /* ---- Fault time ---- */
+
+#ifndef TS_BASE
 
 /* The entry of a fault of the current thread: remembered until its completion. A fault that never
  * completes (a bad address that becomes a signal, VM_FAULT_ERROR) leaves its start behind, but
@@ -450,7 +497,7 @@ static __always_inline struct fault_start *fault_begin(__u64 address, bool kerne
 
         if (!fault_timing)
                 return NULL;
-        s = bpf_task_storage_get(&fault_starts, bpf_get_current_task_btf(), NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+        s = bpf_task_storage_get(&fault_starts, current_task(), NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
         if (!s)
                 return NULL;
         s->address = address;
@@ -487,7 +534,7 @@ static __always_inline __u32 fault_bucket(__u64 ns) {
  * major): the time since its entry goes to the process. A completion without an entry of its own
  * (nested faults, a source disabled) is not timed. */
 static __always_inline void fault_done(__u64 address, bool major) {
-        struct fault_start *s = bpf_task_storage_get(&fault_starts, bpf_get_current_task_btf(), NULL, 0);
+        struct fault_start *s = bpf_task_storage_get(&fault_starts, current_task(), NULL, 0);
         struct ts_counters *c;
         __u64 d, tick;
         __u32 i;
@@ -500,7 +547,7 @@ static __always_inline void fault_done(__u64 address, bool major) {
          * since the entry has its count in the last epoch and its time in this one. */
         if (s->sampled) {
                 s->sampled = 0;
-                site_add(&s->site, bpf_get_current_task_btf(), 0, d);
+                site_add(&s->site, current_task(), 0, d);
         }
         /* The entry counted the fault, and claimed or created what it counts in (or counted a
          * drop): the completion only adds to what is there. */
@@ -540,8 +587,27 @@ int fault_done_major(struct bpf_perf_event_data *ctx) {
         fault_done(ctx->addr, true);
         return 0;
 }
+#else
+/* No task storage to keep a thread's fault start in: fault time is not measured (the daemon
+ * leaves the completion programs unloaded). */
+static __always_inline struct fault_start *fault_begin(__u64 address, bool kernel) {
+        return NULL;
+}
+
+SEC("perf_event")
+int fault_done_minor(struct bpf_perf_event_data *ctx) {
+        return 0;
+}
+
+SEC("perf_event")
+int fault_done_major(struct bpf_perf_event_data *ctx) {
+        return 0;
+}
+#endif
 
 /* ---- Sites ---- */
+
+#ifndef TS_BASE
 
 /* From the kernel's uapi headers, which vmlinux.h does not carry. */
 #define TS_ENOENT 2
@@ -634,9 +700,10 @@ static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 in
         }
         /* Fails only when the map is full (a rewrite never needs room). */
         if (bpf_map_update_elem(&file_names, &key, n, BPF_ANY) < 0)
-                count_drop(TS_DROP_FILE_NAME, bpf_get_current_task_btf());
+                count_drop(TS_DROP_FILE_NAME, current_task());
 }
 
+#ifndef TS_NO_LOOP
 /* What a VMA lookup fills in: where addr is. */
 struct vma_lookup {
         __u64 addr;
@@ -693,6 +760,16 @@ static __always_inline void locate(struct task_struct *task, __u64 addr, bool co
                 loc->offset = code ? addr : 0;
         }
 }
+#else
+/* No bpf_find_vma() before Linux 5.17: the instruction is named by user space from
+ * /proc/PID/maps while the process lives (as after a failed lookup, but not counted as a loss),
+ * the memory touched is classified without a lookup (classify()). */
+static __always_inline void locate(struct task_struct *task, __u64 addr, bool code, struct ts_location *loc,
+                                   struct code_mapping *mapping) {
+        loc->kind = TS_MEM_UNKNOWN;
+        loc->offset = code ? addr : 0;
+}
+#endif
 
 /* Lowest address a mapping may have by default (vm.mmap_min_addr): below it nothing is mapped,
  * e.g. a null pointer plus a small offset. */
@@ -965,7 +1042,7 @@ static __noinline void record_trap_site(struct task_struct *task, __u32 vector, 
  * fault's start (NULL when faults are not timed) remembers it, for its completion to add the
  * fault's time to it. */
 static __noinline void record_fault_site(__u64 address, __u64 ip, struct fault_start *start) {
-        struct task_struct *task = bpf_get_current_task_btf();
+        struct task_struct *task = current_task();
         struct ts_site_key key = {};
 
         key.tgid = BPF_CORE_READ(task, tgid);
@@ -977,6 +1054,24 @@ static __noinline void record_fault_site(__u64 address, __u64 ip, struct fault_s
                 start->site = key;
                 start->sampled = 1;
         }
+}
+#else
+/* Sites take atomic fetch operations (the epochs, the shares) and bpf_task_pt_regs(): none here
+ * (fault_sites is false, trap sites inactive). */
+static __always_inline void record_fault_site(__u64 address, __u64 ip, struct fault_start *start) {
+}
+
+static __always_inline void record_trap_site(struct task_struct *task, __u32 vector, __u64 addr, bool has_addr) {
+}
+#endif
+
+/* Whether the current task has user memory: kernel threads have none to fault on for anyone. */
+static __always_inline bool current_has_mm(void) {
+#ifdef TS_BASE
+        return BPF_CORE_READ(current_task(), mm) != NULL;
+#else
+        return current_task()->mm != NULL;
+#endif
 }
 
 /* Faults taken in user mode: x86's exceptions:page_fault_user. Every architecture builds it (the
@@ -1002,7 +1097,7 @@ int BPF_PROG(page_fault_kernel, unsigned long address, struct pt_regs *regs, uns
         struct ts_counters *c;
 
         /* Kernel threads have no user memory to fault on for anyone; don't track them. */
-        if (!bpf_get_current_task_btf()->mm)
+        if (!current_has_mm())
                 return 0;
         fault_begin(address, true);
         c = current_counters();
@@ -1037,7 +1132,7 @@ SEC("perf_event")
 int perf_page_fault_kernel(struct bpf_perf_event_data *ctx) {
         struct ts_counters *c;
 
-        if (!bpf_get_current_task_btf()->mm)
+        if (!current_has_mm())
                 return 0;
         fault_begin(ctx->addr, true);
         c = current_counters();
@@ -1120,6 +1215,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
  * signal->stats_lock, a seqlock: a sum that saw a writer is taken again. This stays exact when a
  * thread that already passed its own exit is slow to finish it (a large file table to close),
  * which adding up the exiting thread, the leader and signal alone is not. */
+#ifndef TS_NO_LOOP
 struct fault_sum {
         struct list_head *head, *pos;
         __u64 min_flt, maj_flt;
@@ -1158,18 +1254,23 @@ static __always_inline bool fault_sum_try(struct task_struct *task, struct signa
         }
         return !(seq & 1) && seq == BPF_CORE_READ(sig, stats_lock.seqcount.seqcount.sequence);
 }
+#endif
 
 static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __u64 *ret_maj) {
         /* task is a trusted pointer (iterator, tracepoint): fields are read directly, which
          * costs a load where bpf_probe_read_kernel() costs a call. */
         struct signal_struct *sig = task->signal;
         struct task_struct *leader;
+#ifndef TS_NO_LOOP
         struct fault_sum s = {};
+#endif
 
         if (!sig) {
                 *ret_min = *ret_maj = 0;
                 return;
         }
+#ifndef TS_NO_LOOP
+        /* Kernels with the thread list in signal (6.6 and later) all have bpf_loop. */
         if (bpf_core_field_exists(sig->thread_head) && bpf_core_field_exists(task->thread_node)) {
                 /* Up to four tries, written out, not a loop: 6.1's verifier checks the control
                  * flow before it drops this branch as dead there, and takes the edge back to a
@@ -1180,6 +1281,7 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
                 *ret_maj = s.maj_flt;
                 return;
         }
+#endif
 
         /* Kernels before 6.6 keep threads on another list: count this thread, the leader and
          * those reaped. */
@@ -1197,6 +1299,7 @@ static __always_inline __u64 submit_flags(void) {
         return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+#ifndef TS_BASE
 static long clear_owner_copy(__u32 cpu, void *ctx) {
         __u32 key = cpu_slot_key(cpu, *(__u32 *) ctx);
         struct ts_counters *c = bpf_map_lookup_elem(&slot_counters, &key);
@@ -1210,8 +1313,15 @@ static long clear_owner_copy(__u32 cpu, void *ctx) {
  * faults from here on (kernel-mode ones while it exits) and those of a new process with its pid
  * take the slow path, which finds the slot not theirs (adopt_slot()). */
 static __always_inline void clear_owner_copies(__u32 slot) {
+#ifndef TS_NO_LOOP
         bpf_loop(n_cpus, clear_owner_copy, &slot, 0);
+#else
+        /* Written out: the daemon loads this object only with at most TS_NO_LOOP_MAX_CPUS. */
+        for (__u32 cpu = 0; cpu < TS_NO_LOOP_MAX_CPUS && cpu < n_cpus; cpu++)
+                clear_owner_copy(cpu, &slot);
+#endif
 }
+#endif
 
 /* The last thread of a process is exiting. Mark its slot exited, so that a new process with
  * the same pid cannot count into it, and tell user space to drain the process one last time
@@ -1220,14 +1330,17 @@ static __always_inline void clear_owner_copies(__u32 slot) {
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *task) {
         struct ts_exit_event *e;
-        struct ts_owner *owner;
         struct ts_proc_key key;
         bool tracked = false;
+#ifndef TS_BASE
+        struct ts_owner *owner;
         __u32 slot;
+#endif
 
         if (BPF_CORE_READ(task, signal, live.counter) != 0)
                 return 0;
         proc_key_fill(&key, task);
+#ifndef TS_BASE
         slot = key.tgid & slot_mask;
         owner = bpf_map_lookup_elem(&slot_owner, &slot);
         if (owner && owner->tgid == key.tgid) {
@@ -1235,6 +1348,7 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
                 clear_owner_copies(slot);
                 tracked = true;
         }
+#endif
         tracked = tracked || bpf_map_lookup_elem(&processes, &key) || bpf_map_lookup_elem(&traps, &key);
         if (!tracked)
                 return 0;

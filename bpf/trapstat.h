@@ -190,6 +190,10 @@ _Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layou
 /* Threads of one process summed at most, when its fault accounting is read. */
 #define TS_MAX_THREADS 65536
 
+/* CPUs the object without bpf_loop (trapstat-noloop.bpf.o) can clear a slot's copies on at exit,
+ * in a loop written out; on a machine with more the daemon loads trapstat-base.bpf.o there. */
+#define TS_NO_LOOP_MAX_CPUS 1024
+
 /* ---- Sites: where processes trap and (sampled) fault ---- */
 
 /* Kinds of memory an address is in, as common/sites.h numbers them (MemoryKind). */

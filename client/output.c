@@ -881,13 +881,32 @@ void print_traps(FILE *f, const OutputStyle *style, json_t *reply, uint64_t wind
                 fprintf(f, "%-33s %8s\n", code_keys[i], format_count((uint64_t) int_member(codes, code_keys[i]), buf));
 }
 
+/* "title:" and a line per source (or feature): active, or inactive with its reason. */
+static void print_sources(FILE *f, const OutputStyle *style, const char *title, json_t *list) {
+        json_t *s;
+        size_t i;
+
+        fprintf(f, "%s:\n", title);
+        json_array_foreach (list, i, s) {
+                bool active = json_is_true(json_object_get(s, "active"));
+                json_t *reason = json_object_get(s, "reason");
+
+                fprintf(f, "  %-24s %s%s%s%s%s\n", string_member(s, "name", "?"), on(style, active ? GREEN : YELLOW),
+                        active ? "active" : "inactive", off(style), json_is_string(reason) ? ": " : "",
+                        json_is_string(reason) ? json_string_value(reason) : "");
+        }
+}
+
 void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
-        json_t *sources = json_object_get(reply, "sources"), *s;
+        json_t *s;
         char tick[32], size[16];
         size_t i;
 
         fprintf(f, "%strapstatd %s%s\n", on(style, BOLD), string_member(reply, "version", "?"), off(style));
         fprintf(f, "arch:      %s\n", string_member(reply, "arch", "?"));
+        if (json_is_string(json_object_get(reply, "kernel")))
+                fprintf(f, "kernel:    %s, BPF object %s\n", string_member(reply, "kernel", "?"),
+                        string_member(reply, "bpfObject", "?"));
         fprintf(f, "socket:    %s\n", arg_socket);
         fprintf(f, "tick:      %s\n", format_duration_usec((uint64_t) int_member(reply, "tickUsec"), tick));
         fprintf(f, "database:  %s (%sB)\n", string_member(reply, "databasePath", "?"),
@@ -931,13 +950,8 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
                 fprintf(f, "unsaved:   %s%" JSON_INTEGER_FORMAT "%s samples (database writes failed)\n",
                         int_member(reply, "unsavedSamples") ? on(style, RED) : "", int_member(reply, "unsavedSamples"),
                         int_member(reply, "unsavedSamples") ? off(style) : "");
-        fprintf(f, "sources:\n");
-        json_array_foreach (sources, i, s) {
-                bool active = json_is_true(json_object_get(s, "active"));
-                json_t *reason = json_object_get(s, "reason");
-
-                fprintf(f, "  %-24s %s%s%s%s%s\n", string_member(s, "name", "?"), on(style, active ? GREEN : YELLOW),
-                        active ? "active" : "inactive", off(style), json_is_string(reason) ? ": " : "",
-                        json_is_string(reason) ? json_string_value(reason) : "");
-        }
+        print_sources(f, style, "sources", json_object_get(reply, "sources"));
+        /* What the kernel's BPF capabilities allow beyond the counts (a daemon before them has none). */
+        if (json_is_array(json_object_get(reply, "features")))
+                print_sources(f, style, "features", json_object_get(reply, "features"));
 }

@@ -390,6 +390,9 @@ static int manager_start_collector(Manager *m) {
          * not in this kernel. */
         if (r == -ENOTSUP)
                 return log_error_errno(r, "No page fault source could be attached, nothing to count: %m");
+        if (r == -ENOEXEC)
+                return log_error_errno(r, "This kernel cannot run any of trapstat's BPF objects (trapstatd --probe "
+                                          "says which capability it lacks)");
         /* The collector returns why and does not log it; libbpf's messages above say more. */
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the BPF programs: %m");

@@ -194,14 +194,26 @@ static json_t *user_drops_build(Collector *c, int64_t uid) {
         return TAKE_PTR(list);
 }
 
+/* Sources or features as GetStatus's Source: name, active, reason. */
+static json_t *sources_to_json(const CollectorSource *sources, size_t n) {
+        json_t *list = json_array();
+
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(list, json_pack("{s:s, s:b, s:o}", "name", sources[i].name, "active",
+                                                      sources[i].active, "reason",
+                                                      sources[i].reason ? json_string(sources[i].reason) : json_null()));
+        return list;
+}
+
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
         Manager *m = userdata;
         Collector *c = manager_collector(m);
         CollectorDrop drops[MANAGER_DROP_KINDS];
         WriterStats stats = writer_stats(manager_writer(m));
-        const CollectorSource *sources;
+        CollectorCapability caps[COLLECTOR_CAPABILITIES];
+        const CollectorSource *sources, *features;
         uint64_t total_drops = 0;
-        json_t *list, *drop_list, *users;
+        json_t *list, *feature_list, *caps_list, *drop_list, *users;
         int64_t uid = visible_uid(call);
         struct utsname u;
         const char *arch;
@@ -209,14 +221,20 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
 
         /* The machine's architecture as uname -m names it ("x86_64"): only on x86 do traps have a
          * vector (bpf/arch/). */
-        arch = uname(&u) >= 0 ? u.machine : "unknown";
+        if (uname(&u) < 0) {
+                snprintf(u.machine, sizeof(u.machine), "unknown");
+                snprintf(u.release, sizeof(u.release), "unknown");
+        }
+        arch = u.machine;
 
-        list = json_array();
         sources = collector_sources(c, &n);
-        for (size_t i = 0; i < n; i++)
-                json_array_append_new(list, json_pack("{s:s, s:b, s:o}", "name", sources[i].name, "active",
-                                                      sources[i].active, "reason",
-                                                      sources[i].reason ? json_string(sources[i].reason) : json_null()));
+        list = sources_to_json(sources, n);
+        features = collector_features(c, &n);
+        feature_list = sources_to_json(features, n);
+        caps_list = json_array();
+        for (size_t i = 0, k = collector_capabilities(c, caps); i < k; i++)
+                json_array_append_new(caps_list, json_pack("{s:s, s:b, s:s}", "name", caps[i].name, "present",
+                                                           caps[i].present, "since", caps[i].since));
         drop_list = json_array();
         for (size_t i = 0, k = manager_drops(m, drops); i < k; i++) {
                 json_array_append_new(drop_list, json_pack("{s:s, s:I, s:s}", "kind", drops[i].kind.name, "count",
@@ -227,12 +245,12 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
         if (!users)
                 return -ENOMEM;
         return varlink_call_reply(call,
-                                  json_pack("{s:o, s:I, s:s, s:s, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, "
-                                            "s:I, s:I, s:I}", "dropsByUser", users,
+                                  json_pack("{s:o, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, "
+                                            "s:I, s:I, s:I, s:I, s:I, s:I}", "dropsByUser", users,
                                             "unsavedSamples",
                                             (json_int_t) stats.unsaved_samples, "version", TRAPSTAT_VERSION,
-                                            "arch", arch,
-                                            "sources", list, "tickUsec", (json_int_t) manager_tick_usec(m),
+                                            "arch", arch, "kernel", u.release, "bpfObject", collector_bpf_object(c),
+                                            "sources", list, "features", feature_list, "capabilities", caps_list, "tickUsec", (json_int_t) manager_tick_usec(m),
                                             "databasePath", manager_database_path(m), "databaseBytes",
                                             (json_int_t) stats.database_bytes,
                                             "processesTracked",

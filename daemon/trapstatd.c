@@ -26,6 +26,20 @@
 #include "time-util.h"
 #include "varlink.h"
 
+static bool arg_probe = false;
+
+/* The end of help(): what is not about the daemon's limits. */
+static void help_general(void) {
+        printf("      --bpf-object NAME      run this BPF object, full, noloop or base, instead of the\n"
+               "                             richest the kernel can run (see --probe)\n"
+               "      --probe                print what this kernel offers BPF, the object and sources it\n"
+               "                             can run and the features active with the options given, load\n"
+               "                             nothing but the probes, and exit (1 when it can run none)\n"
+               "  -v, --verbose              debug logging\n"
+               "  -h, --help                 this help\n"
+               "      --version              print the version\n");
+}
+
 static void help(void) {
         const StoreRetention retention = STORE_RETENTION_DEFAULT;
 
@@ -90,10 +104,7 @@ static void help(void) {
                "      --query-cost-limit N   SQLite steps one query may take (default: %llu)\n"
                "      --query-time-limit DURATION  wall time one query may take (default: %us)\n"
                "      --writer-queue N       ticks waiting for the database's writer; more are merged\n"
-               "                             into the last one waiting (default: %u; 1 to 1024)\n"
-               "  -v, --verbose              debug logging\n"
-               "  -h, --help                 this help\n"
-               "      --version              print the version\n",
+               "                             into the last one waiting (default: %u; 1 to 1024)\n",
                TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_REPORT_MAX_METRICS, METRICS_MIN_MAX,
                COLLECTOR_DEFAULT_SLOTS, COLLECTOR_DEFAULT_MAX_PROCESSES, COLLECTOR_DEFAULT_EVENT_BUFFER >> 20, COLLECTOR_DEFAULT_FAULT_SAMPLE,
                COLLECTOR_DEFAULT_MAX_SITES, COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS,
@@ -105,6 +116,7 @@ static void help(void) {
                VARLINK_DEFAULT_IDLE_TIMEOUT_SEC, (size_t) QUERY_DEFAULT_MAX_REPLY_SIZE >> 20, QUERY_DEFAULT_THREADS,
                QUERY_DEFAULT_PER_UID, (unsigned long long) QUERY_DEFAULT_COST_LIMIT,
                QUERY_DEFAULT_TIME_LIMIT_USEC / 1000000U, WRITER_DEFAULT_QUEUE);
+        help_general();
 }
 
 _Static_assert(METRICS_MIN_MAX == 100, "--report-max-metrics' message says 100");
@@ -183,6 +195,8 @@ enum {
         ARG_REPORT_SOCKET,
         ARG_REPORT_MAX_METRICS,
         ARG_VERSION,
+        ARG_PROBE,
+        ARG_BPF_OBJECT,
 };
 
 typedef enum NumberKind {
@@ -353,6 +367,11 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
         case ARG_ENABLE_SOURCE:
                 config->collector.enable = arg;
                 return 1;
+        case ARG_BPF_OBJECT:
+                if (strcmp(arg, "full") != 0 && strcmp(arg, "noloop") != 0 && strcmp(arg, "base") != 0)
+                        return usage_error(NULL, "--bpf-object takes full, noloop or base, not '%s'", arg);
+                config->collector.bpf_object = arg;
+                return 1;
         case ARG_RETENTION:
                 if (parse_retention(arg, &config->writer.retention) < 0)
                         return usage_error(NULL,
@@ -369,6 +388,9 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
         case ARG_VERSION:
                 printf("trapstatd %s\n", TRAPSTAT_VERSION);
                 return 0;
+        case ARG_PROBE:
+                arg_probe = true;
+                return 1;
         default:
                 return usage_hint(NULL);
         }
@@ -435,6 +457,8 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *config) {
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
+                { "probe", no_argument, NULL, ARG_PROBE },
+                { "bpf-object", required_argument, NULL, ARG_BPF_OBJECT },
                 {},
         };
         int c, r;
@@ -515,6 +539,8 @@ static int run(int argc, char *argv[]) {
         r = parse_argv(argc, argv, &config);
         if (r <= 0)
                 return parse_argv_exit_code(r);
+        if (arg_probe)
+                return collector_probe_dump(&config.collector, stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (config_default_paths(&config, &state_dir, &runtime_socket) < 0)
                 return EXIT_FAILURE;
         /* Under systemd, stderr goes to the journal: tag lines with their priority. */

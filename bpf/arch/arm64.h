@@ -50,7 +50,7 @@ static __always_inline __u32 ts_arch_debug_slot(struct task_struct *task, int co
 
         switch (code) {
         case TS_TRAP_BRKPT:
-                if (task == bpf_get_current_task_btf() && bpf_probe_read_user(&insn, sizeof(insn), (void *) addr) == 0 &&
+                if (task == current_task() && bpf_probe_read_user(&insn, sizeof(insn), (void *) addr) == 0 &&
                     (insn & TS_BRK64_MASK) == TS_BRK64)
                         return TRAP_ARM64_BRK64;
                 return TRAP_ARM64_BREAKPT_LOW;

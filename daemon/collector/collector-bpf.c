@@ -15,8 +15,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kernel-probe.h"
 #include "log.h"
 #include "macro.h"
+#include "trapstat-base.skel.h"
+#include "trapstat-noloop.skel.h"
 #include "trapstat.skel.h"
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t) 7)
@@ -125,6 +128,33 @@ static void skip_source(CollectorBpf *b, int s, int error, const char *why) {
         b->progs[s] = NULL;
 }
 
+/* Object o through trapstat_bpf's skeleton: libbpf finds its maps and programs by name and maps
+ * its variables into the skeleton's structs, which bpf/check-skeletons.py makes sure the three
+ * objects share. */
+static struct trapstat_bpf *open_object(BpfObject o) {
+        struct trapstat_bpf *skel = calloc(1, sizeof(*skel));
+        int r;
+
+        if (!skel) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        r = trapstat_bpf__create_skeleton(skel);
+        if (r >= 0) {
+                if (o == BPF_OBJECT_NOLOOP)
+                        skel->skeleton->data = trapstat_noloop_bpf__elf_bytes(&skel->skeleton->data_sz);
+                else if (o == BPF_OBJECT_BASE)
+                        skel->skeleton->data = trapstat_base_bpf__elf_bytes(&skel->skeleton->data_sz);
+                r = bpf_object__open_skeleton(skel->skeleton, NULL);
+        }
+        if (r < 0) {
+                trapstat_bpf__destroy(skel);
+                errno = -r;
+                return NULL;
+        }
+        return skel;
+}
+
 int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         CollectorBpf *b;
         int r;
@@ -147,7 +177,12 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
                 goto fail;
         }
 
-        b->skel = trapstat_bpf__open();
+        kernel_probe(&b->caps);
+        if (kernel_caps_object(&b->caps, b->n_cpus, config->object, &b->object, NULL) < 0) {
+                r = -ENOEXEC;
+                goto fail;
+        }
+        b->skel = open_object(b->object);
         if (!b->skel) {
                 r = -errno;
                 goto fail;
@@ -163,7 +198,8 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->skel->rodata->n_cpus = (uint32_t) b->n_cpus;
         b->skel->rodata->wakeup_bytes = config->event_buffer / 16;
         b->fault_sample = config->fault_sample;
-        b->skel->rodata->fault_sites = config->fault_sample > 0;
+        kernel_caps_features(&b->caps, b->object, b->n_cpus, config->fault_sample > 0, b->features, b->feature_reasons);
+        b->skel->rodata->fault_sites = b->features[FEATURE_FAULT_SITES].active;
         b->skel->rodata->fault_sample_mask = config->fault_sample > 0 ? config->fault_sample - 1 : 0;
         b->skel->rodata->max_sites_per_process = config->max_sites_per_process;
         b->skel->rodata->max_sites_per_user = config->max_sites_per_user;
@@ -224,6 +260,15 @@ void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[st
                  * iterator is not used. */
                 if (sources[s] != SOURCE_USED && s != SOURCE_PROC_STAT)
                         skip_source(b, s, -ECANCELED, choice_reasons[sources[s]]);
+        /* What the object cannot run on this kernel (fault time without task storage), or the
+         * kernel cannot (the task iterator). */
+        for (int s = 0; s < _SOURCE_MAX; s++) {
+                char need[KERNEL_CAPS_REASON_MAX];
+                const char *why = kernel_caps_source_missing(&b->caps, b->object, b->n_cpus, s, need, sizeof(need));
+
+                if (sources[s] == SOURCE_USED && why)
+                        skip_source(b, s, -ECANCELED, why);
+        }
         vmlinux = btf__load_vmlinux_btf();
         for (size_t i = 0; i < ELEMENTSOF(tracepoints); i++) {
                 int s = tracepoints[i];
@@ -370,6 +415,25 @@ int collector_bpf_attach(CollectorBpf *b) {
         if (!b->sources[SOURCE_PAGE_FAULT_USER].active && !b->sources[SOURCE_PERF_USER].active)
                 return -ENOTSUP;
         return 0;
+}
+
+void collector_bpf_dump(const CollectorBpf *b, FILE *f) {
+        fprintf(f, "\nobject: %s\n\n%-24s %-5s %s\n", bpf_object_name(b->object), "source", "loads", "reason");
+        for (int s = 0; s < _SOURCE_MAX; s++) {
+                /* Chosen and not yet attached: no state of its own yet. */
+                bool loads = s == SOURCE_FAULT_TIME ? b->time_progs[0] != NULL
+                             : s == SOURCE_PROC_STAT ? !b->progs[SOURCE_TASK_ITERATOR]
+                                                     : b->progs[s] != NULL;
+
+                const char *why = s == SOURCE_PROC_STAT ? "not needed: the task iterator is used"
+                                                        : b->sources[s].reason;
+
+                fprintf(f, "%-24s %-5s %s\n", collector_source_names[s], loads ? "yes" : "no", loads ? "" : why ?: "");
+        }
+        fprintf(f, "\n%-24s %-5s %s\n", "feature", "on", "reason");
+        for (int i = 0; i < _FEATURE_MAX; i++)
+                fprintf(f, "%-24s %-5s %s\n", b->features[i].name, b->features[i].active ? "yes" : "no",
+                        b->features[i].reason ?: "");
 }
 
 int collector_bpf_watch_events(CollectorBpf *b, ring_buffer_sample_fn fn, void *userdata) {

@@ -16,9 +16,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "collector-util.h"
 #include "collector.h"
+#include "kernel-caps.h"
 #include "trapstat.h"
 
 typedef struct CollectorBpfConfig {
@@ -30,10 +32,14 @@ typedef struct CollectorBpfConfig {
         uint32_t max_sites_per_user;    /* one unprivileged user's share per epoch */
         uint32_t site_reserve;          /* entries only root and group trapstat take, < max_sites */
         uint32_t fault_sample;  /* one in this many faults records its site, a power of two; 0: none */
+        BpfObject object;       /* the object to run; _BPF_OBJECT_MAX: the richest the kernel can */
 } CollectorBpfConfig;
 
 typedef struct CollectorBpf {
+        /* One of the three objects (kernel-caps.h), always through trapstat_bpf's skeleton. */
         struct trapstat_bpf *skel;
+        KernelCaps caps; /* the kernel's, probed when opened */
+        BpfObject object;
         int n_cpus;                             /* possible CPUs: the number of per-CPU values */
         uint32_t n_slots;
         uint32_t fault_sample;                  /* 0: fault sites off */
@@ -49,14 +55,20 @@ typedef struct CollectorBpf {
         struct ts_counters *counters_map;
         size_t owner_map_size, ident_map_size, counters_map_size;
         CollectorSource sources[_SOURCE_MAX];
-        char reasons[_SOURCE_MAX][128];
+        char reasons[_SOURCE_MAX][KERNEL_CAPS_REASON_MAX];
+        CollectorSource features[_FEATURE_MAX];
+        char feature_reasons[_FEATURE_MAX][KERNEL_CAPS_REASON_MAX];
 } CollectorBpf;
 
-/* Opens the BPF object and sizes its maps; routes libbpf's messages to common/log.c. */
+/* Probes the kernel, opens the richest BPF object it can run and sizes its maps; routes
+ * libbpf's messages to common/log.c. -ENOEXEC when the kernel can run none of them
+ * (kernel_caps_object()). */
 int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret);
 /* Leaves out of the load what the kernel lacks, what sources[] does not choose, and the perf
  * fallbacks where the tracepoints they replace are used. Each source left out gets its reason. */
 void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[static _SOURCE_MAX]);
+/* The object, the sources chosen (before they are loaded) and the features, as a table. */
+void collector_bpf_dump(const CollectorBpf *b, FILE *f);
 /* Loads the chosen programs and maps the slot arrays. */
 int collector_bpf_load(CollectorBpf *b);
 /* Attaches every loaded program; one that cannot attach becomes an inactive source. -ENOTSUP

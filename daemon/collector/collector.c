@@ -23,6 +23,7 @@
 #include "collector-read.h"
 #include "collector-sites.h"
 #include "collector-util.h"
+#include "kernel-probe.h"
 #include "log.h"
 #include "macro.h"
 
@@ -40,7 +41,8 @@ static bool is_power_of_two(uint32_t x) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Collector *, collector_free);
 
-int collector_new(const CollectorConfig *config, Collector **ret) {
+/* The BPF object's configuration and the sources chosen, from config. */
+static int bpf_config_from(const CollectorConfig *config, CollectorBpfConfig *ret, SourceChoice sources[static _SOURCE_MAX]) {
         CollectorBpfConfig bpf_config = {
                 .n_slots = config->slots ?: TS_DEFAULT_SLOTS,
                 .max_processes = config->max_processes ?: TS_DEFAULT_MAX_PROCESSES,
@@ -50,8 +52,6 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
                 .fault_sample = config->fault_sample == COLLECTOR_FAULT_SAMPLE_OFF ? 0
                                 : config->fault_sample ?: TS_DEFAULT_FAULT_SAMPLE,
         };
-        _cleanup_(collector_freep) Collector *c = NULL;
-        SourceChoice sources[_SOURCE_MAX];
         int r;
 
         bpf_config.max_sites_per_user =
@@ -61,7 +61,54 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         if (!is_power_of_two(bpf_config.n_slots) || !collector_event_buffer_valid(bpf_config.event_buffer) ||
             bpf_config.site_reserve >= bpf_config.max_sites)
                 return -EINVAL;
+        bpf_config.object = _BPF_OBJECT_MAX;
+        if (config->bpf_object && bpf_object_from_name(config->bpf_object, &bpf_config.object) < 0)
+                return -EINVAL;
         r = collector_sources_choose(config->disable, config->enable, sources, NULL);
+        if (r < 0)
+                return r;
+        *ret = bpf_config;
+        return 0;
+}
+
+int collector_probe_dump(const CollectorConfig *config, FILE *f) {
+        CollectorBpfConfig bpf_config;
+        SourceChoice sources[_SOURCE_MAX];
+        CollectorBpf *b = NULL;
+        BpfObject object;
+        KernelCap missing;
+        KernelCaps caps;
+        int r;
+
+        r = bpf_config_from(config, &bpf_config, sources);
+        if (r < 0)
+                return r;
+        kernel_probe(&caps);
+        fprintf(f, "%-24s %-5s %s\n", "capability", "has", "since Linux");
+        for (KernelCap k = 0; k < _KERNEL_CAP_MAX; k++)
+                fprintf(f, "%-24s %-5s %s\n", kernel_cap_name(k), caps.has[k] ? "yes" : "no", kernel_cap_since(k));
+        if (kernel_caps_object(&caps, libbpf_num_possible_cpus(), bpf_config.object, &object, &missing) < 0) {
+                fprintf(f, "\nobject: none: %s needs %s (Linux %s)\n",
+                        bpf_config.object == _BPF_OBJECT_MAX ? "counting" : bpf_object_name(bpf_config.object),
+                        kernel_cap_name(missing), kernel_cap_since(missing));
+                return -ENOEXEC;
+        }
+        r = collector_bpf_open(&bpf_config, &b);
+        if (r < 0)
+                return r;
+        collector_bpf_choose_sources(b, sources);
+        collector_bpf_dump(b, f);
+        collector_bpf_free(b);
+        return 0;
+}
+
+int collector_new(const CollectorConfig *config, Collector **ret) {
+        _cleanup_(collector_freep) Collector *c = NULL;
+        CollectorBpfConfig bpf_config;
+        SourceChoice sources[_SOURCE_MAX];
+        int r;
+
+        r = bpf_config_from(config, &bpf_config, sources);
         if (r < 0)
                 return r;
         c = calloc(1, sizeof(*c));
@@ -219,6 +266,23 @@ int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
         *ret_n = _SOURCE_MAX;
         return c->bpf->sources;
+}
+
+const CollectorSource *collector_features(Collector *c, size_t *ret_n) {
+        *ret_n = _FEATURE_MAX;
+        return c->bpf->features;
+}
+
+size_t collector_capabilities(Collector *c, CollectorCapability ret[static COLLECTOR_CAPABILITIES]) {
+        _Static_assert(COLLECTOR_CAPABILITIES == _KERNEL_CAP_MAX, "one entry per capability");
+        for (KernelCap k = 0; k < _KERNEL_CAP_MAX; k++)
+                ret[k] = (CollectorCapability) { .name = kernel_cap_name(k), .present = c->bpf->caps.has[k],
+                                                 .since = kernel_cap_since(k) };
+        return _KERNEL_CAP_MAX;
+}
+
+const char *collector_bpf_object(Collector *c) {
+        return bpf_object_name(c->bpf->object);
 }
 
 uint32_t collector_fault_sample_period(Collector *c) {

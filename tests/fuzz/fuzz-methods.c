@@ -163,6 +163,28 @@ const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
         return c->sources;
 }
 
+/* A kernel without bpf_find_vma: one feature inactive, with its reason. */
+const CollectorSource *collector_features(Collector *c _unused_, size_t *ret_n) {
+        static const CollectorSource features[] = {
+                { "counting_slots", true, NULL },
+                { "fault_sites", true, NULL },
+                { "trap_sites", true, NULL },
+                { "vma_lookup", false, "needs bpf_find_vma (Linux 5.17)" },
+        };
+        *ret_n = ELEMENTSOF(features);
+        return features;
+}
+
+size_t collector_capabilities(Collector *c _unused_, CollectorCapability ret[static COLLECTOR_CAPABILITIES]) {
+        ret[0] = (CollectorCapability) { "bpf_loop", true, "5.17" };
+        ret[1] = (CollectorCapability) { "bpf_find_vma", false, "5.17" };
+        return 2;
+}
+
+const char *collector_bpf_object(Collector *c _unused_) {
+        return "noloop";
+}
+
 uint32_t collector_fault_sample_period(Collector *c _unused_) {
         return 256;
 }

@@ -188,6 +188,11 @@ def settled_unit_row(socket_path, unit, ready, ticks=3):
     return wait_for(settled, what=f"{unit}'s totals settled")
 
 
+def feature_active(socket, name):
+    """Whether GetStatus says the feature (e.g. "trap_sites") is active with this kernel and BPF object."""
+    return {f["name"]: f["active"] for f in trapstat_json(socket, "status")["features"]}[name]
+
+
 def ticks_after(socket_path, n):
     """n of the daemon's ticks, each begun after the one before: what was under way at the call
     (an exit read from the event buffer, then applied at the tick after) is drained."""
@@ -273,6 +278,10 @@ class Daemon:
                      *extra_args]
         if fault_time:
             self.args += ["--enable-source", "fault_time"]
+        # The counting tests run again with each BPF object this kernel can run (tests/meson.build):
+        # the counts must be exact with every one.
+        if os.environ.get("TRAPSTAT_TEST_BPF_OBJECT"):
+            self.args += ["--bpf-object", os.environ["TRAPSTAT_TEST_BPF_OBJECT"]]
         self.proc = None
 
     def start(self):

@@ -630,7 +630,10 @@ static void test_validate_trapstat_output(void **state) {
         assert_int_equal(varlink_interface_validate_output(i, "History", reply, &field), 0);
 
         check_output(i, "GetStatus",
-                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\","
+                     "{\"version\": \"0.1.0\", \"arch\": \"x86_64\", \"kernel\": \"5.10.0-32-amd64\","
+                     " \"bpfObject\": \"base\", \"features\": [{\"name\": \"trap_sites\", \"active\": false,"
+                     " \"reason\": \"needs get_current_task_btf (Linux 5.11): no trap sites\"}],"
+                     " \"capabilities\": [{\"name\": \"bpf_loop\", \"present\": false, \"since\": \"5.17\"}],"
                      " \"sources\": [{\"name\": \"page_fault_user\", \"active\": true, \"reason\": null},"
                      " {\"name\": \"signal_generate\", \"active\": false, \"reason\": \"no BTF\"}],"
                      " \"tickUsec\": 1000000, \"databasePath\": \"/var/lib/trapstat/db\", \"databaseBytes\": 4096,"

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "counters.h"
 #include "sites.h"
@@ -38,6 +39,9 @@ typedef struct CollectorConfig {
         int proc_fd;            /* the proc root (borrowed) */
         const char *disable;    /* comma-separated source names not to use; NULL: none */
         const char *enable;     /* those off by default to use (collector_source_off_by_default()) */
+        /* The BPF object to run, "full", "noloop" or "base"; NULL: the richest the kernel can
+         * (trapstatd --probe). One the kernel cannot run fails collector_new() with -ENOEXEC. */
+        const char *bpf_object;
 } CollectorConfig;
 
 #define COLLECTOR_FAULT_SAMPLE_OFF UINT32_MAX
@@ -103,6 +107,24 @@ typedef struct CollectorTick {
 int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
+/* What the kernel's capabilities and the configuration allow beyond the counts, each active or
+ * inactive with the capability it misses: counting_slots, fault_sites, trap_sites, vma_lookup. */
+const CollectorSource *collector_features(Collector *c, size_t *ret_n);
+
+/* The kernel's BPF capabilities as probed at start. */
+typedef struct CollectorCapability {
+        const char *name;  /* e.g. "bpf_loop" */
+        bool present;
+        const char *since; /* the Linux release that brought it, e.g. "5.17" */
+} CollectorCapability;
+#define COLLECTOR_CAPABILITIES 9
+size_t collector_capabilities(Collector *c, CollectorCapability ret[static COLLECTOR_CAPABILITIES]);
+/* Which BPF object runs: "full", "noloop" or "base" (the richest the capabilities allow). */
+const char *collector_bpf_object(Collector *c);
+/* trapstatd --probe: probes the kernel and prints its capabilities, the object it can run, the
+ * sources that object would load with config and the features, loading nothing but the probes.
+ * -ENOEXEC when the kernel can run no object (the table says what it misses). */
+int collector_probe_dump(const CollectorConfig *config, FILE *f);
 /* One in this many user page faults of a process on a CPU records its site; 0 when fault sites
  * are off (GetStatus faultSamplePeriod). */
 uint32_t collector_fault_sample_period(Collector *c);
