@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+"""What each kernel CI boots must run: the BPF object, the sources and the features, as GetStatus
+and trapstatd --probe report them, against a table kept here. A source or feature that silently
+stops loading on one of these kernels fails this test; the counts themselves are checked exactly
+by counts, counts-noloop and counts-base on the same kernels."""
+import os
+import platform
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import Daemon, binary, require_root_and_bpf, trapstat_json  # noqa: E402
+
+FEATURES = ("counting_slots", "fault_sites", "trap_sites", "vma_lookup")
+# Every source but these is active (the test's daemon asks for fault_time too).
+NOT_NEEDED = {"perf_page_faults_user": "not needed: the tracepoint is used",
+              "perf_page_faults_kernel": "not needed: the tracepoint is used",
+              "proc_pid_stat": "not needed: the task iterator is used"}
+BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): every process counts in the per-CPU hash, "
+                                   "a few ns more per fault",
+                 "fault_sites": "needs get_current_task_btf (Linux 5.11): no fault sites",
+                 "trap_sites": "needs get_current_task_btf (Linux 5.11): no trap sites",
+                 "vma_lookup": "needs get_current_task_btf (Linux 5.11): a site's instruction is named from "
+                               "/proc/PID/maps while its process lives"}
+MISSING_5_10 = {"get_current_task_btf", "task_storage", "atomics", "task_pt_regs", "bpf_loop", "bpf_find_vma"}
+# Arm64 has no exception tracepoints: the perf software event counts its faults.
+ARM64_SOURCES = {"page_fault_user": "tracepoint not in kernel BTF: No such file or directory",
+                 "page_fault_kernel": "tracepoint not in kernel BTF: No such file or directory",
+                 "proc_pid_stat": "not needed: the task iterator is used"}
+
+# (machine, kernel major.minor): the object, the inactive sources and features with their reasons,
+# the capabilities the kernel lacks. Measured on each kernel's own boot (scripts/kernel-leg.sh,
+# scripts/arm64.sh) and on these machines.
+KERNELS = {
+    # Debian 11: BTF and the ring buffer, none of the 5.11-5.17 helpers.
+    ("x86_64", "5.10"): ("base", {**NOT_NEEDED, "fault_time": "needs get_current_task_btf (Linux 5.11)"},
+                         BASE_FEATURES, MISSING_5_10),
+    # Debian 12 (the arm64 leg), Debian 13 (the trixie leg), these machines.
+    ("aarch64", "6.1"): ("full", ARM64_SOURCES, {}, set()),
+    ("x86_64", "6.1"): ("full", NOT_NEEDED, {}, set()),
+    ("x86_64", "6.12"): ("full", NOT_NEEDED, {}, set()),
+    ("x86_64", "6.18"): ("full", NOT_NEEDED, {}, set()),
+}
+
+
+def kernel_key():
+    return platform.machine(), ".".join(platform.release().split(".")[:2])
+
+
+class Kernel(unittest.TestCase):
+    def setUp(self):
+        if kernel_key() not in KERNELS:
+            self.fail(f"kernel {platform.release()} on {platform.machine()} is not in test_kernels.py's table: "
+                      "add the object, sources and features it must run (trapstatd --probe prints them)")
+        self.object, self.sources, self.features, self.missing = KERNELS[kernel_key()]
+
+    def test_get_status_is_the_table(self):
+        with Daemon() as d:
+            st = trapstat_json(d.socket, "status")
+        self.assertEqual(st["kernel"], platform.release())
+        self.assertEqual(st["bpfObject"], self.object)
+        inactive = {s["name"]: s["reason"] for s in st["sources"] if not s["active"]}
+        self.assertEqual(inactive, self.sources)
+        self.assertEqual({f["name"] for f in st["features"]}, set(FEATURES))
+        self.assertEqual({f["name"]: f["reason"] for f in st["features"] if not f["active"]}, self.features)
+        self.assertEqual({c["name"] for c in st["capabilities"] if not c["present"]}, self.missing)
+
+    def test_probe_says_the_same(self):
+        out = subprocess.run([binary("TRAPSTATD"), "--probe", "--enable-source", "fault_time"], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(r"^(\S+) +(yes|no) +(.*)$", out.stdout, re.M)}
+        self.assertIn(f"\nobject: {self.object}\n", out.stdout)
+        self.assertEqual({name for name, (has, _) in rows.items() if has == "no" and name in
+                          {"btf", "ringbuf", "task_iterator", *MISSING_5_10}}, self.missing)
+        for name, reason in self.features.items():
+            self.assertEqual(rows[name], ("no", reason))
+        for name in set(FEATURES) - set(self.features):
+            self.assertEqual(rows[name][0], "yes", name)
+        # A source that loads says so; one that does not, why (those that wait for the task
+        # iterator or the tracepoint only after attaching are the same as GetStatus's).
+        for name, reason in self.sources.items():
+            self.assertEqual(rows[name], ("no", reason))
+
+    def test_each_object_runs_where_the_capabilities_allow(self):
+        # The objects from the richest; the kernel runs the one it chose and every one after it.
+        objects = ["full", "noloop", "base"]
+        for name in objects:
+            out = subprocess.run([binary("TRAPSTATD"), "--probe", "--bpf-object", name], capture_output=True,
+                                 text=True, timeout=60)
+            if objects.index(name) >= objects.index(self.object):
+                self.assertEqual(out.returncode, 0, out.stdout)
+                self.assertIn(f"\nobject: {name}\n", out.stdout)
+            else:
+                self.assertEqual(out.returncode, 1, out.stdout)
+                self.assertIn(f"object: none: {name} needs", out.stdout)
+
+if __name__ == "__main__":
+    require_root_and_bpf()
+    unittest.main()
