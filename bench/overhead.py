@@ -38,7 +38,8 @@ import tempfile
 import time
 
 SKIP = 77
-CONFIGS = ("floor", "hash", "trapstatd-bare", "trapstatd-notime", "trapstatd-nosites", "trapstatd", "bpftrace",
+CONFIGS = ("floor", "hash", "trapstatd-bare", "trapstatd-notime", "trapstatd-nosites", "trapstatd", "trapstatd-noloop",
+           "trapstatd-base", "bpftrace",
            "bpftrace-time", "perf-stat", "perf-record")
 BPFTRACE_PROGRAM = "tracepoint:exceptions:page_fault_user { @[pid] = count(); }"
 # What a user would write here to time every page fault per process: the start on PAGE_FAULTS,
@@ -554,8 +555,24 @@ class TrapstatdBare(Trapstatd):
     extra_args = ["--fault-sample", "0", "--disable-source", "fault_time"]
 
 
-TRACERS = {t.name: t for t in (Floor, Hash, TrapstatdBare, TrapstatdNoTime, TrapstatdNoSites, Trapstatd, Bpftrace,
-                               BpftraceTime, PerfStat, PerfRecord)}
+class TrapstatdNoLoop(Trapstatd):
+    """trapstatd as a kernel without bpf_loop and bpf_find_vma runs it (noloop object), the options of
+    trapstatd-notime: what doing without them costs is the difference."""
+    name = "trapstatd-noloop"
+    command = "trapstatd ... --bpf-object noloop --disable-source fault_time (as trapstatd-notime)"
+    extra_args = ["--bpf-object", "noloop", "--disable-source", "fault_time"]
+
+
+class TrapstatdBase(Trapstatd):
+    """trapstatd as a kernel before 5.11 runs it (base object: every process in the per-CPU hash, no
+    sites, no fault time): against trapstatd-bare, what counting without slots costs."""
+    name = "trapstatd-base"
+    command = "trapstatd ... --bpf-object base (counting only, every process in the per-CPU hash)"
+    extra_args = ["--bpf-object", "base", "--fault-sample", "0", "--disable-source", "fault_time"]
+
+
+TRACERS = {t.name: t for t in (Floor, Hash, TrapstatdBare, TrapstatdNoTime, TrapstatdNoSites, Trapstatd,
+                               TrapstatdNoLoop, TrapstatdBase, Bpftrace, BpftraceTime, PerfStat, PerfRecord)}
 
 
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"

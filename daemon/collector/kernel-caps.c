@@ -139,7 +139,7 @@ void kernel_caps_features(const KernelCaps *k, BpfObject o, int n_cpus, bool fau
                 [FEATURE_VMA_LOOKUP] = BPF_OBJECT_FULL,
         };
         static const char *const without[_FEATURE_MAX] = {
-                [FEATURE_COUNTING_SLOTS] = "every process counts in the per-CPU hash, a few ns more per fault",
+                [FEATURE_COUNTING_SLOTS] = "every process counts in the per-CPU hash, about twice the BPF time per fault",
                 [FEATURE_FAULT_SITES] = "no fault sites",
                 [FEATURE_TRAP_SITES] = "no trap sites",
                 [FEATURE_VMA_LOOKUP] = "a site's instruction is named from /proc/PID/maps while its process lives",

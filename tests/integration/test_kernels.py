@@ -19,7 +19,7 @@ NOT_NEEDED = {"perf_page_faults_user": "not needed: the tracepoint is used",
               "perf_page_faults_kernel": "not needed: the tracepoint is used",
               "proc_pid_stat": "not needed: the task iterator is used"}
 BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): every process counts in the per-CPU hash, "
-                                   "a few ns more per fault",
+                                   "about twice the BPF time per fault",
                  "fault_sites": "needs get_current_task_btf (Linux 5.11): no fault sites",
                  "trap_sites": "needs get_current_task_btf (Linux 5.11): no trap sites",
                  "vma_lookup": "needs get_current_task_btf (Linux 5.11): a site's instruction is named from "

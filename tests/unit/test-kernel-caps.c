@@ -114,7 +114,7 @@ static void test_features_and_their_reasons(void **state) {
         /* Debian 11's 5.10: the first capability each part misses. */
         features_of(kernel_5_10(), BPF_OBJECT_BASE, true, f, reasons);
         assert_string_equal(f[FEATURE_COUNTING_SLOTS].reason, "needs get_current_task_btf (Linux 5.11): every process "
-                                                              "counts in the per-CPU hash, a few ns more per fault");
+                                                              "counts in the per-CPU hash, about twice the BPF time per fault");
         assert_string_equal(f[FEATURE_TRAP_SITES].reason, "needs get_current_task_btf (Linux 5.11): no trap sites");
         assert_string_equal(f[FEATURE_VMA_LOOKUP].reason, "needs get_current_task_btf (Linux 5.11): a site's instruction "
                                                           "is named from /proc/PID/maps while its process lives");
