@@ -167,8 +167,9 @@ vm_boot() {
   mkdir -p "$vm"
   rm -f "$vm/status"
   : >"$vm/console.log"
-  # fuse: tests/helpers/slow-file.
-  { echo "set -u; cd $vm_src_at; modprobe -q fuse"; echo "$1"; } >"$vm/run.sh"
+  # fuse: tests/helpers/slow-file. Through a pipe: on the console (a tty) meson draws a progress
+  # spinner, a line of the log every second.
+  printf '%s\n' "set -u; cd $vm_src_at; modprobe -q fuse" "( $1"$'\n'") 2>&1 | cat" 'exit ${PIPESTATUS[0]}' >"$vm/run.sh"
   vm_log "boot: $1"
   # Killing this script must end qemu too.
   trap '[[ -n ${qpid:-} ]] && kill "$qpid" 2>/dev/null' EXIT INT TERM
