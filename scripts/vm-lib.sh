@@ -19,8 +19,9 @@
 # tmpfs: the root is writable (users are added, logs kept) without copying any of it, which
 # matters when vm_root is a whole machine's root. The kernel package's modules are bound at
 # /lib/modules (made in the overlay, so also where the root has none: this machine's), for
-# modprobe; the tree is mounted read-write over 9p at vm_src_at; COMMAND runs there (bash, as
-# root, chrooted) and its status is written back into the tree, then the VM powers off.
+# modprobe; the tree is mounted read-write over 9p at vm_src_at; the new root becomes the root
+# (as switch_root makes it), COMMAND runs there (bash, as root) and its status is written back
+# into the tree, then the VM powers off.
 #
 # Kept between runs: $top/kernel (marked once extracted and indexed by depmod) and the initramfs,
 # keyed by what it is made of (the kernel's version, the init script, busybox): a changed script
@@ -119,12 +120,21 @@ mount -t 9p -o \$o,cache=mmap src \$r$src_at || { echo "mount src failed"; power
 mkdir -p \$r/lib/modules
 mount -o bind \$r$src_at/$kdir/lib/modules \$r/lib/modules
 echo "== $leg vm: up at \$(cut -d' ' -f1 /proc/uptime) s, kernel \$(uname -r)"
-chroot \$r /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \\
-  LANG=C.UTF-8 TERM=dumb /bin/bash $src_at/$vm/run.sh
-echo \$? > \$r$src_at/$vm/status
-sync
-echo "== $leg vm: done at \$(cut -d' ' -f1 /proc/uptime) s"
-poweroff -f
+# The new root made the root of everything, as switch_root does: moved onto / and entered by
+# this process, pid 1, whose root the kernel's threads share. Were the command only chrooted,
+# paths the kernel resolves from its threads (bpf_d_path in a kworker) would begin "/newroot".
+# Busybox (for the power-off) comes along in the new root's /run.
+mkdir -p \$r/run/vm
+cp /bin/busybox \$r/run/vm/busybox
+cd \$r
+mount --move . / || { echo "moving the root failed"; poweroff -f; }
+exec chroot . /run/vm/busybox sh -c '
+  /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+    LANG=C.UTF-8 TERM=dumb /bin/bash $src_at/$vm/run.sh
+  echo \$? > $src_at/$vm/status
+  sync
+  echo "== $leg vm: done at \$(/run/vm/busybox cut -d" " -f1 /proc/uptime) s"
+  /run/vm/busybox poweroff -f'
 EOF
 }
 
