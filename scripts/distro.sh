@@ -14,6 +14,10 @@
 # installed. Test names carry the suite ("forky-store"), and the test log is
 # build-SUITE/build/meson-logs/testlog.json, which .ci/run counts with the others.
 #
+# Env: DISTRO_SUITES, the suites tested (default "unit bpf distro system"; empty: the build only), and DISTRO_LOGBASE, the
+# test log's name (default testlog): scripts/kernel-leg.sh trixie runs the unit suite here
+# (unit.json) and the bpf suite in a VM booting the suite's own kernel with this root filesystem.
+#
 # When Debian's archive cannot be reached, the leg cannot run: its test log then holds one test,
 # "SUITE-leg", skipped with the reason, never passed. Any other failure fails the leg.
 set -uo pipefail
@@ -24,7 +28,8 @@ shift $(($# > 0 ? 1 : 0))
 top=build-$suite
 root=$top/rootfs
 build=$top/build # as seen from inside: /src/$build
-log=$build/meson-logs/testlog.json
+logbase=${DISTRO_LOGBASE:-testlog}
+log=$build/meson-logs/$logbase.json
 
 echo "== $suite leg ($top)"
 [[ $# -gt 0 ]] || rm -f "$log" # never count a previous run
@@ -115,6 +120,9 @@ if ! inside sh -c 'cd /src && "$@" >/dev/null' sh "${setup[@]}" ||
   failed "the $suite build"
 fi
 
+suites=()
+for s in ${DISTRO_SUITES-unit bpf distro system}; do suites+=(--suite "$s"); done
+[[ ${#suites[@]} -gt 0 ]] || exit 0 # the build only
 status=0
-inside meson test -C "/src/$build" --print-errorlogs --suite unit --suite bpf --suite distro --suite system || status=1
+inside meson test -C "/src/$build" --print-errorlogs --logbase "$logbase" "${suites[@]}" || status=1
 exit $status

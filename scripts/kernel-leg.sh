@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The kernel legs of CI: trapstat's BPF tested on other Debian x86-64 kernels than this machine's,
+# each booted under qemu-system-x86_64 (TCG) from its Debian package.
+#
+#   scripts/kernel-leg.sh SUITE [test | build | run COMMAND]
+#
+# SUITE is one of:
+#   bullseye  Debian 11's kernel (5.10, the oldest with what trapstat needs, BTF), with this
+#             machine's own root filesystem in the VM: bullseye's libbpf (0.3) cannot build the
+#             tree, so it is built here (build-bullseye/build, tests named "bullseye-") and runs
+#             there unchanged.
+#   trixie    Debian 13's kernel (6.12) with trixie's own userland: scripts/distro.sh builds the
+#             tree in its trixie root filesystem (build-trixie/rootfs, build-trixie/build, tests
+#             named "trixie-") and runs the unit suite there on this kernel (unit.json); the VM
+#             boots trixie's kernel with that root filesystem.
+# One script, not one per suite: the two differ only in where the root and the build come from;
+# the VM itself (initramfs, boot, the kernel package's cache) is scripts/vm-lib.sh, shared with
+# scripts/arm64.sh.
+#
+# test (the default) runs in the VM the bpf suite and the stress suite's storm of 2000 processes,
+# with timeouts three times as long: the logs are $build/meson-logs/{testlog,storm}.json, which
+# .ci/run counts with the others. run COMMAND runs COMMAND (bash, in the tree) in the VM instead.
+#
+# When Debian's archive cannot be reached, the leg cannot run: its test log then holds one test,
+# "SUITE-leg", skipped with the reason, never passed. Any other failure fails the leg.
+#
+# Kept between runs: build-SUITE/{kernel,initrd.cpio.gz} (scripts/vm-lib.sh) and, for trixie,
+# build-SUITE/rootfs (scripts/distro.sh).
+# Env: KERNEL_LEG_GUARD (seconds before qemu is killed, 1800), X86_CPU (qemu's -cpu, max),
+# VM_SMP (2).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+src=$PWD
+
+suite=${1:-}
+shift $(($# > 0 ? 1 : 0))
+top=build-$suite
+build=$top/build
+log=$build/meson-logs/testlog.json
+storm=$build/meson-logs/storm.json
+guard=${KERNEL_LEG_GUARD:-1800}
+leg=$suite
+vm_arch=amd64
+
+. scripts/leg-lib.sh
+skipped() { # reason
+  mkdir -p "$(dirname "$log")"
+  : >"$storm" # no storm either, nor trixie's unit suite
+  [[ $suite != trixie ]] || : >"$build/meson-logs/unit.json"
+  leg_skipped "$1"
+}
+
+case $suite in
+  bullseye)
+    vm_root=/
+    vm_src_at=$src
+    libbpf() { pkg-config --modversion libbpf; }
+    ;;
+  trixie)
+    vm_root=$top/rootfs
+    # Where scripts/distro.sh mounts the tree in its chroot, where the build looks for it.
+    vm_src_at=/src
+    libbpf() { PKG_CONFIG_LIBDIR=$vm_root/usr/lib/x86_64-linux-gnu/pkgconfig pkg-config --modversion libbpf; }
+    ;;
+  *) echo "usage: kernel-leg.sh bullseye|trixie [test | build | run COMMAND]" >&2; exit 2 ;;
+esac
+vm_busybox=/bin/busybox # busybox-static: scripts/install-deps.sh --x86-vm
+. scripts/vm-lib.sh
+
+cmd=${1:-test}
+shift $(($# > 0 ? 1 : 0))
+[[ $cmd == test ]] && rm -f "$log" "$storm" "$build/meson-logs/unit.json" # never count a previous run
+./scripts/install-deps.sh --x86-vm || leg_failed "installing the host's packages (qemu, busybox)"
+if vm_kernel_missing; then
+  why=$(reachable) || skipped "$mirror_host is not reachable ($why): no $suite kernel to test on"
+fi
+
+build_bullseye() {
+  local setup=(meson setup "$build" -Dwerror=true -Dtest_hooks=true -Dtest_prefix=bullseye-)
+  ./scripts/install-deps.sh || leg_failed "installing the build's packages"
+  [[ -e $build/build.ninja ]] && setup+=(--reconfigure)
+  "${setup[@]}" >"$top/setup.log" 2>&1 || { tail -30 "$top/setup.log"; leg_failed "meson setup"; }
+  meson compile -C "$build" >"$top/compile.log" 2>&1 ||
+    { grep -B2 -A10 -m3 'error' "$top/compile.log"; leg_failed "the build"; }
+}
+
+# The build in trixie's root filesystem, and its unit suite there (this machine's kernel will do
+# for those): unit.json. A skip there (the archive unreachable) is the leg's.
+unit_status=0
+build_trixie() {
+  local unit=$build/meson-logs/unit.json suites=unit
+  [[ $cmd == test ]] || suites= # the build only
+  DISTRO_SUITES=$suites DISTRO_LOGBASE=unit ./scripts/distro.sh trixie || unit_status=1
+  if grep -q "\"$leg-leg\"" "$unit" 2>/dev/null; then
+    mv "$unit" "$log"
+    : >"$unit"
+    : >"$storm"
+    exit 0
+  fi
+  [[ -e $build/build.ninja ]] || leg_failed "the trixie build"
+  [[ $cmd != test || -s $unit ]] || leg_failed "no unit test log from the trixie build"
+}
+
+t=$SECONDS; vm_kernel; vm_initrd; vm_log "$suite kernel $(vm_kver) ready ($((SECONDS - t)) s)"
+t=$SECONDS; "build_$suite"; vm_log "build ($((SECONDS - t)) s)"
+case $cmd in
+  build) ;;
+  run) vm_boot "$*" ;;
+  test)
+    # What is tested: the versions, in CI's log.
+    vm_log "$(. "$vm_root/etc/os-release"; echo "$PRETTY_NAME") userland, $suite kernel $(vm_kver), libbpf $(libbpf)"
+    run="meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3"
+    vm_boot "t=\$SECONDS; $run --suite bpf; s=\$?
+echo \"== $leg vm: bpf suite \$((SECONDS - t)) s\"
+t=\$SECONDS; STORM_CHILDREN=2000 $run --logbase storm $leg-stress --test-args Storm || s=1
+echo \"== $leg vm: storm \$((SECONDS - t)) s\"
+exit \$s"
+    status=$?
+    exit $((status || unit_status))
+    ;;
+  *) leg_failed "unknown command $cmd (test, build, run)" ;;
+esac
