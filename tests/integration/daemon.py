@@ -9,6 +9,7 @@ import os
 import platform
 import pty
 import pwd
+import re
 import resource
 import shutil
 import signal
@@ -35,6 +36,24 @@ def require_root_and_bpf():
         skip("needs root to load BPF programs")
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
         skip("kernel has no BTF (/sys/kernel/btf/vmlinux)")
+
+
+def probe(*args):
+    """trapstatd --probe ARGS: each source and feature (and capability) with whether it would be on and
+    why not, {name: (on, reason)}; and the object line."""
+    out = subprocess.run([binary("TRAPSTATD"), "--probe", *args], capture_output=True, text=True, timeout=60)
+    rows = {m.group(1): (m.group(2) == "yes", m.group(3)) for m in re.finditer(r"^(\S+) +(yes|no) +(.*)$", out.stdout, re.M)}
+    return rows, next((line for line in out.stdout.splitlines() if line.startswith("object:")), out.stderr.strip())
+
+
+def require_feature(name, *args):
+    """Skips where this kernel cannot give the feature or source name (trapstatd --probe ARGS says it
+    is off, and why: e.g. no sites and no fault time on 5.10). On these machines every one is on:
+    test_kernels.py holds the kernels CI boots to their table."""
+    rows, _ = probe(*args)
+    on, why = rows.get(name, (False, "not in trapstatd --probe's table"))
+    if not on:
+        skip(f"{name} is off on this kernel: {why}")
 
 
 def require_x86_64():

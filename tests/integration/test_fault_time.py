@@ -13,7 +13,7 @@ import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_root_and_bpf,  # noqa: E402
+from daemon import (Daemon, SharedDaemonTest, binary, exited_history, require_feature, require_root_and_bpf,  # noqa: E402
                     run_workload, trapstat, wait_for)
 
 BUCKETS = 24
@@ -244,4 +244,5 @@ class Disabled(unittest.TestCase):
 
 if __name__ == "__main__":
     require_root_and_bpf()
+    require_feature("fault_time", "--enable-source", "fault_time")
     unittest.main(verbosity=2)

@@ -19,7 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (user_name, Daemon, assert_usage_errors, binary, copy_for_users, create_user, history,  # noqa: E402
-                    remove_user, require_root_and_bpf, require_x86_64, trapstat, trapstat_json, wait_for)
+                    remove_user, require_feature, require_root_and_bpf, require_x86_64, trapstat, trapstat_json,
+                    wait_for)
 
 USER = user_name("trapstat-ksites")
 
@@ -316,4 +317,5 @@ class Options(unittest.TestCase):
 if __name__ == "__main__":
     require_root_and_bpf()
     require_x86_64()  # the workload raises x86 exceptions
+    require_feature("trap_sites")
     unittest.main(verbosity=2)

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, binary, create_user, remove_user, require_root_and_bpf, require_x86_64,  # noqa: E402
+from daemon import (Daemon, binary, create_user, remove_user, require_feature, require_root_and_bpf, require_x86_64,  # noqa: E402
                     trapstat_json, user_name, wait_for)
 from test_hostile import GET_STATUS, call_once, connect, proc_status, sanitized  # noqa: E402
 
@@ -539,4 +539,5 @@ while True:
 if __name__ == "__main__":
     require_root_and_bpf()
     require_x86_64()  # offset-traps traps with ud2
+    require_feature("trap_sites")
     unittest.main(verbosity=2)

@@ -20,7 +20,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (T, user_name, Daemon, binary, copy_for_users, create_user, history, remove_user,  # noqa: E402
-                    require_root_and_bpf, require_trap_workloads, tick_after, trapstat, trapstat_json, wait_for)
+                    require_feature, require_root_and_bpf, require_trap_workloads, tick_after, trapstat, trapstat_json,
+                    wait_for)
 
 UD = 37
 BP = 23
@@ -765,4 +766,6 @@ def drops(d):
 if __name__ == "__main__":
     require_root_and_bpf()
     require_trap_workloads()
+    require_feature("trap_sites")
+    require_feature("fault_sites")
     unittest.main(verbosity=2)
