@@ -9,6 +9,8 @@
 #             machine's own root filesystem in the VM: bullseye's libbpf (0.3) cannot build the
 #             tree, so it is built here (build-bullseye/build, tests named "bullseye-") and runs
 #             there unchanged.
+#   bookworm  Debian 12's kernel (6.1) with this machine's root, as bullseye: not a CI leg (the arm64
+#             leg runs 6.1), for the x86-64 row of the kernel table (trapstatd --probe there).
 #   trixie    Debian 13's kernel (6.12) with trixie's own userland: scripts/distro.sh builds the
 #             tree in its trixie root filesystem (build-trixie/rootfs, build-trixie/build, tests
 #             named "trixie-") and runs the unit suite there on this kernel (unit.json); the VM
@@ -51,7 +53,7 @@ skipped() { # reason
 }
 
 case $suite in
-  bullseye)
+  bullseye | bookworm)
     vm_root=/
     vm_src_at=$src
     libbpf() { pkg-config --modversion libbpf; }
@@ -62,7 +64,7 @@ case $suite in
     vm_src_at=/src
     libbpf() { PKG_CONFIG_LIBDIR=$vm_root/usr/lib/x86_64-linux-gnu/pkgconfig pkg-config --modversion libbpf; }
     ;;
-  *) echo "usage: kernel-leg.sh bullseye|trixie [test | build | run COMMAND]" >&2; exit 2 ;;
+  *) echo "usage: kernel-leg.sh bullseye|trixie|bookworm [test | build | run COMMAND]" >&2; exit 2 ;;
 esac
 vm_busybox=/bin/busybox # busybox-static: scripts/install-deps.sh --x86-vm
 . scripts/vm-lib.sh
@@ -75,8 +77,9 @@ if vm_kernel_missing; then
   why=$(reachable) || skipped "$mirror_host is not reachable ($why): no $suite kernel to test on"
 fi
 
-build_bullseye() {
-  local setup=(meson setup "$build" -Dwerror=true -Dtest_hooks=true -Dtest_prefix=bullseye-)
+# The build on this machine, for a kernel booted with this machine's root.
+build_here() {
+  local setup=(meson setup "$build" -Dwerror=true -Dtest_hooks=true "-Dtest_prefix=$suite-")
   ./scripts/install-deps.sh || leg_failed "installing the build's packages"
   [[ -e $build/build.ninja ]] && setup+=(--reconfigure)
   "${setup[@]}" >"$top/setup.log" 2>&1 || { tail -30 "$top/setup.log"; leg_failed "meson setup"; }
@@ -102,7 +105,7 @@ build_trixie() {
 }
 
 t=$SECONDS; vm_kernel; vm_initrd; vm_log "$suite kernel $(vm_kver) ready ($((SECONDS - t)) s)"
-t=$SECONDS; "build_$suite"; vm_log "build ($((SECONDS - t)) s)"
+t=$SECONDS; if [[ $suite == trixie ]]; then build_trixie; else build_here; fi; vm_log "build ($((SECONDS - t)) s)"
 case $cmd in
   build) ;;
   run) vm_boot "$*" ;;
