@@ -128,9 +128,11 @@ mkdir -p \$r/run/vm
 cp /bin/busybox \$r/run/vm/busybox
 cd \$r
 mount --move . / || { echo "moving the root failed"; poweroff -f; }
+# The tests learn that the CPU is emulated (TRAPSTAT_TEST_EMULATED: qemu's TCG, about ten times
+# slower), where a sequence must fit between two ticks.
 exec chroot . /run/vm/busybox sh -c '
   /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    LANG=C.UTF-8 TERM=dumb /bin/bash $src_at/$vm/run.sh
+    LANG=C.UTF-8 TERM=dumb TRAPSTAT_TEST_EMULATED=1 /bin/bash $src_at/$vm/run.sh
   echo \$? > $src_at/$vm/status
   sync
   echo "== $leg vm: done at \$(/run/vm/busybox cut -d" " -f1 /proc/uptime) s"
