@@ -67,6 +67,17 @@ class Kernel(unittest.TestCase):
         self.assertEqual({f["name"]: f["reason"] for f in st["features"] if not f["active"]}, self.features)
         self.assertEqual({c["name"] for c in st["capabilities"] if not c["present"]}, self.missing)
 
+    def test_trapstat_status_says_what_is_off_and_why(self):
+        with Daemon() as d:
+            text = subprocess.run([binary("TRAPSTAT"), "--socket", d.socket, "status"], capture_output=True, text=True,
+                                  timeout=60, check=True).stdout
+        self.assertIn(f"kernel:    {platform.release()}, BPF object {self.object}\n", text)
+        features = text[text.index("\nfeatures:\n"):]
+        for name in FEATURES:
+            line = (f"  {name:<24} inactive: {self.features[name]}\n" if name in self.features
+                    else f"  {name:<24} active\n")
+            self.assertIn(line, features)
+
     def test_probe_says_the_same(self):
         out = subprocess.run([binary("TRAPSTATD"), "--probe", "--enable-source", "fault_time"], capture_output=True,
                              text=True, timeout=60)
