@@ -148,10 +148,9 @@ static void count_unsaved(Writer *w, size_t n) {
         pthread_mutex_unlock(&w->lock);
 }
 
-/* Writes one batch. -EBUSY: the database is locked, try the batch again later; any other
- * failure loses it (counted unsaved). */
-/* Writes the batch from where it stopped, SAMPLES_PER_TRANSACTION samples a transaction;
- * -EBUSY (the database locked) with what was committed kept in b->written. */
+/* Writes the batch from where it stopped, SAMPLES_PER_TRANSACTION samples a transaction.
+ * -EBUSY: the database is locked, what was committed is kept in b->written and the rest is tried
+ * again later; any other failure loses the rest (counted unsaved). */
 static int write_batch(Writer *w, TickBatch *b) {
         const ProcessSample *samples;
         size_t n;

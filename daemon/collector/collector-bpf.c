@@ -245,6 +245,9 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
+/* /proc/PID/stat's reason when the task iterator attaches, also what --probe says before. */
+static const char proc_stat_not_needed[] = "not needed: the task iterator is used";
+
 static const char *const choice_reasons[] = {
         [SOURCE_DISABLED] = "disabled by --disable-source",
         [SOURCE_NOT_ENABLED] = "off by default; --enable-source fault_time turns it on",
@@ -405,7 +408,7 @@ int collector_bpf_attach(CollectorBpf *b) {
                         log_warning_errno(r, "Failed to attach the task iterator, reading /proc/PID/stat instead: %m");
         }
         if (b->iter_link)
-                set_source(b, SOURCE_PROC_STAT, -ECANCELED, "not needed: the task iterator is used");
+                set_source(b, SOURCE_PROC_STAT, -ECANCELED, proc_stat_not_needed);
         else
                 set_source(b, SOURCE_PROC_STAT, 0, NULL);
 
@@ -425,7 +428,7 @@ void collector_bpf_dump(const CollectorBpf *b, FILE *f) {
                              : s == SOURCE_PROC_STAT ? !b->progs[SOURCE_TASK_ITERATOR]
                                                      : b->progs[s] != NULL;
 
-                const char *why = s == SOURCE_PROC_STAT ? "not needed: the task iterator is used"
+                const char *why = s == SOURCE_PROC_STAT ? proc_stat_not_needed
                                                         : b->sources[s].reason;
 
                 fprintf(f, "%-24s %-5s %s\n", collector_source_names[s], loads ? "yes" : "no", loads ? "" : why ?: "");

@@ -46,14 +46,19 @@ def probe(*args):
     return rows, next((line for line in out.stdout.splitlines() if line.startswith("object:")), out.stderr.strip())
 
 
+def feature_off(name, *args):
+    """Why this kernel cannot give the feature or source name, as trapstatd --probe ARGS says it
+    (e.g. no sites and no fault time on 5.10); None when it can."""
+    on, why = probe(*args)[0].get(name, (False, "not in trapstatd --probe's table"))
+    return None if on else f"{name} is off on this kernel: {why}"
+
+
 def require_feature(name, *args):
-    """Skips where this kernel cannot give the feature or source name (trapstatd --probe ARGS says it
-    is off, and why: e.g. no sites and no fault time on 5.10). On these machines every one is on:
-    test_kernels.py holds the kernels CI boots to their table."""
-    rows, _ = probe(*args)
-    on, why = rows.get(name, (False, "not in trapstatd --probe's table"))
-    if not on:
-        skip(f"{name} is off on this kernel: {why}")
+    """Skips where this kernel cannot give the feature or source name (feature_off()). On these
+    machines every one is on: test_kernels.py holds the kernels CI boots to their table."""
+    why = feature_off(name, *args)
+    if why:
+        skip(why)
 
 
 def require_x86_64():

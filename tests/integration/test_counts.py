@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (BP, UD, Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
-                    feature_active, remove_user, require_root_and_bpf, require_trap_workloads, run_workload,
+                    feature_active, probe, remove_user, require_root_and_bpf, require_trap_workloads, run_workload,
                     run_workload_rusage, skip, ticks_after, trapstat, trapstat_json, user_name, wait_for)
 
 USER = user_name("trapstat-counts-test")
@@ -415,11 +415,9 @@ def require_bpf_object():
     name = os.environ.get("TRAPSTAT_TEST_BPF_OBJECT")
     if not name:
         return
-    out = subprocess.run([binary("TRAPSTATD"), "--probe", "--bpf-object", name], capture_output=True, text=True,
-                         timeout=60)
-    if out.returncode != 0:
-        skip(f"this kernel cannot run the {name} BPF object: "
-             + next((line for line in out.stdout.splitlines() if line.startswith("object:")), out.stderr.strip()))
+    _, runs = probe("--bpf-object", name)
+    if runs != f"object: {name}":
+        skip(f"this kernel cannot run the {name} BPF object: {runs}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ import urllib.request
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, binary, fault_time_bucket, make_cgroup, remove_cgroup, require_root_and_bpf,  # noqa: E402
-                    probe, require_trap_workloads, run_workload_in_cgroup, settled_unit_row, ticks_after, wait_for)
+from daemon import (T, Daemon, binary, fault_time_bucket, feature_off, make_cgroup, remove_cgroup, require_root_and_bpf,  # noqa: E402
+                    require_trap_workloads, run_workload_in_cgroup, settled_unit_row, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 UNIT = "trapstat-test-exporter-a.service"
@@ -164,9 +164,9 @@ class ExporterDaemon(unittest.TestCase):
         settled, a scrape between two equal UnitTotals replies shows them exactly: seconds by
         kind (the nanoseconds / 1e9, digit for digit), cumulative buckets (running sums of the
         histogram), +Inf and _count the faults timed, _sum their time."""
-        on, why = probe("--enable-source", "fault_time")[0]["fault_time"]
-        if not on:
-            self.skipTest(f"fault time is off on this kernel: {why}")
+        why = feature_off("fault_time", "--enable-source", "fault_time")
+        if why:
+            self.skipTest(why)
         n, hold_ms = 40, 5
         port = self.exporter()
         run_workload_in_cgroup(self.time_cgroup, "SLOW_FAULTS", n, hold_ms)

@@ -5,13 +5,12 @@ stops loading on one of these kernels fails this test; the counts themselves are
 by counts, counts-noloop and counts-base on the same kernels."""
 import os
 import platform
-import re
 import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import Daemon, binary, require_root_and_bpf, trapstat_json  # noqa: E402
+from daemon import Daemon, binary, probe, require_root_and_bpf, trapstat_json  # noqa: E402
 
 FEATURES = ("counting_slots", "fault_sites", "trap_sites", "vma_lookup")
 # Every source but these is active (the test's daemon asks for fault_time too).
@@ -79,21 +78,18 @@ class Kernel(unittest.TestCase):
             self.assertIn(line, features)
 
     def test_probe_says_the_same(self):
-        out = subprocess.run([binary("TRAPSTATD"), "--probe", "--enable-source", "fault_time"], capture_output=True,
-                             text=True, timeout=60)
-        self.assertEqual(out.returncode, 0, out.stderr)
-        rows = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(r"^(\S+) +(yes|no) +(.*)$", out.stdout, re.M)}
-        self.assertIn(f"\nobject: {self.object}\n", out.stdout)
-        self.assertEqual({name for name, (has, _) in rows.items() if has == "no" and name in
+        rows, runs = probe("--enable-source", "fault_time")
+        self.assertEqual(runs, f"object: {self.object}")
+        self.assertEqual({name for name, (on, _) in rows.items() if not on and name in
                           {"btf", "ringbuf", "task_iterator", *MISSING_5_10}}, self.missing)
         for name, reason in self.features.items():
-            self.assertEqual(rows[name], ("no", reason))
+            self.assertEqual(rows[name], (False, reason))
         for name in set(FEATURES) - set(self.features):
-            self.assertEqual(rows[name][0], "yes", name)
+            self.assertTrue(rows[name][0], name)
         # A source that loads says so; one that does not, why (those that wait for the task
         # iterator or the tracepoint only after attaching are the same as GetStatus's).
         for name, reason in self.sources.items():
-            self.assertEqual(rows[name], ("no", reason))
+            self.assertEqual(rows[name], (False, reason))
 
     def test_each_object_runs_where_the_capabilities_allow(self):
         # The objects from the richest; the kernel runs the one it chose and every one after it.

@@ -17,9 +17,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, user_name, Daemon, binary, cgroup2_root, create_user, fault_time_bucket,  # noqa: E402
+from daemon import (T, user_name, Daemon, binary, cgroup2_root, create_user, fault_time_bucket, feature_off,  # noqa: E402
                     remove_cgroup, remove_user, require_root_and_bpf, require_trap_workloads, run_workload_in_cgroup,
-                    probe, settled_unit_row, skip, ticks_after, wait_for)
+                    settled_unit_row, skip, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-totals-test")
@@ -353,9 +353,9 @@ class UnitTotals(unittest.TestCase):
         equals UnitTotals' faultTime exactly (a kind at zero is not listed). A daemon of its own
         with the default --report-max-metrics (1000), so that the unit is reported whatever else
         the machine runs and whichever test ran before."""
-        on, why = probe("--enable-source", "fault_time")[0]["fault_time"]
-        if not on:
-            self.skipTest(f"fault time is off on this kernel: {why}")
+        why = feature_off("fault_time", "--enable-source", "fault_time")
+        if why:
+            self.skipTest(why)
         n, hold_ms = 40, 5
         UNITS["t"] = f"{PREFIX}t.service"
         self.cgroups["t"] = os.path.join(cgroup2_root(), UNITS["t"])
