@@ -1,27 +1,32 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The daemon at scale, measured from outside: N live processes that each fault every second
-(bench/live-procs N 1000 1), trapstatd at a 200 ms tick with --slots 16384, for --minutes of
-wall time, maintenance running as it does (roll-ups every minute and hour, the checkpoints).
+"""The daemon at scale, measured from outside: --procs live processes that each fault every
+--interval-ms (bench/live-procs), beside each --idle count of idle ones (each wrote a page once
+and sleeps: tracked, doing nothing), trapstatd at a 200 ms tick, maintenance running as it does.
+One daemon per column; with two or more --idle counts a last column gives the ratio of the last
+to the first, which is what a process that does nothing costs.
 
-Meanwhile, through the socket:
-  Watch        one client taking every reply (limit 20): the gaps between replies
-  Top          {windowSec: 86400, limit: 20}
-  History      {pid, startTime} of a random live process (its samples since it started)
-  GetStatus    answered on the event loop itself: how long a call waits for the loop
-one call at a time, alternating, with a random pause of 0-100 ms before each, each timed until
-its whole reply was read. At the end: how many of the N processes ListProcesses knows, the
-drops by kind, the daemon's CPU (% of one core over the measured time), its peak RSS
-(VmHWM) and database size, how busy the whole machine was (all CPUs: the workload's share is
-most of it), the event loop's longest turn and its turns over 5 ms, the writer thread's time
-writing ticks and maintaining (% of wall time) and its longest step. The first --warmup seconds (the start, the processes being seen)
-are not measured.
+After --warmup seconds (the start, the processes being seen), two phases:
+  1. --cpu-seconds without clients: the daemon's CPU (% of one core), its RSS, the event loop's
+     longest turn in that time (turns over 5 ms counted), the records its drains read per tick
+     (GetStatus tickRecordsRead, where the build has it).
+  2. Calls through the socket, one at a time with a random 0-100 ms pause before each, each
+     timed until its whole reply was read, --calls of each kind and for at least --minutes:
+       Top        {windowSec: 86400, limit: 20}
+       History    {pid, startTime} of a random faulting process
+       GetStatus  answered on the event loop itself: how long a call waits for the loop
+     with one Watch client taking every reply (limit 20): the gaps between replies.
+At the end: how many of the processes ListProcesses knows, the drops by kind, the daemon's CPU
+over phase 2, peak RSS (VmHWM) and database size, how busy the whole machine was, the loop's
+turns over 5 ms in phase 2, the writer's time writing ticks and maintaining and its longest
+step.
 
-usage: sudo python3 bench/live-bench.py [--build DIR] [--baseline-build DIR] [--procs 10000]
-                                        [--minutes 10] [--baseline-minutes M] [--warmup 60]
+usage: sudo python3 bench/live-bench.py [--build DIR] [--baseline-build DIR] [--procs 200]
+           [--interval-ms 1000] [--idle 1000,10000] [--cpu-seconds 60] [--calls 60]
+           [--minutes 0] [--warmup 60] [--slots N]
 Run from the source tree after `meson compile -C build`. Needs root (BPF). With
---baseline-build (a build of an earlier commit) the same runs first with that build's trapstatd
-and live-procs, and the table shows both side by side."""
+--baseline-build (a build of an earlier commit) every column runs first with that build's
+trapstatd and live-procs."""
 import argparse
 import json
 import os
@@ -96,37 +101,59 @@ def call_ms(conn, method, parameters):
     return ms, reply["parameters"]
 
 
-def run(build, args):
+def start_procs(build, n, interval_ms):
+    procs = subprocess.Popen([os.path.join(build, "bench", "live-procs"), str(n), str(interval_ms), "1"],
+                             stdout=subprocess.PIPE, text=True)
+    if not procs.stdout.readline().startswith("ready"):
+        raise SystemExit("live-procs did not start")
+    return procs
+
+
+def loop_turns(status):
+    return status.get("loopSlowTurns", 0)
+
+
+def run(build, args, idle):
     work = tempfile.mkdtemp(prefix="trapstat-live-bench-")
     sock = os.path.join(work, "io.trapstat")
-    d = subprocess.Popen([os.path.join(build, "daemon", "trapstatd"), "--state-dir", os.path.join(work, "state"),
-                          "--socket", sock, "--tick", "200ms", "--slots", "16384"],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
-    procs = None
+    cmd = [os.path.join(build, "daemon", "trapstatd"), "--state-dir", os.path.join(work, "state"),
+           "--socket", sock, "--tick", "200ms"]
+    if args.slots:
+        cmd += ["--slots", str(args.slots)]
+    d = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
+    workloads = []
     try:
         deadline = time.monotonic() + 30
         while not os.path.exists(sock):
             if time.monotonic() > deadline or d.poll() is not None:
                 raise SystemExit(f"{build}: trapstatd did not start")
             time.sleep(0.1)
-        procs = subprocess.Popen([os.path.join(build, "bench", "live-procs"), str(args.procs), "1000", "1"],
-                                 stdout=subprocess.PIPE, text=True)
-        if not procs.stdout.readline().startswith("ready"):
-            raise SystemExit("live-procs did not start")
+        if idle:
+            workloads.append(start_procs(build, idle, 0))
+        workloads.append(start_procs(build, args.procs, args.interval_ms))
         time.sleep(args.warmup)
 
         conn = varlink_raw.Connection(sock, timeout=120)
+        # Phase 1: no clients.
+        status0 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
+        cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
+        time.sleep(args.cpu_seconds)
+        cpu1, t1 = cpu_seconds(d.pid), time.monotonic()
+        status1 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
+        rss = status_kib(d.pid, "VmRSS") / 1024
+
+        # Phase 2: calls, and a Watch.
         watcher = Watcher(sock)
         watcher.start()
-        _, listed = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
-        picks = [p for p in listed["processes"]] or [None]
+        # History asks for the faulting processes: those with faults in the last 30 s.
+        _, top = call_ms(conn, "io.trapstat.Top", {"windowSec": 30, "limit": 10000, "comm": "live-procs"})
+        picks = [row["process"] for row in top["rows"]] or [None]
         rng = random.Random(1)
         times = {"Top": [], "History": [], "GetStatus": []}
-        status0 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
         busy0 = machine_busy()
-        cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
-        end = t0 + args.minutes * 60
-        while time.monotonic() < end:
+        cpu2, t2 = cpu_seconds(d.pid), time.monotonic()
+        end = t2 + args.minutes * 60
+        while time.monotonic() < end or min(len(v) for v in times.values()) < args.calls:
             for kind in times:
                 time.sleep(rng.uniform(0, 0.1))
                 if kind == "Top":
@@ -139,10 +166,10 @@ def run(build, args):
                 else:
                     ms, _ = call_ms(conn, "io.trapstat.GetStatus", {})
                 times[kind].append(ms)
-        cpu1, t1 = cpu_seconds(d.pid), time.monotonic()
+        cpu3, t3 = cpu_seconds(d.pid), time.monotonic()
         busy1 = machine_busy()
         watcher.stopped = True
-        arrivals = [a for a in watcher.arrivals if t0 <= a <= t1]
+        arrivals = [a for a in watcher.arrivals if t2 <= a <= t3]
         gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
         _, listed = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
         _, status = call_ms(conn, "io.trapstat.GetStatus", {})
@@ -151,67 +178,110 @@ def run(build, args):
             "watch gaps": gaps,
             "listed": len(listed["processes"]),
             "cpu %": (cpu1 - cpu0) / (t1 - t0) * 100,
+            "cpu calls %": (cpu3 - cpu2) / (t3 - t2) * 100,
+            "rss MiB": rss,
+            "peak rss MiB": status_kib(d.pid, "VmHWM") / 1024,
             "machine busy %": (busy1[0] - busy0[0]) / (busy1[1] - busy0[1]) * 100,
             "loop longest ms": status["loopLongestTurnUsec"] / 1000,
-            "loop slow turns": status["loopSlowTurns"] - status0["loopSlowTurns"],
-            "writer write %": (status["writerWriteUsec"] - status0["writerWriteUsec"]) / 1e4 / (t1 - t0),
-            "writer maintain %": (status["writerMaintainUsec"] - status0["writerMaintainUsec"]) / 1e4 / (t1 - t0),
+            "quiet slow turns": loop_turns(status1) - loop_turns(status0),
+            "quiet longest ms": (status1.get("loopLongestTurnRecentUsec", float("nan")) / 1000),
+            "calls slow turns": loop_turns(status) - loop_turns(status1),
+            "records per tick": status1.get("tickRecordsRead"),
+            "tracked": status1["processesTracked"],
+            "writer write %": (status["writerWriteUsec"] - status1["writerWriteUsec"]) / 1e4 / (t3 - t2),
+            "writer maintain %": (status["writerMaintainUsec"] - status1["writerMaintainUsec"]) / 1e4 / (t3 - t2),
             "writer longest ms": status["writerLongestStepUsec"] / 1000,
-            "rss MiB": status_kib(d.pid, "VmHWM") / 1024,
             "database MiB": status["databaseBytes"] / 2**20,
             "drops": {k["kind"]: k["count"] for k in status["dropsByKind"] if k["count"]},
-            "seconds": t1 - t0,
         }
     finally:
-        if procs:
-            procs.terminate()
-            procs.wait()
+        for w in workloads:
+            w.terminate()
+            w.wait()
         d.terminate()
         d.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def med_p99(values):
+    return f"{percentile(values, 50):.1f} / {percentile(values, 99):.1f}"
+
+
+ROWS = [
+    ("tracked", lambda r: f"{r['tracked']}", None),
+    ("records/tick", lambda r: "-" if r["records per tick"] is None else f"{r['records per tick']}", None),
+    ("CPU % (quiet)", lambda r: f"{r['cpu %']:.2f}", lambda r: r["cpu %"]),
+    ("RSS MiB", lambda r: f"{r['rss MiB']:.1f}", lambda r: r["rss MiB"]),
+    ("loop >5ms quiet", lambda r: f"{r['quiet slow turns']}", None),
+    ("Top med / p99", lambda r: med_p99(r["times"]["Top"]), lambda r: percentile(r["times"]["Top"], 50)),
+    ("History", lambda r: med_p99(r["times"]["History"]), lambda r: percentile(r["times"]["History"], 50)),
+    ("GetStatus", lambda r: med_p99(r["times"]["GetStatus"]), lambda r: percentile(r["times"]["GetStatus"], 50)),
+    ("calls", lambda r: "/".join(str(len(v)) for v in r["times"].values()), None),
+    ("Watch gap p99/max", lambda r: f"{percentile(r['watch gaps'], 99):.0f} / "
+                                    f"{max(r['watch gaps'], default=float('nan')):.0f}", None),
+    ("loop >5ms calls", lambda r: f"{r['calls slow turns']}", None),
+    ("loop longest ms", lambda r: f"{r['loop longest ms']:.1f}", None),
+    ("CPU % (calls)", lambda r: f"{r['cpu calls %']:.1f}", None),
+    ("machine busy %", lambda r: f"{r['machine busy %']:.1f}", None),
+    ("writer w/m %", lambda r: f"{r['writer write %']:.1f} / {r['writer maintain %']:.1f}", None),
+    ("writer longest", lambda r: f"{r['writer longest ms']:.1f}", None),
+    ("peak RSS MiB", lambda r: f"{r['peak rss MiB']:.1f}", None),
+    ("database MiB", lambda r: f"{r['database MiB']:.1f}", None),
+    ("listed", lambda r: f"{r['listed']}", None),
+    ("drops", lambda r: json.dumps(r["drops"]) if r["drops"] else "none", None),
+]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--baseline-build")
-    ap.add_argument("--procs", type=int, default=10000)
-    ap.add_argument("--minutes", type=float, default=10)
-    ap.add_argument("--baseline-minutes", type=float)
+    ap.add_argument("--procs", type=int, default=200)
+    ap.add_argument("--interval-ms", type=int, default=1000)
+    ap.add_argument("--idle", default="1000,10000", help="comma-separated counts of idle processes, a column each")
+    ap.add_argument("--cpu-seconds", type=float, default=60)
+    ap.add_argument("--calls", type=int, default=60)
+    ap.add_argument("--minutes", type=float, default=0)
     ap.add_argument("--warmup", type=float, default=60)
+    ap.add_argument("--slots", type=int)
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("live-bench needs root (BPF)", file=sys.stderr)
         sys.exit(77)
-    runs = []
-    if args.baseline_build:
-        base = argparse.Namespace(**vars(args))
-        base.minutes = args.baseline_minutes or args.minutes
-        runs.append(("before", run(args.baseline_build, base)))
-    runs.append(("after", run(args.build, args)))
+    idles = [int(x) for x in args.idle.split(",")]
+    builds = [("before", args.baseline_build)] if args.baseline_build else []
+    builds.append(("after" if args.baseline_build else "", args.build))
+    cols = []
+    for name, build in builds:
+        runs = []
+        for idle in idles:
+            runs.append((f"{name} {idle} idle".strip(), run(build, args, idle)))
+        cols.append(runs)
 
-    print(f"{args.procs} live processes, each faulting once a second; 200 ms tick; times in ms")
-    print(f"{'':14}" + "".join(f"{name:>32}" for name, _ in runs))
-    rows = [("measured s", lambda r: f"{r['seconds']:.0f}")]
-    for kind in ("Top", "History", "GetStatus"):
-        rows.append((f"{kind} calls", lambda r, k=kind: f"{len(r['times'][k])}"))
-        rows.append((f"{kind} med/p99/max",
-                     lambda r, k=kind: f"{percentile(r['times'][k], 50):.1f} / {percentile(r['times'][k], 99):.1f} / "
-                                       f"{max(r['times'][k], default=float('nan')):.1f}"))
-    rows += [("Watch gaps p99/max", lambda r: f"{percentile(r['watch gaps'], 99):.0f} / "
-                                              f"{max(r['watch gaps'], default=float('nan')):.0f}"),
-             ("Watch replies", lambda r: f"{len(r['watch gaps']) + 1}"),
-             ("listed", lambda r: f"{r['listed']} of {args.procs}"),
-             ("CPU % of a core", lambda r: f"{r['cpu %']:.1f}"),
-             ("machine busy %", lambda r: f"{r['machine busy %']:.1f}"),
-             ("loop longest/slow", lambda r: f"{r['loop longest ms']:.1f} ms / {r['loop slow turns']}"),
-             ("writer write/maint %", lambda r: f"{r['writer write %']:.1f} / {r['writer maintain %']:.1f}"),
-             ("writer longest ms", lambda r: f"{r['writer longest ms']:.1f}"),
-             ("peak RSS MiB", lambda r: f"{r['rss MiB']:.1f}"),
-             ("database MiB", lambda r: f"{r['database MiB']:.1f}"),
-             ("drops", lambda r: json.dumps(r["drops"]))]
-    for label, f in rows:
-        print(f"{label:14}" + "".join(f"{f(r):>32}" for _, r in runs))
+    print(f"{args.procs} processes faulting every {args.interval_ms} ms beside idle ones; 200 ms tick; ms")
+    header = f"{'':18}"
+    for runs in cols:
+        header += "".join(f"{n:>22}" for n, _ in runs)
+        if len(runs) > 1:
+            header += f"{'ratio':>8}"
+    print(header)
+    ok = True
+    for label, fmt, value in ROWS:
+        line = f"{label:18}"
+        for runs in cols:
+            line += "".join(f"{fmt(r):>22}" for _, r in runs)
+            if len(runs) > 1:
+                line += f"{value(runs[-1][1]) / value(runs[0][1]):>7.2f}x" if value else f"{'':8}"
+        print(line)
+    for runs in cols:
+        for n, r in runs:
+            if r["listed"] < args.procs + int(n.split()[-2]):
+                print(f"{n}: only {r['listed']} of the processes listed")
+                ok = False
+            if r["drops"]:
+                print(f"{n}: drops {r['drops']}")
+                ok = False
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

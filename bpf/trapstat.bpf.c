@@ -115,6 +115,20 @@ struct {
         __type(value, struct ts_counters);
 } slot_counters SEC(".maps");
 
+/* Which slots' counters grew since user space last looked: bit k of this array of words is set
+ * after CPU c counted into its copy of slot s, k = cpu_slot_key(c, s) (so each CPU's bits are
+ * apart from the others' unless there are fewer than 64 slots). User space takes the words with an
+ * atomic exchange and reads only the slots whose bit was set, in that tick and the next: a bit set
+ * without an atomic operation, or seen before the count it follows, costs at most a read of a
+ * slot that did not change. Sized by user space to n_cpus << slot_bits bits. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, TS_DEFAULT_SLOTS / 64);
+        __type(key, __u32);
+        __type(value, __u64);
+} slot_dirty SEC(".maps");
+
 #ifndef TS_BASE
 /* The key of a CPU's counters of the slot of tgid. slot_bits is a constant to the verifier, which
  * removes every case but its own: the shift and the mask are then immediates, and a fault does not
@@ -153,6 +167,17 @@ struct {
         __type(key, struct ts_proc_key);
         __type(value, struct ts_proc);
 } processes SEC(".maps");
+
+/* Which of them were counted into, per CPU and epoch (struct ts_hash_log); n_cpus * 2 entries, sized
+ * by user space. */
+__u32 hash_epoch = 1;
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, 2);
+        __type(key, __u32);
+        __type(value, struct ts_hash_log);
+} hash_log SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
@@ -358,6 +383,28 @@ static __always_inline void proc_key_fill(struct ts_proc_key *key, struct task_s
         key->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
 }
 
+/* The entry key is about to be counted into on this CPU: logged for user space once per epoch (a
+ * count user space reads before it lands is read again in the next tick). Only this CPU writes its
+ * log, from programs that run to their end without preemption: no atomics. */
+static __always_inline void hash_counted(struct ts_counters *c, struct ts_proc_key *key) {
+        __u32 epoch = *(volatile __u32 *) &hash_epoch, i = bpf_get_smp_processor_id() * 2 + (epoch & 1), n;
+        struct ts_hash_log *log;
+
+        if (c->logged == epoch)
+                return;
+        log = bpf_map_lookup_elem(&hash_log, &i);
+        if (!log)
+                return;
+        n = log->n;
+        if (n >= TS_HASH_LOG_KEYS) {
+                log->overflowed = 1;
+                return;
+        }
+        log->keys[n & (TS_HASH_LOG_KEYS - 1)] = *key;
+        log->n = n + 1;
+        c->logged = epoch;
+}
+
 /* Counters of the current process in the fallback hash, created on first use. */
 static __noinline struct ts_counters *hash_counters(void) {
         struct task_struct *task = current_task();
@@ -367,8 +414,10 @@ static __noinline struct ts_counters *hash_counters(void) {
 
         proc_key_fill(&key, task);
         p = bpf_map_lookup_elem(&processes, &key);
-        if (p)
+        if (p) {
+                hash_counted(&p->c, &key);
                 return &p->c;
+        }
 
         /* Inserted from a zero entry in .bss, not one on the stack: 392 bytes there would take
          * the exec program's three frames past the 512 bytes a kernel without private BPF stacks
@@ -384,6 +433,7 @@ static __noinline struct ts_counters *hash_counters(void) {
         }
         if (created == 0)
                 ident_fill(&p->id, task);
+        hash_counted(&p->c, &key);
         return &p->c;
 }
 
@@ -396,7 +446,10 @@ static __noinline struct ts_counters *hash_counters_existing(void) {
 
         proc_key_fill(&key, current_task());
         p = bpf_map_lookup_elem(&processes, &key);
-        return p ? &p->c : NULL;
+        if (!p)
+                return NULL;
+        hash_counted(&p->c, &key);
+        return &p->c;
 }
 
 /* This CPU's copy of the slot's owner: the process owns the slot (owner) and counts into c from now
@@ -445,18 +498,28 @@ static __always_inline __u32 current_tgid(void) {
         return current_task()->tgid;
 }
 
-/* The current process's counters in its slot when this CPU knows it owns it, else NULL. */
-static __always_inline struct ts_counters *owned_slot_counters(__u32 tgid) {
-        struct ts_counters *c = cpu_slot_counters(tgid);
+/* The current process's counters; *key is this CPU's key of its slot, for slot_counted(). */
+static __always_inline struct ts_counters *current_counters(__u32 *key) {
+        __u32 tgid = current_tgid();
+        struct ts_counters *c;
 
-        return c && c->owner == tgid ? c : NULL;
+        *key = cpu_slot_key(bpf_get_smp_processor_id(), tgid);
+        c = bpf_map_lookup_elem(&slot_counters, key);
+        return c && c->owner == tgid ? c : claim_or_hash(tgid);
 }
 
-static __always_inline struct ts_counters *current_counters(void) {
-        __u32 tgid = current_tgid();
-        struct ts_counters *c = owned_slot_counters(tgid);
+/* After counting into c: tells user space that its slot changed (slot_dirty). Counters in the hash
+ * (owner 0 there) are read whole every tick. A plain load and store, on a word only this CPU
+ * writes where slots are 64 or more: the bit is nearly always set already. */
+static __always_inline void slot_counted(struct ts_counters *c, __u32 key) {
+        __u32 word = key >> 6;
+        __u64 bit = 1ULL << (key & 63), *w;
 
-        return c ?: claim_or_hash(tgid);
+        if (!c->owner)
+                return;
+        w = bpf_map_lookup_elem(&slot_dirty, &word);
+        if (w && !(*w & bit))
+                *w |= bit;
 }
 
 /* The same for a process that owns its slot but has not counted on this CPU yet. */
@@ -470,17 +533,23 @@ static __noinline struct ts_counters *existing_slow(__u32 tgid) {
         return hash_counters_existing();
 }
 
-static __always_inline struct ts_counters *existing_counters(void) {
+static __always_inline struct ts_counters *existing_counters(__u32 *key) {
         __u32 tgid = current_tgid();
-        struct ts_counters *c = owned_slot_counters(tgid);
+        struct ts_counters *c;
 
-        return c ?: existing_slow(tgid);
+        *key = cpu_slot_key(bpf_get_smp_processor_id(), tgid);
+        c = bpf_map_lookup_elem(&slot_counters, key);
+        return c && c->owner == tgid ? c : existing_slow(tgid);
 }
 
 #else
 /* Without compare-and-exchange no slot can be claimed: every process counts in the hash. */
-static __always_inline struct ts_counters *current_counters(void) {
+static __always_inline struct ts_counters *current_counters(__u32 *key) {
+        *key = 0;
         return hash_counters();
+}
+
+static __always_inline void slot_counted(struct ts_counters *c, __u32 key) {
 }
 #endif
 
@@ -537,7 +606,7 @@ static __always_inline void fault_done(__u64 address, bool major) {
         struct fault_start *s = bpf_task_storage_get(&fault_starts, current_task(), NULL, 0);
         struct ts_counters *c;
         __u64 d, tick;
-        __u32 i;
+        __u32 i, key;
 
         if (!s || !s->ns || s->address != address)
                 return;
@@ -551,7 +620,7 @@ static __always_inline void fault_done(__u64 address, bool major) {
         }
         /* The entry counted the fault, and claimed or created what it counts in (or counted a
          * drop): the completion only adds to what is there. */
-        c = existing_counters();
+        c = existing_counters(&key);
         if (!c)
                 return;
         if (s->kernel)
@@ -571,6 +640,7 @@ static __always_inline void fault_done(__u64 address, bool major) {
         } else if (d > c->max_ns[i]) {
                 c->max_ns[i] = d;
         }
+        slot_counted(c, key);
 }
 
 /* PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ, one event per CPU each: the kernel raises them in
@@ -1079,13 +1149,15 @@ static __always_inline bool current_has_mm(void) {
  * error code is the architecture header's. */
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
-        struct ts_counters *c = current_counters();
+        __u32 key;
+        struct ts_counters *c = current_counters(&key);
         struct fault_start *start = fault_begin(address, false);
 
         if (!c)
                 return 0;
         c->user_faults++;
         ts_arch_fault_access(c, error_code);
+        slot_counted(c, key);
         if (fault_sites && !(c->user_faults & fault_sample_mask))
                 record_fault_site(address, PT_REGS_IP_CORE(regs), start);
         return 0;
@@ -1095,14 +1167,17 @@ int BPF_PROG(page_fault_user, unsigned long address, struct pt_regs *regs, unsig
 SEC("tp_btf/page_fault_kernel")
 int BPF_PROG(page_fault_kernel, unsigned long address, struct pt_regs *regs, unsigned long error_code) {
         struct ts_counters *c;
+        __u32 key;
 
         /* Kernel threads have no user memory to fault on for anyone; don't track them. */
         if (!current_has_mm())
                 return 0;
         fault_begin(address, true);
-        c = current_counters();
-        if (c)
-                c->kernel_faults++;
+        c = current_counters(&key);
+        if (!c)
+                return 0;
+        c->kernel_faults++;
+        slot_counted(c, key);
         return 0;
 }
 
@@ -1117,12 +1192,14 @@ static struct ts_traps zero_traps;
  * there. */
 SEC("perf_event")
 int perf_page_fault_user(struct bpf_perf_event_data *ctx) {
-        struct ts_counters *c = current_counters();
+        __u32 key;
+        struct ts_counters *c = current_counters(&key);
         struct fault_start *start = fault_begin(ctx->addr, false);
 
         if (!c)
                 return 0;
         c->user_faults++;
+        slot_counted(c, key);
         if (fault_sites && !(c->user_faults & fault_sample_mask))
                 record_fault_site(ctx->addr, PT_REGS_IP(&ctx->regs), start);
         return 0;
@@ -1131,13 +1208,16 @@ int perf_page_fault_user(struct bpf_perf_event_data *ctx) {
 SEC("perf_event")
 int perf_page_fault_kernel(struct bpf_perf_event_data *ctx) {
         struct ts_counters *c;
+        __u32 key;
 
         if (!current_has_mm())
                 return 0;
         fault_begin(ctx->addr, true);
-        c = current_counters();
-        if (c)
-                c->kernel_faults++;
+        c = current_counters(&key);
+        if (!c)
+                return 0;
+        c->kernel_faults++;
+        slot_counted(c, key);
         return 0;
 }
 
@@ -1379,11 +1459,13 @@ int BPF_PROG(sched_process_exec, struct task_struct *task, pid_t old_pid, struct
         struct ts_exec_event *e;
         struct ts_proc_key key;
         struct mm_struct *mm;
+        __u32 slot_key;
 
         /* The old program's code is gone: a mapping remembered for it would name the new one's. */
         proc_key_fill(&key, task);
         (void) bpf_map_delete_elem(&code_mappings, &key);
-        if (!current_counters())
+        /* Tracked from here on: a slot claimed (user space finds its new owner) or a hash entry. */
+        if (!current_counters(&slot_key))
                 return 0;
         e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {

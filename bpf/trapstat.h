@@ -49,7 +49,9 @@ struct ts_counters {
          * cleared on every CPU when it exits; user space zeroes it with the counters when it
          * frees the slot. 0 in the fallback hash and in a free slot. Not a counter. */
         __u32 owner;
-        __u32 _pad0;
+        /* In the fallback hash: the hash_epoch in which this CPU's copy was last put into the
+         * hash_log (0: never). Not a counter. */
+        __u32 logged;
         __u64 user_faults;
         __u64 kernel_faults;
         __u64 fault_read;
@@ -93,6 +95,18 @@ struct ts_proc_key {
         __u64 start_time;
 };
 _Static_assert(sizeof(struct ts_proc_key) == 16, "struct ts_proc_key layout is shared with BPF");
+
+/* The fallback hash's entries counted into, logged per CPU and epoch (hash_epoch, advanced by user
+ * space every tick): user space looks up those entries alone, not every entry. An entry is logged
+ * once per CPU and epoch, at its first count there. A log that filled up is marked overflowed:
+ * user space then reads the whole hash. Entry cpu * 2 + (epoch & 1) of the hash_log array. */
+#define TS_HASH_LOG_KEYS 1024
+struct ts_hash_log {
+        __u32 n;
+        __u32 overflowed;
+        struct ts_proc_key keys[TS_HASH_LOG_KEYS];
+};
+_Static_assert(sizeof(struct ts_hash_log) == 8 + 16 * TS_HASH_LOG_KEYS, "struct ts_hash_log layout is shared with BPF");
 
 /* Value of the per-CPU fallback hash. */
 struct ts_proc {

@@ -911,7 +911,11 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         fprintf(f, "tick:      %s\n", format_duration_usec((uint64_t) int_member(reply, "tickUsec"), tick));
         fprintf(f, "database:  %s (%sB)\n", string_member(reply, "databasePath", "?"),
                 format_count((uint64_t) int_member(reply, "databaseBytes"), size));
-        fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked\n", int_member(reply, "processesTracked"));
+        fprintf(f, "processes: %" JSON_INTEGER_FORMAT " tracked", int_member(reply, "processesTracked"));
+        if (json_is_integer(json_object_get(reply, "tickRecordsRead")))
+                fprintf(f, "; the last tick read %" JSON_INTEGER_FORMAT " records from the kernel",
+                        int_member(reply, "tickRecordsRead"));
+        fputc('\n', f);
         if (json_is_integer(json_object_get(reply, "faultSamplePeriod"))) {
                 if (int_member(reply, "faultSamplePeriod") > 0)
                         fprintf(f, "sites:     every trap; 1 in %" JSON_INTEGER_FORMAT " page faults sampled\n",

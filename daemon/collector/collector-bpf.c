@@ -155,6 +155,25 @@ static struct trapstat_bpf *open_object(BpfObject o) {
         return skel;
 }
 
+static int size_maps(CollectorBpf *b, const CollectorBpfConfig *config) {
+        int r;
+
+        if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_ident, b->n_slots)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots * (uint32_t) b->n_cpus)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.slot_dirty, collector_bpf_dirty_words(b))) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.hash_log, 2 * (uint32_t) b->n_cpus)) < 0 ||
+            (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
+            /* Two epochs' worth: the one being drained takes no room from the next. */
+            (r = bpf_map__set_max_entries(b->skel->maps.sites, 2 * config->max_sites)) < 0 ||
+            /* Shares of two epochs at once. */
+            (r = bpf_map__set_max_entries(b->skel->maps.site_quota, 2 * config->max_processes)) < 0)
+                return r;
+        return bpf_map__set_max_entries(b->skel->maps.site_user_quota, 2 * config->max_processes);
+}
+
 int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         CollectorBpf *b;
         int r;
@@ -206,17 +225,7 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->skel->rodata->max_sites_shared = config->max_sites - config->site_reserve;
         b->skel->rodata->max_sites = config->max_sites;
         b->skel->rodata->page_shift = (uint32_t) __builtin_ctzl((unsigned long) sysconf(_SC_PAGESIZE));
-        if ((r = bpf_map__set_max_entries(b->skel->maps.events, config->event_buffer)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.slot_owner, b->n_slots)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.slot_ident, b->n_slots)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.slot_counters, b->n_slots * (uint32_t) b->n_cpus)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.processes, config->max_processes)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.traps, config->max_processes)) < 0 ||
-            /* Two epochs' worth: the one being drained takes no room from the next. */
-            (r = bpf_map__set_max_entries(b->skel->maps.sites, 2 * config->max_sites)) < 0 ||
-            /* Shares of two epochs at once. */
-            (r = bpf_map__set_max_entries(b->skel->maps.site_quota, 2 * config->max_processes)) < 0 ||
-            (r = bpf_map__set_max_entries(b->skel->maps.site_user_quota, 2 * config->max_processes)) < 0)
+        if ((r = size_maps(b, config)) < 0)
                 goto fail;
 
         b->progs[SOURCE_PAGE_FAULT_USER] = b->skel->progs.page_fault_user;
@@ -245,9 +254,6 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
-/* /proc/PID/stat's reason when the task iterator attaches, also what --probe says before. */
-static const char proc_stat_not_needed[] = "not needed: the task iterator is used";
-
 static const char *const choice_reasons[] = {
         [SOURCE_DISABLED] = "disabled by --disable-source",
         [SOURCE_NOT_ENABLED] = "off by default; --enable-source fault_time turns it on",
@@ -259,8 +265,7 @@ void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[st
         /* Decide before loading what is loaded: a source not chosen or a tracepoint the kernel
          * lacks is not; the perf fallback only where its tracepoint is used. */
         for (int s = 0; s < _SOURCE_MAX; s++)
-                /* /proc/PID/stat is no program: the task iterator's fallback, read wherever the
-                 * iterator is not used. */
+                /* /proc/PID/stat is no program: read for the processes active in each tick. */
                 if (sources[s] != SOURCE_USED && s != SOURCE_PROC_STAT)
                         skip_source(b, s, -ECANCELED, choice_reasons[sources[s]]);
         /* What the object cannot run on this kernel (fault time without task storage), or the
@@ -316,6 +321,16 @@ int collector_bpf_load(CollectorBpf *b) {
         b->counters_map = map_array(b->skel->maps.slot_counters, b->n_slots * (uint32_t) b->n_cpus,
                                     sizeof(struct ts_counters), &b->counters_map_size);
         if (!b->counters_map)
+                return -errno;
+        /* And which of them changed (collector_bpf_take_dirty()). */
+        b->dirty_map = map_array(b->skel->maps.slot_dirty, collector_bpf_dirty_words(b), sizeof(uint64_t),
+                                 &b->dirty_map_size);
+        if (!b->dirty_map)
+                return -errno;
+        /* Which hash entries were counted into (reader_drain_hash()). */
+        b->hash_log = map_array(b->skel->maps.hash_log, 2 * (uint32_t) b->n_cpus, sizeof(struct ts_hash_log),
+                                &b->hash_log_size);
+        if (!b->hash_log)
                 return -errno;
         return 0;
 }
@@ -399,18 +414,17 @@ int collector_bpf_attach(CollectorBpf *b) {
                         }
                 }
         }
-        /* Minor/major faults: the task iterator, else /proc/PID/stat of the active processes. */
+        /* Minor/major faults: /proc/PID/stat of the active processes, and the task iterator's sweep
+         * of all of them where it attaches. */
         if (b->progs[SOURCE_TASK_ITERATOR]) {
                 b->iter_link = bpf_program__attach_iter(b->progs[SOURCE_TASK_ITERATOR], NULL);
                 r = b->iter_link ? 0 : -errno;
                 set_source(b, SOURCE_TASK_ITERATOR, r, "attach failed");
                 if (r < 0)
-                        log_warning_errno(r, "Failed to attach the task iterator, reading /proc/PID/stat instead: %m");
+                        log_warning_errno(r, "Failed to attach the task iterator, checking idle processes in /proc "
+                                             "instead: %m");
         }
-        if (b->iter_link)
-                set_source(b, SOURCE_PROC_STAT, -ECANCELED, proc_stat_not_needed);
-        else
-                set_source(b, SOURCE_PROC_STAT, 0, NULL);
+        set_source(b, SOURCE_PROC_STAT, 0, NULL);
 
         /* Without user-mode faults there is nothing to count. A source that failed to attach was
          * logged above; one not loaded was disabled, or is a tracepoint the kernel lacks whose
@@ -425,13 +439,11 @@ void collector_bpf_dump(const CollectorBpf *b, FILE *f) {
         for (int s = 0; s < _SOURCE_MAX; s++) {
                 /* Chosen and not yet attached: no state of its own yet. */
                 bool loads = s == SOURCE_FAULT_TIME ? b->time_progs[0] != NULL
-                             : s == SOURCE_PROC_STAT ? !b->progs[SOURCE_TASK_ITERATOR]
+                             : s == SOURCE_PROC_STAT ? true
                                                      : b->progs[s] != NULL;
 
-                const char *why = s == SOURCE_PROC_STAT ? proc_stat_not_needed
-                                                        : b->sources[s].reason;
-
-                fprintf(f, "%-24s %-5s %s\n", collector_source_names[s], loads ? "yes" : "no", loads ? "" : why ?: "");
+                fprintf(f, "%-24s %-5s %s\n", collector_source_names[s], loads ? "yes" : "no",
+                        loads ? "" : b->sources[s].reason ?: "");
         }
         fprintf(f, "\n%-24s %-5s %s\n", "feature", "on", "reason");
         for (int i = 0; i < _FEATURE_MAX; i++)
@@ -463,6 +475,10 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
                 (void) munmap(b->ident_map, b->ident_map_size);
         if (b->counters_map)
                 (void) munmap(b->counters_map, b->counters_map_size);
+        if (b->dirty_map)
+                (void) munmap(b->dirty_map, b->dirty_map_size);
+        if (b->hash_log)
+                (void) munmap(b->hash_log, b->hash_log_size);
         trapstat_bpf__destroy(b->skel);
         free(b);
         return NULL;

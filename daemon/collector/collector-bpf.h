@@ -53,7 +53,9 @@ typedef struct CollectorBpf {
         struct ts_owner *owner_map;             /* slot_owner, slot_ident and slot_counters, mmap'd */
         struct ts_ident *ident_map;
         struct ts_counters *counters_map;
-        size_t owner_map_size, ident_map_size, counters_map_size;
+        uint64_t *dirty_map;                    /* slot_dirty, mmap'd: collector_bpf_dirty_words() words */
+        struct ts_hash_log *hash_log;           /* hash_log, mmap'd: n_cpus * 2 logs */
+        size_t owner_map_size, ident_map_size, counters_map_size, dirty_map_size, hash_log_size;
         CollectorSource sources[_SOURCE_MAX];
         char reasons[_SOURCE_MAX][KERNEL_CAPS_REASON_MAX];
         CollectorSource features[_FEATURE_MAX];
@@ -77,6 +79,11 @@ int collector_bpf_attach(CollectorBpf *b);
 /* Calls fn for each lifecycle record that ring_buffer__consume() on b->ringbuf takes out. */
 int collector_bpf_watch_events(CollectorBpf *b, ring_buffer_sample_fn fn, void *userdata);
 CollectorBpf *collector_bpf_free(CollectorBpf *b);
+
+/* Words of slot_dirty: a bit for each CPU's copy of each slot. */
+static inline uint32_t collector_bpf_dirty_words(const CollectorBpf *b) {
+        return (uint32_t) (((uint64_t) b->n_slots * (uint64_t) b->n_cpus + 63) / 64);
+}
 
 /* CPU cpu's counters of a slot, in place: BPF adds to them while the slot is owned, so they are
  * read with counters_load(). */

@@ -45,6 +45,8 @@ static void proc_free(void *p) {
         free(proc->file_names);
         process_info_done(&proc->info);
         free(proc->traps_seen);
+        free(proc->traps_delta);
+        free(proc->hash_seen);
         free(proc->slot_next_max);
         free(proc->hash_next_max);
         site_counts_free(proc->sites, proc->n_sites);
@@ -53,14 +55,13 @@ static void proc_free(void *p) {
         free(proc);
 }
 
-int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_from_iterator) {
+int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots) {
         _cleanup_free_ char *cgroup_root = NULL;
         struct rlimit nofile;
 
         *t = (ProcTable) {
                 .proc_fd = proc_fd,
                 .ticks_per_sec = sysconf(_SC_CLK_TCK),
-                .minmaj_from_iterator = minmaj_from_iterator,
                 .n_slots = n_slots,
         };
         if (t->ticks_per_sec <= 0)
@@ -68,9 +69,9 @@ int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_fro
         t->slot_procs = calloc(n_slots, sizeof(CollectorProc *));
         if (!t->slot_procs)
                 return -ENOMEM;
-        /* Half of the fd limit for the stat fds of tracked processes, the rest for clients, the
+        /* Half of the fd limit for the stat fds of active processes, the rest for clients, the
          * database and BPF; below 2048 fds, none (read by path). */
-        if (!minmaj_from_iterator && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+        if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
             nofile.rlim_cur >= 2048)
                 t->max_stat_fds = (size_t) nofile.rlim_cur / 2;
         t->attached_boottime = now_usec(CLOCK_BOOTTIME) * NSEC_PER_USEC;
@@ -225,12 +226,11 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
         /* A process started after counting began has all of its min_flt/maj_flt in our window;
          * for an older one only what comes after the first reading counts. */
         if (start_time < t->attached_boottime) {
-                if (t->minmaj_from_iterator)
-                        p->minmaj_seen.baseline = true;
-                else if (alive) {
+                if (alive) {
                         p->minmaj_seen.minflt = st.minflt;
                         p->minmaj_seen.majflt = st.majflt;
-                }
+                } else
+                        p->minmaj_seen.baseline = true; /* its exit's figures */
         }
 
         if (!tsearch(p, &t->tree, proc_compare)) {
@@ -295,10 +295,11 @@ int proc_table_count_site(ProcTable *t, CollectorProc *p, SiteCount *delta, uint
 int proc_table_count_traps(ProcTable *t, CollectorProc *p, const struct ts_traps *traps, uint64_t now) {
         Traps cur;
 
-        if (!p->traps_seen && !(p->traps_seen = calloc(1, sizeof(Traps))))
+        if ((!p->traps_seen && !(p->traps_seen = calloc(1, sizeof(Traps)))) ||
+            (!p->traps_delta && !(p->traps_delta = calloc(1, sizeof(Traps)))))
                 return -ENOMEM;
         traps_from_bpf(traps, &cur);
-        if (!traps_account(&cur, p->traps_seen, &p->traps_delta))
+        if (!traps_account(&cur, p->traps_seen, p->traps_delta))
                 return 0;
         p->has_traps_delta = true;
         p->last_counted_usec = now;
@@ -415,19 +416,27 @@ int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e) {
         return proc_table_retire(t, p);
 }
 
-void proc_table_read_minmaj(ProcTable *t) {
+size_t proc_table_read_minmaj(ProcTable *t) {
+        size_t n = 0;
+
         for (size_t i = 0; i < t->n_touched; i++) {
                 CollectorProc *p = t->touched[i];
                 ProcStat st;
 
-                if (proc_table_stat(t, p, &st) >= 0)
-                        (void) minmaj_account(&p->minmaj_seen, st.minflt, st.majflt, &p->delta);
+                if (p->info.exited)
+                        continue;
+                n++;
+                if (proc_table_stat(t, p, &st) < 0)
+                        continue;
+                (void) minmaj_account(&p->minmaj_seen, st.minflt, st.majflt, &p->delta);
+                memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
         }
+        return n;
 }
 
 typedef struct GcWalk {
         ProcTable *t;
-        uint64_t now;
+        uint64_t now, sweep, sweep_started;
         CollectorProc **victims;
         size_t n, capacity;
         int error;
@@ -441,8 +450,15 @@ static void gc_visit(const void *node, VISIT which, void *userdata) {
 
         if (which != postorder && which != leaf)
                 return;
+        /* Counted lately: its exit event may still come, after counts this tick's drain did not
+         * see yet, which retiring it now would lose. */
         if (w->now - p->last_counted_usec < GC_INTERVAL_USEC)
                 return;
+        if (w->sweep) {
+                proc_close_stat(w->t, p);
+                if (p->swept == w->sweep || p->info.first_seen_usec > w->sweep_started)
+                        return;
+        }
         if (proc_table_stat(w->t, p, &st) >= 0)
                 return;
         r = array_append((void **) &w->victims, &w->n, &w->capacity, sizeof(p), &p);
@@ -450,12 +466,13 @@ static void gc_visit(const void *node, VISIT which, void *userdata) {
                 w->error = r;
 }
 
-int proc_table_vanished(ProcTable *t, uint64_t now, CollectorProc ***ret, size_t *ret_n) {
-        GcWalk w = { .t = t, .now = now };
+int proc_table_vanished(ProcTable *t, uint64_t now, uint64_t sweep, uint64_t sweep_started, CollectorProc ***ret,
+                        size_t *ret_n) {
+        GcWalk w = { .t = t, .now = now, .sweep = sweep, .sweep_started = sweep_started };
 
         *ret = NULL;
         *ret_n = 0;
-        if (now - t->last_gc_usec < GC_INTERVAL_USEC)
+        if (!sweep && now - t->last_gc_usec < GC_INTERVAL_USEC)
                 return 0;
         t->last_gc_usec = now;
         /* Collected here, retired by the caller: retiring changes the tree being walked. */
@@ -487,7 +504,8 @@ size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
 
 void proc_table_begin_tick(ProcTable *t) {
         for (size_t i = 0; i < t->n_touched; i++) {
-                t->touched[i]->traps_delta = (Traps) {};
+                if (t->touched[i]->has_traps_delta)
+                        *t->touched[i]->traps_delta = (Traps) {};
                 t->touched[i]->has_traps_delta = false;
                 for (size_t j = 0; j < t->touched[i]->n_sites; j++)
                         site_count_done(&t->touched[i]->sites[j]);
@@ -516,7 +534,7 @@ int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, si
                         .process = &p->info,
                         .delta = p->delta,
                         .fault_time = p->time_delta,
-                        .traps = p->has_traps_delta ? &p->traps_delta : NULL,
+                        .traps = p->has_traps_delta ? p->traps_delta : NULL,
                         .sites = p->sites,
                         .n_sites = p->n_sites,
                 };

@@ -42,17 +42,19 @@ typedef struct CollectorProc {
         ProcessInfo info;
         int slot;                      /* the slot it counts in, or -1 */
         struct ts_counters slot_seen;  /* slot counters already turned into deltas */
-        struct ts_counters hash_seen;  /* the same for its fallback hash entry */
+        struct ts_counters *hash_seen; /* the same for its fallback hash entry; NULL until it had one */
         /* Per CPU, the longest fault of the next tick the last read of its slot and of its hash
          * entry saw (counters_sum()); NULL until its first read. */
         uint64_t *slot_next_max, *hash_next_max;
         Traps *traps_seen;             /* the same for its trap hash entry; NULL until it trapped */
         MinMajSeen minmaj_seen;        /* the kernel's min_flt/maj_flt already reported */
         uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
+        uint64_t slot_read_tick;       /* the BPF fault_tick of the last read of its slot */
+        uint64_t swept;                /* the task iterator's sweep that saw it last (reader_sweep_tasks()) */
         int stat_fd;                   /* its /proc/PID/stat, kept open when that is the min/maj source */
         Faults delta;                  /* this tick's */
         FaultTime time_delta;          /* this tick's fault time */
-        Traps traps_delta;
+        Traps *traps_delta;            /* this tick's traps, with has_traps_delta; NULL until it trapped */
         bool has_traps_delta;
         SiteCount *sites;              /* this tick's, strings owned */
         size_t n_sites, sites_capacity;
@@ -70,7 +72,6 @@ typedef struct ProcTable {
         int proc_fd;                      /* the proc root (borrowed) */
         long ticks_per_sec;               /* USER_HZ, the unit of /proc/PID/stat start time */
         uint64_t attached_boottime;       /* ns since boot when counting started */
-        bool minmaj_from_iterator;        /* the task iterator reads min/maj of every tracked process */
         size_t n_stat_fds, max_stat_fds;  /* /proc/PID/stat fds kept open, and how many may be */
         uint64_t last_gc_usec;
         CgroupUnits *cgroups;             /* units by cgroup id, for processes /proc cannot tell of;
@@ -92,7 +93,7 @@ typedef struct ProcTable {
 
 /* Call once counting has started: processes that started before count their minor/major faults
  * from their first reading on. */
-int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots, bool minmaj_from_iterator);
+int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots);
 void proc_table_done(ProcTable *t);
 
 /* Last tick's samples are stored by now: what they pointed to is spent. */
@@ -116,13 +117,17 @@ int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName 
 int proc_table_retire(ProcTable *t, CollectorProc *p);
 size_t proc_table_count_uid(ProcTable *t, uint32_t uid);
 
-/* Minor/major faults of this tick's active processes from /proc/PID/stat, where the task
- * iterator cannot tell. */
-void proc_table_read_minmaj(ProcTable *t);
-/* Those not counted for a while whose /proc entry is gone, whose exit went unseen (ring buffer
- * full, or no exit tracepoint): checked every 30 s, none in between. *ret is to be freed, also
- * on failure, when it holds those found before it. */
-int proc_table_vanished(ProcTable *t, uint64_t now, CollectorProc ***ret, size_t *ret_n);
+/* Minor/major faults and name of this tick's active processes from /proc/PID/stat, through an fd
+ * kept open while the process is active (proc_open_stat()). Returns how many it read. */
+size_t proc_table_read_minmaj(ProcTable *t);
+/* Those whose exit went unseen (ring buffer full) and whose /proc entry is gone, of those not
+ * counted for 30 s. With sweep 0: checked every 30 s, none in between. Else when the task
+ * iterator's sweep numbered sweep, begun at sweep_started, has ended: those it did not see though
+ * tracked before it began (and then also the stat fds of processes not counted for 30 s are
+ * closed).
+ * *ret is to be freed, also on failure, when it holds those found before it. */
+int proc_table_vanished(ProcTable *t, uint64_t now, uint64_t sweep, uint64_t sweep_started, CollectorProc ***ret,
+                        size_t *ret_n);
 
 /* The process now owns slot, counted from zero; its owner until now (if any) owns none. */
 void proc_table_set_slot(ProcTable *t, uint32_t slot, CollectorProc *p);

@@ -12,22 +12,27 @@
 #include "array-util.h"
 #include "file-util.h"
 #include "macro.h"
+#include "time-util.h"
 #include "trapstat.skel.h"
 
 /* Hash entries read per bpf_map_lookup_batch() call. */
 #define BATCH_ENTRIES 256
-/* The task iterator gives at most a record per task, and a task has a pid: PID_MAX_LIMIT. */
-#define TASK_RECORDS_MAX ((size_t) 4194304)
+/* The task iterator's sweep: every tracked process once in this long, a share of them each tick,
+ * at least SWEEP_MIN_RECORDS. */
+#define SWEEP_INTERVAL_USEC (30 * USEC_PER_SEC)
+#define SWEEP_MIN_RECORDS ((size_t) 256)
 
 int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
         size_t n_cpus = (size_t) bpf->n_cpus;
 
         *r = (CollectorReader) { .bpf = bpf, .procs = procs };
+        r->sweep_fd = -1;
         r->owners = calloc(bpf->n_slots, sizeof(uint32_t));
+        r->dirty = calloc(2 * (((size_t) bpf->n_slots + 63) / 64), sizeof(uint64_t));
         r->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
-        if (!r->owners || !r->batch_keys || !r->batch_values)
+        if (!r->owners || !r->dirty || !r->batch_keys || !r->batch_values)
                 return -ENOMEM;
         return 0;
 }
@@ -42,7 +47,11 @@ void reader_done(CollectorReader *r) {
         events_clear(r);
         free(r->events);
         free(r->records);
+        free(r->hash_keys);
+        if (r->sweep_fd >= 0)
+                close(r->sweep_fd);
         free(r->owners);
+        free(r->dirty);
         free(r->batch_keys);
         free(r->batch_values);
 }
@@ -95,6 +104,7 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, uint64_
         struct ts_counters sum;
         int k;
 
+        r->tick_records++;
         if (!p || p->info.pid != tgid) {
                 /* Claimed since the last tick: the identity was written before the owner, which
                  * was read with acquire semantics. */
@@ -108,7 +118,11 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, uint64_
                 /* Its counters start from zero in the slot: so do the longest faults seen. */
                 if (p->slot_next_max)
                         memset(p->slot_next_max, 0, (size_t) r->bpf->n_cpus * sizeof(uint64_t));
-        }
+        } else if (p->slot_next_max && p->slot_read_tick + 1 != r->fault_tick)
+                /* Not read in the last tick: what it saw of that tick's faults was reported then,
+                 * and none completed since (they would have marked the slot changed). */
+                memset(p->slot_next_max, 0, (size_t) r->bpf->n_cpus * sizeof(uint64_t));
+        p->slot_read_tick = r->fault_tick;
         k = percpu_sum(r, collector_bpf_slot_counters(r->bpf, 0, slot),
                        (size_t) r->bpf->n_slots * sizeof(struct ts_counters), &p->slot_next_max, &sum);
         if (k < 0)
@@ -121,15 +135,54 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, uint64_
         return 0;
 }
 
-/* Owners and counters are read in place, without a system call. */
+static bool bit_test(const uint64_t *bits, uint32_t i) {
+        return bits[i / 64] & (UINT64_C(1) << (i % 64));
+}
+
+/* The slots BPF marked changed since the last tick (slot_dirty), into r->dirty, and those of the
+ * last tick kept in r->dirty_last: a mark may be seen before the count it follows. */
+static void take_dirty(CollectorReader *r) {
+        size_t n_words = ((size_t) r->bpf->n_slots + 63) / 64;
+        uint32_t n = collector_bpf_dirty_words(r->bpf), mask = r->bpf->n_slots - 1;
+        uint64_t *map = r->bpf->dirty_map, *last = r->dirty + n_words;
+
+        memcpy(last, r->dirty, n_words * sizeof(uint64_t));
+        memset(r->dirty, 0, n_words * sizeof(uint64_t));
+        for (uint32_t w = 0; w < n; w++) {
+                uint64_t bits;
+
+                if (!__atomic_load_n(&map[w], __ATOMIC_RELAXED))
+                        continue;
+                bits = __atomic_exchange_n(&map[w], 0, __ATOMIC_ACQ_REL);
+                for (; bits; bits &= bits - 1) {
+                        uint32_t slot = (uint32_t) (((uint64_t) w * 64 + (uint64_t) __builtin_ctzll(bits)) & mask);
+
+                        r->dirty[slot / 64] |= UINT64_C(1) << (slot % 64);
+                }
+        }
+}
+
+/* Whether a slot is to be read: counted into since the last tick or the one before, exited, or
+ * owned by another process than the one user space knows. */
+static bool slot_changed(CollectorReader *r, uint32_t slot, uint32_t owner) {
+        size_t n_words = ((size_t) r->bpf->n_slots + 63) / 64;
+        const CollectorProc *p = r->procs->slot_procs[slot];
+
+        return bit_test(r->dirty, slot) || bit_test(r->dirty + n_words, slot) || (owner & TS_OWNER_EXITED) || !p ||
+               p->info.pid != owner;
+}
+
+/* Owners and counters are read in place, without a system call; the counters only of the slots
+ * that changed. */
 static int drain_slots(CollectorReader *r, uint64_t now) {
         uint32_t n_slots = r->bpf->n_slots;
         int k;
 
+        take_dirty(r);
         for (uint32_t slot = 0; slot < n_slots; slot++)
                 r->owners[slot] = __atomic_load_n(&r->bpf->owner_map[slot].tgid, __ATOMIC_ACQUIRE);
         for (uint32_t slot = 0; slot < n_slots; slot++) {
-                if (!owner_is_process(r->owners[slot]))
+                if (!owner_is_process(r->owners[slot]) || !slot_changed(r, slot, r->owners[slot]))
                         continue;
                 k = drain_slot(r, slot, r->owners[slot], now);
                 if (k < 0)
@@ -157,6 +210,7 @@ static int for_each_entry(CollectorReader *r, struct bpf_map *map, size_t value_
                                 return -errno;
                         done = true;
                 }
+                r->tick_records += count;
                 for (__u32 i = 0; i < count; i++) {
                         k = fn(r, &r->batch_keys[i], (const char *) r->batch_values + i * value_size, now);
                         if (k < 0)
@@ -185,7 +239,9 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
         k = percpu_sum(r, &v[0].c, sizeof(*v), &p->hash_next_max, &sum);
         if (k < 0)
                 return k;
-        return proc_table_count_faults(r->procs, p, &sum, &p->hash_seen, now);
+        if (!p->hash_seen && !(p->hash_seen = calloc(1, sizeof(*p->hash_seen))))
+                return -ENOMEM;
+        return proc_table_count_faults(r->procs, p, &sum, p->hash_seen, now);
 }
 
 static int drain_traps_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
@@ -198,6 +254,77 @@ static int drain_traps_entry(CollectorReader *r, const struct ts_proc_key *key, 
         return proc_table_count_traps(r->procs, p, value, now);
 }
 
+static int key_compare(const void *a, const void *b) {
+        const struct ts_proc_key *x = a, *y = b;
+
+        return process_identity_compare(x->tgid, x->start_time, y->tgid, y->start_time);
+}
+
+/* Appends the keys of one log to r->hash_keys; whether it overflowed. */
+static int take_log(CollectorReader *r, const struct ts_hash_log *log, bool *overflowed) {
+        uint32_t n = MIN(__atomic_load_n(&log->n, __ATOMIC_ACQUIRE), (uint32_t) TS_HASH_LOG_KEYS);
+        int k;
+
+        *overflowed = *overflowed || __atomic_load_n(&log->overflowed, __ATOMIC_RELAXED);
+        for (uint32_t i = 0; i < n; i++) {
+                struct ts_proc_key key = log->keys[i];
+
+                k = array_append((void **) &r->hash_keys, &r->n_hash_keys, &r->hash_keys_capacity, sizeof(key), &key);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* The fallback hash's entries counted into since the last tick (struct ts_hash_log): the last
+ * epoch's logs whole, then reset (no program writes them a tick later), and the epoch that ends
+ * now as far as it is visible yet; so every logged entry is read in two ticks, which catches a
+ * count that lands after the first read. Where a log overflowed, the whole hash, also in the next
+ * tick. */
+static int drain_hash(CollectorReader *r, uint64_t now) {
+        struct trapstat_bpf *skel = r->bpf->skel;
+        uint32_t epoch = __atomic_load_n(&skel->data->hash_epoch, __ATOMIC_RELAXED);
+        bool overflowed = false;
+        int k;
+
+        r->n_hash_keys = 0;
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
+                struct ts_hash_log *log = &r->bpf->hash_log[cpu * 2 + ((epoch + 1) & 1)];
+
+                k = take_log(r, log, &overflowed);
+                if (k < 0)
+                        return k;
+                __atomic_store_n(&log->n, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&log->overflowed, 0, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&skel->data->hash_epoch, epoch + 1, __ATOMIC_SEQ_CST);
+        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
+                k = take_log(r, &r->bpf->hash_log[cpu * 2 + (epoch & 1)], &overflowed);
+                if (k < 0)
+                        return k;
+        }
+        if (overflowed)
+                return for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
+                                      drain_hash_entry, now);
+
+        qsort(r->hash_keys, r->n_hash_keys, sizeof(*r->hash_keys), key_compare);
+        for (size_t i = 0; i < r->n_hash_keys; i++) {
+                if (i > 0 && key_compare(&r->hash_keys[i - 1], &r->hash_keys[i]) == 0)
+                        continue;
+                r->tick_records++;
+                /* Gone since it was logged: it exited, and its last counts were read before. */
+                if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.processes), &r->hash_keys[i], r->batch_values) < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        return -errno;
+                }
+                k = drain_hash_entry(r, &r->hash_keys[i], r->batch_values, now);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
 int reader_drain_maps(CollectorReader *r, uint64_t now) {
         struct trapstat_bpf *skel = r->bpf->skel;
         int k;
@@ -205,44 +332,76 @@ int reader_drain_maps(CollectorReader *r, uint64_t now) {
         /* The tick that ends: its longest faults are read while BPF keeps the next one's apart. */
         r->fault_tick = __atomic_load_n(&skel->bss->fault_tick, __ATOMIC_RELAXED);
         __atomic_store_n(&skel->bss->fault_tick, r->fault_tick + 1, __ATOMIC_SEQ_CST);
-        if ((k = drain_slots(r, now)) < 0 ||
-            (k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
-                                drain_hash_entry, now)) < 0 ||
+        if ((k = drain_slots(r, now)) < 0 || (k = drain_hash(r, now)) < 0 ||
             (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0)
                 return k;
         return 0;
 }
 
-/* All of it is read in one pass over the tasks. */
-int reader_read_tasks(CollectorReader *r) {
-        _cleanup_close_ int fd = -1;
-        size_t capacity = r->records_capacity * sizeof(*r->records), used = 0, n;
-        char *buf = (char *) r->records;
-        int k;
-
-        fd = bpf_iter_create(bpf_link__fd(r->bpf->iter_link));
-        if (fd < 0)
-                return -errno;
-        /* The buffer is kept for the next tick's read. */
-        k = read_full_fd(fd, TASK_RECORDS_MAX * sizeof(*r->records), 0, &buf, &capacity, &used);
-        r->records = (struct ts_task_record *) buf;
-        r->records_capacity = capacity / sizeof(*r->records);
-        if (k < 0)
-                return k;
-
-        n = used / sizeof(*r->records);
+/* Applies a piece of the sweep's records. */
+static int apply_task_records(CollectorReader *r, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 const struct ts_task_record *rec = &r->records[i];
                 CollectorProc *p = proc_table_find(r->procs, rec->tgid, rec->start_time);
+                int k;
 
-                /* Not drained yet (first counted since): next tick. */
+                /* Not drained yet (first counted since): the next sweep. */
                 if (!p)
                         continue;
+                p->swept = r->sweep_generation;
                 k = proc_table_update(r->procs, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt);
                 if (k < 0)
                         return k;
         }
         return 0;
+}
+
+int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done) {
+        size_t want, got = 0;
+        int k;
+
+        *ret_done = false;
+        if (r->sweep_fd < 0) {
+                if (r->sweep_started_usec && now - r->sweep_started_usec < SWEEP_INTERVAL_USEC)
+                        return 0;
+                r->sweep_fd = bpf_iter_create(bpf_link__fd(r->bpf->iter_link));
+                if (r->sweep_fd < 0)
+                        return -errno;
+                r->sweep_generation++;
+                r->sweep_started_usec = now;
+                r->sweep_last_usec = now;
+        }
+        /* Its share of the tracked processes for the time since the last piece. */
+        want = MAX(SWEEP_MIN_RECORDS, (size_t) ((double) r->procs->n_procs * (double) (now - r->sweep_last_usec) /
+                                                SWEEP_INTERVAL_USEC) + 1);
+        r->sweep_last_usec = now;
+        if (r->records_capacity < want) {
+                struct ts_task_record *a = reallocarray(r->records, want, sizeof(*a));
+
+                if (!a)
+                        return -ENOMEM;
+                r->records = a;
+                r->records_capacity = want;
+        }
+        /* A read ends at a whole record: the iterator writes them whole into its buffer. */
+        while (got < want) {
+                ssize_t n = read(r->sweep_fd, (char *) (r->records + got), (want - got) * sizeof(*r->records));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        k = n < 0 ? -errno : 0;
+                        close(r->sweep_fd);
+                        r->sweep_fd = -1;
+                        if (k < 0)
+                                return k;
+                        *ret_done = true;
+                        break;
+                }
+                got += (size_t) n / sizeof(*r->records);
+        }
+        r->tick_records += got;
+        return apply_task_records(r, got);
 }
 
 int reader_apply_events(CollectorReader *r, size_t n_before_drain) {

@@ -25,8 +25,20 @@ typedef struct CollectorReader {
         uint64_t fault_tick;              /* the tick being drained (fault_tick in the BPF object) */
         struct ts_proc_key *batch_keys;   /* hash entries are read a batch at a time */
         void *batch_values;               /* a batch of the largest map value */
-        struct ts_task_record *records;   /* read from the task iterator every tick */
+        /* Per slot, a bit: BPF marked it changed before this tick's drain; before the last's. */
+        uint64_t *dirty;
+        /* The fallback hash's entries to read in this tick (drain_hash()). */
+        struct ts_proc_key *hash_keys;
+        size_t n_hash_keys, hash_keys_capacity;
+        /* The task iterator's sweep: open while one is under way; the records of a piece. */
+        int sweep_fd;
+        uint64_t sweep_generation;        /* of the current or last sweep (CollectorProc.swept) */
+        uint64_t sweep_started_usec, sweep_last_usec;
+        struct ts_task_record *records;
         size_t records_capacity;
+        /* Records read from the kernel in this tick's drain: slots, hash entries, task records
+         * (GetStatus tickRecordsRead). */
+        uint64_t tick_records;
         LifecycleEvent *events;           /* read from the ring buffer since the last tick */
         size_t n_events, events_capacity;
 } CollectorReader;
@@ -39,10 +51,16 @@ void reader_done(CollectorReader *r);
 int reader_take_event(void *userdata, void *data, size_t size);
 
 /* The counting slots, the fallback hash, the trap hash: what each process counted since the
- * last tick. */
+ * last tick; of the slots and the fallback hash only those counted into (slot_dirty, hash_log). */
 int reader_drain_maps(CollectorReader *r, uint64_t now);
-/* The task iterator: the kernel's minor/major faults, name and user of every tracked process. */
-int reader_read_tasks(CollectorReader *r);
+/* A piece of the task iterator's sweep: the kernel's minor/major faults, name and user of
+ * tracked processes, every one of them once in SWEEP_INTERVAL_USEC (30 s), a share each tick; a
+ * sweep starts at most every 30 s. The processes active in a tick are read apart, at once
+ * (proc_table_read_minmaj()): the sweep is for those that are not, a rename or a change of user
+ * without a fault, faults the exception events do not see (get_user_pages(): MAP_POPULATE,
+ * mlock), and the garbage collection. *ret_done: a sweep ended in this piece; every process it
+ * saw has CollectorProc.swept equal to sweep_generation. */
+int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done);
 /* Applies the events taken since the last tick, in the order they happened: a new name, command
  * line and unit (every exec), an exit (the process is retired and forgotten by BPF; only those of
  * the first n_before_drain events, read before the maps were drained: a later one stays for the

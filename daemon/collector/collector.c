@@ -125,7 +125,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
 
         /* Counting has started: a process older than this counts its minor/major faults from its
          * first reading on. */
-        r = proc_table_init(&c->procs, config->proc_fd, bpf_config.n_slots, c->bpf->iter_link != NULL);
+        r = proc_table_init(&c->procs, config->proc_fd, bpf_config.n_slots);
         if (r < 0)
                 return r;
         r = reader_init(&c->reader, c->bpf, &c->procs);
@@ -190,13 +190,16 @@ int collector_read_events(Collector *c) {
 }
 
 /* Processes whose exit went unseen would stay tracked forever: those found gone are forgotten
- * here as an exit event would have it. */
-static int collect_garbage(Collector *c, uint64_t now) {
+ * here as an exit event would have it. With the task iterator, once its sweep ended (swept). */
+static int collect_garbage(Collector *c, uint64_t now, bool swept) {
         _cleanup_free_ CollectorProc **gone = NULL;
         size_t n;
         int r = 0, error;
 
-        error = proc_table_vanished(&c->procs, now, &gone, &n);
+        if (c->bpf->iter_link && !swept)
+                return 0;
+        error = proc_table_vanished(&c->procs, now, swept ? c->reader.sweep_generation : 0,
+                                    swept ? c->reader.sweep_started_usec : 0, &gone, &n);
         for (size_t i = 0; i < n && r >= 0; i++) {
                 CollectorProc *p = gone[i];
 
@@ -212,9 +215,11 @@ static int collect_garbage(Collector *c, uint64_t now) {
 int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
         CollectorTick t = {};
         size_t n_before_drain;
+        bool swept = false;
         int r;
 
         proc_table_begin_tick(&c->procs);
+        c->reader.tick_records = 0;
 
         /* Lifecycle events first, then the maps: every count of a process whose exit we saw is
          * in the maps by the time we read them. (Events are also read as they arrive, see
@@ -228,20 +233,21 @@ int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
                 return r;
 
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
-         * every tracked process from the task iterator, else of the active ones from /proc. */
+         * those active in this tick from /proc, and a share of all of them from the task
+         * iterator's sweep. The cost follows the processes that count, not those that exist. */
+        c->reader.tick_records += proc_table_read_minmaj(&c->procs);
         if (c->bpf->iter_link) {
-                r = reader_read_tasks(&c->reader);
+                r = reader_sweep_tasks(&c->reader, now_usec, &swept);
                 if (r < 0)
                         return r;
-        } else
-                proc_table_read_minmaj(&c->procs);
+        }
 
         /* And events again: an exec between the first read and the drain has counts of the new
          * program in this tick, which are its unit's. (Its exits wait, see reader_apply_events().) */
         r = collector_read_events(c);
         if (r < 0)
                 return r;
-        if ((r = reader_apply_events(&c->reader, n_before_drain)) < 0 || (r = collect_garbage(c, now_usec)) < 0)
+        if ((r = reader_apply_events(&c->reader, n_before_drain)) < 0 || (r = collect_garbage(c, now_usec, swept)) < 0)
                 return r;
         /* Now that exec events gave the processes their users: each pays for its own symbols. */
         site_reader_ask_symbols(&c->sites);
@@ -292,6 +298,10 @@ uint32_t collector_fault_sample_period(Collector *c) {
 bool collector_fault_access_known(Collector *c) {
         /* Only the exception event carries a fault's access kind. */
         return c->bpf->sources[SOURCE_PAGE_FAULT_USER].active;
+}
+
+uint64_t collector_tick_records(Collector *c) {
+        return c->reader.tick_records;
 }
 
 size_t collector_n_tracked(Collector *c) {

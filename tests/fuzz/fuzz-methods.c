@@ -198,6 +198,11 @@ size_t collector_n_tracked(Collector *c _unused_) {
         return manager.n_tick;
 }
 
+/* As many as the tick's samples: what a tick with every tracked process active reads. */
+uint64_t collector_tick_records(Collector *c _unused_) {
+        return manager.n_tick;
+}
+
 size_t collector_n_tracked_uid(Collector *c _unused_, uint32_t uid) {
         size_t n = 0;
 

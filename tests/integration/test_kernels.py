@@ -15,8 +15,7 @@ from daemon import Daemon, binary, probe, require_root_and_bpf, trapstat_json  #
 FEATURES = ("counting_slots", "fault_sites", "trap_sites", "vma_lookup")
 # Every source but these is active (the test's daemon asks for fault_time too).
 NOT_NEEDED = {"perf_page_faults_user": "not needed: the tracepoint is used",
-              "perf_page_faults_kernel": "not needed: the tracepoint is used",
-              "proc_pid_stat": "not needed: the task iterator is used"}
+              "perf_page_faults_kernel": "not needed: the tracepoint is used"}
 BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): every process counts in the per-CPU hash, "
                                    "about twice the BPF time per fault",
                  "fault_sites": "needs get_current_task_btf (Linux 5.11): no fault sites",
@@ -26,8 +25,7 @@ BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): eve
 MISSING_5_10 = {"get_current_task_btf", "task_storage", "atomics", "task_pt_regs", "bpf_loop", "bpf_find_vma"}
 # Arm64 has no exception tracepoints: the perf software event counts its faults.
 ARM64_SOURCES = {"page_fault_user": "tracepoint not in kernel BTF: No such file or directory",
-                 "page_fault_kernel": "tracepoint not in kernel BTF: No such file or directory",
-                 "proc_pid_stat": "not needed: the task iterator is used"}
+                 "page_fault_kernel": "tracepoint not in kernel BTF: No such file or directory"}
 
 # (machine, kernel major.minor): the object, the inactive sources and features with their reasons,
 # the capabilities the kernel lacks. Measured on each kernel's own boot (scripts/kernel-leg.sh,

@@ -4,7 +4,8 @@ A storm of 10000 short-lived processes of an unprivileged user, each renamed rig
 fork: all stored, under their new name and their user, with every trap and minor fault, nothing
 dropped. A process whose second thread is slow to exit: its faults at exit are all there.
 6000 processes alive at once: all counted; and with maps too small for them, every fault is
-either counted or reported as dropped."""
+either counted or reported as dropped. 4000 processes that fault once and block: exact, and a
+tick reads from the kernel what changed in it, not every process tracked."""
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ SLOW_EXIT_FDS = 20000
 
 HOLD_PROCS = 6000
 HOLD_PAGES = 50
+IDLE_PROCS = 4000
 
 
 class Varlink(Connection):
@@ -272,13 +274,13 @@ class LiveProcesses(unittest.TestCase):
     (CLONE_CHILD_SETTID, which glibc's fork() asks for); the rest, at least the 50 pages, are
     user-mode faults: user == minflt + majflt - 1."""
 
-    def hold(self, d, check, uid=None):
-        """Starts the children (as uid when given), lets check(hold-procs, pids, varlink) look, ends
+    def hold(self, d, check, uid=None, n=HOLD_PROCS):
+        """Starts n children (as uid when given), lets check(hold-procs, pids, varlink) look, ends
         them."""
         v = Varlink(d.socket)
         self.addCleanup(v.close)
         t0 = time.monotonic()
-        command = [binary("HOLD_PROCS"), str(HOLD_PROCS), str(HOLD_PAGES)]
+        command = [binary("HOLD_PROCS"), str(n), str(HOLD_PAGES)]
         if uid is not None:
             command = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                        copy_for_users(d.dir, "HOLD_PROCS")["HOLD_PROCS"], *command[1:]]
@@ -288,7 +290,7 @@ class LiveProcesses(unittest.TestCase):
             if not line:
                 self.fail(f"hold-procs exited {p.wait(timeout=60)} before all children faulted")
             pids = json.loads(line)["pids"]
-            print(f"\nhold-procs: {HOLD_PROCS} processes faulted in {time.monotonic() - t0:.2f} s", flush=True)
+            print(f"\nhold-procs: {n} processes faulted in {time.monotonic() - t0:.2f} s", flush=True)
             check(p, pids, v)
         finally:
             if p.poll() is None:
@@ -296,6 +298,18 @@ class LiveProcesses(unittest.TestCase):
                 p.stdin.close()
             self.assertEqual(p.wait(timeout=60), 0)
             p.stdout.close()
+
+    def assert_exact(self, v, pids):
+        """Every one of pids in Top, its faults those of /proc/PID/stat: user + kernel and minor +
+        major both equal minflt + majflt (they started after the daemon: all their faults count)."""
+        expected = {pid: proc_faults(pid) for pid in pids}
+        rows = self.drained_top(v, pids)
+        missing = [pid for pid in pids if pid not in rows]
+        wrong = {pid: (f["user"], f["kernel"], f["minor"], f["major"], expected[pid]) for pid, f in rows.items()
+                 if f["user"] + f["kernel"] != expected[pid] or f["minor"] + f["major"] != expected[pid]}
+        self.assertFalse(missing, f"{len(missing)} of {len(pids)} not in Top, e.g. {missing[:5]}")
+        self.assertFalse(wrong, f"{len(wrong)} differ from /proc, e.g. {dict(list(wrong.items())[:5])} "
+                                f"(pid: (user, kernel, minor, major, minflt + majflt))")
 
     def drained_top(self, v, pids):
         """Top's faults of pids, every fault before this call in them: Top comes after a tick that
@@ -339,6 +353,39 @@ class LiveProcesses(unittest.TestCase):
 
         with Daemon() as d:
             self.hold(d, check)
+
+    def test_idle_processes_are_not_read(self):
+        # 4000 processes that faulted and block: tracked, exact, and a tick reads from the kernel
+        # what changed in it (GetStatus tickRecordsRead: the slots counted into, the hash entries,
+        # the sweep's share, the active processes' /proc/PID/stat), not every tracked process.
+        # Then all of them fault again at once, and every count is exact again. Slots for every pid
+        # of this machine's range, so that the children do not spill into the fallback hash (read
+        # whole every tick) because other processes took their slots.
+        def records(v, n=30):
+            samples = []
+            for _ in range(n):
+                status = v.call("io.trapstat.GetStatus")
+                samples.append(status["tickRecordsRead"])
+                time.sleep(0.2)
+            return sorted(samples), status["processesTracked"]
+
+        def check(p, pids, v):
+            self.assert_exact(v, pids)
+            tick_after(v.path)
+            samples, tracked = records(v)
+            print(f"records read per tick with {tracked} tracked, {IDLE_PROCS} of them idle: median "
+                  f"{samples[len(samples) // 2]}, max {samples[-1]}", flush=True)
+            self.assertGreaterEqual(tracked, IDLE_PROCS)
+            # Other processes of the machine count too, and the sweep reads 256 a tick while it runs.
+            self.assertLess(samples[len(samples) // 2], IDLE_PROCS // 4, samples)
+            self.assertLess(samples[-1], IDLE_PROCS // 2, samples)
+            p.stdin.write("touch\n")
+            p.stdin.flush()
+            self.assertEqual(json.loads(p.stdout.readline()), {"touched": IDLE_PROCS})
+            self.assert_exact(v, pids)
+
+        with Daemon(extra_args=["--slots", "32768"]) as d:
+            self.hold(d, check, n=IDLE_PROCS)
 
     def test_what_does_not_fit_is_dropped_exactly(self):
         # Room for 1024 + 2048 processes: about half of the children find none, and each of their

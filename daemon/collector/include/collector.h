@@ -132,6 +132,10 @@ uint32_t collector_fault_sample_period(Collector *c);
  * is written with (faults_to_json()). Fixed once the collector is started. */
 bool collector_fault_access_known(Collector *c);
 size_t collector_n_tracked(Collector *c);
+/* What the last drain read from the kernel, in records: counting slots that changed, hash
+ * entries, task records of the sweep, /proc/PID/stat of the processes active in it. It follows
+ * the processes that counted in the tick, not those tracked (GetStatus tickRecordsRead). */
+uint64_t collector_tick_records(Collector *c);
 /* Of them, those of one user (what an unprivileged caller of GetStatus is told). */
 size_t collector_n_tracked_uid(Collector *c, uint32_t uid);
 /* What could not be counted since the start, by kind. */
