@@ -46,6 +46,7 @@ static void proc_free(void *p) {
         process_info_done(&proc->info);
         free(proc->traps_seen);
         free(proc->traps_delta);
+        free(proc->time_delta);
         free(proc->hash_seen);
         free(proc->slot_next_max);
         free(proc->hash_next_max);
@@ -276,7 +277,11 @@ int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_coun
         if (faults_is_zero(&d) && fault_time_is_zero(&time))
                 return 0;
         faults_add(&p->delta, &d);
-        fault_time_add(&p->time_delta, &time);
+        if (!fault_time_is_zero(&time)) {
+                if (!p->time_delta && !(p->time_delta = calloc(1, sizeof(*p->time_delta))))
+                        return -ENOMEM;
+                fault_time_add(p->time_delta, &time);
+        }
         p->last_counted_usec = now;
         return proc_table_touch(t, p);
 }
@@ -533,13 +538,14 @@ int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, si
                 t->samples[n++] = (ProcessSample) {
                         .process = &p->info,
                         .delta = p->delta,
-                        .fault_time = p->time_delta,
+                        .fault_time = p->time_delta ? *p->time_delta : (FaultTime) {},
                         .traps = p->has_traps_delta ? p->traps_delta : NULL,
                         .sites = p->sites,
                         .n_sites = p->n_sites,
                 };
                 p->delta = (Faults) {};
-                p->time_delta = (FaultTime) {};
+                if (p->time_delta)
+                        *p->time_delta = (FaultTime) {};
                 p->touched = false;
         }
         *ret = t->samples;

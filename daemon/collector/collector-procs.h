@@ -53,7 +53,7 @@ typedef struct CollectorProc {
         uint64_t swept;                /* the task iterator's sweep that saw it last (reader_sweep_tasks()) */
         int stat_fd;                   /* its /proc/PID/stat, kept open when that is the min/maj source */
         Faults delta;                  /* this tick's */
-        FaultTime time_delta;          /* this tick's fault time */
+        FaultTime *time_delta;         /* this tick's fault time; NULL until it had any */
         Traps *traps_delta;            /* this tick's traps, with has_traps_delta; NULL until it trapped */
         bool has_traps_delta;
         SiteCount *sites;              /* this tick's, strings owned */

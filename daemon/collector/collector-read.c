@@ -28,11 +28,12 @@ int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
         *r = (CollectorReader) { .bpf = bpf, .procs = procs };
         r->sweep_fd = -1;
         r->owners = calloc(bpf->n_slots, sizeof(uint32_t));
+        r->owners_read = calloc(bpf->n_slots, sizeof(uint32_t));
         r->dirty = calloc(2 * (((size_t) bpf->n_slots + 63) / 64), sizeof(uint64_t));
         r->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
-        if (!r->owners || !r->dirty || !r->batch_keys || !r->batch_values)
+        if (!r->owners || !r->owners_read || !r->dirty || !r->batch_keys || !r->batch_values)
                 return -ENOMEM;
         return 0;
 }
@@ -51,6 +52,7 @@ void reader_done(CollectorReader *r) {
         if (r->sweep_fd >= 0)
                 close(r->sweep_fd);
         free(r->owners);
+        free(r->owners_read);
         free(r->dirty);
         free(r->batch_keys);
         free(r->batch_values);
@@ -72,6 +74,7 @@ int reader_take_event(void *userdata, void *data, size_t size) {
 
 void reader_free_slot(CollectorReader *r, uint32_t slot) {
         collector_bpf_release_slot(r->bpf, slot);
+        r->owners_read[slot] = TS_OWNER_FREE;
         proc_table_clear_slot(r->procs, slot);
 }
 
@@ -163,13 +166,13 @@ static void take_dirty(CollectorReader *r) {
 }
 
 /* Whether a slot is to be read: counted into since the last tick or the one before, exited, or
- * owned by another process than the one user space knows. */
+ * owned by another process than at the last tick (or never read since it was claimed). From
+ * arrays alone: the process table's entries are not touched for the slots that did not change. */
 static bool slot_changed(CollectorReader *r, uint32_t slot, uint32_t owner) {
         size_t n_words = ((size_t) r->bpf->n_slots + 63) / 64;
-        const CollectorProc *p = r->procs->slot_procs[slot];
 
-        return bit_test(r->dirty, slot) || bit_test(r->dirty + n_words, slot) || (owner & TS_OWNER_EXITED) || !p ||
-               p->info.pid != owner;
+        return bit_test(r->dirty, slot) || bit_test(r->dirty + n_words, slot) || (owner & TS_OWNER_EXITED) ||
+               owner != r->owners_read[slot];
 }
 
 /* Owners and counters are read in place, without a system call; the counters only of the slots
@@ -184,6 +187,8 @@ static int drain_slots(CollectorReader *r, uint64_t now) {
         for (uint32_t slot = 0; slot < n_slots; slot++) {
                 if (!owner_is_process(r->owners[slot]) || !slot_changed(r, slot, r->owners[slot]))
                         continue;
+                /* Read under this owner from now on: it changes only with a claim or an exit. */
+                r->owners_read[slot] = r->owners[slot];
                 k = drain_slot(r, slot, r->owners[slot], now);
                 if (k < 0)
                         return k;

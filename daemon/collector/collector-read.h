@@ -22,6 +22,7 @@ typedef struct CollectorReader {
         CollectorBpf *bpf;                /* borrowed */
         ProcTable *procs;                 /* borrowed */
         uint32_t *owners;                 /* this tick's copy of the slot owners */
+        uint32_t *owners_read;            /* the owner each slot was last read under */
         uint64_t fault_tick;              /* the tick being drained (fault_tick in the BPF object) */
         struct ts_proc_key *batch_keys;   /* hash entries are read a batch at a time */
         void *batch_values;               /* a batch of the largest map value */
