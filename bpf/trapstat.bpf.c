@@ -383,26 +383,31 @@ static __always_inline void proc_key_fill(struct ts_proc_key *key, struct task_s
         key->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
 }
 
-/* The entry key is about to be counted into on this CPU: logged for user space once per epoch (a
- * count user space reads before it lands is read again in the next tick). Only this CPU writes its
- * log, from programs that run to their end without preemption: no atomics. */
-static __always_inline void hash_counted(struct ts_counters *c, struct ts_proc_key *key) {
-        __u32 epoch = *(volatile __u32 *) &hash_epoch, i = bpf_get_smp_processor_id() * 2 + (epoch & 1), n;
-        struct ts_hash_log *log;
+/* Puts key into this CPU's log of the epoch; whether it fit. Only this CPU writes its log, from
+ * programs that run to their end without preemption: no atomics. */
+static __always_inline bool hash_log_add(struct ts_proc_key *key, __u32 epoch) {
+        __u32 i = bpf_get_smp_processor_id() * 2 + (epoch & 1), n;
+        struct ts_hash_log *log = bpf_map_lookup_elem(&hash_log, &i);
 
-        if (c->logged == epoch)
-                return;
-        log = bpf_map_lookup_elem(&hash_log, &i);
         if (!log)
-                return;
+                return false;
         n = log->n;
         if (n >= TS_HASH_LOG_KEYS) {
                 log->overflowed = 1;
-                return;
+                return false;
         }
         log->keys[n & (TS_HASH_LOG_KEYS - 1)] = *key;
         log->n = n + 1;
-        c->logged = epoch;
+        return true;
+}
+
+/* The entry key is about to be counted into on this CPU: logged for user space once per epoch (a
+ * count user space reads before it lands is read again in the next tick). */
+static __always_inline void hash_counted(struct ts_counters *c, struct ts_proc_key *key) {
+        __u32 epoch = *(volatile __u32 *) &hash_epoch;
+
+        if (c->logged != epoch && hash_log_add(key, epoch))
+                c->logged = epoch;
 }
 
 /* Counters of the current process in the fallback hash, created on first use. */
@@ -1264,6 +1269,16 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info, struct task_
                  * time writes the same values. */
                 if (!t->id.start_time)
                         ident_fill(&t->id, task);
+        }
+
+        /* Logged for user space, as the fallback hash's entries are (hash_counted()). */
+        if (t->logged != *(volatile __u32 *) &hash_epoch) {
+                __u32 epoch = *(volatile __u32 *) &hash_epoch;
+
+                key._pad0 = TS_LOG_TRAPS;
+                if (hash_log_add(&key, epoch))
+                        t->logged = epoch;
+                key._pad0 = 0;
         }
 
         vector = ts_arch_trap_vector(task, sig, code, (__u64) BPF_CORE_READ(info, _sifields._sigfault._addr));

@@ -96,10 +96,13 @@ struct ts_proc_key {
 };
 _Static_assert(sizeof(struct ts_proc_key) == 16, "struct ts_proc_key layout is shared with BPF");
 
-/* The fallback hash's entries counted into, logged per CPU and epoch (hash_epoch, advanced by user
- * space every tick): user space looks up those entries alone, not every entry. An entry is logged
- * once per CPU and epoch, at its first count there. A log that filled up is marked overflowed:
- * user space then reads the whole hash. Entry cpu * 2 + (epoch & 1) of the hash_log array. */
+/* The fallback hash's and the trap hash's entries counted into, logged per CPU and epoch
+ * (hash_epoch, advanced by user space every tick): user space looks up those entries alone, not
+ * every entry. An entry is logged once per CPU and epoch, at its first count there (a trap entry,
+ * shared by the CPUs, may be logged twice: user space reads it once). A trap entry's key has
+ * _pad0 TS_LOG_TRAPS. A log that filled up is marked overflowed: user space then reads both hashes
+ * whole. Entry cpu * 2 + (epoch & 1) of the hash_log array. */
+#define TS_LOG_TRAPS 1U
 #define TS_HASH_LOG_KEYS 1024
 struct ts_hash_log {
         __u32 n;
@@ -140,7 +143,7 @@ struct ts_traps {
         struct ts_ident id;
         __u64 vector[TS_N_VECTORS];
         __u64 vector_unknown; /* the vector is not known: not x86, or the kernel has no thread.trap_nr */
-        __u64 _pad0;
+        __u64 logged;         /* the hash_epoch in which it was last put into a hash_log (0: never) */
         __u64 signal[TS_N_SIGNALS][TS_N_SI_CODES];
 };
 _Static_assert(sizeof(struct ts_traps) == 48 + 8 * (32 + 2 + 5 * 16), "struct ts_traps layout is shared with BPF");

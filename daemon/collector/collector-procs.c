@@ -19,6 +19,11 @@
 #define GC_INTERVAL_USEC (30 * USEC_PER_SEC)
 /* uid of a process whose user cannot be known: (uid_t) -1, which no client has. */
 #define UID_UNKNOWN UINT32_MAX
+/* Processes whose command line and unit are read from /proc in one tick (about 10 us each): so
+ * many of those first seen in it, and so many of those put off from earlier ticks. The others
+ * are known from what BPF recorded until their turn comes. */
+#define INFO_READS_NEW_PER_TICK 128
+#define INFO_READS_LATER_PER_TICK 128
 
 static int proc_compare(const void *a, const void *b) {
         const ProcessInfo *x = &((const CollectorProc *) a)->info, *y = &((const CollectorProc *) b)->info;
@@ -90,6 +95,7 @@ void proc_table_done(ProcTable *t) {
                 proc_free(t->dead[i]);
         free(t->dead);
         free(t->touched);
+        free(t->info_queue);
         free(t->samples);
         free(t->slot_procs);
         name_shares_done(&t->file_names);
@@ -169,7 +175,8 @@ static int proc_cgroup_unit(ProcTable *t, uint64_t cgroup_id, char **ret) {
 /* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
  * gone its parent is the one to ask (as ps shows a forked child with its parent's command line),
  * and it starts in its parent's unit. */
-static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t parent_start_time) {
+static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t parent_start_time,
+                         bool read_proc) {
         CollectorProc *parent = proc_table_find(t, ppid, parent_start_time);
 
         if (parent) {
@@ -179,12 +186,60 @@ static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t
                         p->info.unit = strdup(parent->info.unit);
                 return;
         }
-        if (ppid == 0 || !proc_is_alive(t->proc_fd, ppid, parent_start_time))
+        if (!read_proc || ppid == 0 || !proc_is_alive(t->proc_fd, ppid, parent_start_time))
                 return;
         if (!p->info.cmdline)
                 (void) proc_read_cmdline(t->proc_fd, ppid, CMDLINE_MAX, &p->info.cmdline);
         if (!p->info.unit)
                 (void) proc_read_unit(t->proc_fd, ppid, &p->info.unit);
+}
+
+/* One with an identity from BPF, beyond this tick's reads of /proc: named from what BPF recorded
+ * (uid, name, the unit of its cgroup, its parent's command line when the parent is tracked); its
+ * command line and unit are read from /proc in a later tick (proc_table_read_info()). A process
+ * older than counting counts its minor/major faults from its first reading on. */
+static int proc_new_later(ProcTable *t, CollectorProc *p, const struct ts_ident *id) {
+        p->info.uid = id->uid;
+        memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
+        (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
+        proc_inherit(t, p, id->ppid, id->parent_start_time, false);
+        p->minmaj_seen.baseline = p->info.start_time < t->attached_boottime;
+        p->info_pending = true;
+        return array_append((void **) &t->info_queue, &t->n_info_queue, &t->info_queue_capacity, sizeof(p), &p);
+}
+
+/* One read from /proc now, where it is this process; else named from BPF's record. */
+static void proc_new_now(ProcTable *t, CollectorProc *p, const struct ts_ident *id) {
+        uint32_t pid = p->info.pid;
+        bool known = id && id->start_time == p->info.start_time, alive;
+        ProcStat st;
+
+        alive = proc_table_stat(t, p, &st) >= 0;
+        if (known) {
+                p->info.uid = id->uid;
+                memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
+        } else if (alive) {
+                memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
+                (void) proc_read_uid(t->proc_fd, pid, &p->info.uid);
+        }
+        /* /proc/PID/ is read only while it is this process, not one that got its pid since. */
+        if (alive) {
+                (void) proc_read_cmdline(t->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
+                (void) proc_read_unit(t->proc_fd, pid, &p->info.unit);
+        } else if (known)
+                (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
+        if (known && (!p->info.cmdline || !p->info.unit))
+                proc_inherit(t, p, id->ppid, id->parent_start_time, true);
+
+        /* A process started after counting began has all of its min_flt/maj_flt in our window;
+         * for an older one only what comes after the first reading counts. */
+        if (p->info.start_time < t->attached_boottime) {
+                if (alive) {
+                        p->minmaj_seen.minflt = st.minflt;
+                        p->minmaj_seen.majflt = st.majflt;
+                } else
+                        p->minmaj_seen.baseline = true; /* its exit's figures */
+        }
 }
 
 /* A process seen for the first time. id is what BPF recorded when the process was first counted,
@@ -194,8 +249,7 @@ static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t
 static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
                     CollectorProc **ret) {
         CollectorProc *p;
-        ProcStat st;
-        bool alive;
+        int r = 0;
 
         p = calloc(1, sizeof(*p));
         if (!p)
@@ -207,41 +261,68 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
         p->info.uid = UID_UNKNOWN;
         p->info.first_seen_usec = now;
         p->last_counted_usec = now;
-        alive = proc_table_stat(t, p, &st) >= 0;
-        if (id && id->start_time == start_time) {
-                p->info.uid = id->uid;
-                memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
-        } else if (alive) {
-                memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
-                (void) proc_read_uid(t->proc_fd, pid, &p->info.uid);
+        /* A process with BPF's record waits for its reads of /proc past the tick's share. */
+        if (id && id->start_time == start_time && t->info_reads_new == 0)
+                r = proc_new_later(t, p, id);
+        else {
+                if (t->info_reads_new > 0)
+                        t->info_reads_new--;
+                proc_new_now(t, p, id);
         }
-        /* /proc/PID/ is read only while it is this process, not one that got its pid since. */
-        if (alive) {
-                (void) proc_read_cmdline(t->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
-                (void) proc_read_unit(t->proc_fd, pid, &p->info.unit);
-        } else if (id && id->start_time == start_time)
-                (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
-        if (id && id->start_time == start_time && (!p->info.cmdline || !p->info.unit))
-                proc_inherit(t, p, id->ppid, id->parent_start_time);
-
-        /* A process started after counting began has all of its min_flt/maj_flt in our window;
-         * for an older one only what comes after the first reading counts. */
-        if (start_time < t->attached_boottime) {
-                if (alive) {
-                        p->minmaj_seen.minflt = st.minflt;
-                        p->minmaj_seen.majflt = st.majflt;
-                } else
-                        p->minmaj_seen.baseline = true; /* its exit's figures */
-        }
-
-        if (!tsearch(p, &t->tree, proc_compare)) {
+        if (r < 0 || !tsearch(p, &t->tree, proc_compare)) {
+                if (r >= 0 && p->info_pending)
+                        t->n_info_queue--; /* appended last */
                 proc_close_stat(t, p);
                 proc_free(p);
-                return -ENOMEM;
+                return r < 0 ? r : -ENOMEM;
         }
         t->n_procs++;
         *ret = p;
         return 0;
+}
+
+void proc_table_read_info(ProcTable *t) {
+        size_t reads = 0, i = t->info_queue_head;
+
+        for (; i < t->n_info_queue && reads < INFO_READS_LATER_PER_TICK; i++) {
+                CollectorProc *p = t->info_queue[i];
+                char *cmdline = NULL, *unit = NULL;
+                int r;
+
+                /* Exec'd since (its exec read them), or gone (what BPF recorded stays). */
+                if (!p->info_pending)
+                        continue;
+                p->info_pending = false;
+                reads++;
+                if (!proc_is_alive(t->proc_fd, p->info.pid, p->info.start_time))
+                        continue;
+                if (proc_read_cmdline(t->proc_fd, p->info.pid, CMDLINE_MAX, &cmdline) >= 0) {
+                        free(p->info.cmdline);
+                        p->info.cmdline = cmdline;
+                }
+                r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
+                if (r >= 0 || r == -ENODATA) {
+                        free(p->info.unit);
+                        p->info.unit = unit;
+                }
+                (void) proc_table_touch(t, p);
+        }
+        t->info_queue_head = i;
+        if (t->info_queue_head == t->n_info_queue)
+                t->info_queue_head = t->n_info_queue = 0;
+}
+
+/* Before the dead are freed: the queue lets go of them. */
+static void info_queue_forget_dead(ProcTable *t) {
+        size_t m = 0;
+
+        if (t->n_dead == 0)
+                return;
+        for (size_t i = t->info_queue_head; i < t->n_info_queue; i++)
+                if (!t->info_queue[i]->info.exited && t->info_queue[i]->info_pending)
+                        t->info_queue[m++] = t->info_queue[i];
+        t->info_queue_head = 0;
+        t->n_info_queue = m;
 }
 
 int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,
@@ -380,6 +461,7 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
 
         /* Another program maps other files: what its maps say is read anew. */
         file_names_clear(t, p);
+        p->info_pending = false; /* read here */
         p->maps_error = 0;
 
         /* Counting goes on under the new name. /proc has the whole command line while the
@@ -508,6 +590,8 @@ size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
 }
 
 void proc_table_begin_tick(ProcTable *t) {
+        t->info_reads_new = INFO_READS_NEW_PER_TICK;
+        info_queue_forget_dead(t);
         for (size_t i = 0; i < t->n_touched; i++) {
                 if (t->touched[i]->has_traps_delta)
                         *t->touched[i]->traps_delta = (Traps) {};

@@ -66,6 +66,7 @@ typedef struct CollectorProc {
                                         * permitted, -E2BIG: its names past the bounds): not
                                         * tried again until an exec; 0 while it is */
         bool touched;                  /* goes into this tick's samples */
+        bool info_pending;             /* its command line and unit are still to be read from /proc */
 } CollectorProc;
 
 typedef struct ProcTable {
@@ -84,6 +85,12 @@ typedef struct ProcTable {
 
         CollectorProc **touched;          /* this tick's */
         size_t n_touched, touched_capacity;
+        /* Processes first seen beyond a tick's reads of /proc, whose command line and unit are read
+         * in later ticks, oldest first (from info_queue_head); and how many first seen this tick
+         * may still be read at once. */
+        CollectorProc **info_queue;
+        size_t info_queue_head, n_info_queue, info_queue_capacity;
+        size_t info_reads_new;
         CollectorProc **dead;             /* exited last tick: freed at the start of the next tick */
         size_t n_dead, dead_capacity;
         NameShares file_names;            /* every process's file_names, by user (collector-util.h) */
@@ -117,6 +124,9 @@ int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName 
 int proc_table_retire(ProcTable *t, CollectorProc *p);
 size_t proc_table_count_uid(ProcTable *t, uint32_t uid);
 
+/* The command line and unit of processes first seen in earlier ticks beyond their reads of /proc,
+ * oldest first, a bounded number a tick; each read is touched, so its sample carries them. */
+void proc_table_read_info(ProcTable *t);
 /* Minor/major faults and name of this tick's active processes from /proc/PID/stat, through an fd
  * kept open while the process is active (proc_open_stat()). Returns how many it read. */
 size_t proc_table_read_minmaj(ProcTable *t);

@@ -259,9 +259,12 @@ static int drain_traps_entry(CollectorReader *r, const struct ts_proc_key *key, 
         return proc_table_count_traps(r->procs, p, value, now);
 }
 
+/* By map (the trap hash's keys last), then process. */
 static int key_compare(const void *a, const void *b) {
         const struct ts_proc_key *x = a, *y = b;
 
+        if (x->_pad0 != y->_pad0)
+                return x->_pad0 < y->_pad0 ? -1 : 1;
         return process_identity_compare(x->tgid, x->start_time, y->tgid, y->start_time);
 }
 
@@ -281,11 +284,27 @@ static int take_log(CollectorReader *r, const struct ts_hash_log *log, bool *ove
         return 0;
 }
 
-/* The fallback hash's entries counted into since the last tick (struct ts_hash_log): the last
- * epoch's logs whole, then reset (no program writes them a tick later), and the epoch that ends
- * now as far as it is visible yet; so every logged entry is read in two ticks, which catches a
- * count that lands after the first read. Where a log overflowed, the whole hash, also in the next
- * tick. */
+/* One logged entry of the fallback or the trap hash, unless it is gone: its process exited, and
+ * its last counts were read before. */
+static int drain_logged(CollectorReader *r, const struct ts_proc_key *logged, uint64_t now) {
+        struct trapstat_bpf *skel = r->bpf->skel;
+        bool traps = logged->_pad0 == TS_LOG_TRAPS;
+        struct ts_proc_key key = *logged;
+
+        key._pad0 = 0;
+        r->tick_records++;
+        if (bpf_map_lookup_elem(bpf_map__fd(traps ? skel->maps.traps : skel->maps.processes), &key,
+                                r->batch_values) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return traps ? drain_traps_entry(r, &key, r->batch_values, now)
+                     : drain_hash_entry(r, &key, r->batch_values, now);
+}
+
+/* The fallback and trap hashes' entries counted into since the last tick (struct ts_hash_log):
+ * the last epoch's logs whole, then reset (no program writes them a tick later), and the epoch
+ * that ends now as far as it is visible yet; so every logged entry is read in two ticks, which
+ * catches a count that lands after the first read. Where a log overflowed, both hashes whole,
+ * also in the next tick. */
 static int drain_hash(CollectorReader *r, uint64_t now) {
         struct trapstat_bpf *skel = r->bpf->skel;
         uint32_t epoch = __atomic_load_n(&skel->data->hash_epoch, __ATOMIC_RELAXED);
@@ -308,22 +327,19 @@ static int drain_hash(CollectorReader *r, uint64_t now) {
                 if (k < 0)
                         return k;
         }
-        if (overflowed)
-                return for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
-                                      drain_hash_entry, now);
+        if (overflowed) {
+                k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
+                                   drain_hash_entry, now);
+                return k < 0 ? k : for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now);
+        }
 
-        qsort(r->hash_keys, r->n_hash_keys, sizeof(*r->hash_keys), key_compare);
+        /* Fallback hash entries first, as when both hashes were read whole. */
+        if (r->n_hash_keys > 1)
+                qsort(r->hash_keys, r->n_hash_keys, sizeof(*r->hash_keys), key_compare);
         for (size_t i = 0; i < r->n_hash_keys; i++) {
                 if (i > 0 && key_compare(&r->hash_keys[i - 1], &r->hash_keys[i]) == 0)
                         continue;
-                r->tick_records++;
-                /* Gone since it was logged: it exited, and its last counts were read before. */
-                if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.processes), &r->hash_keys[i], r->batch_values) < 0) {
-                        if (errno == ENOENT)
-                                continue;
-                        return -errno;
-                }
-                k = drain_hash_entry(r, &r->hash_keys[i], r->batch_values, now);
+                k = drain_logged(r, &r->hash_keys[i], now);
                 if (k < 0)
                         return k;
         }
@@ -337,8 +353,7 @@ int reader_drain_maps(CollectorReader *r, uint64_t now) {
         /* The tick that ends: its longest faults are read while BPF keeps the next one's apart. */
         r->fault_tick = __atomic_load_n(&skel->bss->fault_tick, __ATOMIC_RELAXED);
         __atomic_store_n(&skel->bss->fault_tick, r->fault_tick + 1, __ATOMIC_SEQ_CST);
-        if ((k = drain_slots(r, now)) < 0 || (k = drain_hash(r, now)) < 0 ||
-            (k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now)) < 0)
+        if ((k = drain_slots(r, now)) < 0 || (k = drain_hash(r, now)) < 0)
                 return k;
         return 0;
 }
