@@ -113,7 +113,9 @@ case $cmd in
     # What is tested: the versions, in CI's log.
     vm_log "$(. "$vm_root/etc/os-release"; echo "$PRETTY_NAME") userland, $suite kernel $(vm_kver), libbpf $(libbpf)"
     run="meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3"
-    vm_boot "t=\$SECONDS; $run --suite bpf; s=\$?
+    # Debian 11's kernel runs only the base object: counts is counts-base there (90 s again).
+    skip=; [[ $suite == bullseye ]] && skip="--no-suite bpf-object-base"
+    vm_boot "t=\$SECONDS; $run --suite bpf $skip; s=\$?
 echo \"== $leg vm: bpf suite \$((SECONDS - t)) s\"
 t=\$SECONDS; STORM_CHILDREN=2000 $run --logbase storm $leg-stress --test-args Storm || s=1
 echo \"== $leg vm: storm \$((SECONDS - t)) s\"
