@@ -9,7 +9,7 @@ to the first, which is what a process that does nothing costs.
 After --warmup seconds (the start, the processes being seen), two phases:
   1. --cpu-seconds without clients: the daemon's CPU (% of one core), its RSS, the event loop's
      turns over 5 ms in that time, the records its drains read per tick (GetStatus
-     tickRecordsRead, where the build has it, sampled every 2 s: median and max).
+     tickRecordsRead, where the build has it, sampled every 1.7 s: median and max).
   2. Calls through the socket, one at a time with a random 0-100 ms pause before each, each
      timed until its whole reply was read, --calls of each kind and for at least --minutes:
        Top        {windowSec: 86400, limit: 20}
@@ -137,10 +137,11 @@ def run(build, args, idle):
         with varlink_raw.Connection(sock, timeout=120) as conn:
             status0 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
         cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
-        # The records each tick read, sampled every 2 s (a GetStatus costs the loop a fraction of a ms).
+        # The records each tick read, sampled every 1.7 s: not a multiple of the workload's second,
+        # which would see the same tick of it every time (a GetStatus costs the loop a fraction of a ms).
         records = []
         while time.monotonic() < t0 + args.cpu_seconds:
-            time.sleep(min(2, max(0, t0 + args.cpu_seconds - time.monotonic())))
+            time.sleep(min(1.7, max(0, t0 + args.cpu_seconds - time.monotonic())))
             with varlink_raw.Connection(sock, timeout=120) as c:
                 records.append(call_ms(c, "io.trapstat.GetStatus", {})[1].get("tickRecordsRead"))
         cpu1, t1 = cpu_seconds(d.pid), time.monotonic()
