@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "array-util.h"
-#include "file-util.h"
 #include "macro.h"
 #include "time-util.h"
 #include "trapstat.skel.h"
@@ -142,8 +141,9 @@ static bool bit_test(const uint64_t *bits, uint32_t i) {
         return bits[i / 64] & (UINT64_C(1) << (i % 64));
 }
 
-/* The slots BPF marked changed since the last tick (slot_dirty), into r->dirty, and those of the
- * last tick kept in r->dirty_last: a mark may be seen before the count it follows. */
+/* The slots BPF marked changed since the last tick (slot_dirty), into the first half of r->dirty,
+ * and those of the last tick kept in its second half: a mark may be seen before the count it
+ * follows. */
 static void take_dirty(CollectorReader *r) {
         size_t n_words = ((size_t) r->bpf->n_slots + 63) / 64;
         uint32_t n = collector_bpf_dirty_words(r->bpf), mask = r->bpf->n_slots - 1;
