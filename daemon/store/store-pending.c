@@ -118,9 +118,9 @@ static int pending_compare(const void *a, const void *b) {
         return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
 }
 
-static int fold_sample(Store *s, const PendingSample *x) {
-        sqlite3_stmt *st = s->add_raw[STORE_KIND_SAMPLE];
-
+/* Adds a process's pending sum of a bucket to its raw row and to its total (table process_total,
+ * which Top ranks by); st is either statement, both take (id, bucket, faults, traps, time). */
+static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, x->process_id);
         sqlite3_bind_int64(st, 2, (int64_t) x->bucket_usec);
@@ -129,6 +129,12 @@ static int fold_sample(Store *s, const PendingSample *x) {
         sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) x->traps);
         sqlite3_bind_int64(st, 4 + (int) n_fault_fields, (int64_t) MIN(x->time_ns, (uint64_t) INT64_MAX));
         return sql_step_done(st);
+}
+
+static int fold_sample(Store *s, const PendingSample *x) {
+        int r = fold_into(s->add_raw[STORE_KIND_SAMPLE], x);
+
+        return r < 0 ? r : fold_into(s->add_total, x);
 }
 
 int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n) {

@@ -114,6 +114,7 @@ static char *join_fault_columns(const char *fmt) {
 }
 
 static int prepare_statements(Store *s) {
+        _cleanup_free_ char *adds = NULL, *values = NULL;
         int r;
 
         s->columns = join_fault_columns("f_%s");
@@ -145,6 +146,19 @@ static int prepare_statements(Store *s) {
         if (r < 0)
                 return r;
         r = sql_prepare(s->db, &s->add_pending, "INSERT INTO sample_pending (time_usec, data) VALUES (?, ?)");
+        if (r < 0)
+                return r;
+        /* The parameters of the sample kind's raw upsert (fold_sample() binds the same). */
+        adds = join_fault_columns("f_%1$s = f_%1$s + excluded.f_%1$s");
+        values = join_fault_columns("?");
+        if (!adds || !values)
+                return -ENOMEM;
+        r = sql_prepare(s->db, &s->add_total,
+                        "INSERT INTO process_total (process_id, last_counted_usec, %s, traps, time_ns) "
+                        "VALUES (?1, ?2, %s, ?, ?) ON CONFLICT (process_id) DO UPDATE SET "
+                        "last_counted_usec = max(last_counted_usec, excluded.last_counted_usec), %s, "
+                        "traps = traps + excluded.traps, time_ns = time_ns + excluded.time_ns",
+                        s->columns, values, adds);
         if (r < 0)
                 return r;
         for (int k = 0; k < _STORE_KIND_MAX; k++) {
@@ -289,6 +303,7 @@ Store *store_free(Store *s) {
         sqlite3_finalize(s->update_process);
         sqlite3_finalize(s->update_process_seen);
         sqlite3_finalize(s->add_pending);
+        sqlite3_finalize(s->add_total);
         for (int k = 0; k < _STORE_KIND_MAX; k++)
                 sqlite3_finalize(s->add_raw[k]);
         free(s->packed);

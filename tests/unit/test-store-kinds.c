@@ -138,11 +138,26 @@ static void test_kinds_match_the_schema(void **state) {
                 }
         }
 
-        /* The tables that are not counts: processes, the tiers' marks, the pending ticks, the
-         * site kind's dictionaries. */
+        /* The processes' totals, which Top ranks by: a column for each of the sample kind's values
+         * (each a sort key), all the same. */
+        {
+                const StoreKind *sample = &store_kinds[STORE_KIND_SAMPLE];
+                char buf[STORE_COLUMN_MAX];
+
+                for (size_t i = 0; i < store_kind_n_values(sample); i++)
+                        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM pragma_table_info('process_total') "
+                                                       "WHERE name = '%s'",
+                                                   store_kind_value(sample, i, buf)),
+                                         1);
+                assert_int_equal(query_int(db, "SELECT COUNT(*) FROM pragma_table_info('process_total')"),
+                                 (int64_t) (2 + store_kind_n_values(sample)));
+        }
+
+        /* The tables that are not counts: processes and their totals, the tiers' marks, the pending
+         * ticks, the site kind's dictionaries. */
         assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT IN ('process', 'tier', 'sample_pending', 'object', 'site', "
-                                       "'user_usage')"),
+                                       "AND name NOT IN ('process', 'process_total', 'tier', 'sample_pending', "
+                                       "'object', 'site', 'user_usage')"),
                          (int64_t) tables);
         sqlite3_close(db);
 }

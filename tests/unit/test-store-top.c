@@ -390,12 +390,126 @@ static void test_top_filters(void **state) {
         store_free(s);
 }
 
+/* Top against a model of what was flushed: 300 processes of three users, counting at random (most
+ * ticks nothing, major faults and exec rarely, so that many totals are 0 and many counts tie; a
+ * third of them busy only at first) over six buckets, asked after every tick (some of the window folded, some pending) for every window,
+ * four sort keys, limits from 1 to all, with and without a user. The ranking walks the totals and
+ * stops early (store-top.c); the model sums every process. Rows, order, counts and otherProcesses
+ * must all agree. */
+#define MODEL_PROCS 300
+#define MODEL_BUCKETS 6
+typedef struct TopModel {
+        ProcessInfo procs[MODEL_PROCS];
+        char comm[MODEL_PROCS][16];
+        Faults counts[MODEL_PROCS][MODEL_BUCKETS];
+        bool counted[MODEL_PROCS][MODEL_BUCKETS]; /* a non-zero delta: a row */
+} TopModel;
+
+/* Top over buckets since..last by sort, limit and uid, as the store answers and as the model. */
+static void top_model_check(Store *s, const TopModel *m, uint64_t t0, size_t since, size_t last, const char *sort,
+                            size_t limit, int64_t uid) {
+        const FaultField *field = fault_field_by_name(sort);
+        struct {
+                uint64_t v;
+                size_t i;
+        } want[MODEL_PROCS];
+        size_t n_want = 0, n;
+        StoreRow *rows;
+        uint64_t other;
+
+        for (size_t i = 0; i < MODEL_PROCS; i++) {
+                Faults sum = {};
+                bool any = false;
+                uint64_t v;
+                size_t j;
+
+                if (uid >= 0 && m->procs[i].uid != uid)
+                        continue;
+                for (size_t x = since; x <= last; x++) {
+                        faults_add(&sum, &m->counts[i][x]);
+                        any = any || m->counted[i][x];
+                }
+                if (!any)
+                        continue;
+                /* In Top's order: the larger first, ties the later process row (the larger pid). */
+                v = faults_get(&sum, field);
+                for (j = n_want++; j > 0 && (want[j - 1].v < v || (want[j - 1].v == v && want[j - 1].i < i)); j--)
+                        want[j] = want[j - 1];
+                want[j].v = v;
+                want[j].i = i;
+        }
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0 + since * 10000000, sort, limit, uid, NULL, &rows, &n, &other)), 0);
+        assert_int_equal(n, MIN(limit, n_want));
+        assert_int_equal(other, n_want - n);
+        for (size_t r = 0; r < n; r++) {
+                assert_int_equal(rows[r].process.pid, m->procs[want[r].i].pid);
+                assert_int_equal(faults_get(&rows[r].faults, field), want[r].v);
+        }
+        store_rows_free(rows, n);
+}
+
+static void test_top_matches_a_model(void **state) {
+        static const char *const sorts[] = { "user", "major", "exec", "kernel" };
+        static const size_t limits[] = { 1, 3, 20, 77, 1000 };
+        static const int64_t uids[] = { -1, 1000 };
+        static TopModel m;
+        ProcessSample samples[MODEL_PROCS];
+        const uint64_t t0 = 1700000000000000ULL;
+        unsigned seed = 44;
+        size_t queries = 0;
+        char path[256];
+        Store *s;
+
+        snprintf(path, sizeof(path), "%s/top-model.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        /* Process row ids in pid order: the first tick has them all, with nothing counted. */
+        for (size_t i = 0; i < MODEL_PROCS; i++) {
+                snprintf(m.comm[i], sizeof(m.comm[i]), "p%zu", i);
+                m.procs[i] = (ProcessInfo) { .pid = (uint32_t) (1000 + i), .start_time = 1, .uid = 999 + (uint32_t) (i % 3),
+                                             .first_seen_usec = t0 };
+                memcpy(m.procs[i].comm, m.comm[i], sizeof(m.comm[i]));
+                samples[i] = (ProcessSample) { .process = &m.procs[i] };
+        }
+        assert_int_equal(store_flush(s, t0, samples, MODEL_PROCS), 0);
+
+        for (int tick = 1; tick < MODEL_BUCKETS * 4; tick++) {
+                size_t b = (size_t) tick / 4, n = 0;
+
+                for (size_t i = 0; i < MODEL_PROCS; i++) {
+                        Faults d = {};
+
+                        if (rand_r(&seed) % 5 != 0)
+                                continue;
+                        /* A third counts much in the first two buckets and little after: their totals
+                         * rank them first, and later windows must walk past them. */
+                        d.user = (uint64_t) rand_r(&seed) % 4 + (i % 3 == 0 && b < 2 ? 40 : 0);
+                        d.kernel = (uint64_t) rand_r(&seed) % 3;
+                        d.major = rand_r(&seed) % 10 == 0 ? 1 + (uint64_t) rand_r(&seed) % 2 : 0;
+                        d.exec = rand_r(&seed) % 30 == 0;
+                        d.minor = d.user + d.kernel;
+                        faults_add(&m.counts[i][b], &d);
+                        m.counted[i][b] = m.counted[i][b] || !faults_is_zero(&d);
+                        samples[n++] = (ProcessSample) { .process = &m.procs[i], .delta = d };
+                }
+                assert_int_equal(store_flush(s, t0 + b * 10000000 + (uint64_t) (tick % 4) * 2000000, samples, n), 0);
+
+                for (size_t since = 0; since <= b; since++)
+                        for (size_t k = 0; k < ELEMENTSOF(sorts); k++)
+                                for (size_t l = 0; l < ELEMENTSOF(limits); l++)
+                                        for (size_t u = 0; u < ELEMENTSOF(uids); u++, queries++)
+                                                top_model_check(s, &m, t0, since, b, sorts[k], limits[l], uids[u]);
+        }
+        assert_true(queries > 1000);
+        store_free(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_flush_top_history),
                 cmocka_unit_test(test_traps),
                 cmocka_unit_test(test_top_reads_pending),
                 cmocka_unit_test(test_top_filters),
+                cmocka_unit_test(test_top_matches_a_model),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

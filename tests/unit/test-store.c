@@ -198,6 +198,27 @@ static void check_fixture(const char *name, bool has_traps) {
                 assert_int_equal(traps.signal[fault_signal_index(SIGSEGV)][si_code_slot(0x80)], 1);
         }
 
+        /* Top ranks by the totals the migration to version 11 summed from the tiers. */
+        {
+                StoreRow *rows;
+                uint64_t other;
+
+                assert_int_equal(IN_SNAPSHOT(s, store_top(s, 1, "user", 10, -1, NULL, &rows, &n, &other)), 0);
+                assert_int_equal(n, 2);
+                assert_int_equal(other, 0);
+                assert_int_equal(rows[0].process.pid, 100);
+                assert_int_equal(rows[0].faults.user, 15);
+                assert_int_equal(rows[1].process.pid, 101);
+                assert_int_equal(rows[1].faults.user, 2);
+                store_rows_free(rows, n);
+                assert_int_equal(IN_SNAPSHOT(s, store_top(s, 1, "major", 1, -1, NULL, &rows, &n, &other)), 0);
+                assert_int_equal(n, 1);
+                assert_int_equal(other, 1);
+                assert_int_equal(rows[0].process.pid, 100);
+                assert_int_equal(rows[0].faults.major, 1);
+                store_rows_free(rows, n);
+        }
+
         /* Another boot's process that was running then is not running now. */
         assert_int_equal(store_find_process(s, 101, 0, &id, &p), 0);
         assert_string_equal(p.cmdline, "beta --x");
