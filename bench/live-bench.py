@@ -20,10 +20,15 @@ At the end: how many of the processes ListProcesses knows, the drops by kind, th
 over phase 2, peak RSS (VmHWM) and database size, how busy the whole machine was, the loop's
 turns over 5 ms in phase 2, the writer's time writing ticks and maintaining and its longest
 step.
+  3. With --storm N: an unprivileged user (nobody) forks N short processes as fast as it can
+     (tests/helpers/storm, 64 alive at once), while the Watch goes on and GetStatus is called
+     every 100 ms: the processes a second, the largest gap between Watch replies, GetStatus
+     (median / max), the loop's turns over 5 ms, and the drops by kind, during the storm.
+     With --max-db-size (e.g. 8M) the writer works under the size cap as it does on a full disk.
 
 usage: sudo python3 bench/live-bench.py [--build DIR] [--baseline-build DIR] [--procs 200]
            [--interval-ms 1000] [--idle 1000,10000] [--cpu-seconds 60] [--calls 60]
-           [--minutes 0] [--warmup 60] [--slots N]
+           [--minutes 0] [--warmup 60] [--slots N] [--storm N] [--max-db-size SIZE]
 Run from the source tree after `meson compile -C build`. Needs root (BPF). With
 --baseline-build (a build of an earlier commit) every column runs first with that build's
 trapstatd and live-procs."""
@@ -120,6 +125,8 @@ def run(build, args, idle):
            "--socket", sock, "--tick", "200ms"]
     if args.slots:
         cmd += ["--slots", str(args.slots)]
+    if args.max_db_size:
+        cmd += ["--max-db-size", args.max_db_size]
     d = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "log"), "w"))
     workloads = []
     try:
@@ -180,7 +187,9 @@ def run(build, args, idle):
         gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
         _, listed = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
         _, status = call_ms(conn, "io.trapstat.GetStatus", {})
+        storm = run_storm(build, args, sock, conn, status) if args.storm else None
         return {
+            "storm": storm,
             "times": times,
             "watch gaps": gaps,
             "listed": len(listed["processes"]),
@@ -207,6 +216,43 @@ def run(build, args, idle):
         d.terminate()
         d.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def storm_binary(build):
+    return os.path.join(build, "tests", "storm")
+
+
+def run_storm(build, args, sock, conn, status0):
+    """Phase 3: nobody's storm of args.storm processes beside a Watch and a GetStatus every 100 ms."""
+    watcher = Watcher(sock)
+    watcher.start()
+    time.sleep(1)
+    storm = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", storm_binary(build),
+                              str(args.storm), "64", "stormchild"], stdout=subprocess.PIPE, text=True,
+                             cwd="/")
+    t0 = time.monotonic()
+    status_ms = []
+    while storm.poll() is None:
+        status_ms.append(call_ms(conn, "io.trapstat.GetStatus", {})[0])
+        time.sleep(0.1)
+    t1 = time.monotonic()
+    out = json.loads(storm.stdout.read())
+    # The ticks the storm's processes are drained in come up to a tick after its end.
+    time.sleep(0.5)
+    watcher.stopped = True
+    arrivals = [a for a in watcher.arrivals if t0 <= a <= t1 + 0.5]
+    gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
+    status = call_ms(conn, "io.trapstat.GetStatus", {})[1]
+    before = {k["kind"]: k["count"] for k in status0["dropsByKind"]}
+    return {
+        "rate": args.storm / out["wallSec"],
+        "watch gap max": max(gaps, default=float("nan")),
+        "watch gap p99": percentile(gaps, 99),
+        "status": status_ms,
+        "slow turns": loop_turns(status) - loop_turns(status0),
+        "drops": {k["kind"]: k["count"] - before.get(k["kind"], 0) for k in status["dropsByKind"]
+                  if k["count"] > before.get(k["kind"], 0)},
+    }
 
 
 def med_p99(values):
@@ -237,6 +283,13 @@ ROWS = [
     ("listed", lambda r: f"{r['listed']}", None),
     ("drops", lambda r: json.dumps(r["drops"]) if r["drops"] else "none", None),
 ]
+STORM_ROWS = [
+    ("storm procs/s", lambda r: f"{r['storm']['rate']:.0f}"),
+    ("storm Watch p99/max", lambda r: f"{r['storm']['watch gap p99']:.0f} / {r['storm']['watch gap max']:.0f}"),
+    ("storm GetStatus", lambda r: f"{percentile(r['storm']['status'], 50):.1f} / {max(r['storm']['status']):.1f}"),
+    ("storm loop >5ms", lambda r: f"{r['storm']['slow turns']}"),
+    ("storm drops", lambda r: ",".join(f"{k}:{v}" for k, v in r["storm"]["drops"].items()) or "none"),
+]
 
 
 def main():
@@ -251,6 +304,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=0)
     ap.add_argument("--warmup", type=float, default=60)
     ap.add_argument("--slots", type=int)
+    ap.add_argument("--storm", type=int, default=0, help="phase 3: nobody forks this many short processes")
+    ap.add_argument("--max-db-size", help="trapstatd --max-db-size")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("live-bench needs root (BPF)", file=sys.stderr)
@@ -279,6 +334,11 @@ def main():
             line += "".join(f"{fmt(r):>22}" for _, r in runs)
             if len(runs) > 1:
                 line += f"{value(runs[-1][1]) / value(runs[0][1]):>7.2f}x" if value else f"{'':8}"
+        print(line)
+    for label, fmt in STORM_ROWS if args.storm else []:
+        line = f"{label:18}"
+        for runs in cols:
+            line += "".join(f"{fmt(r):>22}" for _, r in runs) + (f"{'':8}" if len(runs) > 1 else "")
         print(line)
     for runs in cols:
         for n, r in runs:

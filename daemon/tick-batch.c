@@ -8,10 +8,84 @@
 #include "array-util.h"
 #include "macro.h"
 
-static int entry_compare(const void *a, const void *b) {
-        const ProcessInfo *x = &((const TickEntry *) a)->process, *y = &((const TickEntry *) b)->process;
+static int entry_compare(const TickEntry *a, const TickEntry *b) {
+        return process_identity_compare(a->process.pid, a->process.start_time, b->process.pid, b->process.start_time);
+}
 
-        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
+static int entry_init(TickEntry *e, const ProcessSample *s);
+
+/* qsort_r()'s: two indices into the entries. */
+static int index_compare(const void *a, const void *b, void *entries) {
+        const TickEntry *e = entries;
+
+        return entry_compare(&e[*(const uint32_t *) a], &e[*(const uint32_t *) b]);
+}
+
+/* The entry of s's process among the first n of the order, or NULL. */
+static TickEntry *batch_find(const TickBatch *b, size_t n, const ProcessSample *s) {
+        TickEntry key = { .process = *s->process };
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = entry_compare(&b->entries[b->order[mid]], &key);
+
+                if (c == 0)
+                        return &b->entries[b->order[mid]];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* Sorts the indices order[n_old..n_entries) of the entries appended last and merges them into
+ * the sorted order[0..n_old), from the back: O(new log new + all), with 4-byte moves. */
+static void order_merge(TickBatch *b, size_t n_old) {
+        uint32_t *o = b->order;
+        size_t n_new = b->n_entries - n_old, i = n_old, j = b->n_entries;
+        _cleanup_free_ uint32_t *fresh = NULL;
+
+        if (n_new == 0)
+                return;
+        qsort_r(o + n_old, n_new, sizeof(*o), index_compare, b->entries);
+        if (n_old == 0 || index_compare(&o[n_old - 1], &o[n_old], b->entries) < 0)
+                return; /* already in order: all new ones after the old */
+        fresh = malloc(n_new * sizeof(*o));
+        if (!fresh) {
+                /* No room for the merge: sort the whole order (in place). */
+                qsort_r(o, b->n_entries, sizeof(*o), index_compare, b->entries);
+                return;
+        }
+        memcpy(fresh, o + n_old, n_new * sizeof(*o));
+        for (size_t k = n_new; k > 0;) {
+                if (i > 0 && index_compare(&o[i - 1], &fresh[k - 1], b->entries) > 0)
+                        o[--j] = o[--i];
+                else
+                        o[--j] = fresh[--k];
+        }
+}
+
+/* Room for n more entries and their indices. */
+static int batch_grow(TickBatch *b, size_t n) {
+        int r;
+
+        if (b->n_entries + n > UINT32_MAX)
+                return -E2BIG;
+        r = array_grow((void **) &b->entries, &b->entries_capacity, b->n_entries, n, sizeof(TickEntry));
+        if (r >= 0)
+                r = array_grow((void **) &b->order, &b->order_capacity, b->n_entries, n, sizeof(uint32_t));
+        return r;
+}
+
+/* Appends a new entry for s. */
+static int batch_append(TickBatch *b, const ProcessSample *s) {
+        int r = entry_init(&b->entries[b->n_entries], s);
+
+        b->order[b->n_entries] = (uint32_t) b->n_entries;
+        b->n_entries++;
+        return r;
 }
 
 static void entry_done(TickEntry *e) {
@@ -83,22 +157,13 @@ int tick_batch_new(uint64_t seq, uint64_t now_usec, const ProcessSample *samples
         b->seq = seq;
         b->now_usec = now_usec;
         /* Exactly the tick's processes: most batches are never merged into. */
-        b->entries = calloc(MAX(n, (size_t) 1), sizeof(TickEntry));
-        if (!b->entries) {
-                tick_batch_free(b);
-                return -ENOMEM;
+        r = batch_grow(b, MAX(n, (size_t) 1));
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = batch_append(b, &samples[i]);
+        if (r >= 0) {
+                order_merge(b, 0);
+                r = sites_append(&b->fills, &b->n_fills, fills, n_fills);
         }
-        b->entries_capacity = MAX(n, (size_t) 1);
-        for (size_t i = 0; i < n; i++) {
-                r = entry_init(&b->entries[b->n_entries], &samples[i]);
-                b->n_entries++;
-                if (r < 0) {
-                        tick_batch_free(b);
-                        return r;
-                }
-        }
-        qsort(b->entries, b->n_entries, sizeof(TickEntry), entry_compare);
-        r = sites_append(&b->fills, &b->n_fills, fills, n_fills);
         if (r < 0) {
                 tick_batch_free(b);
                 return r;
@@ -113,23 +178,17 @@ int tick_batch_merge(TickBatch *b, uint64_t seq, uint64_t now_usec, const Proces
         int r;
 
         /* Room for every process being new, so that entries found below stay where they are. */
-        r = array_grow((void **) &b->entries, &b->entries_capacity, n_old, n, sizeof(TickEntry));
+        r = batch_grow(b, n);
         if (r < 0)
                 return r;
         free(b->samples);
         b->samples = NULL;
         for (size_t i = 0; i < n && r >= 0; i++) {
-                TickEntry key = { .process = *samples[i].process };
-                TickEntry *e = bsearch(&key, b->entries, n_old, sizeof(TickEntry), entry_compare);
+                TickEntry *e = batch_find(b, n_old, &samples[i]);
 
-                if (e)
-                        r = entry_update(e, &samples[i]);
-                else {
-                        r = entry_init(&b->entries[b->n_entries], &samples[i]);
-                        b->n_entries++;
-                }
+                r = e ? entry_update(e, &samples[i]) : batch_append(b, &samples[i]);
         }
-        qsort(b->entries, b->n_entries, sizeof(TickEntry), entry_compare);
+        order_merge(b, n_old);
         if (r >= 0)
                 r = sites_append(&b->fills, &b->n_fills, fills, n_fills);
         b->seq = seq;
@@ -144,7 +203,7 @@ int tick_batch_samples(TickBatch *b, const ProcessSample **ret, size_t *ret_n) {
                 if (!b->samples)
                         return -ENOMEM;
                 for (size_t i = 0; i < b->n_entries; i++) {
-                        const TickEntry *e = &b->entries[i];
+                        const TickEntry *e = &b->entries[b->order[i]];
 
                         b->samples[i] = (ProcessSample) { .process = &e->process, .delta = e->delta,
                                                           .fault_time = e->fault_time, .traps = e->traps,
@@ -162,6 +221,7 @@ TickBatch *tick_batch_free(TickBatch *b) {
         for (size_t i = 0; i < b->n_entries; i++)
                 entry_done(&b->entries[i]);
         free(b->entries);
+        free(b->order);
         site_counts_free(b->fills, b->n_fills);
         free(b->samples);
         free(b);

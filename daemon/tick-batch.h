@@ -29,8 +29,13 @@ typedef struct TickBatch {
         uint64_t seq;           /* the newest tick in it (writer_sync()) */
         uint64_t now_usec;      /* the newest tick's time */
         uint64_t merged;        /* ticks merged into it after its first */
-        TickEntry *entries;     /* sorted by (pid, start_time), each process once */
+        TickEntry *entries;     /* each process once, in the order they came */
         size_t n_entries, entries_capacity;
+        /* entries[] by (pid, start_time): where a merge finds a process, and the order the batch is
+         * written in. A merge sorts its new processes and merges their indices in; it never
+         * re-sorts the entries, which in a storm are tens of thousands while the writer is behind. */
+        uint32_t *order;
+        size_t order_capacity;
         SiteCount *fills; /* symbols found for sites stored before (store_sites_fill()) */
         size_t n_fills;
         ProcessSample *samples; /* tick_batch_samples() */
@@ -41,12 +46,13 @@ typedef struct TickBatch {
         bool fills_written;
 } TickBatch;
 
-/* A batch holding a copy of one tick. -ENOMEM. */
+/* A batch holding a copy of one tick. -ENOMEM; -E2BIG beyond UINT32_MAX processes. */
 int tick_batch_new(uint64_t seq, uint64_t now_usec, const ProcessSample *samples, size_t n, const SiteCount *fills,
                    size_t n_fills, TickBatch **ret);
-/* Merges a newer tick into b (above). -ENOMEM, after which b holds part of the tick. */
+/* Merges a newer tick into b (above). -ENOMEM or -E2BIG, after which b holds part of the tick. */
 int tick_batch_merge(TickBatch *b, uint64_t seq, uint64_t now_usec, const ProcessSample *samples, size_t n,
                      const SiteCount *fills, size_t n_fills);
-/* The batch as store_flush() takes it; valid until the batch is merged into or freed. */
+/* The batch as store_flush() takes it, by (pid, start_time); valid until the batch is merged into
+ * or freed. */
 int tick_batch_samples(TickBatch *b, const ProcessSample **ret, size_t *ret_n);
 TickBatch *tick_batch_free(TickBatch *b);

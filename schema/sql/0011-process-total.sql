@@ -36,6 +36,23 @@ CREATE INDEX process_total_by_protection ON process_total (f_protection, process
 CREATE INDEX process_total_by_traps ON process_total (traps, process_id) WHERE traps > 0;
 CREATE INDEX process_total_by_time_ns ON process_total (time_ns, process_id) WHERE time_ns > 0;
 
+-- A user's share of the size cap (user_usage, schema version 7) counts their processes' totals: 200
+-- bytes each (the row and its index entries, about 145 bytes each on a vacuumed table of 20000, more in a
+-- b-tree that grows at random). A total is deleted with its process (ON DELETE CASCADE) and moves with
+-- its process's uid.
+CREATE TRIGGER usage_process_total_insert AFTER INSERT ON process_total BEGIN
+        UPDATE user_usage SET bytes = bytes + 200 WHERE uid = (SELECT uid FROM process WHERE id = NEW.process_id);
+END;
+CREATE TRIGGER usage_process_total_delete BEFORE DELETE ON process
+        WHEN EXISTS (SELECT 1 FROM process_total WHERE process_id = OLD.id) BEGIN
+        UPDATE user_usage SET bytes = bytes - 200 WHERE uid = OLD.uid;
+END;
+CREATE TRIGGER usage_process_total_update AFTER UPDATE OF uid ON process
+        WHEN OLD.uid IS NOT NEW.uid AND EXISTS (SELECT 1 FROM process_total WHERE process_id = NEW.id) BEGIN
+        UPDATE user_usage SET bytes = bytes - 200 WHERE uid = OLD.uid;
+        INSERT INTO user_usage (uid, bytes) VALUES (NEW.uid, 200) ON CONFLICT (uid) DO UPDATE SET bytes = bytes + excluded.bytes;
+END;
+
 -- A database from before: every tier's rows summed. The tiers overlap (a minute row holds its raw
 -- rows again), so this is more than the process counted, never less, which is all the ranking needs;
 -- and every row of a process starts at or before its last_seen_usec.

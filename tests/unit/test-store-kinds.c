@@ -553,6 +553,46 @@ static void test_every_kind_counts_in_the_shares(void **state) {
         (void) state;
 }
 
+/* A process's total (process_total, Top's ranking) grows with a user's processes too: charged to
+ * its user's share when the writer first folds a count of the process, moved with the process's
+ * uid, taken back when the process is deleted (its total with it, by the foreign key). */
+static void test_totals_count_in_the_shares(void **state) {
+        ProcessInfo p = { .pid = 4343, .start_time = 1, .comm = "t", .uid = 1001, .first_seen_usec = 1 };
+        const uint64_t t0 = 1700000000000000ULL;
+        int64_t empty, counted;
+        char path[256];
+        sqlite3 *db;
+        Store *s;
+
+        db_path("usage-totals.db", path, sizeof(path));
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        db = open_db("usage-totals.db");
+        assert_int_equal(store_flush(s, t0, (ProcessSample[]) { { &p } }, 1), 0);
+        empty = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001");
+        /* A count, folded by the tick of the next bucket. */
+        assert_int_equal(store_flush(s, t0 + 1000000, (ProcessSample[]) { { &p, (Faults) { .user = 3 } } }, 1), 0);
+        assert_int_equal(store_flush(s, t0 + 10000000, (ProcessSample[]) { { &p } }, 1), 0);
+        assert_int_equal(query_int(db, "SELECT f_user FROM process_total"), 3);
+        counted = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001");
+        /* The raw row (64) and the total (200). */
+        assert_int_equal(counted - empty, 64 + 200);
+
+        exec(db, "UPDATE process SET uid = 1002 WHERE pid = 4343");
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001"), 64);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1002"), counted - 64);
+        exec(db, "UPDATE process SET uid = 1001 WHERE pid = 4343");
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001"), counted);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1002"), 0);
+        exec(db, "PRAGMA foreign_keys = ON");
+        exec(db, "DELETE FROM sample_raw");
+        exec(db, "DELETE FROM process");
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM process_total"), 0);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001"), 0);
+        sqlite3_close(db);
+        store_free(s);
+        (void) state;
+}
+
 /* A kind the store does not have, with two keys and two values, on tables made as a migration
  * would: the raw upsert, roll-up, expiry, the union and the sums come from the descriptor. */
 static const StoreKind example = {
@@ -682,6 +722,7 @@ int main(void) {
                 cmocka_unit_test(test_roll_up_and_expiry_of_each_kind),
                 cmocka_unit_test(test_size_cap_cuts_every_kind),
                 cmocka_unit_test(test_every_kind_counts_in_the_shares),
+                cmocka_unit_test(test_totals_count_in_the_shares),
                 cmocka_unit_test(test_a_new_kind_is_a_descriptor),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);

@@ -93,7 +93,7 @@ static void test_merge_adds_up(void **state _unused_) {
         assert_int_equal(batch->merged, 1);
         assert_int_equal(batch->n_entries, 3);
 
-        e = &batch->entries[1]; /* (5, 1), (20, 7), (20, 8) */
+        e = &batch->entries[batch->order[1]]; /* by (pid, start_time): (5, 1), (20, 7), (20, 8) */
         assert_int_equal(e->process.start_time, 7);
         assert_int_equal(e->delta.user, 7);
         assert_int_equal(e->delta.write, 1);
@@ -108,7 +108,7 @@ static void test_merge_adds_up(void **state _unused_) {
         assert_string_equal(e->process.unit, "u.service");
         assert_int_equal(e->process.first_seen_usec, 100);
         assert_true(e->process.exited);
-        assert_int_equal(batch->entries[2].delta.minor, 9);
+        assert_int_equal(batch->entries[batch->order[2]].delta.minor, 9);
         assert_int_equal(find(batch, 5)->delta.kernel, 4);
         assert_null(find(batch, 5)->traps);
         assert_int_equal(batch->n_fills, 1);
