@@ -219,7 +219,7 @@ def run(build, args, idle):
 
 
 def storm_binary(build):
-    return os.path.join(build, "tests", "storm")
+    return os.path.abspath(os.path.join(build, "tests", "storm"))
 
 
 def run_storm(build, args, sock, conn, status0):
@@ -227,16 +227,20 @@ def run_storm(build, args, sock, conn, status0):
     watcher = Watcher(sock)
     watcher.start()
     time.sleep(1)
+    # Its report names every child: into a file, not a pipe it would fill and block on.
+    report = tempfile.TemporaryFile(mode="w+")
     storm = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", storm_binary(build),
-                              str(args.storm), "64", "stormchild"], stdout=subprocess.PIPE, text=True,
-                             cwd="/")
+                              str(args.storm), "64", "stormchild"], stdout=report, text=True, cwd="/")
     t0 = time.monotonic()
     status_ms = []
     while storm.poll() is None:
         status_ms.append(call_ms(conn, "io.trapstat.GetStatus", {})[0])
         time.sleep(0.1)
     t1 = time.monotonic()
-    out = json.loads(storm.stdout.read())
+    if storm.returncode != 0:
+        raise SystemExit(f"storm failed: exit status {storm.returncode}")
+    report.seek(0)
+    out = json.load(report)
     # The ticks the storm's processes are drained in come up to a tick after its end.
     time.sleep(0.5)
     watcher.stopped = True

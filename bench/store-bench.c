@@ -532,7 +532,7 @@ static int generate_coarse(Bench *b) {
         uint64_t minute_from = MAX(floor_to(b->start, MINUTE),
                                    b->raw_from > b->retention.minute_usec ? floor_to(b->raw_from - b->retention.minute_usec, MINUTE) : 0);
         sqlite3_stmt *update = NULL;
-        char sql[256];
+        char sql[512];
         int r;
 
         if (b->raw_from <= b->start)
@@ -618,6 +618,15 @@ static int generate_coarse(Bench *b) {
                 if ((r = coarse_add_row(b, &hour, &b->procs[hours[i].proc], hours[i].time, &hours[i].faults,
                                         hours[i].traps)) < 0)
                         goto rollback;
+        /* Each process's total, which the daemon's folds would have kept (Top ranks by it): the
+         * hour tier holds the whole coarse past exactly once. */
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO process_total (process_id, last_counted_usec, f_user, f_kernel, f_minor, f_major, f_read, "
+                 "f_write, f_exec, f_protection, traps) SELECT h.process_id, process.last_seen_usec, SUM(f_user), "
+                 "SUM(f_kernel), SUM(f_minor), SUM(f_major), SUM(f_read), SUM(f_write), SUM(f_exec), SUM(f_protection), "
+                 "SUM(traps) FROM sample_hour AS h JOIN process ON process.id = h.process_id GROUP BY h.process_id");
+        if ((r = exec(b, sql)) < 0)
+                goto rollback;
         /* Everything before raw_from is rolled into both coarse tiers; the raw tier holds nothing
          * older; the minute tier nothing older than its retention, the hour tier nothing older
          * than the start. */
@@ -977,6 +986,65 @@ static unsigned check_sizes(Bench *b) {
         return errors;
 }
 
+/* Top over all of the history (since 0), whose rows reach into the coarse tiers, against the
+ * simulation's totals: the same processes in the same order with the same sums, and how many it
+ * left out. Ranks through the totals the coarse past's INSERTs and the last day's folds kept.
+ * Returns the number of mismatches, or -errno. */
+typedef struct Ranked {
+        int64_t id;
+        uint64_t user;
+} Ranked;
+
+static int ranked_compare(const void *a, const void *b) {
+        const Ranked *x = a, *y = b;
+
+        if (x->user != y->user)
+                return x->user > y->user ? -1 : 1;
+        return x->id > y->id ? -1 : x->id < y->id;
+}
+
+static int check_top_all_time(Bench *b) {
+        _cleanup_free_ Ranked *want = calloc(MAX(b->n_procs, 1U), sizeof(*want));
+        unsigned errors = 0;
+        size_t n_want = 0, n;
+        uint64_t other;
+        StoreRow *rows;
+        int e;
+
+        if (!want)
+                return -ENOMEM;
+        for (unsigned i = 0; i < b->n_procs; i++) {
+                const SimProc *p = &b->procs[i];
+                ProcessInfo info;
+                int64_t id;
+
+                if (faults_is_zero(&p->total) && p->total_traps == 0)
+                        continue; /* no rows */
+                if (store_find_process(b->store, p->info.pid, p->info.start_time, &id, &info) < 0)
+                        continue; /* reported by the checks of History */
+                process_info_done(&info);
+                want[n_want++] = (Ranked) { id, p->total.user };
+        }
+        qsort(want, n_want, sizeof(*want), ranked_compare);
+        if ((e = IN_SNAPSHOT(b, store_top(b->store, 0, "user", TOP_LIMIT, -1, NULL, &rows, &n, &other))) < 0)
+                return e;
+        if (n != MIN(n_want, (size_t) TOP_LIMIT) || other != n_want - n) {
+                fprintf(stderr, "store-bench: ERROR: Top since 0: %zu rows and %" PRIu64 " others, the simulation %zu processes\n",
+                        n, other, n_want);
+                errors++;
+        }
+        for (size_t k = 0; k < MIN(n, n_want); k++)
+                if (rows[k].id != want[k].id || rows[k].faults.user != want[k].user) {
+                        fprintf(stderr, "store-bench: ERROR: Top since 0 row %zu: id %" PRId64 " user %" PRIu64
+                                        ", the simulation id %" PRId64 " user %" PRIu64 "\n",
+                                k, rows[k].id, rows[k].faults.user, want[k].id, want[k].user);
+                        errors++;
+                        break;
+                }
+        store_rows_free(rows, n);
+        return (int) errors;
+}
+
 static int run_checks(Bench *b, unsigned *ret_processes) {
         uint64_t now = now_usec(CLOCK_REALTIME), since14 = now - 14 * DAY, since24 = now - DAY, minute_rolled;
         unsigned errors = 0, checked = 0;
@@ -1090,6 +1158,13 @@ static int run_checks(Bench *b, unsigned *ret_processes) {
                 }
                 sqlite3_finalize(st);
                 store_rows_free(rows, n);
+        }
+        {
+                int e = check_top_all_time(b);
+
+                if (e < 0)
+                        return e;
+                errors += (unsigned) e;
         }
         errors += check_sizes(b);
         *ret_processes = checked;
@@ -1444,7 +1519,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         printf("\nchecks: ok: History of %u random picks of processes (since 0 at 3600 s = the simulation; 14 d at 3600 s and 60 s = SQL sums "
-               "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows; "
+               "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows; Top since 0 = the simulation; "
                "WAL within its room, database + WAL within the cap, the cap never reached\n",
                checked);
         if (b.keep)

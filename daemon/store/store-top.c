@@ -220,11 +220,16 @@ static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, c
                                 "t.process_id WHERE t.%1$s = 0 AND t.process_id < ?11 AND t.last_counted_usec >= ?12 "
                                 "AND %2$s ORDER BY t.process_id DESC LIMIT ?2",
                                 column, visible);
+        /* Everyone's processes, unfiltered (root's call): an index range alone, without a
+         * lookup of each process's row. */
         if (r >= 0)
-                r = sql_prepare(s->db, &k->count,
-                                "SELECT COUNT(*) FROM process_total AS t JOIN process ON process.id = t.process_id "
-                                "WHERE t.last_counted_usec >= ?12 AND %s",
-                                visible);
+                r = uid < 0 && (!filter || process_filter_is_empty(filter))
+                            ? sql_prepare(s->db, &k->count,
+                                          "SELECT COUNT(*) FROM process_total WHERE last_counted_usec >= ?12")
+                            : sql_prepare(s->db, &k->count,
+                                          "SELECT COUNT(*) FROM process_total AS t JOIN process ON process.id = "
+                                          "t.process_id WHERE t.last_counted_usec >= ?12 AND %s",
+                                          visible);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(all); i++) {
