@@ -177,6 +177,7 @@ typedef struct TopRanking {
         sqlite3_stmt *walk;  /* (id, total) of a total above 0, by total, after (?10, ?11), LIMIT ?2 */
         sqlite3_stmt *zeros; /* (id, 0) of a total of 0, by id, below ?11, LIMIT ?2 */
         sqlite3_stmt *count; /* how many processes counted in the window */
+        sqlite3_stmt *bounds; /* ids ?9 (JSON) -> (id, total or NULL, last counted or NULL) */
         Ranked *best;        /* the best summed so far, in Top's order, at most limit */
         size_t n_best, capacity, limit;
 } TopRanking;
@@ -186,13 +187,14 @@ static void top_ranking_done(TopRanking *k) {
         sqlite3_finalize(k->walk);
         sqlite3_finalize(k->zeros);
         sqlite3_finalize(k->count);
+        sqlite3_finalize(k->bounds);
         free(k->best);
 }
 
 static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, const char *column, int64_t uid,
                                const ProcessFilter *filter, uint64_t since_bucket, char *pids_json, TopRanking *k) {
         _cleanup_free_ char *value = NULL, *u = NULL, *visible = NULL;
-        sqlite3_stmt **all[] = { &k->sum, &k->walk, &k->zeros, &k->count };
+        sqlite3_stmt **all[] = { &k->sum, &k->walk, &k->zeros, &k->count, &k->bounds };
         char filter_buf[256];
         int r;
 
@@ -219,6 +221,12 @@ static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, c
                                 "SELECT t.process_id, 0 FROM process_total AS t JOIN process ON process.id = "
                                 "t.process_id WHERE t.%1$s = 0 AND t.process_id < ?11 AND t.last_counted_usec >= ?12 "
                                 "AND %2$s ORDER BY t.process_id DESC LIMIT ?2",
+                                column, visible);
+        if (r >= 0)
+                r = sql_prepare(s->db, &k->bounds,
+                                "SELECT process.id, t.%1$s, t.last_counted_usec FROM process LEFT JOIN process_total "
+                                "AS t ON t.process_id = process.id WHERE process.id IN (SELECT value FROM "
+                                "json_each(?9)) AND %2$s",
                                 column, visible);
         /* Everyone's processes, unfiltered (root's call): an index range alone, without a
          * lookup of each process's row. */
@@ -322,17 +330,73 @@ static int top_ranking_step(TopRanking *k, sqlite3_stmt *st, size_t batch, Ranke
         return (int) taken;
 }
 
+/* The processes with ticks pending that the caller may see, each with the bound on its count in
+ * the window: its total and its pending ticks; in Top's order, into *ret. Counts in
+ * *ret_pending_only those that counted in no bucket of the window yet. */
+static int top_ranking_pending(TopRanking *k, const PendingSample *pending, size_t n_pending, const SortKey *key,
+                               uint64_t since_bucket, Ranked **ret, size_t *ret_n, uint64_t *ret_pending_only) {
+        _cleanup_free_ char *ids = json_ids(pending, n_pending, sizeof(*pending), offsetof(PendingSample, process_id));
+        _cleanup_free_ Ranked *a = calloc(MAX(n_pending, (size_t) 1), sizeof(*a));
+        sqlite3_stmt *st = k->bounds;
+        size_t n = 0;
+        int rc;
+
+        if (!ids || !a)
+                return -ENOMEM;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 9, ids, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < n_pending) {
+                PendingSample find = { .process_id = sqlite3_column_int64(st, 0) };
+                const PendingSample *p = bsearch(&find, pending, n_pending, sizeof(*pending), pending_by_process);
+
+                if (!p)
+                        continue;
+                if (sqlite3_column_type(st, 2) == SQLITE_NULL ||
+                    (uint64_t) sqlite3_column_int64(st, 2) < since_bucket)
+                        (*ret_pending_only)++;
+                a[n++] = (Ranked) { .id = find.process_id,
+                                    .v = (uint64_t) sqlite3_column_int64(st, 1) + pending_value(p, key) };
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return sqlite_to_errno(rc) ?: -EIO;
+        if (n > 0)
+                qsort(a, n, sizeof(*a), ranked_compare);
+        *ret = TAKE_PTR(a);
+        *ret_n = n;
+        return 0;
+}
+
+/* Sums the window of up to batch of the pending processes from *i on that rank before the walk's
+ * cursor (all of them once the walk is done), with their pending ticks. */
+static int top_ranking_pending_step(TopRanking *k, const Ranked *bounds, size_t n_bounds, size_t *i, size_t batch,
+                                    const Ranked *cursor, const PendingSample *pending, size_t n_pending,
+                                    const SortKey *key) {
+        _cleanup_free_ char *ids = NULL;
+        size_t m = 0;
+
+        while (*i + m < n_bounds && m < batch && (!cursor || ranked_compare(&bounds[*i + m], cursor) <= 0))
+                m++;
+        ids = json_ids(bounds + *i, m, sizeof(*bounds), offsetof(Ranked, id));
+        if (!ids)
+                return -ENOMEM;
+        *i += m;
+        return top_ranking_sum(k, ids, pending, n_pending, key, NULL);
+}
+
 /* Step 1 of Top: the processes of the window the caller may see and the filter lets through, by
  * the sum of the sort column in the tiers and in the ticks still pending (pending: their sums of
  * the window, by process id), largest first (ties: the newer process row first), at most limit;
  * their ids go into t->rows in that order, how many counted in the window into t->total.
  *
  * A process's sum over a window is at most its total (table process_total): counts only grow, and
- * retention and the size cap only remove rows. The processes with ticks pending are summed first.
- * Then a walk takes the others by total, largest first, in batches (limit + 16, doubling up to 4096),
- * sums the window of each batch, and stops once the best are full and the last total it took ranks
- * below the last of them: no process after it can enter. The processes whose total of the column is 0
- * come last, by id, and only when the best are not full of counts above 0. What Top reads follows the
+ * retention and the size cap only remove rows; for a process with ticks pending (every process
+ * active in the last 10 s), its total and its pending ticks. Two streams in the order of their
+ * bounds, the pending processes (bounds read for all of them: one row lookup each) and a walk of
+ * the others by total, largest first, give batches (limit + 16, doubling up to 4096) whose window is
+ * summed; the ranking stops once the best are full and the next bound of both ranks below the last
+ * of them: no process after it can enter. The processes whose total of the column is 0 come last,
+ * by id, and only when the best are not full of counts above 0. What Top reads follows the
  * limit and the processes that count about as much as those shown, not every process of the window:
  * on 200 processes faulting beside 10000 that fault once, Top over 24 h reads the 36 processes of
  * its first batch (bench/live-bench.py). A filter that few processes pass walks the index further.
@@ -343,38 +407,49 @@ static int top_rank(Store *s, const TierSegment *seg, size_t n_seg, const char *
                     size_t limit, int64_t uid, const ProcessFilter *filter, uint64_t since_bucket,
                     const PendingSample *pending, size_t n_pending, TopRows *t) {
         _cleanup_(top_ranking_done) TopRanking k = { .limit = limit };
+        _cleanup_free_ Ranked *bounds = NULL;
+        Ranked cursor = { .id = INT64_MAX, .v = INT64_MAX };
         char pids_json[FILTER_PIDS_JSON_MAX];
+        size_t n_bounds = 0, i_bounds = 0, batch = limit + 16;
+        sqlite3_stmt *walk;
         uint64_t pending_only = 0;
         int rc, r;
 
         r = top_ranking_prepare(s, seg, n_seg, column, uid, filter, since_bucket, pids_json, &k);
         if (r < 0)
                 return r;
+        walk = k.walk;
         if (n_pending > 0) {
-                _cleanup_free_ char *ids =
-                        json_ids(pending, n_pending, sizeof(*pending), offsetof(PendingSample, process_id));
-
-                if (!ids)
-                        return -ENOMEM;
-                r = top_ranking_sum(&k, ids, pending, n_pending, key, &pending_only);
+                r = top_ranking_pending(&k, pending, n_pending, key, since_bucket, &bounds, &n_bounds, &pending_only);
                 if (r < 0)
                         return r;
         }
-        for (sqlite3_stmt *walk = limit > 0 ? k.walk : NULL; walk;) {
-                Ranked cursor = { .id = INT64_MAX, .v = INT64_MAX };
-                size_t batch = limit + 16;
+        /* Two streams, each in Top's order of its bounds: the pending processes, and the walk (the
+         * totals above 0, then those of 0). Each round takes a batch from the one whose next
+         * bound ranks first, and the ranking ends once the last of the best ranks before both. */
+        for (bool walk_done = limit == 0; limit > 0;) {
+                bool from_pending = i_bounds < n_bounds && (walk_done || ranked_compare(&bounds[i_bounds], &cursor) <= 0);
+                const Ranked *next = from_pending ? &bounds[i_bounds] : walk_done ? NULL : &cursor;
 
-                for (;;) {
-                        r = top_ranking_step(&k, walk, batch, &cursor, pending, n_pending, key);
+                if (!next || top_ranking_full_before(&k, next))
+                        break;
+                if (from_pending) {
+                        r = top_ranking_pending_step(&k, bounds, n_bounds, &i_bounds, batch, walk_done ? NULL : &cursor,
+                                                     pending, n_pending, key);
                         if (r < 0)
                                 return r;
-                        if ((size_t) r < batch || top_ranking_full_before(&k, &cursor))
-                                break;
-                        batch = MIN(batch * 2, (size_t) 4096);
+                        continue;
                 }
-                if (walk == k.zeros || top_ranking_full_before(&k, &(Ranked) { .id = INT64_MAX, .v = 0 }))
-                        break;
-                walk = k.zeros;
+                r = top_ranking_step(&k, walk, batch, &cursor, pending, n_pending, key);
+                if (r < 0)
+                        return r;
+                if ((size_t) r < batch) {
+                        /* This part of the walk is done: the totals of 0 next, ranked by id. */
+                        walk_done = walk == k.zeros;
+                        walk = k.zeros;
+                        cursor = (Ranked) { .id = INT64_MAX, .v = 0 };
+                }
+                batch = MIN(batch * 2, (size_t) 4096);
         }
 
         rc = sqlite3_step(k.count);
@@ -470,20 +545,23 @@ static size_t top_finish(TopRows *t, const PendingSample *pending, size_t n_pend
         return m;
 }
 
-/* Top in two statements, so that the one that reads the whole window sums one column, not ten,
- * and reads each process's rows of a tier segment as one range of the primary key (process_id,
- * time_usec). Reading the window through the time index instead costs a primary-key lookup per
- * row; and a covering index of the time index and every column would double the tiers' size.
- * On a store-bench database (1000 processes, 14 days), over 24 h: 20 ms before, 9 ms for the
- * per-process ranges alone, 5 ms for both steps (bench/README.md, "Store"). EXPLAIN QUERY PLAN
- * of the ranking, for each tier segment (in the order of the window):
+/* Top in steps: the ranking (top_rank()) sums one column, not ten, and only of the processes its
+ * walk takes; then the ranked processes' every column, traps and fault time. Each process's rows
+ * of a tier segment are read as one range of the primary key (process_id, time_usec): reading a
+ * window through the time index costs a primary-key lookup per row, and a covering index of it
+ * and every column would double the tiers' size. EXPLAIN QUERY PLAN (SQLite 3.40) of the walk:
+ *
+ *   SEARCH t USING INDEX process_total_by_user (f_user>? AND f_user<?)
+ *   SEARCH process USING INTEGER PRIMARY KEY (rowid=?)
+ *
+ * in the index's order, no sort; of the sums of a batch, for each tier segment:
  *
  *   SEARCH sample_<tier> USING PRIMARY KEY (process_id=? AND time_usec>? AND time_usec<?)
- *   LIST SUBQUERY
- *   SEARCH process USING INDEX process_by_last_seen (last_seen_usec>?)
+ *   LIST SUBQUERY: SEARCH process USING INTEGER PRIMARY KEY, SCAN json_each
  *
- * then SCAN of the union, USE TEMP B-TREE FOR GROUP BY and FOR ORDER BY. The fill step is the
- * same SEARCH ... USING PRIMARY KEY for the ranked ids only. */
+ * and of the count of the window's processes for an unfiltered call, SEARCH process_total USING
+ * COVERING INDEX process_total_by_last_counted. The fill step is the same SEARCH ... USING
+ * PRIMARY KEY for the ranked ids only. */
 static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limit, int64_t uid,
                     const ProcessFilter *filter, StoreRow **ret, size_t *ret_n, uint64_t *ret_other) {
         _cleanup_(top_rows_done) TopRows t = {};
