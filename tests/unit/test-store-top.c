@@ -392,8 +392,9 @@ static void test_top_filters(void **state) {
 
 /* Top against a model of what was flushed: 300 processes of three users, counting at random (most
  * ticks nothing, major faults and exec rarely, so that many totals are 0 and many counts tie; a
- * third of them busy only at first) over six buckets, asked after every tick (some of the window folded, some pending) for every window,
- * four sort keys, limits from 1 to all, with and without a user. The ranking walks the totals and
+ * third of them busy only at first) over six buckets, asked after every other tick (some of the
+ * window folded, some pending) for every window, four sort keys, four limits from 1 to all, with
+ * and without a user. The ranking walks the totals and
  * stops early (store-top.c); the model sums every process. Rows, order, counts and otherProcesses
  * must all agree. */
 #define MODEL_PROCS 300
@@ -450,7 +451,7 @@ static void top_model_check(Store *s, const TopModel *m, uint64_t t0, size_t sin
 
 static void test_top_matches_a_model(void **state) {
         static const char *const sorts[] = { "user", "major", "exec", "kernel" };
-        static const size_t limits[] = { 1, 3, 20, 77, 1000 };
+        static const size_t limits[] = { 1, 3, 20, 1000 };
         static const int64_t uids[] = { -1, 1000 };
         static TopModel m;
         ProcessSample samples[MODEL_PROCS];
@@ -492,6 +493,10 @@ static void test_top_matches_a_model(void **state) {
                         samples[n++] = (ProcessSample) { .process = &m.procs[i], .delta = d };
                 }
                 assert_int_equal(store_flush(s, t0 + b * 10000000 + (uint64_t) (tick % 4) * 2000000, samples, n), 0);
+                /* After the first tick of a bucket (the last bucket just folded, one tick pending)
+                 * and after its third (three pending): every other tick, for the qemu legs' sake. */
+                if (tick % 2 == 0)
+                        continue;
 
                 for (size_t since = 0; since <= b; since++)
                         for (size_t k = 0; k < ELEMENTSOF(sorts); k++)
