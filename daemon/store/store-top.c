@@ -250,9 +250,9 @@ static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, c
 
 /* Sums the window of the processes that ids (a JSON array) names and keeps the best of them
  * among k->best: those with rows in the window, and those with ticks pending (pending: their
- * sums, by process id; *ret_pending_only counts those that have no rows in the window). */
+ * sums, by process id). */
 static int top_ranking_sum(TopRanking *k, const char *ids, const PendingSample *pending, size_t n_pending,
-                           const SortKey *key, uint64_t *ret_pending_only) {
+                           const SortKey *key) {
         sqlite3_stmt *st = k->sum;
         int rc, r;
 
@@ -269,8 +269,6 @@ static int top_ranking_sum(TopRanking *k, const char *ids, const PendingSample *
                         continue;
                 if (p)
                         x.v += pending_value(p, key);
-                if (!in_tiers && ret_pending_only)
-                        (*ret_pending_only)++;
                 r = array_grow((void **) &k->best, &k->capacity, k->n_best, 1, sizeof(*k->best));
                 if (r < 0)
                         return r;
@@ -323,7 +321,7 @@ static int top_ranking_step(TopRanking *k, sqlite3_stmt *st, size_t batch, Ranke
                 json = json_ids(ids, n, sizeof(*ids), 0);
                 if (!json)
                         return -ENOMEM;
-                r = top_ranking_sum(k, json, NULL, 0, key, NULL);
+                r = top_ranking_sum(k, json, NULL, 0, key);
                 if (r < 0)
                         return r;
         }
@@ -381,7 +379,7 @@ static int top_ranking_pending_step(TopRanking *k, const Ranked *bounds, size_t 
         if (!ids)
                 return -ENOMEM;
         *i += m;
-        return top_ranking_sum(k, ids, pending, n_pending, key, NULL);
+        return top_ranking_sum(k, ids, pending, n_pending, key);
 }
 
 /* Step 1 of Top: the processes of the window the caller may see and the filter lets through, by
