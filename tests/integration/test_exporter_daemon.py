@@ -27,8 +27,9 @@ from daemon import (T, Daemon, binary, fault_time_bucket, feature_off, make_cgro
                     require_trap_workloads, run_workload_in_cgroup, settled_unit_row, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
-UNIT = "trapstat-test-exporter-a.service"
-TIME_UNIT = "trapstat-test-exporter-t.service"
+# With the test's pid: two runs on one kernel (CI's forky leg beside the host's) never share a cgroup.
+UNIT = f"trapstat-test-exporter-{os.getpid()}-a.service"
+TIME_UNIT = f"trapstat-test-exporter-{os.getpid()}-t.service"
 # The histogram's upper edges as Python writes the doubles nearest 2^i us in seconds (its repr,
 # like Go's, is the shortest text that reads back the same).
 EDGES = [repr((1 << i) * 1000 / 1e9) for i in range(23)] + ["+Inf"]

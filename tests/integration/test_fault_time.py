@@ -80,17 +80,21 @@ class FaultTime(SharedDaemonTest):
             self.assertEqual(sum(s["counters"]["faultTime"][key] for s in h["samples"]), ft[key])
 
     def test_held_faults_against_the_workloads_clock(self):
-        n, hold_ms = 40, 5
+        # 20 ms: the held faults' bucket starts at 16.4 ms. With 5 ms (from 4.1 ms) three of a
+        # process's other faults were once preempted that long in a CI's emulated VM.
+        n, hold_ms = 40, 20
         hold_ns = hold_ms * 1000000
         helper = run_workload("SLOW_FAULTS", n, hold_ms)
         h = exited_history(self.daemon, helper["pid"])
         faults, ft = h["total"]["faults"], h["total"]["faultTime"]
         self.assertEqual(sum(ft["histogram"]), faults["user"] + faults["kernel"])
         # Each held fault waited at least the hold: all n in its bucket or above. Only a fault
-        # preempted for as long could join them, which the machine's other work may do.
+        # preempted for as long could join them, which the machine's other work may do (CI runs
+        # two VMs beside each other): a few. A held fault timed twice (its retry as a fault of its
+        # own) would make 2n.
         slow = sum(ft["histogram"][bucket_of(hold_ns):])
         self.assertGreaterEqual(slow, n)
-        self.assertLessEqual(slow, n + 2)
+        self.assertLess(slow, n + n // 2)
         # The kernel's time of each is inside the access the workload timed around it. A held
         # userfaultfd fault is minor or major by the kernel's accounting: it is retried once the
         # page is filled, and kernels before the per-VMA lock handled it (6.1: Debian 12) count a
