@@ -495,11 +495,13 @@ void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot) {
         __atomic_store_n(&b->owner_map[slot].tgid, TS_OWNER_FREE, __ATOMIC_RELEASE);
 }
 
-void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time) {
+void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time, bool fallback, bool traps) {
         struct ts_proc_key key = { .tgid = tgid, .start_time = start_time };
 
-        (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.processes), &key);
-        (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.traps), &key);
+        if (fallback)
+                (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.processes), &key);
+        if (traps)
+                (void) bpf_map_delete_elem(bpf_map__fd(b->skel->maps.traps), &key);
 }
 
 CollectorDropKind collector_bpf_drop_kind(unsigned kind) {

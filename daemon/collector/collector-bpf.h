@@ -93,8 +93,10 @@ static inline struct ts_counters *collector_bpf_slot_counters(const CollectorBpf
 
 /* Frees a slot whose counters are drained, so that the next owner starts from zero. */
 void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot);
-/* Removes a process's entries from the fallback and trap hashes: it counts no more. */
-void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time);
+/* Removes a process's entries from the fallback hash and the trap hash, from those of the two it
+ * has one in: it counts no more. Each delete is a bpf() call, which a storm's thousands of exits a
+ * second need not make for processes that counted only in their slots. */
+void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time, bool fallback, bool traps);
 
 /* One in this many user page faults records its site; 0: none. */
 static inline uint32_t collector_bpf_fault_sample(const CollectorBpf *b) {

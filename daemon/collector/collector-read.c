@@ -445,8 +445,11 @@ int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
                         /* Exit. The maps were drained after this event was read, and a dead
                          * process counts no more: its counts are complete. Remove its entries so
                          * the maps stay bounded (its slot was freed when drained, being marked
-                         * exited). */
-                        collector_bpf_forget(r->bpf, e->tgid, e->start_time);
+                         * exited). It has a hash entry only if a drain read one (hash_seen,
+                         * traps_seen): every entry is logged as it is counted into, or its log
+                         * overflows and the drain reads the hashes whole, and that drain came
+                         * after the exit, after the process's last count. */
+                        collector_bpf_forget(r->bpf, e->tgid, e->start_time, p->hash_seen, p->traps_seen);
                         k = proc_table_exit(r->procs, p, e);
                 }
                 lifecycle_event_done(e);

@@ -206,7 +206,9 @@ static int collect_garbage(Collector *c, uint64_t now, bool swept) {
                 /* Drained this tick already; nothing of it is left to count. */
                 if (p->slot >= 0)
                         reader_free_slot(&c->reader, (uint32_t) p->slot);
-                collector_bpf_forget(c->bpf, p->info.pid, p->info.start_time);
+                /* Both hashes: a process gone without its exit event read is rare, and the
+                 * sweep that finds it no storm's path. */
+                collector_bpf_forget(c->bpf, p->info.pid, p->info.start_time, true, true);
                 r = proc_table_retire(&c->procs, p);
         }
         return r < 0 ? r : error;
