@@ -510,7 +510,9 @@ size_t proc_table_read_minmaj(ProcTable *t) {
                 CollectorProc *p = t->touched[i];
                 ProcStat st;
 
-                if (p->info.exited)
+                /* Its exit event has the final figures: a storm's short processes are not read
+                 * (open, read, close) only to be retired in the same tick. */
+                if (p->info.exited || p->exiting)
                         continue;
                 n++;
                 if (proc_table_stat(t, p, &st) < 0)

@@ -67,6 +67,7 @@ typedef struct CollectorProc {
                                         * tried again until an exec; 0 while it is */
         bool touched;                  /* goes into this tick's samples */
         bool info_pending;             /* its command line and unit are still to be read from /proc */
+        bool exiting;                  /* its exit event is read, not applied yet (reader_mark_exiting()) */
 } CollectorProc;
 
 typedef struct ProcTable {

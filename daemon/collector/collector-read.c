@@ -424,6 +424,16 @@ int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done) {
         return apply_task_records(r, got);
 }
 
+void reader_mark_exiting(CollectorReader *r) {
+        for (size_t i = 0; i < r->n_events; i++) {
+                const LifecycleEvent *e = &r->events[i];
+                CollectorProc *p;
+
+                if (e->type != TS_EVENT_EXEC && (p = proc_table_find(r->procs, e->tgid, e->start_time)))
+                        p->exiting = true;
+        }
+}
+
 int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
         size_t kept = 0;
         int k = 0;

@@ -237,6 +237,7 @@ int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
          * those active in this tick from /proc, and a share of all of them from the task
          * iterator's sweep. The cost follows the processes that count, not those that exist. */
+        reader_mark_exiting(&c->reader);
         proc_table_read_info(&c->procs);
         c->reader.tick_records += proc_table_read_minmaj(&c->procs);
         if (c->bpf->iter_link) {
