@@ -191,15 +191,50 @@ static void top_ranking_done(TopRanking *k) {
         free(k->best);
 }
 
+/* The parameter of the uid whose processes are few enough to be ranked alone (?3, the caller's;
+ * ?4, the filter's), or NULL: at most s->top_own_max of them, counted only that far on the
+ * process_by_uid index. The walk by total passes everyone's processes that count more before it
+ * meets a user's own, which for a user with few among many is a walk of everyone's; their own are
+ * at most top_own_max, read by uid and sorted. */
+static int top_owner(Store *s, int64_t uid, const ProcessFilter *filter, const char **ret) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int64_t owner = uid >= 0 ? uid : filter ? filter->uid : -1;
+        int r;
+
+        *ret = NULL;
+        if (owner < 0)
+                return 0;
+        r = sql_prepare(s->db, &st, "SELECT COUNT(*) FROM (SELECT 1 FROM process WHERE uid = ?1 LIMIT ?2)");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, owner);
+        sqlite3_bind_int64(st, 2, clamp_i64(s->top_own_max + 1));
+        r = sqlite3_step(st);
+        if (r != SQLITE_ROW)
+                return sqlite_to_errno(r) ?: -EIO;
+        if ((uint64_t) sqlite3_column_int64(st, 0) <= s->top_own_max)
+                *ret = uid >= 0 ? "?3" : "?4";
+        return 0;
+}
+
 static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, const char *column, int64_t uid,
                                const ProcessFilter *filter, uint64_t since_bucket, char *pids_json, TopRanking *k) {
-        _cleanup_free_ char *value = NULL, *u = NULL, *visible = NULL;
+        _cleanup_free_ char *value = NULL, *u = NULL, *visible = NULL, *from = NULL;
+        const char *owner;
         sqlite3_stmt **all[] = { &k->sum, &k->walk, &k->zeros, &k->count, &k->bounds };
         char filter_buf[256];
         int r;
 
+        r = top_owner(s, uid, filter, &owner);
+        if (r < 0)
+                return r;
+        /* The totals to walk: everyone's by the sort column's index, or one user's processes by
+         * uid (CROSS JOIN: in that order), whose few rows are sorted. */
         if (asprintf(&value, "SUM(%s) AS v", column) < 0 ||
-            asprintf(&visible, "(?3 < 0 OR uid = ?3)%s", filter_where(filter, filter_buf)) < 0)
+            asprintf(&visible, "(?3 < 0 OR uid = ?3)%s", filter_where(filter, filter_buf)) < 0 ||
+            (owner ? asprintf(&from, "process CROSS JOIN process_total AS t ON t.process_id = process.id "
+                                     "WHERE process.uid = %s AND", owner)
+                   : asprintf(&from, "process_total AS t JOIN process ON process.id = t.process_id WHERE")) < 0)
                 return -ENOMEM;
         u = store_kind_union_per_process(&store_kinds[STORE_KIND_SAMPLE], seg, n_seg, value,
                                          "id IN (SELECT value FROM json_each(?9))");
@@ -212,16 +247,15 @@ static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, c
                         u, visible);
         if (r >= 0)
                 r = sql_prepare(s->db, &k->walk,
-                                "SELECT t.process_id, t.%1$s FROM process_total AS t JOIN process ON process.id = "
-                                "t.process_id WHERE t.%1$s > 0 AND (t.%1$s, t.process_id) < (?10, ?11) AND "
-                                "t.last_counted_usec >= ?12 AND %2$s ORDER BY t.%1$s DESC, t.process_id DESC LIMIT ?2",
-                                column, visible);
+                                "SELECT t.process_id, t.%1$s FROM %3$s t.%1$s > 0 AND (t.%1$s, t.process_id) < "
+                                "(?10, ?11) AND t.last_counted_usec >= ?12 AND %2$s ORDER BY t.%1$s DESC, "
+                                "t.process_id DESC LIMIT ?2",
+                                column, visible, from);
         if (r >= 0)
                 r = sql_prepare(s->db, &k->zeros,
-                                "SELECT t.process_id, 0 FROM process_total AS t JOIN process ON process.id = "
-                                "t.process_id WHERE t.%1$s = 0 AND t.process_id < ?11 AND t.last_counted_usec >= ?12 "
-                                "AND %2$s ORDER BY t.process_id DESC LIMIT ?2",
-                                column, visible);
+                                "SELECT t.process_id, 0 FROM %3$s t.%1$s = 0 AND t.process_id < ?11 AND "
+                                "t.last_counted_usec >= ?12 AND %2$s ORDER BY t.process_id DESC LIMIT ?2",
+                                column, visible, from);
         if (r >= 0)
                 r = sql_prepare(s->db, &k->bounds,
                                 "SELECT process.id, t.%1$s, t.last_counted_usec FROM process LEFT JOIN process_total "
@@ -235,9 +269,7 @@ static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, c
                             ? sql_prepare(s->db, &k->count,
                                           "SELECT COUNT(*) FROM process_total WHERE last_counted_usec >= ?12")
                             : sql_prepare(s->db, &k->count,
-                                          "SELECT COUNT(*) FROM process_total AS t JOIN process ON process.id = "
-                                          "t.process_id WHERE t.last_counted_usec >= ?12 AND %s",
-                                          visible);
+                                          "SELECT COUNT(*) FROM %s t.last_counted_usec >= ?12 AND %s", from, visible);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(all); i++) {
@@ -397,7 +429,8 @@ static int top_ranking_pending_step(TopRanking *k, const Ranked *bounds, size_t 
  * by id, and only when the best are not full of counts above 0. What Top reads follows the
  * limit and the processes that count about as much as those shown, not every process of the window:
  * on 200 processes faulting beside 10000 that fault once, Top over 24 h reads the 36 processes of
- * its first batch (bench/live-bench.py). A filter that few processes pass walks the index further.
+ * its first batch (bench/live-bench.py). A filter that few processes pass walks the index further;
+ * but a user's own processes, when they are few (top_owner()), are walked alone, by uid.
  *
  * How many counted in the window is counted from their last counted bucket (an index range): a
  * process the size cap took the window's rows of still counts there. */

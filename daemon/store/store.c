@@ -186,6 +186,7 @@ static int store_new(const char *path, const char *boot_id, int flags, Store **r
         if (!s)
                 return -ENOMEM;
         s->max_cmdline = STORE_MAX_CMDLINE_DEFAULT;
+        s->top_own_max = STORE_TOP_OWN_MAX;
         s->path = strdup(path);
         s->boot_id = strdup(boot_id);
         for (size_t i = 0; i < STORE_SHARE_CURSORS; i++)

@@ -27,7 +27,7 @@ from daemon import (T, Daemon, binary, fault_time_bucket, feature_off, make_cgro
                     require_trap_workloads, run_workload_in_cgroup, settled_unit_row, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
-# With the test's pid: two runs on one kernel (CI's forky leg beside the host's) never share a cgroup.
+# With the test's pid: two runs side by side on one machine (two checkouts) never share a cgroup.
 UNIT = f"trapstat-test-exporter-{os.getpid()}-a.service"
 TIME_UNIT = f"trapstat-test-exporter-{os.getpid()}-t.service"
 # The histogram's upper edges as Python writes the doubles nearest 2^i us in seconds (its repr,

@@ -28,7 +28,7 @@ USER = user_name("trapstat-unit-test")
 # What trapstat prints beside the undefined instruction and the breakpoint (common/trap-vectors.h).
 DESCRIPTIONS = {"UD": "invalid opcode", "BP": "breakpoint", "UNKNOWN": "undefined instruction",
                 "BRK64": "BRK instruction"}
-# With the test's pid: two runs on one kernel (CI's forky leg beside the host's) never share a cgroup.
+# With the test's pid: two runs side by side on one machine (two checkouts) never share a cgroup.
 PREFIX = f"trapstat-test-units-{os.getpid()}-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "abcd"}
 # Both test units, not the Watch test's: a glob the other tests' processes do not match.

@@ -23,7 +23,7 @@ from daemon import (T, user_name, Daemon, binary, cgroup2_root, create_user, fau
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-totals-test")
-# With the test's pid: two runs on one kernel (CI's forky leg beside the host's) never share a cgroup.
+# With the test's pid: two runs side by side on one machine (two checkouts) never share a cgroup.
 PREFIX = f"trapstat-test-totals-{os.getpid()}-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
 # The smallest bound trapstatd takes: 13 drop kinds, units not reported, and one unit's 43 twice.
