@@ -823,12 +823,21 @@ static int history_once(Bench *b, uint32_t pid, uint64_t window, uint64_t *ret_r
         return 0;
 }
 
-static int top_once(Bench *b, uint64_t window, uint64_t *ret_rows) {
+/* A uid with few processes among everyone's (one of 100-999, as a long-lived process's), as an
+ * unprivileged caller of Top is: -1 when there is none. */
+static int64_t few_uid(const Bench *b) {
+        for (unsigned i = 0; i < b->n_long; i++)
+                if (b->procs[i].info.uid >= 100 && b->procs[i].info.uid < 1000)
+                        return b->procs[i].info.uid;
+        return -1;
+}
+
+static int top_once(Bench *b, uint64_t window, int64_t uid, uint64_t *ret_rows) {
         StoreRow *rows;
         size_t n;
         int r;
 
-        r = IN_SNAPSHOT(b, store_top(b->store, now_usec(CLOCK_REALTIME) - window, "user", TOP_LIMIT, -1, NULL, &rows,
+        r = IN_SNAPSHOT(b, store_top(b->store, now_usec(CLOCK_REALTIME) - window, "user", TOP_LIMIT, uid, NULL, &rows,
                                      &n, NULL));
         if (r < 0)
                 return r;
@@ -842,7 +851,7 @@ static int run_queries(Bench *b, Timing *timings) {
         Rng r;
 
         rng_seed(&r, b->seed + 1);
-        for (size_t k = 0; k < 5; k++) {
+        for (size_t k = 0; k < 7; k++) {
                 Timing *tm = &timings[k];
 
                 tm->ms = calloc(b->queries, sizeof(double));
@@ -855,8 +864,13 @@ static int run_queries(Bench *b, Timing *timings) {
 
                         if (k < 3)
                                 e = history_once(b, b->procs[rng_below(&r, b->n_long)].info.pid, history_windows[k], &rows, &res);
-                        else
-                                e = top_once(b, top_windows[k - 3], &rows);
+                        else {
+                                /* The last: a user's as the walk over everyone's totals ranks it,
+                                 * beside their own processes ranked alone (store-top.c). */
+                                store_set_top_own_max(b->store, k == 6 ? 0 : STORE_TOP_OWN_MAX);
+                                e = top_once(b, top_windows[MIN(k - 3, (size_t) 1)], k >= 5 ? few_uid(b) : -1, &rows);
+                                store_set_top_own_max(b->store, STORE_TOP_OWN_MAX);
+                        }
                         tm->ms[q] = (monotonic_sec() - t0) * 1e3;
                         if (e < 0) {
                                 fprintf(stderr, "store-bench: %s: %s: %s\n", tm->name, strerror(-e), store_errmsg(b->store));
@@ -1003,7 +1017,8 @@ static int ranked_compare(const void *a, const void *b) {
         return x->id > y->id ? -1 : x->id < y->id;
 }
 
-static int check_top_all_time(Bench *b) {
+/* Top since 0 against the simulation, as root sees it (uid -1) or as uid does. */
+static int check_top_all_time(Bench *b, int64_t uid) {
         _cleanup_free_ Ranked *want = calloc(MAX(b->n_procs, 1U), sizeof(*want));
         unsigned errors = 0;
         size_t n_want = 0, n;
@@ -1018,26 +1033,27 @@ static int check_top_all_time(Bench *b) {
                 ProcessInfo info;
                 int64_t id;
 
-                if (faults_is_zero(&p->total) && p->total_traps == 0)
-                        continue; /* no rows */
+                if ((faults_is_zero(&p->total) && p->total_traps == 0) || (uid >= 0 && p->info.uid != uid))
+                        continue; /* no rows, or not the caller's */
                 if (store_find_process(b->store, p->info.pid, p->info.start_time, &id, &info) < 0)
                         continue; /* reported by the checks of History */
                 process_info_done(&info);
                 want[n_want++] = (Ranked) { id, p->total.user };
         }
         qsort(want, n_want, sizeof(*want), ranked_compare);
-        if ((e = IN_SNAPSHOT(b, store_top(b->store, 0, "user", TOP_LIMIT, -1, NULL, &rows, &n, &other))) < 0)
+        if ((e = IN_SNAPSHOT(b, store_top(b->store, 0, "user", TOP_LIMIT, uid, NULL, &rows, &n, &other))) < 0)
                 return e;
         if (n != MIN(n_want, (size_t) TOP_LIMIT) || other != n_want - n) {
-                fprintf(stderr, "store-bench: ERROR: Top since 0: %zu rows and %" PRIu64 " others, the simulation %zu processes\n",
-                        n, other, n_want);
+                fprintf(stderr, "store-bench: ERROR: Top since 0 as uid %" PRId64 ": %zu rows and %" PRIu64
+                                " others, the simulation %zu processes\n",
+                        uid, n, other, n_want);
                 errors++;
         }
         for (size_t k = 0; k < MIN(n, n_want); k++)
                 if (rows[k].id != want[k].id || rows[k].faults.user != want[k].user) {
-                        fprintf(stderr, "store-bench: ERROR: Top since 0 row %zu: id %" PRId64 " user %" PRIu64
-                                        ", the simulation id %" PRId64 " user %" PRIu64 "\n",
-                                k, rows[k].id, rows[k].faults.user, want[k].id, want[k].user);
+                        fprintf(stderr, "store-bench: ERROR: Top since 0 as uid %" PRId64 " row %zu: id %" PRId64
+                                        " user %" PRIu64 ", the simulation id %" PRId64 " user %" PRIu64 "\n",
+                                uid, k, rows[k].id, rows[k].faults.user, want[k].id, want[k].user);
                         errors++;
                         break;
                 }
@@ -1159,8 +1175,8 @@ static int run_checks(Bench *b, unsigned *ret_processes) {
                 sqlite3_finalize(st);
                 store_rows_free(rows, n);
         }
-        {
-                int e = check_top_all_time(b);
+        for (int as = 0; as < 2; as++) {
+                int e = check_top_all_time(b, as ? few_uid(b) : -1);
 
                 if (e < 0)
                         return e;
@@ -1333,7 +1349,8 @@ int main(int argc, char *argv[]) {
         Timing timings[] = {
                 { .name = "History 1 h", .target_ms = 10 }, { .name = "History 24 h", .target_ms = 10 },
                 { .name = "History 14 d", .target_ms = 10 }, { .name = "Top 1 h (user, 20)" },
-                { .name = "Top 24 h (user, 20)", .target_ms = 100 },
+                { .name = "Top 24 h (user, 20)", .target_ms = 100 }, { .name = "Top 24 h, a user's" },
+                { .name = "  the same by the walk" },
         };
         uint64_t v;
         unsigned checked = 0;
@@ -1505,6 +1522,14 @@ int main(int argc, char *argv[]) {
         if (run_queries(&b, timings) < 0)
                 return EXIT_FAILURE;
         print_timings(timings, ELEMENTSOF(timings));
+        {
+                int64_t uid = few_uid(&b);
+                unsigned mine = 0;
+
+                for (unsigned i = 0; i < b.n_procs; i++)
+                        mine += uid >= 0 && b.procs[i].info.uid == uid;
+                printf("(a user's: Top as uid %" PRId64 ", who sees their %u of the %u processes)\n", uid, mine, b.n_procs);
+        }
         fflush(stdout);
         for (size_t k = 0; k < ELEMENTSOF(timings); k++)
                 free(timings[k].ms);
@@ -1519,7 +1544,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         printf("\nchecks: ok: History of %u random picks of processes (since 0 at 3600 s = the simulation; 14 d at 3600 s and 60 s = SQL sums "
-               "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows; Top since 0 = the simulation; "
+               "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows; Top since 0 = the simulation, as root and as a user; "
                "WAL within its room, database + WAL within the cap, the cap never reached\n",
                checked);
         if (b.keep)

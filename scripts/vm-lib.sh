@@ -180,8 +180,10 @@ vm_boot() {
   rm -f "$vm/status"
   : >"$vm/console.log"
   # fuse: tests/helpers/slow-file. Through a pipe: on the console (a tty) meson draws a progress
-  # spinner, a line of the log every second.
-  printf '%s\n' "set -u; cd $vm_src_at; modprobe -q fuse" "( $1"$'\n'") 2>&1 | cat" 'exit ${PIPESTATUS[0]}' >"$vm/run.sh"
+  # spinner, a line of the log every second. The tests' waits for the daemon three times as long,
+  # as the legs' --timeout-multiplier (tests/integration/daemon.py).
+  printf '%s\n' "set -u; cd $vm_src_at; modprobe -q fuse; export TRAPSTAT_TEST_TIME_SCALE=3" "( $1"$'\n'") 2>&1 | cat" \
+    'exit ${PIPESTATUS[0]}' >"$vm/run.sh"
   vm_log "boot: $1"
   # Killing this script must end qemu too.
   trap '[[ -n ${qpid:-} ]] && kill "$qpid" 2>/dev/null' EXIT INT TERM

@@ -51,16 +51,13 @@ typedef struct ShareCursor {
 
 /* Grouped by the part that owns the members; a part reads another's only through its functions,
  * but for the connection and the configuration. */
-/* Store.top_own_max's default. */
-#define STORE_TOP_OWN_MAX 4096
-
 struct Store {
         /* The connection and its configuration (store.c). */
         sqlite3 *db;
         char *path;
         char *boot_id;
         size_t max_cmdline; /* store_set_max_cmdline() */
-        size_t top_own_max; /* Top of a user with at most this many processes ranks theirs alone (store-top.c) */
+        size_t top_own_max; /* store_set_top_own_max() */
         /* store_set_checkpoint_handler(): who checkpoints the WAL, from how many pages on. */
         unsigned checkpoint_pages;
         void (*checkpoint_fn)(void *userdata, bool force);

@@ -417,6 +417,10 @@ void store_set_max_cmdline(Store *s, size_t max) {
         s->max_cmdline = max;
 }
 
+void store_set_top_own_max(Store *s, size_t max) {
+        s->top_own_max = max;
+}
+
 
 /* Adds a tick's traps to the raw rows of the kinds that are part of a Traps, at once: they are
  * few, unlike the samples. */

@@ -22,7 +22,6 @@
 
 #include "macro.h"
 #include "store.h"
-#include "store-util.h"
 DEFINE_TEST_TMPDIR("test-store-top");
 #include "unit-store-db.h"
 
@@ -500,7 +499,7 @@ static void test_top_matches_a_model(void **state) {
                         continue;
                 /* uid 1000's 100 processes ranked alone (by uid), and every fourth tick by the walk
                  * over everyone's totals, as a user with more than top_own_max. */
-                s->top_own_max = tick % 4 == 1 ? 0 : STORE_TOP_OWN_MAX;
+                store_set_top_own_max(s, tick % 4 == 1 ? 0 : STORE_TOP_OWN_MAX);
 
                 for (size_t since = 0; since <= b; since++)
                         for (size_t k = 0; k < ELEMENTSOF(sorts); k++)

@@ -177,6 +177,11 @@ bool store_over_cap(Store *s, const StoreRetention *r);
 #define STORE_CMDLINE_CUT "\xe2\x80\xa6" /* U+2026, an ellipsis */
 void store_set_max_cmdline(Store *s, size_t max);
 
+/* Top of a user who has at most max processes ranks theirs alone, read by uid, not by a walk of
+ * everyone's totals (store-top.c). 0: always the walk, as bench/store-bench compares. */
+#define STORE_TOP_OWN_MAX 4096
+void store_set_top_own_max(Store *s, size_t max);
+
 typedef struct StoreRow {
         int64_t id;
         ProcessInfo process;
