@@ -465,7 +465,10 @@ class HeavyQueries(HostileTest):
         self.assertEqual(failures, [])
         self.assertGreater(sum(r["replies"] for r in results), 0, "no heavy query was answered")
         self.assertLessEqual(max_gap, 1.0, f"the Watch stream stalled for {max_gap:.3f} s")
-        self.assertLess(max_latency, 0.2, f"GetStatus took {max_latency * 1000:.0f} ms")
+        # A loop that waited for those queries would answer behind hundreds of them: seconds. Under
+        # half a second is what a loop that does not wait gives on a machine doing other work
+        # (202 ms once beside a VM of CI's other lane).
+        self.assertLess(max_latency, 0.5, f"GetStatus took {max_latency * 1000:.0f} ms")
         self.assert_alive(d)
 
 
