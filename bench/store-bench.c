@@ -848,6 +848,7 @@ static int top_once(Bench *b, uint64_t window, int64_t uid, uint64_t *ret_rows) 
 
 static int run_queries(Bench *b, Timing *timings) {
         static const uint64_t history_windows[] = { HOUR, DAY, 14 * DAY }, top_windows[] = { HOUR, DAY };
+        int64_t few = few_uid(b);
         Rng r;
 
         rng_seed(&r, b->seed + 1);
@@ -868,7 +869,7 @@ static int run_queries(Bench *b, Timing *timings) {
                                 /* The last: a user's as the walk over everyone's totals ranks it,
                                  * beside their own processes ranked alone (store-top.c). */
                                 store_set_top_own_max(b->store, k == 6 ? 0 : STORE_TOP_OWN_MAX);
-                                e = top_once(b, top_windows[MIN(k - 3, (size_t) 1)], k >= 5 ? few_uid(b) : -1, &rows);
+                                e = top_once(b, top_windows[MIN(k - 3, (size_t) 1)], k >= 5 ? few : -1, &rows);
                                 store_set_top_own_max(b->store, STORE_TOP_OWN_MAX);
                         }
                         tm->ms[q] = (monotonic_sec() - t0) * 1e3;

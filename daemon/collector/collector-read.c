@@ -459,7 +459,8 @@ int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
                          * traps_seen): every entry is logged as it is counted into, or its log
                          * overflows and the drain reads the hashes whole, and that drain came
                          * after the exit, after the process's last count. */
-                        collector_bpf_forget(r->bpf, e->tgid, e->start_time, p->hash_seen, p->traps_seen);
+                        collector_bpf_forget(r->bpf, e->tgid, e->start_time, p->hash_seen != NULL,
+                                             p->traps_seen != NULL);
                         k = proc_table_exit(r->procs, p, e);
                 }
                 lifecycle_event_done(e);
