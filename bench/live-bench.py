@@ -50,8 +50,9 @@ import varlink_raw  # noqa: E402
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
+def cpu_seconds(pid, tid=None):
+    """The CPU time of process pid, or of its thread tid."""
+    with open(f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
@@ -82,6 +83,7 @@ class Watcher(threading.Thread):
         self.sock.sendall(json.dumps({"method": "io.trapstat.Watch", "parameters": {"limit": 20},
                                       "more": True}).encode() + b"\0")
         self.arrivals = []
+        self.stamps = []  # each reply's timeUsec: when the daemon's tick began
         self.stopped = False
 
     def run(self):
@@ -92,8 +94,9 @@ class Watcher(threading.Thread):
                 return
             buf += data
             while b"\0" in buf:
-                _, buf = buf.split(b"\0", 1)
+                msg, buf = buf.split(b"\0", 1)
                 self.arrivals.append(time.monotonic())
+                self.stamps.append(json.loads(msg).get("parameters", {}).get("timeUsec", 0) / 1000)
 
 
 def call_ms(conn, method, parameters):
@@ -187,7 +190,7 @@ def run(build, args, idle):
         gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
         _, listed = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
         _, status = call_ms(conn, "io.trapstat.GetStatus", {})
-        storm = run_storm(build, args, sock, conn, status) if args.storm else None
+        storm = run_storm(build, args, sock, conn, status, d.pid) if args.storm else None
         return {
             "storm": storm,
             "times": times,
@@ -222,7 +225,7 @@ def storm_binary(build):
     return os.path.abspath(os.path.join(build, "tests", "storm"))
 
 
-def run_storm(build, args, sock, conn, status0):
+def run_storm(build, args, sock, conn, status0, daemon):
     """Phase 3: nobody's storm of args.storm processes beside a Watch and a GetStatus every 100 ms."""
     watcher = Watcher(sock)
     watcher.start()
@@ -231,6 +234,8 @@ def run_storm(build, args, sock, conn, status0):
     report = tempfile.TemporaryFile(mode="w+")
     storm = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", storm_binary(build),
                               str(args.storm), "64", "stormchild"], stdout=report, text=True, cwd="/")
+    # The event loop's thread is the daemon's main thread.
+    cpu0, loop0 = cpu_seconds(daemon), cpu_seconds(daemon, daemon)
     t0 = time.monotonic()
     status_ms = []
     while storm.poll() is None:
@@ -244,14 +249,22 @@ def run_storm(build, args, sock, conn, status0):
     # The ticks the storm's processes are drained in come up to a tick after its end.
     time.sleep(0.5)
     watcher.stopped = True
-    arrivals = [a for a in watcher.arrivals if t0 <= a <= t1 + 0.5]
+    cpu1, loop1 = cpu_seconds(daemon), cpu_seconds(daemon, daemon)
+    kept = [i for i, a in enumerate(watcher.arrivals) if t0 <= a <= t1 + 0.5]
+    arrivals = [watcher.arrivals[i] for i in kept]
     gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
+    stamps = [watcher.stamps[i] for i in kept]
+    tick_gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     status = call_ms(conn, "io.trapstat.GetStatus", {})[1]
     before = {k["kind"]: k["count"] for k in status0["dropsByKind"]}
     return {
         "rate": args.storm / out["wallSec"],
         "watch gap max": max(gaps, default=float("nan")),
         "watch gap p99": percentile(gaps, 99),
+        "tick gap max": max(tick_gaps, default=float("nan")),
+        "cpu us per process": (cpu1 - cpu0) * 1e6 / args.storm,
+        "loop cpu us per process": (loop1 - loop0) * 1e6 / args.storm,
+        "loop longest ms": status["loopLongestTurnUsec"] / 1000,
         "status": status_ms,
         "slow turns": loop_turns(status) - loop_turns(status0),
         "drops": {k["kind"]: k["count"] - before.get(k["kind"], 0) for k in status["dropsByKind"]
@@ -290,6 +303,10 @@ ROWS = [
 STORM_ROWS = [
     ("storm procs/s", lambda r: f"{r['storm']['rate']:.0f}"),
     ("storm Watch p99/max", lambda r: f"{r['storm']['watch gap p99']:.0f} / {r['storm']['watch gap max']:.0f}"),
+    ("storm tick gap max", lambda r: f"{r['storm']['tick gap max']:.0f}"),
+    ("storm CPU us/proc", lambda r: f"{r['storm']['cpu us per process']:.1f}"),
+    ("storm loop us/proc", lambda r: f"{r['storm']['loop cpu us per process']:.1f}"),
+    ("storm loop longest", lambda r: f"{r['storm']['loop longest ms']:.0f}"),
     ("storm GetStatus", lambda r: f"{percentile(r['storm']['status'], 50):.1f} / {max(r['storm']['status']):.1f}"),
     ("storm loop >5ms", lambda r: f"{r['storm']['slow turns']}"),
     ("storm drops", lambda r: ",".join(f"{k}:{v}" for k, v in r["storm"]["drops"].items()) or "none"),

@@ -96,6 +96,7 @@ void proc_table_done(ProcTable *t) {
         free(t->dead);
         free(t->touched);
         free(t->info_queue);
+        free(t->exits);
         free(t->samples);
         free(t->slot_procs);
         name_shares_done(&t->file_names);
@@ -172,6 +173,38 @@ static int proc_cgroup_unit(ProcTable *t, uint64_t cgroup_id, char **ret) {
         return cgroup_units_lookup(t->cgroups, cgroup_id, now_usec(CLOCK_MONOTONIC), ret);
 }
 
+int proc_table_expect_exit(ProcTable *t, uint32_t pid, uint64_t start_time) {
+        CollectorProc *p = proc_table_find(t, pid, start_time);
+        ProcKey key = { .pid = pid, .start_time = start_time };
+
+        if (p) {
+                p->exiting = true;
+                return 0;
+        }
+        t->exits_sorted = false;
+        return array_append((void **) &t->exits, &t->n_exits, &t->exits_capacity, sizeof(key), &key);
+}
+
+static int proc_key_compare(const void *a, const void *b) {
+        const ProcKey *x = a, *y = b;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+static bool exit_in_hand(ProcTable *t, uint32_t pid, uint64_t start_time) {
+        ProcKey key = { .pid = pid, .start_time = start_time };
+
+        if (t->n_exits == 0)
+                return false;
+        if (!t->exits_sorted) {
+                qsort(t->exits, t->n_exits, sizeof(ProcKey), proc_key_compare);
+                t->exits_sorted = true;
+        }
+        return bsearch(&key, t->exits, t->n_exits, sizeof(ProcKey), proc_key_compare) != NULL;
+}
+
 /* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
  * gone its parent is the one to ask (as ps shows a forked child with its parent's command line),
  * and it starts in its parent's unit. */
@@ -199,11 +232,15 @@ static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t
  * command line and unit are read from /proc in a later tick (proc_table_read_info()). A process
  * older than counting counts its minor/major faults from its first reading on. */
 static int proc_new_later(ProcTable *t, CollectorProc *p, const struct ts_ident *id) {
+        bool read_later = !p->exiting; /* one whose exit is in hand has nothing more in /proc */
+
         p->info.uid = id->uid;
         memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
         (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
         proc_inherit(t, p, id->ppid, id->parent_start_time, false);
         p->minmaj_seen.baseline = p->info.start_time < t->attached_boottime;
+        if (!read_later)
+                return 0;
         p->info_pending = true;
         return array_append((void **) &t->info_queue, &t->n_info_queue, &t->info_queue_capacity, sizeof(p), &p);
 }
@@ -261,8 +298,10 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
         p->info.uid = UID_UNKNOWN;
         p->info.first_seen_usec = now;
         p->last_counted_usec = now;
-        /* A process with BPF's record waits for its reads of /proc past the tick's share. */
-        if (id && id->start_time == start_time && t->info_reads_new == 0)
+        p->exiting = exit_in_hand(t, pid, start_time);
+        /* A process with BPF's record waits for its reads of /proc past the tick's share; one
+         * whose exit is in hand is named from that record alone. */
+        if (id && id->start_time == start_time && (t->info_reads_new == 0 || p->exiting))
                 r = proc_new_later(t, p, id);
         else {
                 if (t->info_reads_new > 0)
@@ -293,6 +332,8 @@ void proc_table_read_info(ProcTable *t) {
                 if (!p->info_pending)
                         continue;
                 p->info_pending = false;
+                if (p->exiting)
+                        continue; /* nothing more in /proc: what BPF recorded stays */
                 reads++;
                 if (!proc_is_alive(t->proc_fd, p->info.pid, p->info.start_time))
                         continue;
@@ -455,8 +496,9 @@ int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName 
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
         char *cmdline = NULL, *unit = NULL;
         ProcStat st;
-        /* As proc_new() asks: through the process's stat fd where one is kept open. */
-        bool alive = proc_table_stat(t, p, &st) >= 0;
+        /* As proc_new() asks: through the process's stat fd where one is kept open; one whose
+         * exit is in hand has only the event's copies left. */
+        bool alive = !p->exiting && proc_table_stat(t, p, &st) >= 0;
         int r;
 
         /* Another program maps other files: what its maps say is read anew. */
@@ -593,6 +635,7 @@ size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
 
 void proc_table_begin_tick(ProcTable *t) {
         t->info_reads_new = INFO_READS_NEW_PER_TICK;
+        t->n_exits = 0;
         info_queue_forget_dead(t);
         for (size_t i = 0; i < t->n_touched; i++) {
                 if (t->touched[i]->has_traps_delta)

@@ -70,6 +70,12 @@ typedef struct CollectorProc {
         bool exiting;                  /* its exit event is read, not applied yet (reader_mark_exiting()) */
 } CollectorProc;
 
+/* A process's identity within the table. */
+typedef struct ProcKey {
+        uint32_t pid;
+        uint64_t start_time;
+} ProcKey;
+
 typedef struct ProcTable {
         int proc_fd;                      /* the proc root (borrowed) */
         long ticks_per_sec;               /* USER_HZ, the unit of /proc/PID/stat start time */
@@ -92,6 +98,12 @@ typedef struct ProcTable {
         CollectorProc **info_queue;
         size_t info_queue_head, n_info_queue, info_queue_capacity;
         size_t info_reads_new;
+        /* The processes whose exit event is in hand this tick, not tracked when it was read
+         * (proc_table_expect_exit()), sorted once looked up: one first seen in the tick is exiting from the
+         * start, and /proc is not read for it. */
+        ProcKey *exits;
+        size_t n_exits, exits_capacity;
+        bool exits_sorted;
         CollectorProc **dead;             /* exited last tick: freed at the start of the next tick */
         size_t n_dead, dead_capacity;
         NameShares file_names;            /* every process's file_names, by user (collector-util.h) */
@@ -111,6 +123,9 @@ void proc_table_begin_tick(ProcTable *t);
 int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, size_t *ret_n);
 
 CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time);
+/* An exit in hand this tick: the process is marked exiting (CollectorProc.exiting) if tracked,
+ * else remembered until the next tick, so that it is marked when first seen in this one. */
+int proc_table_expect_exit(ProcTable *t, uint32_t pid, uint64_t start_time);
 /* The process, tracked from now on if it was not. id is what BPF recorded when it was first
  * counted, NULL when the entry read carries none. */
 int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,

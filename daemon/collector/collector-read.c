@@ -424,14 +424,15 @@ int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done) {
         return apply_task_records(r, got);
 }
 
-void reader_mark_exiting(CollectorReader *r) {
+int reader_mark_exiting(CollectorReader *r) {
         for (size_t i = 0; i < r->n_events; i++) {
                 const LifecycleEvent *e = &r->events[i];
-                CollectorProc *p;
+                int k;
 
-                if (e->type != TS_EVENT_EXEC && (p = proc_table_find(r->procs, e->tgid, e->start_time)))
-                        p->exiting = true;
+                if (e->type != TS_EVENT_EXEC && (k = proc_table_expect_exit(r->procs, e->tgid, e->start_time)) < 0)
+                        return k;
         }
+        return 0;
 }
 
 int reader_apply_events(CollectorReader *r, size_t n_before_drain) {

@@ -62,9 +62,10 @@ int reader_drain_maps(CollectorReader *r, uint64_t now);
  * mlock), and the garbage collection. *ret_done: a sweep ended in this piece; every process it
  * saw has CollectorProc.swept equal to sweep_generation. */
 int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done);
-/* Marks the processes whose exit event is in hand (CollectorProc.exiting): the event has their
- * final minor/major faults, name and user, so the tick does not read /proc for them. */
-void reader_mark_exiting(CollectorReader *r);
+/* Marks the processes whose exit event is in hand (CollectorProc.exiting), also those first seen
+ * later in the tick (proc_table_expect_exit()): the event has their final minor/major faults,
+ * name and user, and their maps are gone, so the tick does not read /proc for them. */
+int reader_mark_exiting(CollectorReader *r);
 /* Applies the events taken since the last tick, in the order they happened: a new name, command
  * line and unit (every exec), an exit (the process is retired and forgotten by BPF; only those of
  * the first n_before_drain events, read before the maps were drained: a later one stays for the

@@ -108,6 +108,7 @@ typedef struct FilePath {
         FileVersion version;
         uint64_t name_hash;
         char *path;
+        uint64_t checked; /* the drain (SiteReader.drains) that last found it in the name map */
 } FilePath;
 
 static int file_path_compare(const void *a, const void *b) {
@@ -191,7 +192,9 @@ int site_reader_init(SiteReader *r, CollectorBpf *bpf, ProcTable *procs, unsigne
         r->keys = calloc(SITE_BATCH, sizeof(struct ts_site_key));
         r->values = calloc(SITE_BATCH, sizeof(struct ts_site));
         r->drained = calloc(SITE_BATCH, sizeof(struct ts_site_key));
-        if (!r->keys || !r->values || !r->drained)
+        r->share_keys = calloc(SITE_BATCH, sizeof(struct ts_site_quota_key));
+        r->share_values = calloc(SITE_BATCH, sizeof(struct ts_site_quota));
+        if (!r->keys || !r->values || !r->drained || !r->share_keys || !r->share_values)
                 return -ENOMEM;
         return 0;
 }
@@ -213,6 +216,7 @@ void site_reader_done(SiteReader *r) {
         free(r->drained);
         free(r->pending);
         free(r->share_keys);
+        free(r->share_values);
 }
 
 /* The file's path, remembered by its version, and the version BPF named; when BPF could not
@@ -224,8 +228,14 @@ static const char *file_path(SiteReader *r, uint32_t dev, uint64_t ino, char fal
         struct ts_file_key bpf_key = { .ino = ino, .dev = dev };
         struct ts_file_name name;
 
-        /* Asked every time: BPF writes a new name when the file was renamed or the inode
-         * number went to another file, and that one must not keep the old name. */
+        /* Asked once a drain: BPF writes a new name when the file was renamed or the inode
+         * number went to another file, and that one must not keep the old name. Within one drain
+         * every site of the file gets the name its first one got. */
+        found = tfind(&key, &r->file_paths, file_path_compare);
+        if (found && (*found)->checked == r->drains) {
+                *ret_version = (*found)->version;
+                return (*found)->path;
+        }
         if (bpf_map_lookup_elem(bpf_map__fd(r->bpf->skel->maps.file_names), &bpf_key, &name) < 0) {
                 snprintf(fallback, 64, "[dev %u:%u inode %" PRIu64 "]", dev >> 20, dev & 0xfffff, ino);
                 *ret_version = key.version;
@@ -234,9 +244,10 @@ static const char *file_path(SiteReader *r, uint32_t dev, uint64_t ino, char fal
         key.version = (FileVersion) { .dev = dev, .ino = ino, .ctime_sec = name.ctime_sec,
                                       .ctime_nsec = name.ctime_nsec, .generation = name.generation };
         *ret_version = key.version;
-        found = tfind(&key, &r->file_paths, file_path_compare);
-        if (found && file_version_compare(&(*found)->version, &key.version) == 0 && (*found)->name_hash == name.name_hash)
+        if (found && file_version_compare(&(*found)->version, &key.version) == 0 && (*found)->name_hash == name.name_hash) {
+                (*found)->checked = r->drains;
                 return (*found)->path;
+        }
         if (found) {
                 f = *found;
                 tdelete(&key, &r->file_paths, file_path_compare);
@@ -251,7 +262,8 @@ static const char *file_path(SiteReader *r, uint32_t dev, uint64_t ino, char fal
         f = calloc(1, sizeof(*f));
         if (!f)
                 return NULL;
-        *f = (FilePath) { .version = key.version, .name_hash = name.name_hash, .path = file_name_join(&name) };
+        *f = (FilePath) { .version = key.version, .name_hash = name.name_hash, .path = file_name_join(&name),
+                          .checked = r->drains };
         if (f->path) {
                 /* As this daemon sees it: a chrooted trapstatd sees the file at a shorter path. */
                 const char *visible = file_path_visible(f->path, dev_from_kernel(dev), ino);
@@ -641,7 +653,8 @@ static int resolve_from_maps(SiteReader *r, CollectorProc *p, SitePending *u, si
         ProcMapping m;
         int k;
 
-        if (*budget == 0 || p->maps_error != 0)
+        /* A process whose exit is in hand has no maps left to read. */
+        if (*budget == 0 || p->maps_error != 0 || p->exiting || p->info.exited)
                 return 0;
         while (n_unknown < n && u[n_unknown].key.ip.kind == TS_MEM_UNKNOWN)
                 n_unknown++;
@@ -683,7 +696,7 @@ static bool site_needs_maps(SiteReader *r, const struct ts_site_key *key) {
         p = proc_table_find(r->procs, key->tgid, key->start_time);
         if (!p)
                 return true;
-        if (p->maps_error != 0)
+        if (p->maps_error != 0 || p->exiting || p->info.exited)
                 return false;
         return (key->ip.kind == TS_MEM_FILE && !proc_table_file_name(p, key->ip.dev, key->ip.ino)) ||
                (key->memory.kind == TS_MEM_FILE && !proc_table_file_name(p, key->memory.dev, key->memory.ino));
@@ -841,23 +854,31 @@ static bool site_epoch_over(SiteReader *r, uint32_t *ret_old) {
         return true;
 }
 
-/* Removes the share counts of an epoch that is over: keys gathered first, since a hash walk that
- * deletes as it goes starts over. */
+/* Removes the share counts of an epoch that is over, a batch of the hash at a time (one entry a
+ * process and epoch: a storm of short processes leaves thousands a tick). */
 static int shares_clear(SiteReader *r, int fd, uint32_t epoch) {
-        struct ts_site_quota_key key, next;
-        bool first = true;
-        int k = 0;
+        struct ts_site_quota_key in_batch, out_batch;
+        bool first = true, done = false;
 
-        r->n_share_keys = 0;
-        while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
-                if (next.epoch == epoch && (k = array_append((void **) &r->share_keys, &r->n_share_keys,
-                                                             &r->share_keys_capacity, sizeof(next), &next)) < 0)
-                        return k;
-                key = next;
+        while (!done) {
+                __u32 count = SITE_BATCH, n_old = 0;
+
+                if (bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->share_keys, r->share_values,
+                                         &count, NULL) < 0) {
+                        /* ENOENT: this was the last batch (count may still be > 0). */
+                        if (errno != ENOENT)
+                                return -errno;
+                        done = true;
+                }
+                for (__u32 i = 0; i < count; i++)
+                        if (r->share_keys[i].epoch == epoch)
+                                r->share_keys[n_old++] = r->share_keys[i];
+                /* As in drain_epoch(): the batch's buckets are behind the walk. */
+                if (n_old > 0 && bpf_map_delete_batch(fd, r->share_keys, &n_old, NULL) < 0)
+                        return -errno;
+                in_batch = out_batch;
                 first = false;
         }
-        for (size_t i = 0; i < r->n_share_keys; i++)
-                (void) bpf_map_delete_elem(fd, &r->share_keys[i]);
         return 0;
 }
 
@@ -869,6 +890,7 @@ static int drain_epoch(SiteReader *r, uint32_t old, uint64_t now) {
         bool first = true, done = false;
 
         r->n_pending = 0;
+        r->drains++;
         while (!done) {
                 __u32 count = SITE_BATCH, n_drained = 0;
                 int k;

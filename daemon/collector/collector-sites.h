@@ -29,11 +29,12 @@ typedef struct SiteReader {
         struct ts_site_key *drained;      /* the batch's entries of the epoch that is over */
         struct SitePending *pending;      /* this tick's sites waiting for their process's maps */
         size_t n_pending, pending_capacity;
-        struct ts_site_quota_key *share_keys; /* share counts of the epoch that is over */
-        size_t n_share_keys, share_keys_capacity;
+        struct ts_site_quota_key *share_keys; /* a batch of a share hash */
+        struct ts_site_quota *share_values;
         bool flipped;                     /* the epoch flipped; old_epoch is still to be drained */
         uint32_t old_epoch;
         void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
+        uint64_t drains;                  /* epochs drained */
         size_t n_file_paths;
         void *symbols;                    /* tsearch() tree: (file version, offset) -> symbol */
         size_t n_symbols;

@@ -230,14 +230,15 @@ int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
         if (r < 0)
                 return r;
         n_before_drain = c->reader.n_events;
-        /* The sites after the counts' maps, so that their processes are known. */
-        if ((r = reader_drain_maps(&c->reader, now_usec)) < 0 || (r = site_reader_drain(&c->sites, now_usec)) < 0)
+        /* The exits in hand mark their processes, whose /proc there is no point in reading; the
+         * sites after the counts' maps, so that their processes are known. */
+        if ((r = reader_mark_exiting(&c->reader)) < 0 || (r = reader_drain_maps(&c->reader, now_usec)) < 0 ||
+            (r = site_reader_drain(&c->sites, now_usec)) < 0)
                 return r;
 
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
          * those active in this tick from /proc, and a share of all of them from the task
          * iterator's sweep. The cost follows the processes that count, not those that exist. */
-        reader_mark_exiting(&c->reader);
         proc_table_read_info(&c->procs);
         c->reader.tick_records += proc_table_read_minmaj(&c->procs);
         if (c->bpf->iter_link) {
