@@ -2,7 +2,6 @@
 #include "collector-procs.h"
 
 #include <errno.h>
-#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -24,12 +23,6 @@
  * are known from what BPF recorded until their turn comes. */
 #define INFO_READS_NEW_PER_TICK 128
 #define INFO_READS_LATER_PER_TICK 128
-
-static int proc_compare(const void *a, const void *b) {
-        const ProcessInfo *x = &((const CollectorProc *) a)->info, *y = &((const CollectorProc *) b)->info;
-
-        return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
-}
 
 static void file_names_clear(ProcTable *t, CollectorProc *p) {
         for (size_t i = 0; i < p->n_file_names; i++)
@@ -89,8 +82,11 @@ int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots) {
 
 void proc_table_done(ProcTable *t) {
         t->cgroups = cgroup_units_free(t->cgroups);
-        tdestroy(t->tree, proc_free);
-        t->tree = NULL;
+        CollectorProc *p;
+
+        PROC_INDEX_FOREACH(&t->index, p)
+                proc_free(p);
+        proc_index_done(&t->index);
         for (size_t i = 0; i < t->n_dead; i++)
                 proc_free(t->dead[i]);
         free(t->dead);
@@ -136,10 +132,7 @@ static void proc_close_stat(ProcTable *t, CollectorProc *p) {
 }
 
 CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time) {
-        CollectorProc key = { .info.pid = pid, .info.start_time = start_time };
-        CollectorProc **found = tfind(&key, &t->tree, proc_compare);
-
-        return found ? *found : NULL;
+        return proc_index_get(&t->index, pid, start_time);
 }
 
 /* Puts the process into this tick's samples. */
@@ -153,7 +146,7 @@ static int proc_table_touch(ProcTable *t, CollectorProc *p) {
 int proc_table_retire(ProcTable *t, CollectorProc *p) {
         int r;
 
-        tdelete(p, &t->tree, proc_compare);
+        (void) proc_index_remove(&t->index, p->info.pid, p->info.start_time);
         t->n_procs--;
         proc_close_stat(t, p);
         if (p->slot >= 0 && t->slot_procs[p->slot] == p)
@@ -308,12 +301,14 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
                         t->info_reads_new--;
                 proc_new_now(t, p, id);
         }
-        if (r < 0 || !tsearch(p, &t->tree, proc_compare)) {
+        if (r >= 0)
+                r = proc_index_put(&t->index, pid, start_time, p);
+        if (r < 0) {
                 if (r >= 0 && p->info_pending)
                         t->n_info_queue--; /* appended last */
                 proc_close_stat(t, p);
                 proc_free(p);
-                return r < 0 ? r : -ENOMEM;
+                return r;
         }
         t->n_procs++;
         *ret = p;
@@ -573,14 +568,10 @@ typedef struct GcWalk {
         int error;
 } GcWalk;
 
-static void gc_visit(const void *node, VISIT which, void *userdata) {
-        CollectorProc *p = *(CollectorProc *const *) node;
-        GcWalk *w = userdata;
+static void gc_visit(CollectorProc *p, GcWalk *w) {
         ProcStat st;
         int r;
 
-        if (which != postorder && which != leaf)
-                return;
         /* Counted lately: its exit event may still come, after counts this tick's drain did not
          * see yet, which retiring it now would lose. */
         if (w->now - p->last_counted_usec < GC_INTERVAL_USEC)
@@ -600,37 +591,28 @@ static void gc_visit(const void *node, VISIT which, void *userdata) {
 int proc_table_vanished(ProcTable *t, uint64_t now, uint64_t sweep, uint64_t sweep_started, CollectorProc ***ret,
                         size_t *ret_n) {
         GcWalk w = { .t = t, .now = now, .sweep = sweep, .sweep_started = sweep_started };
+        CollectorProc *p;
 
         *ret = NULL;
         *ret_n = 0;
         if (!sweep && now - t->last_gc_usec < GC_INTERVAL_USEC)
                 return 0;
         t->last_gc_usec = now;
-        /* Collected here, retired by the caller: retiring changes the tree being walked. */
-        twalk_r(t->tree, gc_visit, &w);
+        /* Collected here, retired by the caller: retiring changes the index being walked. */
+        PROC_INDEX_FOREACH(&t->index, p)
+                gc_visit(p, &w);
         *ret = w.victims;
         *ret_n = w.n;
         return w.error;
 }
 
-typedef struct CountUid {
-        uint32_t uid;
-        size_t n;
-} CountUid;
-
-static void count_uid_visit(const void *node, VISIT which, void *userdata) {
-        const CollectorProc *p = *(CollectorProc *const *) node;
-        CountUid *count = userdata;
-
-        if (which == postorder || which == leaf)
-                count->n += p->info.uid == count->uid;
-}
-
 size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
-        CountUid count = { .uid = uid };
+        const CollectorProc *p;
+        size_t n = 0;
 
-        twalk_r(t->tree, count_uid_visit, &count);
-        return count.n;
+        PROC_INDEX_FOREACH(&t->index, p)
+                n += p->info.uid == uid;
+        return n;
 }
 
 void proc_table_begin_tick(ProcTable *t) {

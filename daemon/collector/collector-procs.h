@@ -16,6 +16,7 @@
 #include "collector-util.h"
 #include "cgroup-util.h"
 #include "counters.h"
+#include "proc-index.h"
 #include "proc-util.h"
 #include "sites.h"
 #include "trapstat.h"
@@ -85,7 +86,7 @@ typedef struct ProcTable {
         CgroupUnits *cgroups;             /* units by cgroup id, for processes /proc cannot tell of;
                                            * NULL without a unified hierarchy */
 
-        void *tree;                       /* tsearch() tree of CollectorProc by (pid, start_time) */
+        ProcIndex index;                  /* every CollectorProc by (pid, start_time) */
         size_t n_procs;
         CollectorProc **slot_procs;       /* who user space believes owns each slot */
         uint32_t n_slots;

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#include "proc-index.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* At most this many entries in 8 slots: past it, the table doubles. */
+#define LOAD_EIGHTHS 5
+#define MIN_CAPACITY 64
+
+/* pids come in sequence and start times in nanoseconds: mixed (the splitmix64 finalizer) so that
+ * neighbours spread over the table. */
+static size_t slot_of(const ProcIndex *x, uint32_t pid, uint64_t start_time) {
+        uint64_t h = start_time ^ ((uint64_t) pid << 32 | pid);
+
+        h ^= h >> 30;
+        h *= UINT64_C(0xbf58476d1ce4e5b9);
+        h ^= h >> 27;
+        h *= UINT64_C(0x94d049bb133111eb);
+        h ^= h >> 31;
+        return (size_t) h & (x->capacity - 1);
+}
+
+static size_t find(const ProcIndex *x, uint32_t pid, uint64_t start_time) {
+        size_t i = slot_of(x, pid, start_time);
+
+        while (x->entries[i].value && (x->entries[i].pid != pid || x->entries[i].start_time != start_time))
+                i = (i + 1) & (x->capacity - 1);
+        return i;
+}
+
+void proc_index_done(ProcIndex *x) {
+        free(x->entries);
+        *x = (ProcIndex) {};
+}
+
+void *proc_index_get(const ProcIndex *x, uint32_t pid, uint64_t start_time) {
+        if (x->n == 0)
+                return NULL;
+        return x->entries[find(x, pid, start_time)].value;
+}
+
+static int grow(ProcIndex *x) {
+        ProcIndex bigger = { .capacity = x->capacity ? x->capacity * 2 : MIN_CAPACITY };
+
+        bigger.entries = calloc(bigger.capacity, sizeof(ProcIndexEntry));
+        if (!bigger.entries)
+                return -ENOMEM;
+        for (size_t i = 0; i < x->capacity; i++)
+                if (x->entries[i].value)
+                        bigger.entries[find(&bigger, x->entries[i].pid, x->entries[i].start_time)] = x->entries[i];
+        bigger.n = x->n;
+        free(x->entries);
+        *x = bigger;
+        return 0;
+}
+
+int proc_index_put(ProcIndex *x, uint32_t pid, uint64_t start_time, void *value) {
+        size_t i;
+        int r;
+
+        if ((x->n + 1) * 8 > x->capacity * LOAD_EIGHTHS && (r = grow(x)) < 0)
+                return r;
+        i = find(x, pid, start_time);
+        if (x->entries[i].value)
+                return -EEXIST;
+        x->entries[i] = (ProcIndexEntry) { .start_time = start_time, .pid = pid, .value = value };
+        x->n++;
+        return 0;
+}
+
+void *proc_index_remove(ProcIndex *x, uint32_t pid, uint64_t start_time) {
+        size_t mask = x->capacity - 1, i, j;
+        void *value;
+
+        if (x->n == 0)
+                return NULL;
+        i = find(x, pid, start_time);
+        value = x->entries[i].value;
+        if (!value)
+                return NULL;
+        /* The entries after it that probed past i move back into the hole (Knuth's algorithm R),
+         * so that every entry stays reachable from its home slot without tombstones. */
+        for (j = (i + 1) & mask; x->entries[j].value; j = (j + 1) & mask) {
+                size_t home = slot_of(x, x->entries[j].pid, x->entries[j].start_time);
+
+                /* Stays when its home lies cyclically in (i, j]. */
+                if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+                        continue;
+                x->entries[i] = x->entries[j];
+                i = j;
+        }
+        x->entries[i] = (ProcIndexEntry) {};
+        x->n--;
+        return value;
+}
