@@ -22,8 +22,11 @@ turns over 5 ms in phase 2, the writer's time writing ticks and maintaining and 
 step.
   3. With --storm N: an unprivileged user (nobody) forks N short processes as fast as it can
      (tests/helpers/storm, 64 alive at once), while the Watch goes on and GetStatus is called
-     every 100 ms: the processes a second, the largest gap between Watch replies, GetStatus
-     (median / max), the loop's turns over 5 ms, and the drops by kind, during the storm.
+     every 100 ms: the processes a second, the largest gap between Watch replies (as the
+     client saw them, and between the ticks' own time stamps), the daemon's CPU per storm
+     process (all threads, and the event loop's thread alone), the loop's longest turn since
+     the start, GetStatus (median / max), the loop's turns over 5 ms, and the drops by kind,
+     during the storm.
      With --max-db-size (e.g. 8M) the writer works under the size cap as it does on a full disk.
 
 usage: sudo python3 bench/live-bench.py [--build DIR] [--baseline-build DIR] [--procs 200]
