@@ -92,7 +92,8 @@ void proc_table_done(ProcTable *t) {
         free(t->dead);
         free(t->touched);
         free(t->info_queue);
-        free(t->exits);
+        proc_keys_done(&t->exits);
+        proc_keys_done(&t->retired);
         free(t->samples);
         free(t->slot_procs);
         name_shares_done(&t->file_names);
@@ -168,34 +169,16 @@ static int proc_cgroup_unit(ProcTable *t, uint64_t cgroup_id, char **ret) {
 
 int proc_table_expect_exit(ProcTable *t, uint32_t pid, uint64_t start_time) {
         CollectorProc *p = proc_table_find(t, pid, start_time);
-        ProcKey key = { .pid = pid, .start_time = start_time };
 
         if (p) {
                 p->exiting = true;
                 return 0;
         }
-        t->exits_sorted = false;
-        return array_append((void **) &t->exits, &t->n_exits, &t->exits_capacity, sizeof(key), &key);
+        return proc_keys_add(&t->exits, pid, start_time);
 }
 
-static int proc_key_compare(const void *a, const void *b) {
-        const ProcKey *x = a, *y = b;
-
-        if (x->pid != y->pid)
-                return x->pid < y->pid ? -1 : 1;
-        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
-}
-
-static bool exit_in_hand(ProcTable *t, uint32_t pid, uint64_t start_time) {
-        ProcKey key = { .pid = pid, .start_time = start_time };
-
-        if (t->n_exits == 0)
-                return false;
-        if (!t->exits_sorted) {
-                qsort(t->exits, t->n_exits, sizeof(ProcKey), proc_key_compare);
-                t->exits_sorted = true;
-        }
-        return bsearch(&key, t->exits, t->n_exits, sizeof(ProcKey), proc_key_compare) != NULL;
+bool proc_table_retired_last_tick(ProcTable *t, uint32_t pid, uint64_t start_time) {
+        return proc_keys_contain(&t->retired, pid, start_time);
 }
 
 /* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
@@ -291,7 +274,7 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
         p->info.uid = UID_UNKNOWN;
         p->info.first_seen_usec = now;
         p->last_counted_usec = now;
-        p->exiting = exit_in_hand(t, pid, start_time);
+        p->exiting = proc_keys_contain(&t->exits, pid, start_time);
         /* A process with BPF's record waits for its reads of /proc past the tick's share; one
          * whose exit is in hand is named from that record alone. */
         if (id && id->start_time == start_time && (t->info_reads_new == 0 || p->exiting))
@@ -617,7 +600,7 @@ size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
 
 void proc_table_begin_tick(ProcTable *t) {
         t->info_reads_new = INFO_READS_NEW_PER_TICK;
-        t->n_exits = 0;
+        proc_keys_clear(&t->exits);
         info_queue_forget_dead(t);
         for (size_t i = 0; i < t->n_touched; i++) {
                 if (t->touched[i]->has_traps_delta)
@@ -628,7 +611,10 @@ void proc_table_begin_tick(ProcTable *t) {
                 t->touched[i]->n_sites = 0;
         }
         t->n_touched = 0;
+        proc_keys_clear(&t->retired);
         for (size_t i = 0; i < t->n_dead; i++) {
+                /* (One that does not fit is looked up in the hashes once more, and not found.) */
+                (void) proc_keys_add(&t->retired, t->dead[i]->info.pid, t->dead[i]->info.start_time);
                 name_shares_release(&t->file_names, t->dead[i]->file_names_uid, t->dead[i]->file_names_bytes);
                 proc_free(t->dead[i]);
         }

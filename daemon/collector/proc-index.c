@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "array-util.h"
+
 /* At most this many entries in 8 slots: past it, the table doubles. */
 #define LOAD_EIGHTHS 5
 #define MIN_CAPACITY 64
@@ -93,4 +95,41 @@ void *proc_index_remove(ProcIndex *x, uint32_t pid, uint64_t start_time) {
         x->entries[i] = (ProcIndexEntry) {};
         x->n--;
         return value;
+}
+
+int proc_keys_add(ProcKeys *s, uint32_t pid, uint64_t start_time) {
+        ProcKey key = { .pid = pid, .start_time = start_time };
+
+        s->sorted = false;
+        return array_append((void **) &s->keys, &s->n, &s->capacity, sizeof(key), &key);
+}
+
+static int proc_key_compare(const void *a, const void *b) {
+        const ProcKey *x = a, *y = b;
+
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+bool proc_keys_contain(ProcKeys *s, uint32_t pid, uint64_t start_time) {
+        ProcKey key = { .pid = pid, .start_time = start_time };
+
+        if (s->n == 0)
+                return false;
+        if (!s->sorted) {
+                qsort(s->keys, s->n, sizeof(ProcKey), proc_key_compare);
+                s->sorted = true;
+        }
+        return bsearch(&key, s->keys, s->n, sizeof(ProcKey), proc_key_compare) != NULL;
+}
+
+void proc_keys_clear(ProcKeys *s) {
+        s->n = 0;
+        s->sorted = true;
+}
+
+void proc_keys_done(ProcKeys *s) {
+        free(s->keys);
+        *s = (ProcKeys) {};
 }

@@ -28,6 +28,24 @@ void *proc_index_get(const ProcIndex *x, uint32_t pid, uint64_t start_time);
 int proc_index_put(ProcIndex *x, uint32_t pid, uint64_t start_time, void *value);
 /* The value removed, NULL when absent. */
 void *proc_index_remove(ProcIndex *x, uint32_t pid, uint64_t start_time);
+/* A set of identities, gathered in a tick and looked up (sorted at the first lookup after an
+ * add); emptied with proc_keys_clear(), which keeps the memory for the next tick. */
+typedef struct ProcKey {
+        uint32_t pid;
+        uint64_t start_time;
+} ProcKey;
+
+typedef struct ProcKeys {
+        ProcKey *keys;
+        size_t n, capacity;
+        bool sorted;
+} ProcKeys;
+
+int proc_keys_add(ProcKeys *s, uint32_t pid, uint64_t start_time);
+bool proc_keys_contain(ProcKeys *s, uint32_t pid, uint64_t start_time);
+void proc_keys_clear(ProcKeys *s);
+void proc_keys_done(ProcKeys *s);
+
 /* Every value once, in no particular order; the index must not change meanwhile. */
 #define PROC_INDEX_FOREACH(x, v)                                                                 \
         for (size_t proc_index_i_ = 0; proc_index_i_ < (x)->capacity; proc_index_i_++)           \

@@ -93,10 +93,37 @@ static void test_sequence(void **state) {
         proc_index_done(&x);
 }
 
+/* A tick's set of identities: found once added, also after adds that follow a lookup (sorted
+ * again), and none once cleared. */
+static void test_keys(void **state) {
+        ProcKeys s = {};
+
+        (void) state;
+        assert_false(proc_keys_contain(&s, 1, 1));
+        for (uint32_t p = 1000; p > 0; p--)
+                assert_int_equal(proc_keys_add(&s, p, p * UINT64_C(7)), 0);
+        assert_true(proc_keys_contain(&s, 1, 7));
+        assert_true(proc_keys_contain(&s, 1000, 7000));
+        assert_false(proc_keys_contain(&s, 1000, 7001));
+        assert_false(proc_keys_contain(&s, 1001, 7007));
+        /* Added after a lookup sorted them. */
+        assert_int_equal(proc_keys_add(&s, 5, 1), 0);
+        assert_true(proc_keys_contain(&s, 5, 1));
+        assert_true(proc_keys_contain(&s, 5, 35));
+        proc_keys_clear(&s);
+        assert_false(proc_keys_contain(&s, 5, 35));
+        assert_int_equal(proc_keys_add(&s, 9, 9), 0);
+        assert_true(proc_keys_contain(&s, 9, 9));
+        assert_false(proc_keys_contain(&s, 5, 35));
+        proc_keys_done(&s);
+        assert_null(s.keys);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_model),
                 cmocka_unit_test(test_sequence),
+                cmocka_unit_test(test_keys),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
