@@ -30,7 +30,7 @@ ROOM_TESTS = {
     "store": ["tests/unit/test-store", "tests/unit/test-tier-util.c", "tests/unit/unit-store"],
     # fuzz-methods.c fakes the collector behind GetStatus with the real drop kinds' names.
     "collector": ["tests/unit/test-cgroup-util.c", "tests/unit/test-collector-util.c", "tests/unit/test-proc-util.c",
-                  "tests/unit/test-kernel-caps.c",
+                  "tests/unit/test-kernel-caps.c", "tests/unit/test-proc-index.c",
                   "tests/unit/test-symbolize.c", "tests/fuzz/fuzz-methods.c"],
 }
 SKIP_DIRS = {".git", "debian"}
