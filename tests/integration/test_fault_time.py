@@ -155,10 +155,12 @@ class FaultTime(SharedDaemonTest):
         times = [sum(r["counters"]["faultTime"][k] for k in ("minorNs", "majorNs", "kernelNs")) for r in reply["rows"]]
         self.assertEqual(times, sorted(times, reverse=True))
         pids = [r["process"]["pid"] for r in reply["rows"]]
-        # 20 faults of 20 ms are 400 ms, more than 5000 quick faults take (a few ms here; more
-        # under an emulated CPU, so the order is checked against their own times too).
-        self.assertGreater(slow_time, many_time)
-        self.assertLess(pids.index(slow["pid"]), pids.index(many["pid"]))
+        # 20 faults of 20 ms are 400 ms, more than 5000 quick faults take here (a few ms); under an
+        # emulated CPU beside other work those took 669 ms once. The order is the one their own
+        # histories give, whichever it is; the held faults' time is at least what they held.
+        self.assertGreaterEqual(slow_time, 20 * 20 * 1000000)
+        first, second = (slow, many) if slow_time > many_time else (many, slow)
+        self.assertLess(pids.index(first["pid"]), pids.index(second["pid"]))
         # The CLI's name for the key, and the time of each row.
         out = trapstat(self.daemon.socket, "top", "-b", "-n", "1", "--sort", "time", "--limit", "5").stdout
         self.assertIn("FTIME", out)
