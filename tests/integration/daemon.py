@@ -416,7 +416,8 @@ def tick_after(socket_path, timeout=60):
     """Returns once the daemon has drained a tick that began after this call. What happened before
     the call is then in the reply to any call sent after it (Top, History and the rest read every
     tick drained before they came). Waits on Watch, one reply per tick, not on the clock: a busy
-    machine can hold the daemon's ticks back by seconds."""
+    machine can hold the daemon's ticks back by seconds. Returns the tick's time (timeUsec, taken
+    as it began: CLOCK_REALTIME, microseconds)."""
     start = time.clock_gettime_ns(time.CLOCK_REALTIME) // 1000
     deadline = time.monotonic() + timeout
     with Connection(socket_path, timeout=timeout) as c:
@@ -427,7 +428,7 @@ def tick_after(socket_path, timeout=60):
                 raise AssertionError(f"Watch failed: {reply}")
             # Its time is taken as the tick begins, before the drain.
             if reply["parameters"]["timeUsec"] >= start:
-                return
+                return reply["parameters"]["timeUsec"]
     raise AssertionError(f"no tick of the daemon's began within {timeout} s")
 
 
