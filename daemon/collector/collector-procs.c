@@ -93,7 +93,6 @@ void proc_table_done(ProcTable *t) {
         free(t->touched);
         free(t->info_queue);
         proc_keys_done(&t->exits);
-        proc_keys_done(&t->retired);
         free(t->samples);
         free(t->slot_procs);
         name_shares_done(&t->file_names);
@@ -175,10 +174,6 @@ int proc_table_expect_exit(ProcTable *t, uint32_t pid, uint64_t start_time) {
                 return 0;
         }
         return proc_keys_add(&t->exits, pid, start_time);
-}
-
-bool proc_table_retired_last_tick(ProcTable *t, uint32_t pid, uint64_t start_time) {
-        return proc_keys_contain(&t->retired, pid, start_time);
 }
 
 /* A child that never exec'd runs its parent's program: while it lives /proc says so, once it is
@@ -611,10 +606,7 @@ void proc_table_begin_tick(ProcTable *t) {
                 t->touched[i]->n_sites = 0;
         }
         t->n_touched = 0;
-        proc_keys_clear(&t->retired);
         for (size_t i = 0; i < t->n_dead; i++) {
-                /* (One that does not fit is looked up in the hashes once more, and not found.) */
-                (void) proc_keys_add(&t->retired, t->dead[i]->info.pid, t->dead[i]->info.start_time);
                 name_shares_release(&t->file_names, t->dead[i]->file_names_uid, t->dead[i]->file_names_bytes);
                 proc_free(t->dead[i]);
         }

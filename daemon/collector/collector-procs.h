@@ -97,9 +97,6 @@ typedef struct ProcTable {
          * (proc_table_expect_exit()), sorted once looked up: one first seen in the tick is exiting from the
          * start, and /proc is not read for it. */
         ProcKeys exits;
-        /* The processes retired last tick (freed at the start of this one): their entries are
-         * gone from the hashes, and a key of theirs still in a log is not looked up. */
-        ProcKeys retired;
         CollectorProc **dead;             /* exited last tick: freed at the start of the next tick */
         size_t n_dead, dead_capacity;
         NameShares file_names;            /* every process's file_names, by user (collector-util.h) */
@@ -122,8 +119,6 @@ CollectorProc *proc_table_find(ProcTable *t, uint32_t pid, uint64_t start_time);
 /* An exit in hand this tick: the process is marked exiting (CollectorProc.exiting) if tracked,
  * else remembered until the next tick, so that it is marked when first seen in this one. */
 int proc_table_expect_exit(ProcTable *t, uint32_t pid, uint64_t start_time);
-/* Whether the process was retired in the last tick (ProcTable.retired). */
-bool proc_table_retired_last_tick(ProcTable *t, uint32_t pid, uint64_t start_time);
 /* The process, tracked from now on if it was not. id is what BPF recorded when it was first
  * counted, NULL when the entry read carries none. */
 int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct ts_ident *id, uint64_t now,

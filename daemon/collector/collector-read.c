@@ -285,16 +285,13 @@ static int take_log(CollectorReader *r, const struct ts_hash_log *log, bool *ove
 }
 
 /* One logged entry of the fallback or the trap hash, unless it is gone: its process exited, and
- * its last counts were read before. A process retired last tick is known to be gone without a
- * lookup: a storm's short processes are logged in one tick and read again in the next. */
+ * its last counts were read before. */
 static int drain_logged(CollectorReader *r, const struct ts_proc_key *logged, uint64_t now) {
         struct trapstat_bpf *skel = r->bpf->skel;
         bool traps = logged->_pad0 == TS_LOG_TRAPS;
         struct ts_proc_key key = *logged;
 
         key._pad0 = 0;
-        if (proc_table_retired_last_tick(r->procs, key.tgid, key.start_time))
-                return 0;
         r->tick_records++;
         if (bpf_map_lookup_elem(bpf_map__fd(traps ? skel->maps.traps : skel->maps.processes), &key,
                                 r->batch_values) < 0)
