@@ -81,9 +81,9 @@ int proc_table_init(ProcTable *t, int proc_fd, uint32_t n_slots) {
 }
 
 void proc_table_done(ProcTable *t) {
-        t->cgroups = cgroup_units_free(t->cgroups);
         CollectorProc *p;
 
+        t->cgroups = cgroup_units_free(t->cgroups);
         PROC_INDEX_FOREACH(&t->index, p)
                 proc_free(p);
         proc_index_done(&t->index);
@@ -279,11 +279,10 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
                         t->info_reads_new--;
                 proc_new_now(t, p, id);
         }
-        if (r >= 0)
-                r = proc_index_put(&t->index, pid, start_time, p);
+        /* Not indexed: the info queue lets go of it too (appended last). */
+        if (r >= 0 && (r = proc_index_put(&t->index, pid, start_time, p)) < 0 && p->info_pending)
+                t->n_info_queue--;
         if (r < 0) {
-                if (r >= 0 && p->info_pending)
-                        t->n_info_queue--; /* appended last */
                 proc_close_stat(t, p);
                 proc_free(p);
                 return r;
