@@ -158,8 +158,10 @@ case $cmd in
     # And the storm of short-lived processes (the stress suite's, 2000 processes here): its own
     # log, which .ci/run counts too.
     # Not the store's longest unit tests (suite unit-long): SQL the same on every architecture,
-    # and over 9 minutes each under TCG (measured), past the time CI has.
-    vm_boot "meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 ${suites[*]} --no-suite unit-long; s=\$?
+    # and over 9 minutes each under TCG (measured), past the time CI has. Nor the checks of the
+    # source (suite source: rooms, function lengths, the docs against --help; 75 s under TCG) nor
+    # the exporter against a daemon (bpf-userland): the same code on every architecture.
+    vm_boot "meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 ${suites[*]} --no-suite unit-long --no-suite source --no-suite bpf-userland; s=\$?
 STORM_CHILDREN=2000 meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3 --logbase storm \
   arm64-stress --test-args Storm || s=1
 exit \$s" ;;

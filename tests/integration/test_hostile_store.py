@@ -107,9 +107,13 @@ class SizeCapShares(unittest.TestCase):
         self.assertIsNotNone(h, f"History({pid})")
         return {"total": h["total"], "samples": h["samples"], "startTime": h["process"]["startTime"]}
 
-    def storm_processes(self, v):
-        return [q for q in v.call("io.trapstat.ListProcesses", {"includeExited": True, "limit": 100000})["processes"]
-                if q["comm"] == STORM_NAME]
+    def storm_processes(self):
+        """The storms' processes that are kept. A connection of its own each time: one held across
+        a storm sits idle longer than the daemon's idle timeout (60 s) under ASan, and the daemon
+        closes it, as it should."""
+        with Connection(self.daemon.socket, timeout=60) as v:
+            return [q for q in v.call("io.trapstat.ListProcesses", {"includeExited": True, "limit": 100000})["processes"]
+                    if q["comm"] == STORM_NAME]
 
     def test_storm_within_cap(self):
         d = self.daemon
@@ -127,13 +131,12 @@ class SizeCapShares(unittest.TestCase):
 
         # The children inherit the storm's command line: argv[0] of 4000 bytes.
         long_argv0 = "/capstorm/" + "x" * 3990
-        v = Connection(d.socket, timeout=60)
         oldest_before = None
         for storm in range(STORMS):
             peak, start = [0, 0, 0, 0, 0], self.size()
             storm_sec = self.storm(long_argv0, peak)
             wait_for(lambda: self.size() <= CAP + SLACK, timeout=60, what="the database and WAL back within the cap")
-            procs = wait_for(lambda: self.storm_processes(v) or None, what="the storm's processes")
+            procs = wait_for(lambda: self.storm_processes() or None, what="the storm's processes")
             oldest = min(q["firstSeenUsec"] for q in procs)
             print(f"\nstorm {storm + 1}: {STORM_CHILDREN} processes in {storm_sec:.1f} s; database + WAL at most "
                   f"{peak[0] / 2**20:.2f} MiB (WAL {peak[2] / 2**20:.2f}) over {peak[3]} samples (cap {CAP / 2**20:.0f} MiB), "
@@ -175,7 +178,7 @@ class SizeCapShares(unittest.TestCase):
                  what=lambda: f"the database and WAL within the cap at the end (now {self.sizes()})")
 
         # The storm's newest processes are stored, with their command lines cut and marked.
-        procs = self.storm_processes(v)
+        procs = self.storm_processes()
         cut = [q["cmdline"] for q in procs if (q.get("cmdline") or "").startswith("/capstorm/")]
         self.assertTrue(cut)
         for c in cut:
