@@ -3,7 +3,8 @@
  * written with the default retention after running D days for N processes, then times the
  * queries behind `trapstat history` and `trapstat top` and prints a table. See bench/README.md.
  *
- * usage: store-bench [--processes N] [--days D] [--queries Q] [--db PATH] [--keep] [--seed S]
+ * usage: store-bench [--processes N] [--long N] [--short-life MIN:MAX] [--days D] [--queries Q]
+ *                    [--db PATH] [--keep] [--seed S]
  *
  * How the database is filled, oldest first:
  *  1. The coarse past, [start, raw_from): the minute and hour rows (and their trap and signal
@@ -47,7 +48,7 @@
 
 #define LONG_LIVED_PERCENT 30
 #define SHORT_LIFE_MIN_USEC (2 * MINUTE) /* short-lived processes live log-uniformly ... */
-#define SHORT_LIFE_MAX_USEC (3 * DAY)    /* ... between these */
+#define SHORT_LIFE_MAX_USEC (3 * DAY)    /* ... between these (--short-life) */
 #define PID_REUSE_P 0.15                 /* a short-lived process takes the pid of a dead one */
 #define DUTY_MIN 0.02                    /* fraction of its buckets a process faults in: ... */
 #define DUTY_MAX 0.58                    /* ... uniform, 30 % on average */
@@ -124,6 +125,7 @@ typedef struct HourRow {
 
 typedef struct Bench {
         unsigned n_procs, n_long, days, queries;
+        uint64_t short_min, short_max; /* the short-lived processes' lives, usec */
         uint64_t seed;
         bool fault_time; /* the last day's faults timed (--enable-source fault_time) */
         char *path, *tmpdir;
@@ -293,6 +295,10 @@ static int cmp_birth(const void *a, const void *b) {
 
 static int make_processes(Bench *b) {
         uint32_t stride = MAX(1u, 4900 / b->n_long), next_pid = 5000 + b->n_long;
+        /* Which short-lived process had each pid last (index + 1; 0: none), so that a pid is
+         * taken again only from its last owner: pids are handed out at most 40 apart. */
+        _cleanup_free_ uint32_t *last_owner = NULL;
+        size_t n_pids = (size_t) next_pid + 41 * (size_t) b->n_procs;
         Rng r;
 
         rng_seed(&r, b->seed);
@@ -312,7 +318,7 @@ static int make_processes(Bench *b) {
                         p->birth = b->start;
                         p->death = NEVER;
                 } else {
-                        double life = exp(rng_range(&r, log((double) SHORT_LIFE_MIN_USEC), log((double) SHORT_LIFE_MAX_USEC)));
+                        double life = exp(rng_range(&r, log((double) b->short_min), log((double) b->short_max)));
 
                         p->birth = floor_to(b->start + (uint64_t) rng_range(&r, 0, (double) (b->now0 - b->start)), BUCKET);
                         p->death = floor_to(p->birth + (uint64_t) life, BUCKET);
@@ -324,6 +330,9 @@ static int make_processes(Bench *b) {
         }
         /* Short-lived ones in birth order, so pids can be handed out as the kernel would. */
         qsort(b->procs + b->n_long, b->n_procs - b->n_long, sizeof(*b->procs), cmp_birth);
+        last_owner = calloc(n_pids, sizeof(*last_owner));
+        if (!last_owner)
+                return -ENOMEM;
 
         for (unsigned i = 0; i < b->n_procs; i++) {
                 SimProc *p = &b->procs[i];
@@ -349,8 +358,7 @@ static int make_processes(Bench *b) {
                                         bool taken = j == i || b->procs[j].death == NEVER || b->procs[j].death >= p->birth;
 
                                         /* Its last owner, not only an earlier one, must be gone. */
-                                        for (unsigned k = j + 1; !taken && k < i; k++)
-                                                taken = b->procs[k].info.pid == b->procs[j].info.pid;
+                                        taken = taken || last_owner[b->procs[j].info.pid] != j + 1;
                                         if (!taken)
                                                 pid = b->procs[j].info.pid;
                                 }
@@ -359,6 +367,7 @@ static int make_processes(Bench *b) {
                                 pid = next_pid;
                         }
                         p->info.pid = pid;
+                        last_owner[pid] = i + 1;
                         p->info.start_time = (p->birth - b->boot_usec) * NSEC_PER_USEC + rng_below(&r, 10000000);
                         comm = short_comms[rng_below(&r, ELEMENTSOF(short_comms))];
                         p->info.uid = rng_uniform(&r) < 0.3 ? 0 : 1000;
@@ -887,6 +896,79 @@ static int run_queries(Bench *b, Timing *timings) {
         return 0;
 }
 
+/* ListProcesses as root asks it, exited processes too: the first page (with the count of the
+ * rest beside it) Q times, then the whole listing page after page, each after the end of the one
+ * before and in a snapshot of its own, as the daemon's calls are. *ret_walked: the processes the
+ * pages held, and *ret_twice those among them held by an earlier page too (the check: none). */
+#define LIST_PAGE 1000
+
+static int cmp_process_ident(const void *a, const void *b) {
+        const uint64_t *x = a, *y = b;
+        return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+static int run_list_queries(Bench *b, Timing *first, Timing *pages, uint64_t *ret_walked, uint64_t *ret_twice) {
+        StoreProcessFilter f = { .include_exited = true, .uid = -1, .limit = LIST_PAGE };
+        _cleanup_free_ uint64_t *idents = NULL; /* (pid, start time) of every process walked */
+        uint64_t total, walked = 0, twice = 0;
+        StoreListCursor next = {};
+        size_t n, capacity = 0;
+        ProcessInfo *list;
+        int r;
+
+        first->ms = calloc(b->queries, sizeof(double));
+        if (!first->ms)
+                return -ENOMEM;
+        for (unsigned q = 0; q < b->queries; q++) {
+                double t0 = monotonic_sec();
+
+                r = IN_SNAPSHOT(b, store_list_processes(b->store, &f, &list, &n, &total, NULL));
+                if (r < 0)
+                        return r;
+                first->ms[first->n++] = (monotonic_sec() - t0) * 1e3;
+                first->rows += n;
+                process_infos_free(list, n);
+        }
+        qsort(first->ms, first->n, sizeof(double), cmp_double);
+
+        do {
+                double t0 = monotonic_sec();
+
+                f.after = pages->n ? &next : NULL;
+                r = IN_SNAPSHOT(b, store_list_processes(b->store, &f, &list, &n, &total, &next));
+                if (r < 0)
+                        return r;
+                if (pages->n == capacity) {
+                        double *ms = realloc(pages->ms, (capacity = capacity * 2 + 64) * sizeof(double));
+                        uint64_t *id = realloc(idents, capacity * LIST_PAGE * 2 * sizeof(uint64_t));
+
+                        if (ms)
+                                pages->ms = ms;
+                        if (id)
+                                idents = id;
+                        if (!ms || !id) {
+                                process_infos_free(list, n);
+                                return -ENOMEM;
+                        }
+                }
+                pages->ms[pages->n++] = (monotonic_sec() - t0) * 1e3;
+                pages->rows += n;
+                for (size_t i = 0; i < n; i++) {
+                        idents[2 * walked] = list[i].pid;
+                        idents[2 * walked + 1] = list[i].start_time;
+                        walked++;
+                }
+                process_infos_free(list, n);
+        } while (total > n && n > 0);
+        qsort(pages->ms, pages->n, sizeof(double), cmp_double);
+        qsort(idents, walked, 2 * sizeof(uint64_t), cmp_process_ident);
+        for (uint64_t i = 1; i < walked; i++)
+                twice += cmp_process_ident(&idents[2 * i - 2], &idents[2 * i]) == 0;
+        *ret_walked = walked;
+        *ret_twice = twice;
+        return 0;
+}
+
 /* ---- checks ---- */
 
 typedef struct Totals {
@@ -1294,6 +1376,8 @@ static void help(void) {
                "Fills a trapstat database with the history trapstatd would keep with the default retention,\n"
                "then times History (1 h, 24 h, 14 d) and Top (1 h, 24 h).\n\n"
                "  --processes N  processes over the span, 30 %% of them long-lived (default 1000)\n"
+               "  --long N       of them long-lived, running through the span (default 30 %%)\n"
+               "  --short-life MIN:MAX  the others' lives in seconds, log-uniform (default 120:259200)\n"
                "  --days D       days of history (default 14)\n"
                "  --queries Q    queries of each kind (default 200)\n"
                "  --db PATH      the database (default: a temporary file, removed at the end)\n"
@@ -1343,16 +1427,21 @@ int main(int argc, char *argv[]) {
                 { "queries", required_argument, NULL, 'q' },   { "db", required_argument, NULL, 'D' },
                 { "keep", no_argument, NULL, 'k' },            { "seed", required_argument, NULL, 's' },
                 { "fault-time", no_argument, NULL, 'f' },      { "max-db-size", required_argument, NULL, 'm' },
+                { "long", required_argument, NULL, 'l' },      { "short-life", required_argument, NULL, 'S' },
                 { "help", no_argument, NULL, 'h' },            {},
         };
         _cleanup_(bench_done) Bench b = { .n_procs = 1000, .days = 14, .queries = 200, .seed = 1,
+                                          .short_min = SHORT_LIFE_MIN_USEC, .short_max = SHORT_LIFE_MAX_USEC,
                                           .retention = STORE_RETENTION_DEFAULT };
+        uint64_t n_long = 0;
         Timing timings[] = {
                 { .name = "History 1 h", .target_ms = 10 }, { .name = "History 24 h", .target_ms = 10 },
                 { .name = "History 14 d", .target_ms = 10 }, { .name = "Top 1 h (user, 20)" },
                 { .name = "Top 24 h (user, 20)", .target_ms = 100 }, { .name = "Top 24 h, a user's" },
-                { .name = "  the same by the walk" },
+                { .name = "  the same by the walk" }, { .name = "ListProcesses, 1000" },
+                { .name = "  every page of 1000" },
         };
+        uint64_t walked = 0, twice = 0;
         uint64_t v;
         unsigned checked = 0;
         double t0;
@@ -1396,6 +1485,23 @@ int main(int argc, char *argv[]) {
                                 goto usage;
                         b.retention.max_bytes = v * 1024 * 1024;
                         break;
+                case 'l':
+                        if (parse_u64(optarg, 1, 1000000, &n_long) < 0)
+                                goto usage;
+                        break;
+                case 'S': {
+                        char *colon = strchr(optarg, ':');
+                        uint64_t lo, hi;
+
+                        if (!colon)
+                                goto usage;
+                        *colon = '\0';
+                        if (parse_u64(optarg, 10, 365 * 86400, &lo) < 0 || parse_u64(colon + 1, lo, 365 * 86400, &hi) < 0)
+                                goto usage;
+                        b.short_min = lo * USEC_PER_SEC;
+                        b.short_max = hi * USEC_PER_SEC;
+                        break;
+                }
                 case 'h':
                         help();
                         return EXIT_SUCCESS;
@@ -1418,7 +1524,11 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
 
-        b.n_long = MAX(1u, b.n_procs * LONG_LIVED_PERCENT / 100);
+        b.n_long = n_long ? (unsigned) n_long : MAX(1u, b.n_procs * LONG_LIVED_PERCENT / 100);
+        if (b.n_long >= b.n_procs) {
+                fprintf(stderr, "store-bench: --long must leave some of the --processes short-lived\n");
+                return 2;
+        }
         b.now0 = now_usec(CLOCK_REALTIME);
         b.start = floor_to(b.now0 - (uint64_t) b.days * DAY, BUCKET);
         b.boot_usec = b.start - 600 * USEC_PER_SEC;
@@ -1436,9 +1546,10 @@ int main(int argc, char *argv[]) {
                 b.columns = s;
         }
 
-        printf("store-bench: %u processes (%u long-lived), %u days, %u queries of each kind, seed %" PRIu64
-               "%s, size cap %" PRIu64 " MiB\n",
-               b.n_procs, b.n_long, b.days, b.queries, b.seed, b.fault_time ? ", fault time" : "",
+        printf("store-bench: %u processes (%u long-lived, the others living %" PRIu64 " s to %" PRIu64 " s), %u days, "
+               "%u queries of each kind, seed %" PRIu64 "%s, size cap %" PRIu64 " MiB\n",
+               b.n_procs, b.n_long, b.short_min / USEC_PER_SEC, b.short_max / USEC_PER_SEC, b.days, b.queries, b.seed,
+               b.fault_time ? ", fault time" : "",
                b.retention.max_bytes >> 20);
         {
                 struct utsname u = {};
@@ -1522,6 +1633,11 @@ int main(int argc, char *argv[]) {
 
         if (run_queries(&b, timings) < 0)
                 return EXIT_FAILURE;
+        r = run_list_queries(&b, &timings[7], &timings[8], &walked, &twice);
+        if (r < 0) {
+                fprintf(stderr, "store-bench: ListProcesses: %s: %s\n", strerror(-r), store_errmsg(b.store));
+                return EXIT_FAILURE;
+        }
         print_timings(timings, ELEMENTSOF(timings));
         {
                 int64_t uid = few_uid(&b);
@@ -1540,20 +1656,27 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "store-bench: checks failed to run: %s\n", strerror(-r));
                 return EXIT_FAILURE;
         }
+        if (twice > 0 || walked != (uint64_t) query_i64(&b, "SELECT COUNT(*) FROM process")) {
+                fprintf(stderr, "store-bench: ListProcesses's pages held %" PRIu64 " processes (%" PRIu64
+                                " of them twice) of the %" PRId64 " stored: FAILED\n",
+                        walked, twice, query_i64(&b, "SELECT COUNT(*) FROM process"));
+                r++;
+        }
         if (r > 0) {
                 fprintf(stderr, "store-bench: %d check(s) FAILED\n", r);
                 return EXIT_FAILURE;
         }
         printf("\nchecks: ok: History of %u random picks of processes (since 0 at 3600 s = the simulation; 14 d at 3600 s and 60 s = SQL sums "
                "of minute+raw rows; 24 h at 3600, 60, 10 s = SQL sums of raw rows); Top 1 h and 24 h = SQL over raw rows; Top since 0 = the simulation, as root and as a user; "
-               "WAL within its room, database + WAL within the cap, the cap never reached\n",
-               checked);
+               "WAL within its room, database + WAL within the cap, the cap never reached; ListProcesses's %" PRIu64
+               " pages of %d held every one of the %" PRIu64 " processes once\n",
+               checked, (uint64_t) timings[8].n, LIST_PAGE, walked);
         if (b.keep)
                 printf("kept %s\n", b.path);
         return EXIT_SUCCESS;
 
 usage:
-        fprintf(stderr, "usage: store-bench [--processes N] [--days D] [--queries Q] [--db PATH] [--keep] [--seed S] "
-                        "[--fault-time] [--max-db-size MIB]\n");
+        fprintf(stderr, "usage: store-bench [--processes N] [--long N] [--short-life MIN:MAX] [--days D] [--queries Q] "
+                        "[--db PATH] [--keep] [--seed S] [--fault-time] [--max-db-size MIB]\n");
         return 2;
 }

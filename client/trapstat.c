@@ -512,6 +512,55 @@ static int procs_parse_argv(int argc, char *argv[], ProcsArgs *a) {
         return 1;
 }
 
+/* Processes procs asks for in one call: a larger --limit is read page by page, so that no reply
+ * grows past the daemon's cap on its size (each process's command line may take 1 KiB). */
+#define PROCS_PAGE 1000
+
+/* The processes procs was asked for, in pages of PROCS_PAGE: *ret is the last page's reply with
+ * the processes of all pages, as one reply of them all would be. A daemon that cannot page (no
+ * next) is asked once more, for them all at once. */
+static int procs_list(TrapstatClient *vc, const TrapstatListProcessesRequest *q, TrapstatListProcessesReply *ret,
+                      TrapstatError *error) {
+        _cleanup_json_ json_t *all = json_array();
+        TrapstatListProcessesRequest page = *q;
+        unsigned limit = q->limit ?: LIST_DEFAULT_LIMIT;
+        TrapstatListProcessesReply reply = {};
+        int r;
+
+        if (!all)
+                return -ENOMEM;
+        for (;;) {
+                TrapstatListProcessesReply next = {};
+
+                page.limit = MIN(limit - (unsigned) json_array_size(all), PROCS_PAGE);
+                page.after = reply.next;
+                r = trapstat_list_processes(vc, &page, &next, error);
+                trapstat_list_processes_reply_done(&reply);
+                if (r < 0)
+                        return r;
+                reply = next;
+                if (!json_is_array(reply.processes))
+                        break; /* printed as it came */
+                if (json_array_extend(all, reply.processes) < 0) {
+                        trapstat_list_processes_reply_done(&reply);
+                        return -ENOMEM;
+                }
+                if (json_array_size(all) >= limit || reply.other_processes <= 0 || json_array_size(reply.processes) == 0)
+                        break;
+                if (!reply.next) { /* an older daemon: all at once, as before pages */
+                        trapstat_list_processes_reply_done(&reply);
+                        return trapstat_list_processes(vc, q, ret, error);
+                }
+        }
+        if (json_is_array(reply.processes) && json_object_set(reply.json, "processes", all) < 0) {
+                trapstat_list_processes_reply_done(&reply);
+                return -ENOMEM;
+        }
+        reply.processes = json_object_get(reply.json, "processes");
+        *ret = reply;
+        return 0;
+}
+
 static int verb_procs(int argc, char *argv[]) {
         _cleanup_(trapstat_client_freep) TrapstatClient *vc = NULL;
         _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply reply = {};
@@ -525,7 +574,7 @@ static int verb_procs(int argc, char *argv[]) {
                 return parse_argv_exit_code(r);
         if (cli_connect(CALL_TIMEOUT_USEC, &vc) < 0)
                 return EXIT_FAILURE;
-        r = trapstat_list_processes(vc, &a.q, &reply, &error);
+        r = procs_list(vc, &a.q, &reply, &error);
         if (r < 0) {
                 report_call_failure("io.trapstat.ListProcesses", r, &error);
                 return EXIT_FAILURE;

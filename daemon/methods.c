@@ -15,6 +15,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
+#include "argv-util.h"
 #include "defaults.h"
 #include "embedded.h"
 #include "filter.h"
@@ -771,9 +772,32 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 typedef struct ListArgs {
-        StoreProcessFilter filter; /* comm_glob and unit point into the strings below */
+        StoreProcessFilter filter; /* comm_glob, unit and after point into the members below */
         char *comm, *unit;
+        StoreListCursor after;
 } ListArgs;
+
+/* Where a page of ListProcesses ends, as its reply's next and a later call's after:
+ * "FIRSTSEEN.ID", the last process's first sighting and its row, in decimal. Callers treat it
+ * as opaque. */
+#define LIST_CURSOR_MAX 41 /* 19 digits, a dot, 19 digits, the NUL, and one to tell it too long */
+
+static int list_cursor_parse(const char *s, StoreListCursor *ret) {
+        char buf[LIST_CURSOR_MAX], *dot;
+        uint64_t seen, id;
+
+        if (strlen(s) >= sizeof(buf))
+                return -EINVAL;
+        strcpy(buf, s);
+        dot = strchr(buf, '.');
+        if (!dot)
+                return -EINVAL;
+        *dot = '\0';
+        if (parse_integer(buf, 0, INT64_MAX, 0, &seen) < 0 || parse_integer(dot + 1, 1, INT64_MAX, 0, &id) < 0)
+                return -EINVAL;
+        *ret = (StoreListCursor) { .first_seen_usec = seen, .id = (int64_t) id };
+        return 0;
+}
 
 static void list_args_free(void *userdata) {
         ListArgs *a = userdata;
@@ -789,12 +813,14 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
         const ListArgs *a = userdata;
         VarlinkReply *reply = NULL;
         ProcessInfo *list;
+        StoreListCursor next;
+        char cursor[LIST_CURSOR_MAX];
         uint64_t total;
         json_t *members;
         size_t n;
         int r;
 
-        r = store_list_processes(reader, &a->filter, &list, &n, &total);
+        r = store_list_processes(reader, &a->filter, &list, &n, &total, &next);
         if (r < 0)
                 return database_error(reader, r, ret);
         r = varlink_reply_new_array("processes", &reply);
@@ -802,6 +828,10 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
                 r = varlink_reply_append(reply, process_info_to_json(&list[i]));
         process_infos_free(list, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) (total - n));
+        /* Where the next page begins, when there is one. */
+        snprintf(cursor, sizeof(cursor), "%" PRIu64 ".%" PRId64, next.first_seen_usec, next.id);
+        if (members && total > n && json_object_set_new(members, "next", json_string(cursor)) < 0)
+                members = (json_decref(members), NULL);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
@@ -809,12 +839,16 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         Manager *m = userdata;
         int64_t pid = param_int(parameters, "pid", 0), limit = param_int(parameters, "limit", LIST_DEFAULT_LIMIT);
         bool include_exited = param_bool(parameters, "includeExited");
-        const char *comm = param_string(parameters, "comm"), *unit = param_string(parameters, "unit");
+        const char *comm = param_string(parameters, "comm"), *unit = param_string(parameters, "unit"),
+                   *after = param_string(parameters, "after");
+        StoreListCursor cursor = {};
         ListArgs *args;
         int r;
 
         if (param_present(parameters, "pid") && !in_range(pid, 1, UINT32_MAX))
                 return varlink_call_error_invalid_parameter(call, "pid");
+        if (after && list_cursor_parse(after, &cursor) < 0)
+                return varlink_call_error_invalid_parameter(call, "after");
         if (!in_range(limit, 1, LIST_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
         if (comm && strlen(comm) > STORE_MAX_GLOB)
@@ -835,6 +869,10 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                                               .comm_glob = args->comm,
                                               .unit = args->unit,
                                               .limit = (size_t) limit };
+        if (after) {
+                args->after = cursor;
+                args->filter.after = &args->after;
+        }
         return submit(call, m, false, run_list_processes, args, list_args_free);
 }
 

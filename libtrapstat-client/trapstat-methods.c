@@ -327,7 +327,7 @@ int trapstat_list_processes_parameters(const TrapstatListProcessesRequest *q, js
         p = json_object();
         if (!p || (q->include_exited && json_object_set_new(p, "includeExited", json_true()) < 0) ||
             !set_string(p, "comm", q->comm) || !set_string(p, "unit", q->unit) || !set_u64(p, "pid", q->pid) ||
-            !set_u64(p, "limit", q->limit))
+            !set_u64(p, "limit", q->limit) || !set_string(p, "after", q->after))
                 return -ENOMEM;
         *ret = TAKE_PTR(p);
         return 0;
@@ -348,6 +348,7 @@ int trapstat_list_processes(TrapstatClient *c, const TrapstatListProcessesReques
                 .json = json,
                 .processes = json_object_get(json, "processes"),
                 .other_processes = member_optional(json, "otherProcesses"),
+                .next = json_string_value(json_object_get(json, "next")),
         };
         return 0;
 }

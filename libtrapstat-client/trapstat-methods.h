@@ -152,12 +152,14 @@ typedef struct TrapstatListProcessesRequest {
         bool include_exited;
         const char *comm, *unit; /* NULL: any */
         unsigned limit;
+        const char *after; /* NULL: the first page; else a previous reply's next */
 } TrapstatListProcessesRequest;
 
 typedef struct TrapstatListProcessesReply {
         json_t *json;
         json_t *processes;       /* borrowed from json: []Process */
         int64_t other_processes; /* -1: an older daemon did not say */
+        const char *next;        /* borrowed from json: the next page's after; NULL: none (or an older daemon) */
 } TrapstatListProcessesReply;
 
 int trapstat_list_processes_parameters(const TrapstatListProcessesRequest *q, json_t **ret);

@@ -19,6 +19,9 @@ void process_infos_free(ProcessInfo *p, size_t n) {
 #define LIST_WHERE                                                                                      \
         "(?1 = 0 OR pid = ?1) AND (?2 OR NOT exited) AND (?3 < 0 OR uid = ?3) AND (?5 IS NULL OR comm GLOB ?5) " \
         "AND (?6 IS NULL OR unit = ?6)"
+/* And after a page's end, a range of the index process_by_first_seen (a condition "?7 IS NULL
+ * OR ..." would have SQLite scan it from the newest on every page). */
+#define LIST_AFTER " AND (first_seen_usec, id) < (?7, ?8)"
 
 static void list_bind(sqlite3_stmt *st, const StoreProcessFilter *filter) {
         sqlite3_bind_int64(st, 1, filter->pid);
@@ -27,6 +30,10 @@ static void list_bind(sqlite3_stmt *st, const StoreProcessFilter *filter) {
         sqlite3_bind_int64(st, 4, (int64_t) filter->limit);
         sqlite3_bind_text(st, 5, filter->comm_glob, -1, SQLITE_STATIC); /* NULL binds NULL */
         sqlite3_bind_text(st, 6, filter->unit, -1, SQLITE_STATIC);
+        if (filter->after) {
+                sqlite3_bind_int64(st, 7, (int64_t) filter->after->first_seen_usec);
+                sqlite3_bind_int64(st, 8, filter->after->id);
+        }
 }
 
 /* How many processes the filter lets through, limit aside: a statement of its own, since
@@ -36,7 +43,9 @@ static int list_count(Store *s, const StoreProcessFilter *filter, uint64_t *ret)
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         int rc, r;
 
-        r = sql_prepare(s->db, &st, "SELECT COUNT(*) FROM process WHERE " LIST_WHERE); /* ?4, the limit, unused */
+        r = sql_prepare(s->db, &st, /* ?4, the limit, unused */
+                        filter->after ? "SELECT COUNT(*) FROM process WHERE " LIST_WHERE LIST_AFTER
+                                      : "SELECT COUNT(*) FROM process WHERE " LIST_WHERE);
         if (r < 0)
                 return r;
         list_bind(st, filter);
@@ -47,15 +56,20 @@ static int list_count(Store *s, const StoreProcessFilter *filter, uint64_t *ret)
         return 0;
 }
 
-static int list_read(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n) {
+/* The page, and where it ends (*ret_next). The order is the index process_by_first_seen's,
+ * whose entries end in the row's id: a page after a cursor is a range of it. */
+static int list_read(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n,
+                     StoreListCursor *ret_next) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         ProcessInfo *list = NULL;
         size_t n = 0, capacity = 0;
         int rc, r;
 
-        r = sql_prepare(s->db, &st,
-                        "SELECT " PROCESS_COLUMNS " FROM process WHERE " LIST_WHERE
-                        " ORDER BY first_seen_usec DESC, id DESC LIMIT ?4");
+#define LIST_SELECT "SELECT id, " PROCESS_COLUMNS " FROM process WHERE " LIST_WHERE
+#define LIST_ORDER " ORDER BY first_seen_usec DESC, id DESC LIMIT ?4"
+        r = sql_prepare(s->db, &st, filter->after ? LIST_SELECT LIST_AFTER LIST_ORDER : LIST_SELECT LIST_ORDER);
+#undef LIST_SELECT
+#undef LIST_ORDER
         if (r < 0)
                 return r;
         list_bind(st, filter);
@@ -64,11 +78,13 @@ static int list_read(Store *s, const StoreProcessFilter *filter, ProcessInfo **r
                         process_infos_free(list, n);
                         return -ENOMEM;
                 }
-                r = read_process(st, 0, &list[n]);
+                r = read_process(st, 1, &list[n]);
                 if (r < 0) {
                         process_infos_free(list, n);
                         return r;
                 }
+                *ret_next = (StoreListCursor) { .first_seen_usec = list[n].first_seen_usec,
+                                                .id = sqlite3_column_int64(st, 0) };
                 n++;
         }
         if (rc != SQLITE_DONE) {
@@ -81,8 +97,9 @@ static int list_read(Store *s, const StoreProcessFilter *filter, ProcessInfo **r
 }
 
 int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n,
-                         uint64_t *ret_total) {
+                         uint64_t *ret_total, StoreListCursor *ret_next) {
         ProcessInfo *list = NULL;
+        StoreListCursor next = {};
         uint64_t total = 0;
         size_t n = 0;
         int r;
@@ -91,7 +108,7 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
          * Counted only when the limit was reached: a scan of every matching row (17 ms for 14000
          * processes). */
         assert(store_in_snapshot(s));
-        r = list_read(s, filter, &list, &n);
+        r = list_read(s, filter, &list, &n, &next);
         total = n;
         if (r >= 0 && ret_total && n >= filter->limit) {
                 r = list_count(s, filter, &total);
@@ -104,6 +121,8 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
         *ret_n = n;
         if (ret_total)
                 *ret_total = total;
+        if (ret_next)
+                *ret_next = next;
         return 0;
 }
 

@@ -327,11 +327,17 @@ const char *store_errmsg(Store *s) {
 
 /* Replaces SQLite's automatic checkpoint (the same threshold, run in the commit that reaches
  * it): see store_set_checkpoint_handler(). */
-static int on_wal_commit(void *userdata, sqlite3 *db _unused_, const char *name _unused_, int pages) {
+static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int pages) {
         Store *s = userdata;
 
         if (pages < 0 || (unsigned) pages < s->checkpoint_pages)
                 return SQLITE_OK;
+        /* Past the limit the other thread has not run at all (measured: a WAL of 4.65 MiB under
+         * an 8 MiB cap while a compiler kept both CPUs busy): the writer copies the log itself,
+         * as SQLite's own automatic checkpoint would in this hook. Passive: it waits for no
+         * reader, and a checkpoint the other thread is running makes it return at once. */
+        if ((unsigned) pages >= STORE_CHECKPOINT_LIMIT * s->checkpoint_pages)
+                (void) sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         /* Past the backstop the other thread is not keeping up (a reader held the log, or its
          * checkpoints are slow): it forces one, the loop still never checkpoints itself. */
         s->checkpoint_fn(s->checkpoint_userdata, (unsigned) pages >= STORE_CHECKPOINT_BACKSTOP * s->checkpoint_pages);

@@ -170,6 +170,71 @@ class Lists(unittest.TestCase):
         small = call(sock, "ListProcesses", {"comm": COMM, "limit": 3})
         self.assertEqual((len(small["processes"]), small["otherProcesses"]), (3, SLEEPERS - 3))
 
+    def test_pages_are_the_list_whole(self):
+        """Page after page (after: the previous reply's next): every process of the one call, once
+        each and in its order; otherProcesses is what comes after each page, and the last has no
+        next."""
+        sock = self.daemon.socket
+        whole = call(sock, "ListProcesses", {"comm": COMM, "limit": 100000})
+        self.assertEqual((len(whole["processes"]), whole["otherProcesses"]), (SLEEPERS, 0))
+        self.assertNotIn("next", whole)
+        ident = [(p["pid"], p["startTime"]) for p in whole["processes"]]
+        for size in (DEFAULT_LIMIT, 333, 97):
+            got, after = [], None
+            while True:
+                page = call(sock, "ListProcesses", {"comm": COMM, "limit": size, **({"after": after} if after else {})})
+                got += [(p["pid"], p["startTime"]) for p in page["processes"]]
+                self.assertEqual(page["otherProcesses"], SLEEPERS - len(got), f"pages of {size}")
+                if not page["otherProcesses"]:
+                    self.assertNotIn("next", page)
+                    break
+                after = page["next"]
+            self.assertEqual(got, ident, f"pages of {size}")
+
+    def test_a_cursor_shows_no_more_than_the_call_may_see(self):
+        """after only says where a page begins: a cursor made up to begin past everything still
+        gives the user their own processes alone, and one not of the daemon's form is refused,
+        the connection answering on."""
+        sock = self.daemon.socket
+        forged = call(sock, "ListProcesses", {"after": f"{2**62}.{2**62}", "limit": 100000, "includeExited": True})
+        self.assertEqual({p["uid"] for p in forged["processes"]}, {UID})
+        self.assertEqual(sum(p["comm"] == COMM for p in forged["processes"]), SLEEPERS)
+        # Past the oldest: nothing.
+        oldest = min(p["firstSeenUsec"] for p in forged["processes"])
+        self.assertEqual(call(sock, "ListProcesses", {"after": f"{oldest}.1", "comm": COMM})["processes"], [])
+        bad = ["", "1", "1.", ".1", "1.0", "-1.5", "1.-5", "+1.5", " 1.5", "1.5 ", "1.2.3", "0x10.5", "1,5",
+               "\u0661.\u0665", "1.5\n", "18446744073709551616.1", "9223372036854775808.1", "1.9223372036854775808",
+               "1" * 5000 + ".1"]
+        calls = [json.dumps({"method": "io.trapstat.ListProcesses", "parameters": {"after": b}}) for b in bad]
+        calls += [json.dumps({"method": "io.trapstat.ListProcesses", "parameters": {"after": v}})
+                  for v in (5, None, ["1.5"], {"a": "1.5"})]
+        replies = user_calls(sock, calls)
+        for what, reply, status in zip(bad + ["int", "null", "array", "object"], replies[0::2], replies[1::2]):
+            if what == "null":  # an optional member given as null: absent
+                self.assertIn("parameters", reply, what)
+            else:
+                self.assertEqual(reply, invalid("after"), what[:40])
+            self.assertIn("processesTracked", status.get("parameters", {}), what[:40])
+
+    def test_cli_procs_reads_pages(self):
+        """A --limit over the 1000 of one call is read page by page: the same processes and order
+        as one call, the note and --json's otherProcesses counting what is left."""
+        sock = self.daemon.socket
+        whole = [p["pid"] for p in call(sock, "ListProcesses", {"comm": COMM, "limit": 100000})["processes"]]
+        p = user_trapstat(sock, "--json", "procs", "--comm", COMM, "--limit", str(SLEEPERS - 5))
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        reply = json.loads(p.stdout)
+        self.assertEqual([q["pid"] for q in reply["processes"]], whole[:SLEEPERS - 5])
+        self.assertEqual(reply["otherProcesses"], 5)
+        # Where the rest begins, as the daemon said: the five oldest.
+        rest = call(sock, "ListProcesses", {"comm": COMM, "after": reply["next"]})
+        self.assertEqual([q["pid"] for q in rest["processes"]], whole[SLEEPERS - 5:])
+        p = user_trapstat(sock, "procs", "--comm", COMM, "--limit", str(SLEEPERS - 5), "--csv")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([int(line.split(",")[0]) for line in p.stdout.splitlines()[1:]], whole[:SLEEPERS - 5])
+        self.assertEqual(p.stderr, f"trapstat: {SLEEPERS - 5} of {SLEEPERS} processes shown; narrow with "
+                                   f"--comm/--unit/--pid or raise --limit (at most 100000)\n")
+
     def test_top_says_what_its_limit_left_out(self):
         reply = call(self.daemon.socket, "Top", {"comm": COMM, "windowSec": 3600, "limit": 7})
         self.assertEqual(len(reply["rows"]), 7)

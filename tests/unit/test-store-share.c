@@ -131,7 +131,7 @@ static void test_size_cap_shares(void **state) {
                                                                      &(StoreProcessFilter) { .uid = 2000,
                                                                                              .include_exited = true,
                                                                                              .limit = 100000 },
-                                                                     &list, &n, NULL)),
+                                                                     &list, &n, NULL, NULL)),
                                  0);
                 assert_true(n > 100 && n < 4000);
                 for (size_t i = 0; i < n; i++)

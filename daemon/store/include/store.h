@@ -101,11 +101,15 @@ const char *store_errmsg(Store *s);
  * tick or maintenance step happens to, on the event loop, in front of every call waiting there.
  * With a handler, every commit that leaves the WAL at `pages` or more calls fn(userdata, force)
  * instead, which should have store_checkpoint() run on another thread; force is set from
- * STORE_CHECKPOINT_BACKSTOP times pages on (passive checkpoints are not keeping up). The WAL
- * file is cut back to `pages` pages whenever the log starts over (PRAGMA journal_size_limit).
- * fn NULL: SQLite's own checkpoints at pages. */
+ * STORE_CHECKPOINT_BACKSTOP times pages on (passive checkpoints are not keeping up). From
+ * STORE_CHECKPOINT_LIMIT times pages on (the other thread did not get to run: a machine whose
+ * CPUs are busy), the commit checkpoints passively itself, never waiting for a reader: the
+ * writer pays, and the log stays bounded whatever the other thread gets. The WAL file is cut
+ * back to `pages` pages whenever the log starts over (PRAGMA journal_size_limit). fn NULL:
+ * SQLite's own checkpoints at pages. */
 #define STORE_CHECKPOINT_PAGES 1000U /* SQLite's default */
 #define STORE_CHECKPOINT_BACKSTOP 4U
+#define STORE_CHECKPOINT_LIMIT 8U
 #define STORE_CHECKPOINT_FORCE_MSEC 200
 void store_set_checkpoint_handler(Store *s, unsigned pages, void (*fn)(void *userdata, bool force), void *userdata);
 /* The `pages` for a size cap of max_bytes (0: none): 1/32 of the cap, at most
@@ -203,6 +207,13 @@ void store_rows_free(StoreRow *rows, size_t n);
  * recently. -ENOENT when there is none. */
 int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret);
 
+/* Where a page of store_list_processes() ends: its last process's first sighting and row. The
+ * next page holds what comes after it in the listing's order. */
+typedef struct StoreListCursor {
+        uint64_t first_seen_usec;
+        int64_t id;
+} StoreListCursor;
+
 typedef struct StoreProcessFilter {
         uint32_t pid;          /* 0: any */
         bool include_exited;
@@ -210,12 +221,14 @@ typedef struct StoreProcessFilter {
         const char *comm_glob; /* shell glob (SQLite GLOB: case-sensitive); NULL: any */
         const char *unit;      /* exact unit name; NULL: any */
         size_t limit;
+        const StoreListCursor *after; /* only the processes after this page's end; NULL: from the newest */
 } StoreProcessFilter;
 
-/* Processes matching filter, newest first (by first seen), at most filter->limit of them;
- * *ret_total (unless NULL): how many match, limit aside. */
+/* Processes matching filter, newest first (by first seen, then by row), at most filter->limit of
+ * them; *ret_total (unless NULL): how many match, limit aside (after filter->after, when set);
+ * *ret_next (unless NULL): where this page ends, for the next call's filter->after. */
 int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo **ret, size_t *ret_n,
-                         uint64_t *ret_total);
+                         uint64_t *ret_total, StoreListCursor *ret_next);
 
 /* Traps of all processes (only uid's when uid >= 0) in buckets starting at or after the bucket
  * holding since_usec, summed; *ret_processes: how many processes trapped. */
