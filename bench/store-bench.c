@@ -1343,8 +1343,9 @@ static void print_size(Bench *b) {
                b->retention.max_bytes && used > store_cap_target(b->store, b->retention.max_bytes)
                        ? " (the cap acted: see below)"
                        : "");
-        printf("process-hours   %10.0f alive within the span; bytes per process-hour %.0f (used bytes / process-hours)\n",
-               process_hours, (double) used / process_hours);
+        printf("process-hours   %10.0f alive within the span; bytes per process-hour %.0f (used bytes / process-hours), "
+               "per process %.0f\n",
+               process_hours, (double) used / process_hours, (double) used / b->n_procs);
         printf("last day        WAL at most %.1f MiB after any write (the cap keeps %.1f MiB for it; %" PRIu64
                " checkpoints); database + WAL at most %.1f MiB; pages in use at most %.1f MiB (the cap's target %.1f MiB)\n",
                mib(b->peak_wal), mib(b->retention.max_bytes - store_cap_target(b->store, b->retention.max_bytes)),
