@@ -169,7 +169,7 @@ class SizeCapShares(unittest.TestCase):
             # now 0.9-3.0 MiB.) Within a tick's transactions, at eight times the threshold the
             # commit checkpoints itself: the checkpoint thread may not get to run on a busy
             # machine (beside a compiler the plain build's WAL reached 4.65 and 5.23 MiB before
-            # that; 3.25 MiB at most in 18 storms after). Under ASan on a loaded machine (CI's
+            # that; 3.25 MiB at most in 15 storms after). Under ASan on a loaded machine (CI's
             # qemu legs beside it) a forced checkpoint that finds a reader's snapshot fails, and
             # the WAL reached 4.26 MiB in a CI run: the bound holds in the plain build.
             if not sanitized():
