@@ -413,31 +413,40 @@ static void count_requests(void *userdata, bool force) {
 }
 
 /* With a checkpoint handler the writer's commits ask for checkpoints instead of running them,
- * forced ones past the backstop; store_checkpoint() does the work from its own connection and
- * really copies the log (a connection that has read nothing copied nothing, SQLite 3.40), and the
- * WAL file is cut back once the log starts over, to nothing at once by a forced checkpoint. */
+ * forced ones past the backstop, and past the limit they copy the log themselves, so that a
+ * handler that never gets to run leaves the WAL bounded all the same; store_checkpoint() does the
+ * work from its own connection and really copies the log (a connection that has read nothing
+ * copied nothing, SQLite 3.40), and the WAL file is cut back once the log starts over, to nothing
+ * at once by a forced checkpoint. */
 static void test_checkpoint_handler(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL;
         ProcessInfo a = { .pid = 810, .start_time = 8, .comm = "a", .first_seen_usec = t0, .last_seen_usec = t0 };
         char path[256], missing[256];
         unsigned requests[2] = {};
+        uint64_t wal_max = 0;
         int left = -1;
         Store *w;
 
         snprintf(path, sizeof(path), "%s/checkpoint.db", tmpdir);
         snprintf(missing, sizeof(missing), "%s/missing.db", tmpdir);
         assert_int_equal(store_open(path, "boot-1", &w), 0);
-        /* A handler that never checkpoints: nothing bounds the WAL. */
+        /* A handler that never checkpoints: the commits past 8 x 4 pages do, and the log starts
+         * over after each of them. Without that, 300 commits of about 40 pages each (a new
+         * process's row, its total and their indexes) grow it to tens of MiB; with it the file
+         * is at most one commit past the limit (its largest here: 132 pages). */
         store_set_checkpoint_handler(w, 4, count_requests, requests);
         for (uint64_t i = 0; i < 300; i++) {
                 a.pid = 810 + (uint32_t) i; /* a new process row every tick: pages to write */
                 ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
                 assert_int_equal(store_flush(w, t0 + i * 10 * S, &sample, 1), 0);
+                wal_max = MAX(wal_max, file_bytes(path, "-wal"));
         }
         /* Past 4 x 4 pages, forced. */
         assert_true(requests[1] > 0);
-        print_message("WAL after 300 commits without checkpoints: %" PRIu64 " KiB\n", file_bytes(path, "-wal") >> 10);
-        assert_true(file_bytes(path, "-wal") > 256 * 1024);
+        print_message("WAL after 300 commits without the handler's checkpoints: at most %" PRIu64 " KiB\n",
+                      wal_max >> 10);
+        assert_true(wal_max > 4 * 4096);
+        assert_true(wal_max <= 1024 * 1024);
 
         assert_int_equal(store_checkpoint(path, false, &left), 0);
         assert_int_equal(left, 0);
@@ -449,12 +458,12 @@ static void test_checkpoint_handler(void **state) {
         print_message("WAL after a checkpoint and a commit: %" PRIu64 " KiB\n", file_bytes(path, "-wal") >> 10);
         assert_true(file_bytes(path, "-wal") <= 64 * 1024);
 
-        for (uint64_t i = 0; i < 100; i++) {
+        for (uint64_t i = 0; i < 3; i++) {
                 a.pid = 2000 + (uint32_t) i;
                 ProcessSample sample = { &a, (Faults) { .user = 10 }, NULL };
                 assert_int_equal(store_flush(w, t0 + (400 + i) * 10 * S, &sample, 1), 0);
         }
-        assert_true(file_bytes(path, "-wal") > 64 * 1024);
+        assert_true(file_bytes(path, "-wal") > 0);
         assert_int_equal(store_checkpoint(path, true, &left), 0);
         assert_int_equal(left, 0);
         assert_int_equal(file_bytes(path, "-wal"), 0);
