@@ -61,6 +61,13 @@ class SizeCapShares(unittest.TestCase):
     def size(self):
         return sum(self.sizes())
 
+    def describe(self):
+        """The database's and WAL's sizes and the database's free pages, for a failure's message."""
+        db, wal = self.sizes()
+        p = subprocess.run(["sqlite3", "-readonly", self.db, "PRAGMA page_count; PRAGMA freelist_count;"],
+                           capture_output=True, text=True, timeout=30)
+        return f"database {db / 2**20:.2f} MiB, WAL {wal / 2**20:.2f} MiB; pages, free: {p.stdout.split()}"
+
     def held(self, n, uid=None):
         """raise-traps N --only UD --hold, as uid (root without): it traps N times and stays until
         its standard input closes. The Popen and the JSON it printed."""
@@ -135,13 +142,16 @@ class SizeCapShares(unittest.TestCase):
         for storm in range(STORMS):
             peak, start = [0, 0, 0, 0, 0], self.size()
             storm_sec = self.storm(long_argv0, peak)
-            wait_for(lambda: self.size() <= CAP + SLACK, timeout=60, what="the database and WAL back within the cap")
+            t_back = time.monotonic()
+            wait_for(lambda: self.size() <= CAP + SLACK, timeout=60,
+                     what=lambda: f"the database and WAL back within the cap (now {self.describe()})")
+            back_sec = time.monotonic() - t_back
             procs = wait_for(lambda: self.storm_processes() or None, what="the storm's processes")
             oldest = min(q["firstSeenUsec"] for q in procs)
             print(f"\nstorm {storm + 1}: {STORM_CHILDREN} processes in {storm_sec:.1f} s; database + WAL at most "
                   f"{peak[0] / 2**20:.2f} MiB (WAL {peak[2] / 2**20:.2f}) over {peak[3]} samples (cap {CAP / 2**20:.0f} MiB), "
                   f"WAL at most {peak[4] / 2**20:.2f} MiB, "
-                  f"{self.size() / 2**20:.2f} MiB after; {len(procs)} of the storms' {STORM_CHILDREN * (storm + 1)} "
+                  f"{self.size() / 2**20:.2f} MiB after, within the cap in {back_sec:.1f} s; {len(procs)} of the storms' {STORM_CHILDREN * (storm + 1)} "
                   f"processes kept", flush=True)
             # The cap was reached: the storms' user lost processes, the oldest first.
             self.assertLess(len(procs), STORM_CHILDREN * (storm + 1))
