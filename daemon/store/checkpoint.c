@@ -9,14 +9,15 @@
 
 #include "log.h"
 #include "store.h"
+#include "time-util.h"
 
 struct Checkpointer {
         char *path;
         pthread_t thread;
         bool started;
         pthread_mutex_t lock;
-        pthread_cond_t wake;
-        bool due, force, stopping; /* under the lock */
+        pthread_cond_t wake, idle; /* idle: a checkpoint ended (CLOCK_MONOTONIC) */
+        bool due, force, stopping, running; /* under the lock */
 };
 
 static void *checkpointer_main(void *userdata) {
@@ -34,6 +35,7 @@ static void *checkpointer_main(void *userdata) {
                 if (!c->due)
                         break;
                 c->due = c->force = false;
+                c->running = true;
                 pthread_mutex_unlock(&c->lock);
 
                 /* Busy: a forced checkpoint found readers or the writer past its wait; the next
@@ -44,6 +46,8 @@ static void *checkpointer_main(void *userdata) {
                 last_error = r < 0 ? r : 0;
 
                 pthread_mutex_lock(&c->lock);
+                c->running = false;
+                pthread_cond_broadcast(&c->idle);
         }
         pthread_mutex_unlock(&c->lock);
         return NULL;
@@ -53,11 +57,17 @@ int checkpointer_new(const char *path, Checkpointer **ret) {
         Checkpointer *c;
         int r;
 
+        pthread_condattr_t attr;
+
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
         pthread_mutex_init(&c->lock, NULL);
         pthread_cond_init(&c->wake, NULL);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->idle, &attr);
+        pthread_condattr_destroy(&attr);
         c->path = strdup(path);
         if (!c->path) {
                 checkpointer_free(c);
@@ -85,6 +95,23 @@ void checkpointer_request(void *userdata, bool force) {
         pthread_mutex_unlock(&c->lock);
 }
 
+bool checkpointer_wait_idle(Checkpointer *c, uint64_t timeout_usec) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
+        bool waited;
+
+        if (!c)
+                return false;
+        pthread_mutex_lock(&c->lock);
+        waited = c->running;
+        while (c->running && now_usec(CLOCK_MONOTONIC) < deadline) {
+                struct timespec ts = usec_to_timespec(deadline);
+
+                (void) pthread_cond_timedwait(&c->idle, &c->lock, &ts);
+        }
+        pthread_mutex_unlock(&c->lock);
+        return waited;
+}
+
 Checkpointer *checkpointer_free(Checkpointer *c) {
         if (!c)
                 return NULL;
@@ -96,6 +123,7 @@ Checkpointer *checkpointer_free(Checkpointer *c) {
                 pthread_join(c->thread, NULL);
         }
         pthread_cond_destroy(&c->wake);
+        pthread_cond_destroy(&c->idle);
         pthread_mutex_destroy(&c->lock);
         free(c->path);
         free(c);
