@@ -2,7 +2,7 @@
 # The kernel legs of CI: trapstat's BPF tested on other Debian x86-64 kernels than this machine's,
 # each booted under qemu-system-x86_64 (TCG) from its Debian package.
 #
-#   scripts/kernel-leg.sh SUITE [test | build | run COMMAND]
+#   scripts/kernel-leg.sh SUITE [test | prepare | boot | build | run COMMAND]
 #
 # SUITE is one of:
 #   bullseye  Debian 11's kernel (5.10, the oldest with what trapstat needs, BTF), with this
@@ -19,9 +19,12 @@
 # the VM itself (initramfs, boot, the kernel package's cache) is scripts/vm-lib.sh, shared with
 # scripts/arm64.sh.
 #
-# test (the default) runs in the VM the bpf suite and the stress suite's storm of 2000 processes,
+# test (the default) runs in the VM the bpf suite and the stress suite's storm of 1000 processes,
 # with timeouts three times as long: the logs are $build/meson-logs/{testlog,storm}.json, which
 # .ci/run counts with the others. run COMMAND runs COMMAND (bash, in the tree) in the VM instead.
+# test is prepare and then boot, which .ci/run also runs apart: prepare (the kernel, the build and,
+# for trixie, its unit suite; 100-260 s) while another leg's VM runs, boot (the VM) after it.
+# prepare leaves $top/prepared (the unit suite's status), which boot takes.
 #
 # When Debian's archive cannot be reached, the leg cannot run: its test log then holds one test,
 # "SUITE-leg", skipped with the reason, never passed. Any other failure fails the leg.
@@ -71,10 +74,22 @@ vm_busybox=/bin/busybox # busybox-static: scripts/install-deps.sh --x86-vm
 
 cmd=${1:-test}
 shift $(($# > 0 ? 1 : 0))
-[[ $cmd == test ]] && rm -f "$log" "$storm" "$build/meson-logs/unit.json" # never count a previous run
-./scripts/install-deps.sh --x86-vm || leg_failed "installing the host's packages (qemu, busybox)"
-if vm_kernel_missing; then
-  why=$(reachable) || skipped "$mirror_host is not reachable ($why): no $suite kernel to test on"
+stamp=$top/prepared
+case $cmd in
+  test | prepare) rm -f "$log" "$storm" "$build/meson-logs/unit.json" "$stamp" ;; # never count a previous run
+  boot)
+    # prepare skipped the leg (its log says so), or left the unit suite's status.
+    grep -qs "\"$leg-leg\"" "$log" && exit 0
+    [[ -e $stamp ]] || leg_failed "not prepared (scripts/kernel-leg.sh $suite prepare)"
+    unit_status=$(<"$stamp")
+    rm -f "$stamp"
+    ;;
+esac
+if [[ $cmd != boot ]]; then
+  ./scripts/install-deps.sh --x86-vm || leg_failed "installing the host's packages (qemu, busybox)"
+  if vm_kernel_missing; then
+    why=$(reachable) || skipped "$mirror_host is not reachable ($why): no $suite kernel to test on"
+  fi
 fi
 
 # The build on this machine, for a kernel booted with this machine's root.
@@ -89,10 +104,10 @@ build_here() {
 
 # The build in trixie's root filesystem, and its unit suite there (this machine's kernel will do
 # for those): unit.json. A skip there (the archive unreachable) is the leg's.
-unit_status=0
+unit_status=${unit_status:-0}
 build_trixie() {
   local unit=$build/meson-logs/unit.json suites=unit
-  [[ $cmd == test ]] || suites= # the build only
+  [[ $cmd == test || $cmd == prepare ]] || suites= # the build only
   DISTRO_SUITES=$suites DISTRO_LOGBASE=unit ./scripts/distro.sh trixie || unit_status=1
   if grep -q "\"$leg-leg\"" "$unit" 2>/dev/null; then
     mv "$unit" "$log"
@@ -101,15 +116,18 @@ build_trixie() {
     exit 0
   fi
   [[ -e $build/build.ninja ]] || leg_failed "the trixie build"
-  [[ $cmd != test || -s $unit ]] || leg_failed "no unit test log from the trixie build"
+  if [[ -n $suites && ! -s $unit ]]; then leg_failed "no unit test log from the trixie build"; fi
 }
 
-t=$SECONDS; vm_kernel; vm_initrd; vm_log "$suite kernel $(vm_kver) ready ($((SECONDS - t)) s)"
-t=$SECONDS; if [[ $suite == trixie ]]; then build_trixie; else build_here; fi; vm_log "build ($((SECONDS - t)) s)"
+if [[ $cmd != boot ]]; then
+  t=$SECONDS; vm_kernel; vm_initrd; vm_log "$suite kernel $(vm_kver) ready ($((SECONDS - t)) s)"
+  t=$SECONDS; if [[ $suite == trixie ]]; then build_trixie; else build_here; fi; vm_log "build ($((SECONDS - t)) s)"
+fi
 case $cmd in
   build) ;;
+  prepare) echo "$unit_status" >"$stamp" ;;
   run) vm_boot "$*" ;;
-  test)
+  test | boot)
     # What is tested: the versions, in CI's log.
     vm_log "$(. "$vm_root/etc/os-release"; echo "$PRETTY_NAME") userland, $suite kernel $(vm_kver), libbpf $(libbpf)"
     run="meson test -C $build --no-rebuild --print-errorlogs --timeout-multiplier 3"
@@ -122,11 +140,11 @@ case $cmd in
     [[ $suite == trixie ]] && skip="--no-suite bpf-object-base --no-suite bpf-object-noloop --no-suite bpf-userland"
     vm_boot "t=\$SECONDS; $run --suite bpf $skip; s=\$?
 echo \"== $leg vm: bpf suite \$((SECONDS - t)) s\"
-t=\$SECONDS; STORM_CHILDREN=2000 $run --logbase storm $leg-stress --test-args Storm || s=1
+t=\$SECONDS; STORM_CHILDREN=1000 $run --logbase storm $leg-stress --test-args Storm || s=1
 echo \"== $leg vm: storm \$((SECONDS - t)) s\"
 exit \$s"
     status=$?
     exit $((status || unit_status))
     ;;
-  *) leg_failed "unknown command $cmd (test, build, run)" ;;
+  *) leg_failed "unknown command $cmd (test, prepare, boot, build, run)" ;;
 esac

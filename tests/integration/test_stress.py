@@ -22,7 +22,7 @@ from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-stress-test")
 
-# The arm64 leg runs a smaller storm (STORM_CHILDREN=2000): the machine there is emulated.
+# The legs under qemu run a smaller storm (STORM_CHILDREN=1000): the machine there is emulated.
 STORM_CHILDREN = int(os.environ.get("STORM_CHILDREN", "10000"))
 STORM_INFLIGHT = 64
 STORM_NAME = "stormchild"
@@ -442,7 +442,9 @@ class LiveProcesses(unittest.TestCase):
             # The machine's drops include the children's.
             self.assertGreaterEqual(drops_by_kind(status_after)["fault_map_full"] -
                                     drops_by_kind(status)["fault_map_full"], dropped)
-            self.assertEqual(set(after), {"fault_map_full"}, "the children lost nothing else")
+            # Nothing else lost: a site whose VMA the kernel's lookup could not read at that moment
+            # (site_lookup_failed, under a loaded machine) keeps its count (LOSSLESS_DROPS).
+            self.assertEqual(set(after) - LOSSLESS_DROPS, {"fault_map_full"}, "the children lost nothing else")
             self.assertEqual(counted + dropped, total, f"counted {counted} + dropped {dropped} != {total} faults "
                              f"of /proc in the window")
 
