@@ -539,8 +539,10 @@ static int procs_list(TrapstatClient *vc, const TrapstatListProcessesRequest *q,
                 if (r < 0)
                         return r;
                 reply = next;
-                if (!json_is_array(reply.processes))
-                        break; /* printed as it came */
+                if (!json_is_array(reply.processes)) { /* printed as it came */
+                        *ret = reply;
+                        return 0;
+                }
                 if (json_array_extend(all, reply.processes) < 0) {
                         trapstat_list_processes_reply_done(&reply);
                         return -ENOMEM;
@@ -552,7 +554,7 @@ static int procs_list(TrapstatClient *vc, const TrapstatListProcessesRequest *q,
                         return trapstat_list_processes(vc, q, ret, error);
                 }
         }
-        if (json_is_array(reply.processes) && json_object_set(reply.json, "processes", all) < 0) {
+        if (json_object_set(reply.json, "processes", all) < 0) {
                 trapstat_list_processes_reply_done(&reply);
                 return -ENOMEM;
         }
