@@ -54,10 +54,9 @@ static void *checkpointer_main(void *userdata) {
 }
 
 int checkpointer_new(const char *path, Checkpointer **ret) {
+        pthread_condattr_t attr;
         Checkpointer *c;
         int r;
-
-        pthread_condattr_t attr;
 
         c = calloc(1, sizeof(*c));
         if (!c)
