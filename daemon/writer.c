@@ -202,6 +202,9 @@ static int write_batch(Writer *w, TickBatch *b) {
                 /* A storm of processes fills the cap within seconds: the cap's step now, not at
                  * the next maintenance interval. */
                 w->maintenance_due = 0;
+        else if (r >= 0 && store_folding(w->store))
+                /* The last bucket's ticks, a slice a step, between the ticks. */
+                w->maintenance_due = MIN(w->maintenance_due, now_usec(CLOCK_MONOTONIC) + MAINTENANCE_BUSY_USEC);
         if (r >= 0 && w->last_flush_error < 0)
                 log_notice("Writing to %s again; %" PRIu64 " samples could not be stored meanwhile", w->db_path,
                            writer_stats(w).unsaved_samples);

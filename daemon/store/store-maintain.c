@@ -274,19 +274,29 @@ static int delete_gone_processes(Store *s, uint64_t now_usec, size_t batch, bool
         return 0;
 }
 
+/* The deadline of a maintenance step's slice of folding. */
+static uint64_t fold_deadline(void) {
+        return now_usec(CLOCK_MONOTONIC) + ROLL_SLICE_USEC;
+}
+
 int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool *ret_more) {
         TierState tiers[_TIER_MAX];
-        bool more = false;
+        bool more = false, folded;
         int r;
 
-        /* Nothing is rolled up from a raw bucket with ticks still pending. They are nearly
-         * always the current bucket's, which the roll-up does not reach (it stops at the
-         * current minute): folding them here too would fold every bucket twice (at 4000 live
-         * processes and a 200 ms tick 200000 samples, 16 to 128 ms a step). Only pending
-         * ticks of an earlier minute (the writer was behind) are folded first. */
-        r = store_pending_settle_before(s, tier_floor(TIER_MINUTE, now_usec));
+        /* Nothing is rolled up from a raw bucket with ticks still pending. Those of the current
+         * bucket the roll-up does not reach (it stops at the current minute): folding them here
+         * too would fold every bucket twice (at 4000 live processes and a 200 ms tick 200000
+         * samples, 16 to 128 ms a step). Those of an earlier bucket are folded first, a slice a
+         * step beside the ticks' own (store_pending_fold_slice()); the roll-ups wait for the
+         * last slice. */
+        r = store_pending_fold_step(s, now_usec, fold_deadline(), &folded);
         if (r < 0)
                 return r;
+        if (!folded) {
+                more = true;
+                goto expire;
+        }
 
         /* Roll-ups: raw buckets before the current minute never change again. A span of finer
          * intervals per transaction (roll_step()), for at most ROLL_SLICE_USEC a step: a step
@@ -304,6 +314,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         r = roll_step(s, tiers, TIER_HOUR, tiers[TIER_MINUTE].rolled_until, ret->batch_rows, &more);
         if (r < 0 || (r > 0 && yield(s, &more)))
                 goto done;
+expire:
         r = store_load_tiers(s, tiers);
         if (r < 0)
                 return r;

@@ -12,6 +12,10 @@
 #include <stdlib.h>
 
 #include "array-util.h"
+#include "time-util.h"
+
+/* A slice looks at the clock every this many processes folded. */
+#define FOLD_CHECK_EVERY 16
 
 static int pack_u64(Store *s, uint64_t v) {
         /* A LEB128 of 64 bits takes at most 10 bytes. */
@@ -137,15 +141,18 @@ static int fold_sample(Store *s, const PendingSample *x) {
         return r < 0 ? r : fold_into(s->add_total, x);
 }
 
-int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n) {
+/* The pending samples of ticks before before_usec (INT64_MAX: all), see store_pending_read(). */
+static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, size_t n_only, PendingSample **ret,
+                        size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ PendingSample *a = NULL;
         size_t n = 0, capacity = 0, m = 0;
         int rc, r;
 
-        rc = sqlite3_prepare_v2(s->db, "SELECT time_usec, data FROM sample_pending", -1, &st, NULL);
+        rc = sqlite3_prepare_v2(s->db, "SELECT time_usec, data FROM sample_pending WHERE time_usec < ?", -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sqlite_to_errno(rc);
+        sqlite3_bind_int64(st, 1, before_usec);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 uint64_t t = (uint64_t) sqlite3_column_int64(st, 0);
                 const uint8_t *data = sqlite3_column_blob(st, 1);
@@ -175,6 +182,70 @@ int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, Pending
         return 0;
 }
 
+int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n) {
+        return pending_read(s, INT64_MAX, only_ids, n_only, ret, ret_n);
+}
+
+static int fold_checked(Store *s, const PendingSample *x) {
+        int r = fold_sample(s, x);
+
+        /* A process row that is gone (nothing of ours deletes one with ticks pending) takes its
+         * counts with it, rather than failing every fold after. */
+        return r < 0 && sqlite3_extended_errcode(s->db) == SQLITE_CONSTRAINT_FOREIGNKEY ? 0 : r;
+}
+
+/* Packs samples of one bucket, in process order, into one pending row of that bucket. */
+static int repack_bucket(Store *s, const PendingSample *a, size_t n) {
+        int r = 0;
+
+        s->packed_size = 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = store_pending_pack(s, a[i].process_id, &a[i].delta, a[i].traps, a[i].time_ns);
+        if (r >= 0)
+                r = store_pending_add(s, a[0].bucket_usec);
+        s->packed_size = 0;
+        return r;
+}
+
+int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done) {
+        _cleanup_free_ PendingSample *a = NULL;
+        _cleanup_finalize_ sqlite3_stmt *del = NULL;
+        int64_t before = clamp_i64(tier_floor(TIER_RAW, before_usec));
+        size_t n, i = 0;
+        int r;
+
+        r = pending_read(s, before, NULL, 0, &a, &n);
+        if (r < 0)
+                return r;
+        /* At least a few, so that a slow machine still gets through them. */
+        while (i < n) {
+                r = fold_checked(s, &a[i++]);
+                if (r < 0)
+                        return r;
+                if (i % FOLD_CHECK_EVERY == 0 && now_usec(CLOCK_MONOTONIC) >= deadline_usec)
+                        break;
+        }
+        r = sql_prepare(s->db, &del, "DELETE FROM sample_pending WHERE time_usec < ?");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(del, 1, before);
+        r = sql_step_done(del);
+        /* What is left goes back as one row per bucket: a and so each bucket's part of it is in
+         * (bucket, process) order. */
+        for (size_t j = i; r >= 0 && j < n;) {
+                size_t k = j;
+
+                while (k < n && a[k].bucket_usec == a[j].bucket_usec)
+                        k++;
+                r = repack_bucket(s, a + j, k - j);
+                j = k;
+        }
+        if (r < 0)
+                return r;
+        *ret_done = i == n;
+        return 0;
+}
+
 /* Adds every pending tick to its raw bucket, one upsert per process and bucket, and deletes
  * them; in the caller's transaction. */
 int store_pending_fold(Store *s) {
@@ -187,19 +258,41 @@ int store_pending_fold(Store *s) {
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                r = fold_sample(s, &a[i]);
-                /* A process row that is gone (nothing of ours deletes one with ticks pending)
-                 * takes its counts with it, rather than failing every fold after. */
-                if (r < 0 && sqlite3_extended_errcode(s->db) != SQLITE_CONSTRAINT_FOREIGNKEY)
+                r = fold_checked(s, &a[i]);
+                if (r < 0)
                         return r;
         }
         return sql_exec(s->db, "DELETE FROM sample_pending");
 }
 
-int store_pending_settle_before(Store *s, uint64_t before_usec) {
-        if (s->pending && s->pending_bucket != 0 && s->pending_bucket >= before_usec)
+bool store_folding(Store *s) {
+        return s->fold_due;
+}
+
+int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done) {
+        bool done = true;
+        int r;
+
+        /* Also without a tick since: the last ones written may be of a bucket that is over. */
+        if (s->pending && (s->pending_bucket == 0 || s->pending_bucket < tier_floor(TIER_RAW, before_usec)))
+                s->fold_due = true;
+        if (!s->fold_due) {
+                *ret_done = true;
                 return 0;
-        return store_pending_settle(s);
+        }
+        r = sql_exec(s->db, "BEGIN IMMEDIATE");
+        if (r < 0)
+                return r;
+        r = store_pending_fold_slice(s, before_usec, deadline_usec, &done);
+        if (r >= 0)
+                r = sql_exec(s->db, "COMMIT");
+        if (r < 0) {
+                store_rollback(s);
+                return r;
+        }
+        s->fold_due = !done;
+        *ret_done = done;
+        return 0;
 }
 
 int store_pending_settle(Store *s) {
@@ -218,6 +311,7 @@ int store_pending_settle(Store *s) {
                 return r;
         }
         s->pending = false;
+        s->fold_due = false;
         return 0;
 }
 

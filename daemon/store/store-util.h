@@ -86,7 +86,8 @@ struct Store {
         uint8_t *packed; /* a tick's deltas for sample_pending */
         size_t packed_size, packed_capacity;
         bool pending;            /* sample_pending may have rows */
-        uint64_t pending_bucket; /* the raw bucket they all are in; 0: not known */
+        uint64_t pending_bucket; /* the raw bucket of the last tick written; 0: not known */
+        bool fold_due;           /* ticks of an earlier bucket than that may be pending */
         /* Writing sites and the dictionaries they name (store-sites-write.c's, opaque). */
         SiteWriter *site_writer;
 

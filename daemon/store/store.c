@@ -16,6 +16,7 @@
 #include "store-pending.h"
 #include "store-read.h"
 #include "store-sites-write.h"
+#include "time-util.h"
 
 /* The value of a PRAGMA that reads one integer ("PRAGMA user_version"). */
 static int pragma_int(sqlite3 *db, const char *pragma, int *ret) {
@@ -520,6 +521,13 @@ static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, 
         return 0;
 }
 
+/* How long a tick's write goes on folding the ticks of an earlier bucket, beside its own. */
+#define FLUSH_FOLD_USEC (8 * USEC_PER_MSEC)
+
+static uint64_t fold_deadline(void) {
+        return now_usec(CLOCK_MONOTONIC) + FLUSH_FOLD_USEC;
+}
+
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
         uint64_t bucket = tier_floor(TIER_RAW, now_usec);
         bool folded = false;
@@ -536,11 +544,14 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                         goto rollback;
                 s->swept_bucket = bucket;
         }
-        if (s->pending && s->pending_bucket != bucket) {
-                r = store_pending_fold(s);
+        /* A tick in a new bucket: the last one's ticks are folded into their raw rows, a slice
+         * with each tick and in maintenance steps (store_pending_fold_slice()). */
+        if (s->pending && s->pending_bucket != bucket)
+                s->fold_due = true;
+        if (s->fold_due) {
+                r = store_pending_fold_slice(s, bucket, fold_deadline(), &folded);
                 if (r < 0)
                         goto rollback;
-                folded = true;
         }
         s->packed_size = 0;
         for (size_t i = 0; i < n; i++) {
@@ -557,7 +568,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         if (r < 0)
                 goto rollback;
         if (folded)
-                s->pending = false;
+                s->fold_due = false;
         if (s->packed_size > 0) {
                 s->pending = true;
                 s->pending_bucket = bucket;
@@ -571,6 +582,7 @@ rollback:
         store_site_ids_clear(s);
         s->pending = true;
         s->pending_bucket = 0;
+        s->fold_due = true;
         return r;
 }
 

@@ -22,6 +22,7 @@
 
 #include "macro.h"
 #include "store.h"
+#include "store-pending.h"
 DEFINE_TEST_TMPDIR("test-store-maintain");
 #include "unit-store-db.h"
 
@@ -405,6 +406,97 @@ static void test_gone_processes_hourly(void **state) {
         (void) state;
 }
 
+/* A bucket's ticks, folded in slices (store_pending_fold_slice()). */
+enum { SLICED = 100, SLICE = 16 };
+
+static void sliced_procs(ProcessInfo procs[SLICED], ProcessSample samples[SLICED], uint64_t t0, uint64_t user) {
+        for (size_t i = 0; i < SLICED; i++) {
+                procs[i] = (ProcessInfo) { .pid = 2000 + (uint32_t) i, .start_time = 1, .comm = "p",
+                                           .first_seen_usec = t0, .last_seen_usec = t0 };
+                samples[i] = (ProcessSample) { &procs[i], (Faults) { .user = user + i }, NULL };
+        }
+}
+
+/* Two ticks of one bucket; then a slice a step, each SLICE processes more into their raw rows and
+ * the rest packed back into one pending row. A reader sees every count once between any two
+ * slices, and a tick of the new bucket written meanwhile is not folded with them. */
+static void test_fold_in_slices(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        ProcessInfo procs[SLICED];
+        ProcessSample samples[SLICED];
+        char path[256];
+        Store *w, *r;
+        bool done = false;
+
+        snprintf(path, sizeof(path), "%s/slices.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        sliced_procs(procs, samples, t0, 1); /* user i + 1 */
+        assert_int_equal(store_flush(w, t0 + 1 * S, samples, SLICED), 0);
+        sliced_procs(procs, samples, t0, 5); /* then i + 5: 2i + 6 in all */
+        assert_int_equal(store_flush(w, t0 + 2 * S, samples, SLICED), 0);
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+
+        for (size_t step = 1; step <= 3; step++) {
+                /* A deadline already past: the least a slice folds. */
+                assert_int_equal(store_pending_fold_step(w, t0 + 10 * S, 0, &done), 0);
+                assert_false(done);
+                assert_true(store_folding(w));
+                assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), (int64_t) (step * SLICE));
+                assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM process_total"), (int64_t) (step * SLICE));
+                assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+                for (size_t i = 0; i < SLICED; i++)
+                        assert_int_equal(history_user(r, 2000 + (uint32_t) i, 10 * S, NULL), 2 * i + 6);
+        }
+        /* A tick of the next bucket folds the rest (its slice's deadline is ms away), not itself. */
+        sliced_procs(procs, samples, t0, 1000);
+        assert_int_equal(store_flush(w, t0 + 11 * S, samples, SLICED), 0);
+        assert_false(store_folding(w));
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), SLICED);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+        assert_int_equal(sql_int_at(path, "SELECT MIN(time_usec) FROM sample_pending"), (int64_t) (t0 + 11 * S));
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), SLICED * (SLICED - 1) + 6 * SLICED);
+        for (size_t i = 0; i < SLICED; i++)
+                assert_int_equal(history_user(r, 2000 + (uint32_t) i, 10 * S, NULL), 3 * i + 1006);
+        store_free(r);
+        store_free(w);
+        (void) state;
+}
+
+/* A daemon killed between two slices: the next one folds the rest, nothing twice. */
+static void test_fold_killed_between_slices(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        const int64_t sum = SLICED * (SLICED - 1) / 2 + SLICED;
+        ProcessInfo procs[SLICED];
+        ProcessSample samples[SLICED];
+        char path[256];
+        int status;
+        pid_t pid;
+        Store *w;
+
+        snprintf(path, sizeof(path), "%s/killed.db", tmpdir);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                bool done;
+
+                sliced_procs(procs, samples, t0, 1);
+                if (store_open(path, "boot-1", &w) < 0 || store_flush(w, t0 + S, samples, SLICED) < 0 ||
+                    store_pending_fold_step(w, t0 + 10 * S, 0, &done) < 0 ||
+                    store_pending_fold_step(w, t0 + 10 * S, 0, &done) < 0 || done)
+                        _exit(1);
+                _exit(0); /* no store_free(): it would fold the rest */
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), 2 * SLICE);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), sum);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM process_total"), sum);
+        store_free(w);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rollup_and_retention),
@@ -412,6 +504,8 @@ int main(void) {
                 cmocka_unit_test(test_rollup_span_grows_over_gaps),
                 cmocka_unit_test(test_maintain_folds_only_what_it_needs),
                 cmocka_unit_test(test_gone_processes_hourly),
+                cmocka_unit_test(test_fold_in_slices),
+                cmocka_unit_test(test_fold_killed_between_slices),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

@@ -174,6 +174,9 @@ uint64_t store_used_bytes(Store *s);
 uint64_t store_cap_target(Store *s, uint64_t max_bytes);
 /* Whether the pages in use are over the cap's target: maintenance is due now. */
 bool store_over_cap(Store *s, const StoreRetention *r);
+/* Whether ticks of an earlier raw bucket are still pending: each tick's write folds a slice of
+ * them, and so does each maintenance step, which is then due soon. */
+bool store_folding(Store *s);
 
 /* Command lines are stored up to max bytes (at a character's boundary), followed by
  * STORE_CMDLINE_CUT when longer: the cut shows in every reply. 0: no limit. */
