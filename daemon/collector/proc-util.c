@@ -22,10 +22,33 @@ static int read_pid_file(int proc_fd, uint32_t pid, const char *name, size_t max
         return read_full_file_at(proc_fd, path, max, READ_FULL_TRUNCATE, ret, ret_size);
 }
 
+/* A decimal number that ends at a space, a newline or the end, as the kernel prints its fields;
+ * *p moves past it. */
+static int parse_stat_u64(const char **p, uint64_t *ret) {
+        const char *c = *p;
+        uint64_t v = 0;
+
+        if (*c < '0' || *c > '9')
+                return -EBADMSG;
+        for (; *c >= '0' && *c <= '9'; c++) {
+                uint64_t d = (uint64_t) (*c - '0');
+
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EBADMSG;
+                v = v * 10 + d;
+        }
+        if (*c != ' ' && *c != '\n' && *c != '\0')
+                return -EBADMSG;
+        *p = c;
+        *ret = v;
+        return 0;
+}
+
 int proc_stat_parse(const char *text, ProcStat *ret) {
+        /* After ") " come fields 3 (state) onwards: minflt is field 10, majflt 12, starttime 22. */
+        enum { MINFLT = 10 - 3, MAJFLT = 12 - 3, START = 22 - 3 };
         ProcStat st = {};
-        const char *open, *close;
-        unsigned long long minflt, majflt, start;
+        const char *open, *close, *p;
         size_t len;
 
         /* "pid (comm) state ...": comm may hold spaces and parentheses, so it ends at the last ')'. */
@@ -38,14 +61,31 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
                 len = sizeof(st.comm) - 1;
         memcpy(st.comm, open + 1, len);
 
-        /* After ") " come fields 3 (state) onwards: minflt is field 10, majflt 12, starttime 22. */
-        if (sscanf(close + 2,
-                   "%*c %*d %*d %*d %*d %*d %*u %llu %*u %llu %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                   &minflt, &majflt, &start) != 3)
-                return -EBADMSG;
-        st.minflt = minflt;
-        st.majflt = majflt;
-        st.start_ticks = start;
+        /* Read for every process active in a tick: by hand, sscanf() was a tenth of the daemon's
+         * time at 1000 processes faulting every second. */
+        p = close + 2;
+        for (int field = 0; field <= START; field++) {
+                uint64_t *want = field == MINFLT ? &st.minflt : field == MAJFLT ? &st.majflt :
+                                 field == START  ? &st.start_ticks : NULL;
+                int r;
+
+                if (want) {
+                        r = parse_stat_u64(&p, want);
+                        if (r < 0)
+                                return r;
+                } else {
+                        size_t n = strcspn(p, " \n");
+
+                        if (n == 0)
+                                return -EBADMSG;
+                        p += n;
+                }
+                if (field < START) {
+                        if (*p != ' ')
+                                return -EBADMSG;
+                        p++;
+                }
+        }
         *ret = st;
         return 0;
 }

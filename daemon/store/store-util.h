@@ -88,6 +88,7 @@ struct Store {
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket of the last tick written; 0: not known */
         bool fold_due;           /* ticks of an earlier bucket than that may be pending */
+        uint64_t fold_tick_usec; /* the tick whose write folded a slice last */
         /* Writing sites and the dictionaries they name (store-sites-write.c's, opaque). */
         SiteWriter *site_writer;
 

@@ -39,6 +39,28 @@ static void test_stat(void **state) {
         assert_int_equal(proc_stat_parse("12 (x) S 1 2", &st), -EBADMSG);
         assert_int_equal(proc_stat_parse("garbage", &st), -EBADMSG);
         assert_int_equal(proc_stat_parse("", &st), -EBADMSG);
+
+        /* The three fields read, as the kernel prints them: minflt 10, majflt 12, starttime 22. */
+        assert_int_equal(proc_stat_parse("7 (a b) R 1 7 7 0 -1 4194560 18446744073709551615 3 41 5 1 2 3 4 20 0 1 0 "
+                                         "123456789 2 3\n",
+                                         &st),
+                         0);
+        assert_string_equal(st.comm, "a b");
+        assert_int_equal(st.minflt, UINT64_MAX);
+        assert_int_equal(st.majflt, 41);
+        assert_int_equal(st.start_ticks, 123456789);
+        /* Ending right after starttime, as a read cut there would. */
+        assert_int_equal(proc_stat_parse("7 (a) R 1 7 7 0 -1 0 8 0 9 0 0 0 0 0 0 0 1 0 55", &st), 0);
+        assert_int_equal(st.minflt, 8);
+        assert_int_equal(st.majflt, 9);
+        assert_int_equal(st.start_ticks, 55);
+        /* Cut before it, a number too large, a sign or junk in a field read: refused. */
+        assert_int_equal(proc_stat_parse("7 (a) R 1 7 7 0 -1 0 8 0 9 0 0 0 0 0 0 0 1 0", &st), -EBADMSG);
+        assert_int_equal(proc_stat_parse("7 (a) R 1 7 7 0 -1 0 18446744073709551616 0 9 0 0 0 0 0 0 0 1 0 55", &st),
+                         -EBADMSG);
+        assert_int_equal(proc_stat_parse("7 (a) R 1 7 7 0 -1 0 -8 0 9 0 0 0 0 0 0 0 1 0 55", &st), -EBADMSG);
+        assert_int_equal(proc_stat_parse("7 (a) R 1 7 7 0 -1 0 8x 0 9 0 0 0 0 0 0 0 1 0 55", &st), -EBADMSG);
+        assert_int_equal(proc_stat_parse("7 (a) R 1 7 7 0 -1 0 8  0 9 0 0 0 0 0 0 0 1 0 55", &st), -EBADMSG);
 }
 
 /* A start time in ns since boot names the process only if it falls in its start tick. */
