@@ -40,6 +40,8 @@ int store_pending_settle(Store *s);
  * of those ticks is left pending. A bucket of 10000 processes takes the writer some 300 ms to
  * fold: in slices, a query waiting for a tick (writer_sync()) waits for one slice, not for that. */
 int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done);
+/* Forgets what the last slice left, as a transaction with a slice in it rolls back. */
+void store_pending_forget_fold(Store *s);
 /* One slice in a transaction of its own, when s->fold_due says ticks of an earlier bucket may be
  * pending; clears it once none is. */
 int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done);

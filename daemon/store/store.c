@@ -300,6 +300,7 @@ Store *store_free(Store *s) {
                 return NULL;
         if (s->add_raw[STORE_KIND_SAMPLE])
                 (void) store_pending_settle(s);
+        store_pending_forget_fold(s);
         store_known_reset(s);
         sqlite3_finalize(s->upsert_process);
         sqlite3_finalize(s->update_process);
@@ -584,6 +585,7 @@ rollback:
         s->pending = true;
         s->pending_bucket = 0;
         s->fold_due = true;
+        store_pending_forget_fold(s);
         return r;
 }
 

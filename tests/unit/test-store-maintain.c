@@ -497,6 +497,39 @@ static void test_fold_killed_between_slices(void **state) {
         (void) state;
 }
 
+/* A tick of a bucket being folded, written between two slices (a clock set back): its counts
+ * are folded with the rest, not deleted with the rows the slices read before it came. */
+static void test_fold_late_tick(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        const int64_t sum = SLICED * (SLICED - 1) / 2 + SLICED;
+        ProcessInfo procs[SLICED], found;
+        ProcessSample samples[SLICED];
+        char path[256];
+        bool done = false;
+        int64_t id;
+        Store *w;
+
+        snprintf(path, sizeof(path), "%s/late.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        sliced_procs(procs, samples, t0, 1);
+        assert_int_equal(store_flush(w, t0 + S, samples, SLICED), 0);
+        assert_int_equal(store_pending_fold_step(w, t0 + 20 * S, 0, &done), 0);
+        assert_false(done);
+        assert_int_equal(store_find_process(w, 2000, 0, &id, &found), 0);
+        process_info_done(&found);
+        assert_int_equal(store_pending_pack(w, id, &(Faults) { .user = 500 }, 0, 0), 0);
+        assert_int_equal(store_pending_add(w, t0 + 5 * S), 0);
+        for (int i = 0; !done; i++) {
+                assert_true(i < SLICED);
+                assert_int_equal(store_pending_fold_step(w, t0 + 20 * S, 0, &done), 0);
+        }
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), sum + 500);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM process_total"), sum + 500);
+        store_free(w);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rollup_and_retention),
@@ -506,6 +539,7 @@ int main(void) {
                 cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_fold_in_slices),
                 cmocka_unit_test(test_fold_killed_between_slices),
+                cmocka_unit_test(test_fold_late_tick),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }
