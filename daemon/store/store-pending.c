@@ -267,11 +267,13 @@ int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t deadline_u
         }
         if (r < 0)
                 goto fail;
+        *ret_done = i == n;
+        if (i == n) {
+                store_pending_forget_fold(s);
+                return 0;
+        }
         memmove(a, a + i, (n - i) * sizeof(*a));
         s->n_fold_left = n - i;
-        *ret_done = i == n;
-        if (i == n)
-                store_pending_forget_fold(s);
         return 0;
 fail:
         /* The caller rolls back: the rows are as they were, not as the list says. */
