@@ -282,23 +282,12 @@ fail:
 }
 
 /* Adds every pending tick to its raw bucket, one upsert per process and bucket, and deletes
- * them; in the caller's transaction. */
+ * them; in the caller's transaction: a slice of all of them, without a deadline. */
 int store_pending_fold(Store *s) {
-        _cleanup_free_ PendingSample *a = NULL;
-        size_t n;
-        int r;
+        bool done;
 
         store_pending_forget_fold(s);
-        /* In key order: the upserts walk the raw tier's b-tree in order. */
-        r = store_pending_read(s, NULL, 0, &a, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                r = fold_checked(s, &a[i]);
-                if (r < 0)
-                        return r;
-        }
-        return sql_exec(s->db, "DELETE FROM sample_pending");
+        return store_pending_fold_slice(s, UINT64_MAX, UINT64_MAX, &done);
 }
 
 bool store_folding(Store *s) {
