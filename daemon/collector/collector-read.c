@@ -450,6 +450,16 @@ int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
                         continue;
                 }
                 p = k >= 0 ? proc_table_find(r->procs, e->tgid, e->start_time) : NULL;
+                if (!p && k >= 0 && e->type == TS_EVENT_EXEC && i >= n_before_drain) {
+                        /* An exec read after the drain, of a process the drain did not find: it
+                         * claimed its slot (or hash entry) since, at the latest in the exec
+                         * (sched_process_exec()). The next tick's drain finds it, under the
+                         * identity BPF took at its first count, which may be older than the
+                         * exec: a launcher's user (setpriv, su) or name. So the exec waits, and
+                         * is applied after that drain, before the tick's samples. */
+                        r->events[kept++] = *e;
+                        continue;
+                }
                 if (p && e->type == TS_EVENT_EXEC)
                         k = proc_table_exec(r->procs, p, e);
                 else if (p) {

@@ -69,8 +69,8 @@ int reader_mark_exiting(CollectorReader *r);
 /* Applies the events taken since the last tick, in the order they happened: a new name, command
  * line and unit (every exec), an exit (the process is retired and forgotten by BPF; only those of
  * the first n_before_drain events, read before the maps were drained: a later one stays for the
- * next tick). After the maps were drained, so that every process they name that was counted is
- * known by then. */
+ * next tick; so does a later exec of a process the drain did not find yet). After the maps were
+ * drained, so that every process they name that was counted is known by then. */
 int reader_apply_events(CollectorReader *r, size_t n_before_drain);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The whole path once: BPF counts a known workload in the kernel, the daemon drains it into
 SQLite, History and Top answer over varlink, the CLI prints them."""
+import contextlib
 import json
 import os
 import platform
+import pwd
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,6 +111,34 @@ class EndToEnd(SharedDaemonTest):
         self.assertIn("fault-pages 3000", h["process"]["cmdline"])
         # Faults before and after the exec belong to the one process.
         self.assertGreater(h["total"]["faults"]["user"], 3000)
+
+    def test_exec_after_a_change_of_user(self):
+        # setpriv, forked by a root shell, changes its user and then execs: BPF took the process's
+        # identity at its first fault, as root, before both. A burst of them at full speed makes
+        # some first counted between a tick's drain and the tick's last read of events; their exec
+        # waits for the next drain then. Each one listed under its new name has its new user too
+        # (without the wait, 54 of 400 were listed as root until the task sweep came by).
+        nobody = pwd.getpwnam("nobody")
+        n = 300
+        sh = subprocess.Popen(["sh", "-c", f'for i in $(seq {n}); do setpriv --reuid={nobody.pw_uid} '
+                               f'--regid={nobody.pw_gid} --clear-groups sleep 60 >/dev/null & echo $!; done'],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            pids = {int(line) for line in sh.stdout}
+            self.assertEqual(len(pids), n)
+
+            def listed():
+                ps = trapstat_json(self.daemon.socket, "procs", "--comm", "sleep", "--limit", "100000")["processes"]
+                got = {p["pid"]: p for p in ps if p["pid"] in pids}
+                return got if len(got) == n else None
+            got = wait_for(listed, timeout=30, what=f"{n} sleep processes listed")
+            wrong = sorted((pid, p["uid"]) for pid, p in got.items() if p["uid"] != nobody.pw_uid)
+            self.assertEqual(wrong, [], f"listed as sleep, but not as uid {nobody.pw_uid}")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(sh.pid, signal.SIGKILL)
+            sh.wait()
+            sh.stdout.close()
 
     def test_status(self):
         st = trapstat_json(self.daemon.socket, "status")
