@@ -274,11 +274,6 @@ static int delete_gone_processes(Store *s, uint64_t now_usec, size_t batch, bool
         return 0;
 }
 
-/* The deadline of a maintenance step's slice of folding. */
-static uint64_t fold_deadline(void) {
-        return now_usec(CLOCK_MONOTONIC) + ROLL_SLICE_USEC;
-}
-
 int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool *ret_more) {
         TierState tiers[_TIER_MAX];
         bool more = false, folded;
@@ -290,7 +285,7 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
          * samples, 16 to 128 ms a step). Those of an earlier bucket are folded first, a slice a
          * step beside the ticks' own (store_pending_fold_slice()); the roll-ups wait for the
          * last slice. */
-        r = store_pending_fold_step(s, now_usec, fold_deadline(), &folded);
+        r = store_pending_fold_step(s, now_usec, ROLL_SLICE_USEC, &folded);
         if (r < 0)
                 return r;
         if (!folded) {

@@ -224,7 +224,9 @@ void store_pending_forget_fold(Store *s) {
         s->fold_left_before = 0;
 }
 
-int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done) {
+int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        uint64_t deadline_usec = budget_usec > UINT64_MAX - start ? UINT64_MAX : start + budget_usec;
         _cleanup_finalize_ sqlite3_stmt *del = NULL;
         int64_t before = clamp_i64(tier_floor(TIER_RAW, before_usec));
         PendingSample *a;
@@ -294,7 +296,7 @@ bool store_folding(Store *s) {
         return s->fold_due;
 }
 
-int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done) {
+int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done) {
         bool done = true;
         int r;
 
@@ -308,7 +310,7 @@ int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t deadline_us
         r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
-        r = store_pending_fold_slice(s, before_usec, deadline_usec, &done);
+        r = store_pending_fold_slice(s, before_usec, budget_usec, &done);
         if (r >= 0)
                 r = sql_exec(s->db, "COMMIT");
         if (r < 0) {

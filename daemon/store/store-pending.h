@@ -34,14 +34,14 @@ int store_pending_fold(Store *s);
  * The queries never fold: they read the pending rows (store_pending_read()). */
 int store_pending_settle(Store *s);
 /* Folds the pending ticks of the raw buckets before before_usec's, in (bucket, process) order,
- * until deadline_usec (CLOCK_MONOTONIC; at least FOLD_CHECK_EVERY processes), and packs what is
+ * for budget_usec (UINT64_MAX: all; at least FOLD_CHECK_EVERY processes), and packs what is
  * left back into one row per bucket; in the caller's transaction. The queries see each count once
  * either way: a folded sample is in its raw row, one not yet folded still pending. *ret_done: none
  * of those ticks is left pending. A bucket of 10000 processes takes the writer some 300 ms to
  * fold: in slices, a query waiting for a tick (writer_sync()) waits for one slice, not for that. */
-int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done);
+int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done);
 /* Forgets what the last slice left, as a transaction with a slice in it rolls back. */
 void store_pending_forget_fold(Store *s);
 /* One slice in a transaction of its own, when s->fold_due says ticks of an earlier bucket may be
  * pending; clears it once none is. */
-int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t deadline_usec, bool *ret_done);
+int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done);

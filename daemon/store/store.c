@@ -524,9 +524,6 @@ static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, 
 
 /* How long a tick's write goes on folding the ticks of an earlier bucket, beside its own. */
 #define FLUSH_FOLD_USEC (8 * USEC_PER_MSEC)
-static uint64_t fold_deadline(void) {
-        return now_usec(CLOCK_MONOTONIC) + FLUSH_FOLD_USEC;
-}
 
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
         uint64_t bucket = tier_floor(TIER_RAW, now_usec);
@@ -551,7 +548,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
         /* Once a tick: the writer writes one in transactions of 256 processes (daemon/writer.c). */
         if (s->fold_due && s->fold_tick_usec != now_usec) {
                 s->fold_tick_usec = now_usec;
-                r = store_pending_fold_slice(s, bucket, fold_deadline(), &folded);
+                r = store_pending_fold_slice(s, bucket, FLUSH_FOLD_USEC, &folded);
                 if (r < 0)
                         goto rollback;
         }
