@@ -36,6 +36,9 @@ struct Manager {
         ManagerConfig config;
         struct event_base *base;
         struct event *tick, *status, *watchdog, *sigterm, *sigint;
+        struct event *tick_step; /* the tick under way has reads of /proc left (collector_tick_step()) */
+        bool tick_due;           /* the timer fired while a tick was under way: the next begins at its end */
+        uint64_t tick_mono, tick_realtime; /* when the tick under way began */
         struct event *lifecycle; /* the ring buffer of exit and exec events has a batch waiting */
         int proc_fd;
         int lock_fd; /* flock()ed STATE_DIR/trapstatd.lock: one daemon per state directory (state-dir.c) */
@@ -55,21 +58,36 @@ struct Manager {
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
 };
 
-static void tick(Manager *m) {
+/* A tick's parts run in turns of their own (collector.h): between them, the loop answers calls
+ * and sends what is waiting. A turn of reads is at most this long, and a little more. */
+#define TICK_STEP_USEC (2 * USEC_PER_MSEC)
+
+static void tick_begin(Manager *m) {
+        int r;
+
+        m->tick_mono = now_usec(CLOCK_MONOTONIC);
+        m->tick_realtime = now_usec(CLOCK_REALTIME);
+        r = collector_tick_begin(m->collector, m->tick_realtime);
+        if (r < 0) {
+                log_error_errno(r, "Failed to drain BPF counters: %m");
+                return;
+        }
+        event_active(m->tick_step, EV_TIMEOUT, 0);
+}
+
+static void tick_end(Manager *m) {
         CollectorTick t;
         int r;
 
-        uint64_t now_mono = now_usec(CLOCK_MONOTONIC), now = now_usec(CLOCK_REALTIME);
-
-        r = collector_drain(m->collector, now, &t);
+        r = collector_tick_end(m->collector, &t);
         if (r < 0) {
                 log_error_errno(r, "Failed to drain BPF counters: %m");
                 return;
         }
         /* Live first: a slow disk must not delay the live view. Every tick gets a reply, also an
-         * empty one, so clients see the daemon is alive. */
-        watch_set_broadcast(m->watches, t.samples, t.n_samples, now, now_mono - m->last_tick_mono);
-        m->last_tick_mono = now_mono;
+         * empty one, so clients see the daemon is alive. Its time is when the tick began. */
+        watch_set_broadcast(m->watches, t.samples, t.n_samples, m->tick_realtime, m->tick_mono - m->last_tick_mono);
+        m->last_tick_mono = m->tick_mono;
         /* In memory, as the live view; what failed to be added is lost, and said once. */
         r = unit_totals_add(m->unit_totals, t.samples, t.n_samples);
         if (r < 0 && !m->unit_totals_failed)
@@ -79,12 +97,47 @@ static void tick(Manager *m) {
          * waits for the database. Its failures are its to log; this one is counted in
          * unsavedSamples. */
         if (t.n_samples > 0 || t.n_fills > 0)
-                (void) writer_submit(m->writer, now, t.samples, t.n_samples, t.fills, t.n_fills);
+                (void) writer_submit(m->writer, m->tick_realtime, t.samples, t.n_samples, t.fills, t.n_fills);
 }
 
 static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
         LOOP_TURN;
-        tick(userdata);
+        Manager *m = userdata;
+
+        /* Behind by more than a tick: this one begins when the last one ends, not two at once. */
+        if (collector_in_tick(m->collector)) {
+                m->tick_due = true;
+                return;
+        }
+        tick_begin(m);
+}
+
+static void on_tick_step(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
+        LOOP_TURN;
+        Manager *m = userdata;
+
+        if (collector_tick_step(m->collector, TICK_STEP_USEC) > 0) {
+                event_active(m->tick_step, EV_TIMEOUT, 0); /* behind whatever else is ready */
+                return;
+        }
+        tick_end(m);
+        if (m->tick_due) {
+                m->tick_due = false;
+                event_active(m->tick, EV_TIMEOUT, 0);
+        }
+}
+
+/* At exit: the tick under way ends, and one more drains whatever was counted since. */
+static void tick_final(Manager *m) {
+        for (int i = 0; i < 2; i++) {
+                if (i > 0)
+                        tick_begin(m);
+                if (!collector_in_tick(m->collector))
+                        continue;
+                while (collector_tick_step(m->collector, UINT64_MAX) > 0)
+                        ;
+                tick_end(m);
+        }
 }
 
 /* Exit and exec events are taken out of the ring buffer as they come, so that a storm of exits
@@ -310,10 +363,11 @@ static int manager_new_events(Manager *m) {
         if (!m->base)
                 return log_error_errno(ENOMEM, "Failed to create event loop");
         m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
+        m->tick_step = event_new(m->base, -1, 0, on_tick_step, m);
         m->status = evtimer_new(m->base, on_status, m);
         m->sigterm = evsignal_new(m->base, SIGTERM, on_signal, m);
         m->sigint = evsignal_new(m->base, SIGINT, on_signal, m);
-        if (!m->tick || !m->status || !m->sigterm || !m->sigint)
+        if (!m->tick || !m->tick_step || !m->status || !m->sigterm || !m->sigint)
                 return log_error_errno(ENOMEM, "Out of memory");
         return 0;
 }
@@ -432,6 +486,8 @@ Manager *manager_free(Manager *m) {
         varlink_server_free(m->report_server);
         if (m->tick)
                 event_free(m->tick);
+        if (m->tick_step)
+                event_free(m->tick_step);
         if (m->lifecycle)
                 event_free(m->lifecycle);
         if (m->status)
@@ -490,7 +546,7 @@ int manager_run(Manager *m) {
                 return log_error_errno(EIO, "Event loop failed");
 
         /* The final drain: whatever was counted since the last tick reaches the database. */
-        tick(m);
+        tick_final(m);
         return 0;
 }
 

@@ -292,10 +292,11 @@ static int proc_new(ProcTable *t, uint32_t pid, uint64_t start_time, const struc
         return 0;
 }
 
-void proc_table_read_info(ProcTable *t) {
+bool proc_table_read_info(ProcTable *t, size_t max) {
         size_t reads = 0, i = t->info_queue_head;
 
-        for (; i < t->n_info_queue && reads < INFO_READS_LATER_PER_TICK; i++) {
+        max = MIN(max, t->info_reads_later);
+        for (; i < t->n_info_queue && reads < max; i++) {
                 CollectorProc *p = t->info_queue[i];
                 char *cmdline = NULL, *unit = NULL;
                 int r;
@@ -320,9 +321,11 @@ void proc_table_read_info(ProcTable *t) {
                 }
                 (void) proc_table_touch(t, p);
         }
+        t->info_reads_later -= reads;
         t->info_queue_head = i;
         if (t->info_queue_head == t->n_info_queue)
                 t->info_queue_head = t->n_info_queue = 0;
+        return t->info_reads_later == 0 || t->n_info_queue == 0;
 }
 
 /* Before the dead are freed: the queue lets go of them. */
@@ -517,11 +520,11 @@ int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e) {
         return proc_table_retire(t, p);
 }
 
-size_t proc_table_read_minmaj(ProcTable *t) {
+bool proc_table_read_minmaj(ProcTable *t, size_t max, uint64_t *records) {
         size_t n = 0;
 
-        for (size_t i = 0; i < t->n_touched; i++) {
-                CollectorProc *p = t->touched[i];
+        for (; t->minmaj_next < t->n_touched && n < max; t->minmaj_next++) {
+                CollectorProc *p = t->touched[t->minmaj_next];
                 ProcStat st;
 
                 /* Its exit event has the final figures: a storm's short processes are not read
@@ -534,7 +537,8 @@ size_t proc_table_read_minmaj(ProcTable *t) {
                 (void) minmaj_account(&p->minmaj_seen, st.minflt, st.majflt, &p->delta);
                 memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
         }
-        return n;
+        *records += n;
+        return t->minmaj_next == t->n_touched;
 }
 
 typedef struct GcWalk {
@@ -594,6 +598,8 @@ size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
 
 void proc_table_begin_tick(ProcTable *t) {
         t->info_reads_new = INFO_READS_NEW_PER_TICK;
+        t->info_reads_later = INFO_READS_LATER_PER_TICK;
+        t->minmaj_next = 0;
         proc_keys_clear(&t->exits);
         info_queue_forget_dead(t);
         for (size_t i = 0; i < t->n_touched; i++) {

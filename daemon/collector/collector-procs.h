@@ -87,12 +87,14 @@ typedef struct ProcTable {
 
         CollectorProc **touched;          /* this tick's */
         size_t n_touched, touched_capacity;
+        size_t minmaj_next;               /* the first of touched whose /proc/PID/stat is still to read */
         /* Processes first seen beyond a tick's reads of /proc, whose command line and unit are read
          * in later ticks, oldest first (from info_queue_head); and how many first seen this tick
          * may still be read at once. */
         CollectorProc **info_queue;
         size_t info_queue_head, n_info_queue, info_queue_capacity;
         size_t info_reads_new;
+        size_t info_reads_later;          /* how many of info_queue may still be read this tick */
         /* The processes whose exit event is in hand this tick, not tracked when it was read
          * (proc_table_expect_exit()), sorted once looked up: one first seen in the tick is exiting from the
          * start, and /proc is not read for it. */
@@ -134,11 +136,14 @@ int proc_table_retire(ProcTable *t, CollectorProc *p);
 size_t proc_table_count_uid(ProcTable *t, uint32_t uid);
 
 /* The command line and unit of processes first seen in earlier ticks beyond their reads of /proc,
- * oldest first, a bounded number a tick; each read is touched, so its sample carries them. */
-void proc_table_read_info(ProcTable *t);
+ * oldest first, a bounded number a tick (INFO_READS_LATER_PER_TICK), at most max in this call;
+ * each read is touched, so its sample carries them. Returns whether the tick's reads are done. */
+bool proc_table_read_info(ProcTable *t, size_t max);
 /* Minor/major faults and name of this tick's active processes from /proc/PID/stat, through an fd
- * kept open while the process is active (proc_open_stat()). Returns how many it read. */
-size_t proc_table_read_minmaj(ProcTable *t);
+ * kept open while the process is active (proc_open_stat()): of at most max of them, from where
+ * the last call of the tick stopped. Adds how many it read to *records; returns whether every
+ * process touched by now has been read. */
+bool proc_table_read_minmaj(ProcTable *t, size_t max, uint64_t *records);
 /* Those whose exit went unseen (ring buffer full) and whose /proc entry is gone, of those not
  * counted for 30 s. With sweep 0: checked every 30 s, none in between. Else when the task
  * iterator's sweep numbered sweep, begun at sweep_started, has ended: those it did not see though

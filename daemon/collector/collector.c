@@ -13,6 +13,7 @@
  * nobody else learns of it. libbpf's messages go through common/log.c with their priorities. */
 #include "collector.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "kernel-probe.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 
 struct Collector {
         CollectorBpf *bpf;
@@ -33,6 +35,11 @@ struct Collector {
         CollectorReader reader;
         SiteReader sites;
         bool mapping_refusal_logged;
+        /* The tick under way, between collector_tick_begin() and collector_tick_end(). */
+        bool in_tick;
+        uint64_t tick_usec;    /* its time */
+        size_t n_before_drain; /* lifecycle events read before its maps were drained */
+        uint64_t tick_records; /* what the last tick that ended read: GetStatus's tickRecords */
 };
 
 static bool is_power_of_two(uint32_t x) {
@@ -214,14 +221,13 @@ static int collect_garbage(Collector *c, uint64_t now, bool swept) {
         return r < 0 ? r : error;
 }
 
-int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
-        CollectorTick t = {};
-        size_t n_before_drain;
-        bool swept = false;
+int collector_tick_begin(Collector *c, uint64_t now_usec) {
         int r;
 
+        assert(!c->in_tick);
         proc_table_begin_tick(&c->procs);
         c->reader.tick_records = 0;
+        c->tick_usec = now_usec;
 
         /* Lifecycle events first, then the maps: every count of a process whose exit we saw is
          * in the maps by the time we read them. (Events are also read as they arrive, see
@@ -229,30 +235,58 @@ int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
         r = collector_read_events(c);
         if (r < 0)
                 return r;
-        n_before_drain = c->reader.n_events;
+        c->n_before_drain = c->reader.n_events;
         /* The exits in hand mark their processes, whose /proc there is no point in reading; the
          * sites after the counts' maps, so that their processes are known. */
         if ((r = reader_mark_exiting(&c->reader)) < 0 || (r = reader_drain_maps(&c->reader, now_usec)) < 0 ||
             (r = site_reader_drain(&c->sites, now_usec)) < 0)
                 return r;
+        c->in_tick = true;
+        return 0;
+}
 
+/* A step's reads of /proc come in pieces of this many, the clock read between them. */
+#define PROC_READS_PER_PIECE 32
+
+int collector_tick_step(Collector *c, uint64_t budget_usec) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        bool done;
+
+        assert(c->in_tick);
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
          * those active in this tick from /proc, and a share of all of them from the task
-         * iterator's sweep. The cost follows the processes that count, not those that exist. */
-        proc_table_read_info(&c->procs);
-        c->reader.tick_records += proc_table_read_minmaj(&c->procs);
+         * iterator's sweep (at the tick's end). The cost follows the processes that count, not
+         * those that exist. The command lines and units first, since each read touches its
+         * process, which is then read too. Nothing else touches a process until the end. */
+        do {
+                done = proc_table_read_info(&c->procs, PROC_READS_PER_PIECE) &&
+                       proc_table_read_minmaj(&c->procs, PROC_READS_PER_PIECE, &c->reader.tick_records);
+        } while (!done && now_usec(CLOCK_MONOTONIC) - start < budget_usec);
+        return !done;
+}
+
+int collector_tick_end(Collector *c, CollectorTick *ret) {
+        uint64_t now = c->tick_usec;
+        CollectorTick t = {};
+        bool swept = false;
+        int r;
+
+        assert(c->in_tick);
+        c->in_tick = false;
         if (c->bpf->iter_link) {
-                r = reader_sweep_tasks(&c->reader, now_usec, &swept);
+                r = reader_sweep_tasks(&c->reader, now, &swept);
                 if (r < 0)
                         return r;
         }
 
         /* And events again: an exec between the first read and the drain has counts of the new
-         * program in this tick, which are its unit's. (Its exits wait, see reader_apply_events().) */
+         * program in this tick, which are its unit's. So has one read in a turn of the event
+         * loop between the steps, the exits of which wait, as every exit read after the drain
+         * does (see reader_apply_events()). */
         r = collector_read_events(c);
         if (r < 0)
                 return r;
-        if ((r = reader_apply_events(&c->reader, n_before_drain)) < 0 || (r = collect_garbage(c, now_usec, swept)) < 0)
+        if ((r = reader_apply_events(&c->reader, c->n_before_drain)) < 0 || (r = collect_garbage(c, now, swept)) < 0)
                 return r;
         /* Now that exec events gave the processes their users: each pays for its own symbols. */
         site_reader_ask_symbols(&c->sites);
@@ -265,13 +299,29 @@ int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
                            strerror(-c->sites.mapping_refused));
                 c->mapping_refusal_logged = true;
         }
-        r = proc_table_samples(&c->procs, now_usec, &t.samples, &t.n_samples);
+        r = proc_table_samples(&c->procs, now, &t.samples, &t.n_samples);
         if (r < 0)
                 return r;
+        c->tick_records = c->reader.tick_records;
         t.fills = c->sites.fills;
         t.n_fills = c->sites.n_fills;
         *ret = t;
         return 0;
+}
+
+bool collector_in_tick(Collector *c) {
+        return c->in_tick;
+}
+
+int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
+        int r;
+
+        r = collector_tick_begin(c, now_usec);
+        if (r < 0)
+                return r;
+        while (collector_tick_step(c, UINT64_MAX) > 0)
+                ;
+        return collector_tick_end(c, ret);
 }
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
@@ -306,7 +356,7 @@ bool collector_fault_access_known(Collector *c) {
 }
 
 uint64_t collector_tick_records(Collector *c) {
-        return c->reader.tick_records;
+        return c->tick_records;
 }
 
 size_t collector_n_tracked(Collector *c) {

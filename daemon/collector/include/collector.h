@@ -84,13 +84,13 @@ bool collector_event_buffer_valid(uint64_t bytes);
 int collector_config_check_sources(const CollectorConfig *config, char **ret_error);
 
 /* fd to watch for readability: lifecycle events are waiting in the ring buffer. BPF wakes it
- * when the buffer is 1/16 full; collector_drain() reads it too. */
+ * when the buffer is 1/16 full; a tick reads it too. */
 int collector_event_fd(Collector *c);
 /* Takes the waiting lifecycle events out of the ring buffer, to be applied at the next drain. */
 int collector_read_events(Collector *c);
 
-/* What one tick drained. It and what it points to stay valid until the next collector_drain()
- * or collector_free(). */
+/* What one tick drained. It and what it points to stay valid until the next tick begins or
+ * collector_free(). */
 typedef struct CollectorTick {
         /* Every process with a non-zero delta, that exec'd or that exited, with its sites. */
         const ProcessSample *samples;
@@ -102,8 +102,22 @@ typedef struct CollectorTick {
         size_t n_fills;
 } CollectorTick;
 
-/* Drains everything counted since the last call, and the symbols found for what was counted
- * before. */
+/* Drains everything counted since the last tick, and the symbols found for what was counted
+ * before: a tick at now_usec. It comes in parts, so that its reads of /proc (one for every process
+ * active in the tick) need not hold an event loop for their whole length:
+ *   collector_tick_begin()  lifecycle events, the counts' maps and the sites;
+ *   collector_tick_step()   the reads of /proc for about budget_usec, and then a little more;
+ *                           > 0 while some are left (call again), 0 when none are;
+ *   collector_tick_end()    the task iterator's share, the lifecycle events again, applied in
+ *                           order, the tick's samples in *ret.
+ * Between them the caller may do other work, collector_read_events() too, but no other tick.
+ * A failed begin or end leaves no tick under way. */
+int collector_tick_begin(Collector *c, uint64_t now_usec);
+int collector_tick_step(Collector *c, uint64_t budget_usec);
+int collector_tick_end(Collector *c, CollectorTick *ret);
+/* Between collector_tick_begin() and collector_tick_end(). */
+bool collector_in_tick(Collector *c);
+/* All three parts at once. */
 int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
