@@ -39,6 +39,8 @@ struct Collector {
         bool in_tick;
         uint64_t tick_usec;    /* its time */
         size_t n_before_drain; /* lifecycle events read before its maps were drained */
+        bool sites_drained;
+        int tick_error;        /* a step's failure, which its end returns */
         uint64_t tick_records; /* what the last tick that ended read: GetStatus's tickRecords */
 };
 
@@ -236,11 +238,11 @@ int collector_tick_begin(Collector *c, uint64_t now_usec) {
         if (r < 0)
                 return r;
         c->n_before_drain = c->reader.n_events;
-        /* The exits in hand mark their processes, whose /proc there is no point in reading; the
-         * sites after the counts' maps, so that their processes are known. */
-        if ((r = reader_mark_exiting(&c->reader)) < 0 || (r = reader_drain_maps(&c->reader, now_usec)) < 0 ||
-            (r = site_reader_drain(&c->sites, now_usec)) < 0)
+        /* The exits in hand mark their processes, whose /proc there is no point in reading. */
+        if ((r = reader_mark_exiting(&c->reader)) < 0 || (r = reader_drain_maps(&c->reader, now_usec)) < 0)
                 return r;
+        c->sites_drained = false;
+        c->tick_error = 0;
         c->in_tick = true;
         return 0;
 }
@@ -251,18 +253,35 @@ int collector_tick_begin(Collector *c, uint64_t now_usec) {
 int collector_tick_step(Collector *c, uint64_t budget_usec) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         bool done;
+        int r;
 
         assert(c->in_tick);
+        if (c->tick_error < 0)
+                return 0;
+        /* The sites after the counts' maps, so that their processes are known; a step of their
+         * own (in a storm, 1500 short processes' sites take 10-20 ms, as long as the maps). */
+        if (!c->sites_drained) {
+                c->sites_drained = true;
+                r = site_reader_drain(&c->sites, c->tick_usec);
+                if (r < 0)
+                        c->tick_error = r;
+                return r < 0 ? 0 : 1;
+        }
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
          * those active in this tick from /proc, and a share of all of them from the task
          * iterator's sweep (at the tick's end). The cost follows the processes that count, not
          * those that exist. The command lines and units first, since each read touches its
          * process, which is then read too. Nothing else touches a process until the end. */
-        do {
+        for (size_t pieces = 0;; pieces++) {
                 done = proc_table_read_info(&c->procs, PROC_READS_PER_PIECE) &&
                        proc_table_read_minmaj(&c->procs, PROC_READS_PER_PIECE, &c->reader.tick_records);
-        } while (!done && now_usec(CLOCK_MONOTONIC) - start < budget_usec);
-        return !done;
+                /* A few reads (at most a piece): the end may follow in this turn; after more,
+                 * it comes in a turn of its own. */
+                if (done)
+                        return pieces > 0;
+                if (now_usec(CLOCK_MONOTONIC) - start >= budget_usec)
+                        return 1;
+        }
 }
 
 int collector_tick_end(Collector *c, CollectorTick *ret) {
@@ -273,6 +292,8 @@ int collector_tick_end(Collector *c, CollectorTick *ret) {
 
         assert(c->in_tick);
         c->in_tick = false;
+        if (c->tick_error < 0)
+                return c->tick_error;
         if (c->bpf->iter_link) {
                 r = reader_sweep_tasks(&c->reader, now, &swept);
                 if (r < 0)
