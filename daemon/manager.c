@@ -36,7 +36,7 @@ struct Manager {
         ManagerConfig config;
         struct event_base *base;
         struct event *tick, *status, *watchdog, *sigterm, *sigint;
-        struct event *tick_step; /* the tick under way has reads of /proc left (collector_tick_step()) */
+        struct event *tick_step; /* the tick under way has steps left (collector_tick_step()) */
         bool tick_due;           /* the timer fired while a tick was under way: the next begins at its end */
         uint64_t tick_mono, tick_realtime; /* when the tick under way began */
         struct event *lifecycle; /* the ring buffer of exit and exec events has a batch waiting */
@@ -55,7 +55,7 @@ struct Manager {
         UnitTotals *unit_totals;
         uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
         bool unit_totals_failed; /* logged once */
-        uint64_t last_tick_mono; /* CLOCK_MONOTONIC of the last drain: Watch's intervalUsec */
+        uint64_t last_tick_mono; /* CLOCK_MONOTONIC when the last tick began: Watch's intervalUsec */
 };
 
 /* A tick's parts run in turns of their own (collector.h): between them, the loop answers calls
@@ -127,17 +127,20 @@ static void on_tick_step(evutil_socket_t fd _unused_, short what _unused_, void 
         }
 }
 
+/* The tick under way, all its steps left in this turn. */
+static void tick_finish(Manager *m) {
+        if (!collector_in_tick(m->collector))
+                return;
+        while (collector_tick_step(m->collector, UINT64_MAX) > 0)
+                ;
+        tick_end(m);
+}
+
 /* At exit: the tick under way ends, and one more drains whatever was counted since. */
 static void tick_final(Manager *m) {
-        for (int i = 0; i < 2; i++) {
-                if (i > 0)
-                        tick_begin(m);
-                if (!collector_in_tick(m->collector))
-                        continue;
-                while (collector_tick_step(m->collector, UINT64_MAX) > 0)
-                        ;
-                tick_end(m);
-        }
+        tick_finish(m);
+        tick_begin(m);
+        tick_finish(m);
 }
 
 /* Exit and exec events are taken out of the ring buffer as they come, so that a storm of exits

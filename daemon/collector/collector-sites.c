@@ -14,7 +14,7 @@
  * counted with its file and offset at once, the worker is asked at the end of the drain (with the
  * process and the mapping, through which it opens the file the process mapped while it lives),
  * and its answer, taken at the start of a later drain, names the site's counts from that drain on
- * and becomes fills for the rows already written, which collector_drain() returns with that
+ * and becomes fills for the rows already written, which collector_tick_end() returns with that
  * drain's counts (CollectorTick.fills): the writer stores both in one batch. A file the worker
  * could not open is no answer: the site is asked for again at its next count. Symbols are
  * remembered by the inode's version as BPF saw it (change time, generation), which a change of

@@ -4,7 +4,7 @@
 /* The site reader (collector-sites.c), one of the collector's parts beside the counts' reader
  * (collector-read.h): it drains the site hash into SiteCounts of the process table, names them
  * (files' paths, symbols from the symbol worker) and gives the symbols found for sites stored
- * before as fills, which collector_drain() returns with the counts. The collector owns it and
+ * before as fills, which collector_tick_end() returns with the counts. The collector owns it and
  * drains it after the counts' maps, so that the processes are known. Internal to the daemon
  * (daemon/collector*.c), not a public API. Returns negative errno, never logs. */
 

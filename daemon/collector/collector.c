@@ -334,17 +334,6 @@ bool collector_in_tick(Collector *c) {
         return c->in_tick;
 }
 
-int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret) {
-        int r;
-
-        r = collector_tick_begin(c, now_usec);
-        if (r < 0)
-                return r;
-        while (collector_tick_step(c, UINT64_MAX) > 0)
-                ;
-        return collector_tick_end(c, ret);
-}
-
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {
         *ret_n = _SOURCE_MAX;
         return c->bpf->sources;

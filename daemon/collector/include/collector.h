@@ -118,8 +118,6 @@ int collector_tick_step(Collector *c, uint64_t budget_usec);
 int collector_tick_end(Collector *c, CollectorTick *ret);
 /* Between collector_tick_begin() and collector_tick_end(). */
 bool collector_in_tick(Collector *c);
-/* All three parts at once. */
-int collector_drain(Collector *c, uint64_t now_usec, CollectorTick *ret);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 /* What the kernel's capabilities and the configuration allow beyond the counts, each active or
