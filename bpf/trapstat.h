@@ -204,6 +204,9 @@ struct ts_task_record {
 };
 _Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layout is shared with BPF");
 
+/* Processes one read of task-reads.bpf.o's iterator takes at most (the task_reads array). */
+#define TS_TASK_READS 256
+
 /* Threads of one process summed at most, when its fault accounting is read. */
 #define TS_MAX_THREADS 65536
 

@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "trapstat-base.skel.h"
 #include "trapstat-noloop.skel.h"
+#include "task-reads.skel.h"
 #include "trapstat.skel.h"
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t) 7)
@@ -368,6 +369,77 @@ static int attach_perf(CollectorBpf *b, struct bpf_program *prog, unsigned long 
         return attached > 0 ? 0 : -ENODEV;
 }
 
+static void task_reads_free(CollectorBpf *b) {
+        bpf_link__destroy(b->reads_link);
+        b->reads_link = NULL;
+        task_reads_bpf__destroy(b->reads);
+        b->reads = NULL;
+}
+
+static int task_reads_load(CollectorBpf *b) {
+        /* The iterator over one task, this process's main thread: its program runs once a read. */
+        union bpf_iter_link_info info = { .task.tid = (uint32_t) getpid() };
+        struct bpf_iter_attach_opts opts = { .sz = sizeof(opts), .link_info = &info, .link_info_len = sizeof(info) };
+
+        b->reads = task_reads_bpf__open_and_load();
+        if (!b->reads)
+                return -errno;
+        b->reads_link = bpf_program__attach_iter(b->reads->progs.read_tasks, &opts);
+        return b->reads_link ? 0 : -errno;
+}
+
+/* The active processes' minor/major faults from the kernel where it can; /proc/PID/stat where
+ * loading fails, which is said once and in GetStatus. */
+static void task_reads_setup(CollectorBpf *b) {
+        int r = task_reads_load(b);
+
+        if (r >= 0)
+                return;
+        task_reads_free(b);
+        log_warning_errno(r, "Failed to load the task reads, reading the active processes' /proc/PID/stat instead: %m");
+        snprintf(b->feature_reasons[FEATURE_TASK_READS], KERNEL_CAPS_REASON_MAX,
+                 "load failed: %s: the minor/major faults of the processes active in a tick are read from /proc/PID/stat",
+                 strerror(-r));
+        b->features[FEATURE_TASK_READS].active = false;
+        b->features[FEATURE_TASK_READS].reason = b->feature_reasons[FEATURE_TASK_READS];
+}
+
+int collector_bpf_read_records(int fd, struct ts_task_record *buf, size_t max, size_t *ret_got) {
+        size_t got = 0;
+        int r = 0;
+
+        /* A read ends at a whole record: the iterator writes them whole into its buffer. */
+        while (got < max) {
+                ssize_t n = read(fd, (char *) (buf + got), (max - got) * sizeof(*buf));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? -errno : 1;
+                        break;
+                }
+                got += (size_t) n / sizeof(*buf);
+        }
+        *ret_got = got;
+        return r;
+}
+
+int collector_bpf_read_tasks(CollectorBpf *b, const struct ts_proc_key *keys, size_t n,
+                             struct ts_task_record ret[static TS_TASK_READS]) {
+        size_t got;
+        int fd, r;
+
+        assert(b->reads_link && n <= TS_TASK_READS);
+        memcpy(b->reads->bss->task_reads, keys, n * sizeof(*keys));
+        b->reads->bss->task_reads_n = (uint32_t) n;
+        fd = bpf_iter_create(bpf_link__fd(b->reads_link));
+        if (fd < 0)
+                return -errno;
+        r = collector_bpf_read_records(fd, ret, n, &got);
+        close(fd);
+        return r < 0 ? r : (int) got;
+}
+
 int collector_bpf_attach(CollectorBpf *b) {
         int r;
 
@@ -425,6 +497,8 @@ int collector_bpf_attach(CollectorBpf *b) {
                                              "instead: %m");
         }
         set_source(b, SOURCE_PROC_STAT, 0, NULL);
+        if (b->features[FEATURE_TASK_READS].active)
+                task_reads_setup(b);
 
         /* Without user-mode faults there is nothing to count. A source that failed to attach was
          * logged above; one not loaded was disabled, or is a tracepoint the kernel lacks whose
@@ -461,6 +535,7 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
                 return NULL;
         ring_buffer__free(b->ringbuf);
         bpf_link__destroy(b->iter_link);
+        task_reads_free(b);
         for (size_t i = 0; i < _SOURCE_MAX; i++)
                 bpf_link__destroy(b->links[i]);
         for (size_t i = 0; b->perf_links && i < 2 * (size_t) b->n_cpus; i++)

@@ -49,6 +49,10 @@ typedef struct CollectorBpf {
         struct bpf_program *time_progs[2];      /* SOURCE_FAULT_TIME: minor, major completions */
         struct bpf_link **time_links;           /* 2 * n_cpus, one per CPU each */
         struct bpf_link *iter_link;             /* SOURCE_TASK_ITERATOR; NULL: /proc/PID/stat instead */
+        /* FEATURE_TASK_READS: task-reads.bpf.o and its iterator; NULL: the active processes'
+         * /proc/PID/stat instead. */
+        struct task_reads_bpf *reads;
+        struct bpf_link *reads_link;
         struct ring_buffer *ringbuf;
         struct ts_owner *owner_map;             /* slot_owner, slot_ident and slot_counters, mmap'd */
         struct ts_ident *ident_map;
@@ -76,6 +80,14 @@ int collector_bpf_load(CollectorBpf *b);
 /* Attaches every loaded program; one that cannot attach becomes an inactive source. -ENOTSUP
  * when no page fault source is active. */
 int collector_bpf_attach(CollectorBpf *b);
+/* Reads at most max records of a task iterator's fd into buf, into *ret_got. Returns 1 at the
+ * iterator's end, 0 when max were read, or negative errno. */
+int collector_bpf_read_records(int fd, struct ts_task_record *buf, size_t max, size_t *ret_got);
+/* The kernel's fault accounting, name and user of n <= TS_TASK_READS processes, through
+ * task-reads.bpf.o (only where b->reads_link): a record in ret for each still alive under its
+ * key, in the keys' order. Returns how many, or negative errno. */
+int collector_bpf_read_tasks(CollectorBpf *b, const struct ts_proc_key *keys, size_t n,
+                             struct ts_task_record ret[static TS_TASK_READS]);
 /* Calls fn for each lifecycle record that ring_buffer__consume() on b->ringbuf takes out. */
 int collector_bpf_watch_events(CollectorBpf *b, ring_buffer_sample_fn fn, void *userdata);
 CollectorBpf *collector_bpf_free(CollectorBpf *b);

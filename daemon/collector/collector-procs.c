@@ -520,25 +520,36 @@ int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e) {
         return proc_table_retire(t, p);
 }
 
-bool proc_table_read_minmaj(ProcTable *t, size_t max, uint64_t *records) {
+size_t proc_table_next_active(ProcTable *t, CollectorProc **ret, size_t max, bool *ret_done) {
         size_t n = 0;
 
         for (; t->minmaj_next < t->n_touched && n < max; t->minmaj_next++) {
                 CollectorProc *p = t->touched[t->minmaj_next];
-                ProcStat st;
 
                 /* Its exit event has the final figures: a storm's short processes are not read
                  * (open, read, close) only to be retired in the same tick. */
-                if (p->info.exited || p->exiting)
+                if (!p->info.exited && !p->exiting)
+                        ret[n++] = p;
+        }
+        *ret_done = t->minmaj_next == t->n_touched;
+        return n;
+}
+
+bool proc_table_read_minmaj(ProcTable *t, size_t max, uint64_t *records) {
+        CollectorProc *procs[max];
+        bool done;
+        size_t n = proc_table_next_active(t, procs, max, &done);
+
+        for (size_t i = 0; i < n; i++) {
+                ProcStat st;
+
+                if (proc_table_stat(t, procs[i], &st) < 0)
                         continue;
-                n++;
-                if (proc_table_stat(t, p, &st) < 0)
-                        continue;
-                (void) minmaj_account(&p->minmaj_seen, st.minflt, st.majflt, &p->delta);
-                memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
+                (void) minmaj_account(&procs[i]->minmaj_seen, st.minflt, st.majflt, &procs[i]->delta);
+                memcpy(procs[i]->info.comm, st.comm, sizeof(procs[i]->info.comm));
         }
         *records += n;
-        return t->minmaj_next == t->n_touched;
+        return done;
 }
 
 typedef struct GcWalk {

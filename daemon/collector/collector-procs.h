@@ -144,6 +144,10 @@ bool proc_table_read_info(ProcTable *t, size_t max);
  * the last call of the tick stopped. Adds how many it read to *records; returns whether every
  * process touched by now has been read. */
 bool proc_table_read_minmaj(ProcTable *t, size_t max, uint64_t *records);
+/* The next at most max of this tick's active processes whose minor/major faults are to be read
+ * (not those whose exit is in hand), from where the last call of the tick stopped, into ret;
+ * returns how many. *ret_done: every process touched by now has been taken. */
+size_t proc_table_next_active(ProcTable *t, CollectorProc **ret, size_t max, bool *ret_done);
 /* Those whose exit went unseen (ring buffer full) and whose /proc entry is gone, of those not
  * counted for 30 s. With sweep 0: checked every 30 s, none in between. Else when the task
  * iterator's sweep numbered sweep, begun at sweep_started, has ended: those it did not see though

@@ -32,7 +32,8 @@ int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
         r->batch_keys = calloc(BATCH_ENTRIES, sizeof(struct ts_proc_key));
         /* Per-CPU hash values come n_cpus at a time; trap values one at a time. */
         r->batch_values = calloc(BATCH_ENTRIES, MAX(sizeof(struct ts_proc) * n_cpus, sizeof(struct ts_traps)));
-        if (!r->owners || !r->owners_read || !r->dirty || !r->batch_keys || !r->batch_values)
+        r->active_records = calloc(TS_TASK_READS, sizeof(struct ts_task_record));
+        if (!r->owners || !r->owners_read || !r->dirty || !r->batch_keys || !r->batch_values || !r->active_records)
                 return -ENOMEM;
         return 0;
 }
@@ -47,6 +48,7 @@ void reader_done(CollectorReader *r) {
         events_clear(r);
         free(r->events);
         free(r->records);
+        free(r->active_records);
         free(r->hash_keys);
         if (r->sweep_fd >= 0)
                 close(r->sweep_fd);
@@ -403,25 +405,42 @@ int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done) {
                 r->records = a;
                 r->records_capacity = want;
         }
-        /* A read ends at a whole record: the iterator writes them whole into its buffer. */
-        while (got < want) {
-                ssize_t n = read(r->sweep_fd, (char *) (r->records + got), (want - got) * sizeof(*r->records));
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        k = n < 0 ? -errno : 0;
-                        close(r->sweep_fd);
-                        r->sweep_fd = -1;
-                        if (k < 0)
-                                return k;
-                        *ret_done = true;
-                        break;
-                }
-                got += (size_t) n / sizeof(*r->records);
+        k = collector_bpf_read_records(r->sweep_fd, r->records, want, &got);
+        if (k != 0) {
+                close(r->sweep_fd);
+                r->sweep_fd = -1;
+                if (k < 0)
+                        return k;
+                *ret_done = true;
         }
         r->tick_records += got;
         return apply_task_records(r, got);
+}
+
+int reader_read_active(CollectorReader *r, bool *ret_done) {
+        CollectorProc *procs[TS_TASK_READS];
+        struct ts_proc_key keys[TS_TASK_READS];
+        size_t n = proc_table_next_active(r->procs, procs, TS_TASK_READS, ret_done);
+        int got;
+
+        if (n == 0)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                keys[i] = (struct ts_proc_key) { .tgid = procs[i]->info.pid, .start_time = procs[i]->info.start_time };
+        got = collector_bpf_read_tasks(r->bpf, keys, n, r->active_records);
+        if (got < 0)
+                return got;
+        r->tick_records += n;
+        /* One that is gone has no record: its exit event has the final figures. */
+        for (int i = 0; i < got; i++) {
+                const struct ts_task_record *rec = &r->active_records[i];
+                CollectorProc *p = proc_table_find(r->procs, rec->tgid, rec->start_time);
+                int k;
+
+                if (p && (k = proc_table_update(r->procs, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt)) < 0)
+                        return k;
+        }
+        return 0;
 }
 
 int reader_mark_exiting(CollectorReader *r) {

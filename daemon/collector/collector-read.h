@@ -37,6 +37,8 @@ typedef struct CollectorReader {
         uint64_t sweep_started_usec, sweep_last_usec;
         struct ts_task_record *records;
         size_t records_capacity;
+        /* The records of reader_read_active(): TS_TASK_READS of them. */
+        struct ts_task_record *active_records;
         /* Records read from the kernel in this tick's drain: slots, hash entries, task records
          * (GetStatus tickRecordsRead). */
         uint64_t tick_records;
@@ -62,6 +64,10 @@ int reader_drain_maps(CollectorReader *r, uint64_t now);
  * mlock), and the garbage collection. *ret_done: a sweep ended in this piece; every process it
  * saw has CollectorProc.swept equal to sweep_generation. */
 int reader_sweep_tasks(CollectorReader *r, uint64_t now, bool *ret_done);
+/* Minor/major faults, name and user of the next TS_TASK_READS of this tick's active processes from
+ * the kernel (task-reads.bpf.o, where r->bpf->reads_link), as proc_table_read_minmaj() reads them
+ * from /proc. *ret_done: every process touched by now has been read. */
+int reader_read_active(CollectorReader *r, bool *ret_done);
 /* Marks the processes whose exit event is in hand (CollectorProc.exiting), also those first seen
  * later in the tick (proc_table_expect_exit()): the event has their final minor/major faults,
  * name and user, and their maps are gone, so the tick does not read /proc for them. */

@@ -250,6 +250,15 @@ int collector_tick_begin(Collector *c, uint64_t now_usec) {
 /* A step's reads of /proc come in pieces of this many, the clock read between them. */
 #define PROC_READS_PER_PIECE 32
 
+/* A piece of the minor/major faults of this tick's active processes: read in the kernel where it
+ * can (task-reads.bpf.o, TS_TASK_READS at a time), else from their /proc/PID/stat. */
+static int read_active(Collector *c, bool *ret_done) {
+        if (c->bpf->reads_link)
+                return reader_read_active(&c->reader, ret_done);
+        *ret_done = proc_table_read_minmaj(&c->procs, PROC_READS_PER_PIECE, &c->reader.tick_records);
+        return 0;
+}
+
 int collector_tick_step(Collector *c, uint64_t budget_usec) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         bool done;
@@ -268,13 +277,16 @@ int collector_tick_step(Collector *c, uint64_t budget_usec) {
                 return r < 0 ? 0 : 1;
         }
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
-         * those active in this tick from /proc, and a share of all of them from the task
+         * those active in this tick (read_active()), and a share of all of them from the task
          * iterator's sweep (at the tick's end). The cost follows the processes that count, not
          * those that exist. The command lines and units first, since each read touches its
          * process, which is then read too. Nothing else touches a process until the end. */
         for (size_t pieces = 0;; pieces++) {
-                done = proc_table_read_info(&c->procs, PROC_READS_PER_PIECE) &&
-                       proc_table_read_minmaj(&c->procs, PROC_READS_PER_PIECE, &c->reader.tick_records);
+                done = proc_table_read_info(&c->procs, PROC_READS_PER_PIECE);
+                if (done && (r = read_active(c, &done)) < 0) {
+                        c->tick_error = r;
+                        return 0;
+                }
                 /* A few reads (at most a piece): the end may follow in this turn; after more,
                  * it comes in a turn of its own. */
                 if (done)

@@ -22,6 +22,8 @@ static const struct {
         [KERNEL_CAP_TASK_PT_REGS] = { "task_pt_regs", "5.15" },
         [KERNEL_CAP_LOOP] = { "bpf_loop", "5.17" },
         [KERNEL_CAP_FIND_VMA] = { "bpf_find_vma", "5.17" },
+        [KERNEL_CAP_TASK_FROM_PID] = { "bpf_task_from_pid", "6.2" },
+        [KERNEL_CAP_THREAD_LIST] = { "signal_thread_list", "6.6" },
 };
 
 const char *kernel_cap_name(KernelCap cap) {
@@ -128,7 +130,13 @@ const char *const collector_feature_names[_FEATURE_MAX] = {
         [FEATURE_FAULT_SITES] = "fault_sites",
         [FEATURE_TRAP_SITES] = "trap_sites",
         [FEATURE_VMA_LOOKUP] = "vma_lookup",
+        [FEATURE_TASK_READS] = "task_reads",
 };
+
+/* task-reads.bpf.o, whatever the counting object: a process found by its pid, its threads summed
+ * from signal's list (group_faults()). */
+static const KernelCap task_reads_needs[] = { KERNEL_CAP_BTF, KERNEL_CAP_TASK_FROM_PID, KERNEL_CAP_THREAD_LIST,
+                                              KERNEL_CAP_LOOP };
 
 void kernel_caps_features(const KernelCaps *k, BpfObject o, int n_cpus, bool fault_sites_on, CollectorSource ret[static _FEATURE_MAX],
                           char reasons[static _FEATURE_MAX][KERNEL_CAPS_REASON_MAX]) {
@@ -137,17 +145,26 @@ void kernel_caps_features(const KernelCaps *k, BpfObject o, int n_cpus, bool fau
                 [FEATURE_FAULT_SITES] = BPF_OBJECT_NOLOOP,
                 [FEATURE_TRAP_SITES] = BPF_OBJECT_NOLOOP,
                 [FEATURE_VMA_LOOKUP] = BPF_OBJECT_FULL,
+                [FEATURE_TASK_READS] = BPF_OBJECT_BASE, /* needs task_reads_needs[] instead */
         };
         static const char *const without[_FEATURE_MAX] = {
                 [FEATURE_COUNTING_SLOTS] = "every process counts in the per-CPU hash, about twice the BPF time per fault",
                 [FEATURE_FAULT_SITES] = "no fault sites",
                 [FEATURE_TRAP_SITES] = "no trap sites",
                 [FEATURE_VMA_LOOKUP] = "a site's instruction is named from /proc/PID/maps while its process lives",
+                [FEATURE_TASK_READS] = "the minor/major faults of the processes active in a tick are read from "
+                                       "/proc/PID/stat",
         };
 
         for (int f = 0; f < _FEATURE_MAX; f++) {
                 char need[96];
                 const char *why = part_missing(k, o, n_cpus, from[f], need, sizeof(need));
+
+                if (f == FEATURE_TASK_READS) {
+                        KernelCap cap = first_missing(k, task_reads_needs, ELEMENTSOF(task_reads_needs));
+
+                        why = cap == _KERNEL_CAP_MAX ? NULL : needs(cap, need, sizeof(need));
+                }
 
                 ret[f] = (CollectorSource) { .name = collector_feature_names[f], .active = true };
                 if (why)

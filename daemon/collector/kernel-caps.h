@@ -23,6 +23,8 @@ typedef enum KernelCap {
         KERNEL_CAP_TASK_PT_REGS, /* bpf_task_pt_regs() */
         KERNEL_CAP_LOOP,         /* bpf_loop() */
         KERNEL_CAP_FIND_VMA,     /* bpf_find_vma() */
+        KERNEL_CAP_TASK_FROM_PID, /* the bpf_task_from_pid() kfunc in tracing programs */
+        KERNEL_CAP_THREAD_LIST,   /* signal_struct.thread_head: a process's threads in one list */
         _KERNEL_CAP_MAX
 } KernelCap;
 
@@ -59,6 +61,7 @@ typedef enum CollectorFeature {
         FEATURE_FAULT_SITES,    /* sampled fault sites */
         FEATURE_TRAP_SITES,     /* every trap's site */
         FEATURE_VMA_LOOKUP,     /* a site's mapping found in the kernel, also after the process died */
+        FEATURE_TASK_READS,     /* the active processes' minor/major faults read in the kernel, not /proc */
         _FEATURE_MAX
 } CollectorFeature;
 

@@ -12,7 +12,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import Daemon, binary, probe, require_root_and_bpf, trapstat_json  # noqa: E402
 
-FEATURES = ("counting_slots", "fault_sites", "trap_sites", "vma_lookup")
+FEATURES = ("counting_slots", "fault_sites", "trap_sites", "vma_lookup", "task_reads")
 # Every source but these is active (the test's daemon asks for fault_time too).
 NOT_NEEDED = {"perf_page_faults_user": "not needed: the tracepoint is used",
               "perf_page_faults_kernel": "not needed: the tracepoint is used"}
@@ -22,7 +22,12 @@ BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): eve
                  "trap_sites": "needs get_current_task_btf (Linux 5.11): no trap sites",
                  "vma_lookup": "needs get_current_task_btf (Linux 5.11): a site's instruction is named from "
                                "/proc/PID/maps while its process lives"}
-MISSING_5_10 = {"get_current_task_btf", "task_storage", "atomics", "task_pt_regs", "bpf_loop", "bpf_find_vma"}
+# Before Linux 6.2 a tick reads its active processes' minor/major faults from /proc.
+PROC_READS = {"task_reads": "needs bpf_task_from_pid (Linux 6.2): the minor/major faults of the processes active "
+                            "in a tick are read from /proc/PID/stat"}
+MISSING_6_1 = {"bpf_task_from_pid", "signal_thread_list"}
+MISSING_5_10 = {"get_current_task_btf", "task_storage", "atomics", "task_pt_regs", "bpf_loop", "bpf_find_vma",
+                *MISSING_6_1}
 # Arm64 has no exception tracepoints: the perf software event counts its faults.
 ARM64_SOURCES = {"page_fault_user": "tracepoint not in kernel BTF: No such file or directory",
                  "page_fault_kernel": "tracepoint not in kernel BTF: No such file or directory"}
@@ -33,10 +38,10 @@ ARM64_SOURCES = {"page_fault_user": "tracepoint not in kernel BTF: No such file 
 KERNELS = {
     # Debian 11: BTF and the ring buffer, none of the 5.11-5.17 helpers.
     ("x86_64", "5.10"): ("base", {**NOT_NEEDED, "fault_time": "needs get_current_task_btf (Linux 5.11)"},
-                         BASE_FEATURES, MISSING_5_10),
+                         {**BASE_FEATURES, **PROC_READS}, MISSING_5_10),
     # Debian 12 (the arm64 leg), Debian 13 (the trixie leg), these machines.
-    ("aarch64", "6.1"): ("full", ARM64_SOURCES, {}, set()),
-    ("x86_64", "6.1"): ("full", NOT_NEEDED, {}, set()),
+    ("aarch64", "6.1"): ("full", ARM64_SOURCES, PROC_READS, MISSING_6_1),
+    ("x86_64", "6.1"): ("full", NOT_NEEDED, PROC_READS, MISSING_6_1),
     ("x86_64", "6.12"): ("full", NOT_NEEDED, {}, set()),
     ("x86_64", "6.18"): ("full", NOT_NEEDED, {}, set()),
 }

@@ -121,7 +121,8 @@ bool collector_in_tick(Collector *c);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 /* What the kernel's capabilities and the configuration allow beyond the counts, each active or
- * inactive with the capability it misses: counting_slots, fault_sites, trap_sites, vma_lookup. */
+ * inactive with the capability it misses: counting_slots, fault_sites, trap_sites, vma_lookup,
+ * task_reads. */
 const CollectorSource *collector_features(Collector *c, size_t *ret_n);
 
 /* The kernel's BPF capabilities as probed at start. */
@@ -130,7 +131,7 @@ typedef struct CollectorCapability {
         bool present;
         const char *since; /* the Linux release that brought it, e.g. "5.17" */
 } CollectorCapability;
-#define COLLECTOR_CAPABILITIES 9
+#define COLLECTOR_CAPABILITIES 11
 size_t collector_capabilities(Collector *c, CollectorCapability ret[static COLLECTOR_CAPABILITIES]);
 /* Which BPF object runs: "full", "noloop" or "base" (the richest the capabilities allow). */
 const char *collector_bpf_object(Collector *c);
