@@ -804,15 +804,24 @@ static int take_symbol(SiteReader *r, SymbolResult *res, uint64_t now) {
         return k;
 }
 
-/* Root and group trapstat keep the reserve of the site hash: BPF learns the group's gid here, each
- * tick, so that creating the group needs no restart (as for the socket). */
-static void site_privileged_group_update(SiteReader *r) {
+/* How often group trapstat is looked up anew: a lookup goes through every NSS source (270 µs
+ * where systemd's userdb is asked and the group does not exist), which every tick at 200 ms
+ * would be 0.14 % of a core. */
+#define GROUP_CHECK_USEC (10 * USEC_PER_SEC)
+
+/* Root and group trapstat keep the reserve of the site hash: BPF learns the group's gid here, at
+ * the first tick and every GROUP_CHECK_USEC, so that creating the group needs no restart (as for
+ * the socket, which looks it up at each connection). */
+static void site_privileged_group_update(SiteReader *r, uint64_t now) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
         struct group grp, *found = NULL;
         _cleanup_free_ char *buf = NULL;
         size_t size = 4096;
         int k;
 
+        if (r->group_checked_usec != 0 && now - r->group_checked_usec < GROUP_CHECK_USEC)
+                return;
+        r->group_checked_usec = now;
         for (;;) {
                 free(buf);
                 buf = malloc(size);
@@ -954,7 +963,7 @@ int site_reader_drain(SiteReader *r, uint64_t now) {
 
         if ((k = take_symbols(r, now)) < 0)
                 return k;
-        site_privileged_group_update(r);
+        site_privileged_group_update(r, now);
         if (!site_epoch_over(r, &old))
                 return 0; /* still busy: drained next tick */
         if ((k = drain_epoch(r, old, now)) < 0 ||

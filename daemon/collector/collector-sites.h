@@ -32,6 +32,7 @@ typedef struct SiteReader {
         struct ts_site_quota_key *share_keys; /* a batch of a share hash */
         struct ts_site_quota *share_values;
         bool flipped;                     /* the epoch flipped; old_epoch is still to be drained */
+        uint64_t group_checked_usec;      /* group trapstat last looked up (0: never) */
         uint32_t old_epoch;
         void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
         uint64_t drains;                  /* epochs drained */
