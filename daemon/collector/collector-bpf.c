@@ -379,7 +379,8 @@ static void task_reads_free(CollectorBpf *b) {
 static int task_reads_load(CollectorBpf *b) {
         /* The iterator over one task, this process's main thread: its program runs once a read. */
         union bpf_iter_link_info info = { .task.tid = (uint32_t) getpid() };
-        struct bpf_iter_attach_opts opts = { .sz = sizeof(opts), .link_info = &info, .link_info_len = sizeof(info) };
+        /* Through the macro: libbpf refuses options whose padding is not zero. */
+        LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
 
         b->reads = task_reads_bpf__open_and_load();
         if (!b->reads)
