@@ -286,9 +286,15 @@ class ShortLives(unittest.TestCase):
             self.assertEqual(h["total"]["traps"], {v: 100 for v in THREE})
             # Nothing lost. A failed VMA lookup loses no count (its site keeps the address), and
             # comes with another daemon's BPF programs on the machine: not this test's business.
+            # Nor does a symbol not read (its site keeps file and offset): on an overlayfs root
+            # (the trixie leg's VM) BPF names a mapped file by the lower layer's device, which
+            # neither /proc/PID/maps nor stat() shows, so a site in libc of a process that lives
+            # (the daemon's own, sampled) has no mapping to read it through and its path is
+            # refused as another file; the sites suite checks symbols where the root is plain.
             st = trapstat_json(d.socket, "status")
-            lookups = next(k["count"] for k in st["dropsByKind"] if k["kind"] == "site_lookup_failed")
-            self.assertEqual(st["drops"] - lookups, 0)
+            harmless = sum(k["count"] for k in st["dropsByKind"] if k["kind"] in ("site_lookup_failed",
+                                                                                  "symbol_unreadable"))
+            self.assertEqual(st["drops"] - harmless, 0, [k for k in st["dropsByKind"] if k["count"]])
 
 
 class Sources(unittest.TestCase):
