@@ -10,9 +10,8 @@
  * thread): the program runs once per read and looks the processes up by pid. (An iterator over
  * an array's elements would be the plainer shape; some kernels refuse to load those.)
  *
- * An object of its own, loaded only where the kernel has both bpf_task_from_pid() (Linux 6.2)
- * and the thread list in signal_struct (6.6, which group_faults() sums exactly): the three
- * counting objects run on kernels without them, and libbpf would refuse them for a kfunc it
+ * An object of its own, loaded only where the kernel has bpf_task_from_pid() (Linux 6.2): the
+ * three counting objects run on kernels without it, and libbpf would refuse them for a kfunc it
  * cannot find. */
 
 #include "vmlinux.h"

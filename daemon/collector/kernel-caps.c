@@ -23,7 +23,6 @@ static const struct {
         [KERNEL_CAP_LOOP] = { "bpf_loop", "5.17" },
         [KERNEL_CAP_FIND_VMA] = { "bpf_find_vma", "5.17" },
         [KERNEL_CAP_TASK_FROM_PID] = { "bpf_task_from_pid", "6.2" },
-        [KERNEL_CAP_THREAD_LIST] = { "signal_thread_list", "6.6" },
 };
 
 const char *kernel_cap_name(KernelCap cap) {
@@ -134,9 +133,8 @@ const char *const collector_feature_names[_FEATURE_MAX] = {
 };
 
 /* task-reads.bpf.o, whatever the counting object: a process found by its pid, its threads summed
- * from signal's list (group_faults()). */
-static const KernelCap task_reads_needs[] = { KERNEL_CAP_BTF, KERNEL_CAP_TASK_FROM_PID, KERNEL_CAP_THREAD_LIST,
-                                              KERNEL_CAP_LOOP };
+ * with bpf_loop() over signal's list (group_faults()). */
+static const KernelCap task_reads_needs[] = { KERNEL_CAP_BTF, KERNEL_CAP_TASK_FROM_PID, KERNEL_CAP_LOOP };
 
 void kernel_caps_features(const KernelCaps *k, BpfObject o, int n_cpus, bool fault_sites_on, CollectorSource ret[static _FEATURE_MAX],
                           char reasons[static _FEATURE_MAX][KERNEL_CAPS_REASON_MAX]) {

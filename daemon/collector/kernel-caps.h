@@ -24,7 +24,6 @@ typedef enum KernelCap {
         KERNEL_CAP_LOOP,         /* bpf_loop() */
         KERNEL_CAP_FIND_VMA,     /* bpf_find_vma() */
         KERNEL_CAP_TASK_FROM_PID, /* the bpf_task_from_pid() kfunc in tracing programs */
-        KERNEL_CAP_THREAD_LIST,   /* signal_struct.thread_head: a process's threads in one list */
         _KERNEL_CAP_MAX
 } KernelCap;
 

@@ -6,7 +6,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/bpf.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -37,18 +36,6 @@ static bool has_atomics(void) {
         return true;
 }
 
-/* Whether the kernel's struct `type` has a member `name`. */
-static bool has_member(const struct btf *btf, const char *type, const char *name) {
-        int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
-        const struct btf_type *t = id >= 0 ? btf__type_by_id(btf, (__u32) id) : NULL;
-        const struct btf_member *m = t ? btf_members(t) : NULL;
-
-        for (int i = 0; t && i < btf_vlen(t); i++)
-                if (strcmp(btf__name_by_offset(btf, m[i].name_off), name) == 0)
-                        return true;
-        return false;
-}
-
 void kernel_probe(KernelCaps *ret) {
         struct btf *vmlinux = btf__load_vmlinux_btf();
         KernelCaps k = {};
@@ -60,7 +47,6 @@ void kernel_probe(KernelCaps *ret) {
          * bpf_task_from_pid()'s kind since it came). */
         k.has[KERNEL_CAP_TASK_FROM_PID] = vmlinux &&
                                           btf__find_by_name_kind(vmlinux, "bpf_task_from_pid", BTF_KIND_FUNC) >= 0;
-        k.has[KERNEL_CAP_THREAD_LIST] = vmlinux && has_member(vmlinux, "signal_struct", "thread_head");
         btf__free(vmlinux);
         k.has[KERNEL_CAP_RINGBUF] = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 1;
         k.has[KERNEL_CAP_TASK_STORAGE] = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;

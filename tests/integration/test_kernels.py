@@ -25,7 +25,7 @@ BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): eve
 # Before Linux 6.2 a tick reads its active processes' minor/major faults from /proc.
 PROC_READS = {"task_reads": "needs bpf_task_from_pid (Linux 6.2): the minor/major faults of the processes active "
                             "in a tick are read from /proc/PID/stat"}
-MISSING_6_1 = {"bpf_task_from_pid", "signal_thread_list"}
+MISSING_6_1 = {"bpf_task_from_pid"}
 MISSING_5_10 = {"get_current_task_btf", "task_storage", "atomics", "task_pt_regs", "bpf_loop", "bpf_find_vma",
                 *MISSING_6_1}
 # Arm64 has no exception tracepoints: the perf software event counts its faults.

@@ -35,7 +35,7 @@ static KernelCaps kernel_5_10(void) {
 static KernelCaps kernel_5_15(void) {
         KernelCaps k = all_but(KERNEL_CAP_LOOP);
 
-        k.has[KERNEL_CAP_FIND_VMA] = k.has[KERNEL_CAP_TASK_FROM_PID] = k.has[KERNEL_CAP_THREAD_LIST] = false;
+        k.has[KERNEL_CAP_FIND_VMA] = k.has[KERNEL_CAP_TASK_FROM_PID] = false;
         return k;
 }
 
@@ -141,17 +141,10 @@ static void test_features_and_their_reasons(void **state) {
         assert_string_equal(f[FEATURE_TRAP_SITES].reason, "not in the base BPF object (--bpf-object): no trap sites");
         assert_true(f[FEATURE_TASK_READS].active);
 
-        /* The task reads need the kfunc (6.2) and the thread list they sum (6.6): Debian 12's 6.1
-         * has neither, 6.2-6.5 the first only. */
-        k = all_but(KERNEL_CAP_TASK_FROM_PID);
-        k.has[KERNEL_CAP_THREAD_LIST] = false;
-        features_of(k, BPF_OBJECT_FULL, true, f, reasons);
+        /* The task reads need the kfunc (6.2): Debian 12's 6.1 has all else. */
+        features_of(all_but(KERNEL_CAP_TASK_FROM_PID), BPF_OBJECT_FULL, true, f, reasons);
         assert_true(f[FEATURE_VMA_LOOKUP].active);
         assert_string_equal(f[FEATURE_TASK_READS].reason, "needs bpf_task_from_pid (Linux 6.2): the minor/major "
-                                                          "faults of the processes active in a tick are read from "
-                                                          "/proc/PID/stat");
-        features_of(all_but(KERNEL_CAP_THREAD_LIST), BPF_OBJECT_FULL, true, f, reasons);
-        assert_string_equal(f[FEATURE_TASK_READS].reason, "needs signal_thread_list (Linux 6.6): the minor/major "
                                                           "faults of the processes active in a tick are read from "
                                                           "/proc/PID/stat");
         features_of(kernel_5_10(), BPF_OBJECT_BASE, true, f, reasons);

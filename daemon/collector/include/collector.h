@@ -131,7 +131,7 @@ typedef struct CollectorCapability {
         bool present;
         const char *since; /* the Linux release that brought it, e.g. "5.17" */
 } CollectorCapability;
-#define COLLECTOR_CAPABILITIES 11
+#define COLLECTOR_CAPABILITIES 10
 size_t collector_capabilities(Collector *c, CollectorCapability ret[static COLLECTOR_CAPABILITIES]);
 /* Which BPF object runs: "full", "noloop" or "base" (the richest the capabilities allow). */
 const char *collector_bpf_object(Collector *c);
