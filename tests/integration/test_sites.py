@@ -528,6 +528,10 @@ class SiteQuota(unittest.TestCase):
                 lib = shutil.copy2(os.path.join(os.path.dirname(binary("SITE_TRAPS")), "libsite-traps.so"),
                                    os.path.join(d.dir, "libsite-traps.so"))
                 os.chmod(lib, 0o755)
+                # Right after a tick, whose drain began the epoch: the spread has the 2 s to the
+                # next. Started at any time, it crossed an epoch's end on the emulated arm64 VM,
+                # where the 300 traps take long enough, and had two shares (163 sites).
+                tick_after(d.socket)
                 hostile = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups",
                                           paths["SITE_TRAPS"], "--spread", str(self.SPREAD)],
                                          capture_output=True, text=True, timeout=60)
