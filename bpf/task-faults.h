@@ -65,7 +65,8 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
                 return;
         }
 #ifndef TS_NO_LOOP
-        /* Kernels with the thread list in signal (6.6 and later) all have bpf_loop. */
+        /* signal's thread list is in every kernel with BTF (since 3.14); walking it needs
+         * bpf_loop (5.17), which the objects built without TS_NO_LOOP may call. */
         if (bpf_core_field_exists(sig->thread_head) && bpf_core_field_exists(task->thread_node)) {
                 /* Up to four tries, written out, not a loop: 6.1's verifier checks the control
                  * flow before it drops this branch as dead there, and takes the edge back to a
@@ -78,8 +79,8 @@ static __noinline void group_faults(struct task_struct *task, __u64 *ret_min, __
         }
 #endif
 
-        /* Kernels before 6.6 keep threads on another list: count this thread, the leader and
-         * those reaped. */
+        /* Without bpf_loop (the objects built with TS_NO_LOOP, for kernels before 5.17): this
+         * thread, the leader and those reaped; other live threads' faults are missed. */
         *ret_min = task->min_flt + sig->min_flt;
         *ret_maj = task->maj_flt + sig->maj_flt;
         leader = task->group_leader;

@@ -292,6 +292,15 @@ void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[st
                 if (sources[s] == SOURCE_USED && b->progs[tracepoint])
                         skip_source(b, s, -ECANCELED, "not needed: the tracepoint is used");
         }
+        /* The task reads are a task iterator too: without the task iterator every figure of the
+         * kernel's accounting comes from /proc/PID/stat. */
+        if (sources[SOURCE_TASK_ITERATOR] == SOURCE_DISABLED && b->features[FEATURE_TASK_READS].active) {
+                snprintf(b->feature_reasons[FEATURE_TASK_READS], KERNEL_CAPS_REASON_MAX,
+                         "off: --disable-source task_iterator: the minor/major faults of the processes active in a "
+                         "tick are read from /proc/PID/stat");
+                b->features[FEATURE_TASK_READS].active = false;
+                b->features[FEATURE_TASK_READS].reason = b->feature_reasons[FEATURE_TASK_READS];
+        }
 }
 
 /* An mmap'able BPF array of n elements of size bytes (arrays round elements up to 8 bytes). */

@@ -404,9 +404,15 @@ class Sources(unittest.TestCase):
     def test_proc_stat_replaces_the_task_iterator(self):
         # As on a kernel where the task iterator cannot attach: minor/major from /proc/PID/stat.
         with Daemon(extra_args=["--disable-source", "task_iterator"]) as d:
-            sources = {s["name"]: s for s in trapstat_json(d.socket, "status")["sources"]}
+            status = trapstat_json(d.socket, "status")
+            sources = {s["name"]: s for s in status["sources"]}
             self.assertFalse(sources["task_iterator"]["active"])
             self.assertTrue(sources["proc_pid_stat"]["active"], sources["proc_pid_stat"])
+            # The reads of the active processes iterate tasks too: off with it, whatever the kernel.
+            reads = {f["name"]: f for f in status["features"]}["task_reads"]
+            self.assertFalse(reads["active"])
+            self.assertTrue(reads["reason"].startswith("off: --disable-source task_iterator: ") or
+                            reads["reason"].startswith("needs "), reads["reason"])
             pages = run("FAULT_PAGES", 10000)
             h = exited_history(d, pages["pid"])
             delta = pages["minfltAfter"] - pages["minfltBefore"]
