@@ -124,6 +124,20 @@ def loop_turns(status):
     return status.get("loopSlowTurns", 0)
 
 
+def slow_where(before, after):
+    """The loop's turns over 5 ms between two GetStatus replies by callback (loopTurns, where the
+    build has it): "on_tick_step 3, on_read 1"; "-" for none."""
+    was = {t["where"]: t["slowTurns"] for t in before.get("loopTurns", [])}
+    slow = {t["where"]: t["slowTurns"] - was.get(t["where"], 0) for t in after.get("loopTurns", [])}
+    return ", ".join(f"{w} {n}" for w, n in sorted(slow.items(), key=lambda x: -x[1]) if n > 0) or "-"
+
+
+def longest_where(status):
+    """The callback of the loop's longest turn since the start, and that turn in ms."""
+    turns = status.get("loopTurns", [])
+    return max(((t["longestUsec"] / 1000, t["where"]) for t in turns), default=(0, "?"))
+
+
 def run(build, args, idle):
     work = tempfile.mkdtemp(prefix="trapstat-live-bench-")
     sock = os.path.join(work, "io.trapstat")
@@ -205,8 +219,11 @@ def run(build, args, idle):
             "peak rss MiB": status_kib(d.pid, "VmHWM") / 1024,
             "machine busy %": (busy1[0] - busy0[0]) / (busy1[1] - busy0[1]) * 100,
             "loop longest ms": status["loopLongestTurnUsec"] / 1000,
+            "loop longest where": longest_where(status)[1],
             "quiet slow turns": loop_turns(status1) - loop_turns(status0),
+            "quiet slow where": slow_where(status0, status1),
             "calls slow turns": loop_turns(status) - loop_turns(status1),
+            "calls slow where": slow_where(status1, status),
             "records per tick": None if None in records else sorted(records),
             "tracked": status1["processesTracked"],
             "writer write %": (status["writerWriteUsec"] - status1["writerWriteUsec"]) / 1e4 / (t3 - t2),
@@ -270,6 +287,7 @@ def run_storm(build, args, sock, conn, status0, daemon):
         "loop longest ms": status["loopLongestTurnUsec"] / 1000,
         "status": status_ms,
         "slow turns": loop_turns(status) - loop_turns(status0),
+        "slow where": slow_where(status0, status),
         "drops": {k["kind"]: k["count"] - before.get(k["kind"], 0) for k in status["dropsByKind"]
                   if k["count"] > before.get(k["kind"], 0)},
     }
@@ -286,6 +304,7 @@ ROWS = [
     ("CPU % (quiet)", lambda r: f"{r['cpu %']:.2f}", lambda r: r["cpu %"]),
     ("RSS MiB", lambda r: f"{r['rss MiB']:.1f}", lambda r: r["rss MiB"]),
     ("loop >5ms quiet", lambda r: f"{r['quiet slow turns']}", None),
+    ("  of which", lambda r: r["quiet slow where"], None),
     ("Top med / p99", lambda r: med_p99(r["times"]["Top"]), lambda r: percentile(r["times"]["Top"], 50)),
     ("History", lambda r: med_p99(r["times"]["History"]), lambda r: percentile(r["times"]["History"], 50)),
     ("GetStatus", lambda r: med_p99(r["times"]["GetStatus"]), lambda r: percentile(r["times"]["GetStatus"], 50)),
@@ -293,7 +312,8 @@ ROWS = [
     ("Watch gap p99/max", lambda r: f"{percentile(r['watch gaps'], 99):.0f} / "
                                     f"{max(r['watch gaps'], default=float('nan')):.0f}", None),
     ("loop >5ms calls", lambda r: f"{r['calls slow turns']}", None),
-    ("loop longest ms", lambda r: f"{r['loop longest ms']:.1f}", None),
+    ("  of which", lambda r: r["calls slow where"], None),
+    ("loop longest ms", lambda r: f"{r['loop longest ms']:.1f} ({r['loop longest where']})", None),
     ("CPU % (calls)", lambda r: f"{r['cpu calls %']:.1f}", None),
     ("machine busy %", lambda r: f"{r['machine busy %']:.1f}", None),
     ("writer w/m %", lambda r: f"{r['writer write %']:.1f} / {r['writer maintain %']:.1f}", None),
@@ -312,6 +332,7 @@ STORM_ROWS = [
     ("storm loop longest", lambda r: f"{r['storm']['loop longest ms']:.0f}"),
     ("storm GetStatus", lambda r: f"{percentile(r['storm']['status'], 50):.1f} / {max(r['storm']['status']):.1f}"),
     ("storm loop >5ms", lambda r: f"{r['storm']['slow turns']}"),
+    ("  of which", lambda r: r["storm"]["slow where"]),
     ("storm drops", lambda r: ",".join(f"{k}:{v}" for k, v in r["storm"]["drops"].items()) or "none"),
 ]
 

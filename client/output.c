@@ -897,6 +897,28 @@ static void print_sources(FILE *f, const OutputStyle *style, const char *title, 
         }
 }
 
+/* The callback of GetStatus's loopTurns whose turn took longest; NULL when none is listed or its
+ * name is not a plain identifier (printed as is). */
+static const char *longest_turn_where(json_t *turns) {
+        const char *where = NULL;
+        json_int_t longest = -1;
+        size_t i;
+        json_t *t;
+
+        json_array_foreach(turns, i, t) {
+                const char *w = json_string_value(json_object_get(t, "where"));
+
+                if (w && int_member(t, "longestUsec") > longest) {
+                        longest = int_member(t, "longestUsec");
+                        where = w;
+                }
+        }
+        if (!where || where[0] == '\0' || strspn(where, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(where) ||
+            strlen(where) > 64)
+                return NULL;
+        return where;
+}
+
 void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         json_t *s;
         char tick[32], size[16];
@@ -923,9 +945,13 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
                 else
                         fprintf(f, "sites:     every trap; page faults not sampled (trapstatd --fault-sample 0)\n");
         }
-        if (json_is_integer(json_object_get(reply, "loopLongestTurnUsec")))
-                fprintf(f, "loop:      longest turn %.1f ms, %" JSON_INTEGER_FORMAT " over 5 ms\n",
-                        (double) int_member(reply, "loopLongestTurnUsec") / 1000, int_member(reply, "loopSlowTurns"));
+        if (json_is_integer(json_object_get(reply, "loopLongestTurnUsec"))) {
+                const char *where = longest_turn_where(json_object_get(reply, "loopTurns"));
+
+                fprintf(f, "loop:      longest turn %.1f ms%s%s%s, %" JSON_INTEGER_FORMAT " over 5 ms\n",
+                        (double) int_member(reply, "loopLongestTurnUsec") / 1000, where ? " (" : "", where ?: "",
+                        where ? ")" : "", int_member(reply, "loopSlowTurns"));
+        }
         if (json_is_integer(json_object_get(reply, "writerLongestStepUsec")))
                 fprintf(f, "writer:    %" JSON_INTEGER_FORMAT " ticks waiting, longest step %.1f ms; %.1f s writing ticks, "
                            "%.1f s maintaining since start\n",

@@ -3,9 +3,10 @@
 
 /* How long the event loop spends in one callback. A call that arrives meanwhile waits that long
  * before the loop reads it, so the longest turn is the most any call waited for the loop. The
- * callbacks that do the loop's work begin with LOOP_TURN; only the thread that runs the loop
- * calls these. */
+ * callbacks that do the loop's work begin with LOOP_TURN, which also names them (their function),
+ * so that a long turn says where it was; only the thread that runs the loop calls these. */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "macro.h"
@@ -13,12 +14,28 @@
 
 /* Turns longer than this are counted apart: the most a call should wait for the loop. */
 #define LOOP_TURN_SLOW_USEC (5 * USEC_PER_MSEC)
+/* Callbacks told apart (the daemon has 12); the turns of any past them count in the totals only. */
+#define LOOP_TURN_SITES 16
 
-void loop_turn_end(const uint64_t *start_usec);
+typedef struct LoopTurn {
+        uint64_t start_usec;
+        const char *where; /* a static string: the callback's name */
+} LoopTurn;
 
-#define LOOP_TURN _cleanup_(loop_turn_end) const uint64_t loop_turn_start_ = now_usec(CLOCK_MONOTONIC)
+/* What the turns of one callback took since the process started. */
+typedef struct LoopTurnSite {
+        const char *where;
+        uint64_t turns, slow, longest_usec;
+} LoopTurnSite;
+
+void loop_turn_end(const LoopTurn *turn);
+
+#define LOOP_TURN                                                                                                      \
+        _cleanup_(loop_turn_end) const LoopTurn loop_turn_ = { .start_usec = now_usec(CLOCK_MONOTONIC), .where = __func__ }
 
 /* The longest turn since the process started, microseconds; how many took longer than
  * LOOP_TURN_SLOW_USEC. */
 uint64_t loop_turn_longest_usec(void);
 uint64_t loop_turn_slow(void);
+/* The callbacks that have run, in the order they first did; their number. */
+size_t loop_turn_sites(const LoopTurnSite **ret);

@@ -195,6 +195,21 @@ static json_t *user_drops_build(Collector *c, int64_t uid) {
         return TAKE_PTR(list);
 }
 
+/* GetStatus's loopTurns. NULL when memory ran out. */
+static json_t *loop_turns_build(void) {
+        _cleanup_json_ json_t *list = json_array();
+        const LoopTurnSite *sites;
+        size_t n = loop_turn_sites(&sites);
+
+        for (size_t i = 0; list && i < n; i++)
+                if (json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I}", "where", sites[i].where, "turns",
+                                                          (json_int_t) sites[i].turns, "slowTurns",
+                                                          (json_int_t) sites[i].slow, "longestUsec",
+                                                          (json_int_t) sites[i].longest_usec)) < 0)
+                        return NULL;
+        return TAKE_PTR(list);
+}
+
 /* Sources or features as GetStatus's Source: name, active, reason. */
 static json_t *sources_to_json(const CollectorSource *sources, size_t n) {
         json_t *list = json_array();
@@ -214,7 +229,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
         CollectorCapability caps[COLLECTOR_CAPABILITIES];
         const CollectorSource *sources, *features;
         uint64_t total_drops = 0;
-        json_t *list, *feature_list, *caps_list, *drop_list, *users;
+        json_t *list, *feature_list, *caps_list, *drop_list, *users, *turns;
         int64_t uid = visible_uid(call);
         struct utsname u;
         const char *arch;
@@ -245,9 +260,12 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
         users = user_drops_build(c, uid);
         if (!users)
                 return -ENOMEM;
+        turns = loop_turns_build();
+        if (!turns)
+                return -ENOMEM;
         return varlink_call_reply(call,
-                                  json_pack("{s:o, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, "
-                                            "s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "dropsByUser", users,
+                                  json_pack("{s:o, s:o, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, "
+                                            "s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "loopTurns", turns, "dropsByUser", users,
                                             "unsavedSamples",
                                             (json_int_t) stats.unsaved_samples, "version", TRAPSTAT_VERSION,
                                             "arch", arch, "kernel", u.release, "bpfObject", collector_bpf_object(c),

@@ -296,7 +296,7 @@ class Cli(SharedDaemonTest):
         self.assertRegex(text, r"(?m)^trapstatd \d+\.\d+\.\d+")
         self.assertRegex(text, rf"(?m)^arch: +{re.escape(platform.machine())}$")
         self.assertRegex(text, r"(?m)^  page_fault_user\s+active")
-        self.assertRegex(text, r"(?m)^loop: +longest turn \d+\.\d ms, \d+ over 5 ms$")
+        self.assertRegex(text, r"(?m)^loop: +longest turn \d+\.\d ms \(on_[a-z_]+\), \d+ over 5 ms$")
         self.assertRegex(text, r"(?m)^writer: +\d+ ticks waiting, longest step \d+\.\d ms; \d+\.\d s writing ticks, "
                                r"\d+\.\d s maintaining since start$")
         self.assertIn(self.daemon.socket, text)

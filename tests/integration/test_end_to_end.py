@@ -158,6 +158,14 @@ class EndToEnd(SharedDaemonTest):
         self.assertGreater(st["loopLongestTurnUsec"], 0)
         self.assertLess(st["loopLongestTurnUsec"], 600 * 1000000)
         self.assertGreaterEqual(st["loopSlowTurns"], 0)
+        # The same per callback: they add up to the whole, the ticks and this call among them.
+        # GetStatus's own turn ends after the reply is built, so it is not counted in it.
+        turns = {t["where"]: t for t in st["loopTurns"]}
+        self.assertGreater(turns["on_tick"]["turns"], 0)
+        self.assertIn("on_read", turns)  # a call read
+        self.assertEqual(max(t["longestUsec"] for t in turns.values()), st["loopLongestTurnUsec"])
+        self.assertEqual(sum(t["slowTurns"] for t in turns.values()), st["loopSlowTurns"])
+        self.assertTrue(all(t["slowTurns"] <= t["turns"] for t in turns.values()), turns)
         # The writer has written this suite's ticks; no one step is longer than all it did.
         self.assertGreater(st["writerWriteUsec"], 0)
         self.assertLessEqual(st["writerLongestStepUsec"], st["writerWriteUsec"] + st["writerMaintainUsec"])

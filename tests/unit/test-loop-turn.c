@@ -47,9 +47,52 @@ static void test_longest_and_slow(void **state) {
         event_base_free(base);
 }
 
+/* Callbacks of their own, each a name of its own. */
+#define QUICK(n)                                                                                                       \
+        static void on_quick_##n(evutil_socket_t fd, short what, void *userdata) {                                     \
+                LOOP_TURN;                                                                                             \
+                (void) fd, (void) what, (void) userdata;                                                               \
+        }
+QUICK(0) QUICK(1) QUICK(2) QUICK(3) QUICK(4) QUICK(5) QUICK(6) QUICK(7) QUICK(8) QUICK(9) QUICK(10) QUICK(11) QUICK(12)
+QUICK(13) QUICK(14) QUICK(15)
+
+static void test_per_callback(void **state) {
+        static void (*const quick[])(evutil_socket_t, short, void *) = {
+                on_quick_0, on_quick_1, on_quick_2,  on_quick_3,  on_quick_4,  on_quick_5,  on_quick_6, on_quick_7,
+                on_quick_8, on_quick_9, on_quick_10, on_quick_11, on_quick_12, on_quick_13, on_quick_14,
+        };
+        uint64_t slow = loop_turn_slow(), longest = loop_turn_longest_usec();
+        const LoopTurnSite *sites;
+
+        (void) state;
+        /* on_busy ran twice above, one turn of it slow, the longest of all. */
+        assert_int_equal(loop_turn_sites(&sites), 1);
+        assert_string_equal(sites[0].where, "on_busy");
+        assert_int_equal(sites[0].turns, 2);
+        assert_int_equal(sites[0].slow, slow);
+        assert_int_equal(sites[0].longest_usec, longest);
+
+        /* Fifteen more: the sixteenth callback is the last told apart. */
+        for (size_t i = 0; i < ELEMENTSOF(quick); i++) {
+                quick[i](-1, 0, NULL);
+                quick[i](-1, 0, NULL);
+        }
+        assert_int_equal(loop_turn_sites(&sites), LOOP_TURN_SITES);
+        assert_string_equal(sites[1].where, "on_quick_0");
+        assert_int_equal(sites[1].turns, 2);
+        assert_string_equal(sites[LOOP_TURN_SITES - 1].where, "on_quick_14");
+        assert_int_equal(sites[LOOP_TURN_SITES - 1].turns, 2);
+        on_quick_15(-1, 0, NULL); /* one too many: not listed */
+        assert_int_equal(loop_turn_sites(&sites), LOOP_TURN_SITES);
+        assert_string_equal(sites[LOOP_TURN_SITES - 1].where, "on_quick_14");
+        assert_int_equal(loop_turn_longest_usec(), longest);
+        assert_int_equal(loop_turn_slow(), slow);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_longest_and_slow),
+                cmocka_unit_test(test_per_callback),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
