@@ -177,25 +177,43 @@ static bool slot_changed(CollectorReader *r, uint32_t slot, uint32_t owner) {
                owner != r->owners_read[slot];
 }
 
+/* The drain's entries read between looks at the clock. */
+#define DRAIN_PIECE 64
+
+static bool past(uint64_t deadline_usec) {
+        return deadline_usec != UINT64_MAX && now_usec(CLOCK_MONOTONIC) >= deadline_usec;
+}
+
 /* Owners and counters are read in place, without a system call; the counters only of the slots
- * that changed. */
-static int drain_slots(CollectorReader *r, uint64_t now) {
+ * that changed. The owners and the marks are taken at once (here), the slots read in pieces
+ * (drain_slots()). */
+static void take_slots(CollectorReader *r) {
+        take_dirty(r);
+        for (uint32_t slot = 0; slot < r->bpf->n_slots; slot++)
+                r->owners[slot] = __atomic_load_n(&r->bpf->owner_map[slot].tgid, __ATOMIC_ACQUIRE);
+        r->drain_slot_next = 0;
+}
+
+/* Returns 1 when every slot is read, 0 when the deadline came first. */
+static int drain_slots(CollectorReader *r, uint64_t now, uint64_t deadline_usec) {
         uint32_t n_slots = r->bpf->n_slots;
+        unsigned read = 0;
         int k;
 
-        take_dirty(r);
-        for (uint32_t slot = 0; slot < n_slots; slot++)
-                r->owners[slot] = __atomic_load_n(&r->bpf->owner_map[slot].tgid, __ATOMIC_ACQUIRE);
-        for (uint32_t slot = 0; slot < n_slots; slot++) {
+        for (; r->drain_slot_next < n_slots; r->drain_slot_next++) {
+                uint32_t slot = r->drain_slot_next;
+
                 if (!owner_is_process(r->owners[slot]) || !slot_changed(r, slot, r->owners[slot]))
                         continue;
+                if (++read % DRAIN_PIECE == 0 && past(deadline_usec))
+                        return 0;
                 /* Read under this owner from now on: it changes only with a claim or an exit. */
                 r->owners_read[slot] = r->owners[slot];
                 k = drain_slot(r, slot, r->owners[slot], now);
                 if (k < 0)
                         return k;
         }
-        return 0;
+        return 1;
 }
 
 /* Reads a hash keyed by process in batches of BATCH_ENTRIES and hands each entry to fn. */
@@ -306,14 +324,15 @@ static int drain_logged(CollectorReader *r, const struct ts_proc_key *logged, ui
  * the last epoch's logs whole, then reset (no program writes them a tick later), and the epoch
  * that ends now as far as it is visible yet; so every logged entry is read in two ticks, which
  * catches a count that lands after the first read. Where a log overflowed, both hashes whole,
- * also in the next tick. */
-static int drain_hash(CollectorReader *r, uint64_t now) {
+ * also in the next tick. Taken at once (here), read in pieces (drain_hash()). */
+static int take_hash_logs(CollectorReader *r) {
         struct trapstat_bpf *skel = r->bpf->skel;
         uint32_t epoch = __atomic_load_n(&skel->data->hash_epoch, __ATOMIC_RELAXED);
         bool overflowed = false;
         int k;
 
         r->n_hash_keys = 0;
+        r->drain_hash_next = 0;
         for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
                 struct ts_hash_log *log = &r->bpf->hash_log[cpu * 2 + ((epoch + 1) & 1)];
 
@@ -329,35 +348,59 @@ static int drain_hash(CollectorReader *r, uint64_t now) {
                 if (k < 0)
                         return k;
         }
-        if (overflowed) {
-                k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
-                                   drain_hash_entry, now);
-                return k < 0 ? k : for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now);
-        }
-
-        /* Fallback hash entries first, as when both hashes were read whole. */
+        r->drain_hash_whole = overflowed;
+        /* Fallback hash entries first, as when both hashes are read whole. */
         if (r->n_hash_keys > 1)
                 qsort(r->hash_keys, r->n_hash_keys, sizeof(*r->hash_keys), key_compare);
-        for (size_t i = 0; i < r->n_hash_keys; i++) {
+        return 0;
+}
+
+/* Returns 1 when every entry taken is read, 0 when the deadline came first. Both hashes whole
+ * (a log overflowed, rare) are read in one piece. */
+static int drain_hash(CollectorReader *r, uint64_t now, uint64_t deadline_usec) {
+        struct trapstat_bpf *skel = r->bpf->skel;
+        unsigned read = 0;
+        int k;
+
+        if (r->drain_hash_whole) {
+                r->drain_hash_whole = false;
+                k = for_each_entry(r, skel->maps.processes, sizeof(struct ts_proc) * (size_t) r->bpf->n_cpus,
+                                   drain_hash_entry, now);
+                if (k >= 0)
+                        k = for_each_entry(r, skel->maps.traps, sizeof(struct ts_traps), drain_traps_entry, now);
+                r->drain_hash_next = r->n_hash_keys;
+                return k < 0 ? k : 1;
+        }
+        for (; r->drain_hash_next < r->n_hash_keys; r->drain_hash_next++) {
+                size_t i = r->drain_hash_next;
+
                 if (i > 0 && key_compare(&r->hash_keys[i - 1], &r->hash_keys[i]) == 0)
                         continue;
+                if (++read % DRAIN_PIECE == 0 && past(deadline_usec))
+                        return 0;
                 k = drain_logged(r, &r->hash_keys[i], now);
                 if (k < 0)
                         return k;
         }
-        return 0;
+        return 1;
 }
 
-int reader_drain_maps(CollectorReader *r, uint64_t now) {
+int reader_drain_maps_begin(CollectorReader *r) {
         struct trapstat_bpf *skel = r->bpf->skel;
-        int k;
 
         /* The tick that ends: its longest faults are read while BPF keeps the next one's apart. */
         r->fault_tick = __atomic_load_n(&skel->bss->fault_tick, __ATOMIC_RELAXED);
         __atomic_store_n(&skel->bss->fault_tick, r->fault_tick + 1, __ATOMIC_SEQ_CST);
-        if ((k = drain_slots(r, now)) < 0 || (k = drain_hash(r, now)) < 0)
+        take_slots(r);
+        return take_hash_logs(r);
+}
+
+int reader_drain_maps_step(CollectorReader *r, uint64_t now, uint64_t deadline_usec) {
+        int k;
+
+        if (r->drain_slot_next < r->bpf->n_slots && (k = drain_slots(r, now, deadline_usec)) <= 0)
                 return k;
-        return 0;
+        return drain_hash(r, now, deadline_usec);
 }
 
 /* Applies a piece of the sweep's records. */

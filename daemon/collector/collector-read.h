@@ -31,6 +31,11 @@ typedef struct CollectorReader {
         /* The fallback hash's entries to read in this tick (drain_hash()). */
         struct ts_proc_key *hash_keys;
         size_t n_hash_keys, hash_keys_capacity;
+        /* The drain under way: the next slot and hash entry to read; both hashes whole (a log
+         * overflowed). */
+        uint32_t drain_slot_next;
+        size_t drain_hash_next;
+        bool drain_hash_whole;
         /* The task iterator's sweep: open while one is under way; the records of a piece. */
         int sweep_fd;
         uint64_t sweep_generation;        /* of the current or last sweep (CollectorProc.swept) */
@@ -54,8 +59,14 @@ void reader_done(CollectorReader *r);
 int reader_take_event(void *userdata, void *data, size_t size);
 
 /* The counting slots, the fallback hash, the trap hash: what each process counted since the
- * last tick; of the slots and the fallback hash only those counted into (slot_dirty, hash_log). */
-int reader_drain_maps(CollectorReader *r, uint64_t now);
+ * last tick; of the slots and the fallback hash only those counted into (slot_dirty, hash_log).
+ * The begin takes what is to be read (the owners, the marks, the logs) and advances BPF's tick;
+ * each step reads until deadline_usec (CLOCK_MONOTONIC; UINT64_MAX: none), a piece more at most,
+ * and returns 1 once all is read, 0 while more is left. A slot or entry read a turn later reads
+ * what was counted by then, as one read a moment later would: each process's counts are
+ * monotonic, and exits wait for the tick's end (reader_apply_events()). */
+int reader_drain_maps_begin(CollectorReader *r);
+int reader_drain_maps_step(CollectorReader *r, uint64_t now, uint64_t deadline_usec);
 /* A piece of the task iterator's sweep: the kernel's minor/major faults, name and user of
  * tracked processes, every one of them once in SWEEP_INTERVAL_USEC (30 s), a share each tick; a
  * sweep starts at most every 30 s. The processes active in a tick are read apart, at once

@@ -39,6 +39,7 @@ struct Collector {
         bool in_tick;
         uint64_t tick_usec;    /* its time */
         size_t n_before_drain; /* lifecycle events read before its maps were drained */
+        bool maps_drained;     /* the counts' maps, in the first steps */
         bool sites_drained;
         int tick_error;        /* a step's failure, which its end returns */
         uint64_t tick_records; /* what the last tick that ended read: GetStatus's tickRecords */
@@ -239,8 +240,9 @@ int collector_tick_begin(Collector *c, uint64_t now_usec) {
                 return r;
         c->n_before_drain = c->reader.n_events;
         /* The exits in hand mark their processes, whose /proc there is no point in reading. */
-        if ((r = reader_mark_exiting(&c->reader)) < 0 || (r = reader_drain_maps(&c->reader, now_usec)) < 0)
+        if ((r = reader_mark_exiting(&c->reader)) < 0 || (r = reader_drain_maps_begin(&c->reader)) < 0)
                 return r;
+        c->maps_drained = false;
         c->sites_drained = false;
         c->tick_error = 0;
         c->in_tick = true;
@@ -267,6 +269,16 @@ int collector_tick_step(Collector *c, uint64_t budget_usec) {
         assert(c->in_tick);
         if (c->tick_error < 0)
                 return 0;
+        /* The counts' maps first, in steps of the budget: when thousands of processes appear at
+         * once, each is new to the process table (about 1.7 us each). */
+        if (!c->maps_drained) {
+                r = reader_drain_maps_step(&c->reader, c->tick_usec,
+                                           budget_usec == UINT64_MAX ? UINT64_MAX : start + budget_usec);
+                if (r < 0)
+                        c->tick_error = r;
+                c->maps_drained = r != 0;
+                return r < 0 ? 0 : 1;
+        }
         /* The sites after the counts' maps, so that their processes are known; a step of their
          * own (in a storm, 1500 short processes' sites take 10-20 ms, as long as the maps). */
         if (!c->sites_drained) {

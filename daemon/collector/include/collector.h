@@ -105,10 +105,11 @@ typedef struct CollectorTick {
 /* Drains everything counted since the last tick, and the symbols found for what was counted
  * before: a tick at now_usec. It comes in parts, so that its reads of /proc (one for every process
  * active in the tick) need not hold an event loop for their whole length:
- *   collector_tick_begin()  lifecycle events and the counts' maps;
- *   collector_tick_step()   the sites in the first step, then the reads of /proc for about
- *                           budget_usec each (and a piece more); > 0: call again, 0: what is
- *                           left is the end's;
+ *   collector_tick_begin()  lifecycle events; what the counts' maps hold to be read is taken;
+ *   collector_tick_step()   the counts' maps, then the sites in a step of their own, then the
+ *                           reads of the active processes' accounting, for about budget_usec
+ *                           each (and a piece more); > 0: call again, 0: what is left is the
+ *                           end's;
  *   collector_tick_end()    the task iterator's share, the lifecycle events again, applied in
  *                           order, the tick's samples in *ret; or a step's failure.
  * Between them the caller may do other work, collector_read_events() too, but no other tick.
