@@ -178,7 +178,7 @@ static bool slot_changed(CollectorReader *r, uint32_t slot, uint32_t owner) {
 }
 
 /* The drain's entries read between looks at the clock. */
-#define DRAIN_PIECE 64
+#define DRAIN_PIECE 16
 
 static bool past(uint64_t deadline_usec) {
         return deadline_usec != UINT64_MAX && now_usec(CLOCK_MONOTONIC) >= deadline_usec;

