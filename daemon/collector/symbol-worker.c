@@ -243,13 +243,7 @@ int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request) {
         q.path = strdup(request->path);
         if (!q.path)
                 return -ENOMEM;
-        /* Never waits for the worker: it runs at a lower priority, and taken off its CPU while
-         * it holds the lock (a busy machine), it held the event loop up to 437 ms here. Busy,
-         * as when the queue is full: the caller asks again at the next tick. */
-        if (pthread_mutex_trylock(&w->lock) != 0) {
-                free(q.path);
-                return -EAGAIN;
-        }
+        pthread_mutex_lock(&w->lock);
         if (w->n_queued >= SYMBOL_WORKER_QUEUE_MAX)
                 r = -EAGAIN;
         else {
@@ -264,12 +258,7 @@ int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request) {
 }
 
 void symbol_worker_take(SymbolWorker *w, SymbolResult **ret, size_t *ret_n) {
-        /* As symbol_worker_submit(): the results wait for the next call. */
-        if (pthread_mutex_trylock(&w->lock) != 0) {
-                *ret = NULL;
-                *ret_n = 0;
-                return;
-        }
+        pthread_mutex_lock(&w->lock);
         *ret = TAKE_PTR(w->results);
         *ret_n = w->n_results;
         w->n_results = w->results_capacity = 0;

@@ -81,11 +81,9 @@ int symbol_worker_new(const SymbolWorkerConfig *config, SymbolWorker **ret);
 SymbolWorker *symbol_worker_free(SymbolWorker *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SymbolWorker *, symbol_worker_free);
 
-/* Queues a copy of request (the path is copied); -EAGAIN when SYMBOL_WORKER_QUEUE_MAX wait or
- * the worker holds the queue this moment (the event loop never waits for it). */
+/* Queues a copy of request (the path is copied); -EAGAIN when SYMBOL_WORKER_QUEUE_MAX wait. */
 int symbol_worker_submit(SymbolWorker *w, const SymbolRequest *request);
-/* The results since the last call, the caller's to free with symbol_results_free(); none while
- * the worker holds them this moment (they wait for the next call). */
+/* The results since the last call, the caller's to free with symbol_results_free(). */
 void symbol_worker_take(SymbolWorker *w, SymbolResult **ret, size_t *ret_n);
 void symbol_results_free(SymbolResult *results, size_t n);
 /* Requests refused for their uid's budget since the start. */
