@@ -296,8 +296,7 @@ void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[st
          * kernel's accounting comes from /proc/PID/stat. */
         if (sources[SOURCE_TASK_ITERATOR] == SOURCE_DISABLED && b->features[FEATURE_TASK_READS].active) {
                 snprintf(b->feature_reasons[FEATURE_TASK_READS], KERNEL_CAPS_REASON_MAX,
-                         "off: --disable-source task_iterator: the minor/major faults of the processes active in a "
-                         "tick are read from /proc/PID/stat");
+                         "off: --disable-source task_iterator: " FEATURE_TASK_READS_WITHOUT);
                 b->features[FEATURE_TASK_READS].active = false;
                 b->features[FEATURE_TASK_READS].reason = b->feature_reasons[FEATURE_TASK_READS];
         }
@@ -408,8 +407,7 @@ static void task_reads_setup(CollectorBpf *b) {
         task_reads_free(b);
         log_warning_errno(r, "Failed to load the task reads, reading the active processes' /proc/PID/stat instead: %m");
         snprintf(b->feature_reasons[FEATURE_TASK_READS], KERNEL_CAPS_REASON_MAX,
-                 "load failed: %s: the minor/major faults of the processes active in a tick are read from /proc/PID/stat",
-                 strerror(-r));
+                 "load failed: %s: " FEATURE_TASK_READS_WITHOUT, strerror(-r));
         b->features[FEATURE_TASK_READS].active = false;
         b->features[FEATURE_TASK_READS].reason = b->feature_reasons[FEATURE_TASK_READS];
 }

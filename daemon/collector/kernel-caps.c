@@ -150,8 +150,7 @@ void kernel_caps_features(const KernelCaps *k, BpfObject o, int n_cpus, bool fau
                 [FEATURE_FAULT_SITES] = "no fault sites",
                 [FEATURE_TRAP_SITES] = "no trap sites",
                 [FEATURE_VMA_LOOKUP] = "a site's instruction is named from /proc/PID/maps while its process lives",
-                [FEATURE_TASK_READS] = "the minor/major faults of the processes active in a tick are read from "
-                                       "/proc/PID/stat",
+                [FEATURE_TASK_READS] = FEATURE_TASK_READS_WITHOUT,
         };
 
         for (int f = 0; f < _FEATURE_MAX; f++) {

@@ -64,6 +64,9 @@ typedef enum CollectorFeature {
         _FEATURE_MAX
 } CollectorFeature;
 
+/* What the daemon does without FEATURE_TASK_READS, whatever turned it off: its reasons end so. */
+#define FEATURE_TASK_READS_WITHOUT "the minor/major faults of the processes active in a tick are read from /proc/PID/stat"
+
 extern const char *const collector_feature_names[_FEATURE_MAX];
 
 /* Whether each feature is active with object o on a kernel with caps and n_cpus (fault_sites_on: the
