@@ -16,6 +16,7 @@
 #include "log.h"
 #include "loop-turn.h"
 #include "macro.h"
+#include "thread-util.h"
 #include "time-util.h"
 
 /* Memory the calls freed is given back once no call has run for this long. */
@@ -181,6 +182,9 @@ static void *worker_main(void *userdata) {
 
         /* Every reply this worker builds stops at the limit (-EMSGSIZE): never built whole. */
         varlink_reply_set_thread_max_size(p->max_reply_size);
+        /* A worker woken by the loop's hand-over does not take the loop's CPU (thread-util.h);
+         * the writer logs a refusal. */
+        (void) thread_make_background("ts-query", 0);
         pthread_mutex_lock(&p->lock);
         for (;;) {
                 QueryJob *j = NULL;

@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "proc-util.h"
 #include "store-recover.h"
+#include "thread-util.h"
 #include "tick-batch.h"
 #include "time-util.h"
 
@@ -286,7 +287,13 @@ static void requeue(Writer *w, TickBatch *b) {
 
 static void *writer_main(void *userdata) {
         Writer *w = userdata;
+        /* Background work (thread-util.h); the other background threads ask the same, and the
+         * writer, started first, says so once when the system refuses. */
+        int k = thread_make_background("ts-writer", 0);
 
+        if (k < 0)
+                log_warning_errno(k, "Failed to make the writer a SCHED_BATCH thread, the event loop may wait "
+                                     "behind the background threads on a busy machine: %m");
         pthread_mutex_lock(&w->lock);
         for (;;) {
                 TickBatch *b = NULL;

@@ -7,12 +7,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "array-util.h"
 #include "proc-util.h"
 #include "symbolize.h"
+#include "thread-util.h"
 #include "time-util.h"
 
 #define BUDGET_WINDOW_USEC (60 * UINT64_C(1000000))
@@ -153,9 +153,9 @@ static void symbolize_one(SymbolWorker *w, const SymbolRequest *q, SymbolResult 
 static void *worker_main(void *userdata) {
         SymbolWorker *w = userdata;
 
-        /* Background work: on a busy machine the loop that ticks and answers goes first. On
-         * Linux a thread's nice value is its own. */
-        (void) setpriority(PRIO_PROCESS, (id_t) gettid(), SYMBOL_WORKER_NICE);
+        /* Background work: on a busy machine the loop that ticks and answers goes first. A
+         * refusal leaves it a normal thread, which works as well but may delay the loop more. */
+        (void) thread_make_background("ts-symbols", SYMBOL_WORKER_NICE);
         pthread_mutex_lock(&w->lock);
         for (;;) {
                 SymbolResult result = {};

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "store.h"
+#include "thread-util.h"
 #include "time-util.h"
 
 struct Checkpointer {
@@ -24,6 +25,8 @@ static void *checkpointer_main(void *userdata) {
         Checkpointer *c = userdata;
         int last_error = 0;
 
+        /* thread-util.h; the writer logs a refusal. */
+        (void) thread_make_background("ts-checkpoint", 0);
         pthread_mutex_lock(&c->lock);
         for (;;) {
                 int r;
