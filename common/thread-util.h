@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The daemon's threads besides the event loop (the writer, the checkpointer, the query workers,
- * the symbol worker) do background work that the loop hands them. */
+/* The daemon's writer, checkpointer and symbol worker do background work that the event loop
+ * hands them. (The query workers answer clients, whose wait is latency too: they stay normal.) */
 
 /* Makes the calling thread such a background thread:
  * - SCHED_BATCH: the fair scheduler never lets a batch thread preempt the thread that woke it.
