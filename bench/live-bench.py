@@ -7,8 +7,9 @@ One daemon per column; with two or more --idle counts a last column gives the ra
 to the first, which is what a process that does nothing costs.
 
 After --warmup seconds (the start, the processes being seen), two phases:
-  1. --cpu-seconds without clients: the daemon's CPU (% of one core), its RSS, the event loop's
-     turns over 5 ms in that time, the records its drains read per tick (GetStatus
+  1. --cpu-seconds without clients: the daemon's CPU (% of one core; and split by thread from
+     schedstat: the event loop, the writer, the rest together, where the threads are named),
+     its RSS, the event loop's turns over 5 ms in that time, the records its drains read per tick (GetStatus
      tickRecordsRead, where the build has it, sampled every 1.7 s: median and max).
   2. Calls through the socket, one at a time with a random 0-100 ms pause before each, each
      timed until its whole reply was read, --calls of each kind and for at least --minutes:
@@ -58,6 +59,34 @@ def cpu_seconds(pid, tid=None):
     with open(f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def thread_cpu_seconds(pid):
+    """The CPU time of each of process pid's threads by name (the daemon names its threads:
+    trapstatd is the event loop, ts-writer the writer, ...), from schedstat's nanoseconds, which
+    are finer than stat's clock ticks; None where the kernel keeps no schedstat."""
+    times = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # a thread that ended meanwhile
+            return None
+        times[name] = times.get(name, 0) + ns / 1e9
+    return times
+
+
+def by_thread(before, after, seconds):
+    """% of a core of the loop, the writer and the other threads between two samples."""
+    if before is None or after is None or "ts-writer" not in after:
+        return None  # no schedstat, or a build older than the threads' names
+    d = {k: (after.get(k, 0) - before.get(k, 0)) / seconds * 100 for k in after}
+    loop, writer = d.pop("trapstatd", 0), d.pop("ts-writer", 0)
+    return loop, writer, sum(d.values())
 
 
 def status_kib(pid, key):
@@ -163,7 +192,7 @@ def run(build, args, idle):
         # Phase 1: no clients (a connection idle for 60 s is closed: one before, one after).
         with varlink_raw.Connection(sock, timeout=120) as conn:
             status0 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
-        cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
+        cpu0, t0, threads0 = cpu_seconds(d.pid), time.monotonic(), thread_cpu_seconds(d.pid)
         # The records each tick read, sampled every 1.7 s: not a multiple of the workload's second,
         # which would see the same tick of it every time (a GetStatus costs the loop a fraction of a ms).
         records = []
@@ -171,7 +200,7 @@ def run(build, args, idle):
             time.sleep(min(1.7, max(0, t0 + args.cpu_seconds - time.monotonic())))
             with varlink_raw.Connection(sock, timeout=120) as c:
                 records.append(call_ms(c, "io.trapstat.GetStatus", {})[1].get("tickRecordsRead"))
-        cpu1, t1 = cpu_seconds(d.pid), time.monotonic()
+        cpu1, t1, threads1 = cpu_seconds(d.pid), time.monotonic(), thread_cpu_seconds(d.pid)
         conn = varlink_raw.Connection(sock, timeout=120)
         status1 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
         rss = status_kib(d.pid, "VmRSS") / 1024
@@ -214,6 +243,7 @@ def run(build, args, idle):
             "watch gaps": gaps,
             "listed": len(listed["processes"]),
             "cpu %": (cpu1 - cpu0) / (t1 - t0) * 100,
+            "cpu by thread %": by_thread(threads0, threads1, t1 - t0),
             "cpu calls %": (cpu3 - cpu2) / (t3 - t2) * 100,
             "rss MiB": rss,
             "peak rss MiB": status_kib(d.pid, "VmHWM") / 1024,
@@ -302,6 +332,8 @@ ROWS = [
     ("records/tick med/max", lambda r: "-" if r["records per tick"] is None else
      f"{r['records per tick'][len(r['records per tick']) // 2]} / {r['records per tick'][-1]}", None),
     ("CPU % (quiet)", lambda r: f"{r['cpu %']:.2f}", lambda r: r["cpu %"]),
+    ("  loop/writer/rest", lambda r: "-" if r["cpu by thread %"] is None else
+     "/".join(f"{v:.2f}" for v in r["cpu by thread %"]), None),
     ("RSS MiB", lambda r: f"{r['rss MiB']:.1f}", lambda r: r["rss MiB"]),
     ("loop >5ms quiet", lambda r: f"{r['quiet slow turns']}", None),
     ("  of which", lambda r: r["quiet slow where"], None),
