@@ -287,8 +287,8 @@ static void requeue(Writer *w, TickBatch *b) {
 
 static void *writer_main(void *userdata) {
         Writer *w = userdata;
-        /* Background work (thread-util.h); the other background threads ask the same, and the
-         * writer, started first, says so once when the system refuses. */
+        /* Background work (thread-util.h). The checkpointer and the symbol worker ask the same
+         * and would be refused alike: the writer alone says so, one line and not three. */
         int k = thread_make_background("ts-writer", 0);
 
         if (k < 0)

@@ -297,9 +297,9 @@ class System(unittest.TestCase):
         # The unit's filter lets the background threads lower their own priority: each is
         # SCHED_BATCH (3), the symbol worker at nice 10 too; the event loop and the query
         # workers stay SCHED_OTHER (0).
-        threads = {}
-        for tid in os.listdir(self.c.path(f"proc/{self.show('MainPID')}/task")):
-            with open(self.c.path(f"proc/{self.show('MainPID')}/task/{tid}/stat")) as f:
+        threads, task_dir = {}, self.c.path(f"proc/{self.show('MainPID')}/task")
+        for tid in os.listdir(task_dir):
+            with open(os.path.join(task_dir, tid, "stat")) as f:
                 stat = f.read()
             comm = stat[stat.index("(") + 1:stat.rindex(")")]
             fields = stat[stat.rindex(")") + 2:].split()  # from field 3 (state) on
