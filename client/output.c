@@ -937,6 +937,9 @@ void print_status(FILE *f, const OutputStyle *style, json_t *reply) {
         if (json_is_integer(json_object_get(reply, "tickRecordsRead")))
                 fprintf(f, "; the last tick read %" JSON_INTEGER_FORMAT " records from the kernel",
                         int_member(reply, "tickRecordsRead"));
+        if (json_is_integer(json_object_get(reply, "slotsTaken")))
+                fprintf(f, "; %" JSON_INTEGER_FORMAT " slots taken from idle owners",
+                        int_member(reply, "slotsTaken"));
         fputc('\n', f);
         if (json_is_integer(json_object_get(reply, "faultSamplePeriod"))) {
                 if (int_member(reply, "faultSamplePeriod") > 0)

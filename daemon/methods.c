@@ -265,7 +265,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                 return -ENOMEM;
         return varlink_call_reply(call,
                                   json_pack("{s:o, s:o, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, "
-                                            "s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "loopTurns", turns, "dropsByUser", users,
+                                            "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "loopTurns", turns, "dropsByUser", users,
                                             "unsavedSamples",
                                             (json_int_t) stats.unsaved_samples, "version", TRAPSTAT_VERSION,
                                             "arch", arch, "kernel", u.release, "bpfObject", collector_bpf_object(c),
@@ -280,7 +280,8 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                             (json_int_t) collector_fault_sample_period(c), "loopLongestTurnUsec",
                                             (json_int_t) loop_turn_longest_usec(), "loopSlowTurns",
                                             (json_int_t) loop_turn_slow(), "tickRecordsRead",
-                                            (json_int_t) collector_tick_records(c), "writerQueuedTicks",
+                                            (json_int_t) collector_tick_records(c), "slotsTaken",
+                                            (json_int_t) collector_slots_taken(c), "writerQueuedTicks",
                                             (json_int_t) stats.queued, "writerWriteUsec", (json_int_t) stats.write_usec,
                                             "writerMaintainUsec", (json_int_t) stats.maintain_usec,
                                             "writerLongestStepUsec", (json_int_t) stats.longest_step_usec),

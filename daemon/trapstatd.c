@@ -56,6 +56,8 @@ static void help(void) {
                "  -t, --tick DURATION        drain interval, e.g. 1s, 250ms (default: 1s; 10ms to 1h)\n"
                "      --slots N              fast counting slots in the kernel, a power of two (default: %u)\n"
                "      --max-processes N      processes counted outside slots at once (default: %u)\n"
+               "      --slot-idle DURATION   a slot's owner idle this long gives it up to a process that\n"
+               "                             counts outside slots; 0: any, every tick (default: 30s)\n"
                "      --event-buffer SIZE    buffer of exit and exec events in the kernel, a power of two,\n"
                "                             e.g. 4M (default: %uM; page size to 1G)\n"
                "      --fault-sample N       record the site of one in N user page faults of a process on\n"
@@ -164,6 +166,7 @@ static char *first_of_env(const char *name) {
 enum {
         ARG_SLOTS = 0x100,
         ARG_MAX_PROCESSES,
+        ARG_SLOT_IDLE,
         ARG_EVENT_BUFFER,
         ARG_DISABLE_SOURCE,
         ARG_ENABLE_SOURCE,
@@ -232,6 +235,9 @@ static const NumberOption number_options[] = {
           .expected = "expected a power of two from 1 to 4194304" },
         { ARG_MAX_PROCESSES, "max-processes", NUMBER_COUNT, 1, 1U << 22, FIELD(collector.max_processes),
           .expected = "expected 1 to 4194304" },
+        { ARG_SLOT_IDLE, "slot-idle", NUMBER_DURATION, USEC_PER_MSEC, 86400 * USEC_PER_SEC,
+          .zero_means = COLLECTOR_SLOT_IDLE_ANY, FIELD(collector.slot_idle_usec),
+          .expected = "expected 0 or a duration from 1ms to 1d" },
         { ARG_EVENT_BUFFER, "event-buffer", NUMBER_SIZE, .valid = collector_event_buffer_valid,
           FIELD(collector.event_buffer),
           .expected = "expected a power of two from the page size to 1G, e.g. 4M" },
@@ -424,6 +430,7 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *config) {
                 { "tick", required_argument, NULL, 't' },
                 { "slots", required_argument, NULL, ARG_SLOTS },
                 { "max-processes", required_argument, NULL, ARG_MAX_PROCESSES },
+                { "slot-idle", required_argument, NULL, ARG_SLOT_IDLE },
                 { "event-buffer", required_argument, NULL, ARG_EVENT_BUFFER },
                 { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
                 { "enable-source", required_argument, NULL, ARG_ENABLE_SOURCE },

@@ -578,6 +578,36 @@ void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot) {
         __atomic_store_n(&b->owner_map[slot].tgid, TS_OWNER_FREE, __ATOMIC_RELEASE);
 }
 
+int collector_bpf_take_slot(CollectorBpf *b, uint32_t slot, uint32_t tgid, uint64_t start_time) {
+        struct ts_proc_key key = { .tgid = tgid, .start_time = start_time };
+        _cleanup_free_ struct ts_proc *values = calloc((size_t) b->n_cpus, sizeof(*values));
+        uint32_t owner = tgid;
+
+        if (!values)
+                return -ENOMEM;
+        /* Its entry first, with the identity BPF wrote when it claimed the slot: from the moment
+         * the slot is marked, its faults and its exit look for the entry. One it has already is
+         * kept (it counted in the hash before it owned the slot). */
+        values[0].id = b->ident_map[slot];
+        if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.processes), &key, values, BPF_NOEXIST) < 0 &&
+            errno != EEXIST)
+                return errno == E2BIG || errno == ENOMEM ? 0 : -errno;
+        /* Marked exited unless it exited meanwhile (then its exit marked it). Fully ordered, as
+         * each CPU's adoption of the slot is (adopt_slot()): a CPU that adopts it after the mark
+         * fails and counts in the hash; one that adopted it before wrote its copy of the owner,
+         * which is cleared below. */
+        if (!__atomic_compare_exchange_n(&b->owner_map[slot].tgid, &owner, tgid | TS_OWNER_EXITED, false,
+                                         __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+                return 0;
+        for (int cpu = 0; cpu < b->n_cpus; cpu++) {
+                uint32_t copy = tgid;
+
+                (void) __atomic_compare_exchange_n(&collector_bpf_slot_counters(b, cpu, slot)->owner, &copy, 0, false,
+                                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        }
+        return 1;
+}
+
 void collector_bpf_forget(CollectorBpf *b, uint32_t tgid, uint64_t start_time, bool fallback, bool traps) {
         struct ts_proc_key key = { .tgid = tgid, .start_time = start_time };
 

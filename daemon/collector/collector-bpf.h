@@ -105,6 +105,13 @@ static inline struct ts_counters *collector_bpf_slot_counters(const CollectorBpf
 
 /* Frees a slot whose counters are drained, so that the next owner starts from zero. */
 void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot);
+/* Takes a live process's slot from it, as its exit would (sched_process_exit()), for another
+ * process with the same slot: it counts in the fallback hash from its next fault on, in an entry
+ * made for it here (so that its exit is still told, and the task iterator still sees it). Its
+ * slot is marked exited: the next drain reads it a last time and frees it, and the next process
+ * of the slot to fault claims it. Returns 1 when the slot was taken, 0 when the process no longer
+ * owned it (it exited meanwhile) or the fallback hash is full, negative errno on failure. */
+int collector_bpf_take_slot(CollectorBpf *b, uint32_t slot, uint32_t tgid, uint64_t start_time);
 /* Removes a process's entries from the fallback hash and the trap hash, from those of the two it
  * has one in: it counts no more. Each delete is a bpf() call, which a storm's thousands of exits a
  * second need not make for processes that counted only in their slots. */

@@ -21,10 +21,14 @@
 #define SWEEP_INTERVAL_USEC (30 * USEC_PER_SEC)
 #define SWEEP_MIN_RECORDS ((size_t) 256)
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs) {
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, uint64_t slot_idle_usec) {
         size_t n_cpus = (size_t) bpf->n_cpus;
 
-        *r = (CollectorReader) { .bpf = bpf, .procs = procs };
+        *r = (CollectorReader) { .bpf = bpf, .procs = procs, .slot_idle_usec = slot_idle_usec };
+        /* Room in the fallback hash for a quarter of its capacity besides the tracked processes:
+         * every owner that gives up its slot takes an entry there, and new processes whose slots
+         * are taken need theirs. */
+        r->slot_take_max_tracked = (size_t) bpf_map__max_entries(bpf->skel->maps.processes) / 4 * 3;
         r->sweep_fd = -1;
         r->owners = calloc(bpf->n_slots, sizeof(uint32_t));
         r->owners_read = calloc(bpf->n_slots, sizeof(uint32_t));
@@ -247,6 +251,38 @@ static int for_each_entry(CollectorReader *r, struct bpf_map *map, size_t value_
         return 0;
 }
 
+/* Slots taken from idle owners, at most this many a tick: each is a hash insert by system call. */
+#define SLOTS_TAKEN_PER_TICK 64
+
+/* A process counts in its slot only while no other process owns it; else in the fallback hash,
+ * whose entries cost a system call each to read, in each tick they are counted into. A slot owner
+ * that has not counted for slot_idle_usec gives its slot up to such a process p that counts
+ * (collector_bpf_take_slot()); it counts in the hash from then on, should it wake. So the
+ * processes that count each tick hold the slots, whichever started first, and the hash holds
+ * those that sleep. p claims the slot at its first fault after the next drain frees it. */
+static int take_idle_slot(CollectorReader *r, CollectorProc *p, uint64_t now) {
+        uint32_t slot = p->info.pid & (r->bpf->n_slots - 1), owner = r->owners[slot];
+        CollectorProc *o = r->procs->slot_procs[slot];
+        int k;
+
+        /* Counted in this tick (not only read: a whole read of the hash reads the idle too). */
+        if (p->last_counted_usec != now || r->slots_taken_tick >= SLOTS_TAKEN_PER_TICK ||
+            r->procs->n_procs > r->slot_take_max_tracked)
+                return 0;
+        if (!owner_is_process(owner) || (owner & TS_OWNER_EXITED) || owner == p->info.pid || !o ||
+            o->info.pid != owner || o->exiting || now - o->last_counted_usec < r->slot_idle_usec)
+                return 0;
+        /* Its hash entry is to be removed at its exit, whether it counts there or not. */
+        if (!o->hash_seen && !(o->hash_seen = calloc(1, sizeof(*o->hash_seen))))
+                return -ENOMEM;
+        k = collector_bpf_take_slot(r->bpf, slot, o->info.pid, o->info.start_time);
+        if (k <= 0)
+                return k;
+        r->slots_taken_tick++;
+        r->slots_taken++;
+        return 0;
+}
+
 /* One entry of the per-CPU fallback hash: n_cpus values. */
 static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
         const struct ts_proc *v = value;
@@ -266,7 +302,10 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
                 return k;
         if (!p->hash_seen && !(p->hash_seen = calloc(1, sizeof(*p->hash_seen))))
                 return -ENOMEM;
-        return proc_table_count_faults(r->procs, p, &sum, p->hash_seen, now);
+        k = proc_table_count_faults(r->procs, p, &sum, p->hash_seen, now);
+        if (k < 0)
+                return k;
+        return take_idle_slot(r, p, now);
 }
 
 static int drain_traps_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
@@ -390,6 +429,7 @@ int reader_drain_maps_begin(CollectorReader *r) {
 
         /* The tick that ends: its longest faults are read while BPF keeps the next one's apart. */
         r->fault_tick = __atomic_load_n(&skel->bss->fault_tick, __ATOMIC_RELAXED);
+        r->slots_taken_tick = 0;
         __atomic_store_n(&skel->bss->fault_tick, r->fault_tick + 1, __ATOMIC_SEQ_CST);
         take_slots(r);
         return take_hash_logs(r);

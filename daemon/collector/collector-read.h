@@ -47,11 +47,21 @@ typedef struct CollectorReader {
         /* Records read from the kernel in this tick's drain: slots, hash entries, task records
          * (GetStatus tickRecordsRead). */
         uint64_t tick_records;
+        /* Slots taken from idle owners for processes that count in the fallback hash
+         * (reader_take_idle_slot()): how long an owner is idle first (0: any owner), how many
+         * processes may be tracked for it (the hash must have room for the owners it takes), how
+         * many this tick and since the start. */
+        uint64_t slot_idle_usec;
+        size_t slot_take_max_tracked;
+        unsigned slots_taken_tick;
+        uint64_t slots_taken;
         LifecycleEvent *events;           /* read from the ring buffer since the last tick */
         size_t n_events, events_capacity;
 } CollectorReader;
 
-int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs);
+/* slot_idle_usec: how long a slot's owner has not counted before the slot goes to a process that
+ * counts in the fallback hash; 0: any owner, at once. */
+int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, uint64_t slot_idle_usec);
 void reader_done(CollectorReader *r);
 
 /* ring_buffer_sample_fn for collector_bpf_watch_events(), userdata the reader: keeps the event

@@ -138,7 +138,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = proc_table_init(&c->procs, config->proc_fd, bpf_config.n_slots);
         if (r < 0)
                 return r;
-        r = reader_init(&c->reader, c->bpf, &c->procs);
+        r = reader_init(&c->reader, c->bpf, &c->procs,
+                        config->slot_idle_usec == COLLECTOR_SLOT_IDLE_ANY ? 0
+                        : config->slot_idle_usec ?: COLLECTOR_DEFAULT_SLOT_IDLE_USEC);
         if (r < 0)
                 return r;
         r = site_reader_init(&c->sites, c->bpf, &c->procs,
@@ -391,6 +393,10 @@ bool collector_fault_access_known(Collector *c) {
 
 uint64_t collector_tick_records(Collector *c) {
         return c->tick_records;
+}
+
+uint64_t collector_slots_taken(Collector *c) {
+        return c->reader.slots_taken;
 }
 
 size_t collector_n_tracked(Collector *c) {

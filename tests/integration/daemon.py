@@ -399,6 +399,38 @@ class SharedDaemonTest(unittest.TestCase):
 LOSSLESS_DROPS = frozenset({"tick_merged", "site_lookup_failed", "symbol_unreadable"})
 
 
+def daemon_maps(pid):
+    """{name: id} of the BPF maps a process holds, from the map_id lines of its fds' fdinfo."""
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
+        except FileNotFoundError:
+            pass
+    maps = {}
+    for map_id in ids:
+        info = json.loads(subprocess.run([bpftool, "-j", "map", "show", "id", str(map_id)], capture_output=True,
+                                         text=True, check=True).stdout)
+        maps[info.get("name", "")] = map_id
+    return maps
+
+
+def map_tgids(map_id, in_value=False):
+    """The tgids in a trapstat BPF map: the first 4 bytes of each key (hashes keyed by process)
+    or of each value (slot_owner, without its exited bit)."""
+    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
+    out = subprocess.run([bpftool, "-j", "map", "dump", "id", str(map_id)], capture_output=True, text=True, check=True)
+    tgids = set()
+    for e in json.loads(out.stdout):
+        raw = e["value"] if in_value else e["key"]
+        tgid = int.from_bytes(bytes(int(b, 16) for b in raw[:4]), "little") & 0x7FFFFFFF
+        if tgid:
+            tgids.add(tgid)
+    return tgids
+
+
 def wait_for(predicate, timeout=15, interval=0.1, what="condition"):
     timeout *= TIME_SCALE
     deadline = time.monotonic() + timeout

@@ -5,15 +5,14 @@ process that lives less than a tick; two processes that had the same pid."""
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (BP, UD, Daemon, SharedDaemonTest, binary, copy_for_users, create_user, exited_history,  # noqa: E402
-                    feature_active, probe, remove_user, require_root_and_bpf, require_trap_workloads, run_workload,
+from daemon import (BP, UD, Daemon, SharedDaemonTest, binary, copy_for_users, create_user, daemon_maps,  # noqa: E402
+                    exited_history, feature_active, map_tgids, probe, remove_user, require_root_and_bpf, require_trap_workloads, run_workload,
                     run_workload_rusage, skip, ticks_after, trapstat, trapstat_json, user_name, wait_for)
 
 USER = user_name("trapstat-counts-test")
@@ -207,38 +206,6 @@ class PidReuse(unittest.TestCase):
                 user = h["total"]["faults"]["user"]
                 self.assertGreaterEqual(user, pages)
                 self.assertLess(user, pages + 500, "the new process counted into the old one's slot")
-
-
-def daemon_maps(pid):
-    """{name: id} of the BPF maps a process holds, from the map_id lines of its fds' fdinfo."""
-    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(line.split()[1]) for line in f if line.startswith("map_id:"))
-        except FileNotFoundError:
-            pass
-    maps = {}
-    for map_id in ids:
-        info = json.loads(subprocess.run([bpftool, "-j", "map", "show", "id", str(map_id)], capture_output=True,
-                                         text=True, check=True).stdout)
-        maps[info.get("name", "")] = map_id
-    return maps
-
-
-def map_tgids(map_id, in_value=False):
-    """The tgids in a trapstat BPF map: the first 4 bytes of each key (hashes keyed by process)
-    or of each value (slot_owner, without its exited bit)."""
-    bpftool = shutil.which("bpftool") or "/usr/sbin/bpftool"
-    out = subprocess.run([bpftool, "-j", "map", "dump", "id", str(map_id)], capture_output=True, text=True, check=True)
-    tgids = set()
-    for e in json.loads(out.stdout):
-        raw = e["value"] if in_value else e["key"]
-        tgid = int.from_bytes(bytes(int(b, 16) for b in raw[:4]), "little") & 0x7FFFFFFF
-        if tgid:
-            tgids.add(tgid)
-    return tgids
 
 
 def live_processes():

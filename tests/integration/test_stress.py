@@ -16,9 +16,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (BP, LOSSLESS_DROPS, UD, user_name, Daemon, SharedDaemonTest, binary, copy_for_users,  # noqa: E402
-                    create_user, exited_history, feature_active, remove_user, require_root_and_bpf, require_trap_workloads,
-                    tick_after,
-                    wait_for)
+                    create_user, daemon_maps, exited_history, feature_active, map_tgids, remove_user,
+                    require_root_and_bpf, require_trap_workloads, tick_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-stress-test")
@@ -464,6 +463,103 @@ class LiveProcesses(unittest.TestCase):
 
         with Daemon(extra_args=["--slots", "1024", "--max-processes", "2048"]) as d:
             self.hold(d, check, uid=uid)
+
+
+class SlotHandOver(unittest.TestCase):
+    """A process counts in the slot of its pid (pid & (slots - 1)) while no other process owns it,
+    else in the fallback hash. An owner that has not counted for --slot-idle gives its slot up to
+    such a process when it counts; it counts in the hash from then on. 64 slots and two groups of
+    256 children: the sleepers fault once and sleep, so they own most slots; the wakers start after
+    them and count in the hash, until the sleepers give their slots up. Every count stays exact
+    through the hand-over, and so does every exit after it."""
+
+    N = 256
+    assert_exact = LiveProcesses.assert_exact
+    drained_top = LiveProcesses.drained_top
+
+    def start(self, n):
+        p = subprocess.Popen([binary("HOLD_PROCS"), str(n), str(HOLD_PAGES)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.kill)
+        line = p.stdout.readline()
+        if not line:
+            self.fail(f"hold-procs exited {p.wait(timeout=60)} before all children faulted")
+        return p, json.loads(line)["pids"]
+
+    def touch(self, p, n):
+        p.stdin.write("touch\n")
+        p.stdin.flush()
+        self.assertEqual(json.loads(p.stdout.readline()), {"touched": n})
+
+    def end(self, p):
+        p.stdin.write("exit\n")
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=60), 0)
+
+    def test_idle_owners_give_up_their_slots(self):
+        with Daemon(tick="200ms", extra_args=["--slots", "64", "--slot-idle", "1s"]) as d:
+            v = Varlink(d.socket)
+            self.addCleanup(v.close)
+            sleepers, sleeper_pids = self.start(self.N)
+            # Idle for longer than --slot-idle, and drained as owners (a tick's drain reads them).
+            time.sleep(1.5)
+            owners = map_tgids(daemon_maps(d.proc.pid)["slot_owner"], in_value=True)
+            self.assertTrue(owners & set(sleeper_pids), "the sleepers own slots")
+            taken_before = v.call("io.trapstat.GetStatus")["slotsTaken"]
+            wakers, waker_pids = self.start(self.N)
+            # The wakers' faults in the hash take the sleepers' slots; their next round claims them.
+            wait_for(lambda: v.call("io.trapstat.GetStatus")["slotsTaken"] > taken_before, timeout=30,
+                     what="slots taken from the sleepers")
+            tick_after(v.path)
+            self.touch(wakers, self.N)
+            tick_after(v.path)
+            maps = daemon_maps(d.proc.pid)
+            owners = map_tgids(maps["slot_owner"], in_value=True)
+            taken = v.call("io.trapstat.GetStatus")["slotsTaken"] - taken_before
+            print(f"\n{taken} slots taken from sleepers; wakers own {len(owners & set(waker_pids))} of 64, "
+                  f"sleepers {len(owners & set(sleeper_pids))}", flush=True)
+            self.assertTrue(owners & set(waker_pids), "wakers own the slots they were given")
+            # A sleeper that gave its slot up has an entry in the fallback hash (its exit looks there).
+            in_hash = map_tgids(maps["processes"])
+            self.assertGreaterEqual(len(set(sleeper_pids) & in_hash), len(set(sleeper_pids) - owners))
+            self.assert_exact(v, waker_pids + sleeper_pids)
+            # The sleepers wake: they count in their hash entries, exactly, and may take slots back.
+            self.touch(sleepers, self.N)
+            self.assert_exact(v, waker_pids + sleeper_pids)
+            expected = {pid: proc_faults(pid) for pid in sleeper_pids}
+            self.end(sleepers)
+            for pid in sleeper_pids[:16]:
+                total = exited_history(d, pid)["total"]["faults"]
+                self.assertEqual(total["user"] + total["kernel"], expected[pid], pid)
+            tick_after(v.path)
+            tick_after(v.path)
+            maps = daemon_maps(d.proc.pid)
+            self.assertFalse(set(sleeper_pids) & map_tgids(maps["processes"]), "exited sleepers left the hash")
+            self.assertFalse(set(sleeper_pids) & map_tgids(maps["slot_owner"], in_value=True))
+            self.end(wakers)
+
+    def test_slots_change_hands_every_tick(self):
+        # --slot-idle 0: any owner gives its slot up to a process of the hash that counts, so the
+        # two groups take each other's slots in every tick while they fault: the hand-over races
+        # faults on every CPU, and every count stays exact.
+        with Daemon(tick="100ms", extra_args=["--slots", "64", "--slot-idle", "0"]) as d:
+            v = Varlink(d.socket)
+            self.addCleanup(v.close)
+            a, a_pids = self.start(self.N)
+            b, b_pids = self.start(self.N)
+            taken_before = v.call("io.trapstat.GetStatus")["slotsTaken"]
+            for _ in range(10):
+                self.touch(a, self.N)
+                time.sleep(0.15)
+                self.touch(b, self.N)
+                time.sleep(0.15)
+            self.assert_exact(v, a_pids + b_pids)
+            taken = v.call("io.trapstat.GetStatus")["slotsTaken"] - taken_before
+            print(f"\n{taken} slots changed hands in 20 rounds", flush=True)
+            self.assertGreater(taken, 64)
+            self.end(a)
+            self.end(b)
 
 
 if __name__ == "__main__":

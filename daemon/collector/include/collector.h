@@ -19,6 +19,11 @@ typedef struct Collector Collector;
 typedef struct CollectorConfig {
         uint32_t slots;         /* counting slots, a power of two; 0: default */
         uint32_t max_processes; /* capacity of the in-kernel fallback and trap maps; 0: default */
+        /* A slot's owner that has not counted for this long gives the slot up to a process that
+         * counts in the fallback hash; 0: default (COLLECTOR_DEFAULT_SLOT_IDLE_USEC);
+         * COLLECTOR_SLOT_IDLE_ANY: any owner, at once (slots change hands every tick: a test of
+         * the hand-over, not a setting for a host). */
+        uint64_t slot_idle_usec;
         uint32_t event_buffer;  /* bytes of the lifecycle event ring buffer; 0: default (4 MiB) */
         uint32_t max_sites;     /* capacity of the in-kernel site map; 0: default */
         uint32_t max_sites_per_process; /* of it, one process's share per tick; 0: default */
@@ -44,6 +49,8 @@ typedef struct CollectorConfig {
         const char *bpf_object;
 } CollectorConfig;
 
+#define COLLECTOR_DEFAULT_SLOT_IDLE_USEC (30 * UINT64_C(1000000))
+#define COLLECTOR_SLOT_IDLE_ANY UINT64_MAX
 #define COLLECTOR_FAULT_SAMPLE_OFF UINT32_MAX
 #define COLLECTOR_SITE_RESERVE_NONE UINT32_MAX
 #define COLLECTOR_SITE_MAPS_LINES_NONE UINT32_MAX
@@ -151,6 +158,9 @@ size_t collector_n_tracked(Collector *c);
  * entries, task records of the sweep, /proc/PID/stat of the processes active in it. It follows
  * the processes that counted in the tick, not those tracked (GetStatus tickRecordsRead). */
 uint64_t collector_tick_records(Collector *c);
+/* Counting slots idle owners gave up since the start, each to a process that counted in the
+ * fallback hash (CollectorConfig.slot_idle_usec; GetStatus slotsTaken). */
+uint64_t collector_slots_taken(Collector *c);
 /* Of them, those of one user (what an unprivileged caller of GetStatus is told). */
 size_t collector_n_tracked_uid(Collector *c, uint32_t uid);
 /* What could not be counted since the start, by kind. */
