@@ -265,8 +265,9 @@ static int take_idle_slot(CollectorReader *r, CollectorProc *p, uint64_t now) {
         CollectorProc *o = r->procs->slot_procs[slot];
         int k;
 
-        /* Counted in this tick (not only read: a whole read of the hash reads the idle too). */
-        if (p->last_counted_usec != now || r->slots_taken_tick >= SLOTS_TAKEN_PER_TICK ||
+        /* Counted in this tick (not only read: a whole read of the hash reads the idle too), and
+         * not on its way out. */
+        if (p->last_counted_usec != now || p->exiting || r->slots_taken_tick >= SLOTS_TAKEN_PER_TICK ||
             r->procs->n_procs > r->slot_take_max_tracked)
                 return 0;
         if (!owner_is_process(owner) || (owner & TS_OWNER_EXITED) || owner == p->info.pid || !o ||
