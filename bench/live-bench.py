@@ -162,9 +162,14 @@ def slow_where(before, after):
 
 
 def longest_where(status):
-    """The callback of the loop's longest turn since the start, and that turn in ms."""
+    """The callback of the loop's longest turn since the start, that turn in ms, and the loop
+    thread's CPU in it in ms (None from builds that do not report it)."""
     turns = status.get("loopTurns", [])
-    return max(((t["longestUsec"] / 1000, t["where"]) for t in turns), default=(0, "?"))
+    longest = max(turns, key=lambda t: t["longestUsec"], default=None)
+    if longest is None:
+        return 0, "?", None
+    cpu = longest.get("longestCpuUsec")
+    return longest["longestUsec"] / 1000, longest["where"], None if cpu is None else cpu / 1000
 
 
 def run(build, args, idle):
@@ -250,6 +255,7 @@ def run(build, args, idle):
             "machine busy %": (busy1[0] - busy0[0]) / (busy1[1] - busy0[1]) * 100,
             "loop longest ms": status["loopLongestTurnUsec"] / 1000,
             "loop longest where": longest_where(status)[1],
+            "loop longest cpu": longest_where(status)[2],
             "quiet slow turns": loop_turns(status1) - loop_turns(status0),
             "quiet slow where": slow_where(status0, status1),
             "calls slow turns": loop_turns(status) - loop_turns(status1),
@@ -346,6 +352,7 @@ ROWS = [
     ("loop >5ms calls", lambda r: f"{r['calls slow turns']}", None),
     ("  of which", lambda r: r["calls slow where"], None),
     ("loop longest ms", lambda r: f"{r['loop longest ms']:.1f} ({r['loop longest where']})", None),
+    ("  of it CPU ms", lambda r: "-" if r["loop longest cpu"] is None else f"{r['loop longest cpu']:.1f}", None),
     ("CPU % (calls)", lambda r: f"{r['cpu calls %']:.1f}", None),
     ("machine busy %", lambda r: f"{r['machine busy %']:.1f}", None),
     ("writer w/m %", lambda r: f"{r['writer write %']:.1f} / {r['writer maintain %']:.1f}", None),

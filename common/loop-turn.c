@@ -27,8 +27,10 @@ void loop_turn_end(const LoopTurn *turn) {
         if (!s)
                 return;
         s->turns++;
-        if (took > s->longest_usec)
+        if (took > s->longest_usec) {
                 s->longest_usec = took;
+                s->longest_cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID) - turn->start_cpu_usec;
+        }
         if (took > LOOP_TURN_SLOW_USEC)
                 s->slow++;
 }

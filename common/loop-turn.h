@@ -19,19 +19,24 @@
 
 typedef struct LoopTurn {
         uint64_t start_usec;
-        const char *where; /* a static string: the callback's name */
+        uint64_t start_cpu_usec; /* the thread's CPU clock */
+        const char *where;       /* a static string: the callback's name */
 } LoopTurn;
 
-/* What the turns of one callback took since the process started. */
+/* What the turns of one callback took since the process started. The longest's CPU time (the
+ * thread's) tells work from waiting: a turn that took 40 ms of the clock and 2 ms of CPU waited
+ * for a CPU (preempted by other threads or processes) or in a system call. */
 typedef struct LoopTurnSite {
         const char *where;
-        uint64_t turns, slow, longest_usec;
+        uint64_t turns, slow, longest_usec, longest_cpu_usec;
 } LoopTurnSite;
 
 void loop_turn_end(const LoopTurn *turn);
 
 #define LOOP_TURN                                                                                                      \
-        _cleanup_(loop_turn_end) const LoopTurn loop_turn_ = { .start_usec = now_usec(CLOCK_MONOTONIC), .where = __func__ }
+        _cleanup_(loop_turn_end) const LoopTurn loop_turn_ = { .start_usec = now_usec(CLOCK_MONOTONIC),              \
+                                                               .start_cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID),  \
+                                                               .where = __func__ }
 
 /* The longest turn since the process started, microseconds; how many took longer than
  * LOOP_TURN_SLOW_USEC. */

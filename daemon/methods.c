@@ -202,10 +202,11 @@ static json_t *loop_turns_build(void) {
         size_t n = loop_turn_sites(&sites);
 
         for (size_t i = 0; list && i < n; i++)
-                if (json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I}", "where", sites[i].where, "turns",
-                                                          (json_int_t) sites[i].turns, "slowTurns",
+                if (json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I, s:I}", "where", sites[i].where,
+                                                          "turns", (json_int_t) sites[i].turns, "slowTurns",
                                                           (json_int_t) sites[i].slow, "longestUsec",
-                                                          (json_int_t) sites[i].longest_usec)) < 0)
+                                                          (json_int_t) sites[i].longest_usec, "longestCpuUsec",
+                                                          (json_int_t) sites[i].longest_cpu_usec)) < 0)
                         return NULL;
         return TAKE_PTR(list);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -10,22 +11,41 @@
 
 #include "loop-turn.h"
 
-/* A callback that keeps the loop busy for *userdata microseconds (sleeping: on a busy machine
- * the turn only gets longer, never shorter). */
+typedef struct Busy {
+        uint64_t usec;
+        bool spin; /* on the CPU, for usec of the thread's CPU time; else asleep */
+} Busy;
+
+/* A callback that keeps the loop busy for userdata's time (on a busy machine the turn only gets
+ * longer, never shorter). */
 static void on_busy(evutil_socket_t fd, short what, void *userdata) {
         LOOP_TURN;
-        uint64_t usec = *(const uint64_t *) userdata;
-        struct timespec ts = usec_to_timespec(usec);
+        const Busy *b = userdata;
+        struct timespec ts = usec_to_timespec(b->usec);
+        uint64_t start = now_usec(CLOCK_THREAD_CPUTIME_ID);
 
         (void) fd;
         (void) what;
-        while (nanosleep(&ts, &ts) < 0)
-                ;
+        if (b->spin)
+                while (now_usec(CLOCK_THREAD_CPUTIME_ID) - start < b->usec)
+                        ;
+        else
+                while (nanosleep(&ts, &ts) < 0)
+                        ;
 }
 
-static void run_turn(struct event_base *base, uint64_t usec) {
-        assert_int_equal(event_base_once(base, -1, EV_TIMEOUT, on_busy, &usec, &(struct timeval) {}), 0);
+static void run_turn(struct event_base *base, uint64_t usec, bool spin) {
+        Busy b = { .usec = usec, .spin = spin };
+
+        assert_int_equal(event_base_once(base, -1, EV_TIMEOUT, on_busy, &b, &(struct timeval) {}), 0);
         assert_int_equal(event_base_dispatch(base), 1); /* no events left */
+}
+
+static const LoopTurnSite *site(void) {
+        const LoopTurnSite *sites;
+
+        assert_int_equal(loop_turn_sites(&sites), 1);
+        return sites;
 }
 
 static void test_longest_and_slow(void **state) {
@@ -36,14 +56,24 @@ static void test_longest_and_slow(void **state) {
         assert_int_equal(loop_turn_longest_usec(), 0);
         assert_int_equal(loop_turn_slow(), 0);
 
-        run_turn(base, 1000);
+        run_turn(base, 1000, false);
         assert_true(loop_turn_longest_usec() >= 1000);
         /* Under 5 ms unless the machine held this thread that long. */
         uint64_t slow = loop_turn_slow();
 
-        run_turn(base, 12000);
+        run_turn(base, 12000, false);
         assert_true(loop_turn_longest_usec() >= 12000);
         assert_int_equal(loop_turn_slow(), slow + 1);
+        /* Asleep: the longest turn took the clock's time, not the CPU's. */
+        assert_int_equal(site()->longest_usec, loop_turn_longest_usec());
+        assert_true(site()->longest_cpu_usec < 5000);
+
+        /* On the CPU for 20 ms: the longest now, and its CPU time is the turn's. */
+        run_turn(base, 20000, true);
+        assert_int_equal(loop_turn_slow(), slow + 2);
+        assert_int_equal(site()->longest_usec, loop_turn_longest_usec());
+        assert_true(site()->longest_cpu_usec >= 20000);
+        assert_true(site()->longest_cpu_usec <= site()->longest_usec + 100);
         event_base_free(base);
 }
 
@@ -65,10 +95,10 @@ static void test_per_callback(void **state) {
         const LoopTurnSite *sites;
 
         (void) state;
-        /* on_busy ran twice above, one turn of it slow, the longest of all. */
+        /* on_busy ran three times above, two turns of it slow, the longest of all. */
         assert_int_equal(loop_turn_sites(&sites), 1);
         assert_string_equal(sites[0].where, "on_busy");
-        assert_int_equal(sites[0].turns, 2);
+        assert_int_equal(sites[0].turns, 3);
         assert_int_equal(sites[0].slow, slow);
         assert_int_equal(sites[0].longest_usec, longest);
 
