@@ -169,7 +169,10 @@ def longest_where(status):
     if longest is None:
         return 0, "?", None
     cpu = longest.get("longestCpuUsec")
-    return longest["longestUsec"] / 1000, longest["where"], None if cpu is None else cpu / 1000
+    if cpu is None:
+        return longest["longestUsec"] / 1000, longest["where"], None
+    return longest["longestUsec"] / 1000, longest["where"], (cpu / 1000, longest.get("longestBlocked"),
+                                                            longest.get("longestPreempted"))
 
 
 def run(build, args, idle):
@@ -352,7 +355,8 @@ ROWS = [
     ("loop >5ms calls", lambda r: f"{r['calls slow turns']}", None),
     ("  of which", lambda r: r["calls slow where"], None),
     ("loop longest ms", lambda r: f"{r['loop longest ms']:.1f} ({r['loop longest where']})", None),
-    ("  of it CPU ms", lambda r: "-" if r["loop longest cpu"] is None else f"{r['loop longest cpu']:.1f}", None),
+    ("  CPU ms / blocked / preempted", lambda r: "-" if r["loop longest cpu"] is None else
+     "{:.1f} / {} / {}".format(*r["loop longest cpu"]), None),
     ("CPU % (calls)", lambda r: f"{r['cpu calls %']:.1f}", None),
     ("machine busy %", lambda r: f"{r['machine busy %']:.1f}", None),
     ("writer w/m %", lambda r: f"{r['writer write %']:.1f} / {r['writer maintain %']:.1f}", None),

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "loop-turn.h"
 
+#include <sys/resource.h>
+
 static uint64_t longest_usec, slow;
 static LoopTurnSite sites[LOOP_TURN_SITES];
 static size_t n_sites;
@@ -16,6 +18,21 @@ static LoopTurnSite *site_of(const char *where) {
         return sites + n_sites++;
 }
 
+static uint64_t timeval_usec(const struct timeval *tv) {
+        return (uint64_t) tv->tv_sec * USEC_PER_SEC + (uint64_t) tv->tv_usec;
+}
+
+LoopTurnUsage loop_turn_usage(void) {
+        struct rusage ru;
+
+        /* Cannot fail for RUSAGE_THREAD with a valid pointer. */
+        if (getrusage(RUSAGE_THREAD, &ru) < 0)
+                return (LoopTurnUsage) {};
+        return (LoopTurnUsage) { .cpu_usec = timeval_usec(&ru.ru_utime) + timeval_usec(&ru.ru_stime),
+                                 .blocked = (uint64_t) ru.ru_nvcsw,
+                                 .preempted = (uint64_t) ru.ru_nivcsw };
+}
+
 void loop_turn_end(const LoopTurn *turn) {
         uint64_t took = now_usec(CLOCK_MONOTONIC) - turn->start_usec;
         LoopTurnSite *s = site_of(turn->where);
@@ -28,8 +45,12 @@ void loop_turn_end(const LoopTurn *turn) {
                 return;
         s->turns++;
         if (took > s->longest_usec) {
+                LoopTurnUsage u = loop_turn_usage();
+
                 s->longest_usec = took;
-                s->longest_cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID) - turn->start_cpu_usec;
+                s->longest = (LoopTurnUsage) { .cpu_usec = u.cpu_usec - turn->start.cpu_usec,
+                                               .blocked = u.blocked - turn->start.blocked,
+                                               .preempted = u.preempted - turn->start.preempted };
         }
         if (took > LOOP_TURN_SLOW_USEC)
                 s->slow++;

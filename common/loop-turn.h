@@ -17,26 +17,35 @@
 /* Callbacks told apart (the daemon has 12); the turns of any past them count in the totals only. */
 #define LOOP_TURN_SITES 16
 
+/* The thread's CPU time and context switches so far (getrusage(RUSAGE_THREAD)). */
+typedef struct LoopTurnUsage {
+        uint64_t cpu_usec;
+        uint64_t blocked; /* voluntary switches: it slept, in a system call */
+        uint64_t preempted; /* involuntary switches: another task took its CPU */
+} LoopTurnUsage;
+
 typedef struct LoopTurn {
         uint64_t start_usec;
-        uint64_t start_cpu_usec; /* the thread's CPU clock */
-        const char *where;       /* a static string: the callback's name */
+        LoopTurnUsage start;
+        const char *where; /* a static string: the callback's name */
 } LoopTurn;
 
-/* What the turns of one callback took since the process started. The longest's CPU time (the
- * thread's) tells work from waiting: a turn that took 40 ms of the clock and 2 ms of CPU waited
- * for a CPU (preempted by other threads or processes) or in a system call. */
+/* What the turns of one callback took since the process started. The longest's CPU time and
+ * switches tell work from waiting: a turn that took 40 ms of the clock and 2 ms of CPU waited,
+ * for a CPU (preempted) or in a system call (blocked). */
 typedef struct LoopTurnSite {
         const char *where;
-        uint64_t turns, slow, longest_usec, longest_cpu_usec;
+        uint64_t turns, slow, longest_usec;
+        LoopTurnUsage longest; /* in the longest turn */
 } LoopTurnSite;
+
+LoopTurnUsage loop_turn_usage(void);
 
 void loop_turn_end(const LoopTurn *turn);
 
 #define LOOP_TURN                                                                                                      \
         _cleanup_(loop_turn_end) const LoopTurn loop_turn_ = { .start_usec = now_usec(CLOCK_MONOTONIC),              \
-                                                               .start_cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID),  \
-                                                               .where = __func__ }
+                                                               .start = loop_turn_usage(), .where = __func__ }
 
 /* The longest turn since the process started, microseconds; how many took longer than
  * LOOP_TURN_SLOW_USEC. */

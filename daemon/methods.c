@@ -202,11 +202,13 @@ static json_t *loop_turns_build(void) {
         size_t n = loop_turn_sites(&sites);
 
         for (size_t i = 0; list && i < n; i++)
-                if (json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I, s:I}", "where", sites[i].where,
-                                                          "turns", (json_int_t) sites[i].turns, "slowTurns",
-                                                          (json_int_t) sites[i].slow, "longestUsec",
-                                                          (json_int_t) sites[i].longest_usec, "longestCpuUsec",
-                                                          (json_int_t) sites[i].longest_cpu_usec)) < 0)
+                if (json_array_append_new(
+                            list, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "where", sites[i].where, "turns",
+                                            (json_int_t) sites[i].turns, "slowTurns", (json_int_t) sites[i].slow,
+                                            "longestUsec", (json_int_t) sites[i].longest_usec, "longestCpuUsec",
+                                            (json_int_t) sites[i].longest.cpu_usec, "longestBlocked",
+                                            (json_int_t) sites[i].longest.blocked, "longestPreempted",
+                                            (json_int_t) sites[i].longest.preempted)) < 0)
                         return NULL;
         return TAKE_PTR(list);
 }

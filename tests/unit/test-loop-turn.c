@@ -66,14 +66,16 @@ static void test_longest_and_slow(void **state) {
         assert_int_equal(loop_turn_slow(), slow + 1);
         /* Asleep: the longest turn took the clock's time, not the CPU's. */
         assert_int_equal(site()->longest_usec, loop_turn_longest_usec());
-        assert_true(site()->longest_cpu_usec < 5000);
+        assert_true(site()->longest.cpu_usec < 5000);
+        assert_true(site()->longest.blocked >= 1);
 
         /* On the CPU for 20 ms: the longest now, and its CPU time is the turn's. */
         run_turn(base, 20000, true);
         assert_int_equal(loop_turn_slow(), slow + 2);
         assert_int_equal(site()->longest_usec, loop_turn_longest_usec());
-        assert_true(site()->longest_cpu_usec >= 20000);
-        assert_true(site()->longest_cpu_usec <= site()->longest_usec + 100);
+        assert_true(site()->longest.cpu_usec >= 20000);
+        assert_true(site()->longest.cpu_usec <= site()->longest_usec + 100);
+        assert_int_equal(site()->longest.blocked, 0); /* never asleep; preempted maybe */
         event_base_free(base);
 }
 
