@@ -18,17 +18,15 @@ static LoopTurnSite *site_of(const char *where) {
         return sites + n_sites++;
 }
 
-static uint64_t timeval_usec(const struct timeval *tv) {
-        return (uint64_t) tv->tv_sec * USEC_PER_SEC + (uint64_t) tv->tv_usec;
-}
-
 LoopTurnUsage loop_turn_usage(void) {
         struct rusage ru;
 
-        /* Cannot fail for RUSAGE_THREAD with a valid pointer. */
+        /* The CPU time from the thread's clock: getrusage()'s leaves out what the thread ran
+         * since the scheduler last accounted it (up to a tick). getrusage() cannot fail for
+         * RUSAGE_THREAD with a valid pointer. */
         if (getrusage(RUSAGE_THREAD, &ru) < 0)
                 return (LoopTurnUsage) {};
-        return (LoopTurnUsage) { .cpu_usec = timeval_usec(&ru.ru_utime) + timeval_usec(&ru.ru_stime),
+        return (LoopTurnUsage) { .cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID),
                                  .blocked = (uint64_t) ru.ru_nvcsw,
                                  .preempted = (uint64_t) ru.ru_nivcsw };
 }

@@ -17,7 +17,7 @@
 /* Callbacks told apart (the daemon has 12); the turns of any past them count in the totals only. */
 #define LOOP_TURN_SITES 16
 
-/* The thread's CPU time and context switches so far (getrusage(RUSAGE_THREAD)). */
+/* The thread's CPU time (its CPU clock) and context switches (getrusage(RUSAGE_THREAD)) so far. */
 typedef struct LoopTurnUsage {
         uint64_t cpu_usec;
         uint64_t blocked; /* voluntary switches: it slept, in a system call */
