@@ -17,7 +17,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (BP, LOSSLESS_DROPS, UD, user_name, Daemon, SharedDaemonTest, binary, copy_for_users,  # noqa: E402
                     create_user, daemon_maps, exited_history, feature_active, map_tgids, remove_user,
-                    require_root_and_bpf, require_trap_workloads, tick_after, wait_for)
+                    require_root_and_bpf, require_trap_workloads, tick_after, ticks_after, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-stress-test")
@@ -396,7 +396,11 @@ class LiveProcesses(unittest.TestCase):
                      what=lambda: f"children named as their parent: {named_as_parent(v, p, pids)[:5]}")
             print(f"the loop's longest turn since the start: "
                   f"{v.call('io.trapstat.GetStatus')['loopLongestTurnUsec'] / 1000:.1f} ms", flush=True)
-            tick_after(v.path)
+            # The children first seen beyond a tick's reads of /proc have their command lines read
+            # 128 a tick (each read also reads the process's accounting): the steady state comes
+            # after that catch-up, which named_as_parent() does not wait for (a fork without exec
+            # is named as its parent from the start).
+            ticks_after(v.path, IDLE_PROCS // 128 + 2)
             samples, tracked = records(v)
             print(f"records read per tick with {tracked} tracked, {IDLE_PROCS} of them idle: median "
                   f"{samples[len(samples) // 2]}, max {samples[-1]}; before they started: median "
