@@ -48,7 +48,7 @@ typedef struct CollectorReader {
          * (GetStatus tickRecordsRead). */
         uint64_t tick_records;
         /* Slots taken from idle owners for processes that count in the fallback hash
-         * (reader_take_idle_slot()): how long an owner is idle first (0: any owner), how many
+         * (take_idle_slot(), collector-read.c): how long an owner is idle first (0: any owner), how many
          * processes may be tracked for it (the hash must have room for the owners it takes), how
          * many this tick and since the start. */
         uint64_t slot_idle_usec;
