@@ -7,8 +7,8 @@ One daemon per column; with two or more --idle counts a last column gives the ra
 to the first, which is what a process that does nothing costs.
 
 After --warmup seconds (the start, the processes being seen), two phases:
-  1. --cpu-seconds without clients: the daemon's CPU (% of one core; and split by thread from
-     schedstat: the event loop, the writer, the rest together, where the threads are named),
+  1. --cpu-seconds without clients: the daemon's CPU (% of one core, from schedstat's
+     nanoseconds; split by thread: the event loop, the writer, the rest together),
      its RSS, the event loop's turns over 5 ms in that time, the records its drains read per tick (GetStatus
      tickRecordsRead, where the build has it, sampled every 1.7 s: median and max).
   2. Calls through the socket, one at a time with a random 0-100 ms pause before each, each
@@ -29,19 +29,26 @@ step.
      the start, GetStatus (median / max), the loop's turns over 5 ms, and the drops by kind,
      during the storm.
      With --max-db-size (e.g. 8M) the writer works under the size cap as it does on a full disk.
+  4. With idle processes: they all end at once (live-procs kills them when it gets SIGTERM): the
+     loop's turns over 5 ms in the 3 s after, its longest turn since the start before -> after
+     (the CPU ms in the one after), and the live processes ListProcesses lists before and after
+     (checked: all but the idle ones and their parent).
 
 usage: sudo python3 bench/live-bench.py [--build DIR] [--baseline-build DIR] [--procs 200]
            [--interval-ms 1000] [--idle 1000,10000] [--cpu-seconds 60] [--calls 60]
-           [--minutes 0] [--warmup 60] [--slots N] [--storm N] [--max-db-size SIZE]
+           [--minutes 0] [--warmup 60] [--slots N] [--storm N] [--max-db-size SIZE] [--repeat N]
 Run from the source tree after `meson compile -C build`. Needs root (BPF). With
 --baseline-build (a build of an earlier commit) every column runs first with that build's
-trapstatd and live-procs."""
+trapstatd and live-procs. With --repeat N every column runs N times, the builds and columns
+interleaved; a table for each repeat, then each ratio of every repeat and their median (single
+runs of a 0.2 %-of-a-core daemon vary by 0.05 % of a core, more than the growth they measure)."""
 import argparse
 import json
 import os
 import random
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,10 +68,11 @@ def cpu_seconds(pid, tid=None):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def thread_cpu_seconds(pid):
-    """The CPU time of each of process pid's threads by name (the daemon names its threads:
-    trapstatd is the event loop, ts-writer the writer, ...), from schedstat's nanoseconds, which
-    are finer than stat's clock ticks; None where the kernel keeps no schedstat."""
+def thread_times(pid):
+    """{tid: (name, CPU seconds)} of process pid's threads (the daemon names them: trapstatd is the
+    event loop, ts-writer the writer, ...), from schedstat's nanoseconds: stat's clock ticks (10 ms)
+    would be a tenth of what a quiet minute of a 0.2 %-of-a-core daemon holds. None where the kernel
+    keeps no schedstat."""
     times = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -76,14 +84,33 @@ def thread_cpu_seconds(pid):
             if not os.path.exists(f"/proc/{pid}/task/{tid}"):
                 continue  # a thread that ended meanwhile
             return None
-        times[name] = times.get(name, 0) + ns / 1e9
+        times[tid] = (name, ns / 1e9)
     return times
 
 
+def cpu_between(before_stat, before_threads, after_stat, after_threads):
+    """The CPU seconds between two samples of a process (stat's, thread_times()'s): schedstat's sum
+    when the same threads ran throughout (a thread that ended took its time with it), else stat's."""
+    if before_threads and after_threads and before_threads.keys() == after_threads.keys():
+        return sum(t for _, t in after_threads.values()) - sum(t for _, t in before_threads.values())
+    return after_stat - before_stat
+
+
+def by_name(threads):
+    """thread_times()'s sample summed by thread name."""
+    names = {}
+    for name, t in threads.values():
+        names[name] = names.get(name, 0) + t
+    return names
+
+
 def by_thread(before, after, seconds):
-    """% of a core of the loop, the writer and the other threads between two samples."""
-    if before is None or after is None or "ts-writer" not in after:
-        return None  # no schedstat, or a build older than the threads' names
+    """% of a core of the loop, the writer and the other threads between two thread_times()."""
+    if before is None or after is None:
+        return None  # no schedstat
+    before, after = by_name(before), by_name(after)
+    if "ts-writer" not in after:
+        return None  # a build older than the threads' names
     d = {k: (after.get(k, 0) - before.get(k, 0)) / seconds * 100 for k in after}
     loop, writer = d.pop("trapstatd", 0), d.pop("ts-writer", 0)
     return loop, writer, sum(d.values())
@@ -200,7 +227,7 @@ def run(build, args, idle):
         # Phase 1: no clients (a connection idle for 60 s is closed: one before, one after).
         with varlink_raw.Connection(sock, timeout=120) as conn:
             status0 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
-        cpu0, t0, threads0 = cpu_seconds(d.pid), time.monotonic(), thread_cpu_seconds(d.pid)
+        cpu0, t0, threads0 = cpu_seconds(d.pid), time.monotonic(), thread_times(d.pid)
         # The records each tick read, sampled every 1.7 s: not a multiple of the workload's second,
         # which would see the same tick of it every time (a GetStatus costs the loop a fraction of a ms).
         records = []
@@ -208,7 +235,8 @@ def run(build, args, idle):
             time.sleep(min(1.7, max(0, t0 + args.cpu_seconds - time.monotonic())))
             with varlink_raw.Connection(sock, timeout=120) as c:
                 records.append(call_ms(c, "io.trapstat.GetStatus", {})[1].get("tickRecordsRead"))
-        cpu1, t1, threads1 = cpu_seconds(d.pid), time.monotonic(), thread_cpu_seconds(d.pid)
+        cpu1, t1, threads1 = cpu_seconds(d.pid), time.monotonic(), thread_times(d.pid)
+        quiet_cpu = cpu_between(cpu0, threads0, cpu1, threads1)
         conn = varlink_raw.Connection(sock, timeout=120)
         status1 = call_ms(conn, "io.trapstat.GetStatus", {})[1]
         rss = status_kib(d.pid, "VmRSS") / 1024
@@ -245,12 +273,14 @@ def run(build, args, idle):
         _, listed = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
         _, status = call_ms(conn, "io.trapstat.GetStatus", {})
         storm = run_storm(build, args, sock, conn, status, d.pid) if args.storm else None
+        mass_exit = run_mass_exit(conn, workloads.pop(0), idle) if idle else None
         return {
             "storm": storm,
+            "mass exit": mass_exit,
             "times": times,
             "watch gaps": gaps,
             "listed": len(listed["processes"]),
-            "cpu %": (cpu1 - cpu0) / (t1 - t0) * 100,
+            "cpu %": quiet_cpu / (t1 - t0) * 100,
             "cpu by thread %": by_thread(threads0, threads1, t1 - t0),
             "cpu calls %": (cpu3 - cpu2) / (t3 - t2) * 100,
             "rss MiB": rss,
@@ -278,6 +308,40 @@ def run(build, args, idle):
         d.terminate()
         d.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_mass_exit(conn, idle_procs, idle):
+    """Phase 4: the idle processes end at once (live-procs kills them all when it gets SIGTERM):
+    the loop's turns over 5 ms while their exits are applied, and its longest turn since the
+    start before and after (wall ms, and its CPU ms where the build says)."""
+    _, before = call_ms(conn, "io.trapstat.GetStatus", {})
+    _, alive = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
+    t = time.monotonic()
+    idle_procs.terminate()
+    idle_procs.wait()
+    ms = (time.monotonic() - t) * 1000
+    time.sleep(3)  # fifteen ticks
+    _, after = call_ms(conn, "io.trapstat.GetStatus", {})
+    _, listed = call_ms(conn, "io.trapstat.ListProcesses", {"comm": "live-procs", "limit": 100000})
+    return {
+        "killed in ms": ms,
+        "slow turns": loop_turns(after) - loop_turns(before),
+        "slow where": slow_where(before, after),
+        "longest before": before["loopLongestTurnUsec"] / 1000,
+        "longest after": after["loopLongestTurnUsec"] / 1000,
+        "longest cpu": longest_where(after)[2],
+        "listed before": len(alive["processes"]),
+        "listed after": len(listed["processes"]),
+        "idle": idle,
+    }
+
+
+def mass_exit_cell(r):
+    m = r["mass exit"]
+    if m is None:
+        return "-"
+    cpu = "" if m["longest cpu"] is None else f" ({m['longest cpu'][0]:.1f})"
+    return f"{m['slow turns']}; {m['longest before']:.1f}->{m['longest after']:.1f}{cpu}"
 
 
 def storm_binary(build):
@@ -366,6 +430,10 @@ ROWS = [
     ("peak RSS MiB", lambda r: f"{r['peak rss MiB']:.1f}", None),
     ("database MiB", lambda r: f"{r['database MiB']:.1f}", None),
     ("listed", lambda r: f"{r['listed']}", None),
+    ("exit >5ms; longest", mass_exit_cell, None),
+    ("  of which", lambda r: "-" if r["mass exit"] is None else r["mass exit"]["slow where"], None),
+    ("  listed before/after", lambda r: "-" if r["mass exit"] is None else
+     f"{r['mass exit']['listed before']} / {r['mass exit']['listed after']}", None),
     ("drops", lambda r: json.dumps(r["drops"]) if r["drops"] else "none", None),
 ]
 STORM_ROWS = [
@@ -398,6 +466,7 @@ def main():
     ap.add_argument("--slots", type=int)
     ap.add_argument("--storm", type=int, default=0, help="phase 3: nobody forks this many short processes")
     ap.add_argument("--max-db-size", help="trapstatd --max-db-size")
+    ap.add_argument("--repeat", type=int, default=1, help="run every column this many times; ratios' medians")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("live-bench needs root (BPF)", file=sys.stderr)
@@ -405,13 +474,38 @@ def main():
     idles = [int(x) for x in args.idle.split(",")]
     builds = [("before", args.baseline_build)] if args.baseline_build else []
     builds.append(("after" if args.baseline_build else "", args.build))
-    cols = []
-    for name, build in builds:
-        runs = []
-        for idle in idles:
-            runs.append((f"{name} {idle} idle".strip(), run(build, args, idle)))
-        cols.append(runs)
+    # Repeats interleave the builds and columns (before 1000, before 10000, after 1000, ...), so
+    # that a slow minute of the machine falls on one repeat, not on one column.
+    repeats = []
+    for _ in range(args.repeat):
+        cols = []
+        for name, build in builds:
+            runs = []
+            for idle in idles:
+                runs.append((f"{name} {idle} idle".strip(), run(build, args, idle)))
+            cols.append(runs)
+        repeats.append(cols)
+    ok = True
+    for i, cols in enumerate(repeats):
+        if args.repeat > 1:
+            print(f"repeat {i + 1} of {args.repeat}")
+        ok = print_table(args, cols) and ok
+    if args.repeat > 1 and len(idles) > 1:
+        print(f"ratios, {idles[-1]} idle to {idles[0]}, in each repeat; median")
+        for label, _, value in ROWS:
+            if not value:
+                continue
+            line = f"{label:18}"
+            for b, (name, _) in enumerate(builds):
+                ratios = sorted(value(cols[b][-1][1]) / value(cols[b][0][1]) for cols in repeats)
+                line += f"  {name or 'ratios'}: " + " ".join(f"{x:.2f}" for x in ratios)
+                line += f"; median {statistics.median(ratios):.2f}x"
+            print(line)
+    sys.exit(0 if ok else 1)
 
+
+def print_table(args, cols):
+    """The table of one repeat; False when a column missed processes or dropped counts."""
     print(f"{args.procs} processes faulting every {args.interval_ms} ms beside idle ones; 200 ms tick; ms")
     header = f"{'':18}"
     for runs in cols:
@@ -437,10 +531,15 @@ def main():
             if r["listed"] < args.procs + int(n.split()[-2]):
                 print(f"{n}: only {r['listed']} of the processes listed")
                 ok = False
+            m = r["mass exit"]
+            if m and m["listed after"] != m["listed before"] - m["idle"] - 1:  # and their parent
+                print(f"{n}: {m['listed after']} processes listed 3 s after {m['idle']} of "
+                      f"{m['listed before']} ended, not {m['listed before'] - m['idle'] - 1}")
+                ok = False
             if r["drops"]:
                 print(f"{n}: drops {r['drops']}")
                 ok = False
-    sys.exit(0 if ok else 1)
+    return ok
 
 
 if __name__ == "__main__":

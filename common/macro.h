@@ -10,6 +10,7 @@
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
+#define _fallthrough_ __attribute__((fallthrough))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))

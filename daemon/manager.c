@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "argv-util.h"
 #include "array-util.h"
 #include "checkpoint.h"
 #include "log.h"
@@ -32,11 +33,26 @@
 #include "varlink.h"
 #include "watch.h"
 
+/* Where the tick under way is. Each stage is a turn of the event loop, or several (collector.h):
+ * in a storm of short processes the drain's end, the writer's copy and the Watch replies each
+ * took 1.5-2 ms of CPU, too much for one turn together; in the tick in which 9000 processes first
+ * counted, the unit totals and the writer's copy took 4.3 ms together. */
+typedef enum TickStage {
+        TICK_IDLE,
+        TICK_DRAIN,  /* collector_tick_step() */
+        TICK_END,    /* collector_tick_end() */
+        TICK_TOTALS, /* the unit totals take the tick */
+        TICK_STORE,  /* the writer takes it */
+        TICK_WATCH,  /* and then the live view */
+} TickStage;
+
 struct Manager {
         ManagerConfig config;
         struct event_base *base;
         struct event *tick, *status, *watchdog, *sigterm, *sigint;
-        struct event *tick_step; /* the tick under way has steps left (collector_tick_step()) */
+        struct event *tick_step; /* the tick under way has steps left (tick_step()) */
+        TickStage tick_stage;
+        CollectorTick drained;   /* the tick's, from TICK_TOTALS on */
         bool tick_due;           /* the timer fired while a tick was under way: the next begins at its end */
         uint64_t tick_mono, tick_realtime; /* when the tick under way began */
         struct event *lifecycle; /* the ring buffer of exit and exec events has a batch waiting */
@@ -56,11 +72,26 @@ struct Manager {
         uint64_t start_usec; /* CLOCK_REALTIME when the totals started */
         bool unit_totals_failed; /* logged once */
         uint64_t last_tick_mono; /* CLOCK_MONOTONIC when the last tick began: Watch's intervalUsec */
+        uint64_t tick_step_usec; /* TICK_STEP_USEC, but in test builds */
 };
 
 /* A tick's parts run in turns of their own (collector.h): between them, the loop answers calls
  * and sends what is waiting. A turn of reads is at most this long, and a little more. */
 #define TICK_STEP_USEC (2 * USEC_PER_MSEC)
+
+static uint64_t tick_step_usec(void) {
+#if TRAPSTAT_TEST_HOOKS
+        /* Test builds only: steps as short as they can be (a piece of each part at a time), so that
+         * a test's workload crosses every place where a step stops and the next resumes
+         * (test_stress.py's StormInSmallSteps). */
+        const char *s = secure_getenv("TRAPSTATD_TEST_TICK_STEP_USEC");
+        uint64_t usec;
+
+        if (s && parse_integer(s, 1, UINT64_MAX, 0, &usec) >= 0)
+                return usec;
+#endif
+        return TICK_STEP_USEC;
+}
 
 static void tick_begin(Manager *m) {
         int r;
@@ -72,32 +103,77 @@ static void tick_begin(Manager *m) {
                 log_error_errno(r, "Failed to drain BPF counters: %m");
                 return;
         }
+        m->tick_stage = TICK_DRAIN;
         event_active(m->tick_step, EV_TIMEOUT, 0);
 }
 
-static void tick_end(Manager *m) {
-        CollectorTick t;
+/* The tick's samples, to the unit totals (in memory, as the live view); what failed to be added
+ * is lost, and said once. */
+static void tick_totals(Manager *m) {
+        const CollectorTick *t = &m->drained;
         int r;
 
-        r = collector_tick_end(m->collector, &t);
-        if (r < 0) {
-                log_error_errno(r, "Failed to drain BPF counters: %m");
-                return;
-        }
-        /* Live first: a slow disk must not delay the live view. Every tick gets a reply, also an
-         * empty one, so clients see the daemon is alive. Its time is when the tick began. */
-        watch_set_broadcast(m->watches, t.samples, t.n_samples, m->tick_realtime, m->tick_mono - m->last_tick_mono);
-        m->last_tick_mono = m->tick_mono;
-        /* In memory, as the live view; what failed to be added is lost, and said once. */
-        r = unit_totals_add(m->unit_totals, t.samples, t.n_samples);
+        r = unit_totals_add(m->unit_totals, t->samples, t->n_samples);
         if (r < 0 && !m->unit_totals_failed)
                 log_error_errno(r, "Failed to add a tick to the unit totals, they miss counts from now on: %m");
         m->unit_totals_failed |= r < 0;
+}
+
+/* The tick's samples, to the writer, and to the unit totals before, both before Watch replies: a
+ * client that saw a tick's reply finds the tick in what it calls next (Top reads the ticks the
+ * writer holds). */
+static void tick_store(Manager *m) {
+        const CollectorTick *t = &m->drained;
+
         /* The writer takes a copy, the tick's symbol fills with its counts; the event loop never
          * waits for the database. Its failures are its to log; this one is counted in
          * unsavedSamples. */
-        if (t.n_samples > 0 || t.n_fills > 0)
-                (void) writer_submit(m->writer, m->tick_realtime, t.samples, t.n_samples, t.fills, t.n_fills);
+        if (t->n_samples > 0 || t->n_fills > 0)
+                (void) writer_submit(m->writer, m->tick_realtime, t->samples, t->n_samples, t->fills, t->n_fills);
+}
+
+/* One stage of the tick under way, or a step of one, in at most about budget_usec of the drain's
+ * reads; true while stages are left. */
+static bool tick_step(Manager *m, uint64_t budget_usec) {
+        int r;
+
+        switch (m->tick_stage) {
+        case TICK_IDLE:
+                return false;
+        case TICK_DRAIN:
+                if (collector_tick_step(m->collector, budget_usec) > 0)
+                        return true;
+                m->tick_stage = TICK_END;
+                _fallthrough_; /* the drain's last step was a short one (collector.h) */
+        case TICK_END:
+                r = collector_tick_end(m->collector, budget_usec, &m->drained);
+                if (r > 0)
+                        return true;
+                if (r < 0) {
+                        log_error_errno(r, "Failed to drain BPF counters: %m");
+                        m->tick_stage = TICK_IDLE;
+                        return false;
+                }
+                m->tick_stage = TICK_TOTALS;
+                return true;
+        case TICK_TOTALS:
+                tick_totals(m);
+                m->tick_stage = TICK_STORE;
+                return true;
+        case TICK_STORE:
+                tick_store(m);
+                m->tick_stage = TICK_WATCH;
+                return true;
+        case TICK_WATCH:
+                /* Every tick gets a reply, also an empty one, so clients see the daemon is alive.
+                 * Its time is when the tick began. */
+                watch_set_broadcast(m->watches, m->drained.samples, m->drained.n_samples, m->tick_realtime,
+                                    m->tick_mono - m->last_tick_mono);
+                m->last_tick_mono = m->tick_mono;
+                m->tick_stage = TICK_IDLE;
+                return false;
+        }
+        return false;
 }
 
 static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *userdata) {
@@ -105,7 +181,7 @@ static void on_tick(evutil_socket_t fd _unused_, short what _unused_, void *user
         Manager *m = userdata;
 
         /* Behind by more than a tick: this one begins when the last one ends, not two at once. */
-        if (collector_in_tick(m->collector)) {
+        if (m->tick_stage != TICK_IDLE) {
                 m->tick_due = true;
                 return;
         }
@@ -116,24 +192,20 @@ static void on_tick_step(evutil_socket_t fd _unused_, short what _unused_, void 
         LOOP_TURN;
         Manager *m = userdata;
 
-        if (collector_tick_step(m->collector, TICK_STEP_USEC) > 0) {
+        if (tick_step(m, m->tick_step_usec)) {
                 event_active(m->tick_step, EV_TIMEOUT, 0); /* behind whatever else is ready */
                 return;
         }
-        tick_end(m);
         if (m->tick_due) {
                 m->tick_due = false;
                 event_active(m->tick, EV_TIMEOUT, 0);
         }
 }
 
-/* The tick under way, all its steps left in this turn. */
+/* The tick under way, all its stages left in this turn. */
 static void tick_finish(Manager *m) {
-        if (!collector_in_tick(m->collector))
-                return;
-        while (collector_tick_step(m->collector, UINT64_MAX) > 0)
+        while (tick_step(m, UINT64_MAX))
                 ;
-        tick_end(m);
 }
 
 /* At exit: the tick under way ends, and one more drains whatever was counted since. */
@@ -385,6 +457,7 @@ int manager_new(const ManagerConfig *config, Manager **ret) {
         m->config = *config;
         m->proc_fd = -1;
         m->lock_fd = -1;
+        m->tick_step_usec = tick_step_usec();
 
         /* A client that closes while its reply is written must cost an EPIPE, not the daemon. */
         (void) signal(SIGPIPE, SIG_IGN);

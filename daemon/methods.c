@@ -261,11 +261,15 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                 total_drops += drops[i].count;
         }
         users = user_drops_build(c, uid);
-        if (!users)
+        turns = users ? loop_turns_build() : NULL;
+        if (!turns) {
+                json_decref(users);
+                json_decref(list);
+                json_decref(feature_list);
+                json_decref(caps_list);
+                json_decref(drop_list);
                 return -ENOMEM;
-        turns = loop_turns_build();
-        if (!turns)
-                return -ENOMEM;
+        }
         return varlink_call_reply(call,
                                   json_pack("{s:o, s:o, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:s, s:I, s:I, s:I, s:o, s:I, "
                                             "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "loopTurns", turns, "dropsByUser", users,

@@ -355,8 +355,13 @@ int query_pool_submit(QueryPool *p, VarlinkCall *call, uid_t uid, uint64_t seq, 
         j->state = JOB_QUEUED;
         *p->queue_tail = j;
         p->queue_tail = &j->next;
-        pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
+        /* One job, one worker; woken after the unlock, so that it does not wake only to wait for
+         * the lock the loop holds. Each woken thread may take the loop's CPU until its slice ends
+         * (the kernel's wakeup preemption): a broadcast woke every idle worker, all but one for
+         * nothing. A worker that cannot take the job (its uid's share is running) is one no other
+         * could: the job goes when a running one of that uid ends, by the worker that ran it. */
+        pthread_cond_signal(&p->wake);
         return 0;
 }
 

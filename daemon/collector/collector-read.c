@@ -43,9 +43,11 @@ int reader_init(CollectorReader *r, CollectorBpf *bpf, ProcTable *procs, uint64_
 }
 
 static void events_clear(CollectorReader *r) {
+        /* With reader_apply_events() under way, those between the kept and the next were let go. */
         for (size_t i = 0; i < r->n_events; i++)
-                lifecycle_event_done(&r->events[i]);
-        r->n_events = 0;
+                if (i < r->apply_kept || i >= r->apply_next)
+                        lifecycle_event_done(&r->events[i]);
+        r->n_events = r->apply_kept = r->apply_next = 0;
 }
 
 void reader_done(CollectorReader *r) {
@@ -538,14 +540,21 @@ int reader_mark_exiting(CollectorReader *r) {
         return 0;
 }
 
-int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
-        size_t kept = 0;
+int reader_apply_events(CollectorReader *r, size_t n_before_drain, uint64_t deadline_usec) {
+        size_t kept = r->apply_kept, i = r->apply_next;
         int k = 0;
 
-        for (size_t i = 0; i < r->n_events; i++) {
+        /* r->n_events may grow between two steps (events read meanwhile). After a failure the
+         * events left are only let go, in this step. */
+        for (; i < r->n_events; i++) {
                 LifecycleEvent *e = &r->events[i];
                 CollectorProc *p;
 
+                if (k >= 0 && (i - r->apply_next) % DRAIN_PIECE == DRAIN_PIECE - 1 && past(deadline_usec)) {
+                        r->apply_next = i;
+                        r->apply_kept = kept;
+                        return 0;
+                }
                 if (e->type != TS_EVENT_EXEC && i >= n_before_drain) {
                         /* An exit read after the drain: counts of the process may have come
                          * between the two. It waits for the next tick's drain. */
@@ -580,5 +589,6 @@ int reader_apply_events(CollectorReader *r, size_t n_before_drain) {
                 lifecycle_event_done(e);
         }
         r->n_events = kept;
-        return k;
+        r->apply_next = r->apply_kept = 0;
+        return k < 0 ? k : 1;
 }

@@ -57,6 +57,9 @@ typedef struct CollectorReader {
         uint64_t slots_taken;
         LifecycleEvent *events;           /* read from the ring buffer since the last tick */
         size_t n_events, events_capacity;
+        /* reader_apply_events() under way: the next event to apply, and how many of those before it
+         * wait for the next tick. */
+        size_t apply_next, apply_kept;
 } CollectorReader;
 
 /* slot_idle_usec: how long a slot's owner has not counted before the slot goes to a process that
@@ -97,8 +100,11 @@ int reader_mark_exiting(CollectorReader *r);
  * line and unit (every exec), an exit (the process is retired and forgotten by BPF; only those of
  * the first n_before_drain events, read before the maps were drained: a later one stays for the
  * next tick; so does a later exec of a process the drain did not find yet). After the maps were
- * drained, so that every process they name that was counted is known by then. */
-int reader_apply_events(CollectorReader *r, size_t n_before_drain);
+ * drained, so that every process they name that was counted is known by then. In steps until
+ * deadline_usec (CLOCK_MONOTONIC; UINT64_MAX: none): 10000 exits at once took 7 ms. Events read
+ * between two steps join the ones in hand, all read after the drain. 1 when every event was
+ * applied, 0 when the deadline came first; or the first failure, once all were let go. */
+int reader_apply_events(CollectorReader *r, size_t n_before_drain, uint64_t deadline_usec);
 
 /* Frees a slot whose counters are drained, in BPF and in the process table. */
 void reader_free_slot(CollectorReader *r, uint32_t slot);

@@ -840,8 +840,8 @@ static void site_privileged_group_update(SiteReader *r, uint64_t now) {
 }
 
 /* Flips the epoch, unless the one before is still to be drained (it was busy last tick); true when
- * no program counts into the old epoch any more, which is then in *ret_old. */
-static bool site_epoch_over(SiteReader *r, uint32_t *ret_old) {
+ * no program counts into the old epoch (r->old_epoch) any more. */
+static bool site_epoch_over(SiteReader *r) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
         uint64_t start;
 
@@ -859,21 +859,24 @@ static bool site_epoch_over(SiteReader *r, uint32_t *ret_old) {
                         return false;
                 sched_yield();
         }
-        *ret_old = r->old_epoch;
         return true;
 }
 
+/* Whether a step of the drain has used its time: checked between batches of a hash. */
+static bool past(uint64_t deadline) {
+        return deadline != UINT64_MAX && now_usec(CLOCK_MONOTONIC) >= deadline;
+}
+
 /* Removes the share counts of an epoch that is over, a batch of the hash at a time (one entry a
- * process and epoch: a storm of short processes leaves thousands a tick). */
-static int shares_clear(SiteReader *r, int fd, uint32_t epoch) {
-        struct ts_site_quota_key in_batch, out_batch;
-        bool first = true, done = false;
-
-        while (!done) {
+ * process and epoch: a storm of short processes leaves thousands a tick), from where the last
+ * step left off (r->walk); 1 when the hash is done, 0 when the deadline came first. */
+static int shares_clear(SiteReader *r, int fd, uint32_t epoch, uint64_t deadline) {
+        for (;;) {
                 __u32 count = SITE_BATCH, n_old = 0;
+                bool done = false;
 
-                if (bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->share_keys, r->share_values,
-                                         &count, NULL) < 0) {
+                if (bpf_map_lookup_batch(fd, r->walk.started ? &r->walk.share_cursor : NULL, &r->walk.share_next,
+                                         r->share_keys, r->share_values, &count, NULL) < 0) {
                         /* ENOENT: this was the last batch (count may still be > 0). */
                         if (errno != ENOENT)
                                 return -errno;
@@ -885,27 +888,29 @@ static int shares_clear(SiteReader *r, int fd, uint32_t epoch) {
                 /* As in drain_epoch(): the batch's buckets are behind the walk. */
                 if (n_old > 0 && bpf_map_delete_batch(fd, r->share_keys, &n_old, NULL) < 0)
                         return -errno;
-                in_batch = out_batch;
-                first = false;
+                r->walk.share_cursor = r->walk.share_next;
+                r->walk.started = true;
+                if (done)
+                        return 1;
+                if (past(deadline))
+                        return 0;
         }
-        return 0;
 }
 
-/* Reads every entry of the epoch that is over, hands its count to its process and deletes it.
- * Entries of the current epoch are left to the next tick. */
-static int drain_epoch(SiteReader *r, uint32_t old, uint64_t now) {
-        int fd = bpf_map__fd(r->bpf->skel->maps.sites);
-        struct ts_site_key in_batch, out_batch;
-        bool first = true, done = false;
+/* Reads the entries of the epoch that is over, a batch at a time from where the last step left
+ * off (r->walk), hands each one's count to its process and deletes it; 1 when the hash is done
+ * and the sites that waited for their process's maps are counted too, 0 when the deadline came
+ * first. Entries of the current epoch are left to the next tick; those BPF adds between two steps
+ * are all of the current epoch, so the walk may go on where it was. */
+static int drain_epoch(SiteReader *r, uint32_t old, uint64_t now, uint64_t deadline) {
+        int fd = bpf_map__fd(r->bpf->skel->maps.sites), k;
 
-        r->n_pending = 0;
-        r->drains++;
-        while (!done) {
+        for (;;) {
                 __u32 count = SITE_BATCH, n_drained = 0;
-                int k;
+                bool done = false;
 
-                k = bpf_map_lookup_batch(fd, first ? NULL : &in_batch, &out_batch, r->keys, r->values, &count,
-                                         NULL);
+                k = bpf_map_lookup_batch(fd, r->walk.started ? &r->walk.site_cursor : NULL, &r->walk.site_next, r->keys,
+                                         r->values, &count, NULL);
                 if (k < 0) {
                         /* ENOENT: this was the last batch (count may still be > 0). */
                         if (errno != ENOENT)
@@ -931,10 +936,15 @@ static int drain_epoch(SiteReader *r, uint32_t old, uint64_t now) {
                 /* The batch's buckets are behind the walk: deleting there does not disturb it. */
                 if (n_drained > 0 && bpf_map_delete_batch(fd, r->drained, &n_drained, NULL) < 0)
                         return -errno;
-                in_batch = out_batch;
-                first = false;
+                r->walk.site_cursor = r->walk.site_next;
+                r->walk.started = true;
+                if (done)
+                        break;
+                if (past(deadline))
+                        return 0;
         }
-        return drain_pending_sites(r, now);
+        k = drain_pending_sites(r, now);
+        return k < 0 ? k : 1;
 }
 
 /* The worker's answers since the last drain: the symbols of this drain's sites, and fills for the
@@ -956,21 +966,43 @@ static int take_symbols(SiteReader *r, uint64_t now) {
         return error;
 }
 
-int site_reader_drain(SiteReader *r, uint64_t now) {
+int site_reader_drain_step(SiteReader *r, uint64_t now, uint64_t deadline) {
         struct ts_site_epochs *ep = &r->bpf->skel->bss->site_epochs;
-        uint32_t old;
-        int k;
+        int k = 0;
 
-        if ((k = take_symbols(r, now)) < 0)
-                return k;
-        site_privileged_group_update(r, now);
-        if (!site_epoch_over(r, &old))
-                return 0; /* still busy: drained next tick */
-        if ((k = drain_epoch(r, old, now)) < 0 ||
-            (k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_quota), old)) < 0 ||
-            (k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_user_quota), old)) < 0)
-                return k;
-        __atomic_store_n(&ep->entries[old], 0, __ATOMIC_RELEASE);
-        r->flipped = false;
-        return 0;
+        switch (r->walk.stage) {
+        case SITE_WALK_BEGIN:
+                if ((k = take_symbols(r, now)) < 0)
+                        return k;
+                site_privileged_group_update(r, now);
+                if (!site_epoch_over(r))
+                        return 0; /* still busy: drained next tick */
+                r->n_pending = 0;
+                r->drains++;
+                r->walk = (SiteWalk) { .stage = SITE_WALK_SITES };
+                _fallthrough_;
+        case SITE_WALK_SITES:
+                if ((k = drain_epoch(r, r->old_epoch, now, deadline)) <= 0)
+                        break;
+                r->walk = (SiteWalk) { .stage = SITE_WALK_SHARES };
+                _fallthrough_;
+        case SITE_WALK_SHARES:
+                if ((k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_quota), r->old_epoch, deadline)) <= 0)
+                        break;
+                r->walk = (SiteWalk) { .stage = SITE_WALK_USER_SHARES };
+                _fallthrough_;
+        case SITE_WALK_USER_SHARES:
+                k = shares_clear(r, bpf_map__fd(r->bpf->skel->maps.site_user_quota), r->old_epoch, deadline);
+                if (k <= 0)
+                        break;
+                __atomic_store_n(&ep->entries[r->old_epoch], 0, __ATOMIC_RELEASE);
+                r->flipped = false;
+                r->walk = (SiteWalk) { .stage = SITE_WALK_BEGIN };
+                return 0;
+        }
+        /* A failure: the next tick walks the same epoch again from its start (what was drained
+         * left the hash). */
+        if (k < 0)
+                r->walk = (SiteWalk) { .stage = SITE_WALK_BEGIN };
+        return k < 0 ? k : 1;
 }

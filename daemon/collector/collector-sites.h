@@ -18,6 +18,22 @@
 #include "symbol-worker.h"
 #include "trapstat.h"
 
+/* Where the drain of an epoch is between the steps of a tick: the site hash, then the two share
+ * hashes, each walked in batches from a cursor (site_reader_drain_step()). */
+typedef enum SiteWalkStage {
+        SITE_WALK_BEGIN, /* the symbol worker's answers; the epoch flips */
+        SITE_WALK_SITES,
+        SITE_WALK_SHARES,
+        SITE_WALK_USER_SHARES,
+} SiteWalkStage;
+
+typedef struct SiteWalk {
+        SiteWalkStage stage; /* of the drain of SiteReader.old_epoch */
+        bool started;        /* the cursor is set: the hash's walk goes on from it */
+        struct ts_site_key site_cursor, site_next;
+        struct ts_site_quota_key share_cursor, share_next;
+} SiteWalk;
+
 typedef struct SiteReader {
         CollectorBpf *bpf;                /* borrowed */
         ProcTable *procs;                 /* borrowed */
@@ -32,6 +48,7 @@ typedef struct SiteReader {
         struct ts_site_quota_key *share_keys; /* a batch of a share hash */
         struct ts_site_quota *share_values;
         bool flipped;                     /* the epoch flipped; old_epoch is still to be drained */
+        SiteWalk walk;
         uint64_t group_checked_usec;      /* group trapstat last looked up (0: never) */
         uint32_t old_epoch;
         void *file_paths;                 /* tsearch() tree: (dev, inode) -> path, with its version */
@@ -58,8 +75,11 @@ void site_reader_done(SiteReader *r);
  * sites, and fills (r->fills, valid until the next drain) for the rows stored without them.
  * Then the site hash: each tick the epoch flips, and each entry of the epoch that is over
  * becomes a SiteCount of its process (proc_table_count_site()), with the file's path and the
- * symbol as far as known, and leaves the hash. */
-int site_reader_drain(SiteReader *r, uint64_t now);
+ * symbol as far as known, and leaves the hash. In steps: each walks batches of the hashes until
+ * the monotonic clock passes deadline (UINT64_MAX: none), and returns > 0 while the epoch is
+ * not done; 0 when it is (or when the epoch is still busy: the next tick drains it). Between two
+ * steps nothing may free a process (exits wait for the tick's end). */
+int site_reader_drain_step(SiteReader *r, uint64_t now, uint64_t deadline);
 /* At the end of a drain, once exec and exit events gave every process its uid: asks the symbol
  * worker for the symbols the drain did not know; what its full queue cannot take waits for the
  * next drain's end. */

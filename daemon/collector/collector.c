@@ -41,6 +41,8 @@ struct Collector {
         size_t n_before_drain; /* lifecycle events read before its maps were drained */
         bool maps_drained;     /* the counts' maps, in the first steps */
         bool sites_drained;
+        bool end_begun;        /* collector_tick_end() swept and read the events; it applies them */
+        bool swept;            /* and the sweep it read a piece of ended */
         int tick_error;        /* a step's failure, which its end returns */
         uint64_t tick_records; /* what the last tick that ended read: GetStatus's tickRecords */
 };
@@ -246,6 +248,7 @@ int collector_tick_begin(Collector *c, uint64_t now_usec) {
                 return r;
         c->maps_drained = false;
         c->sites_drained = false;
+        c->end_begun = false;
         c->tick_error = 0;
         c->in_tick = true;
         return 0;
@@ -263,6 +266,11 @@ static int read_active(Collector *c, bool *ret_done) {
         return 0;
 }
 
+/* The deadline of a step begun at start (CLOCK_MONOTONIC) with budget_usec; UINT64_MAX: none. */
+static uint64_t step_deadline(uint64_t start, uint64_t budget_usec) {
+        return budget_usec == UINT64_MAX ? UINT64_MAX : start + budget_usec;
+}
+
 int collector_tick_step(Collector *c, uint64_t budget_usec) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         bool done;
@@ -274,20 +282,19 @@ int collector_tick_step(Collector *c, uint64_t budget_usec) {
         /* The counts' maps first, in steps of the budget: when thousands of processes appear at
          * once, each is new to the process table (about 1.7 us each). */
         if (!c->maps_drained) {
-                r = reader_drain_maps_step(&c->reader, c->tick_usec,
-                                           budget_usec == UINT64_MAX ? UINT64_MAX : start + budget_usec);
+                r = reader_drain_maps_step(&c->reader, c->tick_usec, step_deadline(start, budget_usec));
                 if (r < 0)
                         c->tick_error = r;
                 c->maps_drained = r != 0;
                 return r < 0 ? 0 : 1;
         }
-        /* The sites after the counts' maps, so that their processes are known; a step of their
-         * own (in a storm, 1500 short processes' sites take 10-20 ms, as long as the maps). */
+        /* The sites after the counts' maps, so that their processes are known; in steps of their
+         * own (in a storm, 2000 short processes' sites take 3-6 ms of CPU a tick). */
         if (!c->sites_drained) {
-                c->sites_drained = true;
-                r = site_reader_drain(&c->sites, c->tick_usec);
+                r = site_reader_drain_step(&c->sites, c->tick_usec, step_deadline(start, budget_usec));
                 if (r < 0)
                         c->tick_error = r;
+                c->sites_drained = r <= 0;
                 return r < 0 ? 0 : 1;
         }
         /* Minor/major faults of the processes still running, from the kernel's accounting: of
@@ -310,30 +317,45 @@ int collector_tick_step(Collector *c, uint64_t budget_usec) {
         }
 }
 
-int collector_tick_end(Collector *c, CollectorTick *ret) {
-        uint64_t now = c->tick_usec;
-        CollectorTick t = {};
-        bool swept = false;
+/* The task iterator's share, and the events read again. */
+static int tick_end_begin(Collector *c) {
         int r;
 
-        assert(c->in_tick);
-        c->in_tick = false;
-        if (c->tick_error < 0)
-                return c->tick_error;
+        c->swept = false;
         if (c->bpf->iter_link) {
-                r = reader_sweep_tasks(&c->reader, now, &swept);
+                r = reader_sweep_tasks(&c->reader, c->tick_usec, &c->swept);
                 if (r < 0)
                         return r;
         }
+        /* An exec between the first read and the drain has counts of the new program in this
+         * tick, which are its unit's. So has one read in a turn of the event loop between the
+         * steps, the exits of which wait, as every exit read after the drain does (see
+         * reader_apply_events()). */
+        return collector_read_events(c);
+}
 
-        /* And events again: an exec between the first read and the drain has counts of the new
-         * program in this tick, which are its unit's. So has one read in a turn of the event
-         * loop between the steps, the exits of which wait, as every exit read after the drain
-         * does (see reader_apply_events()). */
-        r = collector_read_events(c);
-        if (r < 0)
-                return r;
-        if ((r = reader_apply_events(&c->reader, c->n_before_drain)) < 0 || (r = collect_garbage(c, now, swept)) < 0)
+int collector_tick_end(Collector *c, uint64_t budget_usec, CollectorTick *ret) {
+        uint64_t now = c->tick_usec, start = now_usec(CLOCK_MONOTONIC);
+        CollectorTick t = {};
+        int r;
+
+        assert(c->in_tick);
+        if (c->tick_error < 0) {
+                c->in_tick = false;
+                return c->tick_error;
+        }
+        if (!c->end_begun) {
+                c->end_begun = true;
+                if ((r = tick_end_begin(c)) < 0) {
+                        c->in_tick = false;
+                        return r;
+                }
+        }
+        r = reader_apply_events(&c->reader, c->n_before_drain, step_deadline(start, budget_usec));
+        if (r == 0)
+                return 1; /* events left for the next step */
+        c->in_tick = false;
+        if (r < 0 || (r = collect_garbage(c, now, c->swept)) < 0)
                 return r;
         /* Now that exec events gave the processes their users: each pays for its own symbols. */
         site_reader_ask_symbols(&c->sites);
@@ -354,10 +376,6 @@ int collector_tick_end(Collector *c, CollectorTick *ret) {
         t.n_fills = c->sites.n_fills;
         *ret = t;
         return 0;
-}
-
-bool collector_in_tick(Collector *c) {
-        return c->in_tick;
 }
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n) {

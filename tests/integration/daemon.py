@@ -297,7 +297,7 @@ class Daemon:
     """trapstatd with --tick 200ms; stopped with SIGTERM (and checked to exit 0) on exit. Fault time,
     off by default, is turned on (--enable-source fault_time) unless fault_time is False."""
 
-    def __init__(self, tick="200ms", extra_args=(), fault_time=True):
+    def __init__(self, tick="200ms", extra_args=(), fault_time=True, env=None):
         self.dir = tempfile.mkdtemp(prefix="trapstat-test-")
         self.state_dir = os.path.join(self.dir, "state")
         self.socket = os.path.join(self.dir, "io.trapstat")
@@ -310,11 +310,12 @@ class Daemon:
         # the counts must be exact with every one.
         if os.environ.get("TRAPSTAT_TEST_BPF_OBJECT"):
             self.args += ["--bpf-object", os.environ["TRAPSTAT_TEST_BPF_OBJECT"]]
+        self.env = {**os.environ, **env} if env else None  # the test hooks' variables
         self.proc = None
 
     def start(self):
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 20 * TIME_SCALE
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -58,6 +59,11 @@ class Varlink(Connection):
         return replies
 
 
+def as_user_argv(uid, *argv):
+    """argv run as uid (its group too, and its supplementary groups)."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups", *argv]
+
+
 def boottime_ns():
     return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
 
@@ -80,20 +86,21 @@ class Storm(unittest.TestCase):
     """10000 processes of an unprivileged user, 64 alive at once, each renamed by prctl right
     after its fork, 4 fresh pages, one #BP and one #UD each."""
 
+    daemon_env = None
+
     def setUp(self):
         self.uid = create_user(USER).pw_uid
         self.addCleanup(remove_user, USER)
         # Every process's two trap sites stay in the site hash until the tick after its exit: the
         # storm can hold more of them than the default 16384 when the daemon runs slowly (under
         # ASan), and this test asserts that nothing at all is dropped.
-        self.daemon = Daemon(extra_args=["--max-sites", "65536"]).__enter__()
+        self.daemon = Daemon(extra_args=["--max-sites", "65536"], env=self.daemon_env).__enter__()
         self.addCleanup(self.daemon.__exit__, None, None, None)
         # The user needs to reach the socket and run the binaries: a world-readable copy.
         self.bin = copy_for_users(self.daemon.dir, "TRAPSTAT", "STORM")
 
     def as_user(self, *args, timeout=30):
-        p = subprocess.run(["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--init-groups", *args],
-                           capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(as_user_argv(self.uid, *args), capture_output=True, text=True, timeout=timeout)
         if p.returncode != 0:
             raise AssertionError(f"{args} as {USER} exited {p.returncode}: {p.stderr.strip()}")
         return p.stdout
@@ -191,6 +198,21 @@ class Storm(unittest.TestCase):
             problems.append(f"minor/major faults of the stored children: {minor}/{major}, wait4() says "
                             f"{storm['minflt']}/{storm['majflt']} (short by {storm['minflt'] - minor} minor)")
         self.assertFalse(problems, "\n  " + "\n  ".join(problems))
+
+
+class StormInSmallSteps(Storm):
+    """The storm, with every step of a tick as short as it can be (a test hook: a budget of 1 µs,
+    so each step does a piece of its part and stops): the counts' maps, the site hash, the /proc
+    reads and the exits and execs applied at the tick's end (2 ms a turn in production, where a
+    mass exit of thousands crosses the stops) each stop and resume hundreds of times a tick; every
+    count stays exact, every child exited, nothing dropped."""
+
+    daemon_env = {"TRAPSTATD_TEST_TICK_STEP_USEC": "1"}
+
+    def setUp(self):
+        if os.environ.get("TRAPSTAT_TEST_HOOKS") != "1":
+            self.skipTest("trapstatd was built without the tests' hooks (meson setup -Dtest_hooks=true)")
+        super().setUp()
 
 
 class EventBuffer(unittest.TestCase):
@@ -574,6 +596,90 @@ class SlotHandOver(unittest.TestCase):
             self.end(a)
             self.end(b)
 
+
+class SlotHandOverHostile(unittest.TestCase):
+    """The hand-over under a hostile local user (a real unprivileged one): its processes fault in
+    every tick while a storm of its short processes comes and goes, so they take root's slots
+    whenever root's processes pause (--slot-idle 0: at every chance), and root's take them back.
+    A slot only decides where a process counts: root's counts and the user's stay exact, nothing
+    that loses a count is dropped, and no tick hands over more than 64 slots (256 slots here, so
+    that a tick could hand over more)."""
+
+    N = SlotHandOver.N
+    ROUNDS = 24
+    STORM = 2000
+    assert_exact = LiveProcesses.assert_exact
+    drained_top = LiveProcesses.drained_top
+    start, touch, end = SlotHandOver.start, SlotHandOver.touch, SlotHandOver.end
+
+    def user_popen(self, uid, *argv, **kwargs):
+        return subprocess.Popen(as_user_argv(uid, *argv), **kwargs)
+
+    def sample(self, v):
+        """(slots taken, ticks begun) from GetStatus: the ticks are the on_tick turns of the loop."""
+        status = v.call("io.trapstat.GetStatus")
+        return status["slotsTaken"], sum(t["turns"] for t in status["loopTurns"] if t["where"] == "on_tick")
+
+    def sample_until(self, path, stop, samples):
+        with Varlink(path) as v:
+            while not stop.is_set():
+                samples.append(self.sample(v))
+                time.sleep(0.01)
+
+    def test_a_users_processes_take_roots_slots(self):
+        uid = create_user(USER).pw_uid
+        self.addCleanup(remove_user, USER)
+        with Daemon(tick="100ms", extra_args=["--slots", "256", "--slot-idle", "0"]) as d:
+            v = Varlink(d.socket)
+            self.addCleanup(v.close)
+            bins = copy_for_users(d.dir, "HOLD_PROCS", "STORM")
+            root, root_pids = self.start(self.N)  # first: root's processes own the slots
+            user = self.user_popen(uid, bins["HOLD_PROCS"], str(self.N), str(HOLD_PAGES), stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+            self.addCleanup(user.stdout.close)
+            self.addCleanup(user.kill)
+            user_pids = json.loads(user.stdout.readline())["pids"]
+            samples, stop = [], threading.Event()
+            sampler = threading.Thread(target=self.sample_until, args=(d.socket, stop, samples))
+            sampler.start()
+            storm = self.user_popen(uid, bins["STORM"], str(self.STORM), "16", STORM_NAME, stdout=subprocess.PIPE,
+                                    text=True)
+            self.addCleanup(storm.kill)
+            try:
+                # The user's processes fault in every round, root's in every third: in between
+                # root's are idle owners, and the user's take their slots; then root's take them back.
+                for i in range(self.ROUNDS):
+                    self.touch(user, self.N)
+                    if i % 3 == 0:
+                        self.touch(root, self.N)
+                    time.sleep(0.1)
+                out, _ = storm.communicate(timeout=120)
+                tick_after(d.socket)
+            finally:
+                stop.set()
+                sampler.join()
+            self.assertEqual(storm.returncode, 0, "the user's storm")
+            self.assertEqual(json.loads(out)["traps"], {BP: self.STORM, UD: self.STORM})
+            self.assert_exact(v, root_pids + user_pids)
+
+            # Between two samples, a tick that began before the first may still hand over its share.
+            pairs = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(samples, samples[1:])]
+            over = [(taken, ticks) for taken, ticks in pairs if taken > 64 * (ticks + 1)]
+            taken, ticks = samples[-1][0] - samples[0][0], samples[-1][1] - samples[0][1]
+            print(f"\n{taken} slots changed hands in {ticks} ticks, at most {max(t for t, _ in pairs)} "
+                  f"between two of {len(samples)} samples", flush=True)
+            self.assertGreater(taken, 256, "the user's processes took root's slots, and root's took them back")
+            self.assertFalse(over, "more than 64 slots handed over in a tick: (taken, ticks begun) between samples")
+            lost = {k: c for k, c in drops_by_kind(v.call("io.trapstat.GetStatus")).items()
+                    if c and k not in LOSSLESS_DROPS and not k.startswith("site_")}
+            self.assertEqual(lost, {}, "drops that lose a count")
+            # Root's processes exit after all that: each one's history holds every fault it took.
+            expected = {pid: proc_faults(pid) for pid in root_pids}
+            self.end(root)
+            for pid in root_pids[:16]:
+                total = exited_history(d, pid)["total"]["faults"]
+                self.assertEqual(total["user"] + total["kernel"], expected[pid], pid)
+            self.end(user)
 
 if __name__ == "__main__":
     require_root_and_bpf()

@@ -117,8 +117,16 @@ static void test_per_callback(void **state) {
         on_quick_15(-1, 0, NULL); /* one too many: not listed */
         assert_int_equal(loop_turn_sites(&sites), LOOP_TURN_SITES);
         assert_string_equal(sites[LOOP_TURN_SITES - 1].where, "on_quick_14");
-        assert_int_equal(loop_turn_longest_usec(), longest);
-        assert_int_equal(loop_turn_slow(), slow);
+        /* on_busy's figures stay its own. A quick turn is slow only when the machine held the
+         * thread (under qemu it did): every slow turn is counted once, at its site when it has one. */
+        assert_int_equal(sites[0].slow, slow);
+        assert_int_equal(sites[0].longest_usec, longest);
+        uint64_t listed_slow = 0;
+        for (size_t i = 0; i < LOOP_TURN_SITES; i++)
+                listed_slow += sites[i].slow;
+        assert_true(loop_turn_slow() >= listed_slow);
+        assert_true(loop_turn_slow() <= listed_slow + 1); /* on_quick_15's turn, unlisted */
+        assert_true(loop_turn_longest_usec() >= longest);
 }
 
 int main(void) {

@@ -113,19 +113,18 @@ typedef struct CollectorTick {
  * before: a tick at now_usec. It comes in parts, so that its reads of /proc (one for every process
  * active in the tick) need not hold an event loop for their whole length:
  *   collector_tick_begin()  lifecycle events; what the counts' maps hold to be read is taken;
- *   collector_tick_step()   the counts' maps, then the sites in a step of their own, then the
- *                           reads of the active processes' accounting, for about budget_usec
- *                           each (and a piece more); > 0: call again, 0: what is left is the
- *                           end's;
+ *   collector_tick_step()   the counts' maps, then the sites, then the reads of the active
+ *                           processes' accounting, in steps of about budget_usec each (and a
+ *                           batch or a piece more; each kind begins a step of its own); > 0:
+ *                           call again, 0: what is left is the end's;
  *   collector_tick_end()    the task iterator's share, the lifecycle events again, applied in
- *                           order, the tick's samples in *ret; or a step's failure.
+ *                           order in steps of budget_usec (a mass exit is thousands); > 0: call
+ *                           again; 0: the tick's samples are in *ret; or a step's failure.
  * Between them the caller may do other work, collector_read_events() too, but no other tick.
  * A failed begin or end leaves no tick under way. */
 int collector_tick_begin(Collector *c, uint64_t now_usec);
 int collector_tick_step(Collector *c, uint64_t budget_usec);
-int collector_tick_end(Collector *c, CollectorTick *ret);
-/* Between collector_tick_begin() and collector_tick_end(). */
-bool collector_in_tick(Collector *c);
+int collector_tick_end(Collector *c, uint64_t budget_usec, CollectorTick *ret);
 
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
 /* What the kernel's capabilities and the configuration allow beyond the counts, each active or
