@@ -123,8 +123,8 @@ static int pending_compare(const void *a, const void *b) {
         return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
 }
 
-/* Adds a process's pending sum of a bucket to its raw row and to its total (table process_total,
- * which Top ranks by); st is either statement, both take (id, bucket, faults, traps, time). */
+/* Adds a process's pending sum of a bucket to its raw row or to its total (table process_total,
+ * which Top ranks by); st is any of their statements, all take (id, bucket, faults, traps, time). */
 static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, x->process_id);
@@ -139,7 +139,12 @@ static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
 static int fold_sample(Store *s, const PendingSample *x) {
         int r = fold_into(s->add_raw[STORE_KIND_SAMPLE], x);
 
-        return r < 0 ? r : fold_into(s->add_total, x);
+        if (r >= 0)
+                r = fold_into(s->add_total, x);
+        /* No total yet: the process's first fold. */
+        if (r >= 0 && sqlite3_changes(s->db) == 0)
+                r = fold_into(s->insert_total, x);
+        return r;
 }
 
 /* The pending samples of ticks before before_usec (INT64_MAX: all), see store_pending_read(). */

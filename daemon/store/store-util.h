@@ -82,7 +82,8 @@ struct Store {
         uint64_t swept_bucket;             /* raw bucket in which `known` was last swept */
         /* The pending ticks (store-pending.c). */
         sqlite3_stmt *add_pending;
-        sqlite3_stmt *add_total; /* a folded sample into table process_total, for Top's ranking */
+        sqlite3_stmt *add_total;    /* a folded sample into its row of table process_total (Top's ranking) */
+        sqlite3_stmt *insert_total; /* ... the row, where the process had none */
         uint8_t *packed; /* a tick's deltas for sample_pending */
         size_t packed_size, packed_capacity;
         bool pending;            /* sample_pending may have rows */
