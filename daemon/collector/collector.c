@@ -340,20 +340,17 @@ int collector_tick_end(Collector *c, uint64_t budget_usec, CollectorTick *ret) {
         int r;
 
         assert(c->in_tick);
-        if (c->tick_error < 0) {
-                c->in_tick = false;
-                return c->tick_error;
-        }
-        if (!c->end_begun) {
+        r = c->tick_error;
+        if (r >= 0 && !c->end_begun) {
                 c->end_begun = true;
-                if ((r = tick_end_begin(c)) < 0) {
-                        c->in_tick = false;
-                        return r;
-                }
+                r = tick_end_begin(c);
         }
-        r = reader_apply_events(&c->reader, c->n_before_drain, step_deadline(start, budget_usec));
-        if (r == 0)
-                return 1; /* events left for the next step */
+        if (r >= 0) {
+                r = reader_apply_events(&c->reader, c->n_before_drain, step_deadline(start, budget_usec));
+                if (r == 0)
+                        return 1; /* events left for the next step */
+        }
+        /* Done or failed, the tick is over. */
         c->in_tick = false;
         if (r < 0 || (r = collect_garbage(c, now, c->swept)) < 0)
                 return r;
