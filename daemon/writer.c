@@ -29,13 +29,15 @@
 #define SYNC_POLL_USEC (50 * USEC_PER_MSEC)
 /* How long a forced checkpoint waits for the checkpoint thread's to end (checkpoint_forced()). */
 #define CHECKPOINT_WAIT_USEC (2 * USEC_PER_SEC)
-/* A transaction writes at most this many samples. The WAL holds a transaction whole until it
- * commits, so a tick of thousands of new processes (a storm of short ones, each with its command
- * line: about 1.3 KiB a process with a 1 KiB one) is written in several, with a checkpoint between
- * them when the WAL asks for one: the WAL stays near the checkpoint's backstop (4/32 of the cap)
- * instead of growing by a whole tick. Readers may see part of such a tick for a moment, as they
- * see the ticks of a 10 s bucket one by one. */
-#define SAMPLES_PER_TRANSACTION 256
+/* A transaction writes at most this many process rows with their text (store_flush_part()). The
+ * WAL holds a transaction whole until it commits, so a tick of thousands of new processes (a storm
+ * of short ones, each with its command line: about 1.3 KiB a process with a 1 KiB one) is written
+ * in several, with a checkpoint between them when the WAL asks for one: the WAL stays near the
+ * checkpoint's backstop (4/32 of the cap) instead of growing by a whole tick. Readers may see part
+ * of such a tick for a moment, as they see the ticks of a 10 s bucket one by one. The samples of
+ * processes whose rows are written already (a few bytes each in the tick's pending row) do not
+ * count: 1000 of them are one transaction, not four, each with its own pending row and commit. */
+#define ROWS_PER_TRANSACTION 256
 
 struct Writer {
         WriterConfig config;
@@ -157,7 +159,7 @@ static void count_unsaved(Writer *w, size_t n) {
         pthread_mutex_unlock(&w->lock);
 }
 
-/* Writes the batch from where it stopped, SAMPLES_PER_TRANSACTION samples a transaction.
+/* Writes the batch from where it stopped, ROWS_PER_TRANSACTION process rows a transaction.
  * -EBUSY: the database is locked, what was committed is kept in b->written and the rest is tried
  * again later; any other failure loses the rest (counted unsaved). */
 static int write_batch(Writer *w, TickBatch *b) {
@@ -182,9 +184,10 @@ static int write_batch(Writer *w, TickBatch *b) {
                 b->fills_written = true;
         }
         while (b->written < n) {
-                size_t k = MIN(n - b->written, (size_t) SAMPLES_PER_TRANSACTION);
+                size_t k = 0;
 
-                r = store_flush(w->store, b->now_usec, samples + b->written, k);
+                r = store_flush_part(w->store, b->now_usec, samples + b->written, n - b->written, ROWS_PER_TRANSACTION,
+                                     &k);
                 if (r == -EBUSY)
                         return r;
                 if (r < 0) {

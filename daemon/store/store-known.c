@@ -211,16 +211,17 @@ int store_known_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProces
                         *ret_known = k;
                         return 0;
                 }
-                r = update_process(s, k->id, p,
-                                   k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
-                                           text_changes(k->unit, p->unit));
+                bool identity = k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
+                                text_changes(k->unit, p->unit);
+
+                r = update_process(s, k->id, p, identity);
                 if (r >= 0) {
                         r = known_update(k, p);
                         if (r < 0)
                                 return r;
                         *ret_id = k->id;
                         *ret_known = k;
-                        return 0;
+                        return identity;
                 }
                 if (r != -ENOENT)
                         return r;
@@ -234,7 +235,7 @@ int store_known_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProces
                 return r;
         *ret_id = id;
         *ret_known = k;
-        return 0;
+        return 1;
 }
 
 typedef struct KnownSweep {

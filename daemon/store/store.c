@@ -488,7 +488,8 @@ static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, co
 }
 
 /* Writes one process's part of a tick: its row, its deltas packed for the pending row, and the
- * kinds written at once (fault time, traps, sites). In the caller's transaction. */
+ * kinds written at once (fault time, traps, sites). In the caller's transaction. 1 when it wrote
+ * the process's row with its text (store_known_row()), else 0. */
 static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, uint64_t now_usec) {
         /* Seen at least in the bucket it has counts in: Top finds the processes of a stretch of
          * time by last seen (store.h). The collector passes the tick's time. */
@@ -497,10 +498,10 @@ static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, 
         uint64_t time_ns = fault_time_total_ns(&sample->fault_time);
         KnownProcess *k;
         int64_t id = 0;
-        int r;
+        int r, row;
 
         seen.last_seen_usec = MAX(seen.last_seen_usec, bucket);
-        r = store_known_row(s, &seen, &id, &k);
+        r = row = store_known_row(s, &seen, &id, &k);
         if (r < 0)
                 return r;
         k->flushed_usec = now_usec;
@@ -529,19 +530,28 @@ static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, 
         /* Its row is final: exited, last seen exact. */
         if (seen.exited)
                 store_known_forget(s, k);
-        return 0;
+        return row;
 }
 
 /* How long a tick's write goes on folding the ticks of an earlier bucket, beside its own. */
 #define FLUSH_FOLD_USEC (8 * USEC_PER_MSEC)
 
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {
+        return store_flush_part(s, now_usec, samples, n, SIZE_MAX, NULL);
+}
+
+int store_flush_part(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n, size_t max_rows,
+                     size_t *ret_n) {
         uint64_t bucket = tier_floor(TIER_RAW, now_usec);
         bool folded = false;
+        size_t i = 0, rows = 0;
         int r;
 
-        if (n == 0)
+        if (n == 0) {
+                if (ret_n)
+                        *ret_n = 0;
                 return 0;
+        }
         r = sql_exec(s->db, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
@@ -555,7 +565,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
          * with each tick and in maintenance steps (store_pending_fold_slice()). */
         if (s->pending && s->pending_bucket != bucket)
                 s->fold_due = true;
-        /* Once a tick: the writer writes one in transactions of 256 processes (daemon/writer.c). */
+        /* Once a tick: the writer may write one in several transactions (daemon/writer.c). */
         if (s->fold_due && s->fold_tick_usec != now_usec) {
                 s->fold_tick_usec = now_usec;
                 r = store_pending_fold_slice(s, bucket, FLUSH_FOLD_USEC, &folded);
@@ -563,10 +573,11 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                         goto rollback;
         }
         s->packed_size = 0;
-        for (size_t i = 0; i < n; i++) {
-                r = flush_sample(s, &samples[i], bucket, now_usec);
+        while (i < n && (i == 0 || rows < max_rows)) {
+                r = flush_sample(s, &samples[i++], bucket, now_usec);
                 if (r < 0)
                         goto rollback;
+                rows += (size_t) r;
         }
         if (s->packed_size > 0) {
                 r = store_pending_add(s, now_usec);
@@ -582,6 +593,8 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
                 s->pending = true;
                 s->pending_bucket = bucket;
         }
+        if (ret_n)
+                *ret_n = i;
         return 0;
 rollback:
         store_rollback(s);

@@ -173,7 +173,7 @@ class SizeCapShares(unittest.TestCase):
             if not sanitized():
                 self.assertLessEqual(peak[0], start + 2 * CAP)
             # The writer checkpoints as it goes (forced at four times the checkpoint threshold,
-            # 1/32 of the cap) and writes at most 256 processes in one transaction, which the WAL
+            # 1/32 of the cap) and writes at most 256 new process rows in one transaction, which the WAL
             # holds whole: the WAL never takes half the cap. (When a tick was one transaction, a
             # storm's tick of thousands of exits with 1 KiB command lines took it to 4.61 MiB;
             # now 0.9-3.0 MiB.) Within a tick's transactions, at eight times the threshold the

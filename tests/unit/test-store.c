@@ -363,6 +363,77 @@ static void test_process_row_writes(void **state) {
         store_free(s);
 }
 
+/* Writes a tick with store_flush_part() and max_rows, as the writer does; the sizes of its
+ * transactions in order into parts[] (at most 8). */
+static size_t flush_parts(Store *s, uint64_t now, const ProcessSample *samples, size_t n, size_t max_rows,
+                          size_t parts[static 8]) {
+        size_t done = 0, n_parts = 0;
+
+        while (done < n) {
+                size_t k = 0;
+
+                assert_int_equal(store_flush_part(s, now, samples + done, n - done, max_rows, &k), 0);
+                assert_true(k >= 1 && k <= n - done && n_parts < 8);
+                parts[n_parts++] = k;
+                done += k;
+        }
+        return n_parts;
+}
+
+/* A tick's transaction ends after max_rows process rows with their text (new processes, a new
+ * command line), not after max_rows samples: the samples of rows already written do not count.
+ * Counts are exact however the tick was cut. */
+static void test_flush_part(void **state) {
+        enum { N = 600, CHANGED = 300 };
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        ProcessInfo *p = calloc(N, sizeof(*p));
+        ProcessSample *samples = calloc(N, sizeof(*samples));
+        char path[256], cmdline[N][32];
+        size_t parts[8];
+        Store *s;
+
+        assert_non_null(p);
+        assert_non_null(samples);
+        snprintf(path, sizeof(path), "%s/part.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (size_t i = 0; i < N; i++) {
+                snprintf(cmdline[i], sizeof(cmdline[i]), "worker --n %zu", i);
+                p[i] = (ProcessInfo) { .pid = (uint32_t) (2000 + i), .start_time = 7, .comm = "worker", .uid = 1000,
+                                       .cmdline = cmdline[i], .first_seen_usec = t0, .last_seen_usec = t0 };
+                samples[i] = (ProcessSample) { .process = &p[i], .delta = { .user = 1 } };
+        }
+
+        /* New processes: 256 rows a transaction. */
+        assert_int_equal(flush_parts(s, t0, samples, N, 256, parts), 3);
+        assert_int_equal(parts[0], 256);
+        assert_int_equal(parts[1], 256);
+        assert_int_equal(parts[2], N - 512);
+        /* The same processes a tick later: one transaction. */
+        assert_int_equal(flush_parts(s, t0 + S, samples, N, 256, parts), 1);
+        assert_int_equal(parts[0], N);
+        /* Half of them with a new command line: 256 of those, then the rest with the others. */
+        for (size_t i = 0; i < CHANGED; i++)
+                snprintf(cmdline[i], sizeof(cmdline[i]), "worker --n %zu --again", i);
+        assert_int_equal(flush_parts(s, t0 + 2 * S, samples, N, 256, parts), 2);
+        assert_int_equal(parts[0], 256);
+        assert_int_equal(parts[1], N - 256);
+        /* max_rows 0 still writes one sample a call. */
+        for (size_t i = 0; i < 3; i++)
+                snprintf(cmdline[i], sizeof(cmdline[i]), "worker --n %zu --third", i);
+        assert_int_equal(flush_parts(s, t0 + 3 * S, samples, 3, 0, parts), 3);
+
+        for (size_t i = 0; i < N; i += 97) {
+                ProcessInfo found = found_process(s, p[i].pid);
+
+                assert_string_equal(found.cmdline, cmdline[i]);
+                process_info_done(&found);
+                assert_int_equal(history_user(s, p[i].pid, 10 * S, NULL), i < 3 ? 4 : 3);
+        }
+        store_free(s);
+        free(samples);
+        free(p);
+}
+
 /* A daemon killed between ticks loses none it committed: a child flushes 25 ticks over three
  * buckets and is killed without closing the store. */
 static void test_killed_keeps_committed_ticks(void **state) {
@@ -655,6 +726,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_migrate_fixture_v1),
                 cmocka_unit_test(test_migrate_fixture_v2),
                 cmocka_unit_test(test_process_row_writes),
+                cmocka_unit_test(test_flush_part),
                 cmocka_unit_test(test_killed_keeps_committed_ticks),
                 cmocka_unit_test(test_reader),
                 cmocka_unit_test(test_checkpoint_handler),

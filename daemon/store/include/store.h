@@ -140,6 +140,13 @@ uint64_t store_size_bytes(Store *s);
  * (store_top(), store_history(), store_unit_history_read()): they see every committed tick,
  * and never fold. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
+/* The same for the first of the samples, in one transaction that ends once it wrote max_rows
+ * process rows with their text (a new process, or a new uid, command line or unit: a storm of
+ * new processes, each with its command line, is what makes a tick's transaction large); the
+ * samples of processes whose rows it had written are not counted. *ret_n (may be NULL): how many
+ * samples it wrote, at least one when n > 0. */
+int store_flush_part(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n, size_t max_rows,
+                     size_t *ret_n);
 /* store_flush() also adds each sample's sites (ProcessSample.sites) to the raw bucket, at once
  * (they are few), creating the object and site rows they name: an object row per version of a
  * file (name, dev, ino and SiteCount.version), so a file that took an old one's path and inode
