@@ -150,7 +150,8 @@ static int prepare_statements(Store *s) {
         r = sql_prepare(s->db, &s->add_pending, "INSERT INTO sample_pending (time_usec, data) VALUES (?, ?)");
         if (r < 0)
                 return r;
-        /* The parameters of the sample kind's raw upsert, which fold_into() binds to these too. */
+        /* The totals' statements take what fold_into() binds: (id, bucket, the faults from ?3,
+         * traps, time), as the sample kind's raw upsert does. */
         values = join_fault_columns("?");
         sets = join_fault_columns("f_%1$s = f_%1$s + ?%2$d");
         if (!values || !sets)
