@@ -29,7 +29,7 @@
 #define SYNC_POLL_USEC (50 * USEC_PER_MSEC)
 /* How long a forced checkpoint waits for the checkpoint thread's to end (checkpoint_forced()). */
 #define CHECKPOINT_WAIT_USEC (2 * USEC_PER_SEC)
-/* A transaction writes at most this many process rows with their text (store_flush_part()). The
+/* A transaction writes at most this many process rows with their text or an exit (store_flush_part()). The
  * WAL holds a transaction whole until it commits, so a tick of thousands of new processes (a storm
  * of short ones, each with its command line: about 1.3 KiB a process with a 1 KiB one) is written
  * in several, with a checkpoint between them when the WAL asks for one: the WAL stays near the

@@ -221,7 +221,8 @@ int store_known_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProces
                                 return r;
                         *ret_id = k->id;
                         *ret_known = k;
-                        return identity;
+                        /* An exit is final text too: a storm's exits are bounded like its starts. */
+                        return identity || p->exited;
                 }
                 if (r != -ENOENT)
                         return r;

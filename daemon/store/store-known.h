@@ -24,8 +24,8 @@ typedef struct KnownProcess {
 
 /* The process's row id, the row created or updated as needed (its command line cut to
  * store_set_max_cmdline()); *ret_known: its cache entry. Part of the caller's transaction. 1 when
- * it wrote the row with its text (a new row, or a new uid, command line or unit), 0 when not (the
- * row was as cached, or only its comm, last seen or exited changed). */
+ * it wrote the row with its text (a new row, or a new uid, command line or unit) or as exited, 0
+ * when not (the row was as cached, or only its comm or last seen changed). */
 int store_known_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProcess **ret_known);
 /* Forgets one entry: its row is final (exited), or gone. */
 void store_known_forget(Store *s, KnownProcess *k);

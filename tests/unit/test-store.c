@@ -421,13 +421,21 @@ static void test_flush_part(void **state) {
         for (size_t i = 0; i < 3; i++)
                 snprintf(cmdline[i], sizeof(cmdline[i]), "worker --n %zu --third", i);
         assert_int_equal(flush_parts(s, t0 + 3 * S, samples, 3, 0, parts), 3);
+        /* All of them exit in one tick: an exit writes its row, so 256 a transaction again. */
+        for (size_t i = 0; i < N; i++)
+                p[i].exited = true;
+        assert_int_equal(flush_parts(s, t0 + 4 * S, samples, N, 256, parts), 3);
+        assert_int_equal(parts[0], 256);
+        assert_int_equal(parts[1], 256);
+        assert_int_equal(parts[2], N - 512);
 
         for (size_t i = 0; i < N; i += 97) {
                 ProcessInfo found = found_process(s, p[i].pid);
 
                 assert_string_equal(found.cmdline, cmdline[i]);
+                assert_true(found.exited);
                 process_info_done(&found);
-                assert_int_equal(history_user(s, p[i].pid, 10 * S, NULL), i < 3 ? 4 : 3);
+                assert_int_equal(history_user(s, p[i].pid, 10 * S, NULL), i < 3 ? 5 : 4);
         }
         store_free(s);
         free(samples);
