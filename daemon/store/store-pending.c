@@ -3,9 +3,16 @@
  * process: packed, for each process with a non-zero delta its row id, a mask of its non-zero
  * members (bit i: fault_fields[i], bit n_fault_fields: traps, the next: fault time in ns), then those
  * members, every number
- * an unsigned LEB128. Folding adds all pending rows to their raw buckets and deletes them, in one
- * transaction of the writer's: when a tick falls into a later bucket, and before a step of
- * maintenance that needs them in rows. The queries read them as they are (store_pending_read()). */
+ * an unsigned LEB128. Folding adds the pending rows of the minutes before the current one to their
+ * raw buckets and each process's total, and deletes them: when a tick falls into a later minute,
+ * and before a step of maintenance that needs them in rows, in slices of a few milliseconds whose
+ * progress table pending_fold keeps (schema/sql/0012-pending-fold.sql). The queries read them as
+ * they are (store_pending_read()).
+ *
+ * Why a minute and not the raw tier's 10 s: a fold writes each process's total (table
+ * process_total, whose index entries of every sort column move with it) and the last page of its
+ * raw rows (sample_raw is clustered by process). At 1000 processes faulting every second that is
+ * once a minute instead of six times, for the same rows. */
 #include "store-pending.h"
 
 #include <errno.h>
@@ -74,10 +81,18 @@ static int id_compare(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* How far a fold under way got (table pending_fold): the samples of processes up to through_id
+ * in the rows of ticks before before_usec are folded already. through_id 0: none. */
+typedef struct FoldProgress {
+        int64_t before_usec;
+        int64_t through_id;
+} FoldProgress;
+
 /* Appends the samples packed in one pending row to *array: all of them, or with only_ids those
- * of the processes it lists. */
-static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, const int64_t *only_ids, size_t n_only,
-                          PendingSample **array, size_t *n, size_t *capacity) {
+ * of the processes it lists; none that the fold under way has folded (folded: the processes up
+ * to that id). */
+static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, int64_t folded, const int64_t *only_ids,
+                          size_t n_only, PendingSample **array, size_t *n, size_t *capacity) {
         const uint8_t *end = p + size;
 
         while (p < end) {
@@ -98,6 +113,8 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, c
                         return r;
                 if ((mask & (UINT64_C(1) << (n_fault_fields + 1))) && (r = unpack_u64(&p, end, &x.time_ns)) < 0)
                         return r;
+                if (x.process_id <= folded)
+                        continue;
                 /* A unit's processes may be thousands: a binary search, not a scan, per sample. */
                 if (only_ids && !bsearch(&x.process_id, only_ids, n_only, sizeof(*only_ids), id_compare))
                         continue;
@@ -123,6 +140,15 @@ static int pending_compare(const void *a, const void *b) {
         return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
 }
 
+/* The fold's order: a process's buckets together, then its total. */
+static int fold_compare(const void *a, const void *b) {
+        const PendingSample *x = a, *y = b;
+
+        if (x->process_id != y->process_id)
+                return x->process_id < y->process_id ? -1 : 1;
+        return x->bucket_usec < y->bucket_usec ? -1 : x->bucket_usec > y->bucket_usec;
+}
+
 /* Adds a process's pending sum of a bucket to its raw row or to its total (table process_total,
  * which Top ranks by); st is any of their statements, all take (id, bucket, faults, traps, time). */
 static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
@@ -136,18 +162,29 @@ static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
         return sql_step_done(st);
 }
 
-static int fold_sample(Store *s, const PendingSample *x) {
-        int r = fold_into(s->add_raw[STORE_KIND_SAMPLE], x);
+/* Folds one process's samples (a[0..n), its buckets in order) into its raw rows and then their
+ * sum into its total. */
+static int fold_process(Store *s, const PendingSample *a, size_t n) {
+        PendingSample sum = a[0];
+        int r = 0;
 
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = fold_into(s->add_raw[STORE_KIND_SAMPLE], &a[i]);
+                if (i > 0)
+                        pending_sample_add(&sum, &a[i]);
+        }
+        /* The total's last counted bucket: the newest of them. */
+        sum.bucket_usec = a[n - 1].bucket_usec;
         if (r >= 0)
-                r = fold_into(s->add_total, x);
+                r = fold_into(s->add_total, &sum);
         /* No total yet: the process's first fold. */
         if (r >= 0 && sqlite3_changes(s->db) == 0)
-                r = fold_into(s->insert_total, x);
+                r = fold_into(s->insert_total, &sum);
         return r;
 }
 
-/* The pending samples of ticks before before_usec (INT64_MAX: all), see store_pending_read(). */
+/* The pending samples of ticks before before_usec (INT64_MAX: all) that no fold has taken yet,
+ * see store_pending_read(). */
 static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, size_t n_only, PendingSample **ret,
                         size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
@@ -155,17 +192,22 @@ static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, 
         size_t n = 0, capacity = 0, m = 0;
         int rc, r;
 
-        rc = sqlite3_prepare_v2(s->db, "SELECT time_usec, data FROM sample_pending WHERE time_usec < ?", -1, &st, NULL);
+        /* One statement, so the rows and the fold's progress are of one snapshot. */
+        rc = sqlite3_prepare_v2(s->db,
+                                "SELECT p.time_usec, p.data, f.before_usec, f.through_id FROM sample_pending AS p "
+                                "LEFT JOIN pending_fold AS f WHERE p.time_usec < ?",
+                                -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sqlite_to_errno(rc);
         sqlite3_bind_int64(st, 1, before_usec);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                uint64_t t = (uint64_t) sqlite3_column_int64(st, 0);
+                int64_t t = sqlite3_column_int64(st, 0);
                 const uint8_t *data = sqlite3_column_blob(st, 1);
+                FoldProgress fold = { sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) };
                 size_t before = n;
 
-                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), tier_floor(TIER_RAW, t), only_ids,
-                                   n_only, &a, &n, &capacity);
+                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), tier_floor(TIER_RAW, (uint64_t) t),
+                                   t < fold.before_usec ? fold.through_id : 0, only_ids, n_only, &a, &n, &capacity);
                 if (r == -EUCLEAN)
                         n = before; /* a row that does not decode is dropped, alone */
                 else if (r < 0)
@@ -192,8 +234,8 @@ int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, Pending
         return pending_read(s, INT64_MAX, only_ids, n_only, ret, ret_n);
 }
 
-static int fold_checked(Store *s, const PendingSample *x) {
-        int r = fold_sample(s, x);
+static int fold_checked(Store *s, const PendingSample *a, size_t n) {
+        int r = fold_process(s, a, n);
 
         /* A process row that is gone (nothing of ours deletes one with ticks pending) takes its
          * counts with it, rather than failing every fold after. */
@@ -209,19 +251,6 @@ static int insert_pending(Store *s, uint64_t time_usec) {
         return sql_step_done(st);
 }
 
-/* Packs samples of one bucket, in process order, into one pending row of that bucket. */
-static int repack_bucket(Store *s, const PendingSample *a, size_t n) {
-        int r = 0;
-
-        s->packed_size = 0;
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = store_pending_pack(s, a[i].process_id, &a[i].delta, a[i].traps, a[i].time_ns);
-        if (r >= 0)
-                r = insert_pending(s, a[0].bucket_usec);
-        s->packed_size = 0;
-        return r;
-}
-
 void store_pending_forget_fold(Store *s) {
         free(s->fold_left);
         s->fold_left = NULL;
@@ -229,49 +258,70 @@ void store_pending_forget_fold(Store *s) {
         s->fold_left_before = 0;
 }
 
+/* Ends a fold: the rows it took go, and so does its progress. */
+static int fold_done(Store *s, int64_t before) {
+        _cleanup_finalize_ sqlite3_stmt *del = NULL;
+        int r;
+
+        r = sql_prepare(s->db, &del, "DELETE FROM sample_pending WHERE time_usec < ?");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(del, 1, before);
+        r = sql_step_done(del);
+        return r < 0 ? r : sql_exec(s->db, "DELETE FROM pending_fold");
+}
+
+/* Records that the processes up to through_id are folded, for the readers and a restart. */
+static int fold_progress(Store *s, int64_t before, int64_t through_id) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r;
+
+        r = sql_prepare(s->db, &st, "INSERT OR REPLACE INTO pending_fold (id, before_usec, through_id) VALUES (1, ?, ?)");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, before);
+        sqlite3_bind_int64(st, 2, through_id);
+        r = sql_step_done(st);
+        if (r >= 0)
+                s->fold_marked_before = MAX(s->fold_marked_before, (uint64_t) before);
+        return r;
+}
+
 int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done) {
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         uint64_t deadline_usec = budget_usec > UINT64_MAX - start ? UINT64_MAX : start + budget_usec;
-        _cleanup_finalize_ sqlite3_stmt *del = NULL;
-        int64_t before = clamp_i64(tier_floor(TIER_RAW, before_usec));
+        int64_t before = clamp_i64(store_fold_floor(before_usec));
         PendingSample *a;
-        size_t n, i = 0;
+        size_t n, i = 0, processes = 0;
         int r;
 
-        /* The samples left by the last slice, unless it was of another bucket: the rows they came
+        /* The samples left by the last slice, unless it was of another minute: the rows they came
          * from are read and unpacked once, not at every slice (3-4 ms at 10000 processes). */
         if (s->fold_left_before != before) {
                 store_pending_forget_fold(s);
                 r = pending_read(s, before, NULL, 0, &s->fold_left, &s->n_fold_left);
                 if (r < 0)
                         return r;
+                if (s->n_fold_left > 0)
+                        qsort(s->fold_left, s->n_fold_left, sizeof(*s->fold_left), fold_compare);
                 s->fold_left_before = before;
         }
         a = s->fold_left;
         n = s->n_fold_left;
-        /* At least a few, so that a slow machine still gets through them. */
+        /* Process by process, at least a few, so that a slow machine still gets through them. */
         while (i < n) {
-                r = fold_checked(s, &a[i++]);
+                size_t j = i + 1;
+
+                while (j < n && a[j].process_id == a[i].process_id)
+                        j++;
+                r = fold_checked(s, a + i, j - i);
                 if (r < 0)
                         goto fail;
-                if (i % FOLD_CHECK_EVERY == 0 && now_usec(CLOCK_MONOTONIC) >= deadline_usec)
+                i = j;
+                if (++processes % FOLD_CHECK_EVERY == 0 && now_usec(CLOCK_MONOTONIC) >= deadline_usec)
                         break;
         }
-        r = sql_prepare(s->db, &del, "DELETE FROM sample_pending WHERE time_usec < ?");
-        if (r < 0)
-                goto fail;
-        sqlite3_bind_int64(del, 1, before);
-        r = sql_step_done(del);
-        /* What is left goes back as one row per bucket: a and so each bucket's part of it is in
-         * (bucket, process) order. */
-        for (size_t j = i; r >= 0 && j < n;) {
-                size_t k = j;
-
-                while (k < n && a[k].bucket_usec == a[j].bucket_usec)
-                        k++;
-                r = repack_bucket(s, a + j, k - j);
-                j = k;
-        }
+        r = i == n ? fold_done(s, before) : fold_progress(s, before, a[i - 1].process_id);
         if (r < 0)
                 goto fail;
         *ret_done = i == n;
@@ -306,7 +356,7 @@ int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t budget_usec
         int r;
 
         /* Also without a tick since: the last ones written may be of a bucket that is over. */
-        if (s->pending && (s->pending_bucket == 0 || s->pending_bucket < tier_floor(TIER_RAW, before_usec)))
+        if (s->pending && (s->pending_bucket == 0 || s->pending_bucket < store_fold_floor(before_usec)))
                 s->fold_due = true;
         if (!s->fold_due) {
                 *ret_done = true;
@@ -349,8 +399,15 @@ int store_pending_settle(Store *s) {
 }
 
 int store_pending_add(Store *s, uint64_t now_usec) {
-        /* A tick of a bucket a slice's list covers (the clock went back): read the rows again. */
-        if (tier_floor(TIER_RAW, now_usec) < (uint64_t) s->fold_left_before)
+        int r;
+
+        /* A tick before a minute a fold has taken part of (the clock went back) counts in that
+         * minute's first bucket: in its own, the fold's progress would hide part of it. */
+        now_usec = MAX(now_usec, s->fold_marked_before);
+        /* A tick of a minute a slice's list covers: read the rows again. */
+        if (now_usec < (uint64_t) s->fold_left_before)
                 store_pending_forget_fold(s);
-        return insert_pending(s, now_usec);
+        r = insert_pending(s, now_usec);
+        s->packed_size = 0;
+        return r;
 }

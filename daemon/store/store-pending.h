@@ -2,13 +2,19 @@
 #pragma once
 
 /* The pending ticks (store-pending.c): a tick's deltas as one row of sample_pending, folded
- * into the raw tier's buckets when a tick falls into a new one. Internal to the store. */
+ * into the raw tier's buckets when a tick falls into a new minute. Internal to the store. */
 
 #include "store-util.h"
+#include "tier-util.h"
+
+/* The ticks before this are folded, those after it pending: the start of t's minute. */
+static inline uint64_t store_fold_floor(uint64_t t) {
+        return tier_floor(TIER_MINUTE, t);
+}
 
 /* Appends a process's delta to the tick being packed (s->packed; store_flush() empties it). */
 int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns);
-/* Commits what was packed as one pending row; in the caller's transaction. */
+/* Writes what was packed as one pending row and empties s->packed; in the caller's transaction. */
 int store_pending_add(Store *s, uint64_t now_usec);
 /* A process's deltas of one raw bucket that are still pending. */
 typedef struct PendingSample {
@@ -23,8 +29,8 @@ typedef struct PendingSample {
 void pending_sample_add(PendingSample *a, const PendingSample *b);
 
 /* Every pending sample (only_ids not NULL: of the n_only processes it lists, sorted ascending,
- * only), summed per bucket and process, in (bucket, process) order: *ret_n of them in *ret, to
- * free(). A row that does not decode is skipped. */
+ * only) that no fold has taken yet, summed per bucket and process, in (bucket, process) order:
+ * *ret_n of them in *ret, to free(). A row that does not decode is skipped. */
 int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n);
 /* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
  * in the caller's transaction. A row that does not decode is dropped, alone. */
@@ -33,15 +39,16 @@ int store_pending_fold(Store *s);
  * the writer's side only (store_open(), store_free(), a maintenance step that deletes samples).
  * The queries never fold: they read the pending rows (store_pending_read()). */
 int store_pending_settle(Store *s);
-/* Folds the pending ticks of the raw buckets before before_usec's, in (bucket, process) order,
- * for budget_usec (UINT64_MAX: all; at least FOLD_CHECK_EVERY processes), and packs what is
- * left back into one row per bucket; in the caller's transaction. The queries see each count once
- * either way: a folded sample is in its raw row, one not yet folded still pending. *ret_done: none
- * of those ticks is left pending. A bucket of 10000 processes takes the writer some 300 ms to
+/* Folds the pending ticks of the minutes before before_usec's, process by process (each one's
+ * buckets, then its total), for budget_usec (UINT64_MAX: all; at least FOLD_CHECK_EVERY
+ * processes); in the caller's transaction. Where it stops, table pending_fold says which
+ * processes it took; once all are, their rows go. The queries see each count once either way: a
+ * folded sample is in its raw row and total, one not yet folded still pending. *ret_done: none of
+ * those ticks is left pending. A minute of 10000 processes takes the writer more than a second to
  * fold: in slices, a query waiting for a tick (writer_sync()) waits for one slice, not for that. */
 int store_pending_fold_slice(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done);
 /* Forgets what the last slice left, as a transaction with a slice in it rolls back. */
 void store_pending_forget_fold(Store *s);
-/* One slice in a transaction of its own, when s->fold_due says ticks of an earlier bucket may be
+/* One slice in a transaction of its own, when s->fold_due says ticks of an earlier minute may be
  * pending; clears it once none is. */
 int store_pending_fold_step(Store *s, uint64_t before_usec, uint64_t budget_usec, bool *ret_done);

@@ -88,13 +88,14 @@ struct Store {
         size_t packed_size, packed_capacity;
         bool pending;            /* sample_pending may have rows */
         uint64_t pending_bucket; /* the raw bucket of the last tick written; 0: not known */
-        bool fold_due;           /* ticks of an earlier bucket than that may be pending */
+        bool fold_due;           /* ticks of an earlier minute than that may be pending */
         uint64_t fold_tick_usec; /* the tick whose write folded a slice last */
         /* What the last slice left of the ticks before fold_left_before (0: nothing known), as
          * the rows hold it once that slice's transaction commits (store_pending_fold_slice()). */
         struct PendingSample *fold_left;
         size_t n_fold_left;
         int64_t fold_left_before;
+        uint64_t fold_marked_before; /* the newest minute a slice wrote progress for (pending_fold) */
         /* Writing sites and the dictionaries they name (store-sites-write.c's, opaque). */
         SiteWriter *site_writer;
 

@@ -544,7 +544,7 @@ int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_
 int store_flush_part(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n, size_t max_rows,
                      size_t *ret_n) {
         uint64_t bucket = tier_floor(TIER_RAW, now_usec);
-        bool folded = false;
+        bool folded = false, packed;
         size_t i = 0, rows = 0;
         int r;
 
@@ -562,9 +562,9 @@ int store_flush_part(Store *s, uint64_t now_usec, const ProcessSample *samples, 
                         goto rollback;
                 s->swept_bucket = bucket;
         }
-        /* A tick in a new bucket: the last one's ticks are folded into their raw rows, a slice
+        /* A tick in a new minute: the last one's ticks are folded into their raw rows, a slice
          * with each tick and in maintenance steps (store_pending_fold_slice()). */
-        if (s->pending && s->pending_bucket != bucket)
+        if (s->pending && store_fold_floor(s->pending_bucket) != store_fold_floor(bucket))
                 s->fold_due = true;
         /* Once a tick: the writer may write one in several transactions (daemon/writer.c). */
         if (s->fold_due && s->fold_tick_usec != now_usec) {
@@ -580,7 +580,8 @@ int store_flush_part(Store *s, uint64_t now_usec, const ProcessSample *samples, 
                         goto rollback;
                 rows += (size_t) r;
         }
-        if (s->packed_size > 0) {
+        packed = s->packed_size > 0;
+        if (packed) {
                 r = store_pending_add(s, now_usec);
                 if (r < 0)
                         goto rollback;
@@ -590,7 +591,7 @@ int store_flush_part(Store *s, uint64_t now_usec, const ProcessSample *samples, 
                 goto rollback;
         if (folded)
                 s->fold_due = false;
-        if (s->packed_size > 0) {
+        if (packed) {
                 s->pending = true;
                 s->pending_bucket = bucket;
         }

@@ -102,7 +102,7 @@ static void test_reader_sees_pending_ticks(void **state) {
                 assert_int_equal(store_flush(w, t0 + i * S, &sample, 1), 0);
         }
         /* A tick in the same bucket (folded with the first two by the next) and, after the
-         * process exited, its last in the next bucket: pending. */
+         * process exited, its last in the next minute: pending. */
         {
                 ProcessSample sample = { &a, (Faults) { .user = 5, .kernel = 2 }, &ud };
                 assert_int_equal(store_flush(w, t0 + 2 * S, &sample, 1), 0);
@@ -110,7 +110,7 @@ static void test_reader_sees_pending_ticks(void **state) {
         a.exited = true;
         {
                 ProcessSample sample = { &a, (Faults) { .user = 8000 }, &ud };
-                assert_int_equal(store_flush(w, t0 + 11 * S, &sample, 1), 0);
+                assert_int_equal(store_flush(w, t0 + 60 * S, &sample, 1), 0);
         }
 
         assert_int_equal(history_user(r, 820, 10 * S, &traps), 8025);
@@ -124,7 +124,7 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(hist[0].faults.user, 25);
         assert_int_equal(hist[0].faults.kernel, 2);
         assert_int_equal(hist[0].traps->vector[6], 3);
-        assert_int_equal(hist[1].time_usec, t0 + 10 * S);
+        assert_int_equal(hist[1].time_usec, t0 + 60 * S);
         assert_int_equal(hist[1].faults.user, 8000);
         assert_int_equal(hist[1].traps->vector[6], 3);
         store_history_rows_free(hist, n);
@@ -140,14 +140,14 @@ static void test_reader_sees_pending_ticks(void **state) {
         assert_int_equal(history_user(r, 820, 60 * S, NULL), 8025);
 
         /* A snapshot: the writer's later ticks are not seen until it ends, nor its fold of the
-         * pending ones (b's tick falls into a later bucket) counted twice or lost. */
+         * pending ones (b's tick falls into a later minute) counted twice or lost. */
         assert_int_equal(store_snapshot_begin(r), 0);
         assert_int_equal(history_user_read(r, 820, 10 * S, NULL), 8025);
         {
-                ProcessInfo b = { .pid = 821, .start_time = 9, .comm = "b", .first_seen_usec = t0 + 20 * S };
+                ProcessInfo b = { .pid = 821, .start_time = 9, .comm = "b", .first_seen_usec = t0 + 120 * S };
                 ProcessSample sample = { &b, (Faults) { .user = 1 }, NULL };
 
-                assert_int_equal(store_flush(w, t0 + 20 * S, &sample, 1), 0);
+                assert_int_equal(store_flush(w, t0 + 120 * S, &sample, 1), 0);
         }
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_raw"), 2);
         assert_int_equal(store_find_process(r, 821, 0, &id, &found), -ENOENT);
@@ -220,8 +220,8 @@ static void test_unit_history(void **state) {
         assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_minute WHERE process_id IN "
                                         "(SELECT id FROM process WHERE pid IN (600, 601))"),
                          2 * 4);
-        /* Then a minute in the raw tier, a bucket per tick: each tick folds the one before, the
-         * last (b's exit) stays pending. */
+        /* Then a minute in the raw tier, a bucket per tick: all six pending until a tick of a
+         * later minute folds them. */
         for (uint64_t k = 0; k < 6; k++) {
                 ProcessSample samples[] = {
                         { &a, (Faults) { .user = 1 }, &ud },
@@ -232,7 +232,7 @@ static void test_unit_history(void **state) {
                 b.exited = k == 5;
                 assert_int_equal(store_flush(w, t0 + 2 * H + k * 10 * S, samples, ELEMENTSOF(samples)), 0);
         }
-        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 6);
 
         assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
         /* Per minute: 6 + 60 user faults, 6 #UD and 2 × 2 #BP (ticks 0 and 3 of each 6). */
@@ -262,7 +262,7 @@ static void test_unit_history(void **state) {
         assert_int_equal(h.rows[1].traps->vector[6], 6);
         store_unit_history_done(&h);
 
-        /* The raw minute by 10 s, the pending tick last; the default step as UnitHistory's
+        /* The pending minute by 10 s; the default step as UnitHistory's
          * method takes it (from the earliest first seen, t0, to now, 2 h: 10 s) and the range's
          * processes: c exited before it, b within. */
         assert_int_equal(store_snapshot_begin(r), 0);
@@ -323,10 +323,10 @@ static void test_unit_history(void **state) {
         assert_int_equal(unit_history(r, "WEB.service", -1, 0, UINT64_MAX, M, &h), -ENOENT);
         assert_int_equal(unit_history(r, "web.service", -1, 0, UINT64_MAX, 15 * S, &h), -EINVAL);
 
-        /* The writer's own query reads the pending tick where it is, and folds nothing: the same
+        /* The writer's own query reads the pending ticks where they are, and folds nothing: the same
          * sums. */
         assert_int_equal(unit_history(w, "web.service", -1, 0, UINT64_MAX, H, &h), 0);
-        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM sample_pending"), 6);
         unit_history_sum(&h, &faults, &traps);
         assert_int_equal(faults.user, 5 * 66);
         assert_int_equal(traps_total(&traps), 50);

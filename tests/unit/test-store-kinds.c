@@ -154,10 +154,10 @@ static void test_kinds_match_the_schema(void **state) {
         }
 
         /* The tables that are not counts: processes and their totals, the tiers' marks, the pending
-         * ticks, the site kind's dictionaries. */
+         * ticks and their fold's progress, the site kind's dictionaries. */
         assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
                                        "AND name NOT IN ('process', 'process_total', 'tier', 'sample_pending', "
-                                       "'object', 'site', 'user_usage')"),
+                                       "'pending_fold', 'object', 'site', 'user_usage')"),
                          (int64_t) tables);
         sqlite3_close(db);
 }
@@ -569,9 +569,9 @@ static void test_totals_count_in_the_shares(void **state) {
         db = open_db("usage-totals.db");
         assert_int_equal(store_flush(s, t0, (ProcessSample[]) { { &p } }, 1), 0);
         empty = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001");
-        /* A count, folded by the tick of the next bucket. */
+        /* A count, folded by the tick of the next minute. */
         assert_int_equal(store_flush(s, t0 + 1000000, (ProcessSample[]) { { &p, (Faults) { .user = 3 } } }, 1), 0);
-        assert_int_equal(store_flush(s, t0 + 10000000, (ProcessSample[]) { { &p } }, 1), 0);
+        assert_int_equal(store_flush(s, t0 + 60000000, (ProcessSample[]) { { &p } }, 1), 0);
         assert_int_equal(query_int(db, "SELECT f_user FROM process_total"), 3);
         counted = query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1001");
         /* The raw row (64) and the total (200). */

@@ -406,7 +406,7 @@ static void test_gone_processes_hourly(void **state) {
         (void) state;
 }
 
-/* A bucket's ticks, folded in slices (store_pending_fold_slice()). */
+/* A minute's ticks, folded in slices (store_pending_fold_slice()). */
 enum { SLICED = 100, SLICE = 16 };
 
 static void sliced_procs(ProcessInfo procs[SLICED], ProcessSample samples[SLICED], uint64_t t0, uint64_t user) {
@@ -417,9 +417,10 @@ static void sliced_procs(ProcessInfo procs[SLICED], ProcessSample samples[SLICED
         }
 }
 
-/* Two ticks of one bucket; then a slice a step, each SLICE processes more into their raw rows and
- * the rest packed back into one pending row. A reader sees every count once between any two
- * slices, and a tick of the new bucket written meanwhile is not folded with them. */
+/* Two ticks of one minute; then a slice a step, each SLICE processes more into their raw rows and
+ * totals, the pending rows left as they are and the fold's progress (table pending_fold) beside
+ * them. A reader sees every count once between any two slices, and a tick of the new minute
+ * written meanwhile is not folded with them. */
 static void test_fold_in_slices(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
         ProcessInfo procs[SLICED];
@@ -438,26 +439,29 @@ static void test_fold_in_slices(void **state) {
 
         for (size_t step = 1; step <= 3; step++) {
                 /* No time at all: the least a slice folds. */
-                assert_int_equal(store_pending_fold_step(w, t0 + 10 * S, 0, &done), 0);
+                assert_int_equal(store_pending_fold_step(w, t0 + 60 * S, 0, &done), 0);
                 assert_false(done);
                 assert_true(store_folding(w));
                 assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), (int64_t) (step * SLICE));
                 assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM process_total"), (int64_t) (step * SLICE));
-                assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+                assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 2);
+                assert_int_equal(sql_int_at(path, "SELECT through_id FROM pending_fold"),
+                                 sql_int_at(path, "SELECT MAX(process_id) FROM sample_raw"));
                 for (size_t i = 0; i < SLICED; i++)
                         assert_int_equal(history_user(r, 2000 + (uint32_t) i, 10 * S, NULL), 2 * i + 6);
         }
-        /* A tick of the next bucket: the rest is folded (by the tick's own slice, and by steps
+        /* A tick of the next minute: the rest is folded (by the tick's own slice, and by steps
          * for what a slow machine left of it in 8 ms), the new tick not. */
         sliced_procs(procs, samples, t0, 1000);
-        assert_int_equal(store_flush(w, t0 + 11 * S, samples, SLICED), 0);
+        assert_int_equal(store_flush(w, t0 + 61 * S, samples, SLICED), 0);
         for (size_t step = 0; store_folding(w); step++) {
                 assert_true(step < SLICED / SLICE);
-                assert_int_equal(store_pending_fold_step(w, t0 + 11 * S, UINT64_MAX, &done), 0);
+                assert_int_equal(store_pending_fold_step(w, t0 + 61 * S, UINT64_MAX, &done), 0);
         }
         assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), SLICED);
         assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 1);
-        assert_int_equal(sql_int_at(path, "SELECT MIN(time_usec) FROM sample_pending"), (int64_t) (t0 + 11 * S));
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM pending_fold"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT MIN(time_usec) FROM sample_pending"), (int64_t) (t0 + 61 * S));
         assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), SLICED * (SLICED - 1) + 6 * SLICED);
         for (size_t i = 0; i < SLICED; i++)
                 assert_int_equal(history_user(r, 2000 + (uint32_t) i, 10 * S, NULL), 3 * i + 1006);
@@ -485,24 +489,27 @@ static void test_fold_killed_between_slices(void **state) {
 
                 sliced_procs(procs, samples, t0, 1);
                 if (store_open(path, "boot-1", &w) < 0 || store_flush(w, t0 + S, samples, SLICED) < 0 ||
-                    store_pending_fold_step(w, t0 + 10 * S, 0, &done) < 0 ||
-                    store_pending_fold_step(w, t0 + 10 * S, 0, &done) < 0 || done)
+                    store_pending_fold_step(w, t0 + 60 * S, 0, &done) < 0 ||
+                    store_pending_fold_step(w, t0 + 60 * S, 0, &done) < 0 || done)
                         _exit(1);
                 _exit(0); /* no store_free(): it would fold the rest */
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), 2 * SLICE);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM pending_fold"), 1);
         assert_int_equal(store_open(path, "boot-1", &w), 0);
         assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM pending_fold"), 0);
         assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), sum);
         assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM process_total"), sum);
         store_free(w);
         (void) state;
 }
 
-/* A tick of a bucket being folded, written between two slices (a clock set back): its counts
- * are folded with the rest, not deleted with the rows the slices read before it came. */
+/* A tick of a minute being folded, written between two slices (a clock set back): its counts
+ * are kept, in the first bucket after that minute (where the fold's progress cannot hide part of
+ * them), not deleted with the rows the slices read before it came. */
 static void test_fold_late_tick(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
         const int64_t sum = SLICED * (SLICED - 1) / 2 + SLICED;
@@ -517,7 +524,7 @@ static void test_fold_late_tick(void **state) {
         assert_int_equal(store_open(path, "boot-1", &w), 0);
         sliced_procs(procs, samples, t0, 1);
         assert_int_equal(store_flush(w, t0 + S, samples, SLICED), 0);
-        assert_int_equal(store_pending_fold_step(w, t0 + 20 * S, 0, &done), 0);
+        assert_int_equal(store_pending_fold_step(w, t0 + 60 * S, 0, &done), 0);
         assert_false(done);
         assert_int_equal(store_find_process(w, 2000, 0, &id, &found), 0);
         process_info_done(&found);
@@ -525,8 +532,14 @@ static void test_fold_late_tick(void **state) {
         assert_int_equal(store_pending_add(w, t0 + 5 * S), 0);
         for (int i = 0; !done; i++) {
                 assert_true(i < SLICED);
-                assert_int_equal(store_pending_fold_step(w, t0 + 20 * S, 0, &done), 0);
+                assert_int_equal(store_pending_fold_step(w, t0 + 60 * S, 0, &done), 0);
         }
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 1);
+        assert_int_equal(sql_int_at(path, "SELECT time_usec FROM sample_pending"), (int64_t) (t0 + 60 * S));
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), sum);
+        assert_int_equal(history_user(w, 2000, 10 * S, NULL), 1 + 500);
+        assert_int_equal(store_pending_fold_step(w, t0 + 120 * S, UINT64_MAX, &done), 0);
+        assert_true(done);
         assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 0);
         assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM sample_raw"), sum + 500);
         assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM process_total"), sum + 500);
