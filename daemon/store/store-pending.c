@@ -183,13 +183,33 @@ static int fold_process(Store *s, const PendingSample *a, size_t n) {
         return r;
 }
 
+/* Sorts a[0..n) into key order and sums each process's samples of one bucket into one; the
+ * count left. */
+static size_t pending_merge(PendingSample *a, size_t n) {
+        size_t m = 0;
+
+        if (n > 0)
+                qsort(a, n, sizeof(*a), pending_compare);
+        for (size_t i = 0; i < n; i++) {
+                if (m > 0 && pending_compare(&a[i], &a[m - 1]) == 0)
+                        pending_sample_add(&a[m - 1], &a[i]);
+                else
+                        a[m++] = a[i];
+        }
+        return m;
+}
+
+/* Unpacked samples merged once they are this many more than at the last merge (and than that
+ * merge left): a minute of ticks of 1000 processes is 60000 samples, 6000 once merged. */
+#define PENDING_MERGE_MIN 4096
+
 /* The pending samples of ticks before before_usec (INT64_MAX: all) that no fold has taken yet,
  * see store_pending_read(). */
 static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, size_t n_only, PendingSample **ret,
                         size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         _cleanup_free_ PendingSample *a = NULL;
-        size_t n = 0, capacity = 0, m = 0;
+        size_t n = 0, capacity = 0, merged = 0;
         int rc, r;
 
         /* One statement, so the rows and the fold's progress are of one snapshot. */
@@ -212,21 +232,16 @@ static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, 
                         n = before; /* a row that does not decode is dropped, alone */
                 else if (r < 0)
                         return r;
+                /* Merged as they come, so that what is held follows the processes and buckets,
+                 * not the ticks. */
+                if (n - merged > MAX(merged, (size_t) PENDING_MERGE_MIN))
+                        n = merged = pending_merge(a, n);
         }
         if (rc != SQLITE_DONE)
                 return sqlite_to_errno(rc) ?: -EIO;
 
-        /* In key order, a process's ticks of one bucket summed into one. */
-        if (n > 0)
-                qsort(a, n, sizeof(*a), pending_compare);
-        for (size_t i = 0; i < n; i++) {
-                if (m > 0 && pending_compare(&a[i], &a[m - 1]) == 0) {
-                        pending_sample_add(&a[m - 1], &a[i]);
-                } else
-                        a[m++] = a[i];
-        }
+        *ret_n = pending_merge(a, n);
         *ret = TAKE_PTR(a);
-        *ret_n = m;
         return 0;
 }
 

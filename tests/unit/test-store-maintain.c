@@ -470,6 +470,35 @@ static void test_fold_in_slices(void **state) {
         (void) state;
 }
 
+/* A minute of ticks of 100 processes, 6000 samples pending: read back merged as they are read
+ * (more than PENDING_MERGE_MIN of them), every process's count exact before the fold and after. */
+static void test_pending_merged_as_read(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        ProcessInfo procs[SLICED];
+        ProcessSample samples[SLICED];
+        char path[256];
+        bool done;
+        Store *w;
+
+        snprintf(path, sizeof(path), "%s/merged.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        for (uint64_t tick = 0; tick < 60; tick++) {
+                sliced_procs(procs, samples, t0, 1); /* user i + 1 a tick */
+                assert_int_equal(store_flush(w, t0 + tick * S, samples, SLICED), 0);
+        }
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_pending"), 60);
+        for (size_t i = 0; i < SLICED; i++)
+                assert_int_equal(history_user(w, 2000 + (uint32_t) i, 10 * S, NULL), 60 * (i + 1));
+        assert_int_equal(store_pending_fold_step(w, t0 + 60 * S, UINT64_MAX, &done), 0);
+        assert_true(done);
+        assert_int_equal(sql_int_at(path, "SELECT COUNT(*) FROM sample_raw"), 6 * SLICED);
+        assert_int_equal(sql_int_at(path, "SELECT SUM(f_user) FROM process_total"), 60 * SLICED * (SLICED + 1) / 2);
+        for (size_t i = 0; i < SLICED; i++)
+                assert_int_equal(history_user(w, 2000 + (uint32_t) i, 10 * S, NULL), 60 * (i + 1));
+        store_free(w);
+        (void) state;
+}
+
 /* A daemon killed between two slices: the next one folds the rest, nothing twice. */
 static void test_fold_killed_between_slices(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
@@ -555,6 +584,7 @@ int main(void) {
                 cmocka_unit_test(test_maintain_folds_only_what_it_needs),
                 cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_fold_in_slices),
+                cmocka_unit_test(test_pending_merged_as_read),
                 cmocka_unit_test(test_fold_killed_between_slices),
                 cmocka_unit_test(test_fold_late_tick),
         };
