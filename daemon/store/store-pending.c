@@ -88,11 +88,84 @@ typedef struct FoldProgress {
         int64_t through_id;
 } FoldProgress;
 
-/* Appends the samples packed in one pending row to *array: all of them, or with only_ids those
- * of the processes it lists; none that the fold under way has folded (folded: the processes up
- * to that id). */
+/* Where unpacked samples go: appended to a[], or, for sums, added into their process's element
+ * of a[], found by a table of open addressing (slots: the index + 1 of an element, 0 empty). */
+typedef struct PendingSink {
+        PendingSample *a;
+        size_t n, capacity;
+        bool sums;
+        uint32_t *slots;
+        size_t n_slots; /* a power of two, at least twice n */
+} PendingSink;
+
+static void sink_done(PendingSink *k) {
+        free(k->a);
+        free(k->slots);
+}
+
+/* Row ids come in sequence: mixed (the splitmix64 finalizer) so that neighbours spread. */
+static size_t sink_slot(const PendingSink *k, int64_t id) {
+        uint64_t h = (uint64_t) id;
+
+        h ^= h >> 30;
+        h *= UINT64_C(0xbf58476d1ce4e5b9);
+        h ^= h >> 27;
+        h *= UINT64_C(0x94d049bb133111eb);
+        h ^= h >> 31;
+        size_t i = (size_t) h & (k->n_slots - 1);
+
+        while (k->slots[i] && k->a[k->slots[i] - 1].process_id != id)
+                i = (i + 1) & (k->n_slots - 1);
+        return i;
+}
+
+static int sink_grow_slots(PendingSink *k) {
+        size_t n_slots = k->n_slots ? k->n_slots * 2 : 1024;
+        uint32_t *slots;
+
+        if (n_slots > UINT32_MAX)
+                return -ENOMEM;
+        slots = calloc(n_slots, sizeof(*slots));
+        if (!slots)
+                return -ENOMEM;
+        free(k->slots);
+        k->slots = slots;
+        k->n_slots = n_slots;
+        for (size_t j = 0; j < k->n; j++)
+                k->slots[sink_slot(k, k->a[j].process_id)] = (uint32_t) (j + 1);
+        return 0;
+}
+
+static int sink_put(PendingSink *k, const PendingSample *x) {
+        size_t i = 0;
+        int r;
+
+        if (k->sums) {
+                if (2 * (k->n + 1) > k->n_slots && (r = sink_grow_slots(k)) < 0)
+                        return r;
+                i = sink_slot(k, x->process_id);
+                if (k->slots[i]) {
+                        PendingSample *e = &k->a[k->slots[i] - 1];
+
+                        pending_sample_add(e, x);
+                        e->bucket_usec = MAX(e->bucket_usec, x->bucket_usec);
+                        return 0;
+                }
+        }
+        r = array_grow((void **) &k->a, &k->capacity, k->n, 1, sizeof(*k->a));
+        if (r < 0)
+                return r;
+        k->a[k->n++] = *x;
+        if (k->sums)
+                k->slots[i] = (uint32_t) k->n;
+        return 0;
+}
+
+/* Puts the samples packed in one pending row into sink: all of them, or with only_ids those of
+ * the processes it lists; none that the fold under way has folded (folded: the processes up to
+ * that id). sink NULL: only whether the row decodes. */
 static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, int64_t folded, const int64_t *only_ids,
-                          size_t n_only, PendingSample **array, size_t *n, size_t *capacity) {
+                          size_t n_only, PendingSink *sink) {
         const uint8_t *end = p + size;
 
         while (p < end) {
@@ -113,15 +186,14 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, i
                         return r;
                 if ((mask & (UINT64_C(1) << (n_fault_fields + 1))) && (r = unpack_u64(&p, end, &x.time_ns)) < 0)
                         return r;
-                if (x.process_id <= folded)
+                if (!sink || x.process_id <= folded)
                         continue;
                 /* A unit's processes may be thousands: a binary search, not a scan, per sample. */
                 if (only_ids && !bsearch(&x.process_id, only_ids, n_only, sizeof(*only_ids), id_compare))
                         continue;
-                r = array_grow((void **) array, capacity, *n, 1, sizeof(**array));
+                r = sink_put(sink, &x);
                 if (r < 0)
                         return r;
-                (*array)[(*n)++] = x;
         }
         return 0;
 }
@@ -203,45 +275,80 @@ static size_t pending_merge(PendingSample *a, size_t n) {
  * merge left): a minute of ticks of 1000 processes is 60000 samples, 6000 once merged. */
 #define PENDING_MERGE_MIN 4096
 
-/* The pending samples of ticks before before_usec (INT64_MAX: all) that no fold has taken yet,
- * see store_pending_read(). */
-static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, size_t n_only, PendingSample **ret,
-                        size_t *ret_n) {
+/* Puts the pending samples of ticks in [since_usec, before_usec) that no fold has taken yet into
+ * sink; an append sink sorted and summed per (bucket, process) as they come. */
+static int pending_scan(Store *s, int64_t since_usec, int64_t before_usec, const int64_t *only_ids, size_t n_only,
+                        PendingSink *sink) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        _cleanup_free_ PendingSample *a = NULL;
-        size_t n = 0, capacity = 0, merged = 0;
+        size_t merged = 0;
         int rc, r;
 
         /* One statement, so the rows and the fold's progress are of one snapshot. */
         rc = sqlite3_prepare_v2(s->db,
                                 "SELECT p.time_usec, p.data, f.before_usec, f.through_id FROM sample_pending AS p "
-                                "LEFT JOIN pending_fold AS f WHERE p.time_usec < ?",
+                                "LEFT JOIN pending_fold AS f WHERE p.time_usec >= ? AND p.time_usec < ?",
                                 -1, &st, NULL);
         if (rc != SQLITE_OK)
                 return sqlite_to_errno(rc);
-        sqlite3_bind_int64(st, 1, before_usec);
+        sqlite3_bind_int64(st, 1, since_usec);
+        sqlite3_bind_int64(st, 2, before_usec);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int64_t t = sqlite3_column_int64(st, 0);
                 const uint8_t *data = sqlite3_column_blob(st, 1);
                 FoldProgress fold = { sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) };
-                size_t before = n;
+                size_t size = (size_t) sqlite3_column_bytes(st, 1), before = sink->n;
 
-                r = unpack_samples(data, (size_t) sqlite3_column_bytes(st, 1), tier_floor(TIER_RAW, (uint64_t) t),
-                                   t < fold.before_usec ? fold.through_id : 0, only_ids, n_only, &a, &n, &capacity);
-                if (r == -EUCLEAN)
-                        n = before; /* a row that does not decode is dropped, alone */
+                /* A row that does not decode is dropped, alone: sums look before they add. */
+                if (sink->sums && unpack_samples(data, size, 0, 0, NULL, 0, NULL) == -EUCLEAN)
+                        continue;
+                r = unpack_samples(data, size, tier_floor(TIER_RAW, (uint64_t) t),
+                                   t < fold.before_usec ? fold.through_id : 0, only_ids, n_only, sink);
+                if (r == -EUCLEAN && !sink->sums)
+                        sink->n = before;
                 else if (r < 0)
                         return r;
                 /* Merged as they come, so that what is held follows the processes and buckets,
                  * not the ticks. */
-                if (n - merged > MAX(merged, (size_t) PENDING_MERGE_MIN))
-                        n = merged = pending_merge(a, n);
+                if (!sink->sums && sink->n - merged > MAX(merged, (size_t) PENDING_MERGE_MIN))
+                        sink->n = merged = pending_merge(sink->a, sink->n);
         }
         if (rc != SQLITE_DONE)
                 return sqlite_to_errno(rc) ?: -EIO;
+        return 0;
+}
 
-        *ret_n = pending_merge(a, n);
-        *ret = TAKE_PTR(a);
+/* The pending samples of ticks before before_usec (INT64_MAX: all) that no fold has taken yet,
+ * see store_pending_read(). */
+static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, size_t n_only, PendingSample **ret,
+                        size_t *ret_n) {
+        _cleanup_(sink_done) PendingSink sink = {};
+        int r;
+
+        r = pending_scan(s, 0, before_usec, only_ids, n_only, &sink);
+        if (r < 0)
+                return r;
+        *ret_n = pending_merge(sink.a, sink.n);
+        *ret = TAKE_PTR(sink.a);
+        return 0;
+}
+
+static int by_process(const void *a, const void *b) {
+        const PendingSample *x = a, *y = b;
+
+        return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
+}
+
+int store_pending_sums(Store *s, uint64_t since_bucket, PendingSample **ret, size_t *ret_n) {
+        _cleanup_(sink_done) PendingSink sink = { .sums = true };
+        int r;
+
+        r = pending_scan(s, clamp_i64(since_bucket), INT64_MAX, NULL, 0, &sink);
+        if (r < 0)
+                return r;
+        if (sink.n > 0)
+                qsort(sink.a, sink.n, sizeof(*sink.a), by_process);
+        *ret_n = sink.n;
+        *ret = TAKE_PTR(sink.a);
         return 0;
 }
 

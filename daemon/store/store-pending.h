@@ -32,6 +32,11 @@ void pending_sample_add(PendingSample *a, const PendingSample *b);
  * only) that no fold has taken yet, summed per bucket and process, in (bucket, process) order:
  * *ret_n of them in *ret, to free(). A row that does not decode is skipped. */
 int store_pending_read(Store *s, const int64_t *only_ids, size_t n_only, PendingSample **ret, size_t *ret_n);
+/* The pending samples of buckets from since_bucket on that no fold has taken yet, summed per
+ * process (bucket_usec: the newest of them), in process order: *ret_n of them in *ret, to free().
+ * A row that does not decode is skipped. Top's: one element per process, not per
+ * tick (a minute of ticks of 10000 processes that fault every 5 s is 120000 samples). */
+int store_pending_sums(Store *s, uint64_t since_bucket, PendingSample **ret, size_t *ret_n);
 /* Adds every pending row to its raw bucket, one upsert per process and bucket, and deletes them;
  * in the caller's transaction. A row that does not decode is dropped, alone. */
 int store_pending_fold(Store *s);

@@ -120,34 +120,6 @@ static int pending_by_process(const void *a, const void *b) {
         return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
 }
 
-/* The ticks still pending (store-pending.c) of buckets from since_bucket on, summed per process,
- * in process id order. */
-static int top_pending(Store *s, uint64_t since_bucket, PendingSample **ret, size_t *ret_n) {
-        _cleanup_free_ PendingSample *a = NULL;
-        size_t n, m = 0;
-        int r;
-
-        r = store_pending_read(s, NULL, 0, &a, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++)
-                if (a[i].bucket_usec >= since_bucket)
-                        a[m++] = a[i];
-        n = m;
-        m = 0;
-        if (n > 0)
-                qsort(a, n, sizeof(*a), pending_by_process);
-        for (size_t i = 0; i < n; i++) {
-                if (m > 0 && a[m - 1].process_id == a[i].process_id) {
-                        pending_sample_add(&a[m - 1], &a[i]);
-                } else
-                        a[m++] = a[i];
-        }
-        *ret = TAKE_PTR(a);
-        *ret_n = m;
-        return 0;
-}
-
 static uint64_t pending_value(const PendingSample *p, const SortKey *key) {
         return key->what == SORT_FAULTS ? faults_get(&p->delta, key->field)
                : key->what == SORT_TRAPS ? p->traps
@@ -624,7 +596,7 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
 
         /* The ticks not yet folded into the raw tier are read as they are, ranked with the tiers:
          * Top never waits for the writer to fold them. */
-        r = top_pending(s, since_bucket, &pending, &n_pending);
+        r = store_pending_sums(s, since_bucket, &pending, &n_pending);
         if (r < 0)
                 return r;
         r = top_rank(s, seg, n_seg, column, &key, limit, uid, filter, since_bucket, pending, n_pending, &t);

@@ -499,6 +499,67 @@ static void test_pending_merged_as_read(void **state) {
         (void) state;
 }
 
+/* Top's pending sums (store_pending_sums()): 3000 processes (the table grows twice), three
+ * ticks in two buckets, summed per process in process order, from a bucket on; a slice's
+ * progress hides what it folded. */
+static void test_pending_sums(void **state) {
+        enum { N = 3000 };
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
+        ProcessInfo *procs = calloc(N, sizeof(*procs));
+        ProcessSample *samples = calloc(N, sizeof(*samples));
+        PendingSample *sums;
+        char path[256];
+        size_t n;
+        bool done;
+        Store *w;
+
+        assert_non_null(procs);
+        assert_non_null(samples);
+        snprintf(path, sizeof(path), "%s/sums.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        for (uint64_t tick = 0; tick < 3; tick++) {
+                for (size_t i = 0; i < N; i++) {
+                        procs[i] = (ProcessInfo) { .pid = 5000 + (uint32_t) i, .start_time = 1, .comm = "p",
+                                                   .first_seen_usec = t0, .last_seen_usec = t0 };
+                        samples[i] = (ProcessSample) { &procs[i], (Faults) { .user = i + 1, .major = tick }, NULL };
+                }
+                /* Ticks 0 and 1 in the first bucket, tick 2 in the next. */
+                assert_int_equal(store_flush(w, t0 + (tick < 2 ? tick : 10) * S, samples, N), 0);
+        }
+        assert_int_equal(store_pending_sums(w, 0, &sums, &n), 0);
+        assert_int_equal(n, N);
+        for (size_t i = 0; i < n; i++) {
+                int64_t id;
+                ProcessInfo found;
+
+                assert_true(i == 0 || sums[i - 1].process_id < sums[i].process_id);
+                assert_int_equal(store_find_process(w, 5000 + (uint32_t) (sums[i].delta.user / 3 - 1), 0, &id, &found),
+                                 0);
+                process_info_done(&found);
+                assert_int_equal(id, sums[i].process_id);
+                assert_int_equal(sums[i].delta.user % 3, 0);
+                assert_int_equal(sums[i].delta.major, 0 + 1 + 2);
+                assert_int_equal(sums[i].bucket_usec, t0 + 10 * S);
+        }
+        free(sums);
+        assert_int_equal(store_pending_sums(w, t0 + 10 * S, &sums, &n), 0);
+        assert_int_equal(n, N);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(sums[i].delta.major, 2);
+        free(sums);
+        /* A slice of the fold at the next minute: what it took is no longer pending. */
+        assert_int_equal(store_pending_fold_step(w, t0 + 60 * S, 0, &done), 0);
+        assert_false(done);
+        assert_int_equal(store_pending_sums(w, 0, &sums, &n), 0);
+        assert_int_equal((int64_t) n, N - sql_int_at(path, "SELECT COUNT(*) FROM process_total"));
+        assert_true(n < N);
+        free(sums);
+        store_free(w);
+        free(samples);
+        free(procs);
+        (void) state;
+}
+
 /* A daemon killed between two slices: the next one folds the rest, nothing twice. */
 static void test_fold_killed_between_slices(void **state) {
         const uint64_t S = 1000000, t0 = 1700000000000000ULL - 1700000000000000ULL % (3600 * S);
@@ -585,6 +646,7 @@ int main(void) {
                 cmocka_unit_test(test_gone_processes_hourly),
                 cmocka_unit_test(test_fold_in_slices),
                 cmocka_unit_test(test_pending_merged_as_read),
+                cmocka_unit_test(test_pending_sums),
                 cmocka_unit_test(test_fold_killed_between_slices),
                 cmocka_unit_test(test_fold_late_tick),
         };
