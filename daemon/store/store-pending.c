@@ -332,7 +332,7 @@ static int pending_read(Store *s, int64_t before_usec, const int64_t *only_ids, 
         return 0;
 }
 
-static int by_process(const void *a, const void *b) {
+int pending_sample_by_process(const void *a, const void *b) {
         const PendingSample *x = a, *y = b;
 
         return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
@@ -346,7 +346,7 @@ int store_pending_sums(Store *s, uint64_t since_bucket, PendingSample **ret, siz
         if (r < 0)
                 return r;
         if (sink.n > 0)
-                qsort(sink.a, sink.n, sizeof(*sink.a), by_process);
+                qsort(sink.a, sink.n, sizeof(*sink.a), pending_sample_by_process);
         *ret_n = sink.n;
         *ret = TAKE_PTR(sink.a);
         return 0;
@@ -398,7 +398,8 @@ static int fold_progress(Store *s, int64_t before, int64_t through_id) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         int r;
 
-        r = sql_prepare(s->db, &st, "INSERT OR REPLACE INTO pending_fold (id, before_usec, through_id) VALUES (1, ?, ?)");
+        r = sql_prepare(s->db, &st,
+                        "INSERT OR REPLACE INTO pending_fold (id, before_usec, through_id) VALUES (1, ?, ?)");
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, before);
@@ -523,8 +524,8 @@ int store_pending_settle(Store *s) {
 int store_pending_add(Store *s, uint64_t now_usec) {
         int r;
 
-        /* A tick before a minute a fold has taken part of (the clock went back) counts in that
-         * minute's first bucket: in its own, the fold's progress would hide part of it. */
+        /* A tick older than the ticks a fold has taken part of (the clock went back) counts in
+         * the first bucket after them: in its own, the fold's progress would hide part of it. */
         now_usec = MAX(now_usec, s->fold_marked_before);
         /* A tick of a minute a slice's list covers: read the rows again. */
         if (now_usec < (uint64_t) s->fold_left_before)

@@ -27,6 +27,8 @@ typedef struct PendingSample {
 
 /* Adds b's counts to a. */
 void pending_sample_add(PendingSample *a, const PendingSample *b);
+/* qsort() and bsearch() order of PendingSamples by process id. */
+int pending_sample_by_process(const void *a, const void *b);
 
 /* Every pending sample (only_ids not NULL: of the n_only processes it lists, sorted ascending,
  * only) that no fold has taken yet, summed per bucket and process, in (bucket, process) order:

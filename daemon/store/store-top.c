@@ -114,12 +114,6 @@ static char *json_ids(const void *base, size_t n, size_t stride, size_t offset) 
         return memstream_done(f, &buf);
 }
 
-static int pending_by_process(const void *a, const void *b) {
-        const PendingSample *x = a, *y = b;
-
-        return x->process_id < y->process_id ? -1 : x->process_id > y->process_id;
-}
-
 static uint64_t pending_value(const PendingSample *p, const SortKey *key) {
         return key->what == SORT_FAULTS ? faults_get(&p->delta, key->field)
                : key->what == SORT_TRAPS ? p->traps
@@ -264,8 +258,9 @@ static int top_ranking_sum(TopRanking *k, const char *ids, const PendingSample *
         sqlite3_bind_text(st, 9, ids, -1, SQLITE_STATIC);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 PendingSample find = { .process_id = sqlite3_column_int64(st, 0) };
-                const PendingSample *p =
-                        n_pending > 0 ? bsearch(&find, pending, n_pending, sizeof(*pending), pending_by_process) : NULL;
+                const PendingSample *p = n_pending > 0 ? bsearch(&find, pending, n_pending, sizeof(*pending),
+                                                                 pending_sample_by_process)
+                                                       : NULL;
                 bool in_tiers = sqlite3_column_type(st, 1) != SQLITE_NULL;
                 Ranked x = { .id = find.process_id, .v = (uint64_t) sqlite3_column_int64(st, 1) };
 
@@ -315,7 +310,7 @@ static int top_ranking_step(TopRanking *k, sqlite3_stmt *st, size_t batch, Ranke
                 *cursor = (Ranked) { .id = find.process_id, .v = (uint64_t) sqlite3_column_int64(st, 1) };
                 taken++;
                 /* A process with ticks pending was summed before the walk, with them. */
-                if (n_pending == 0 || !bsearch(&find, pending, n_pending, sizeof(*pending), pending_by_process))
+                if (n_pending == 0 || !bsearch(&find, pending, n_pending, sizeof(*pending), pending_sample_by_process))
                         ids[n++] = find.process_id;
         }
         sqlite3_reset(st);
@@ -349,7 +344,8 @@ static int top_ranking_pending(TopRanking *k, const PendingSample *pending, size
         sqlite3_bind_text(st, 9, ids, -1, SQLITE_STATIC);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < n_pending) {
                 PendingSample find = { .process_id = sqlite3_column_int64(st, 0) };
-                const PendingSample *p = bsearch(&find, pending, n_pending, sizeof(*pending), pending_by_process);
+                const PendingSample *p =
+                        bsearch(&find, pending, n_pending, sizeof(*pending), pending_sample_by_process);
 
                 if (!p)
                         continue;
