@@ -280,9 +280,8 @@ int store_maintain(Store *s, uint64_t now_usec, const StoreRetention *ret, bool 
         int r;
 
         /* Nothing is rolled up from a raw bucket with ticks still pending. Those of the current
-         * bucket the roll-up does not reach (it stops at the current minute): folding them here
-         * too would fold every bucket twice (at 4000 live processes and a 200 ms tick 200000
-         * samples, 16 to 128 ms a step). Those of an earlier bucket are folded first, a slice a
+         * minute the roll-up does not reach (it stops there): they are folded when a tick or a
+         * step falls into a later minute. Those of an earlier minute are folded first, a slice a
          * step beside the ticks' own (store_pending_fold_slice()); the roll-ups wait for the
          * last slice. */
         r = store_pending_fold_step(s, now_usec, ROLL_SLICE_USEC, &folded);

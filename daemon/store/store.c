@@ -534,7 +534,7 @@ static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, 
         return row;
 }
 
-/* How long a tick's write goes on folding the ticks of an earlier bucket, beside its own. */
+/* How long a tick's write goes on folding the ticks of an earlier minute, beside its own. */
 #define FLUSH_FOLD_USEC (8 * USEC_PER_MSEC)
 
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n) {

@@ -135,7 +135,7 @@ uint64_t store_size_bytes(Store *s);
  * process has had no sample for a minute. The samples' ProcessInfo need to live only for the
  * call: the store keeps copies of what it wrote.
  * The deltas of a tick are committed as one packed row of sample_pending and folded into the
- * raw buckets when a tick falls into a later bucket, by store_maintain() where a step needs it,
+ * raw buckets when a tick falls into a later minute, by store_maintain() where a step needs it,
  * and at store_open() and store_free(). The queries read the pending ticks where they are
  * (store_top(), store_history(), store_unit_history_read()): they see every committed tick,
  * and never fold. */
