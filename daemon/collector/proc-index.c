@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "array-util.h"
+#include "hash-util.h"
 
 /* At most this many entries in 8 slots: past it, the table doubles. */
 #define LOAD_EIGHTHS 5
@@ -13,14 +14,7 @@
 /* pids come in sequence and start times in nanoseconds: mixed (the splitmix64 finalizer) so that
  * neighbours spread over the table. */
 static size_t slot_of(const ProcIndex *x, uint32_t pid, uint64_t start_time) {
-        uint64_t h = start_time ^ ((uint64_t) pid << 32 | pid);
-
-        h ^= h >> 30;
-        h *= UINT64_C(0xbf58476d1ce4e5b9);
-        h ^= h >> 27;
-        h *= UINT64_C(0x94d049bb133111eb);
-        h ^= h >> 31;
-        return (size_t) h & (x->capacity - 1);
+        return (size_t) hash_mix64(start_time ^ ((uint64_t) pid << 32 | pid)) & (x->capacity - 1);
 }
 
 static size_t find(const ProcIndex *x, uint32_t pid, uint64_t start_time) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "array-util.h"
+#include "hash-util.h"
 #include "time-util.h"
 
 /* A slice looks at the clock every this many processes folded. */
@@ -103,16 +104,9 @@ static void sink_done(PendingSink *k) {
         free(k->slots);
 }
 
-/* Row ids come in sequence: mixed (the splitmix64 finalizer) so that neighbours spread. */
+/* Row ids come in sequence: mixed so that neighbours spread. */
 static size_t sink_slot(const PendingSink *k, int64_t id) {
-        uint64_t h = (uint64_t) id;
-
-        h ^= h >> 30;
-        h *= UINT64_C(0xbf58476d1ce4e5b9);
-        h ^= h >> 27;
-        h *= UINT64_C(0x94d049bb133111eb);
-        h ^= h >> 31;
-        size_t i = (size_t) h & (k->n_slots - 1);
+        size_t i = (size_t) hash_mix64((uint64_t) id) & (k->n_slots - 1);
 
         while (k->slots[i] && k->a[k->slots[i] - 1].process_id != id)
                 i = (i + 1) & (k->n_slots - 1);
@@ -215,10 +209,9 @@ static int pending_compare(const void *a, const void *b) {
 /* The fold's order: a process's buckets together, then its total. */
 static int fold_compare(const void *a, const void *b) {
         const PendingSample *x = a, *y = b;
+        int c = pending_sample_by_process(a, b);
 
-        if (x->process_id != y->process_id)
-                return x->process_id < y->process_id ? -1 : 1;
-        return x->bucket_usec < y->bucket_usec ? -1 : x->bucket_usec > y->bucket_usec;
+        return c != 0 ? c : x->bucket_usec < y->bucket_usec ? -1 : x->bucket_usec > y->bucket_usec;
 }
 
 /* Adds a process's pending sum of a bucket to its raw row or to its total (table process_total,
