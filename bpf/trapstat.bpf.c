@@ -369,12 +369,36 @@ static __always_inline void cgroup_unit(struct task_struct *task, char *unit) {
         unit[0] = '\0';
 }
 
+/* The pid namespaces of the task's process (its group leader's pid), outermost first, as struct
+ * ts_ident keeps them: levels 0 .. TS_PIDNS_LEVELS - 2 and the innermost. */
+static __always_inline void pidns_fill(struct ts_ident *id, struct task_struct *task) {
+        struct pid *pid = BPF_CORE_READ(task, group_leader, thread_pid);
+        __u32 level = BPF_CORE_READ(pid, level), n = 0;
+        __u64 numbers = bpf_core_field_offset(struct pid, numbers);
+
+        for (__u32 i = 0; i < TS_PIDNS_LEVELS; i++) {
+                __u32 l = i == TS_PIDNS_LEVELS - 1 ? level : i;
+                struct upid u;
+
+                if (i > level)
+                        break;
+                if (bpf_probe_read_kernel(&u, sizeof(u), (char *) pid + numbers + (__u64) l * sizeof(struct upid)))
+                        break;
+                id->pidns[i].ns = BPF_CORE_READ(u.ns, ns.inum);
+                id->pidns[i].pid = (__u32) u.nr;
+                n = i + 1;
+        }
+        id->pidns_level = level;
+        id->n_pidns = n;
+}
+
 static __always_inline void ident_fill(struct ts_ident *id, struct task_struct *task) {
         id->start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         id->parent_start_time = BPF_CORE_READ(task, real_parent, group_leader, start_boottime);
         id->uid = BPF_CORE_READ(task, real_cred, uid.val);
         id->ppid = BPF_CORE_READ(task, real_parent, tgid);
         id->cgroup_id = task_cgroup_id(task);
+        pidns_fill(id, task);
         /* The leader's comm, not the thread's: that is the process's name. */
         BPF_CORE_READ_STR_INTO(&id->comm, task, group_leader, comm);
 }

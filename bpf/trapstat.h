@@ -75,6 +75,15 @@ struct ts_counters {
 _Static_assert(sizeof(struct ts_counters) == 56 + 8 * (3 + TS_FAULT_BUCKETS + 4),
                "struct ts_counters layout is shared with BPF");
 
+/* A process's pid in one pid namespace: the namespace (the inode number /proc/PID/ns/pid shows)
+ * and the pid there (a column of /proc/PID/status's NSpid). */
+#define TS_PIDNS_LEVELS 4
+struct ts_pidns {
+        __u32 ns;
+        __u32 pid;
+};
+_Static_assert(sizeof(struct ts_pidns) == 8, "struct ts_pidns layout is shared with BPF");
+
 /* Who a process is, written when it is first counted (slot, fallback hash or trap hash), so that
  * a process is known however short its life. The parent's identity is for a child that never
  * exec'd: its command line is its parent's, and it may be gone before user space reads /proc. */
@@ -85,8 +94,14 @@ struct ts_ident {
         __u32 ppid;              /* parent's tgid */
         char comm[TS_COMM_LEN];  /* the group leader's: the process's name */
         __u64 cgroup_id;         /* its cgroup in the unified (v2) hierarchy: the inode number there */
+        /* Its pid namespaces, outermost first: level 0 (the initial namespace) up to the innermost.
+         * A process deeper than TS_PIDNS_LEVELS - 1 keeps the outermost levels and, in the last
+         * entry, its innermost one (pidns_level): the levels in between are not known. */
+        __u32 pidns_level;       /* the innermost namespace's level: 0 for the initial one */
+        __u32 n_pidns;           /* entries of pidns used; 0 when they could not be read */
+        struct ts_pidns pidns[TS_PIDNS_LEVELS];
 };
-_Static_assert(sizeof(struct ts_ident) == 48, "struct ts_ident layout is shared with BPF");
+_Static_assert(sizeof(struct ts_ident) == 56 + 8 * TS_PIDNS_LEVELS, "struct ts_ident layout is shared with BPF");
 
 /* Key of the fallback hash and of the trap hash: a process incarnation, never a bare pid. */
 struct ts_proc_key {
@@ -146,7 +161,8 @@ struct ts_traps {
         __u64 logged;         /* the hash_epoch in which it was last put into a hash_log (0: never) */
         __u64 signal[TS_N_SIGNALS][TS_N_SI_CODES];
 };
-_Static_assert(sizeof(struct ts_traps) == 48 + 8 * (32 + 2 + 5 * 16), "struct ts_traps layout is shared with BPF");
+_Static_assert(sizeof(struct ts_traps) == sizeof(struct ts_ident) + 8 * (32 + 2 + 5 * 16),
+               "struct ts_traps layout is shared with BPF");
 
 enum ts_event_type {
         TS_EVENT_EXIT = 1,

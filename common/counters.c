@@ -106,7 +106,9 @@ int faults_from_json(json_t *j, Faults *ret) {
 void process_info_done(ProcessInfo *p) {
         free(p->cmdline);
         free(p->unit);
+        free(p->container);
         p->cmdline = p->unit = NULL;
+        p->container = NULL;
 }
 
 int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, uint64_t start_b) {
@@ -115,12 +117,21 @@ int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, u
         return start_a < start_b ? -1 : start_a > start_b;
 }
 
+static Container *container_dup(const Container *c) {
+        Container *d = malloc(sizeof(*d));
+
+        if (d)
+                *d = *c;
+        return d;
+}
+
 int process_info_copy(const ProcessInfo *p, ProcessInfo *ret) {
         ProcessInfo c = *p;
 
         c.cmdline = p->cmdline ? strdup(p->cmdline) : NULL;
         c.unit = p->unit ? strdup(p->unit) : NULL;
-        if ((p->cmdline && !c.cmdline) || (p->unit && !c.unit)) {
+        c.container = p->container ? container_dup(p->container) : NULL;
+        if ((p->cmdline && !c.cmdline) || (p->unit && !c.unit) || (p->container && !c.container)) {
                 process_info_done(&c);
                 return -ENOMEM;
         }
@@ -140,8 +151,23 @@ json_t *text_to_json(const char *s) {
         return json_string(valid);
 }
 
+const PidNsPid *process_info_ns(const ProcessInfo *p) {
+        return p->n_pidns > 0 && p->n_pidns <= PIDNS_LEVELS ? &p->pidns[p->n_pidns - 1] : NULL;
+}
+
+json_t *container_to_json(const Container *c) {
+        if (!c)
+                return json_null();
+        return json_pack("{s:s, s:o, s:o, s:o, s:o}", "runtime", c->runtime, "id", text_to_json(c->id),
+                         "name", c->name[0] ? text_to_json(c->name) : json_null(),
+                         "pod", c->pod[0] ? json_string(c->pod) : json_null(),
+                         "user", c->user != UINT32_MAX ? json_integer(c->user) : json_null());
+}
+
 json_t *process_info_to_json(const ProcessInfo *p) {
-        return json_pack("{s:I, s:I, s:o, s:o, s:I, s:o, s:I, s:I, s:b}",
+        const PidNsPid *ns = process_info_ns(p);
+
+        return json_pack("{s:I, s:I, s:o, s:o, s:I, s:o, s:I, s:I, s:b, s:o, s:o, s:o}",
                          "pid", (json_int_t) p->pid,
                          "startTime", (json_int_t) p->start_time,
                          "comm", text_to_json(p->comm),
@@ -150,6 +176,9 @@ json_t *process_info_to_json(const ProcessInfo *p) {
                          "unit", text_to_json(p->unit),
                          "firstSeenUsec", (json_int_t) p->first_seen_usec,
                          "lastSeenUsec", (json_int_t) p->last_seen_usec,
-                         "exited", p->exited);
+                         "exited", p->exited,
+                         "nsPid", ns ? json_integer(ns->pid) : json_null(),
+                         "pidNamespace", ns ? json_integer(ns->ns) : json_null(),
+                         "container", container_to_json(p->container));
 }
 

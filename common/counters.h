@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "container-util.h"
 #include "fault-time.h"
 
 typedef struct Faults {
@@ -86,6 +87,14 @@ json_t *text_to_json(const char *s);
 
 #define COMM_MAX 16
 
+/* A process's pid in one pid namespace: the namespace's inode number (as /proc/PID/ns/pid shows
+ * it) and the pid there. */
+typedef struct PidNsPid {
+        uint32_t ns;
+        uint32_t pid;
+} PidNsPid;
+#define PIDNS_LEVELS 4
+
 typedef struct ProcessInfo {
         uint32_t pid;
         uint64_t start_time; /* ns since boot, as the kernel records it */
@@ -96,6 +105,13 @@ typedef struct ProcessInfo {
         uint64_t first_seen_usec;
         uint64_t last_seen_usec;
         bool exited;
+        /* Its pid namespaces, outermost (the initial one) first, up to the innermost, which is
+         * always the last: levels 0 .. PIDNS_LEVELS - 2, then the innermost (pidns_level), so a
+         * deeper process has levels in between that are not known. n_pidns 0: none known. */
+        uint32_t pidns_level;
+        uint32_t n_pidns;
+        PidNsPid pidns[PIDNS_LEVELS];
+        Container *container; /* as its cgroup names it; NULL when in none or not known */
 } ProcessInfo;
 
 void process_info_done(ProcessInfo *p);
@@ -104,6 +120,10 @@ int process_identity_compare(uint32_t pid_a, uint64_t start_a, uint32_t pid_b, u
 /* Deep copy into *ret. */
 int process_info_copy(const ProcessInfo *p, ProcessInfo *ret);
 json_t *process_info_to_json(const ProcessInfo *p);
+/* IDL type Container; null for NULL. */
+json_t *container_to_json(const Container *c);
+/* The innermost pid namespace of p and its pid there: NULL when not known. */
+const PidNsPid *process_info_ns(const ProcessInfo *p);
 
 /* One process's counts over one tick: what the collector hands to the store. */
 typedef struct ProcessSample {

@@ -18,9 +18,13 @@
  * keeps the walk's fds and stack small whatever a delegated subtree holds. */
 #define CGROUP_MAX_DEPTH 32
 
+/* A path in the tree at most this long is named: CGROUP_MAX_DEPTH components of NAME_MAX bytes. */
+#define CGROUP_PATH_MAX (CGROUP_MAX_DEPTH * 256)
+
 typedef struct CgroupEntry {
         uint64_t id;
-        const char *unit; /* points into units[], NULL when in no unit */
+        const char *unit;           /* points into units[], NULL when in no unit */
+        const Container *container; /* points into containers[], NULL when in none */
 } CgroupEntry;
 
 struct CgroupUnits {
@@ -35,12 +39,18 @@ struct CgroupUnits {
         size_t n_entries, entries_capacity;
         char **units; /* each unit's name once per walk */
         size_t n_units, units_capacity;
+        Container **containers; /* each container once per walk */
+        size_t n_containers, containers_capacity;
+        char path[CGROUP_PATH_MAX + 1]; /* the walk's: the cgroup's path below the root */
 };
 
 static void entries_clear(CgroupUnits *c) {
         for (size_t i = 0; i < c->n_units; i++)
                 free(c->units[i]);
+        for (size_t i = 0; i < c->n_containers; i++)
+                free(c->containers[i]);
         c->n_units = 0;
+        c->n_containers = 0;
         c->n_entries = 0;
 }
 
@@ -69,21 +79,53 @@ CgroupUnits *cgroup_units_free(CgroupUnits *c) {
         entries_clear(c);
         free(c->entries);
         free(c->units);
+        free(c->containers);
         free(c->root);
         free(c);
         return NULL;
 }
 
-static int entry_add(CgroupUnits *c, uint64_t id, const char *unit) {
-        CgroupEntry e = { .id = id, .unit = unit };
+static int entry_add(CgroupUnits *c, uint64_t id, const char *unit, const Container *container) {
+        CgroupEntry e = { .id = id, .unit = unit, .container = container };
 
         if (c->n_entries >= c->max_cgroups)
                 return -E2BIG;
         return array_append((void **) &c->entries, &c->n_entries, &c->entries_capacity, sizeof(e), &e);
 }
 
-/* The cgroups below the directory dir_fd (taken), whose own unit is unit. */
-static int walk(CgroupUnits *c, int dir_fd, const char *unit, unsigned depth) {
+/* Adds a copy of v (size bytes) to the list *items of *n: NULL when out of memory. */
+static void *keep(void ***items, size_t *n, size_t *capacity, const void *v, size_t size) {
+        void *copy = malloc(size);
+
+        if (!copy)
+                return NULL;
+        memcpy(copy, v, size);
+        if (array_append((void **) items, n, capacity, sizeof(copy), &copy) < 0) {
+                free(copy);
+                return NULL;
+        }
+        return copy;
+}
+
+/* What a child cgroup named name (len bytes) below the walk's path is in: the innermost unit and
+ * the outermost container. c->path is the child's path while this runs. */
+static int child_place(CgroupUnits *c, const char *name, size_t len, const char **unit, const Container **container) {
+        Container found;
+
+        if (proc_cgroup_name_is_unit(name, len) &&
+            !(*unit = keep((void ***) &c->units, &c->n_units, &c->units_capacity, name, len + 1)))
+                return -ENOMEM;
+        if (!*container && container_from_cgroup(c->path, &found) >= 0 &&
+            !(*container = keep((void ***) &c->containers, &c->n_containers, &c->containers_capacity, &found,
+                                sizeof(found))))
+                return -ENOMEM;
+        return 0;
+}
+
+/* The cgroups below the directory dir_fd (taken) at c->path (path_len bytes), which is in unit
+ * and container. */
+static int walk(CgroupUnits *c, int dir_fd, size_t path_len, const char *unit, const Container *container,
+                unsigned depth) {
         DIR *d = fdopendir(dir_fd);
         struct dirent *de;
         int r = 0;
@@ -95,34 +137,27 @@ static int walk(CgroupUnits *c, int dir_fd, const char *unit, unsigned depth) {
         }
         while (r >= 0 && (de = readdir(d))) {
                 const char *child_unit = unit;
+                const Container *child_container = container;
                 size_t len;
                 int fd;
 
                 if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
                 len = strlen(de->d_name);
-                if (proc_cgroup_name_is_unit(de->d_name, len)) {
-                        char *name = strdup(de->d_name);
-
-                        if (!name) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        r = array_append((void **) &c->units, &c->n_units, &c->units_capacity, sizeof(name), &name);
-                        if (r < 0) {
-                                free(name);
-                                break;
-                        }
-                        child_unit = name;
-                }
+                /* Never longer than the bound, as the depth is bounded too. */
+                snprintf(c->path + path_len, sizeof(c->path) - path_len, "/%s", de->d_name);
+                r = child_place(c, de->d_name, len, &child_unit, &child_container);
+                if (r < 0)
+                        break;
                 /* A directory's inode number, as readdir() gives it, is the cgroup's id. */
-                r = entry_add(c, de->d_ino, child_unit);
+                r = entry_add(c, de->d_ino, child_unit, child_container);
                 if (r < 0 || depth + 1 >= CGROUP_MAX_DEPTH)
                         continue;
                 fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         continue; /* removed meanwhile, or not ours to read: its id is known */
-                r = walk(c, fd, child_unit, depth + 1);
+                r = walk(c, fd, MIN(path_len + 1 + len, sizeof(c->path) - 1), child_unit, child_container,
+                         depth + 1);
         }
         closedir(d);
         return r;
@@ -149,12 +184,13 @@ static int scan(CgroupUnits *c) {
                 close(fd);
                 return r;
         }
-        r = entry_add(c, st.st_ino, NULL);
+        r = entry_add(c, st.st_ino, NULL, NULL);
         if (r < 0) {
                 close(fd);
                 return r;
         }
-        r = walk(c, fd, NULL, 0);
+        c->path[0] = '\0';
+        r = walk(c, fd, 0, NULL, NULL, 0);
         qsort(c->entries, c->n_entries, sizeof(*c->entries), entry_compare);
         return r == -E2BIG ? 0 : r;
 }
@@ -167,9 +203,10 @@ static const CgroupEntry *entry_find(const CgroupUnits *c, uint64_t id) {
         return bsearch(&key, c->entries, c->n_entries, sizeof(*c->entries), entry_compare);
 }
 
-int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **ret_unit) {
+int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **ret_unit, Container **ret_container) {
         const CgroupEntry *e = entry_find(c, id);
-        char *unit;
+        _cleanup_free_ char *unit = NULL;
+        Container *container = NULL;
 
         if (!e && (!c->scanned || now_usec - c->last_scan_usec >= c->rescan_usec)) {
                 int r = scan(c);
@@ -182,12 +219,14 @@ int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **r
         }
         if (!e)
                 return -ENOENT;
-        if (!e->unit)
-                return -ENODATA;
-        unit = strdup(e->unit);
-        if (!unit)
+        if (e->unit && !(unit = strdup(e->unit)))
                 return -ENOMEM;
-        *ret_unit = unit;
+        if (e->container && !(container = malloc(sizeof(*container))))
+                return -ENOMEM;
+        if (container)
+                *container = *e->container;
+        *ret_unit = TAKE_PTR(unit);
+        *ret_container = container;
         return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The unit of a process that /proc cannot tell, named from its cgroup id.
+/* The unit and container of a process that /proc cannot tell, named from its cgroup id.
  *
  * BPF records each process's cgroup in the unified (v2) hierarchy as the kernel numbers it: the
  * inode number of the cgroup's directory there. trapstatd reads the unit from /proc/PID/cgroup
@@ -11,12 +11,15 @@
  * its to see under its cgroup mount.
  *
  * CgroupUnits maps ids to units by walking that mount: a directory's unit is the innermost
- * component of its path ending in .service or .scope, as for /proc/PID/cgroup. The map is made
+ * component of its path ending in .service or .scope, as for /proc/PID/cgroup, and its container
+ * what container_from_cgroup() makes of its path. The map is made
  * anew on a miss, at most once per rescan interval, and holds at most a bounded number of
  * cgroups (a larger tree is read up to the bound). Returns negative errno, never logs. */
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "container-util.h"
 
 typedef struct CgroupUnits CgroupUnits;
 
@@ -28,10 +31,10 @@ typedef struct CgroupUnits CgroupUnits;
 int cgroup_units_new(const char *root, uint32_t max_cgroups, uint64_t rescan_usec, CgroupUnits **ret);
 CgroupUnits *cgroup_units_free(CgroupUnits *c);
 
-/* The unit of cgroup id: 0 and *ret_unit malloc'd, or -ENODATA when that cgroup is in no unit,
- * -ENOENT when no such cgroup is (or was, at the last walk) under the root. now_usec: any
- * monotonic clock; a miss walks the tree again if the last walk is rescan_usec old. */
-int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **ret_unit);
+/* The unit and the container of cgroup id: 0 and each malloc'd, NULL when that cgroup is in no
+ * unit, in no container; -ENOENT when no such cgroup is (or was, at the last walk) under the root.
+ * now_usec: any monotonic clock; a miss walks the tree again if the last walk is rescan_usec old. */
+int cgroup_units_lookup(CgroupUnits *c, uint64_t id, uint64_t now_usec, char **ret_unit, Container **ret_container);
 
 /* How many cgroups the last walk found, and how many walks there were. Only test-cgroup-util.c
  * reads them: the walk's bound and its rate limit, which are the CgroupUnits' private state. */

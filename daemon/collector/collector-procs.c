@@ -158,12 +158,51 @@ int proc_table_retire(ProcTable *t, CollectorProc *p) {
         return array_append((void **) &t->dead, &t->n_dead, &t->dead_capacity, sizeof(p), &p);
 }
 
-/* The unit of the cgroup BPF saw a process in, for one that /proc cannot tell of: gone already,
- * or of another pid namespace (a trapstatd in a container gets the host's pids from BPF). */
-static int proc_cgroup_unit(ProcTable *t, uint64_t cgroup_id, char **ret) {
-        if (!t->cgroups || cgroup_id == 0)
-                return -ENODATA;
-        return cgroup_units_lookup(t->cgroups, cgroup_id, now_usec(CLOCK_MONOTONIC), ret);
+/* The unit and container of the cgroup BPF saw a process in, for one that /proc cannot tell of:
+ * gone already, or of another pid namespace (a trapstatd in a container gets the host's pids from
+ * BPF). unit: the unit BPF named itself (taken), which wins over the cgroup id's. What is not known
+ * stays as it was. */
+static void proc_cgroup_place(ProcTable *t, CollectorProc *p, uint64_t cgroup_id, char *unit) {
+        Container *container = NULL;
+        char *id_unit = NULL;
+        bool found = t->cgroups && cgroup_id != 0 &&
+                     cgroup_units_lookup(t->cgroups, cgroup_id, now_usec(CLOCK_MONOTONIC), &id_unit, &container) >= 0;
+
+        if (unit)
+                free(id_unit);
+        else
+                unit = id_unit;
+        if (unit) {
+                free(p->info.unit);
+                p->info.unit = unit;
+        }
+        if (found) {
+                free(p->info.container);
+                p->info.container = container;
+        }
+}
+
+/* The unit and container of pid (the process itself or its parent) from /proc/PID/cgroup; with
+ * only_missing, only those p has none of. Both as they were when it cannot be read. */
+static int proc_read_place(ProcTable *t, CollectorProc *p, uint32_t pid, bool only_missing) {
+        Container *container;
+        char *unit;
+        int r;
+
+        r = proc_read_cgroup(t->proc_fd, pid, &unit, &container);
+        if (r < 0)
+                return r;
+        if (!only_missing || !p->info.unit) {
+                free(p->info.unit);
+                p->info.unit = TAKE_PTR(unit);
+        }
+        if (!only_missing || !p->info.container) {
+                free(p->info.container);
+                p->info.container = TAKE_PTR(container);
+        }
+        free(unit);
+        free(container);
+        return 0;
 }
 
 int proc_table_expect_exit(ProcTable *t, uint32_t pid, uint64_t start_time) {
@@ -188,14 +227,17 @@ static void proc_inherit(ProcTable *t, CollectorProc *p, uint32_t ppid, uint64_t
                         p->info.cmdline = strdup(parent->info.cmdline);
                 if (!p->info.unit && parent->info.unit)
                         p->info.unit = strdup(parent->info.unit);
+                if (!p->info.container && parent->info.container &&
+                    (p->info.container = malloc(sizeof(Container))))
+                        *p->info.container = *parent->info.container;
                 return;
         }
         if (!read_proc || ppid == 0 || !proc_is_alive(t->proc_fd, ppid, parent_start_time))
                 return;
         if (!p->info.cmdline)
                 (void) proc_read_cmdline(t->proc_fd, ppid, CMDLINE_MAX, &p->info.cmdline);
-        if (!p->info.unit)
-                (void) proc_read_unit(t->proc_fd, ppid, &p->info.unit);
+        if (!p->info.unit || !p->info.container)
+                (void) proc_read_place(t, p, ppid, true);
 }
 
 /* One with an identity from BPF, beyond this tick's reads of /proc: named from what BPF recorded
@@ -207,7 +249,8 @@ static int proc_new_later(ProcTable *t, CollectorProc *p, const struct ts_ident 
 
         p->info.uid = id->uid;
         memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
-        (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
+        pidns_from_ident(id, &p->info);
+        proc_cgroup_place(t, p, id->cgroup_id, NULL);
         proc_inherit(t, p, id->ppid, id->parent_start_time, false);
         p->minmaj_seen.baseline = p->info.start_time < t->attached_boottime;
         if (!read_later)
@@ -226,6 +269,7 @@ static void proc_new_now(ProcTable *t, CollectorProc *p, const struct ts_ident *
         if (known) {
                 p->info.uid = id->uid;
                 memcpy(p->info.comm, id->comm, sizeof(p->info.comm) - 1);
+                pidns_from_ident(id, &p->info);
         } else if (alive) {
                 memcpy(p->info.comm, st.comm, sizeof(p->info.comm));
                 (void) proc_read_uid(t->proc_fd, pid, &p->info.uid);
@@ -233,9 +277,9 @@ static void proc_new_now(ProcTable *t, CollectorProc *p, const struct ts_ident *
         /* /proc/PID/ is read only while it is this process, not one that got its pid since. */
         if (alive) {
                 (void) proc_read_cmdline(t->proc_fd, pid, CMDLINE_MAX, &p->info.cmdline);
-                (void) proc_read_unit(t->proc_fd, pid, &p->info.unit);
+                (void) proc_read_place(t, p, pid, false);
         } else if (known)
-                (void) proc_cgroup_unit(t, id->cgroup_id, &p->info.unit);
+                proc_cgroup_place(t, p, id->cgroup_id, NULL);
         if (known && (!p->info.cmdline || !p->info.unit))
                 proc_inherit(t, p, id->ppid, id->parent_start_time, true);
 
@@ -298,8 +342,7 @@ bool proc_table_read_info(ProcTable *t, size_t max) {
         max = MIN(max, t->info_reads_later);
         for (; i < t->n_info_queue && reads < max; i++) {
                 CollectorProc *p = t->info_queue[i];
-                char *cmdline = NULL, *unit = NULL;
-                int r;
+                char *cmdline = NULL;
 
                 /* Exec'd since (its exec read them), or gone (what BPF recorded stays). */
                 if (!p->info_pending)
@@ -314,11 +357,7 @@ bool proc_table_read_info(ProcTable *t, size_t max) {
                         free(p->info.cmdline);
                         p->info.cmdline = cmdline;
                 }
-                r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
-                if (r >= 0 || r == -ENODATA) {
-                        free(p->info.unit);
-                        p->info.unit = unit;
-                }
+                (void) proc_read_place(t, p, p->info.pid, false);
                 (void) proc_table_touch(t, p);
         }
         t->info_reads_later -= reads;
@@ -346,6 +385,9 @@ int proc_table_get(ProcTable *t, uint32_t pid, uint64_t start_time, const struct
         CollectorProc *p = proc_table_find(t, pid, start_time);
 
         if (p) {
+                /* First seen where no identity was at hand (a site, a hash entry being made). */
+                if (p->info.n_pidns == 0 && id && id->start_time == start_time)
+                        pidns_from_ident(id, &p->info);
                 *ret = p;
                 return 0;
         }
@@ -469,12 +511,11 @@ int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName 
 }
 
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
-        char *cmdline = NULL, *unit = NULL;
+        char *cmdline = NULL;
         ProcStat st;
         /* As proc_new() asks: through the process's stat fd where one is kept open; one whose
          * exit is in hand has only the event's copies left. */
         bool alive = !p->exiting && proc_table_stat(t, p, &st) >= 0;
-        int r;
 
         /* Another program maps other files: what its maps say is read anew. */
         file_names_clear(t, p);
@@ -497,19 +538,10 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
          * keeps the unit it had, unless BPF named its cgroup's at the exec (also that of a
          * process in another pid namespace, whose /proc/PID is not here), or, where BPF found
          * no unit within the levels it walks, the cgroup's id names one. */
-        if (alive) {
-                r = proc_read_unit(t->proc_fd, p->info.pid, &unit);
-                if (r >= 0 || r == -ENODATA) {
-                        free(p->info.unit);
-                        p->info.unit = unit;
-                }
-        } else {
-                unit = TAKE_PTR(e->unit);
-                if (unit || proc_cgroup_unit(t, e->cgroup_id, &unit) >= 0) {
-                        free(p->info.unit);
-                        p->info.unit = unit;
-                }
-        }
+        if (alive)
+                (void) proc_read_place(t, p, p->info.pid, false);
+        else
+                proc_cgroup_place(t, p, e->cgroup_id, TAKE_PTR(e->unit));
         return proc_table_touch(t, p);
 }
 

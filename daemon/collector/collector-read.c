@@ -312,12 +312,16 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
 }
 
 static int drain_traps_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
+        const struct ts_traps *t = value;
         CollectorProc *p;
         int k;
 
         k = proc_table_get(r->procs, key->tgid, key->start_time, NULL, now, &p);
         if (k < 0)
                 return k;
+        /* Named from /proc, as before; its namespaces only BPF can tell. */
+        if (p->info.n_pidns == 0 && t->id.start_time == key->start_time)
+                pidns_from_ident(&t->id, &p->info);
         return proc_table_count_traps(r->procs, p, value, now);
 }
 

@@ -365,3 +365,13 @@ void name_shares_done(NameShares *s) {
         free(s->users);
         *s = (NameShares) {};
 }
+
+void pidns_from_ident(const struct ts_ident *id, ProcessInfo *p) {
+        _Static_assert(PIDNS_LEVELS == TS_PIDNS_LEVELS, "ProcessInfo keeps the levels BPF reads");
+        uint32_t n = MIN(id->n_pidns, (uint32_t) PIDNS_LEVELS);
+
+        for (uint32_t i = 0; i < n; i++)
+                p->pidns[i] = (PidNsPid) { .ns = id->pidns[i].ns, .pid = id->pidns[i].pid };
+        p->n_pidns = n;
+        p->pidns_level = id->pidns_level;
+}

@@ -88,6 +88,9 @@ void traps_from_bpf(const struct ts_traps *t, Traps *ret);
  * changed. */
 bool traps_account(const Traps *cur, Traps *seen, Traps *delta);
 
+/* The pid namespaces BPF recorded for a process, into p (n_pidns 0 when it could read none). */
+void pidns_from_ident(const struct ts_ident *id, ProcessInfo *p);
+
 /* A lifecycle event from the ring buffer, kept until the maps have been drained. */
 typedef struct LifecycleEvent {
         uint32_t type; /* enum ts_event_type */

@@ -300,47 +300,85 @@ static char *path_unit(const char *path, size_t len) {
         return best ? strndup(best, best_len) : NULL;
 }
 
-int proc_cgroup_parse_unit(const char *text, char **ret) {
-        char *unified = NULL, *named = NULL;
+/* The path of the unified hierarchy's line ("0::PATH") in a /proc/PID/cgroup text, or with named
+ * of the name=systemd one (cgroup v1): a pointer into text and its length; false when not there. */
+static bool cgroup_text_path(const char *text, bool named, const char **ret_path, size_t *ret_len) {
+        const char *want = named ? "name=systemd" : "";
 
         for (const char *line = text; *line;) {
                 const char *eol = strchrnul(line, '\n');
                 const char *c1 = memchr(line, ':', (size_t) (eol - line));
                 const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t) (eol - c1 - 1)) : NULL;
 
-                if (c2) {
-                        const char *path = c2 + 1;
-                        size_t plen = (size_t) (eol - path);
-
-                        if (!unified && strncmp(line, "0::", 3) == 0)
-                                unified = path_unit(path, plen);
-                        else if (!named && (size_t) (c2 - c1 - 1) == strlen("name=systemd") &&
-                                 strncmp(c1 + 1, "name=systemd", strlen("name=systemd")) == 0)
-                                named = path_unit(path, plen);
+                if (c2 && (named || strncmp(line, "0:", 2) == 0) && (size_t) (c2 - c1 - 1) == strlen(want) &&
+                    strncmp(c1 + 1, want, strlen(want)) == 0) {
+                        *ret_path = c2 + 1;
+                        *ret_len = (size_t) (eol - c2 - 1);
+                        return true;
                 }
                 line = *eol ? eol + 1 : eol;
         }
+        return false;
+}
 
-        if (unified) {
-                free(named);
-                *ret = unified;
-                return 0;
-        }
-        if (named) {
-                *ret = named;
-                return 0;
+/* The innermost unit of the unified hierarchy's path, else of name=systemd's. */
+int proc_cgroup_parse_unit(const char *text, char **ret) {
+        for (int named = 0; named <= 1; named++) {
+                const char *path;
+                size_t len;
+                char *unit;
+
+                if (!cgroup_text_path(text, named, &path, &len))
+                        continue;
+                unit = path_unit(path, len);
+                if (unit) {
+                        *ret = unit;
+                        return 0;
+                }
         }
         return -ENODATA;
 }
 
-int proc_read_unit(int proc_fd, uint32_t pid, char **ret) {
-        _cleanup_free_ char *text = NULL;
+int proc_cgroup_parse_container(const char *text, Container **ret) {
+        _cleanup_free_ char *path = NULL;
+        Container c, *copy;
+        const char *p;
+        size_t len;
+        int r;
+
+        if (!cgroup_text_path(text, false, &p, &len) && !cgroup_text_path(text, true, &p, &len))
+                return -ENODATA;
+        path = strndup(p, len);
+        if (!path)
+                return -ENOMEM;
+        r = container_from_cgroup(path, &c);
+        if (r < 0)
+                return r == -EINVAL ? -ENODATA : r;
+        copy = malloc(sizeof(*copy));
+        if (!copy)
+                return -ENOMEM;
+        *copy = c;
+        *ret = copy;
+        return 0;
+}
+
+int proc_read_cgroup(int proc_fd, uint32_t pid, char **ret_unit, Container **ret_container) {
+        _cleanup_free_ char *text = NULL, *unit = NULL;
+        Container *container = NULL;
         int r;
 
         r = read_pid_file(proc_fd, pid, "cgroup", 16384, &text, NULL);
         if (r < 0)
                 return r;
-        return proc_cgroup_parse_unit(text, ret);
+        r = proc_cgroup_parse_unit(text, &unit);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        r = proc_cgroup_parse_container(text, &container);
+        if (r < 0 && r != -ENODATA)
+                return r;
+        *ret_unit = TAKE_PTR(unit);
+        *ret_container = container;
+        return 0;
 }
 
 int proc_read_mountinfo(int proc_fd, char **ret) {

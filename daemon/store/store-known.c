@@ -36,6 +36,49 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
                 sqlite3_bind_null(st, i);
 }
 
+/* The namespace and container columns, from parameter first on: ns_pid, pid_ns, pidns_level, then
+ * the container's runtime, id, name, pod and user; NULL for what is not known. */
+static void bind_ns_container(sqlite3_stmt *st, int first, const ProcessInfo *p) {
+        const PidNsPid *ns = process_info_ns(p);
+        const Container *c = p->container;
+
+        for (int i = 0; i < 8; i++)
+                sqlite3_bind_null(st, first + i);
+        if (ns) {
+                sqlite3_bind_int64(st, first, ns->pid);
+                sqlite3_bind_int64(st, first + 1, ns->ns);
+                sqlite3_bind_int64(st, first + 2, p->pidns_level);
+        }
+        if (c) {
+                sqlite3_bind_text(st, first + 3, c->runtime, -1, SQLITE_STATIC);
+                sqlite3_bind_text(st, first + 4, c->id, -1, SQLITE_STATIC);
+                if (c->name[0])
+                        sqlite3_bind_text(st, first + 5, c->name, -1, SQLITE_STATIC);
+                if (c->pod[0])
+                        sqlite3_bind_text(st, first + 6, c->pod, -1, SQLITE_STATIC);
+                if (c->user != UINT32_MAX)
+                        sqlite3_bind_int64(st, first + 7, c->user);
+        }
+}
+
+/* The rows of process_pidns: each namespace below the initial one the process is in. */
+static int add_pidns(Store *s, int64_t id, const ProcessInfo *p) {
+        int r = 0;
+
+        for (uint32_t i = 0; i < p->n_pidns && i < PIDNS_LEVELS && r >= 0; i++) {
+                uint32_t level = i + 1 == p->n_pidns ? p->pidns_level : i;
+
+                if (level == 0)
+                        continue;
+                sqlite3_reset(s->add_pidns);
+                sqlite3_bind_int64(s->add_pidns, 1, p->pidns[i].ns);
+                sqlite3_bind_int64(s->add_pidns, 2, p->pidns[i].pid);
+                sqlite3_bind_int64(s->add_pidns, 3, id);
+                r = sql_step_done(s->add_pidns);
+        }
+        return r;
+}
+
 static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         sqlite3_stmt *st = s->upsert_process;
         int rc;
@@ -51,6 +94,7 @@ static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         sqlite3_bind_int64(st, 8, (int64_t) p->first_seen_usec);
         sqlite3_bind_int64(st, 9, (int64_t) p->last_seen_usec);
         sqlite3_bind_int(st, 10, p->exited);
+        bind_ns_container(st, 11, p);
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW) {
                 sqlite3_reset(st);
@@ -58,7 +102,7 @@ static int upsert_process(Store *s, const ProcessInfo *p, int64_t *ret_id) {
         }
         *ret_id = sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
-        return 0;
+        return add_pidns(s, *ret_id, p);
 }
 
 static int known_compare(const void *a, const void *b) {
@@ -72,6 +116,7 @@ static void known_free(void *p) {
 
         free(k->cmdline);
         free(k->unit);
+        free(k->container);
         free(k);
 }
 
@@ -112,9 +157,15 @@ static int text_update(char **cached, const char *v) {
 
 /* Whether the row needs writing: what the UPDATE would change, except a last seen that stays in
  * the raw bucket last written (precision: see store_flush() in store.h). */
+/* Whether p knows namespaces the row lacks, or a container other than the row's. */
+static bool ns_container_changes(const KnownProcess *k, const ProcessInfo *p) {
+        return (!k->ns_written && p->n_pidns > 0) ||
+               (p->container && (!k->container || memcmp(k->container, p->container, sizeof(Container)) != 0));
+}
+
 static bool known_differs(const KnownProcess *k, const ProcessInfo *p) {
         return p->exited || strcmp(k->comm, p->comm) != 0 || k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
-               text_changes(k->unit, p->unit) ||
+               text_changes(k->unit, p->unit) || ns_container_changes(k, p) ||
                (p->last_seen_usec > k->last_seen_written &&
                 p->last_seen_usec / STORE_RAW_BUCKET_USEC != k->last_seen_written / STORE_RAW_BUCKET_USEC);
 }
@@ -127,6 +178,12 @@ static int known_update(KnownProcess *k, const ProcessInfo *p) {
         k->uid = p->uid;
         k->last_seen_written = MAX(k->last_seen_written, p->last_seen_usec);
         k->last_seen = MAX(k->last_seen, p->last_seen_usec);
+        k->ns_written = k->ns_written || p->n_pidns > 0;
+        if (p->container) {
+                if (!k->container && !(k->container = malloc(sizeof(Container))))
+                        return -ENOMEM;
+                *k->container = *p->container;
+        }
         r = text_update(&k->cmdline, p->cmdline);
         if (r >= 0)
                 r = text_update(&k->unit, p->unit);
@@ -165,6 +222,8 @@ static int update_process(Store *s, int64_t id, const ProcessInfo *p, bool ident
         bind_text_or_null(st, 5, p->unit);
         sqlite3_bind_int64(st, 6, (int64_t) p->last_seen_usec);
         sqlite3_bind_int(st, 7, p->exited);
+        if (identity)
+                bind_ns_container(st, 8, p);
         r = sql_step_done(st);
         if (r >= 0 && sqlite3_changes(s->db) == 0)
                 return -ENOENT;
@@ -212,9 +271,12 @@ int store_known_row(Store *s, const ProcessInfo *p, int64_t *ret_id, KnownProces
                         return 0;
                 }
                 bool identity = k->uid != p->uid || text_changes(k->cmdline, p->cmdline) ||
-                                text_changes(k->unit, p->unit);
+                                text_changes(k->unit, p->unit) || ns_container_changes(k, p);
+                bool new_ns = !k->ns_written && p->n_pidns > 0;
 
                 r = update_process(s, k->id, p, identity);
+                if (r >= 0 && new_ns)
+                        r = add_pidns(s, k->id, p);
                 if (r >= 0) {
                         r = known_update(k, p);
                         if (r < 0)

@@ -17,6 +17,8 @@ typedef struct KnownProcess {
         char comm[COMM_MAX];        /* comm and uid as in the row */
         uint32_t uid;
         char *cmdline, *unit;       /* the last non-NULL ones written; NULL: none written */
+        Container *container;       /* the last one written; NULL: none */
+        bool ns_written;            /* the row has its namespaces */
         uint64_t last_seen_written; /* last_seen_usec as in the row */
         uint64_t last_seen;         /* the newest the caller passed: written when it leaves */
         uint64_t flushed_usec;      /* the last flush it was in */

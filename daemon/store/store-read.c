@@ -45,6 +45,40 @@ char *column_strdup(sqlite3_stmt *st, int i) {
         return t ? strdup((const char *) t) : NULL;
 }
 
+/* ns_pid, pid_ns, pidns_level: the row keeps the innermost namespace only, so p has that alone. */
+static void read_ns(sqlite3_stmt *st, int first, ProcessInfo *p) {
+        if (sqlite3_column_type(st, first) == SQLITE_NULL || sqlite3_column_type(st, first + 1) == SQLITE_NULL)
+                return;
+        p->pidns[0] = (PidNsPid) { .pid = (uint32_t) sqlite3_column_int64(st, first),
+                                   .ns = (uint32_t) sqlite3_column_int64(st, first + 1) };
+        p->pidns_level = (uint32_t) sqlite3_column_int64(st, first + 2);
+        p->n_pidns = 1;
+}
+
+/* The container's runtime, id, name, pod and user; *ret NULL when the row has none. */
+static int read_container(sqlite3_stmt *st, int first, Container **ret) {
+        const unsigned char *runtime = sqlite3_column_text(st, first), *v;
+        Container *c;
+
+        *ret = NULL;
+        if (!runtime)
+                return 0;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        snprintf(c->runtime, sizeof(c->runtime), "%s", (const char *) runtime);
+        if ((v = sqlite3_column_text(st, first + 1)))
+                snprintf(c->id, sizeof(c->id), "%s", (const char *) v);
+        if ((v = sqlite3_column_text(st, first + 2)))
+                snprintf(c->name, sizeof(c->name), "%s", (const char *) v);
+        if ((v = sqlite3_column_text(st, first + 3)))
+                snprintf(c->pod, sizeof(c->pod), "%s", (const char *) v);
+        c->user = sqlite3_column_type(st, first + 4) == SQLITE_NULL ? UINT32_MAX
+                                                                   : (uint32_t) sqlite3_column_int64(st, first + 4);
+        *ret = c;
+        return 0;
+}
+
 int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
         ProcessInfo p = {};
         const unsigned char *comm;
@@ -57,8 +91,10 @@ int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
         p.first_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 6);
         p.last_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 7);
         p.exited = sqlite3_column_int(st, first + 8) != 0;
+        read_ns(st, first + 9, &p);
         if ((sqlite3_column_type(st, first + 3) != SQLITE_NULL && !(p.cmdline = column_strdup(st, first + 3))) ||
-            (sqlite3_column_type(st, first + 5) != SQLITE_NULL && !(p.unit = column_strdup(st, first + 5)))) {
+            (sqlite3_column_type(st, first + 5) != SQLITE_NULL && !(p.unit = column_strdup(st, first + 5))) ||
+            read_container(st, first + 12, &p.container) < 0) {
                 process_info_done(&p);
                 return -ENOMEM;
         }

@@ -484,7 +484,7 @@ static int top_fill_rows(sqlite3_stmt *st, bool faults, TopRows *t) {
                 if (r < 0)
                         return r;
                 if (faults)
-                        read_faults(st, 10, &row->faults);
+                        read_faults(st, 1 + PROCESS_COLUMNS_N, &row->faults);
                 t->filled[row - t->rows] = true;
         }
         return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;

@@ -78,6 +78,7 @@ struct Store {
         sqlite3_stmt *upsert_process;
         sqlite3_stmt *update_process;      /* by id, for a process in `known` */
         sqlite3_stmt *update_process_seen; /* the same, uid, cmdline and unit unchanged */
+        sqlite3_stmt *add_pidns;           /* a row of process_pidns */
         void *known;                       /* tsearch() tree of KnownProcess by (pid, start_time) */
         uint64_t swept_bucket;             /* raw bucket in which `known` was last swept */
         /* The pending ticks (store-pending.c). */
@@ -124,7 +125,10 @@ struct Store {
 };
 
 /* The process table's columns that make a ProcessInfo, in the order read_process() reads them. */
-#define PROCESS_COLUMNS "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited"
+#define PROCESS_COLUMNS                                                                                   \
+        "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited, ns_pid, pid_ns, "  \
+        "pidns_level, container_runtime, container_id, container_name, container_pod, container_user"
+#define PROCESS_COLUMNS_N 17
 
 static inline void sqlite3_finalizep(sqlite3_stmt **s) {
         sqlite3_finalize(*s);

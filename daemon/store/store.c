@@ -115,6 +115,57 @@ static char *join_fault_columns(const char *fmt) {
         return memstream_done(f, &buf);
 }
 
+/* The known-process cache's statements (store-known.c). */
+static int prepare_process_statements(Store *s) {
+        int r;
+
+        /* A process's namespaces and container are set once known and kept (as its command line
+         * and unit are) when a later sighting knows none. */
+        r = sql_prepare(s->db, &s->upsert_process,
+                        "INSERT INTO process (boot_id, " PROCESS_COLUMNS ") "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (boot_id, pid, start_time) DO UPDATE SET "
+                        "comm = excluded.comm, uid = excluded.uid, cmdline = coalesce(excluded.cmdline, cmdline), "
+                        "unit = coalesce(excluded.unit, unit), "
+                        "last_seen_usec = max(last_seen_usec, excluded.last_seen_usec), "
+                        "exited = max(exited, excluded.exited), ns_pid = coalesce(excluded.ns_pid, ns_pid), "
+                        "pid_ns = coalesce(excluded.pid_ns, pid_ns), "
+                        "pidns_level = coalesce(excluded.pidns_level, pidns_level), "
+                        "container_runtime = coalesce(excluded.container_runtime, container_runtime), "
+                        "container_id = iif(excluded.container_runtime IS NULL, container_id, "
+                        "excluded.container_id), "
+                        "container_name = iif(excluded.container_runtime IS NULL, container_name, "
+                        "excluded.container_name), "
+                        "container_pod = iif(excluded.container_runtime IS NULL, container_pod, "
+                        "excluded.container_pod), "
+                        "container_user = iif(excluded.container_runtime IS NULL, container_user, "
+                        "excluded.container_user) "
+                        "RETURNING id");
+        if (r < 0)
+                return r;
+        r = sql_prepare(s->db, &s->update_process,
+                        "UPDATE process SET comm = ?2, uid = ?3, cmdline = coalesce(?4, cmdline), "
+                        "unit = coalesce(?5, unit), last_seen_usec = max(last_seen_usec, ?6), "
+                        "exited = max(exited, ?7), ns_pid = coalesce(?8, ns_pid), pid_ns = coalesce(?9, pid_ns), "
+                        "pidns_level = coalesce(?10, pidns_level), "
+                        "container_runtime = coalesce(?11, container_runtime), "
+                        "container_id = iif(?11 IS NULL, container_id, ?12), "
+                        "container_name = iif(?11 IS NULL, container_name, ?13), "
+                        "container_pod = iif(?11 IS NULL, container_pod, ?14), "
+                        "container_user = iif(?11 IS NULL, container_user, ?15) WHERE id = ?1");
+        if (r < 0)
+                return r;
+        /* The same with uid, cmdline and unit as they are: ?3 to ?5 are bound (the statement
+         * has parameters up to ?7) and not used. */
+        r = sql_prepare(s->db, &s->update_process_seen,
+                        "UPDATE process SET comm = ?2, last_seen_usec = max(last_seen_usec, ?6), "
+                        "exited = max(exited, ?7) WHERE id = ?1");
+        if (r < 0)
+                return r;
+        return sql_prepare(s->db, &s->add_pidns,
+                           "INSERT OR IGNORE INTO process_pidns (ns, pid, process_id) VALUES (?, ?, ?)");
+}
+
 static int prepare_statements(Store *s) {
         _cleanup_free_ char *values = NULL, *sets = NULL;
         int r;
@@ -125,26 +176,7 @@ static int prepare_statements(Store *s) {
         if (!s->columns || !s->sums || !s->sums_as)
                 return -ENOMEM;
 
-        r = sql_prepare(s->db, &s->upsert_process,
-                        "INSERT INTO process (boot_id, " PROCESS_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                        "ON CONFLICT (boot_id, pid, start_time) DO UPDATE SET "
-                        "comm = excluded.comm, uid = excluded.uid, cmdline = coalesce(excluded.cmdline, cmdline), "
-                        "unit = coalesce(excluded.unit, unit), "
-                        "last_seen_usec = max(last_seen_usec, excluded.last_seen_usec), "
-                        "exited = max(exited, excluded.exited) RETURNING id");
-        if (r < 0)
-                return r;
-        r = sql_prepare(s->db, &s->update_process,
-                        "UPDATE process SET comm = ?2, uid = ?3, cmdline = coalesce(?4, cmdline), "
-                        "unit = coalesce(?5, unit), last_seen_usec = max(last_seen_usec, ?6), "
-                        "exited = max(exited, ?7) WHERE id = ?1");
-        if (r < 0)
-                return r;
-        /* The same with uid, cmdline and unit as they are: ?3 to ?5 are bound (the statement
-         * has parameters up to ?7) and not used. */
-        r = sql_prepare(s->db, &s->update_process_seen,
-                        "UPDATE process SET comm = ?2, last_seen_usec = max(last_seen_usec, ?6), "
-                        "exited = max(exited, ?7) WHERE id = ?1");
+        r = prepare_process_statements(s);
         if (r < 0)
                 return r;
         r = sql_prepare(s->db, &s->add_pending, "INSERT INTO sample_pending (time_usec, data) VALUES (?, ?)");
@@ -315,6 +347,7 @@ Store *store_free(Store *s) {
         sqlite3_finalize(s->upsert_process);
         sqlite3_finalize(s->update_process);
         sqlite3_finalize(s->update_process_seen);
+        sqlite3_finalize(s->add_pidns);
         sqlite3_finalize(s->add_pending);
         sqlite3_finalize(s->add_total);
         sqlite3_finalize(s->insert_total);

@@ -75,7 +75,13 @@ class EndToEnd(SharedDaemonTest):
         r = wait_for(row, what=f"pid {pid} in Top")
         self.assertGreaterEqual(r["counters"]["faults"]["user"], PAGES)
         self.assertEqual(set(r["process"]), {"pid", "startTime", "comm", "cmdline", "uid", "unit", "firstSeenUsec",
-                                             "lastSeenUsec", "exited"})
+                                             "lastSeenUsec", "exited", "nsPid", "pidNamespace", "container"})
+        # A process of the test's own pid namespace (the machine's): its pid there is its pid.
+        with open("/proc/self/status") as f:
+            nspid = next(line for line in f if line.startswith("NSpid:")).split()[1:]
+        if len(nspid) == 1:
+            self.assertEqual(r["process"]["nsPid"], pid)
+            self.assertEqual(r["process"]["pidNamespace"], os.stat("/proc/self/ns/pid").st_ino)
         self.assertEqual(set(r["counters"]["faults"]),
                          {"user", "kernel", "minor", "major", "read", "write", "exec", "protection"})
 

@@ -92,18 +92,36 @@ static void remove_tree(const Tree *t) {
         assert_int_equal(system(cmd), 0);
 }
 
-static void assert_unit(CgroupUnits *c, uint64_t id, uint64_t now, const char *expect) {
-        _cleanup_free_ char *unit = NULL;
+/* The unit (NULL: none) and the container's runtime and id (NULL: none) of cgroup id. */
+static void assert_place(CgroupUnits *c, uint64_t id, uint64_t now, const char *unit, const char *runtime,
+                         const char *container_id) {
+        _cleanup_free_ char *u = NULL;
+        _cleanup_free_ Container *k = NULL;
 
-        assert_int_equal(cgroup_units_lookup(c, id, now, &unit), 0);
-        assert_string_equal(unit, expect);
+        assert_int_equal(cgroup_units_lookup(c, id, now, &u, &k), 0);
+        if (unit)
+                assert_string_equal(u, unit);
+        else
+                assert_null(u);
+        if (runtime) {
+                assert_non_null(k);
+                assert_string_equal(k->runtime, runtime);
+                assert_string_equal(k->id, container_id);
+        } else
+                assert_null(k);
+}
+
+static void assert_unit(CgroupUnits *c, uint64_t id, uint64_t now, const char *expect) {
+        assert_place(c, id, now, expect, NULL, NULL);
 }
 
 static void assert_lookup_fails(CgroupUnits *c, uint64_t id, uint64_t now, int expect) {
         char *unit = NULL;
+        Container *k = NULL;
 
-        assert_int_equal(cgroup_units_lookup(c, id, now, &unit), expect);
+        assert_int_equal(cgroup_units_lookup(c, id, now, &unit, &k), expect);
         assert_null(unit);
+        assert_null(k);
 }
 
 static void test_units(void **state) {
@@ -131,9 +149,9 @@ static void test_units(void **state) {
         assert_unit(c, nested, 3, "inner.scope");
         assert_unit(c, scope, 4, "run-u7.scope");
         /* In no unit: the root and the slices. */
-        assert_lookup_fails(c, st.st_ino, 5, -ENODATA);
-        assert_lookup_fails(c, sys, 6, -ENODATA);
-        assert_lookup_fails(c, user, 7, -ENODATA);
+        assert_unit(c, st.st_ino, 5, NULL);
+        assert_unit(c, sys, 6, NULL);
+        assert_unit(c, user, 7, NULL);
         /* Hits never walk again. */
         assert_int_equal(cgroup_units_scans(c), 1);
 
@@ -181,6 +199,56 @@ static void test_units(void **state) {
         remove_tree(&t);
 }
 
+/* Containers by where their cgroups are: the outermost one of a path, and only at the places the
+ * runtimes use (a user's own subtree names none but rootless ones, and those as the user's). */
+static void test_containers(void **state) {
+        Tree t = { .root = "/tmp/test-cgroup-util.XXXXXX" };
+        const char *id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        uint64_t machine, payload, nginx, docker, fake, rootless, lxc;
+        CgroupUnits *c = NULL;
+        char rel[512];
+
+        assert_non_null(mkdtemp(t.root));
+        (void) make_dir(&t, "machine.slice");
+        machine = make_dir(&t, "machine.slice/machine-web\\x2d1.scope");
+        payload = make_dir(&t, "machine.slice/machine-web\\x2d1.scope/payload");
+        (void) make_dir(&t, "machine.slice/machine-web\\x2d1.scope/payload/system.slice");
+        nginx = make_dir(&t, "machine.slice/machine-web\\x2d1.scope/payload/system.slice/nginx.service");
+        (void) make_dir(&t, "system.slice");
+        snprintf(rel, sizeof(rel), "system.slice/docker-%s.scope", id);
+        docker = make_dir(&t, rel);
+        (void) make_dir(&t, "machine.slice/other");
+        (void) make_dir(&t, "user.slice");
+        (void) make_dir(&t, "user.slice/user-1000.slice");
+        (void) make_dir(&t, "user.slice/user-1000.slice/user@1000.service");
+        (void) make_dir(&t, "user.slice/user-1000.slice/user@1000.service/machine.slice");
+        fake = make_dir(&t, "user.slice/user-1000.slice/user@1000.service/machine.slice/machine-web\\x2d1.scope");
+        snprintf(rel, sizeof(rel), "user.slice/user-1000.slice/user@1000.service/libpod-%s.scope", id);
+        rootless = make_dir(&t, rel);
+        lxc = make_dir(&t, "lxc.payload.db");
+
+        assert_int_equal(cgroup_units_new(t.root, CGROUP_UNITS_MAX_DEFAULT, 1000, &c), 0);
+        assert_place(c, machine, 1, "machine-web\\x2d1.scope", "machined", "web-1");
+        assert_place(c, payload, 1, "machine-web\\x2d1.scope", "machined", "web-1");
+        assert_place(c, nginx, 1, "nginx.service", "machined", "web-1");
+        snprintf(rel, sizeof(rel), "docker-%s.scope", id);
+        assert_place(c, docker, 1, rel, "docker", id);
+        assert_place(c, fake, 1, "machine-web\\x2d1.scope", NULL, NULL);
+        {
+                _cleanup_free_ char *u = NULL;
+                _cleanup_free_ Container *k = NULL;
+
+                assert_int_equal(cgroup_units_lookup(c, rootless, 1, &u, &k), 0);
+                assert_non_null(k);
+                assert_string_equal(k->runtime, "podman");
+                assert_int_equal(k->user, 1000);
+        }
+        assert_place(c, lxc, 1, NULL, "lxc", "db");
+        assert_int_equal(cgroup_units_scans(c), 1);
+        c = cgroup_units_free(c);
+        remove_tree(&t);
+}
+
 /* Nesting is walked 32 levels deep, no deeper. */
 static void test_depth(void **state) {
         Tree t = { .root = "/tmp/test-cgroup-util.XXXXXX" };
@@ -213,6 +281,7 @@ int main(void) {
                 cmocka_unit_test(test_mount_parse),
                 cmocka_unit_test(test_units),
                 cmocka_unit_test(test_depth),
+                cmocka_unit_test(test_containers),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -145,13 +145,45 @@ static void test_cmdline_format(void **state) {
 }
 
 static void test_unit(void **state) {
-        char *s;
+        Container *c = NULL;
+        char *s = NULL;
 
-        /* The innermost unit of the unified hierarchy wins over name=systemd and v1 controllers. */
-        assert_int_equal(proc_read_unit(proc_fd, 4242, &s), 0);
+        /* The innermost unit of the unified hierarchy wins over name=systemd and v1 controllers;
+         * the container is the outermost one of that path. */
+        assert_int_equal(proc_read_cgroup(proc_fd, 4242, &s, &c), 0);
         assert_string_equal(s, "payload.scope");
+        assert_null(c);
         free(s);
-        assert_int_equal(proc_read_unit(proc_fd, 77, &s), -ENODATA);
+        assert_int_equal(proc_read_cgroup(proc_fd, 77, &s, &c), 0);
+        assert_null(s);
+        assert_null(c);
+        assert_int_equal(proc_read_cgroup(proc_fd, 99999, &s, &c), -ENOENT);
+
+        assert_int_equal(proc_cgroup_parse_container("1:name=systemd:/x\n0::/machine.slice/machine-web\\x2d1.scope/"
+                                                     "payload/system.slice/nginx.service\n",
+                                                     &c),
+                         0);
+        assert_string_equal(c->runtime, "machined");
+        assert_string_equal(c->id, "web-1");
+        assert_string_equal(c->name, "web-1");
+        assert_int_equal(c->user, UINT32_MAX);
+        free(c);
+        /* From name=systemd where there is no unified hierarchy (cgroup v1). */
+        assert_int_equal(proc_cgroup_parse_container("1:name=systemd:/system.slice/docker-"
+                                                     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+                                                     ".scope\n",
+                                                     &c),
+                         0);
+        assert_string_equal(c->runtime, "docker");
+        assert_string_equal(c->id, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+        free(c);
+        /* A container's name in a user's own subtree is not one. */
+        assert_int_equal(proc_cgroup_parse_container("0::/user.slice/user-1000.slice/user@1000.service/"
+                                                     "machine.slice/machine-web.scope\n",
+                                                     &c),
+                         -ENODATA);
+        assert_int_equal(proc_cgroup_parse_container("0::\n", &c), -ENODATA);
+        assert_int_equal(proc_cgroup_parse_container("", &c), -ENODATA);
 
         assert_int_equal(proc_cgroup_parse_unit("1:name=systemd:/user.slice/user-1000.slice/session-2.scope\n0::/\n", &s), 0);
         assert_string_equal(s, "session-2.scope");

@@ -153,11 +153,11 @@ static void test_kinds_match_the_schema(void **state) {
                                  (int64_t) (2 + store_kind_n_values(sample)));
         }
 
-        /* The tables that are not counts: processes and their totals, the tiers' marks, the pending
-         * ticks and their fold's progress, the site kind's dictionaries. */
+        /* The tables that are not counts: processes, their totals and pid namespaces, the tiers'
+         * marks, the pending ticks and their fold's progress, the site kind's dictionaries. */
         assert_int_equal(query_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT IN ('process', 'process_total', 'tier', 'sample_pending', "
-                                       "'pending_fold', 'object', 'site', 'user_usage')"),
+                                       "AND name NOT IN ('process', 'process_total', 'process_pidns', 'tier', "
+                                       "'sample_pending', 'pending_fold', 'object', 'site', 'user_usage')"),
                          (int64_t) tables);
         sqlite3_close(db);
 }

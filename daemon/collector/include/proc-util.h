@@ -74,7 +74,11 @@ int proc_read_cmdline(int proc_fd, uint32_t pid, size_t max, char **ret);
 int proc_cgroup_parse_unit(const char *text, char **ret);
 /* Whether a cgroup's name (n bytes of s) is a unit's: it ends in .service or .scope. */
 bool proc_cgroup_name_is_unit(const char *s, size_t n);
-int proc_read_unit(int proc_fd, uint32_t pid, char **ret);
+/* The container the process runs in, from the same path (container_from_cgroup()): *ret
+ * malloc'd; -ENODATA when it is in none. */
+int proc_cgroup_parse_container(const char *text, Container **ret);
+/* Both from one read of /proc/PID/cgroup: 0 and each malloc'd, or NULL where it is in none. */
+int proc_read_cgroup(int proc_fd, uint32_t pid, char **ret_unit, Container **ret_container);
 
 /* /proc/self/mountinfo: this process's mounts; the first MiB of a longer one. */
 int proc_read_mountinfo(int proc_fd, char **ret);

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: MIT
+"""Containers seen from outside, against a real trapstatd: a workload in a pid namespace of its own
+(unshare --pid --fork --mount-proc) keeps its pid there (nsPid) and the namespace (pidNamespace) in
+every reply that names processes, while it runs and after it exited; workloads in cgroups where
+the container runtimes put theirs are named by them (machined, docker), and the same names in a
+user's own subtree (user@UID.service) are not. Traps are exact (tests/helpers/raise-traps)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from daemon import (T, Daemon, binary, cgroup2_root, exited_history, history, remove_cgroup,  # noqa: E402
+                    require_root_and_bpf, require_trap_workloads, skip, ticks_after, trapstat_json, wait_for)
+from varlink_raw import Connection  # noqa: E402
+
+# The test's pid in every name: two runs side by side on one machine never share a cgroup.
+TAG = f"ts{os.getpid()}"
+MACHINE = f"trapstat-test-{TAG}"
+# systemd escapes '-' in a machine's scope name as \x2d.
+MACHINE_SCOPE = "machine-" + MACHINE.replace("-", "\\x2d") + ".scope"
+DOCKER_ID = f"{os.getpid():08x}" * 8
+
+
+def ns_pids(pid):
+    """The NSpid line of /proc/PID/status: the pid in each namespace, outermost first."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(x) for x in line.split()[1:]]
+    raise AssertionError(f"no NSpid in /proc/{pid}/status")
+
+
+def find_comm(comm):
+    """The host pid of the one process named comm."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().strip() == comm:
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found[0] if len(found) == 1 else None
+
+
+class Containers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_root_and_bpf()
+        require_trap_workloads()
+        if not cgroup2_root():
+            skip("no cgroup2 hierarchy: no process can be put into a container's cgroup")
+        cls.cgroups = []
+        cls.daemon = Daemon().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            for path in reversed(cls.cgroups):
+                remove_cgroup(path)
+        finally:
+            cls.daemon.__exit__(None, None, None)
+
+    @classmethod
+    def cgroup(cls, rel):
+        """A cgroup at rel below the cgroup2 root, its parents made as needed (removed afterwards
+        where the test made them)."""
+        path = cgroup2_root()
+        for part in rel.split("/"):
+            path = os.path.join(path, part)
+            if not os.path.isdir(path):
+                os.mkdir(path)
+                cls.cgroups.append(path)
+        return path
+
+    def workload(self, comm, n, vector):
+        """raise-traps N --only VECTOR --hold, named comm, as the second process of a pid namespace
+        of its own (a shell is the first); (Popen, host pid, [pids by namespace], namespace inode)."""
+        path = os.path.join(self.daemon.dir, comm)
+        shutil.copy2(binary("RAISE_TRAPS"), path)
+        p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", f'"$0" {n} --only {vector} '
+                              '--hold; echo done', path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        out = json.loads(p.stdout.readline())
+        host = wait_for(lambda: find_comm(comm), what=f"{comm} in /proc")
+        pids = ns_pids(host)
+        ns = os.stat(f"/proc/{host}/ns/pid").st_ino
+        # What the workload itself saw as its pid is its namespace's.
+        self.assertEqual(out["pid"], pids[-1])
+        self.assertEqual(len(pids), 2)
+        self.assertNotEqual(pids[0], pids[-1])
+        return p, host, pids, ns
+
+    def assert_process(self, process, host, pids, ns):
+        self.assertEqual(process["pid"], host)
+        self.assertEqual(process["nsPid"], pids[-1])
+        self.assertEqual(process["pidNamespace"], ns)
+
+    def test_pid_namespace(self):
+        comm = f"ns-ud-{TAG}"[:15]
+        p, host, pids, ns = self.workload(comm, 300, T["UD"])
+        with Connection(self.daemon.socket) as c:
+            # Known while it runs: ListProcesses, History, Top and Watch all carry both pids.
+            def listed():
+                ps = c.call("io.trapstat.ListProcesses", {"pid": host})["processes"]
+                return ps[0] if ps and ps[0]["nsPid"] is not None else None
+
+            self.assert_process(wait_for(listed, what="the namespaced workload listed"), host, pids, ns)
+            h = wait_for(lambda: (lambda h: h if h and h["total"]["traps"] == {T["UD"]: 300} else None)(
+                history(self.daemon, host)), what="its 300 traps in its history")
+            self.assert_process(h["process"], host, pids, ns)
+            top = c.call("io.trapstat.Top", {"pids": [host], "windowSec": 3600})["rows"]
+            self.assertEqual(len(top), 1)
+            self.assert_process(top[0]["process"], host, pids, ns)
+            self.assertEqual(top[0]["counters"]["traps"], {T["UD"]: 300})
+            sites = trapstat_json(self.daemon.socket, "sites", str(host))
+            self.assert_process(sites["process"], host, pids, ns)
+            self.assertEqual(sum(s["count"] for s in sites["sites"] if s["kind"] == "trap"), 300)
+        # A host process: its pid in the initial namespace is its pid.
+        own = history(self.daemon, os.getpid())
+        if own:
+            self.assertEqual(own["process"]["nsPid"], os.getpid())
+            self.assertEqual(own["process"]["pidNamespace"], os.stat("/proc/self/ns/pid").st_ino)
+        p.stdin.close()
+        self.assertEqual(p.stdout.read().strip(), "done")
+        self.assertEqual(p.wait(timeout=30), 0)
+        # Kept in its history after it exited (from the store).
+        h = exited_history(self.daemon, host)
+        self.assert_process(h["process"], host, pids, ns)
+        self.assertEqual(h["total"]["traps"], {T["UD"]: 300})
+
+    def container_of(self, rel, n):
+        """raise-traps N (#UD) --hold in the cgroup at rel (joined between fork and exec); the
+        container ListProcesses names once the daemon read the process's cgroup, which its history
+        keeps after it exited."""
+        cgroup = self.cgroup(rel)
+
+        def join():
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+        p = subprocess.Popen([binary("RAISE_TRAPS"), str(n), "--only", T["UD"], "--hold"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, preexec_fn=join)
+        pid = json.loads(p.stdout.readline())["pid"]
+        with Connection(self.daemon.socket) as c:
+            wait_for(lambda: c.call("io.trapstat.ListProcesses", {"pid": pid})["processes"], what=f"{pid} listed")
+            # Its cgroup is read from /proc within a tick or two of its first: five are ample.
+            ticks_after(self.daemon.socket, 5)
+            container = c.call("io.trapstat.ListProcesses", {"pid": pid})["processes"][0]["container"]
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=30), 0)
+        h = exited_history(self.daemon, pid)
+        self.assertEqual(h["total"]["traps"], {T["UD"]: n})
+        self.assertEqual(h["process"]["container"], container)
+        return container
+
+    def test_machined(self):
+        self.assertEqual(self.container_of(f"machine.slice/{MACHINE_SCOPE}/payload/system.slice/x.service", 7),
+                         {"runtime": "machined", "id": MACHINE, "name": MACHINE, "pod": None, "user": None})
+
+    def test_docker(self):
+        self.assertEqual(self.container_of(f"system.slice/docker-{DOCKER_ID}.scope", 5),
+                         {"runtime": "docker", "id": DOCKER_ID, "name": None, "pod": None, "user": None})
+
+    def test_user_subtree(self):
+        """A user's own subtree: a machine's name there is no machine; a docker scope there is that
+        user's rootless container."""
+        base = f"user.slice/user-4242424.slice/user@4242424.service/{TAG}.slice"
+        self.assertIsNone(self.container_of(f"{base}/machine.slice/{MACHINE_SCOPE}", 3))
+        self.assertEqual(self.container_of(f"{base}/docker-{DOCKER_ID}.scope", 4),
+                         {"runtime": "docker", "id": DOCKER_ID, "name": None, "pod": None, "user": 4242424})
+
+    def test_no_container(self):
+        self.assertIsNone(self.container_of(f"{TAG}.slice/plain.service", 2))
+
+
+if __name__ == "__main__":
+    unittest.main()
