@@ -262,3 +262,33 @@ int container_from_cgroup(const char *path, Container *ret) {
         *ret = c;
         return 0;
 }
+
+bool container_query_valid(const char *query) {
+        size_t n = query ? strnlen(query, CONTAINER_ID_MAX + 1) : 0;
+
+        return n > 0 && n <= CONTAINER_ID_MAX;
+}
+
+bool container_query_is_prefix(const char *query) {
+        size_t n = strnlen(query, CONTAINER_ID_MAX);
+
+        if (n < CONTAINER_PREFIX_MIN || n >= CONTAINER_ID_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!is_lower_hex(query[i]))
+                        return false;
+        return true;
+}
+
+bool container_runtime_has_hex_ids(const char *runtime) {
+        return strcmp(runtime, "machined") != 0 && strcmp(runtime, "lxc") != 0;
+}
+
+bool container_matches(const Container *c, const char *query) {
+        if (!c)
+                return false;
+        if (strcmp(c->id, query) == 0 || (c->name[0] && strcmp(c->name, query) == 0))
+                return true;
+        return container_runtime_has_hex_ids(c->runtime) && container_query_is_prefix(query) &&
+               strncmp(c->id, query, strlen(query)) == 0;
+}

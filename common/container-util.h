@@ -10,6 +10,7 @@
  * only at their system positions. A cgroup below a container's (its payload's own tree) is in that
  * container: the outermost match wins. Pure string logic: no file is read; never logs. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define CONTAINER_RUNTIME_MAX 16 /* with the NUL: "machined", "podman", "docker", "containerd", "cri-o", "lxc" */
@@ -40,3 +41,17 @@ typedef struct Container {
  * container. Linear in the path's length.
  * 0 and *ret filled; -ENODATA when the path is in no container; -EINVAL when it is not absolute. */
 int container_from_cgroup(const char *path, Container *ret);
+
+/* A container as a user names it (trapstat --container, the varlink container members): its name,
+ * its id, or the first CONTAINER_PREFIX_MIN to CONTAINER_ID_MAX - 1 hex digits of a hex id (as
+ * docker and podman print them). At most CONTAINER_ID_MAX bytes, not empty. */
+#define CONTAINER_PREFIX_MIN 4
+bool container_query_valid(const char *query);
+/* Whether query may name a container by the start of its id: CONTAINER_PREFIX_MIN to
+ * CONTAINER_ID_MAX - 1 lowercase hex digits. */
+bool container_query_is_prefix(const char *query);
+/* Whether query names c. The prefix of an id counts only for the runtimes whose ids are hex (not
+ * machined's or LXC's, whose ids are names). */
+bool container_matches(const Container *c, const char *query);
+/* Whether the runtime's ids are hex digits, so that an id's prefix may name a container. */
+bool container_runtime_has_hex_ids(const char *runtime);

@@ -8,11 +8,12 @@
 void process_filter_done(ProcessFilter *f) {
         free(f->unit);
         free(f->comm);
+        free(f->container);
         *f = PROCESS_FILTER_NONE;
 }
 
 bool process_filter_is_empty(const ProcessFilter *f) {
-        return f->n_pids == 0 && f->uid < 0 && !f->unit && !f->comm;
+        return f->n_pids == 0 && f->uid < 0 && !f->unit && !f->comm && !f->container;
 }
 
 /* The next character of a UTF-8 string as SQLite reads it (sqlite3Utf8Read): a lead byte takes
@@ -132,6 +133,10 @@ bool process_filter_match(const ProcessFilter *f, uint32_t pid, int64_t uid, con
         if (f->comm && !glob_match(f->comm, comm ?: ""))
                 return false;
         return true;
+}
+
+bool process_filter_match_container(const ProcessFilter *f, const Container *c) {
+        return !f->container || container_matches(c, f->container);
 }
 
 int process_filter_parse_pids(ProcessFilter *f, const char *text) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "container-util.h"
 #include "defaults.h"
 
 typedef struct ProcessFilter {
@@ -18,6 +19,7 @@ typedef struct ProcessFilter {
         int64_t uid;   /* -1: any user */
         char *unit;    /* glob over unit names; NULL: any (a process without a unit never matches one) */
         char *comm;    /* glob over comm; NULL: any */
+        char *container; /* a container's name, id or id's prefix (container_matches()); NULL: any */
 } ProcessFilter;
 
 #define PROCESS_FILTER_NONE ((ProcessFilter) { .uid = -1 })
@@ -25,6 +27,8 @@ typedef struct ProcessFilter {
 void process_filter_done(ProcessFilter *f);
 bool process_filter_is_empty(const ProcessFilter *f);
 bool process_filter_match(const ProcessFilter *f, uint32_t pid, int64_t uid, const char *unit, const char *comm);
+/* The container member alone: whether a process in container c (NULL: in none) passes. */
+bool process_filter_match_container(const ProcessFilter *f, const Container *c);
 /* Whether text matches glob as SQLite's GLOB matches it. */
 bool glob_match(const char *glob, const char *text);
 /* Parses "PID[,PID...]" into f->pids: -EINVAL for anything but 1 to MAX_FILTER_PIDS pids in

@@ -76,12 +76,13 @@ static int64_t visible_uid(VarlinkCall *call) {
         return varlink_call_peer_privileged(call) ? -1 : (int64_t) varlink_call_peer_uid(call);
 }
 
-/* Reads the members Top and Watch filter processes by (pids, uid, unit, comm) into *ret, to
+/* Reads the members Top and Watch filter processes by (pids, uid, unit, comm, container) into *ret, to
  * process_filter_done(). Returns 0; -EINVAL and the member out of bounds in *ret_bad; -ENOMEM.
  * An empty pids is out of bounds: "only these" with none would be everything. */
 static int process_filter_read(json_t *parameters, ProcessFilter *ret, const char **ret_bad) {
         json_t *pids = json_object_get(parameters, "pids"), *v;
-        const char *unit = param_string(parameters, "unit"), *comm = param_string(parameters, "comm");
+        const char *unit = param_string(parameters, "unit"), *comm = param_string(parameters, "comm"),
+                   *container = param_string(parameters, "container");
         int64_t uid = param_int(parameters, "uid", -1);
         ProcessFilter f = PROCESS_FILTER_NONE;
         size_t i;
@@ -104,10 +105,14 @@ static int process_filter_read(json_t *parameters, ProcessFilter *ret, const cha
         *ret_bad = "comm";
         if (comm && strlen(comm) > MAX_UNIT_NAME)
                 return -EINVAL;
+        *ret_bad = "container";
+        if (container && !container_query_valid(container))
+                return -EINVAL;
         *ret_bad = NULL;
 
         f.uid = uid;
-        if ((unit && !(f.unit = strdup(unit))) || (comm && !(f.comm = strdup(comm)))) {
+        if ((unit && !(f.unit = strdup(unit))) || (comm && !(f.comm = strdup(comm))) ||
+            (container && !(f.container = strdup(container)))) {
                 process_filter_done(&f);
                 return -ENOMEM;
         }
@@ -575,36 +580,54 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
         return submit(call, m, true, run_history, args, free);
 }
 
-typedef struct UnitHistoryArgs {
+typedef struct GroupHistoryArgs {
         uint64_t since_usec, until_usec;
-        int64_t resolution_sec; /* 0: chosen by the span of the units' processes */
+        int64_t resolution_sec; /* 0: chosen by the span of the group's processes */
         int64_t uid;            /* >= 0: the caller sees only this user's processes */
         bool access_known;      /* collector_fault_access_known(), taken on the loop */
-        char unit[];
-} UnitHistoryArgs;
+        bool container;         /* name is a container's (ContainerHistory), not a unit glob (UnitHistory) */
+        char name[];
+} GroupHistoryArgs;
 
-static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
-        const UnitHistoryArgs *a = userdata;
+/* The "units" or "containers" member of the reply: names of processes, untrusted text. */
+static int group_names_add(const GroupHistoryArgs *a, const StoreGroupHistory *h, json_t *members) {
+        json_t *names = json_array();
+
+        for (size_t i = 0; names && i < (a->container ? h->n_containers : h->n_units); i++)
+                if (json_array_append_new(names, a->container ? container_to_json(&h->containers[i])
+                                                              : text_to_json(h->units[i])) < 0)
+                        names = (json_decref(names), NULL);
+        if (!names || json_object_set_new(members, a->container ? "containers" : "units", names) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int run_group_history(Store *reader, void *userdata, VarlinkReply **ret) {
+        const GroupHistoryArgs *a = userdata;
+        StoreGroup group = { .unit_glob = a->container ? NULL : a->name, .container = a->container ? a->name : NULL };
         VarlinkReply *reply = NULL;
-        StoreUnitHistory h;
+        StoreGroupHistory h;
         Faults total = {};
         FaultTime total_time = {};
         Traps total_traps = {};
-        json_t *members, *units;
+        json_t *members;
         int r;
 
-        r = store_unit_history_find(reader, a->unit, a->uid, a->since_usec, a->until_usec, &h);
+        r = store_group_history_find(reader, &group, a->uid, a->since_usec, a->until_usec, &h);
+        if (r == -ENOENT && a->container)
+                return varlink_reply_new_error("io.trapstat.NoSuchContainer", json_pack("{s:o}", "container",
+                                                                                       text_to_json(a->name)), ret);
         if (r == -ENOENT)
-                return varlink_reply_new_error("io.trapstat.NoSuchUnit", json_pack("{s:s}", "unit", a->unit), ret);
+                return varlink_reply_new_error("io.trapstat.NoSuchUnit", json_pack("{s:s}", "unit", a->name), ret);
         if (r < 0)
                 return database_error(reader, r, ret);
-        /* As History's default, over the span of all the units' processes (those still running
+        /* As History's default, over the span of all the group's processes (those still running
          * reach to now). */
-        r = store_unit_history_read(reader, &h, a->since_usec, a->until_usec,
-                                    history_step_usec(a->resolution_sec, h.first_seen_usec, now_usec(CLOCK_REALTIME),
-                                                      a->since_usec, a->until_usec));
+        r = store_group_history_read(reader, &h, a->since_usec, a->until_usec,
+                                     history_step_usec(a->resolution_sec, h.first_seen_usec, now_usec(CLOCK_REALTIME),
+                                                       a->since_usec, a->until_usec));
         if (r < 0) {
-                store_unit_history_done(&h);
+                store_group_history_done(&h);
                 return database_error(reader, r, ret);
         }
 
@@ -617,50 +640,59 @@ static int run_unit_history(Store *reader, void *userdata, VarlinkReply **ret) {
                         traps_add(&total_traps, h.rows[i].traps);
                 r = append_sample(reply, &h.rows[i], a->access_known);
         }
-        /* Unit names are untrusted text, as a process's. */
-        units = json_array();
-        for (size_t i = 0; units && i < h.n_units; i++)
-                if (json_array_append_new(units, text_to_json(h.units[i])) < 0) {
-                        json_decref(units);
-                        units = NULL;
-                }
-        members = units ? json_pack("{s:o, s:I, s:I, s:o}", "units", units, "processes", (json_int_t) h.processes,
-                                    "running", (json_int_t) h.running, "total",
-                                    counters_to_json(&total, &total_time, &total_traps, a->access_known))
-                        : NULL;
-        store_unit_history_done(&h);
+        members = json_pack("{s:I, s:I, s:o}", "processes", (json_int_t) h.processes, "running",
+                            (json_int_t) h.running, "total",
+                            counters_to_json(&total, &total_time, &total_traps, a->access_known));
+        if (members && group_names_add(a, &h, members) < 0)
+                members = (json_decref(members), NULL);
+        store_group_history_done(&h);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
-static int method_unit_history(VarlinkCall *call, json_t *parameters, void *userdata) {
-        Manager *m = userdata;
-        const char *unit = param_string(parameters, "unit"), *bad;
+/* UnitHistory and ContainerHistory, name being the unit glob or the container. */
+static int group_history_submit(VarlinkCall *call, json_t *parameters, Manager *m, const char *name, bool container) {
+        GroupHistoryArgs *args;
         uint64_t since, until;
         int64_t resolution;
-        UnitHistoryArgs *args;
+        const char *bad;
         size_t size;
         int r;
 
-        /* At most what a Top filter takes, which is what SQLite's GLOB takes (store.c). */
-        if (!unit || strlen(unit) > MAX_UNIT_NAME)
-                return varlink_call_error_invalid_parameter(call, "unit");
         bad = time_range_read(parameters, &since, &until) ?: resolution_read(parameters, &resolution);
         if (bad)
                 return varlink_call_error_invalid_parameter(call, bad);
         if (!need_store(call, m, &r))
                 return r;
 
-        size = strlen(unit) + 1;
+        size = strlen(name) + 1;
         args = malloc(sizeof(*args) + size);
         if (!args)
                 return -ENOMEM;
-        *args = (UnitHistoryArgs) { .since_usec = since,
-                                    .until_usec = until,
-                                    .resolution_sec = resolution,
-                                    .uid = visible_uid(call),
-                                    .access_known = collector_fault_access_known(manager_collector(m)) };
-        memcpy(args->unit, unit, size);
-        return submit(call, m, true, run_unit_history, args, free);
+        *args = (GroupHistoryArgs) { .since_usec = since,
+                                     .until_usec = until,
+                                     .resolution_sec = resolution,
+                                     .uid = visible_uid(call),
+                                     .access_known = collector_fault_access_known(manager_collector(m)),
+                                     .container = container };
+        memcpy(args->name, name, size);
+        return submit(call, m, true, run_group_history, args, free);
+}
+
+static int method_unit_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        const char *unit = param_string(parameters, "unit");
+
+        /* At most what a Top filter takes, which is what SQLite's GLOB takes (store.c). */
+        if (!unit || strlen(unit) > MAX_UNIT_NAME)
+                return varlink_call_error_invalid_parameter(call, "unit");
+        return group_history_submit(call, parameters, userdata, unit, false);
+}
+
+static int method_container_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        const char *container = param_string(parameters, "container");
+
+        if (!container_query_valid(container))
+                return varlink_call_error_invalid_parameter(call, "container");
+        return group_history_submit(call, parameters, userdata, container, true);
 }
 
 typedef struct SitesArgs {
@@ -798,8 +830,8 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 typedef struct ListArgs {
-        StoreProcessFilter filter; /* comm_glob, unit and after point into the members below */
-        char *comm, *unit;
+        StoreProcessFilter filter; /* comm_glob, unit, container and after point into the members below */
+        char *comm, *unit, *container;
         StoreListCursor after;
 } ListArgs;
 
@@ -831,6 +863,7 @@ static void list_args_free(void *userdata) {
         if (a) {
                 free(a->comm);
                 free(a->unit);
+                free(a->container);
                 free(a);
         }
 }
@@ -866,7 +899,7 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
         int64_t pid = param_int(parameters, "pid", 0), limit = param_int(parameters, "limit", LIST_DEFAULT_LIMIT);
         bool include_exited = param_bool(parameters, "includeExited");
         const char *comm = param_string(parameters, "comm"), *unit = param_string(parameters, "unit"),
-                   *after = param_string(parameters, "after");
+                   *container = param_string(parameters, "container"), *after = param_string(parameters, "after");
         StoreListCursor cursor = {};
         ListArgs *args;
         int r;
@@ -881,11 +914,14 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                 return varlink_call_error_invalid_parameter(call, "comm");
         if (unit && strlen(unit) > MAX_UNIT_NAME)
                 return varlink_call_error_invalid_parameter(call, "unit");
+        if (container && !container_query_valid(container))
+                return varlink_call_error_invalid_parameter(call, "container");
         if (!need_store(call, m, &r))
                 return r;
 
         args = calloc(1, sizeof(*args));
-        if (!args || (comm && !(args->comm = strdup(comm))) || (unit && !(args->unit = strdup(unit)))) {
+        if (!args || (comm && !(args->comm = strdup(comm))) || (unit && !(args->unit = strdup(unit))) ||
+            (container && !(args->container = strdup(container)))) {
                 list_args_free(args);
                 return -ENOMEM;
         }
@@ -894,6 +930,7 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                                               .uid = visible_uid(call),
                                               .comm_glob = args->comm,
                                               .unit = args->unit,
+                                              .container = args->container,
                                               .limit = (size_t) limit };
         if (after) {
                 args->after = cursor;
@@ -922,6 +959,7 @@ static const VarlinkMethod methods[] = {
         { "Top", method_top },
         { "History", method_history },
         { "UnitHistory", method_unit_history },
+        { "ContainerHistory", method_container_history },
         { "Sites", method_sites },
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },

@@ -51,7 +51,8 @@ static bool watch_filter_match(const WatchFilter *f, const ProcessInfo *p) {
                 return false;
         if (f->uid >= 0 && p->uid != (uint64_t) f->uid)
                 return false;
-        return process_filter_match(&f->process, p->pid, p->uid, p->unit, p->comm);
+        return process_filter_match(&f->process, p->pid, p->uid, p->unit, p->comm) &&
+               process_filter_match_container(&f->process, p->container);
 }
 
 /* The "exited" member: {pid, startTime} of each process, in pid order. */
@@ -182,9 +183,10 @@ int watch_set_add(WatchSet *w, VarlinkCall *call, const WatchFilter *filter) {
         if (!x)
                 return -ENOMEM;
         x->filter = *filter;
-        x->filter.process.unit = x->filter.process.comm = NULL;
+        x->filter.process.unit = x->filter.process.comm = x->filter.process.container = NULL;
         if ((filter->process.unit && !(x->filter.process.unit = strdup(filter->process.unit))) ||
-            (filter->process.comm && !(x->filter.process.comm = strdup(filter->process.comm)))) {
+            (filter->process.comm && !(x->filter.process.comm = strdup(filter->process.comm))) ||
+            (filter->process.container && !(x->filter.process.container = strdup(filter->process.container)))) {
                 r = -ENOMEM;
                 goto fail;
         }

@@ -274,34 +274,50 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
         return history_read(s, &one, since_usec, until_usec, resolution_usec, ret, ret_n);
 }
 
-void store_unit_history_done(StoreUnitHistory *h) {
+void store_group_history_done(StoreGroupHistory *h) {
         for (size_t i = 0; i < h->n_units; i++)
                 free(h->units[i]);
         free(h->units);
+        free(h->containers);
         store_history_rows_free(h->rows, h->n_rows);
         free(h->ids);
         free(h->ids_json);
-        *h = (StoreUnitHistory) {};
+        *h = (StoreGroupHistory) {};
 }
 
-/* The units' processes that the caller may see: their ids ascending (also as a JSON array, for
+/* The group's processes, as SQL after "FROM process WHERE ": ?1 the glob or the container, ?2 the
+ * caller's uid (< 0: everyone's), ?3 whether the container may be an id's prefix. No index on unit:
+ * a glob is searched through the whole table, as ListProcesses does. A process without a unit
+ * matches no glob (NULL GLOB anything is NULL), one without a container no container. */
+static const char *group_where(const StoreGroup *g) {
+        return g->unit_glob ? "unit GLOB ?1 AND (?2 < 0 OR uid = ?2)"
+                            : STORE_CONTAINER_WHERE("?1", "?3") " AND (?2 < 0 OR uid = ?2)";
+}
+
+static int group_prepare(Store *s, const char *fmt, const StoreGroup *g, int64_t uid, sqlite3_stmt **ret) {
+        int r = sql_prepare(s->db, ret, fmt, group_where(g));
+
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(*ret, 1, g->unit_glob ?: g->container, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(*ret, 2, uid);
+        sqlite3_bind_int(*ret, 3, g->container && container_query_is_prefix(g->container));
+        return 0;
+}
+
+/* The group's processes that the caller may see: their ids ascending (also as a JSON array, for
  * SQL), how many overlap the range and run, the earliest first seen. */
-static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                               StoreUnitHistory *h) {
+static int group_processes_read(Store *s, const StoreGroup *g, int64_t uid, uint64_t since_usec, uint64_t until_usec,
+                                StoreGroupHistory *h) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         size_t capacity = 0, json_size = 0;
         FILE *json;
         int rc, r;
 
-        /* No index on unit: a glob is searched through the whole table, as ListProcesses does.
-         * A process without a unit matches no glob (NULL GLOB anything is NULL). */
-        r = sql_prepare(s->db, &st,
-                        "SELECT id, first_seen_usec, last_seen_usec, exited FROM process "
-                        "WHERE unit GLOB ?1 AND (?2 < 0 OR uid = ?2) ORDER BY id");
+        r = group_prepare(s, "SELECT id, first_seen_usec, last_seen_usec, exited FROM process WHERE %s ORDER BY id", g,
+                          uid, &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, unit_glob, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, uid);
 
         h->first_seen_usec = UINT64_MAX;
         json = open_memstream(&h->ids_json, &json_size);
@@ -334,18 +350,15 @@ static int unit_processes_read(Store *s, const char *unit_glob, int64_t uid, uin
         return r;
 }
 
-static int unit_names_read(Store *s, const char *unit_glob, int64_t uid, StoreUnitHistory *h) {
+static int unit_names_read(Store *s, const StoreGroup *g, int64_t uid, StoreGroupHistory *h) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         size_t capacity = 0;
         int rc, r;
 
         /* ORDER BY compares as memcmp() does (BINARY): sorted as strcmp() sorts. */
-        r = sql_prepare(s->db, &st,
-                        "SELECT DISTINCT unit FROM process WHERE unit GLOB ?1 AND (?2 < 0 OR uid = ?2) ORDER BY unit");
+        r = group_prepare(s, "SELECT DISTINCT unit FROM process WHERE %s ORDER BY unit", g, uid, &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, unit_glob, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, uid);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const unsigned char *name = sqlite3_column_text(st, 0);
                 if (array_grow((void **) &h->units, &capacity, h->n_units, 1, sizeof(*h->units)) < 0)
@@ -358,24 +371,52 @@ static int unit_names_read(Store *s, const char *unit_glob, int64_t uid, StoreUn
         return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
 }
 
-int store_unit_history_find(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                            StoreUnitHistory *ret) {
-        StoreUnitHistory h = {};
+/* The containers the name matched: more than one where an id's prefix is that of several. */
+static int container_names_read(Store *s, const StoreGroup *g, int64_t uid, StoreGroupHistory *h) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        size_t capacity = 0;
+        int rc, r;
+
+        r = group_prepare(s,
+                          "SELECT DISTINCT container_runtime, container_id, container_name, container_pod, "
+                          "container_user FROM process WHERE %s ORDER BY container_runtime, container_id",
+                          g, uid, &st);
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                _cleanup_free_ Container *c = NULL;
+
+                r = read_container(st, 0, &c);
+                if (r < 0)
+                        return r;
+                if (!c)
+                        continue;
+                if (array_grow((void **) &h->containers, &capacity, h->n_containers, 1, sizeof(*h->containers)) < 0)
+                        return -ENOMEM;
+                h->containers[h->n_containers++] = *c;
+        }
+        return rc == SQLITE_DONE ? 0 : sqlite_to_errno(rc) ?: -EIO;
+}
+
+int store_group_history_find(Store *s, const StoreGroup *group, int64_t uid, uint64_t since_usec,
+                             uint64_t until_usec, StoreGroupHistory *ret) {
+        StoreGroupHistory h = {};
         int r;
 
         assert(store_in_snapshot(s));
-        r = unit_processes_read(s, unit_glob, uid, since_usec, until_usec, &h);
+        assert(!group->unit_glob != !group->container);
+        r = group_processes_read(s, group, uid, since_usec, until_usec, &h);
         if (r >= 0)
-                r = unit_names_read(s, unit_glob, uid, &h);
+                r = group->unit_glob ? unit_names_read(s, group, uid, &h) : container_names_read(s, group, uid, &h);
         if (r < 0) {
-                store_unit_history_done(&h);
+                store_group_history_done(&h);
                 return r;
         }
         *ret = h;
         return 0;
 }
 
-int store_unit_history_read(Store *s, StoreUnitHistory *h, uint64_t since_usec, uint64_t until_usec,
+int store_group_history_read(Store *s, StoreGroupHistory *h, uint64_t since_usec, uint64_t until_usec,
                             uint64_t resolution_usec) {
         HistoryProcesses units = { .where = "process_id IN (SELECT value FROM json_each(?1))",
                                    .text = h->ids_json,

@@ -18,7 +18,7 @@ void process_infos_free(ProcessInfo *p, size_t n) {
 /* The filter of store_list_processes() as SQL, its members bound by list_bind(). */
 #define LIST_WHERE                                                                                      \
         "(?1 = 0 OR pid = ?1) AND (?2 OR NOT exited) AND (?3 < 0 OR uid = ?3) AND (?5 IS NULL OR comm GLOB ?5) " \
-        "AND (?6 IS NULL OR unit = ?6)"
+        "AND (?6 IS NULL OR unit = ?6) AND (?9 IS NULL OR " STORE_CONTAINER_WHERE("?9", "?10") ")"
 /* And after a page's end, a range of the index process_by_first_seen (a condition "?7 IS NULL
  * OR ..." would have SQLite scan it from the newest on every page). */
 #define LIST_AFTER " AND (first_seen_usec, id) < (?7, ?8)"
@@ -30,6 +30,8 @@ static void list_bind(sqlite3_stmt *st, const StoreProcessFilter *filter) {
         sqlite3_bind_int64(st, 4, (int64_t) filter->limit);
         sqlite3_bind_text(st, 5, filter->comm_glob, -1, SQLITE_STATIC); /* NULL binds NULL */
         sqlite3_bind_text(st, 6, filter->unit, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 9, filter->container, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 10, filter->container && container_query_is_prefix(filter->container));
         if (filter->after) {
                 sqlite3_bind_int64(st, 7, (int64_t) filter->after->first_seen_usec);
                 sqlite3_bind_int64(st, 8, filter->after->id);

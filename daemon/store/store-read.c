@@ -55,8 +55,7 @@ static void read_ns(sqlite3_stmt *st, int first, ProcessInfo *p) {
         p->n_pidns = 1;
 }
 
-/* The container's runtime, id, name, pod and user; *ret NULL when the row has none. */
-static int read_container(sqlite3_stmt *st, int first, Container **ret) {
+int read_container(sqlite3_stmt *st, int first, Container **ret) {
         const unsigned char *runtime = sqlite3_column_text(st, first), *v;
         Container *c;
 

@@ -26,6 +26,9 @@ bool store_in_snapshot(Store *s);
 
 /* A copy of column i's text; NULL for NULL, or out of memory. */
 char *column_strdup(sqlite3_stmt *st, int i);
+/* A container's columns (runtime, id, name, pod, user) starting at column `first`: *ret malloc'd,
+ * NULL when the row has none. */
+int read_container(sqlite3_stmt *st, int first, Container **ret);
 /* Reads PROCESS_COLUMNS starting at column `first`. */
 int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret);
 /* Reads a Faults from n_fault_fields columns starting at `first`. */

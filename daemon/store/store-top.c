@@ -65,19 +65,22 @@ static void *top_counts_by_id(const StoreKind *kind, int64_t id, void *userdata)
         return kind == &store_kinds[STORE_KIND_FAULT_TIME] ? (void *) &row->fault_time : (void *) &row->traps;
 }
 
+#define FILTER_WHERE_MAX 512
 /* The conditions on table process of the processes filter lets through: "" for an empty filter,
  * else " AND ..." with its members bound by filter_bind(). */
-static const char *filter_where(const ProcessFilter *f, char buf[static 256]) {
+static const char *filter_where(const ProcessFilter *f, char buf[static FILTER_WHERE_MAX]) {
         if (!f || process_filter_is_empty(f))
                 return "";
-        snprintf(buf, 256, "%s%s%s%s", f->n_pids > 0 ? " AND pid IN (SELECT value FROM json_each(?7))" : "",
+        snprintf(buf, FILTER_WHERE_MAX, "%s%s%s%s%s",
+                 f->n_pids > 0 ? " AND pid IN (SELECT value FROM json_each(?7))" : "",
                  f->uid >= 0 ? " AND uid = ?4" : "", f->unit ? " AND unit GLOB ?5" : "",
-                 f->comm ? " AND comm GLOB ?6" : "");
+                 f->comm ? " AND comm GLOB ?6" : "", f->container ? " AND " STORE_CONTAINER_WHERE("?13", "?14") : "");
         return buf;
 }
 
 /* The members of filter_where(): the uid as ?4, the globs as ?5 and ?6, the pids as a JSON array
- * in ?7 (pids_json, at least FILTER_PIDS_JSON_MAX bytes, holds it while st runs). */
+ * in ?7 (pids_json, at least FILTER_PIDS_JSON_MAX bytes, holds it while st runs), the container
+ * as ?13 and whether it may be an id's prefix as ?14 (?8 to ?12 are the ranking's). */
 #define FILTER_PIDS_JSON_MAX (MAX_FILTER_PIDS * 11 + 3)
 static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_json) {
         size_t k = 0;
@@ -93,6 +96,8 @@ static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_jso
         sqlite3_bind_text(st, 5, f->unit, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 6, f->comm, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 7, pids_json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 13, f->container, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 14, f->container && container_query_is_prefix(f->container));
 }
 
 /* The int64 ids at offset in each of the n elements of stride bytes from base, as a JSON array. */
@@ -188,7 +193,7 @@ static int top_ranking_prepare(Store *s, const TierSegment *seg, size_t n_seg, c
         _cleanup_free_ char *value = NULL, *u = NULL, *visible = NULL, *from = NULL;
         const char *owner;
         sqlite3_stmt **all[] = { &k->sum, &k->walk, &k->zeros, &k->count, &k->bounds };
-        char filter_buf[256];
+        char filter_buf[FILTER_WHERE_MAX];
         int r;
 
         r = top_owner(s, uid, filter, &owner);

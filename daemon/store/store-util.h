@@ -124,6 +124,13 @@ struct Store {
         bool sweep_again;
 };
 
+/* The processes of the container a user names, as container_matches() has it, in SQL: q is its
+ * name, id or id's prefix, prefix whether q may be a prefix (container_query_is_prefix()). No
+ * index: the process table is searched, as for a unit's glob. */
+#define STORE_CONTAINER_WHERE(q, prefix)                                                                 \
+        "(container_name = " q " OR container_id = " q " OR (" prefix                                     \
+        " AND container_runtime NOT IN ('machined', 'lxc') AND substr(container_id, 1, length(" q ")) = " q "))"
+
 /* The process table's columns that make a ProcessInfo, in the order read_process() reads them. */
 #define PROCESS_COLUMNS                                                                                   \
         "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited, ns_pid, pid_ns, "  \

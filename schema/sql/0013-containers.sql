@@ -13,8 +13,6 @@ ALTER TABLE process ADD COLUMN container_id TEXT;
 ALTER TABLE process ADD COLUMN container_name TEXT;
 ALTER TABLE process ADD COLUMN container_pod TEXT;
 ALTER TABLE process ADD COLUMN container_user INTEGER;
-CREATE INDEX process_by_container_id ON process (container_id) WHERE container_id IS NOT NULL;
-CREATE INDEX process_by_container_name ON process (container_name) WHERE container_name IS NOT NULL;
 
 CREATE TABLE process_pidns (
         ns INTEGER NOT NULL,

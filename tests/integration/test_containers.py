@@ -162,8 +162,57 @@ class Containers(unittest.TestCase):
                          {"runtime": "machined", "id": MACHINE, "name": MACHINE, "pod": None, "user": None})
 
     def test_docker(self):
-        self.assertEqual(self.container_of(f"system.slice/docker-{DOCKER_ID}.scope", 5),
-                         {"runtime": "docker", "id": DOCKER_ID, "name": None, "pod": None, "user": None})
+        """Named, and then found by its id, by the first 12 digits of it, in Top, ListProcesses,
+        ContainerHistory and Watch; bad and unknown names answered."""
+        rel = f"system.slice/docker-{DOCKER_ID}.scope"
+        docker = {"runtime": "docker", "id": DOCKER_ID, "name": None, "pod": None, "user": None}
+        self.assertEqual(self.container_of(rel, 5), docker)
+        self.assertEqual(self.container_of(rel, 6), docker)
+        with Connection(self.daemon.socket) as c:
+            for name in (DOCKER_ID, DOCKER_ID[:12], DOCKER_ID[:4]):
+                ps = c.call("io.trapstat.ListProcesses", {"container": name, "includeExited": True})["processes"]
+                self.assertEqual(len(ps), 2, name)
+                self.assertTrue(all(p["container"] == docker for p in ps))
+                rows = c.call("io.trapstat.Top", {"container": name, "windowSec": 3600, "sortBy": "traps"})["rows"]
+                self.assertEqual(sorted(r["counters"]["traps"][T["UD"]] for r in rows), [5, 6])
+                h = c.call("io.trapstat.ContainerHistory", {"container": name})
+                self.assertEqual(h["containers"], [docker])
+                self.assertEqual((h["processes"], h["running"]), (2, 0))
+                self.assertEqual(h["total"]["traps"], {T["UD"]: 11})
+            # A prefix of the machine's name is not a prefix of an id.
+            self.assertEqual(c.call("io.trapstat.ListProcesses", {"container": MACHINE[:8], "includeExited": True}),
+                             {"processes": [], "otherProcesses": 0})
+            for bad in ("", "x" * 65):
+                for method in ("Top", "ListProcesses", "ContainerHistory"):
+                    c.send(f"io.trapstat.{method}", {"container": bad})
+                    self.assertEqual(c.read(), {"error": "org.varlink.service.InvalidParameter",
+                                                "parameters": {"parameter": "container"}}, (method, bad))
+            c.send("io.trapstat.ContainerHistory", {"container": "f" * 12})
+            self.assertEqual(c.read(), {"error": "io.trapstat.NoSuchContainer", "parameters": {"container": "f" * 12}})
+
+    def test_watch_container(self):
+        """Watch with a container: every row it sends is of that container, and its process is in
+        them while it faults."""
+        cgroup = self.cgroup(f"system.slice/docker-{'ab' * 32}.scope")
+
+        def join():
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+        p = subprocess.Popen([sys.executable, "-c", "import time\nend = time.monotonic() + 4\n"
+                              "while time.monotonic() < end:\n    bytearray(1 << 20)\n"], preexec_fn=join)
+        seen = set()
+        try:
+            with Connection(self.daemon.socket) as c:
+                c.send("io.trapstat.Watch", {"container": "abab"}, more=True)
+                for _ in range(10):
+                    rows = c.read()["parameters"]["rows"]
+                    for r in rows:
+                        self.assertEqual(r["process"]["container"]["id"], "ab" * 32)
+                        seen.add(r["process"]["pid"])
+        finally:
+            p.wait(timeout=30)
+        self.assertIn(p.pid, seen)
 
     def test_user_subtree(self):
         """A user's own subtree: a machine's name there is no machine; a docker scope there is that

@@ -167,7 +167,7 @@ static void test_reader_sees_pending_ticks(void **state) {
 }
 
 /* The sum of a unit history's rows. */
-static void unit_history_sum(const StoreUnitHistory *h, Faults *faults, Traps *traps) {
+static void unit_history_sum(const StoreGroupHistory *h, Faults *faults, Traps *traps) {
         *faults = (Faults) {};
         *traps = (Traps) {};
         for (size_t i = 0; i < h->n_rows; i++) {
@@ -175,6 +175,82 @@ static void unit_history_sum(const StoreUnitHistory *h, Faults *faults, Traps *t
                 if (h->rows[i].traps)
                         traps_add(traps, h->rows[i].traps);
         }
+}
+
+/* ContainerHistory: processes of a docker container (one root's, one a user's), of a machine and
+ * of none; the container by id, by a prefix of its id, by name; a machine's name is no prefix;
+ * the caller's uid; the container kept and replaced as processes are seen again. */
+static void test_container_history(void **state) {
+        const uint64_t S = 1000000, t0 = 1700000000000000ULL;
+        Container docker = { .runtime = "docker", .id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                             .user = UINT32_MAX },
+                  machine = { .runtime = "machined", .id = "0123web", .name = "0123web", .user = UINT32_MAX };
+        ProcessInfo a = { .pid = 700, .start_time = 1, .comm = "a", .uid = 0, .container = &docker, .first_seen_usec = t0 };
+        ProcessInfo b = { .pid = 701, .start_time = 1, .comm = "b", .uid = 1000, .container = &docker,
+                          .first_seen_usec = t0 };
+        ProcessInfo c = { .pid = 702, .start_time = 1, .comm = "c", .uid = 0, .container = &machine,
+                          .first_seen_usec = t0 };
+        ProcessInfo d = { .pid = 703, .start_time = 1, .comm = "d", .uid = 0, .first_seen_usec = t0 };
+        StoreGroupHistory h;
+        char path[256];
+        Faults faults;
+        Traps traps;
+        Store *w, *r;
+
+        snprintf(path, sizeof(path), "%s/container-history.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &w), 0);
+        for (uint64_t i = 0; i < 12; i++) {
+                ProcessSample samples[] = {
+                        { &a, (Faults) { .user = 1 } },
+                        { &b, (Faults) { .user = 10 } },
+                        { &c, (Faults) { .user = 100 } },
+                        { &d, (Faults) { .user = 1000 } },
+                };
+
+                a.last_seen_usec = b.last_seen_usec = c.last_seen_usec = d.last_seen_usec = t0 + i * 10 * S;
+                /* Seen later without its container (not read again): the row keeps it. */
+                b.container = i < 6 ? &docker : NULL;
+                assert_int_equal(store_flush(w, t0 + i * 10 * S, samples, ELEMENTSOF(samples)), 0);
+        }
+        assert_int_equal(store_open_reader(path, "boot-1", &r), 0);
+
+        static const char *const docker_names[] = { "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                                    "0123", "0123456789ab" };
+        for (size_t k = 0; k < ELEMENTSOF(docker_names); k++) {
+                assert_int_equal(group_history(r, &(StoreGroup) { .container = docker_names[k] }, -1, 0, UINT64_MAX,
+                                               60 * S, &h),
+                                 0);
+                unit_history_sum(&h, &faults, &traps);
+                assert_int_equal(faults.user, 12 * 11);
+                assert_int_equal(h.processes, 2);
+                assert_int_equal(h.n_containers, 1);
+                assert_string_equal(h.containers[0].runtime, "docker");
+                assert_string_equal(h.containers[0].id, docker.id);
+                assert_int_equal(h.containers[0].user, UINT32_MAX);
+                assert_int_equal(h.n_units, 0);
+                store_group_history_done(&h);
+        }
+        /* The user sees their own process only. */
+        assert_int_equal(group_history(r, &(StoreGroup) { .container = "0123" }, 1000, 0, UINT64_MAX, 60 * S, &h), 0);
+        unit_history_sum(&h, &faults, &traps);
+        assert_int_equal(faults.user, 12 * 10);
+        store_group_history_done(&h);
+        assert_int_equal(group_history(r, &(StoreGroup) { .container = "0123web" }, 1000, 0, UINT64_MAX, 60 * S, &h),
+                         -ENOENT);
+        /* The machine by its name; "0123" is the start of its name, not of a hex id. */
+        assert_int_equal(group_history(r, &(StoreGroup) { .container = "0123web" }, -1, 0, UINT64_MAX, 60 * S, &h), 0);
+        unit_history_sum(&h, &faults, &traps);
+        assert_int_equal(faults.user, 12 * 100);
+        assert_string_equal(h.containers[0].name, "0123web");
+        store_group_history_done(&h);
+        /* Too short a prefix, an upper-case one, a name of no container. */
+        static const char *const none[] = { "012", "0123456789ABCDEF", "web", "*" };
+        for (size_t k = 0; k < ELEMENTSOF(none); k++)
+                assert_int_equal(group_history(r, &(StoreGroup) { .container = none[k] }, -1, 0, UINT64_MAX, 60 * S,
+                                               &h),
+                                 -ENOENT);
+        store_free(r);
+        store_free(w);
 }
 
 /* UnitHistory: two processes of web.service (one exits) and one of db.service, four minutes
@@ -192,7 +268,7 @@ static void test_unit_history(void **state) {
                           .first_seen_usec = t0 };
         ProcessInfo d = { .pid = 603, .start_time = 1, .comm = "none", .uid = 1000, .first_seen_usec = t0 };
         const Traps ud = { .vector[6] = 1 }, bp = { .vector[3] = 2 };
-        StoreUnitHistory h;
+        StoreGroupHistory h;
         char path[256];
         Faults faults;
         Traps traps;
@@ -249,7 +325,7 @@ static void test_unit_history(void **state) {
                 assert_int_equal(h.rows[i].traps->vector[3], 4);
                 assert_int_equal(traps_total(h.rows[i].traps), 10);
         }
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
 
         /* By the hour: the first hour from the hour tier, the last from raw and pending. */
         assert_int_equal(unit_history(r, "web.service", -1, 0, UINT64_MAX, H, &h), 0);
@@ -260,16 +336,18 @@ static void test_unit_history(void **state) {
         assert_int_equal(h.rows[1].time_usec, t0 + 2 * H);
         assert_int_equal(h.rows[1].faults.user, 66);
         assert_int_equal(h.rows[1].traps->vector[6], 6);
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
 
         /* The pending minute by 10 s; the default step as UnitHistory's
          * method takes it (from the earliest first seen, t0, to now, 2 h: 10 s) and the range's
          * processes: c exited before it, b within. */
         assert_int_equal(store_snapshot_begin(r), 0);
-        assert_int_equal(store_unit_history_find(r, "*.service", -1, t0 + 2 * H, UINT64_MAX, &h), 0);
+        assert_int_equal(store_group_history_find(r, &(StoreGroup) { .unit_glob = "*.service" }, -1, t0 + 2 * H,
+                                                  UINT64_MAX, &h),
+                         0);
         assert_int_equal(h.first_seen_usec, t0);
         assert_int_equal(tier_default_resolution_sec(h.first_seen_usec, t0 + 2 * H + M, t0 + 2 * H, UINT64_MAX), 10);
-        assert_int_equal(store_unit_history_read(r, &h, t0 + 2 * H, UINT64_MAX, 10 * S), 0);
+        assert_int_equal(store_group_history_read(r, &h, t0 + 2 * H, UINT64_MAX, 10 * S), 0);
         store_snapshot_end(r);
         assert_int_equal(h.n_units, 2);
         assert_string_equal(h.units[0], "db.service");
@@ -282,7 +360,7 @@ static void test_unit_history(void **state) {
                 assert_int_equal(h.rows[k].faults.user, 11);
                 assert_int_equal(h.rows[k].traps->vector[3], k % 3 == 0 ? 2 : 0);
         }
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
 
         /* All time, all units: c's 2400 too, never d's (no unit). */
         assert_int_equal(unit_history(r, "*", -1, 0, UINT64_MAX, M, &h), 0);
@@ -292,7 +370,7 @@ static void test_unit_history(void **state) {
         assert_int_equal(traps.vector[6], 30);
         assert_int_equal(traps.vector[3], 20);
         assert_int_equal(traps_total(&traps), 50);
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
 
         /* uid 1000 sees a alone of web.service: 30 faults, 30 #UD, no #BP. */
         assert_int_equal(unit_history(r, "web.service", 1000, 0, UINT64_MAX, M, &h), 0);
@@ -302,7 +380,7 @@ static void test_unit_history(void **state) {
         assert_int_equal(faults.user, 30);
         assert_int_equal(traps.vector[6], 30);
         assert_int_equal(traps.vector[3], 0);
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
         /* ... and of "w*" and "[a-z]b.service" what is theirs; a range before everything has no
          * samples and no processes, but the unit is known. */
         assert_int_equal(unit_history(r, "?b.service", 1000, 0, UINT64_MAX, M, &h), 0);
@@ -310,12 +388,12 @@ static void test_unit_history(void **state) {
         assert_string_equal(h.units[0], "db.service");
         unit_history_sum(&h, &faults, &traps);
         assert_int_equal(faults.user, 2400);
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
         assert_int_equal(unit_history(r, "w*", 1000, 0, t0, M, &h), 0);
         assert_int_equal(h.n_units, 1);
         assert_int_equal(h.processes, 0);
         assert_int_equal(h.n_rows, 0);
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
 
         /* Unknown units, units only of others, case: -ENOENT. A step that is not whole buckets. */
         assert_int_equal(unit_history(r, "nginx.service", -1, 0, UINT64_MAX, M, &h), -ENOENT);
@@ -330,7 +408,7 @@ static void test_unit_history(void **state) {
         unit_history_sum(&h, &faults, &traps);
         assert_int_equal(faults.user, 5 * 66);
         assert_int_equal(traps_total(&traps), 50);
-        store_unit_history_done(&h);
+        store_group_history_done(&h);
         store_free(r);
         store_free(w);
 }
@@ -340,6 +418,7 @@ int main(void) {
                 cmocka_unit_test(test_history_interval_across_tiers),
                 cmocka_unit_test(test_reader_sees_pending_ticks),
                 cmocka_unit_test(test_unit_history),
+                cmocka_unit_test(test_container_history),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

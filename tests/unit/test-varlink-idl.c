@@ -154,8 +154,8 @@ static void check_parse_error(const char *text, const char *where, const char *w
 static void test_parse_trapstat(void **state) {
         _cleanup_free_ char *text = read_file(trapstat_idl_path);
         VarlinkInterface *i = parse_ok(text);
-        static const char *const methods[] = { "GetStatus", "Top", "History", "UnitHistory", "UnitTotals", "Sites",
-                                                "ListProcesses", "Watch", "Traps" };
+        static const char *const methods[] = { "GetStatus",     "Top",   "History", "UnitHistory", "ContainerHistory",
+                                                "UnitTotals",    "Sites", "ListProcesses", "Watch",   "Traps" };
 
         assert_string_equal(varlink_interface_name(i), "io.trapstat");
         assert_int_equal(varlink_interface_n_methods(i), ELEMENTSOF(methods));

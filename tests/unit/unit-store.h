@@ -33,24 +33,30 @@ static inline void maintain_until_done(Store *s, uint64_t now, const StoreRetent
                 _snapshot_r;                                                                       \
         })
 
-/* UnitHistory as its method reads it (daemon/methods.c), in one snapshot: the units' processes,
- * then their samples at resolution_usec. *ret to store_unit_history_done(). */
-static inline int unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since, uint64_t until,
-                               uint64_t resolution_usec, StoreUnitHistory *ret) {
-        StoreUnitHistory h;
+/* UnitHistory and ContainerHistory as their method reads them (daemon/methods.c), in one
+ * snapshot: the group's processes, then their samples at resolution_usec. *ret to
+ * store_group_history_done(). */
+static inline int group_history(Store *s, const StoreGroup *group, int64_t uid, uint64_t since, uint64_t until,
+                                uint64_t resolution_usec, StoreGroupHistory *ret) {
+        StoreGroupHistory h;
         int r;
 
         assert_int_equal(store_snapshot_begin(s), 0);
-        r = store_unit_history_find(s, unit_glob, uid, since, until, &h);
+        r = store_group_history_find(s, group, uid, since, until, &h);
         if (r >= 0) {
-                r = store_unit_history_read(s, &h, since, until, resolution_usec);
+                r = store_group_history_read(s, &h, since, until, resolution_usec);
                 if (r < 0)
-                        store_unit_history_done(&h);
+                        store_group_history_done(&h);
         }
         store_snapshot_end(s);
         if (r >= 0)
                 *ret = h;
         return r;
+}
+
+static inline int unit_history(Store *s, const char *unit_glob, int64_t uid, uint64_t since, uint64_t until,
+                               uint64_t resolution_usec, StoreGroupHistory *ret) {
+        return group_history(s, &(StoreGroup) { .unit_glob = unit_glob }, uid, since, until, resolution_usec, ret);
 }
 
 /* The user faults of the newest process with pid, summed over its history at resolution, in

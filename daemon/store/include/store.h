@@ -73,7 +73,7 @@ void store_init_process(void);
  * -ELOOP. */
 int store_open(const char *path, const char *boot_id, Store **ret);
 /* A second, read-only connection to the database a store_open() has migrated, for queries on
- * another thread: store_top(), store_find_process(), store_history(), store_unit_history_find()
+ * another thread: store_top(), store_find_process(), store_history(), store_group_history_find()
  * and _read(), store_list_processes(), store_traps(), store_sites(). It sees what the writer had
  * committed when its snapshot began (WAL), the ticks still pending in sample_pending included.
  * -EPROTO when the schema is not the one this build knows. */
@@ -82,7 +82,7 @@ int store_open_reader(const char *path, const char *boot_id, Store **ret);
  * process's row and its counts agree however many statements and calls a reply takes. The
  * caller of the queries owns it: the query pool begins one per call (query-pool.c), a unit test
  * one per query; the queries begin none of their own, and those of more than one statement
- * (store_top(), store_traps(), store_history(), store_unit_history_find() and _read(),
+ * (store_top(), store_traps(), store_history(), store_group_history_find() and _read(),
  * store_sites(), store_list_processes()) assert that one is open. store_find_process() is one
  * statement: it reads in the caller's snapshot if there is one. They do not nest, and are not
  * for around writes: -EBUSY inside a snapshot or a write. store_snapshot_end() also after a
@@ -137,7 +137,7 @@ uint64_t store_size_bytes(Store *s);
  * The deltas of a tick are committed as one packed row of sample_pending and folded into the
  * raw buckets when a tick falls into a later minute, by store_maintain() where a step needs it,
  * and at store_open() and store_free(). The queries read the pending ticks where they are
- * (store_top(), store_history(), store_unit_history_read()): they see every committed tick,
+ * (store_top(), store_history(), store_group_history_read()): they see every committed tick,
  * and never fold. */
 int store_flush(Store *s, uint64_t now_usec, const ProcessSample *samples, size_t n);
 /* The same for the first of the samples, in one transaction that ends once it wrote max_rows
@@ -230,6 +230,7 @@ typedef struct StoreProcessFilter {
         int64_t uid;           /* < 0: any */
         const char *comm_glob; /* shell glob (SQLite GLOB: case-sensitive); NULL: any */
         const char *unit;      /* exact unit name; NULL: any */
+        const char *container; /* a container's name, id or id's prefix (container_matches()); NULL: any */
         size_t limit;
         const StoreListCursor *after; /* only the processes after this page's end; NULL: from the newest */
 } StoreProcessFilter;
@@ -275,30 +276,39 @@ int store_history(Store *s, int64_t process_id, uint64_t since_usec, uint64_t un
                   StoreHistoryRow **ret, size_t *ret_n);
 void store_history_rows_free(StoreHistoryRow *rows, size_t n);
 
-/* What the processes of the units matching a glob did over time (UnitHistory). */
-typedef struct StoreUnitHistory {
-        char **units;             /* the units of those processes, sorted, each once */
+/* Which processes a UnitHistory or a ContainerHistory sums: those of the units matching unit_glob
+ * (SQLite's GLOB), or those of the container a user names (container_matches()). One is set. */
+typedef struct StoreGroup {
+        const char *unit_glob;
+        const char *container;
+} StoreGroup;
+
+/* What the processes of a group did over time (UnitHistory, ContainerHistory). */
+typedef struct StoreGroupHistory {
+        char **units;             /* a unit group: the units of those processes, sorted, each once */
         size_t n_units;
+        Container *containers;    /* a container group: the containers, by runtime and id, each once */
+        size_t n_containers;
         uint64_t processes;       /* those processes whose life overlaps the range */
         uint64_t running;         /* of them, those not exited */
         uint64_t first_seen_usec; /* the earliest first seen of all of them (for a default step) */
         StoreHistoryRow *rows;    /* samples summed over the processes, as store_history()'s */
         size_t n_rows;
-        /* The processes, for store_unit_history_read(): their ids ascending, and as JSON. */
+        /* The processes, for store_group_history_read(): their ids ascending, and as JSON. */
         int64_t *ids;
         size_t n_ids;
         char *ids_json;
-} StoreUnitHistory;
+} StoreGroupHistory;
 
-/* A UnitHistory in two steps, in one snapshot, so that its caller can choose the step from the
- * processes found: store_unit_history_find() finds every process of a unit matching unit_glob
- * (SQLite's GLOB) that the caller may see (uid >= 0: only that user's processes), with their
- * units and how many of them overlap [since_usec, until_usec) and run; -ENOENT when there is
- * none. store_unit_history_read() then reads their samples in that range summed per interval
- * of resolution_usec into h->rows, as store_history() does, the pending ticks too; -EINVAL for a
- * resolution that is not a multiple of STORE_RAW_BUCKET_USEC. *ret to store_unit_history_done(). */
-int store_unit_history_find(Store *s, const char *unit_glob, int64_t uid, uint64_t since_usec, uint64_t until_usec,
-                            StoreUnitHistory *ret);
-int store_unit_history_read(Store *s, StoreUnitHistory *h, uint64_t since_usec, uint64_t until_usec,
-                            uint64_t resolution_usec);
-void store_unit_history_done(StoreUnitHistory *h);
+/* A group's history in two steps, in one snapshot, so that its caller can choose the step from
+ * the processes found: store_group_history_find() finds every process of the group that the
+ * caller may see (uid >= 0: only that user's processes), with their units or containers and how
+ * many of them overlap [since_usec, until_usec) and run; -ENOENT when there is none.
+ * store_group_history_read() then reads their samples in that range summed per interval of
+ * resolution_usec into h->rows, as store_history() does, the pending ticks too; -EINVAL for a
+ * resolution that is not a multiple of STORE_RAW_BUCKET_USEC. *ret to store_group_history_done(). */
+int store_group_history_find(Store *s, const StoreGroup *group, int64_t uid, uint64_t since_usec,
+                             uint64_t until_usec, StoreGroupHistory *ret);
+int store_group_history_read(Store *s, StoreGroupHistory *h, uint64_t since_usec, uint64_t until_usec,
+                             uint64_t resolution_usec);
+void store_group_history_done(StoreGroupHistory *h);
