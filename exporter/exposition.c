@@ -350,6 +350,22 @@ static int write_drops(FILE *f, MetricsFormat format, json_t *status) {
         return 0;
 }
 
+
+/* The container label of a process (a Top row's Process.container): its name, else its id; ""
+ * for none (null, or a daemon from before containers). -EBADMSG for anything else. */
+static int process_container_label(json_t *container, const char **ret) {
+        json_t *name = json_object_get(container, "name"), *id = json_object_get(container, "id");
+
+        if (!container || json_is_null(container)) {
+                *ret = "";
+                return 0;
+        }
+        if (!json_is_object(container) || !json_is_string(id) || !(json_is_string(name) || json_is_null(name) || !name))
+                return -EBADMSG;
+        *ret = json_is_string(name) ? json_string_value(name) : json_string_value(id);
+        return 0;
+}
+
 static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in, const Units *u) {
         json_t *rows = json_object_get(in->top, "rows");
         if (!json_is_array(rows))
@@ -371,31 +387,36 @@ static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in
                         json_t *row = json_array_get(rows, i), *p = json_object_get(row, "process");
                         json_t *pid = json_object_get(p, "pid"), *start = json_object_get(p, "startTime");
                         json_t *comm = json_object_get(p, "comm"), *unit = json_object_get(p, "unit");
+                        const char *container;
                         Faults x;
                         json_t *t;
                         if (!json_is_integer(pid) || !json_is_integer(start) || !json_is_string(comm) ||
                             !(json_is_string(unit) || json_is_null(unit)) ||
+                            process_container_label(json_object_get(p, "container"), &container) < 0 ||
                             counters_read(json_object_get(row, "counters"), &x, NULL, &t) < 0)
                                 return -EBADMSG;
                         char pid_s[32], start_s[32];
                         snprintf(pid_s, sizeof pid_s, "%" JSON_INTEGER_FORMAT, json_integer_value(pid));
                         snprintf(start_s, sizeof start_s, "%" JSON_INTEGER_FORMAT, json_integer_value(start));
                         /* start_time: a pid is reused, a series must stay one incarnation's. */
-                        const char *labels[] = { "pid", pid_s, "start_time", start_s, "comm", json_string_value(comm),
-                                                 "unit", json_is_string(unit) ? json_string_value(unit) : "" };
+                        const char *labels[] = { "pid",  pid_s,
+                                                 "start_time", start_s,
+                                                 "comm", json_string_value(comm),
+                                                 "unit", json_is_string(unit) ? json_string_value(unit) : "",
+                                                 "container", container };
                         uint64_t value = pass == 0 ? traps_sum(t) : x.user + x.kernel;
                         if (pass == 0)
                                 traps[0] += value;
                         else
                                 faults[0] += value;
                         sample(f, pass == 0 ? "trapstat_process_traps_total" : "trapstat_process_page_faults_total",
-                               labels, 4, value);
+                               labels, 5, value);
                 }
                 traps[1] = sub0(traps_sum(u->total_traps), traps[0]);
                 faults[1] = sub0(u->total.user + u->total.kernel, faults[0]);
-                const char *labels[] = { "pid", OTHER, "start_time", "", "comm", "", "unit", "" };
+                const char *labels[] = { "pid", OTHER, "start_time", "", "comm", "", "unit", "", "container", "" };
                 sample(f, pass == 0 ? "trapstat_process_traps_total" : "trapstat_process_page_faults_total", labels,
-                       4, pass == 0 ? traps[1] : faults[1]);
+                       5, pass == 0 ? traps[1] : faults[1]);
         }
         return 0;
 }

@@ -377,9 +377,9 @@ class Exporter(unittest.TestCase):
         self.assertTrue(body.endswith("\n# EOF\n"), body)
         self.assertIn("# TYPE trapstat_traps counter\ntrapstat_traps_total{", body)
         self.assertNotIn("_total counter", body)
-        self.assertIn('trapstat_process_traps_total{pid="42",start_time="99",comm="work",unit="a.service"} 5\n'
-                      'trapstat_process_traps_total{pid="other",start_time="",comm="",unit=""} 7\n', body)
-        self.assertIn('trapstat_process_page_faults_total{pid="other",start_time="",comm="",unit=""} 27\n', body)
+        self.assertIn('trapstat_process_traps_total{pid="42",start_time="99",comm="work",unit="a.service",container=""} 5\n'
+                      'trapstat_process_traps_total{pid="other",start_time="",comm="",unit="",container=""} 7\n', body)
+        self.assertIn('trapstat_process_page_faults_total{pid="other",start_time="",comm="",unit="",container=""} 27\n', body)
         top = [c for c in self.standin.calls if c["method"] == "io.trapstat.Top"]
         self.assertEqual(len(top), 1)
         self.assertEqual(top[0]["parameters"]["limit"], 1)

@@ -404,9 +404,11 @@ static void test_process_series(void **state) {
         const char *top =
                 "{\"rows\":["
                 "{\"process\":{\"pid\":10,\"startTime\":5,\"comm\":\"a\\\"x\",\"cmdline\":null,\"uid\":0,\"unit\":\"a.service\","
-                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":false},\"counters\":" COUNTERS(FAULTS(8, 1, 9, 0, 8, 0, 0), "{\"UD\":3,\"BP\":1}") "},"
+                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":false,\"container\":{\"runtime\":\"machined\","
+                "\"id\":\"web-1\",\"name\":\"web-1\",\"pod\":null,\"user\":null}},\"counters\":" COUNTERS(FAULTS(8, 1, 9, 0, 8, 0, 0), "{\"UD\":3,\"BP\":1}") "},"
                 "{\"process\":{\"pid\":11,\"startTime\":6,\"comm\":\"b\",\"cmdline\":null,\"uid\":0,\"unit\":null,"
-                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":true},\"counters\":" COUNTERS(FAULTS(4, 0, 4, 0, 4, 0, 0), "{}") "},"
+                "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":true,\"container\":{\"runtime\":\"docker\","
+                "\"id\":\"0123abcd\",\"name\":null,\"pod\":null,\"user\":null}},\"counters\":" COUNTERS(FAULTS(4, 0, 4, 0, 4, 0, 0), "{}") "},"
                 "{\"process\":{\"pid\":12,\"startTime\":7,\"comm\":\"c\",\"cmdline\":null,\"uid\":0,\"unit\":null,"
                 "\"firstSeenUsec\":1,\"lastSeenUsec\":2,\"exited\":true},\"counters\":" COUNTERS(FAULTS(1, 0, 1, 0, 1, 0, 0), "{}") "}"
                 "]}";
@@ -415,14 +417,16 @@ static void test_process_series(void **state) {
         const char *expected =
                 "# HELP trapstat_process_traps Traps of the processes with the most page faults since trapstatd started; pid=other: every other process.\n"
                 "# TYPE trapstat_process_traps counter\n"
-                "trapstat_process_traps_total{pid=\"10\",start_time=\"5\",comm=\"a\\\"x\",unit=\"a.service\"} 4\n"
-                "trapstat_process_traps_total{pid=\"11\",start_time=\"6\",comm=\"b\",unit=\"\"} 0\n"
-                "trapstat_process_traps_total{pid=\"other\",start_time=\"\",comm=\"\",unit=\"\"} 11\n"
+                "trapstat_process_traps_total{pid=\"10\",start_time=\"5\",comm=\"a\\\"x\",unit=\"a.service\","
+                "container=\"web-1\"} 4\n"
+                "trapstat_process_traps_total{pid=\"11\",start_time=\"6\",comm=\"b\",unit=\"\",container=\"0123abcd\"} 0\n"
+                "trapstat_process_traps_total{pid=\"other\",start_time=\"\",comm=\"\",unit=\"\",container=\"\"} 11\n"
                 "# HELP trapstat_process_page_faults User and kernel page faults of the same processes; pid=other: every other process.\n"
                 "# TYPE trapstat_process_page_faults counter\n"
-                "trapstat_process_page_faults_total{pid=\"10\",start_time=\"5\",comm=\"a\\\"x\",unit=\"a.service\"} 9\n"
-                "trapstat_process_page_faults_total{pid=\"11\",start_time=\"6\",comm=\"b\",unit=\"\"} 4\n"
-                "trapstat_process_page_faults_total{pid=\"other\",start_time=\"\",comm=\"\",unit=\"\"} 13\n"
+                "trapstat_process_page_faults_total{pid=\"10\",start_time=\"5\",comm=\"a\\\"x\",unit=\"a.service\","
+                "container=\"web-1\"} 9\n"
+                "trapstat_process_page_faults_total{pid=\"11\",start_time=\"6\",comm=\"b\",unit=\"\",container=\"0123abcd\"} 4\n"
+                "trapstat_process_page_faults_total{pid=\"other\",start_time=\"\",comm=\"\",unit=\"\",container=\"\"} 13\n"
                 "# EOF\n";
         const char *at = strstr(out, "# HELP trapstat_process_traps");
         assert_non_null(at);
