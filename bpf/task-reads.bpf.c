@@ -62,3 +62,28 @@ int read_tasks(struct bpf_iter__task *ctx) {
         bpf_loop(task_reads_n < TS_TASK_READS ? task_reads_n : TS_TASK_READS, read_one, &seq, 0);
         return 0;
 }
+
+/* The pid namespace a process is in (struct ts_pidns_record): the iterator user space attaches to
+ * the process by its pidfd (a varlink peer's) visits its threads; the first one writes the record
+ * of the process, its group leader's pid. */
+SEC("iter/task")
+int read_pidns(struct bpf_iter__task *ctx) {
+        struct task_struct *task = ctx->task;
+        struct ts_pidns_record r = {};
+        struct pid *pid;
+        struct upid u;
+
+        if (!task || ctx->meta->seq_num > 0)
+                return 0;
+        pid = BPF_CORE_READ(task, group_leader, thread_pid);
+        r.tgid = BPF_CORE_READ(task, tgid);
+        r.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+        r.level = BPF_CORE_READ(pid, level);
+        if (bpf_probe_read_kernel(&u, sizeof(u), (char *) pid + bpf_core_field_offset(struct pid, numbers) +
+                                                         (__u64) r.level * sizeof(struct upid)))
+                return 0;
+        r.ns = BPF_CORE_READ(u.ns, ns.inum);
+        r.pid = (__u32) u.nr;
+        bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+        return 0;
+}

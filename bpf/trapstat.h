@@ -220,6 +220,18 @@ struct ts_task_record {
 };
 _Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layout is shared with BPF");
 
+/* The innermost pid namespace of one process, from task-reads.bpf.o's read_pidns iterator
+ * attached to that process's pidfd: a varlink peer's, whose view trapstatd scopes to it. With the
+ * process's identity, which user space checks against the peer it asked about. */
+struct ts_pidns_record {
+        __u32 tgid;       /* in the initial pid namespace */
+        __u32 level;      /* the namespace's: 0 for the initial one */
+        __u64 start_time; /* group leader's start_boottime, ns since boot */
+        __u32 ns;         /* the namespace's inode number */
+        __u32 pid;        /* the process's pid there */
+};
+_Static_assert(sizeof(struct ts_pidns_record) == 24, "struct ts_pidns_record layout is shared with BPF");
+
 /* Processes one read of task-reads.bpf.o's iterator takes at most (the task_reads array). */
 #define TS_TASK_READS 256
 

@@ -164,11 +164,24 @@ json_t *container_to_json(const Container *c) {
                          "user", c->user != UINT32_MAX ? json_integer(c->user) : json_null());
 }
 
+bool process_info_pid_in(const ProcessInfo *p, uint32_t ns, uint32_t *ret_pid) {
+        for (uint32_t i = 0; i < p->n_pidns && i < PIDNS_LEVELS; i++)
+                if (p->pidns[i].ns == ns) {
+                        *ret_pid = p->pidns[i].pid;
+                        return true;
+                }
+        return false;
+}
+
 json_t *process_info_to_json(const ProcessInfo *p) {
+        return process_info_to_json_as(p, p->pid);
+}
+
+json_t *process_info_to_json_as(const ProcessInfo *p, uint32_t pid) {
         const PidNsPid *ns = process_info_ns(p);
 
         return json_pack("{s:I, s:I, s:o, s:o, s:I, s:o, s:I, s:I, s:b, s:o, s:o, s:o}",
-                         "pid", (json_int_t) p->pid,
+                         "pid", (json_int_t) pid,
                          "startTime", (json_int_t) p->start_time,
                          "comm", text_to_json(p->comm),
                          "cmdline", text_to_json(p->cmdline),

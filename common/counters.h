@@ -124,6 +124,10 @@ json_t *process_info_to_json(const ProcessInfo *p);
 json_t *container_to_json(const Container *c);
 /* The innermost pid namespace of p and its pid there: NULL when not known. */
 const PidNsPid *process_info_ns(const ProcessInfo *p);
+/* Whether p is in pid namespace ns (an inode number), and its pid there. */
+bool process_info_pid_in(const ProcessInfo *p, uint32_t ns, uint32_t *ret_pid);
+/* process_info_to_json() with another pid than p's: its pid as a caller in a pid namespace knows it. */
+json_t *process_info_to_json_as(const ProcessInfo *p, uint32_t pid);
 
 /* One process's counts over one tick: what the collector hands to the store. */
 typedef struct ProcessSample {

@@ -13,7 +13,7 @@ void process_filter_done(ProcessFilter *f) {
 }
 
 bool process_filter_is_empty(const ProcessFilter *f) {
-        return f->n_pids == 0 && f->uid < 0 && !f->unit && !f->comm && !f->container;
+        return f->n_pids == 0 && f->uid < 0 && !f->unit && !f->comm && !f->container && f->pidns == 0;
 }
 
 /* The next character of a UTF-8 string as SQLite reads it (sqlite3Utf8Read): a lead byte takes

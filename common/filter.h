@@ -20,6 +20,9 @@ typedef struct ProcessFilter {
         char *unit;    /* glob over unit names; NULL: any (a process without a unit never matches one) */
         char *comm;    /* glob over comm; NULL: any */
         char *container; /* a container's name, id or id's prefix (container_matches()); NULL: any */
+        /* The caller's pid namespace (an inode number): only processes in it, and pids are its
+         * pids; 0: the caller sees every namespace. Set from the connection, never a member. */
+        uint32_t pidns;
 } ProcessFilter;
 
 #define PROCESS_FILTER_NONE ((ProcessFilter) { .uid = -1 })

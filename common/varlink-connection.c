@@ -258,6 +258,10 @@ bool varlink_call_peer_privileged(VarlinkCall *call) {
         return call && call->connection && call->connection->privileged;
 }
 
+uint64_t varlink_call_peer_label(VarlinkCall *call) {
+        return call && call->connection ? call->connection->label : 0;
+}
+
 pid_t varlink_call_peer_pid(VarlinkCall *call) {
         return call && call->connection ? call->connection->peer.pid : 0;
 }
@@ -661,6 +665,9 @@ int varlink_connection_new(VarlinkServer *s, int fd) {
                 return log_client(EUSERS, "Too many varlink connections (limit %u reached for uid %u), refusing a new one.",
                                   limit, (unsigned) uid);
         }
+
+        if (s->peer_label)
+                c->label = s->peer_label(fd, &c->peer, s->peer_label_userdata);
 
         c->resume = event_new(s->base, -1, 0, on_resume, c);
         c->deadline = evtimer_new(s->base, on_deadline, c);

@@ -44,6 +44,7 @@ struct VarlinkConnection {
         struct bufferevent *bev;
         struct ucred peer;
         bool privileged; /* root or a member of the server's privileged group */
+        uint64_t label;  /* VarlinkServerConfig.peer_label's */
         size_t scanned;  /* input bytes already searched for a NUL, without finding one */
         bool throttled;  /* reading paused until the client has taken its reply */
         bool waiting;    /* reading paused until the connection's share of max_buffer has room */
@@ -77,6 +78,8 @@ struct VarlinkServer {
         size_t max_message_size, max_buffer;
         unsigned max_connections, max_connections_per_uid, reserved_connections, idle_timeout_sec;
         char *privileged_group, *refused_error;
+        uint64_t (*peer_label)(int fd, const struct ucred *peer, void *userdata);
+        void *peer_label_userdata;
 
         ServerInterface *interfaces;
         size_t n_interfaces, interfaces_capacity;

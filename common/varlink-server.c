@@ -144,6 +144,8 @@ int varlink_server_new(struct event_base *base, const VarlinkServerConfig *confi
         s->url = strdup(config->url ?: "");
         s->privileged_group = config->privileged_group ? strdup(config->privileged_group) : NULL;
         s->refused_error = config->refused_error ? strdup(config->refused_error) : NULL;
+        s->peer_label = config->peer_label;
+        s->peer_label_userdata = config->peer_label_userdata;
         s->accept_retry = evtimer_new(base, on_accept_retry, s);
         if (!s->vendor || !s->product || !s->version || !s->url || !s->accept_retry ||
             (config->privileged_group && !s->privileged_group) || (config->refused_error && !s->refused_error)) {

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct ucred; /* <sys/socket.h>, with _GNU_SOURCE */
+
 struct event_base;
 struct evbuffer;
 
@@ -115,6 +117,11 @@ typedef struct VarlinkServerConfig {
         uint64_t write_timeout_usec;                    /* 0: idle_timeout_sec */
         const char *privileged_group;                   /* NULL: root only */
         const char *refused_error;                      /* e.g. "io.trapstat.TooManyConnections" */
+        /* Called once per accepted connection with its fd and SO_PEERCRED, before anything is
+         * read: an opaque value the server's owner keeps about the peer (e.g. which processes it
+         * may see), given back by varlink_call_peer_label(). NULL: every label is 0. */
+        uint64_t (*peer_label)(int fd, const struct ucred *peer, void *userdata);
+        void *peer_label_userdata;
 } VarlinkServerConfig;
 
 /* The process must ignore SIGPIPE (libevent writes with writev()): a client that closes while a
@@ -222,6 +229,8 @@ uid_t varlink_call_peer_uid(VarlinkCall *call);
  * use. The group is looked up then, so creating it or adding a user needs no restart, only a new
  * connection. */
 bool varlink_call_peer_privileged(VarlinkCall *call);
+/* What VarlinkServerConfig.peer_label said of the connection's peer when it connected. */
+uint64_t varlink_call_peer_label(VarlinkCall *call);
 /* The peer's pid as SO_PEERCRED gave it at connect. Only test-varlink.c asks, to check the
  * credentials a connection recorded (the connection's private state). */
 pid_t varlink_call_peer_pid(VarlinkCall *call);

@@ -24,6 +24,7 @@
 #include "loop-turn.h"
 #include "macro.h"
 #include "methods.h"
+#include "peer-scope.h"
 #include "proc-util.h"
 #include "query-pool.h"
 #include "state-dir.h"
@@ -60,6 +61,7 @@ struct Manager {
         int lock_fd; /* flock()ed STATE_DIR/trapstatd.lock: one daemon per state directory (state-dir.c) */
         char boot_id[37];
         Collector *collector;
+        PeerScopes peer_scopes; /* which processes a peer sees: its pid namespace (peer-scope.h) */
         Writer *writer;      /* the database's, on a thread of its own */
         char *db_path;
         VarlinkServer *server;
@@ -412,9 +414,14 @@ static int manager_new_servers(Manager *m) {
         server_config->url = "";
         server_config->privileged_group = TRAPSTAT_GROUP;
         server_config->refused_error = "io.trapstat.TooManyConnections";
-        /* The same limits; a refused report client is only closed. */
+        /* Filled once the collector runs, before the socket listens. */
+        server_config->peer_label = peer_scope_identify;
+        server_config->peer_label_userdata = &m->peer_scopes;
+        /* The same limits; a refused report client is only closed. The report is the host's
+         * units only (its socket is not meant to be given to containers). */
         report_config = *server_config;
         report_config.refused_error = NULL;
+        report_config.peer_label = NULL;
         r = varlink_server_new(m->base, server_config, &m->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to create varlink server: %m");
@@ -528,6 +535,7 @@ static int manager_start_collector(Manager *m) {
                 return log_error_errno(r, "Failed to set up the BPF programs: %m");
 
         watch_set_set_access_known(m->watches, collector_fault_access_known(m->collector));
+        peer_scopes_init(&m->peer_scopes, m->collector, m->proc_fd);
         m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
         m->start_usec = now_usec(CLOCK_REALTIME);
         m->lifecycle = event_new(m->base, collector_event_fd(m->collector), EV_READ | EV_PERSIST, on_lifecycle, m);

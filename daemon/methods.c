@@ -23,6 +23,7 @@
 #include "log.h"
 #include "loop-turn.h"
 #include "manager.h"
+#include "peer-scope.h"
 #include "query-pool.h"
 #include "sites.h"
 #include "tier-util.h"
@@ -74,6 +75,29 @@ static bool in_range(int64_t v, int64_t min, int64_t max) {
  * the uid to filter by, or -1 for no filter. */
 static int64_t visible_uid(VarlinkCall *call) {
         return varlink_call_peer_privileged(call) ? -1 : (int64_t) varlink_call_peer_uid(call);
+}
+
+/* The pid namespace the caller sees (peer-scope.h): its inode number, 0 for every namespace. */
+static uint32_t visible_pidns(VarlinkCall *call) {
+        PeerScope scope = peer_scope_decode(varlink_call_peer_label(call));
+
+        return scope.kind == PEER_SCOPE_NS ? scope.ns : 0;
+}
+
+/* First in every method: a caller whose pid namespace could not be told is refused every call. */
+#define REFUSE_UNKNOWN_SCOPE(call)                                                                       \
+        do {                                                                                             \
+                if (peer_scope_decode(varlink_call_peer_label(call)).kind == PEER_SCOPE_UNKNOWN)         \
+                        return varlink_call_error((call), "io.trapstat.NamespaceUnknown", NULL);         \
+        } while (0)
+
+/* A process as a caller in pid namespace pidns (0: every one) knows it: by its pid there. */
+static json_t *process_json(uint32_t pidns, const ProcessInfo *p) {
+        uint32_t pid = p->pid;
+
+        if (pidns)
+                (void) process_info_pid_in(p, pidns, &pid);
+        return process_info_to_json_as(p, pid);
 }
 
 /* Reads the members Top and Watch filter processes by (pids, uid, unit, comm, container) into *ret, to
@@ -230,6 +254,8 @@ static json_t *sources_to_json(const CollectorSource *sources, size_t n) {
 }
 
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         Collector *c = manager_collector(m);
         CollectorDrop drops[MANAGER_DROP_KINDS];
@@ -239,6 +265,7 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
         uint64_t total_drops = 0;
         json_t *list, *feature_list, *caps_list, *drop_list, *users, *turns;
         int64_t uid = visible_uid(call);
+        uint32_t pidns = visible_pidns(call);
         struct utsname u;
         const char *arch;
         size_t n;
@@ -265,7 +292,9 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                                            (json_int_t) drops[i].count, "lost", drops[i].kind.lost));
                 total_drops += drops[i].count;
         }
-        users = user_drops_build(c, uid);
+        /* Drops are kept per user, not per namespace: a caller in a namespace is told its total
+         * only (the machine's, as the sources it counts with), no user's. */
+        users = pidns ? json_array() : user_drops_build(c, uid);
         turns = users ? loop_turns_build() : NULL;
         if (!turns) {
                 json_decref(users);
@@ -285,8 +314,9 @@ static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, voi
                                             "databasePath", manager_database_path(m), "databaseBytes",
                                             (json_int_t) stats.database_bytes,
                                             "processesTracked",
-                                            (json_int_t) (uid < 0 ? collector_n_tracked(c)
-                                                                  : collector_n_tracked_uid(c, (uint32_t) uid)),
+                                            (json_int_t) (uid < 0 && !pidns
+                                                                  ? collector_n_tracked(c)
+                                                                  : collector_n_tracked_visible(c, uid, pidns)),
                                             "drops",
                                             (json_int_t) total_drops, "dropsByKind", drop_list, "faultSamplePeriod",
                                             (json_int_t) collector_fault_sample_period(c), "loopLongestTurnUsec",
@@ -349,7 +379,8 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
 
         r = varlink_reply_new_array("rows", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process", process_info_to_json(&rows[i].process),
+                r = varlink_reply_append(reply, json_pack("{s:o, s:o}", "process",
+                                                          process_json(a->filter.pidns, &rows[i].process),
                                                           "counters",
                                                           counters_to_json(&rows[i].faults, &rows[i].fault_time,
                                                                            &rows[i].traps, a->access_known)));
@@ -359,6 +390,8 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
 }
 
 static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t window = param_int(parameters, "windowSec", TOP_DEFAULT_WINDOW_SEC);
         int64_t limit = param_int(parameters, "limit", TOP_DEFAULT_LIMIT);
@@ -376,6 +409,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return varlink_call_error_invalid_parameter(call, bad);
         if (r < 0)
                 return r;
+        filter.pidns = visible_pidns(call);
         if (!need_store(call, m, &r))
                 return r;
 
@@ -399,6 +433,7 @@ typedef struct ProcessRange {
         uint64_t start_time; /* 0: the newest incarnation */
         uint64_t since_usec, until_usec;
         int64_t uid;         /* >= 0: the caller sees only this user's processes */
+        uint32_t pidns;      /* not 0: the caller sees only this pid namespace's, pid is its pid there */
 } ProcessRange;
 
 /* Reads sinceUsec and untilUsec (History, UnitHistory, Sites); the member out of bounds, or NULL. */
@@ -450,7 +485,8 @@ static const char *process_range_read(VarlinkCall *call, json_t *parameters, Pro
                                 .start_time = (uint64_t) start_time,
                                 .since_usec = since,
                                 .until_usec = until,
-                                .uid = visible_uid(call) };
+                                .uid = visible_uid(call),
+                                .pidns = visible_pidns(call) };
         return NULL;
 }
 
@@ -463,7 +499,10 @@ static int find_process(Store *reader, const ProcessRange *range, int64_t *ret_i
         int64_t id;
         int r;
 
-        r = store_find_process(reader, range->pid, range->start_time, &id, &process);
+        /* A caller in a pid namespace names processes by their pids there: a process outside it has
+         * none, as one that never was. */
+        r = range->pidns ? store_find_process_in_ns(reader, range->pidns, range->pid, range->start_time, &id, &process)
+                         : store_find_process(reader, range->pid, range->start_time, &id, &process);
         if (r == -ENOENT)
                 return varlink_reply_new_error("io.trapstat.NoSuchProcess",
                                                json_pack("{s:I}", "pid", (json_int_t) range->pid), ret);
@@ -551,13 +590,15 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
                 r = append_sample(reply, &rows[i], a->access_known);
         }
         store_history_rows_free(rows, n);
-        members = json_pack("{s:o, s:o}", "process", process_info_to_json(&process), "total",
+        members = json_pack("{s:o, s:o}", "process", process_json(a->range.pidns, &process), "total",
                             counters_to_json(&total, &total_time, &total_traps, a->access_known));
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
 static int method_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t resolution;
         ProcessRange range;
@@ -586,6 +627,7 @@ typedef struct GroupHistoryArgs {
         int64_t uid;            /* >= 0: the caller sees only this user's processes */
         bool access_known;      /* collector_fault_access_known(), taken on the loop */
         bool container;         /* name is a container's (ContainerHistory), not a unit glob (UnitHistory) */
+        uint32_t pidns;         /* not 0: the caller sees only this pid namespace's processes */
         char name[];
 } GroupHistoryArgs;
 
@@ -604,7 +646,9 @@ static int group_names_add(const GroupHistoryArgs *a, const StoreGroupHistory *h
 
 static int run_group_history(Store *reader, void *userdata, VarlinkReply **ret) {
         const GroupHistoryArgs *a = userdata;
-        StoreGroup group = { .unit_glob = a->container ? NULL : a->name, .container = a->container ? a->name : NULL };
+        StoreGroup group = { .unit_glob = a->container ? NULL : a->name,
+                             .container = a->container ? a->name : NULL,
+                             .pidns = a->pidns };
         VarlinkReply *reply = NULL;
         StoreGroupHistory h;
         Faults total = {};
@@ -673,12 +717,15 @@ static int group_history_submit(VarlinkCall *call, json_t *parameters, Manager *
                                      .resolution_sec = resolution,
                                      .uid = visible_uid(call),
                                      .access_known = collector_fault_access_known(manager_collector(m)),
-                                     .container = container };
+                                     .container = container,
+                                     .pidns = visible_pidns(call) };
         memcpy(args->name, name, size);
         return submit(call, m, true, run_group_history, args, free);
 }
 
 static int method_unit_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         const char *unit = param_string(parameters, "unit");
 
         /* At most what a Top filter takes, which is what SQLite's GLOB takes (store.c). */
@@ -688,6 +735,8 @@ static int method_unit_history(VarlinkCall *call, json_t *parameters, void *user
 }
 
 static int method_container_history(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         const char *container = param_string(parameters, "container");
 
         if (!container_query_valid(container))
@@ -726,12 +775,15 @@ static int run_sites(Store *reader, void *userdata, VarlinkReply **ret) {
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = varlink_reply_append(reply, site_count_to_json(&sites[i]));
         site_counts_free(sites, n);
-        members = json_pack("{s:o, s:I}", "process", process_info_to_json(&process), "otherSites", (json_int_t) other);
+        members = json_pack("{s:o, s:I}", "process", process_json(a->range.pidns, &process), "otherSites",
+                            (json_int_t) other);
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
 
 static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t limit = param_int(parameters, "limit", SITES_DEFAULT_LIMIT);
         const char *kind_name = param_string(parameters, "kind");
@@ -762,6 +814,8 @@ static int method_sites(VarlinkCall *call, json_t *parameters, void *userdata) {
 }
 
 static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t limit = param_int(parameters, "limit", TOP_DEFAULT_LIMIT), pid = param_int(parameters, "pid", 0);
         _cleanup_(process_filter_done) ProcessFilter filter = PROCESS_FILTER_NONE;
@@ -777,6 +831,7 @@ static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
                 return varlink_call_error_invalid_parameter(call, bad);
         if (r < 0)
                 return r;
+        filter.pidns = visible_pidns(call);
         /* A oneway Watch would be a stream nobody reads. */
         if (!varlink_call_more(call))
                 return 0;
@@ -792,6 +847,7 @@ static int method_watch(VarlinkCall *call, json_t *parameters, void *userdata) {
 typedef struct TrapsArgs {
         uint64_t since_usec;
         int64_t uid;
+        uint32_t pidns;
 } TrapsArgs;
 
 static int run_traps(Store *reader, void *userdata, VarlinkReply **ret) {
@@ -801,7 +857,7 @@ static int run_traps(Store *reader, void *userdata, VarlinkReply **ret) {
         Traps traps;
         int r;
 
-        r = store_traps(reader, a->since_usec, a->uid, &traps, &processes);
+        r = store_traps(reader, a->since_usec, a->uid, a->pidns, &traps, &processes);
         if (r < 0)
                 return database_error(reader, r, ret);
 
@@ -812,6 +868,8 @@ static int run_traps(Store *reader, void *userdata, VarlinkReply **ret) {
 }
 
 static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t window = param_int(parameters, "windowSec", TRAPS_DEFAULT_WINDOW_SEC);
         TrapsArgs *args;
@@ -825,7 +883,9 @@ static int method_traps(VarlinkCall *call, json_t *parameters, void *userdata) {
         args = malloc(sizeof(*args));
         if (!args)
                 return -ENOMEM;
-        *args = (TrapsArgs) { .since_usec = window_start_usec(window), .uid = visible_uid(call) };
+        *args = (TrapsArgs) { .since_usec = window_start_usec(window),
+                              .uid = visible_uid(call),
+                              .pidns = visible_pidns(call) };
         return submit(call, m, false, run_traps, args, free);
 }
 
@@ -884,7 +944,7 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
                 return database_error(reader, r, ret);
         r = varlink_reply_new_array("processes", &reply);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = varlink_reply_append(reply, process_info_to_json(&list[i]));
+                r = varlink_reply_append(reply, process_json(a->filter.pidns, &list[i]));
         process_infos_free(list, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) (total - n));
         /* Where the next page begins, when there is one. */
@@ -895,6 +955,8 @@ static int run_list_processes(Store *reader, void *userdata, VarlinkReply **ret)
 }
 
 static int method_list_processes(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t pid = param_int(parameters, "pid", 0), limit = param_int(parameters, "limit", LIST_DEFAULT_LIMIT);
         bool include_exited = param_bool(parameters, "includeExited");
@@ -931,6 +993,7 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
                                               .comm_glob = args->comm,
                                               .unit = args->unit,
                                               .container = args->container,
+                                              .pidns = visible_pidns(call),
                                               .limit = (size_t) limit };
         if (after) {
                 args->after = cursor;
@@ -941,13 +1004,18 @@ static int method_list_processes(VarlinkCall *call, json_t *parameters, void *us
 
 /* In memory: answered on the loop, no worker. */
 static int method_unit_totals(VarlinkCall *call, json_t *parameters, void *userdata) {
+        REFUSE_UNKNOWN_SCOPE(call);
+
         Manager *m = userdata;
         int64_t limit = param_int(parameters, "limit", UNIT_TOTALS_DEFAULT_LIMIT);
         json_t *reply;
 
         if (!in_range(limit, 1, UNIT_TOTALS_MAX_LIMIT))
                 return varlink_call_error_invalid_parameter(call, "limit");
-        reply = unit_totals_reply_build(manager_unit_totals(m), visible_uid(call), (size_t) limit,
+        /* The running totals are kept per unit and user, not per pid namespace: a caller in a
+         * namespace is given none (a uid no process has: rows of nobody). */
+        reply = unit_totals_reply_build(manager_unit_totals(m), visible_pidns(call) ? INT64_MAX : visible_uid(call),
+                                        (size_t) limit,
                                         manager_start_usec(m), collector_fault_access_known(manager_collector(m)));
         if (!reply)
                 return -ENOMEM;

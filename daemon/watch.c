@@ -46,24 +46,38 @@ static int exited_compare(const void *a, const void *b) {
         return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
 
+/* p's pid as the caller knows it: in its pid namespace (filter pidns), or as it is. */
+static uint32_t view_pid(const WatchFilter *f, const ProcessInfo *p) {
+        uint32_t pid = p->pid;
+
+        if (f->process.pidns)
+                (void) process_info_pid_in(p, f->process.pidns, &pid);
+        return pid;
+}
+
 static bool watch_filter_match(const WatchFilter *f, const ProcessInfo *p) {
-        if (f->pid && p->pid != f->pid)
+        uint32_t pid = p->pid;
+
+        /* A caller in a pid namespace sees its processes, and names them by its pids. */
+        if (f->process.pidns && !process_info_pid_in(p, f->process.pidns, &pid))
+                return false;
+        if (f->pid && pid != f->pid)
                 return false;
         if (f->uid >= 0 && p->uid != (uint64_t) f->uid)
                 return false;
-        return process_filter_match(&f->process, p->pid, p->uid, p->unit, p->comm) &&
+        return process_filter_match(&f->process, pid, p->uid, p->unit, p->comm) &&
                process_filter_match_container(&f->process, p->container);
 }
 
-/* The "exited" member: {pid, startTime} of each process, in pid order. */
-static json_t *exited_to_json(const ProcessInfo **exited, size_t n) {
+/* The "exited" member: {pid, startTime} of each process, in pid order (as the caller knows it). */
+static json_t *exited_to_json(const WatchFilter *f, const ProcessInfo **exited, size_t n) {
         _cleanup_json_ json_t *list = json_array();
 
         if (!list)
                 return NULL;
         qsort(exited, n, sizeof(*exited), exited_compare);
         for (size_t i = 0; i < n; i++) {
-                json_t *e = json_pack("{s:I, s:I}", "pid", (json_int_t) exited[i]->pid, "startTime",
+                json_t *e = json_pack("{s:I, s:I}", "pid", (json_int_t) view_pid(f, exited[i]), "startTime",
                                       (json_int_t) exited[i]->start_time);
 
                 if (!e || json_array_append_new(list, e) < 0)
@@ -104,14 +118,15 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
         for (size_t i = 0; i < m && i < filter->limit; i++) {
                 static const Traps no_traps;
                 const ProcessSample *s = items[i].sample;
-                json_t *row = json_pack("{s:o, s:o}", "process", process_info_to_json(s->process), "counters",
+                json_t *process = process_info_to_json_as(s->process, view_pid(filter, s->process));
+                json_t *row = json_pack("{s:o, s:o}", "process", process, "counters",
                                         counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps,
                                                          access_known));
 
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
         }
-        exited_list = exited_to_json(exited, n_exited);
+        exited_list = exited_to_json(filter, exited, n_exited);
         if (!exited_list)
                 return NULL;
         return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",

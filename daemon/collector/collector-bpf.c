@@ -448,6 +448,32 @@ int collector_bpf_read_tasks(CollectorBpf *b, const struct ts_proc_key *keys, si
         return r < 0 ? r : (int) got;
 }
 
+int collector_bpf_read_pidns(CollectorBpf *b, int pidfd, struct ts_pidns_record *ret) {
+        /* The iterator over the process of the pidfd: its threads, the first of which writes. */
+        union bpf_iter_link_info info = { .task.pid_fd = (uint32_t) pidfd };
+        LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof(info));
+        struct bpf_link *link;
+        ssize_t n;
+        int fd, r;
+
+        if (!b->reads)
+                return -EOPNOTSUPP;
+        link = bpf_program__attach_iter(b->reads->progs.read_pidns, &opts);
+        if (!link)
+                return -errno;
+        fd = bpf_iter_create(bpf_link__fd(link));
+        r = fd < 0 ? -errno : 0;
+        if (fd >= 0) {
+                do
+                        n = read(fd, ret, sizeof(*ret));
+                while (n < 0 && errno == EINTR);
+                r = n < 0 ? -errno : n == (ssize_t) sizeof(*ret) ? 0 : -ESRCH;
+                close(fd);
+        }
+        bpf_link__destroy(link);
+        return r;
+}
+
 int collector_bpf_attach(CollectorBpf *b) {
         int r;
 

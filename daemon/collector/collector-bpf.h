@@ -83,6 +83,9 @@ int collector_bpf_attach(CollectorBpf *b);
 /* Reads at most max records of a task iterator's fd into buf, into *ret_got. Returns 1 at the
  * iterator's end, 0 when max were read, or negative errno. */
 int collector_bpf_read_records(int fd, struct ts_task_record *buf, size_t max, size_t *ret_got);
+/* The pid namespace of the process pidfd refers to (read_pidns of task-reads.bpf.o):
+ * -EOPNOTSUPP where that object is not loaded, -ESRCH when the process is gone. */
+int collector_bpf_read_pidns(CollectorBpf *b, int pidfd, struct ts_pidns_record *ret);
 /* The kernel's fault accounting, name and user of n <= TS_TASK_READS processes, through
  * task-reads.bpf.o (only where b->reads_link): a record in ret for each still alive under its
  * key, in the keys' order. Returns how many, or negative errno. */

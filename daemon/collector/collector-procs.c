@@ -630,12 +630,13 @@ int proc_table_vanished(ProcTable *t, uint64_t now, uint64_t sweep, uint64_t swe
         return w.error;
 }
 
-size_t proc_table_count_uid(ProcTable *t, uint32_t uid) {
+size_t proc_table_count_visible(ProcTable *t, int64_t uid, uint32_t pidns) {
         const CollectorProc *p;
+        uint32_t pid;
         size_t n = 0;
 
         PROC_INDEX_FOREACH(&t->index, p)
-                n += p->info.uid == uid;
+                n += (uid < 0 || p->info.uid == uid) && (!pidns || process_info_pid_in(&p->info, pidns, &pid));
         return n;
 }
 

@@ -133,7 +133,8 @@ const ProcFileName *proc_table_file_name(const CollectorProc *p, uint32_t dev, u
 int proc_table_add_file_name(ProcTable *t, CollectorProc *p, const ProcFileName *name);
 /* The process is gone: reported exited this tick with what it had, freed after it. */
 int proc_table_retire(ProcTable *t, CollectorProc *p);
-size_t proc_table_count_uid(ProcTable *t, uint32_t uid);
+/* The processes of uid (< 0: any) in pid namespace pidns (0: any). */
+size_t proc_table_count_visible(ProcTable *t, int64_t uid, uint32_t pidns);
 
 /* The command line and unit of processes first seen in earlier ticks beyond their reads of /proc,
  * oldest first, a bounded number a tick (INFO_READS_LATER_PER_TICK), at most max in this call;

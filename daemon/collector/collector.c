@@ -406,6 +406,18 @@ bool collector_fault_access_known(Collector *c) {
         return c->bpf->sources[SOURCE_PAGE_FAULT_USER].active;
 }
 
+int collector_pidns(Collector *c, int pidfd, CollectorPidNs *ret) {
+        struct ts_pidns_record r;
+        int k;
+
+        k = collector_bpf_read_pidns(c->bpf, pidfd, &r);
+        if (k < 0)
+                return k;
+        *ret = (CollectorPidNs) { .tgid = r.tgid, .level = r.level, .start_time = r.start_time, .ns = r.ns,
+                                  .pid = r.pid };
+        return 0;
+}
+
 uint64_t collector_tick_records(Collector *c) {
         return c->tick_records;
 }
@@ -418,8 +430,8 @@ size_t collector_n_tracked(Collector *c) {
         return c->procs.n_procs;
 }
 
-size_t collector_n_tracked_uid(Collector *c, uint32_t uid) {
-        return proc_table_count_uid(&c->procs, uid);
+size_t collector_n_tracked_visible(Collector *c, int64_t uid, uint32_t pidns) {
+        return proc_table_count_visible(&c->procs, uid, pidns);
 }
 
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]) {

@@ -381,6 +381,34 @@ int proc_read_cgroup(int proc_fd, uint32_t pid, char **ret_unit, Container **ret
         return 0;
 }
 
+int proc_read_nspid_levels(int proc_fd, uint32_t pid, unsigned *ret) {
+        _cleanup_free_ char *text = NULL;
+        unsigned n = 0;
+        const char *p;
+        int r;
+
+        r = read_pid_file(proc_fd, pid, "status", 16384, &text, NULL);
+        if (r < 0)
+                return r;
+        p = strstr(text, "\nNSpid:");
+        if (!p)
+                return -ENODATA;
+        for (p += strlen("\nNSpid:"); *p && *p != '\n';) {
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (*p >= '0' && *p <= '9')
+                        n++;
+                while (*p >= '0' && *p <= '9')
+                        p++;
+                if (*p && *p != '\n' && *p != ' ' && *p != '\t')
+                        return -EBADMSG;
+        }
+        if (n == 0)
+                return -EBADMSG;
+        *ret = n;
+        return 0;
+}
+
 int proc_read_mountinfo(int proc_fd, char **ret) {
         return read_full_file_at(proc_fd, "self/mountinfo", 1U << 20, READ_FULL_TRUNCATE, ret, NULL);
 }

@@ -286,12 +286,14 @@ void store_group_history_done(StoreGroupHistory *h) {
 }
 
 /* The group's processes, as SQL after "FROM process WHERE ": ?1 the glob or the container, ?2 the
- * caller's uid (< 0: everyone's), ?3 whether the container may be an id's prefix. No index on unit:
+ * caller's uid (< 0: everyone's), ?3 whether the container may be an id's prefix, ?4 the caller's
+ * pid namespace (0: every one). No index on unit:
  * a glob is searched through the whole table, as ListProcesses does. A process without a unit
  * matches no glob (NULL GLOB anything is NULL), one without a container no container. */
 static const char *group_where(const StoreGroup *g) {
-        return g->unit_glob ? "unit GLOB ?1 AND (?2 < 0 OR uid = ?2)"
-                            : STORE_CONTAINER_WHERE("?1", "?3") " AND (?2 < 0 OR uid = ?2)";
+        return g->unit_glob
+                       ? "unit GLOB ?1 AND (?2 < 0 OR uid = ?2) AND " STORE_PIDNS_WHERE("?4")
+                       : STORE_CONTAINER_WHERE("?1", "?3") " AND (?2 < 0 OR uid = ?2) AND " STORE_PIDNS_WHERE("?4");
 }
 
 static int group_prepare(Store *s, const char *fmt, const StoreGroup *g, int64_t uid, sqlite3_stmt **ret) {
@@ -302,6 +304,7 @@ static int group_prepare(Store *s, const char *fmt, const StoreGroup *g, int64_t
         sqlite3_bind_text(*ret, 1, g->unit_glob ?: g->container, -1, SQLITE_STATIC);
         sqlite3_bind_int64(*ret, 2, uid);
         sqlite3_bind_int(*ret, 3, g->container && container_query_is_prefix(g->container));
+        sqlite3_bind_int64(*ret, 4, g->pidns);
         return 0;
 }
 

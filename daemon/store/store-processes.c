@@ -17,7 +17,9 @@ void process_infos_free(ProcessInfo *p, size_t n) {
 
 /* The filter of store_list_processes() as SQL, its members bound by list_bind(). */
 #define LIST_WHERE                                                                                      \
-        "(?1 = 0 OR pid = ?1) AND (?2 OR NOT exited) AND (?3 < 0 OR uid = ?3) AND (?5 IS NULL OR comm GLOB ?5) " \
+        "(?1 = 0 OR ?11 != 0 OR pid = ?1) AND (?2 OR NOT exited) AND (?3 < 0 OR uid = ?3) "                     \
+        "AND (?5 IS NULL OR comm GLOB ?5) AND (?11 = 0 OR process.id IN (SELECT process_id FROM process_pidns "  \
+        "WHERE ns = ?11 AND (?1 = 0 OR pid = ?1))) "                                                              \
         "AND (?6 IS NULL OR unit = ?6) AND (?9 IS NULL OR " STORE_CONTAINER_WHERE("?9", "?10") ")"
 /* And after a page's end, a range of the index process_by_first_seen (a condition "?7 IS NULL
  * OR ..." would have SQLite scan it from the newest on every page). */
@@ -32,6 +34,7 @@ static void list_bind(sqlite3_stmt *st, const StoreProcessFilter *filter) {
         sqlite3_bind_text(st, 6, filter->unit, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 9, filter->container, -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 10, filter->container && container_query_is_prefix(filter->container));
+        sqlite3_bind_int64(st, 11, filter->pidns);
         if (filter->after) {
                 sqlite3_bind_int64(st, 7, (int64_t) filter->after->first_seen_usec);
                 sqlite3_bind_int64(st, 8, filter->after->id);
@@ -128,14 +131,10 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
         return 0;
 }
 
-int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret) {
-        sqlite3_stmt *st = start_time ? s->find_process : s->find_newest_process;
+/* The newest process of the statement's result (id, PROCESS_COLUMNS), the statement reset. */
+static int find_first(sqlite3_stmt *st, int64_t *ret_id, ProcessInfo *ret) {
         int rc, r;
 
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, pid);
-        if (start_time)
-                sqlite3_bind_int64(st, 2, (int64_t) start_time);
         rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
                 sqlite3_reset(st);
@@ -149,4 +148,32 @@ int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret
         r = read_process(st, 1, ret);
         sqlite3_reset(st);
         return r;
+}
+
+int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret) {
+        sqlite3_stmt *st = start_time ? s->find_process : s->find_newest_process;
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, pid);
+        if (start_time)
+                sqlite3_bind_int64(st, 2, (int64_t) start_time);
+        return find_first(st, ret_id, ret);
+}
+
+int store_find_process_in_ns(Store *s, uint32_t ns, uint32_t pid, uint64_t start_time, int64_t *ret_id,
+                             ProcessInfo *ret) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r;
+
+        /* Rare (a caller in a pid namespace asks): prepared for the call. */
+        r = sql_prepare(s->db, &st,
+                        "SELECT id, " PROCESS_COLUMNS " FROM process WHERE id IN (SELECT process_id FROM process_pidns "
+                        "WHERE ns = ?1 AND pid = ?2) AND (?3 = 0 OR start_time = ?3) "
+                        "ORDER BY first_seen_usec DESC, id DESC LIMIT 1");
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, ns);
+        sqlite3_bind_int64(st, 2, pid);
+        sqlite3_bind_int64(st, 3, (int64_t) start_time);
+        return find_first(st, ret_id, ret);
 }

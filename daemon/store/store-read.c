@@ -45,14 +45,32 @@ char *column_strdup(sqlite3_stmt *st, int i) {
         return t ? strdup((const char *) t) : NULL;
 }
 
-/* ns_pid, pid_ns, pidns_level: the row keeps the innermost namespace only, so p has that alone. */
-static void read_ns(sqlite3_stmt *st, int first, ProcessInfo *p) {
+/* ns_pid, pid_ns, pidns_level, and at chain the namespaces below the initial one from process_pidns
+ * ("NS:PID NS:PID"): p's pid namespaces, those of process_pidns in any order, then the innermost
+ * last (process_info_ns()). The initial namespace's is not stored: a caller there sees every pid as
+ * it is. */
+static void read_ns(sqlite3_stmt *st, int first, int chain, ProcessInfo *p) {
+        const char *text = (const char *) sqlite3_column_text(st, chain);
+        PidNsPid inner;
+
         if (sqlite3_column_type(st, first) == SQLITE_NULL || sqlite3_column_type(st, first + 1) == SQLITE_NULL)
                 return;
-        p->pidns[0] = (PidNsPid) { .pid = (uint32_t) sqlite3_column_int64(st, first),
-                                   .ns = (uint32_t) sqlite3_column_int64(st, first + 1) };
+        inner = (PidNsPid) { .pid = (uint32_t) sqlite3_column_int64(st, first),
+                             .ns = (uint32_t) sqlite3_column_int64(st, first + 1) };
+        for (const char *t = text; t && *t && p->n_pidns < PIDNS_LEVELS - 1;) {
+                unsigned ns, pid;
+                int n = 0;
+
+                if (sscanf(t, "%u:%u%n", &ns, &pid, &n) != 2 || n <= 0)
+                        break;
+                if (ns != inner.ns)
+                        p->pidns[p->n_pidns++] = (PidNsPid) { .ns = ns, .pid = pid };
+                t += n;
+                while (*t == ' ')
+                        t++;
+        }
+        p->pidns[p->n_pidns++] = inner;
         p->pidns_level = (uint32_t) sqlite3_column_int64(st, first + 2);
-        p->n_pidns = 1;
 }
 
 int read_container(sqlite3_stmt *st, int first, Container **ret) {
@@ -90,7 +108,7 @@ int read_process(sqlite3_stmt *st, int first, ProcessInfo *ret) {
         p.first_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 6);
         p.last_seen_usec = (uint64_t) sqlite3_column_int64(st, first + 7);
         p.exited = sqlite3_column_int(st, first + 8) != 0;
-        read_ns(st, first + 9, &p);
+        read_ns(st, first + 9, first + 17, &p);
         if ((sqlite3_column_type(st, first + 3) != SQLITE_NULL && !(p.cmdline = column_strdup(st, first + 3))) ||
             (sqlite3_column_type(st, first + 5) != SQLITE_NULL && !(p.unit = column_strdup(st, first + 5))) ||
             read_container(st, first + 12, &p.container) < 0) {

@@ -71,16 +71,22 @@ static void *top_counts_by_id(const StoreKind *kind, int64_t id, void *userdata)
 static const char *filter_where(const ProcessFilter *f, char buf[static FILTER_WHERE_MAX]) {
         if (!f || process_filter_is_empty(f))
                 return "";
-        snprintf(buf, FILTER_WHERE_MAX, "%s%s%s%s%s",
-                 f->n_pids > 0 ? " AND pid IN (SELECT value FROM json_each(?7))" : "",
+        /* A caller in a pid namespace names processes by their pids there. */
+        snprintf(buf, FILTER_WHERE_MAX, "%s%s%s%s%s%s",
+                 f->n_pids == 0 ? ""
+                 : f->pidns ? " AND process.id IN (SELECT process_id FROM process_pidns WHERE ns = ?15 AND "
+                                   "pid IN (SELECT value FROM json_each(?7)))"
+                                 : " AND pid IN (SELECT value FROM json_each(?7))",
                  f->uid >= 0 ? " AND uid = ?4" : "", f->unit ? " AND unit GLOB ?5" : "",
-                 f->comm ? " AND comm GLOB ?6" : "", f->container ? " AND " STORE_CONTAINER_WHERE("?13", "?14") : "");
+                 f->comm ? " AND comm GLOB ?6" : "", f->container ? " AND " STORE_CONTAINER_WHERE("?13", "?14") : "",
+                 f->pidns ? " AND " STORE_PIDNS_WHERE("?15") : "");
         return buf;
 }
 
 /* The members of filter_where(): the uid as ?4, the globs as ?5 and ?6, the pids as a JSON array
  * in ?7 (pids_json, at least FILTER_PIDS_JSON_MAX bytes, holds it while st runs), the container
- * as ?13 and whether it may be an id's prefix as ?14 (?8 to ?12 are the ranking's). */
+ * as ?13 and whether it may be an id's prefix as ?14 (?8 to ?12 are the ranking's), the caller's
+ * pid namespace as ?15. */
 #define FILTER_PIDS_JSON_MAX (MAX_FILTER_PIDS * 11 + 3)
 static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_json) {
         size_t k = 0;
@@ -98,6 +104,7 @@ static void filter_bind(sqlite3_stmt *st, const ProcessFilter *f, char *pids_jso
         sqlite3_bind_text(st, 7, pids_json, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 13, f->container, -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 14, f->container && container_query_is_prefix(f->container));
+        sqlite3_bind_int64(st, 15, f->pidns);
 }
 
 /* The int64 ids at offset in each of the n elements of stride bytes from base, as a JSON array. */
@@ -635,10 +642,10 @@ static void *single_traps(const StoreKind *kind _unused_, int64_t key _unused_, 
         return userdata;
 }
 
-int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes) {
+int store_traps(Store *s, uint64_t since_usec, int64_t uid, uint32_t pidns, Traps *ret, uint64_t *ret_processes) {
         _cleanup_finalize_ sqlite3_stmt *count = NULL;
         uint64_t since_bucket = tier_floor(TIER_RAW, since_usec);
-        const char *where = "(?1 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?1))";
+        char where[256];
         TierSegment seg[TIER_MAX_SEGMENTS];
         TierState tiers[_TIER_MAX];
         Traps t = {};
@@ -646,6 +653,11 @@ int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t
         int rc, r;
 
         assert(store_in_snapshot(s));
+        /* The namespace is a number of ours, not the caller's text: written into the SQL. */
+        snprintf(where, sizeof(where),
+                 "(?1 < 0 OR process_id IN (SELECT id FROM process WHERE uid = ?1)) AND (%1$" PRIu32 " = 0 OR "
+                 "process_id IN (SELECT process_id FROM process_pidns WHERE ns = %1$" PRIu32 "))",
+                 pidns);
         r = store_load_tiers(s, tiers);
         if (r < 0)
                 return r;

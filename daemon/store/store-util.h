@@ -131,11 +131,21 @@ struct Store {
         "(container_name = " q " OR container_id = " q " OR (" prefix                                     \
         " AND container_runtime NOT IN ('machined', 'lxc') AND substr(container_id, 1, length(" q ")) = " q "))"
 
-/* The process table's columns that make a ProcessInfo, in the order read_process() reads them. */
-#define PROCESS_COLUMNS                                                                                   \
+/* The processes a caller in pid namespace ns (an SQL parameter or value; 0: a caller who sees
+ * every namespace) sees: a condition on table process. */
+#define STORE_PIDNS_WHERE(ns) "(" ns " = 0 OR process.id IN (SELECT process_id FROM process_pidns WHERE ns = " ns "))"
+
+/* The process table's columns that make a ProcessInfo, in the order read_process() reads them
+ * (PROCESS_ROW_COLUMNS: those a row has, as the upsert writes them). */
+#define PROCESS_ROW_COLUMNS                                                                               \
         "pid, start_time, comm, cmdline, uid, unit, first_seen_usec, last_seen_usec, exited, ns_pid, pid_ns, "  \
         "pidns_level, container_runtime, container_id, container_name, container_pod, container_user"
-#define PROCESS_COLUMNS_N 17
+/* With the process's pid namespaces below the initial one ("NS:PID NS:PID"), from a query of table
+ * process (not renamed). */
+#define PROCESS_COLUMNS                                                                                   \
+        PROCESS_ROW_COLUMNS ", (SELECT group_concat(ns || ':' || pid, ' ') FROM process_pidns "               \
+                            "WHERE process_id = process.id)"
+#define PROCESS_COLUMNS_N 18
 
 static inline void sqlite3_finalizep(sqlite3_stmt **s) {
         sqlite3_finalize(*s);

@@ -122,7 +122,7 @@ static int prepare_process_statements(Store *s) {
         /* A process's namespaces and container are set once known and kept (as its command line
          * and unit are) when a later sighting knows none. */
         r = sql_prepare(s->db, &s->upsert_process,
-                        "INSERT INTO process (boot_id, " PROCESS_COLUMNS ") "
+                        "INSERT INTO process (boot_id, " PROCESS_ROW_COLUMNS ") "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                         "ON CONFLICT (boot_id, pid, start_time) DO UPDATE SET "
                         "comm = excluded.comm, uid = excluded.uid, cmdline = coalesce(excluded.cmdline, cmdline), "

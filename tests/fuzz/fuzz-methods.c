@@ -207,11 +207,13 @@ uint64_t collector_slots_taken(Collector *c _unused_) {
         return 0;
 }
 
-size_t collector_n_tracked_uid(Collector *c _unused_, uint32_t uid) {
+size_t collector_n_tracked_visible(Collector *c _unused_, int64_t uid, uint32_t pidns) {
         size_t n = 0;
+        uint32_t pid;
 
         for (size_t i = 0; i < manager.n_tick; i++)
-                n += manager.tick[i].process->uid == uid;
+                n += (uid < 0 || manager.tick[i].process->uid == uid) &&
+                     (!pidns || process_info_pid_in(manager.tick[i].process, pidns, &pid));
         return n;
 }
 

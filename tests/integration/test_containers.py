@@ -24,6 +24,48 @@ MACHINE_SCOPE = "machine-" + MACHINE.replace("-", "\\x2d") + ".scope"
 DOCKER_ID = f"{os.getpid():08x}" * 8
 
 
+# Run by test_client_in_namespace as the first process of a pid namespace of its own (argv: trapstat,
+# the socket, a copy of raise-traps, the test's host pid): raises 300 #UD as pid 2, waits until the
+# daemon has them, asks as a client from there, prints what it was told as one JSON object.
+INSIDE = r"""
+import json, os, subprocess, sys, time
+trapstat, sock, raise_traps, host_pid, here = sys.argv[1:6]
+sys.path.insert(0, here)
+from varlink_raw import Connection
+
+c = Connection(sock)
+
+
+def call(method, params):
+    c.send(method, params)
+    reply = c.read()
+    return reply.get("parameters", {}) if "error" not in reply else reply
+
+
+w = subprocess.Popen([raise_traps, "300", "--only", os.environ["UD"]], stdout=subprocess.PIPE, text=True)
+assert json.loads(w.stdout.readline())["pid"] == 2
+w.wait()
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    h = call("io.trapstat.History", {"pid": 2})
+    if h.get("total", {}).get("traps") == {os.environ["UD"]: 300}:
+        break
+    time.sleep(0.2)
+out = {"ns": os.stat("/proc/self/ns/pid").st_ino, "history": h,
+       "sites": call("io.trapstat.Sites", {"pid": 2}),
+       "procs": call("io.trapstat.ListProcesses", {"includeExited": True})["processes"],
+       "top": [r["process"] for r in call("io.trapstat.Top", {"windowSec": 3600, "limit": 10000})["rows"]],
+       "status": call("io.trapstat.GetStatus", {}),
+       "host_pid": call("io.trapstat.History", {"pid": int(host_pid)}),
+       "unit_totals": call("io.trapstat.UnitTotals", {})}
+# The live view (Watch) through the CLI, five replies.
+p = subprocess.Popen([trapstat, "--socket", sock, "--json", "top", "-n", "5"], stdout=subprocess.PIPE, text=True)
+out["watch"] = [r["process"] for line in p.stdout for r in json.loads(line)["rows"]]
+p.wait()
+print(json.dumps(out))
+"""
+
+
 def ns_pids(pid):
     """The NSpid line of /proc/PID/status: the pid in each namespace, outermost first."""
     with open(f"/proc/{pid}/status") as f:
@@ -39,8 +81,8 @@ def find_comm(comm):
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                with open(f"/proc/{entry}/comm") as f:
-                    if f.read().strip() == comm:
+                with open(f"/proc/{entry}/comm", "rb") as f:
+                    if f.read().strip() == comm.encode():
                         found.append(int(entry))
             except OSError:
                 pass
@@ -221,6 +263,45 @@ class Containers(unittest.TestCase):
         self.assertIsNone(self.container_of(f"{base}/machine.slice/{MACHINE_SCOPE}", 3))
         self.assertEqual(self.container_of(f"{base}/docker-{DOCKER_ID}.scope", 4),
                          {"runtime": "docker", "id": DOCKER_ID, "name": None, "pod": None, "user": 4242424})
+
+    def test_client_in_namespace(self):
+        """A client in a pid namespace of its own (root there, as on the host) sees that namespace
+        only, by its pids: History, Sites, Top, ListProcesses, Watch and GetStatus; a host process
+        is no process to it. The host's client sees the same process by its host pid."""
+        path = os.path.join(self.daemon.dir, f"in-ns-{TAG}"[:15])
+        shutil.copy2(binary("RAISE_TRAPS"), path)
+        out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", INSIDE,
+                              binary("TRAPSTAT"), self.daemon.socket, path, str(os.getpid()),
+                              os.path.dirname(os.path.abspath(__file__))],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "UD": T["UD"]})
+        self.assertEqual(out.returncode, 0, out.stderr)
+        seen = json.loads(out.stdout)
+        ns = seen["ns"]
+        self.assertNotEqual(ns, os.stat("/proc/self/ns/pid").st_ino)
+        # Its workload by its pid there (2: the shell is 1), its 300 #UD exact.
+        self.assertEqual(seen["history"]["process"]["pid"], 2)
+        self.assertEqual(seen["history"]["process"]["nsPid"], 2)
+        self.assertEqual(seen["history"]["process"]["pidNamespace"], ns)
+        self.assertEqual(seen["history"]["total"]["traps"], {T["UD"]: 300})
+        self.assertEqual(seen["sites"]["process"]["pid"], 2)
+        self.assertEqual(sum(s["count"] for s in seen["sites"]["sites"] if s["kind"] == "trap"), 300)
+        # Nothing of the host's: every process listed, ranked or watched is in its namespace.
+        for key in ("procs", "top", "watch"):
+            self.assertTrue(seen[key], key)
+            for p in seen[key]:
+                self.assertEqual(p["pidNamespace"], ns, (key, p))
+                self.assertEqual(p["pid"], p["nsPid"], (key, p))
+        self.assertIn(2, [p["pid"] for p in seen["top"]])
+        self.assertLessEqual(seen["status"]["processesTracked"], len(seen["procs"]))
+        self.assertEqual(seen["status"]["dropsByUser"], [])
+        # The host's pids mean nothing there: the daemon's own, the test's.
+        self.assertEqual(seen["host_pid"], {"error": "io.trapstat.NoSuchProcess", "parameters": {"pid": os.getpid()}})
+        self.assertEqual(seen["unit_totals"]["units"], [])
+        # From the host: the same workload by its host pid, with its pid in the namespace.
+        hosts = trapstat_json(self.daemon.socket, "procs", "--all", "--comm", os.path.basename(path))["processes"]
+        self.assertEqual(len(hosts), 1)
+        self.assertNotEqual(hosts[0]["pid"], 2)
+        self.assertEqual((hosts[0]["nsPid"], hosts[0]["pidNamespace"]), (2, ns))
 
     def test_no_container(self):
         self.assertIsNone(self.container_of(f"{TAG}.slice/plain.service", 2))

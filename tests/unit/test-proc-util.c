@@ -159,6 +159,17 @@ static void test_unit(void **state) {
         assert_null(c);
         assert_int_equal(proc_read_cgroup(proc_fd, 99999, &s, &c), -ENOENT);
 
+        /* NSpid: the namespaces as this /proc sees them. */
+        {
+                unsigned levels = 0;
+
+                assert_int_equal(proc_read_nspid_levels(proc_fd, 4242, &levels), 0);
+                assert_int_equal(levels, 3);
+                assert_int_equal(proc_read_nspid_levels(proc_fd, 77, &levels), 0);
+                assert_int_equal(levels, 1);
+                assert_int_equal(proc_read_nspid_levels(proc_fd, 99999, &levels), -ENOENT);
+        }
+
         assert_int_equal(proc_cgroup_parse_container("1:name=systemd:/x\n0::/machine.slice/machine-web\\x2d1.scope/"
                                                      "payload/system.slice/nginx.service\n",
                                                      &c),

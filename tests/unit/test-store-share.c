@@ -121,7 +121,7 @@ static void test_size_cap_shares(void **state) {
                         assert_int_equal(history_user(s, 500, res, &traps), 30 * 7);
                         assert_int_equal(traps, 30);
                         assert_int_equal(history_user(s, 501, res, NULL), service_user);
-                        assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, 0, &sum, &processes)), 0);
+                        assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, 0, 0, &sum, &processes)), 0);
                         assert_int_equal(traps_total(&sum), 30);
                         assert_int_equal(processes, 1);
                 }

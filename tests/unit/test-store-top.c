@@ -198,15 +198,15 @@ static void test_traps(void **state) {
                 Traps sum;
                 uint64_t processes;
 
-                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, -1, &sum, &processes)), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, -1, 0, &sum, &processes)), 0);
                 assert_int_equal(processes, 1);
                 assert_int_equal(sum.vector[6], 10);
                 assert_int_equal(sum.vector[13], 4);
                 assert_int_equal(sum.signal[fault_signal_index(SIGILL)][si_code_slot(2)], 10);
                 assert_int_equal(traps_total(&sum), 14);
-                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0 + 10000000, -1, &sum, &processes)), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0 + 10000000, -1, 0, &sum, &processes)), 0);
                 assert_int_equal(traps_total(&sum), 7);
-                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, 1000, &sum, &processes)), 0);
+                assert_int_equal(IN_SNAPSHOT(s, store_traps(s, t0, 1000, 0, &sum, &processes)), 0);
                 assert_int_equal(processes, 0);
                 assert_true(traps_is_zero(&sum));
         }

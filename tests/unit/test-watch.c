@@ -106,6 +106,56 @@ static void test_visibility(void **state) {
         check(&f, NONE, NONE);
 }
 
+/* A caller in a pid namespace: its processes only (also those of a namespace below it), by their
+ * pids there, in the rows, the pid filters and the exited list. */
+static void test_namespace(void **state) {
+        const uint32_t host = 4026531836U, box = 4026532175U, inner = 4026532300U;
+        const ProcessInfo ps[] = {
+                { .pid = 5000, .start_time = 1, .comm = "app", .n_pidns = 2, .pidns = { { host, 5000 }, { box, 7 } } },
+                { .pid = 5001, .start_time = 2, .comm = "deep", .n_pidns = 3, .pidns = { { host, 5001 }, { box, 8 },
+                                                                                         { inner, 1 } },
+                  .exited = true },
+                { .pid = 7, .start_time = 3, .comm = "hostd", .n_pidns = 1, .pidns = { { host, 7 } } },
+                { .pid = 6000, .start_time = 4, .comm = "unknown" },
+        };
+        const ProcessSample ss[] = {
+                { &ps[0], (Faults) { .user = 3 } },
+                { &ps[1], (Faults) { .user = 2 } },
+                { &ps[2], (Faults) { .user = 9 } },
+                { &ps[3], (Faults) { .user = 1 } },
+        };
+        WatchFilter f = watch_filter(-1);
+        _cleanup_json_ json_t *all = NULL, *in_box = NULL, *by_pid = NULL;
+        json_t *rows;
+
+        f.process.pidns = box;
+        in_box = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, true);
+        rows = json_object_get(in_box, "rows");
+        assert_int_equal(json_array_size(rows), 2);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(rows, 0), "process"), "pid")), 7);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(rows, 1), "process"), "pid")), 8);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(in_box, "total"), "faults"),
+                                                            "user")),
+                         5);
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(in_box, "exited"), 0), "pid")),
+                         8);
+        /* Its pid 7 is host pid 5000 (not the host's pid 7). */
+        f.pid = 7;
+        by_pid = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, true);
+        rows = json_object_get(by_pid, "rows");
+        assert_int_equal(json_array_size(rows), 1);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(rows, 0), "process"), "comm")),
+                            "app");
+        /* Without a namespace: every process, by host pid. */
+        f = watch_filter(-1);
+        all = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, true);
+        assert_int_equal(json_integer_value(json_object_get(all, "processes")), 4);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(json_object_get(all, "rows"), 0),
+                                                                            "process"),
+                                                            "pid")),
+                         7);
+}
+
 static void test_filters(void **state) {
         WatchFilter f = watch_filter(-1);
 
@@ -157,6 +207,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_visibility),
                 cmocka_unit_test(test_filters),
+                cmocka_unit_test(test_namespace),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -153,6 +153,20 @@ uint32_t collector_fault_sample_period(Collector *c);
  * is written with (faults_to_json()). Fixed once the collector is started. */
 bool collector_fault_access_known(Collector *c);
 size_t collector_n_tracked(Collector *c);
+
+/* A process's innermost pid namespace, as the kernel has it (struct pid's last level): that of a
+ * varlink peer, whose view is scoped to it. */
+typedef struct CollectorPidNs {
+        uint32_t tgid;       /* in the initial pid namespace */
+        uint32_t level;      /* the namespace's: 0 for the initial one */
+        uint64_t start_time; /* the process's start, ns since boot */
+        uint32_t ns;         /* the namespace's inode number */
+        uint32_t pid;        /* the process's pid there */
+} CollectorPidNs;
+/* Of the process pidfd refers to, read by BPF (a task iterator attached to the pidfd, in the
+ * object loaded where the kernel has bpf_task_from_pid(), Linux 6.2). -EOPNOTSUPP where that
+ * object is not loaded; -ESRCH when the process is gone. */
+int collector_pidns(Collector *c, int pidfd, CollectorPidNs *ret);
 /* What the last drain read from the kernel, in records: counting slots that changed, hash
  * entries, task records of the sweep, /proc/PID/stat of the processes active in it. It follows
  * the processes that counted in the tick, not those tracked (GetStatus tickRecordsRead). */
@@ -160,8 +174,9 @@ uint64_t collector_tick_records(Collector *c);
 /* Counting slots idle owners gave up since the start, each to a process that counted in the
  * fallback hash (CollectorConfig.slot_idle_usec; GetStatus slotsTaken). */
 uint64_t collector_slots_taken(Collector *c);
-/* Of them, those of one user (what an unprivileged caller of GetStatus is told). */
-size_t collector_n_tracked_uid(Collector *c, uint32_t uid);
+/* Of them, those of one user (uid >= 0) in one pid namespace (pidns not 0): what a caller of
+ * GetStatus who sees only those is told. */
+size_t collector_n_tracked_visible(Collector *c, int64_t uid, uint32_t pidns);
 /* What could not be counted since the start, by kind. */
 typedef struct CollectorDropKind {
         const char *name; /* e.g. "fault_map_full" */

@@ -80,6 +80,10 @@ int proc_cgroup_parse_container(const char *text, Container **ret);
 /* Both from one read of /proc/PID/cgroup: 0 and each malloc'd, or NULL where it is in none. */
 int proc_read_cgroup(int proc_fd, uint32_t pid, char **ret_unit, Container **ret_container);
 
+/* How many pid namespaces the process is in as this /proc sees them: the columns of NSpid in
+ * /proc/PID/status (1: this /proc's own). -ENODATA where the kernel shows no NSpid (before 4.1). */
+int proc_read_nspid_levels(int proc_fd, uint32_t pid, unsigned *ret);
+
 /* /proc/self/mountinfo: this process's mounts; the first MiB of a longer one. */
 int proc_read_mountinfo(int proc_fd, char **ret);
 

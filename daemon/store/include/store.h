@@ -216,6 +216,10 @@ void store_rows_free(StoreRow *rows, size_t n);
 /* The process with this pid and start_time, or with start_time 0 the one seen first most
  * recently. -ENOENT when there is none. */
 int store_find_process(Store *s, uint32_t pid, uint64_t start_time, int64_t *ret_id, ProcessInfo *ret);
+/* The same by its pid in pid namespace ns (an inode number): a process in that namespace or one
+ * below it. */
+int store_find_process_in_ns(Store *s, uint32_t ns, uint32_t pid, uint64_t start_time, int64_t *ret_id,
+                             ProcessInfo *ret);
 
 /* Where a page of store_list_processes() ends: its last process's first sighting and row. The
  * next page holds what comes after it in the listing's order. */
@@ -231,6 +235,7 @@ typedef struct StoreProcessFilter {
         const char *comm_glob; /* shell glob (SQLite GLOB: case-sensitive); NULL: any */
         const char *unit;      /* exact unit name; NULL: any */
         const char *container; /* a container's name, id or id's prefix (container_matches()); NULL: any */
+        uint32_t pidns;        /* not 0: only processes in this pid namespace, pid being their pid there */
         size_t limit;
         const StoreListCursor *after; /* only the processes after this page's end; NULL: from the newest */
 } StoreProcessFilter;
@@ -242,8 +247,9 @@ int store_list_processes(Store *s, const StoreProcessFilter *filter, ProcessInfo
                          uint64_t *ret_total, StoreListCursor *ret_next);
 
 /* Traps of all processes (only uid's when uid >= 0) in buckets starting at or after the bucket
- * holding since_usec, summed; *ret_processes: how many processes trapped. */
-int store_traps(Store *s, uint64_t since_usec, int64_t uid, Traps *ret, uint64_t *ret_processes);
+ * holding since_usec, summed (with pidns not 0: only of processes in that pid namespace);
+ * *ret_processes: how many processes trapped. */
+int store_traps(Store *s, uint64_t since_usec, int64_t uid, uint32_t pidns, Traps *ret, uint64_t *ret_processes);
 void process_infos_free(ProcessInfo *p, size_t n);
 
 /* The sites of one process (common/sites.h) in [since_usec, until_usec), each instant read from
@@ -281,6 +287,7 @@ void store_history_rows_free(StoreHistoryRow *rows, size_t n);
 typedef struct StoreGroup {
         const char *unit_glob;
         const char *container;
+        uint32_t pidns; /* not 0: only its processes in this pid namespace */
 } StoreGroup;
 
 /* What the processes of a group did over time (UnitHistory, ContainerHistory). */
