@@ -381,16 +381,11 @@ int proc_read_cgroup(int proc_fd, uint32_t pid, char **ret_unit, Container **ret
         return 0;
 }
 
-int proc_read_nspid_levels(int proc_fd, uint32_t pid, unsigned *ret) {
-        _cleanup_free_ char *text = NULL;
+/* The columns of the "NSpid:" line of a /proc/PID/status or pidfd fdinfo text. */
+static int nspid_levels_parse(const char *text, unsigned *ret) {
         unsigned n = 0;
-        const char *p;
-        int r;
+        const char *p = strstr(text, "\nNSpid:");
 
-        r = read_pid_file(proc_fd, pid, "status", 16384, &text, NULL);
-        if (r < 0)
-                return r;
-        p = strstr(text, "\nNSpid:");
         if (!p)
                 return -ENODATA;
         for (p += strlen("\nNSpid:"); *p && *p != '\n';) {
@@ -407,6 +402,28 @@ int proc_read_nspid_levels(int proc_fd, uint32_t pid, unsigned *ret) {
                 return -EBADMSG;
         *ret = n;
         return 0;
+}
+
+int proc_read_nspid_levels(int proc_fd, uint32_t pid, unsigned *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_pid_file(proc_fd, pid, "status", 16384, &text, NULL);
+        if (r < 0)
+                return r;
+        return nspid_levels_parse(text, ret);
+}
+
+int proc_read_pidfd_nspid_levels(int proc_fd, int pidfd, unsigned *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        int r;
+
+        snprintf(path, sizeof(path), "self/fdinfo/%d", pidfd);
+        r = read_full_file_at(proc_fd, path, 4096, READ_FULL_TRUNCATE, &text, NULL);
+        if (r < 0)
+                return r;
+        return nspid_levels_parse(text, ret);
 }
 
 int proc_read_mountinfo(int proc_fd, char **ret) {

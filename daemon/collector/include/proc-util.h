@@ -83,6 +83,9 @@ int proc_read_cgroup(int proc_fd, uint32_t pid, char **ret_unit, Container **ret
 /* How many pid namespaces the process is in as this /proc sees them: the columns of NSpid in
  * /proc/PID/status (1: this /proc's own). -ENODATA where the kernel shows no NSpid (before 4.1). */
 int proc_read_nspid_levels(int proc_fd, uint32_t pid, unsigned *ret);
+/* The same of the process a pidfd of this process refers to (its fdinfo): bound to that process,
+ * whatever took its pid since. -ENODATA where the kernel shows no NSpid there (before 5.10). */
+int proc_read_pidfd_nspid_levels(int proc_fd, int pidfd, unsigned *ret);
 
 /* /proc/self/mountinfo: this process's mounts; the first MiB of a longer one. */
 int proc_read_mountinfo(int proc_fd, char **ret);
