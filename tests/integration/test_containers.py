@@ -12,10 +12,12 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, binary, cgroup2_root, exited_history, history, remove_cgroup,  # noqa: E402
-                    require_root_and_bpf, require_trap_workloads, skip, ticks_after, trapstat_json, wait_for)
+from daemon import (T, Daemon, binary, cgroup2_root, copy_for_users, create_user, exited_history,  # noqa: E402
+                    history, remove_cgroup, remove_user, require_root_and_bpf, require_trap_workloads, skip,
+                    ticks_after, trapstat_json, user_name, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
+USER = user_name("trapstat-ns-test")
 # The test's pid in every name: two runs side by side on one machine never share a cgroup.
 TAG = f"ts{os.getpid()}"
 MACHINE = f"trapstat-test-{TAG}"
@@ -302,6 +304,39 @@ class Containers(unittest.TestCase):
         self.assertEqual(len(hosts), 1)
         self.assertNotEqual(hosts[0]["pid"], 2)
         self.assertEqual((hosts[0]["nsPid"], hosts[0]["pidNamespace"]), (2, ns))
+
+    def test_unprivileged_user_in_own_namespace(self):
+        """A real unprivileged user in a user and pid namespace of their own (root there): their
+        namespace's processes only, by their pids there; not their own process outside it, which
+        is no process to them; their workload's traps exact."""
+        uid = create_user(USER).pw_uid
+        try:
+            paths = copy_for_users(self.daemon.dir, "RAISE_TRAPS", "TRAPSTAT")
+            shutil.copy2(os.path.join(os.path.dirname(os.path.abspath(__file__)), "varlink_raw.py"), self.daemon.dir)
+            as_user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+            outside = subprocess.Popen([*as_user, paths["RAISE_TRAPS"], "7", "--only", T["UD"], "--hold"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            outside_pid = json.loads(outside.stdout.readline())["pid"]
+            wait_for(lambda: (history(self.daemon, outside_pid) or {}).get("total", {}).get("traps"),
+                     what="the user's process outside the namespace known")
+            out = subprocess.run([*as_user, "unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
+                                  "/usr/bin/python3", "-c", INSIDE, paths["TRAPSTAT"], self.daemon.socket,
+                                  paths["RAISE_TRAPS"], str(outside_pid), self.daemon.dir],
+                                 capture_output=True, text=True, timeout=120, env={**os.environ, "UD": T["UD"]})
+            outside.stdin.close()
+            outside.wait(timeout=30)
+        finally:
+            remove_user(USER)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        seen = json.loads(out.stdout)
+        self.assertEqual(seen["history"]["process"]["pid"], 2)
+        self.assertEqual(seen["history"]["process"]["uid"], uid)
+        self.assertEqual(seen["history"]["total"]["traps"], {T["UD"]: 300})
+        for key in ("procs", "top"):
+            self.assertTrue(seen[key], key)
+            for p in seen[key]:
+                self.assertEqual((p["pidNamespace"], p["uid"]), (seen["ns"], uid), (key, p))
+        self.assertEqual(seen["host_pid"], {"error": "io.trapstat.NoSuchProcess", "parameters": {"pid": outside_pid}})
 
     def test_no_container(self):
         self.assertIsNone(self.container_of(f"{TAG}.slice/plain.service", 2))
