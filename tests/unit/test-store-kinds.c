@@ -593,6 +593,48 @@ static void test_totals_count_in_the_shares(void **state) {
         (void) state;
 }
 
+/* What a container's process adds grows with a user's processes too: its pid namespace rows (32
+ * bytes for each level below the initial one, at most 3) and its container's text, charged when
+ * the row is written or learns them, taken back with the process. */
+static void test_containers_count_in_the_shares(void **state) {
+        Container c = { .runtime = "docker", .id = "0123456789abcdef", .name = "", .user = UINT32_MAX };
+        ProcessInfo host = { .pid = 4444, .start_time = 1, .comm = "h", .uid = 1003, .first_seen_usec = 1,
+                             .n_pidns = 1, .pidns = { { 4026531836U, 4444 } } };
+        ProcessInfo boxed = { .pid = 4445, .start_time = 1, .comm = "b", .uid = 1004, .first_seen_usec = 1 };
+        const uint64_t t0 = 1700000000000000ULL;
+        char path[256];
+        sqlite3 *db;
+        Store *s;
+
+        db_path("usage-containers.db", path, sizeof(path));
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        db = open_db("usage-containers.db");
+        assert_int_equal(store_flush(s, t0, (ProcessSample[]) { { &host }, { &boxed } }, 2), 0);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1003"), 200);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1004"), 200);
+        /* Seen again with its namespaces (levels 0, 1, 2) and its container: two rows, 16 bytes. */
+        boxed.n_pidns = 3;
+        boxed.pidns_level = 2;
+        boxed.pidns[0] = (PidNsPid) { 4026531836U, 4445 };
+        boxed.pidns[1] = (PidNsPid) { 4026532175U, 17 };
+        boxed.pidns[2] = (PidNsPid) { 4026532300U, 1 };
+        boxed.container = &c;
+        assert_int_equal(store_flush(s, t0 + 1000000, (ProcessSample[]) { { &boxed } }, 1), 0);
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM process_pidns"), 2);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1004"), 200 + 2 * 32 + 16);
+        assert_int_equal(query_int(db, "SELECT ns_pid FROM process WHERE pid = 4445"), 1);
+        /* The host process has no rows of its own: its namespace is the initial one. */
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1003"), 200);
+        exec(db, "PRAGMA foreign_keys = ON");
+        exec(db, "DELETE FROM process");
+        assert_int_equal(query_int(db, "SELECT COUNT(*) FROM process_pidns"), 0);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1004"), 0);
+        assert_int_equal(query_int(db, "SELECT bytes FROM user_usage WHERE uid = 1003"), 0);
+        sqlite3_close(db);
+        store_free(s);
+        (void) state;
+}
+
 /* A kind the store does not have, with two keys and two values, on tables made as a migration
  * would: the raw upsert, roll-up, expiry, the union and the sums come from the descriptor. */
 static const StoreKind example = {
@@ -723,6 +765,7 @@ int main(void) {
                 cmocka_unit_test(test_size_cap_cuts_every_kind),
                 cmocka_unit_test(test_every_kind_counts_in_the_shares),
                 cmocka_unit_test(test_totals_count_in_the_shares),
+                cmocka_unit_test(test_containers_count_in_the_shares),
                 cmocka_unit_test(test_a_new_kind_is_a_descriptor),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
