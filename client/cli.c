@@ -12,6 +12,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "container-util.h"
+
 const char *arg_socket = TRAPSTAT_DEFAULT_SOCKET;
 bool arg_json = false;
 
@@ -46,6 +48,16 @@ static void print_error(const char *fmt, va_list ap) {
         if (vasprintf(&message, fmt, ap) < 0)
                 message = NULL;
         fprintf(held_errors ?: stderr, "trapstat: %s\n", message ?: "(out of memory formatting the message)");
+}
+
+int parse_container_arg(const char *usage, const char *value) {
+        if (!*value)
+                return usage_error(usage, "invalid --container '': expected a container's name, its id or the start of "
+                                          "its id (at least %d hex digits)", CONTAINER_PREFIX_MIN);
+        if (!container_query_valid(value))
+                return usage_error(usage, "invalid --container: longer than %d bytes (a container's name or id)",
+                                   CONTAINER_ID_MAX);
+        return 0;
 }
 
 int common_option(int c, const char *usage, void (*help)(void), bool *csv) {

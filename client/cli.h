@@ -29,6 +29,10 @@ extern bool arg_json;
 extern const char *const global_usage;
 
 /* Bad arguments: usage_error() (argv-util.h) with the verb's usage line, or global_usage. */
+/* The value of --container (top, procs, history): a container's name, its id or the start of its
+ * id, 1 to CONTAINER_ID_MAX bytes, as the daemon takes it. 0, or -EINVAL when the usage error
+ * (with usage) is printed. */
+int parse_container_arg(const char *usage, const char *value);
 /* Anything else: "trapstat: <message>", returns EXIT_FAILURE. */
 int fail(const char *fmt, ...) _printf_(1, 2);
 /* The same, returning r (a negative errno) instead: for the functions below the verbs. */

@@ -425,3 +425,18 @@ const char *format_user(uint64_t uid, char buf[static 32]) {
                 snprintf(buf, 32, "%" PRIu64, uid);
         return buf;
 }
+
+int format_container_key(const char *runtime, const char *id, const char *name, char **ret) {
+        char *key;
+
+        if (!runtime)
+                key = strdup("-");
+        else if (name && name[0])
+                key = strdup(name);
+        else if (asprintf(&key, "%s:%.*s", runtime, CONTAINER_KEY_ID_LEN, id ?: "?") < 0)
+                key = NULL;
+        if (!key)
+                return -ENOMEM;
+        *ret = key;
+        return 0;
+}

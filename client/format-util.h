@@ -83,6 +83,14 @@ int format_path_cell(const char *s, bool utf8, size_t width, char **ret);
  * "?" when that runs out of memory, never the raw text. */
 void csv_field(FILE *f, const char *s, bool terminal, bool utf8);
 
+/* How trapstat names a container in a table (top --by container, the CONTAINER columns): its
+ * name where the daemon knows one (machined, LXC), else "RUNTIME:" and the first
+ * CONTAINER_KEY_ID_LEN characters of its id, as docker ps shortens ids ("docker:0123456789ab");
+ * "-" for no container (runtime NULL). Untrusted text, not escaped here. 0 and a malloc'd
+ * string, or -ENOMEM. */
+#define CONTAINER_KEY_ID_LEN 12
+int format_container_key(const char *runtime, const char *id, const char *name, char **ret);
+
 /* Whether the LC_CTYPE locale (as set by setlocale()) uses UTF-8. */
 bool locale_is_utf8(void);
 /* User name of uid, or the number; buf 32 bytes. */

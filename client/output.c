@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "sites.h"
 #include "time-util.h"
+#include "top-table.h"
 #include "traps.h"
 
 #define BOLD "\033[1m"
@@ -49,6 +50,35 @@ static char *untrusted_cell(const OutputStyle *style, const char *s, size_t min,
  * through here. */
 static void csv_text(FILE *f, const OutputStyle *style, const char *s) {
         csv_field(f, s, style->tty, style->utf8);
+}
+
+/* The columns of every CSV with process columns after pid and startTime (at the end of procs'):
+ * the process's pid namespace and its container, named as the IDL names them (the container's
+ * members as history's traps.UD names a map's). */
+#define PROCESS_CSV_COLUMNS \
+        "nsPid,pidNamespace,container.runtime,container.id,container.name,container.pod,container.user"
+
+/* ",N": an integer member of o; "," alone where it is null or absent. */
+static void csv_integer(FILE *f, json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+
+        fputc(',', f);
+        if (json_is_integer(v))
+                fprintf(f, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+}
+
+/* The values of PROCESS_CSV_COLUMNS for process p, each after a comma; empty for null. */
+static void print_process_csv_columns(FILE *f, const OutputStyle *style, json_t *p) {
+        static const char *const texts[] = { "runtime", "id", "name", "pod" };
+        json_t *container = json_object_get(p, "container");
+
+        csv_integer(f, p, "nsPid");
+        csv_integer(f, p, "pidNamespace");
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+                fputc(',', f);
+                csv_text(f, style, json_string_value(json_object_get(container, texts[i])));
+        }
+        csv_integer(f, container, "user");
 }
 
 /* Counts take at most 5 characters ("999", "1.23k", "123M"): 7 per column keeps history in 80. */
@@ -164,30 +194,64 @@ static FaultTime counters_fault_time(json_t *counters) {
         return t;
 }
 
+/* The NSPID and CONTAINER columns the processes of a Top reply's first max_rows rows (all when
+ * negative) need; of a ListProcesses reply's processes with member NULL. */
+static TopLayout array_layout(const OutputStyle *style, json_t *array, const char *member, int max_rows) {
+        TopLayout layout = {};
+        size_t i;
+        json_t *e;
+
+        json_array_foreach (array, i, e) {
+                if (max_rows >= 0 && (int) i >= max_rows)
+                        break;
+                top_layout_add(&layout, member ? json_object_get(e, member) : e, style->utf8);
+        }
+        return layout;
+}
+
+/* The NSPID cell of process p with its leading blank, "" without the column; its CONTAINER cell,
+ * padded (NULL without the column, or out of memory). */
+static void process_cells(const OutputStyle *style, const TopLayout *layout, json_t *p, char ns_pid[static 32],
+                          char **ret_container) {
+        char buf[24];
+
+        if (layout->ns_pid)
+                snprintf(ns_pid, 32, " %7s", top_ns_pid_cell(p, buf));
+        else
+                ns_pid[0] = '\0';
+        *ret_container = NULL;
+        if (layout->container_width > 0)
+                (void) top_container_cell(p, style->utf8, layout->container_width, ret_container);
+}
+
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows) {
+        TopLayout layout = array_layout(style, rows, "process", max_rows);
         size_t i;
         json_t *row;
 
-        fprintf(f, "%s    PID COMM           %s    FTIME  TRAPS  VECTORS          UNIT%s\n", on(style, BOLD),
-                faults_header, off(style));
+        fprintf(f, "%s    PID%s COMM           %s    FTIME  TRAPS  VECTORS          %-*s%sUNIT%s\n", on(style, BOLD),
+                layout.ns_pid ? "   NSPID" : "", faults_header, (int) layout.container_width,
+                layout.container_width ? "CONTAINER" : "", layout.container_width ? " " : "", off(style));
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
                 json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
-                _cleanup_free_ char *comm = NULL, *unit = NULL;
-                char buf[16], vectors[64], ftime[16];
+                _cleanup_free_ char *comm = NULL, *unit = NULL, *container = NULL;
+                char buf[16], vectors[64], ftime[16], ns_pid[32];
                 FaultTime time;
 
                 if (max_rows >= 0 && (int) i >= max_rows)
                         break;
                 comm = untrusted_cell(style, string_member(p, "comm", "?"), 15, 15);
                 unit = untrusted_cell(style, string_member(p, "unit", "-"), 0, SIZE_MAX);
-                fprintf(f, "%7" JSON_INTEGER_FORMAT " %s", int_member(p, "pid"), comm ?: "?");
+                process_cells(style, &layout, p, ns_pid, &container);
+                fprintf(f, "%7" JSON_INTEGER_FORMAT "%s %s", int_member(p, "pid"), ns_pid, comm ?: "?");
                 print_faults(f, json_object_get(row, "counters"));
                 /* The time the process spent waiting on faults in the window. */
                 time = counters_fault_time(json_object_get(row, "counters"));
                 fput_right(f, fault_time_count(&time) ? format_ns(fault_time_total_ns(&time), style->utf8, ftime) : "-", 9);
                 format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
-                fprintf(f, " %6s  %-16s %s\n", format_count(map_total(traps), buf), vectors, unit ?: "?");
+                fprintf(f, " %6s  %-16s %s%s%s\n", format_count(map_total(traps), buf), vectors,
+                        layout.container_width ? (container ?: "?") : "", layout.container_width ? " " : "", unit ?: "?");
         }
 }
 
@@ -311,12 +375,13 @@ static void print_process_line(FILE *f, const OutputStyle *style, json_t *p) {
 
 /* Prints s (escaped text: see text_prefix), on a terminal at most *budget columns of it (not
  * splitting a character or an escape), so that a line is cut at the terminal's width as ps cuts
- * it rather than wrapped. */
+ * it rather than wrapped. Once s is cut, nothing more of the line is: what is printed stays the
+ * start of the whole line (a separator after a cut cell would not be). */
 static void fput_cut(FILE *f, const OutputStyle *style, const char *s, size_t *budget) {
         size_t width, n = text_prefix(s, style->tty ? *budget : SIZE_MAX, &width);
 
         fwrite(s, 1, n, f);
-        *budget = *budget > width ? *budget - width : 0;
+        *budget = *budget > width && s[n] == '\0' ? *budget - width : 0;
 }
 
 /* On a terminal, the widest a WHERE and a MEMORY cell get, and the narrowest OBJECT gets when
@@ -482,15 +547,17 @@ void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteC
 }
 
 void print_sites_csv(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n) {
-        fputs("pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,sampled,period,estimated,memory,"
-              "memoryObject,timeNs,estimatedTimeNs\n",
+        fputs("pid,startTime," PROCESS_CSV_COLUMNS ",kind,vector,object,offset,symbol,symbolOffset,count,sampled,"
+              "period,estimated,memory,memoryObject,timeNs,estimatedTimeNs\n",
               f);
         for (size_t i = 0; i < n; i++) {
                 const SiteCount *s = &sites[i];
                 char vector[16];
 
-                fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,%s,", int_member(process, "pid"),
-                        int_member(process, "startTime"), site_kind_name(s->kind), site_vector_name(s, vector));
+                fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT, int_member(process, "pid"),
+                        int_member(process, "startTime"));
+                print_process_csv_columns(f, style, process);
+                fprintf(f, ",%s,%s,", site_kind_name(s->kind), site_vector_name(s, vector));
                 csv_text(f, style, s->object);
                 fprintf(f, ",%" PRIu64 ",", s->offset);
                 csv_text(f, style, s->symbol);
@@ -665,6 +732,41 @@ static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint
 
 }
 
+/* A container as history names it: its key, then what the IDL says of it, escaped:
+ * "web (machined, id web)", "docker:0123456789ab (docker, id 0123...ef, pod ..., user 1000)". */
+static char *container_description(const OutputStyle *style, json_t *c) {
+        _cleanup_free_ char *key = top_container_key(c), *text = NULL;
+        json_t *user = json_object_get(c, "user");
+        char uid[32] = "";
+
+        if (!key)
+                return NULL;
+        if (json_is_integer(user))
+                snprintf(uid, sizeof(uid), ", user %" JSON_INTEGER_FORMAT, json_integer_value(user));
+        if (asprintf(&text, "%s (%s, id %s%s%s%s)", key, string_member(c, "runtime", "?"), string_member(c, "id", "?"),
+                     json_is_string(json_object_get(c, "pod")) ? ", pod " : "", string_member(c, "pod", ""), uid) < 0)
+                return NULL;
+        return untrusted_cell(style, text, 0, SIZE_MAX);
+}
+
+/* The header's lines of where the process ran, when not simply on the host: its pid in its own
+ * pid namespace where that differs, and its container. */
+static void print_process_place(FILE *f, const OutputStyle *style, json_t *p) {
+        json_t *c = json_object_get(p, "container");
+
+        if (top_process_has_ns_pid(p)) {
+                fprintf(f, "nspid:    %" JSON_INTEGER_FORMAT, int_member(p, "nsPid"));
+                if (json_is_integer(json_object_get(p, "pidNamespace")))
+                        fprintf(f, " (pid namespace %" JSON_INTEGER_FORMAT ")", int_member(p, "pidNamespace"));
+                fputc('\n', f);
+        }
+        if (json_is_object(c)) {
+                _cleanup_free_ char *description = container_description(style, c);
+
+                fprintf(f, "container: %s\n", description ?: "?");
+        }
+}
+
 void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *processes, uint64_t step, bool histogram,
                    const SiteCount *trap_sites, size_t n_trap_sites) {
         json_t *p = json_object_get(reply, "process");
@@ -677,6 +779,7 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
         print_process_line(f, style, p);
         fprintf(f, "command:  %s\n", cmdline ?: "?");
         fprintf(f, "unit:     %s\n", unit ?: "?");
+        print_process_place(f, style, p);
         fprintf(f, "started:  %" JSON_INTEGER_FORMAT " ns after boot (its --start-time)\n", int_member(p, "startTime"));
         fprintf(f, "lifetime: %s to %s (%s%s)\n", format_time_usec(first_usec, first), format_time_usec(last_usec, last),
                 format_duration_usec(last_usec >= first_usec ? last_usec - first_usec : 0, lifetime),
@@ -708,6 +811,22 @@ void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64
         print_samples(f, style, reply, step, histogram);
 }
 
+void print_container_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step, bool histogram) {
+        json_t *containers = json_object_get(reply, "containers"), *c;
+        json_int_t processes = int_member(reply, "processes");
+        size_t i;
+
+        fprintf(f, "%scontainer%s ", on(style, BOLD), json_array_size(containers) == 1 ? "" : "s");
+        json_array_foreach (containers, i, c) {
+                _cleanup_free_ char *description = container_description(style, c);
+
+                fprintf(f, "%s%s", i ? ", " : "", description ?: "?");
+        }
+        fprintf(f, "%s: %" JSON_INTEGER_FORMAT " process%s, %" JSON_INTEGER_FORMAT " running\n", off(style), processes,
+                processes == 1 ? "" : "es", int_member(reply, "running"));
+        print_samples(f, style, reply, step, histogram);
+}
+
 static int compare_strings(const void *a, const void *b) {
         return strcmp(*(const char *const *) a, *(const char *const *) b);
 }
@@ -731,8 +850,9 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
         traps = sorted_keys(json_object_get(total, "traps"), &n_traps);
         signals = sorted_keys(json_object_get(total, "signals"), &n_signals);
 
-        /* A UnitHistory reply has no process: its lines are sums over the units'. */
-        fputs(p ? "pid,startTime,timeUsec,time" : "timeUsec,time", f);
+        /* A UnitHistory or ContainerHistory reply has no process: its lines are sums over the
+         * units' or the containers'. */
+        fputs(p ? "pid,startTime," PROCESS_CSV_COLUMNS ",timeUsec,time" : "timeUsec,time", f);
         for (i = 0; i < n_fault_fields; i++)
                 fprintf(f, ",%s", fault_fields[i].name);
         fputs(",traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed", f);
@@ -752,9 +872,12 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
                 char t[32];
 
                 (void) faults_from_json(json_object_get(counters, "faults"), &faults);
-                if (p)
-                        fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",", int_member(p, "pid"),
+                if (p) {
+                        fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT, int_member(p, "pid"),
                                 int_member(p, "startTime"));
+                        print_process_csv_columns(f, style, p);
+                        fputc(',', f);
+                }
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%s", int_member(sample, "timeUsec"),
                         format_time_iso8601((uint64_t) int_member(sample, "timeUsec"), t));
                 /* An access member not counted is an empty field, not 0. */
@@ -791,11 +914,46 @@ void print_cut_note(FILE *f, json_t *reply, const char *other, size_t shown, con
         fputc('\n', f);
 }
 
+/* One line of procs: what print_processes() says, cut at the terminal's width. */
+static void print_process_row(FILE *f, const OutputStyle *style, const TopLayout *layout, int unit_width, json_t *p) {
+        bool exited = json_is_true(json_object_get(p, "exited")), green;
+        _cleanup_free_ char *comm = untrusted_cell(style, string_member(p, "comm", "?"), 15, 15);
+        _cleanup_free_ char *unit =
+                untrusted_cell(style, string_member(p, "unit", "-"), (size_t) unit_width, (size_t) unit_width);
+        _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "-"), 0, SIZE_MAX);
+        _cleanup_free_ char *container = NULL;
+        char pid[48], ns_pid[32], user[32], user_column[32], tail[64], last[32];
+        size_t budget = style->columns;
+
+        process_cells(style, layout, p, ns_pid, &container);
+        snprintf(pid, sizeof(pid), "%7" JSON_INTEGER_FORMAT "%s ", int_member(p, "pid"), ns_pid);
+        snprintf(user_column, sizeof(user_column), " %-8.8s ", format_user((uint64_t) int_member(p, "uid"), user));
+        snprintf(tail, sizeof(tail), " %-19s %-17" JSON_INTEGER_FORMAT " ",
+                 format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last), int_member(p, "startTime"));
+        fput_cut(f, style, pid, &budget);
+        fput_cut(f, style, comm ?: "?", &budget);
+        fput_cut(f, style, user_column, &budget);
+        green = !exited && budget > 0;
+        if (green)
+                fputs(on(style, GREEN), f);
+        fput_cut(f, style, exited ? "exited " : "running", &budget);
+        if (green)
+                fputs(off(style), f);
+        fput_cut(f, style, tail, &budget);
+        fput_cut(f, style, container ?: "?", &budget);
+        fput_cut(f, style, " ", &budget);
+        fput_cut(f, style, unit ?: "?", &budget);
+        fput_cut(f, style, " ", &budget);
+        fput_cut(f, style, cmdline ?: "?", &budget);
+        fputc('\n', f);
+}
+
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
+        TopLayout layout = array_layout(style, processes, NULL, -1);
         size_t i, budget = style->columns;
         json_t *p;
         int unit_width = 4; /* "UNIT"; as wide as the longest unit (escaped), up to 32 */
-        char header[160];
+        char header[256];
 
         json_array_foreach (processes, i, p) {
                 _cleanup_free_ char *unit = untrusted_cell(style, string_member(p, "unit", "-"), 0, 32);
@@ -803,48 +961,26 @@ void print_processes(FILE *f, const OutputStyle *style, json_t *processes) {
                 if (unit)
                         unit_width = MAX(unit_width, (int) text_width(unit));
         }
+        /* Always a CONTAINER column, "-" for a process in none: procs lists what tells processes
+         * apart. */
+        layout.container_width = MAX(layout.container_width, strlen("CONTAINER"));
 
-        /* What tells processes apart comes first: 80 columns show up to START-TIME. */
-        snprintf(header, sizeof(header), "    PID COMM            USER     STATE   LAST SEEN           START-TIME        %-*s COMMAND",
-                 unit_width, "UNIT");
+        /* What tells processes apart comes first: 80 columns show up to START-TIME (without NSPID). */
+        snprintf(header, sizeof(header),
+                 "    PID%s COMM            USER     STATE   LAST SEEN           START-TIME        %-*s %-*s COMMAND",
+                 layout.ns_pid ? "   NSPID" : "", (int) layout.container_width, "CONTAINER", unit_width, "UNIT");
         fputs(on(style, BOLD), f);
         fput_cut(f, style, header, &budget);
         fprintf(f, "%s\n", off(style));
-        json_array_foreach (processes, i, p) {
-                bool exited = json_is_true(json_object_get(p, "exited")), green;
-                _cleanup_free_ char *comm = untrusted_cell(style, string_member(p, "comm", "?"), 15, 15);
-                _cleanup_free_ char *unit =
-                        untrusted_cell(style, string_member(p, "unit", "-"), (size_t) unit_width, (size_t) unit_width);
-                _cleanup_free_ char *cmdline = untrusted_cell(style, string_member(p, "cmdline", "-"), 0, SIZE_MAX);
-                char pid[32], user[32], user_column[32], tail[64], last[32];
-
-                budget = style->columns;
-                snprintf(pid, sizeof(pid), "%7" JSON_INTEGER_FORMAT " ", int_member(p, "pid"));
-                snprintf(user_column, sizeof(user_column), " %-8.8s ", format_user((uint64_t) int_member(p, "uid"), user));
-                snprintf(tail, sizeof(tail), " %-19s %-17" JSON_INTEGER_FORMAT " ",
-                         format_time_usec((uint64_t) int_member(p, "lastSeenUsec"), last), int_member(p, "startTime"));
-                fput_cut(f, style, pid, &budget);
-                fput_cut(f, style, comm ?: "?", &budget);
-                fput_cut(f, style, user_column, &budget);
-                green = !exited && budget > 0;
-                if (green)
-                        fputs(on(style, GREEN), f);
-                fput_cut(f, style, exited ? "exited " : "running", &budget);
-                if (green)
-                        fputs(off(style), f);
-                fput_cut(f, style, tail, &budget);
-                fput_cut(f, style, unit ?: "?", &budget);
-                fput_cut(f, style, " ", &budget);
-                fput_cut(f, style, cmdline ?: "?", &budget);
-                fputc('\n', f);
-        }
+        json_array_foreach (processes, i, p)
+                print_process_row(f, style, &layout, unit_width, p);
 }
 
 void print_processes_csv(FILE *f, const OutputStyle *style, json_t *processes) {
         size_t i;
         json_t *p;
 
-        fputs("pid,startTime,comm,uid,unit,firstSeenUsec,lastSeenUsec,exited,cmdline\n", f);
+        fputs("pid,startTime,comm,uid,unit,firstSeenUsec,lastSeenUsec,exited,cmdline," PROCESS_CSV_COLUMNS "\n", f);
         json_array_foreach (processes, i, p) {
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",", int_member(p, "pid"), int_member(p, "startTime"));
                 csv_text(f, style, string_member(p, "comm", ""));
@@ -853,6 +989,7 @@ void print_processes_csv(FILE *f, const OutputStyle *style, json_t *processes) {
                 fprintf(f, ",%" JSON_INTEGER_FORMAT ",%" JSON_INTEGER_FORMAT ",%s,", int_member(p, "firstSeenUsec"),
                         int_member(p, "lastSeenUsec"), json_is_true(json_object_get(p, "exited")) ? "true" : "false");
                 csv_text(f, style, string_member(p, "cmdline", ""));
+                print_process_csv_columns(f, style, p);
                 fputc('\n', f);
         }
 }

@@ -20,8 +20,9 @@ typedef struct OutputStyle {
         unsigned columns;
 } OutputStyle;
 
-/* Top rows (counts over a window): PID COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT FTIME
- * (time spent in faults) TRAPS VECTORS UNIT. At most max_rows rows, all when negative. */
+/* Top rows (counts over a window): PID [NSPID] COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT
+ * FTIME (time spent in faults) TRAPS VECTORS [CONTAINER] UNIT, NSPID and CONTAINER where a row
+ * needs them (top-table.h's TopLayout). At most max_rows rows, all when negative. */
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows);
 
 /* The busiest entries of a JSON map of counts, most first, as "UD:1.00k GP:12"; counts divided
@@ -41,8 +42,11 @@ void print_history(FILE *f, const OutputStyle *style, json_t *reply, json_t *pro
 /* UnitHistory: a header naming the units, how many processes and how many still run, then the
  * samples as history's. step_usec as for print_history(). */
 void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec, bool histogram);
+/* ContainerHistory: the same, the header naming the containers (key, runtime, id, pod, user). */
+void print_container_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec, bool histogram);
 /* The same samples as CSV with exact counts: a header line, then one line per sample (of a
- * UnitHistory reply without the columns pid and startTime). Text as csv_field() writes it for
+ * UnitHistory or ContainerHistory reply without the process's columns: pid, startTime, nsPid,
+ * pidNamespace, container.*). Text as csv_field() writes it for
  * style->tty: escaped on a terminal, exact into a file or a pipe; so in every CSV here. */
 void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply);
 
@@ -51,7 +55,7 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply);
  * process is the reply's. */
 void print_sites(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n);
 /* The same as CSV with exact values: a header line, then one line per site with the members of the IDL's
- * Site (empty for null), after the process's pid and startTime. */
+ * Site (empty for null), after the process's pid, startTime, nsPid, pidNamespace and container.*. */
 void print_sites_csv(FILE *f, const OutputStyle *style, json_t *process, const SiteCount *sites, size_t n);
 
 /* A list reply that its limit cut (its member `other`, e.g. "otherProcesses", above zero; absent
@@ -61,7 +65,8 @@ void print_sites_csv(FILE *f, const OutputStyle *style, json_t *process, const S
 void print_cut_note(FILE *f, json_t *reply, const char *other, size_t shown, const char *what, const char *narrow,
                     long long limit, long long max);
 
-/* ListProcesses: one line per process. */
+/* ListProcesses: one line per process, with a CONTAINER column and, where a process needs it, NSPID.
+ * CSV: the members of Process, then PROCESS_CSV_COLUMNS (output.c) as every CSV with process columns. */
 void print_processes(FILE *f, const OutputStyle *style, json_t *processes);
 void print_processes_csv(FILE *f, const OutputStyle *style, json_t *processes);
 /* Traps: per vector with its name, per signal and si_code. */

@@ -91,6 +91,8 @@ static void format_filter(const ProcessFilter *f, char *buf, size_t size) {
                 APPEND(" --unit %s", f->unit);
         if (f->comm)
                 APPEND(" --comm %s", f->comm);
+        if (f->container)
+                APPEND(" --container %s", f->container);
 #undef APPEND
 }
 
@@ -155,12 +157,12 @@ static const char *const live_help[] = {
         "  p, space      pause and resume the screen (counting goes on)",
         "  < >           move the sort column left, right",
         "  u k m t w     sort by user, kernel, major faults, traps, fault time (then by total)",
-        "  g             group rows: per process, by unit, by comm, by user",
+        "  g             group rows: per process, by unit, by comm, by user, by container",
         "  P             show only these pids (e.g. 123,456; empty: all)",
         "  U             show only this user (name or uid; empty: all)",
         "  N             show only this unit (a glob; a name without a dot gets .service)",
         "  C             show only commands matching this glob (e.g. post*)",
-        "  =             clear every filter",
+        "  =             clear every filter (--container too)",
         "  h, ?          this help",
         "",
         "Columns: rates over the last refresh (per second), then totals since the view started",
@@ -229,11 +231,11 @@ static void draw_status(Live *l) {
 }
 
 /* The column header, reversed, the sorted column in bold (and color). */
-static void draw_header(Live *l) {
+static void draw_header(Live *l, const TopLayout *layout) {
         char line[1024];
         int sorted_x;
 
-        top_format_header(line, sizeof(line), &l->sort, l->group, !l->color, &sorted_x);
+        top_format_header(line, sizeof(line), &l->sort, l->group, layout, !l->color, &sorted_x);
         attron(A_REVERSE);
         mvaddnstr(3, 0, line, COLS);
         for (int x = (int) strlen(line); x < COLS; x++)
@@ -251,7 +253,7 @@ static void draw_header(Live *l) {
 }
 
 /* The rows from line 4 down to the last but one. */
-static void draw_rows(Live *l, const TopRow *view, size_t n_view) {
+static void draw_rows(Live *l, const TopLayout *layout, const TopRow *view, size_t n_view) {
         int y = 4;
 
         for (size_t i = 0; i < n_view && y < LINES - 1; i++, y++) {
@@ -262,7 +264,7 @@ static void draw_rows(Live *l, const TopRow *view, size_t n_view) {
                                                                                                                                         : ' ');
                 attr_t attr = state == 'T' ? A_BOLD : state == 'X' ? A_DIM : A_NORMAL;
 
-                if (top_format_row(&view[i], l->group, l->table.interval_usec, state, l->utf8, &row) < 0)
+                if (top_format_row(&view[i], l->group, layout, l->table.interval_usec, state, l->utf8, &row) < 0)
                         continue;
                 attron(attr);
                 if (l->color && state == 'T')
@@ -295,6 +297,7 @@ static void draw_bottom(Live *l) {
 
 static void draw_live(Live *l) {
         TopRow *view = NULL;
+        TopLayout layout;
         size_t n_view = 0;
 
         if (l->help) {
@@ -303,12 +306,14 @@ static void draw_live(Live *l) {
         }
         if (top_table_view(&l->table, &l->filter, l->group, &l->sort, &view, &n_view) < 0)
                 return;
+        /* The columns of the rows on the screen (lines 4 to the last but one). */
+        top_rows_layout(view, MIN(n_view, (size_t) MAX(LINES - 5, 0)), l->group, l->utf8, &layout);
 
         erase();
         draw_title(l);
         draw_status(l);
-        draw_header(l);
-        draw_rows(l, view, n_view);
+        draw_header(l, &layout);
+        draw_rows(l, &layout, view, n_view);
         draw_bottom(l);
         refresh();
         top_rows_free(view, n_view);
@@ -611,8 +616,12 @@ int top_live(const TopOptions *o) {
         l.filter = o->filter;
         l.filter.unit = o->filter.unit ? strdup(o->filter.unit) : NULL;
         l.filter.comm = o->filter.comm ? strdup(o->filter.comm) : NULL;
-        if ((o->filter.unit && !l.filter.unit) || (o->filter.comm && !l.filter.comm))
+        l.filter.container = o->filter.container ? strdup(o->filter.container) : NULL;
+        if ((o->filter.unit && !l.filter.unit) || (o->filter.comm && !l.filter.comm) ||
+            (o->filter.container && !l.filter.container)) {
+                process_filter_done(&l.filter);
                 return fail("out of memory");
+        }
 
         /* Without SA_RESTART: a blocked read ends early so the screen is restored promptly. */
         sigemptyset(&sa.sa_mask);

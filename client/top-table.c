@@ -2,6 +2,7 @@
 #include "top-table.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ static const char *const group_names[_TOP_GROUP_MAX] = {
         [TOP_GROUP_UNIT] = "unit",
         [TOP_GROUP_COMM] = "comm",
         [TOP_GROUP_USER] = "user",
+        [TOP_GROUP_CONTAINER] = "container",
 };
 
 const char *top_group_name(TopGroup g) {
@@ -320,10 +322,23 @@ bool top_row_matches(const TopRow *r, const ProcessFilter *filter) {
                                     json_string_value(json_object_get(p, "comm")));
 }
 
+char *top_container_key(json_t *c) {
+        char *key = NULL;
+
+        /* A container without a runtime is still one: "?:ID". */
+        if (format_container_key(json_is_object(c) ? (json_string_value(json_object_get(c, "runtime")) ?: "?") : NULL,
+                                 json_string_value(json_object_get(c, "id")),
+                                 json_string_value(json_object_get(c, "name")), &key) < 0)
+                return NULL;
+        return key;
+}
+
 char *top_group_key(json_t *process, TopGroup g) {
         char user[32];
 
         switch (g) {
+        case TOP_GROUP_CONTAINER:
+                return top_container_key(json_object_get(process, "container"));
         case TOP_GROUP_UNIT:
                 return strdup(json_string_value(json_object_get(process, "unit")) ?: "-");
         case TOP_GROUP_COMM:
@@ -410,4 +425,49 @@ int top_table_view(const TopTable *t, const ProcessFilter *filter, TopGroup g, c
 fail:
         top_rows_free(rows, n);
         return -ENOMEM;
+}
+
+bool top_process_has_ns_pid(json_t *process) {
+        json_t *ns_pid = json_object_get(process, "nsPid");
+
+        return json_is_integer(ns_pid) &&
+               json_integer_value(ns_pid) != json_integer_value(json_object_get(process, "pid"));
+}
+
+void top_layout_add(TopLayout *l, json_t *process, bool utf8) {
+        _cleanup_free_ char *cell = NULL;
+
+        l->ns_pid = l->ns_pid || top_process_has_ns_pid(process);
+        if (!json_is_object(json_object_get(process, "container")))
+                return;
+        /* Out of memory: the header's width, the cell cut to it. */
+        l->container_width = MAX(l->container_width, strlen("CONTAINER"));
+        if (top_container_cell(process, utf8, 0, &cell) >= 0)
+                l->container_width = MAX(l->container_width, MIN(text_width(cell), (size_t) TOP_CONTAINER_WIDTH));
+}
+
+void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, bool utf8, TopLayout *ret) {
+        TopLayout l = {};
+
+        for (size_t i = 0; g == TOP_GROUP_PROCESS && i < n; i++)
+                top_layout_add(&l, rows[i].process, utf8);
+        *ret = l;
+}
+
+const char *top_ns_pid_cell(json_t *process, char buf[static 24]) {
+        json_t *ns_pid = json_object_get(process, "nsPid");
+
+        if (json_is_integer(ns_pid))
+                snprintf(buf, 24, "%" JSON_INTEGER_FORMAT, json_integer_value(ns_pid));
+        else
+                snprintf(buf, 24, "-");
+        return buf;
+}
+
+int top_container_cell(json_t *process, bool utf8, size_t width, char **ret) {
+        _cleanup_free_ char *key = top_container_key(json_object_get(process, "container"));
+
+        if (!key)
+                return -ENOMEM;
+        return format_cell(key, utf8, width, width ?: SIZE_MAX, ret);
 }

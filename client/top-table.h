@@ -10,7 +10,7 @@
  * exited is marked and dropped once it has been gone for the window; past max_rows the rows
  * idle the longest go first, exited ones before live ones.
  *
- * Rows can be shown per process or grouped by unit, comm or user (top_table_group()). */
+ * Rows can be shown per process or grouped by unit, comm, user or container (top_table_view()). */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -25,10 +25,11 @@ typedef enum TopGroup {
         TOP_GROUP_UNIT,
         TOP_GROUP_COMM,
         TOP_GROUP_USER,
+        TOP_GROUP_CONTAINER,
         _TOP_GROUP_MAX,
 } TopGroup;
 
-/* "process", "unit", "comm", "user"; and back (-EINVAL for another name). */
+/* "process", "unit", "comm", "user", "container"; and back (-EINVAL for another name). */
 const char *top_group_name(TopGroup g);
 int top_group_from_name(const char *name, TopGroup *ret);
 
@@ -93,6 +94,32 @@ bool top_row_matches(const TopRow *r, const ProcessFilter *filter);
 int top_table_view(const TopTable *t, const ProcessFilter *filter, TopGroup g, const SortKey *sort, TopRow **ret,
                    size_t *ret_n);
 void top_rows_free(TopRow *rows, size_t n);
-/* The key a process is grouped under: its unit ("-" without one), comm, or user name (the uid
- * without one); a new string, NULL on ENOMEM. */
+/* The key a process is grouped under: its unit ("-" without one), comm, user name (the uid
+ * without one), or container (format_container_key(): its name, else RUNTIME:ID12; "-" for none);
+ * a new string, NULL on ENOMEM. */
 char *top_group_key(json_t *process, TopGroup g);
+/* That of a Container object (the IDL's; null or absent: none). */
+char *top_container_key(json_t *container);
+
+/* The columns that only some processes need, shown when one of a table's processes needs them:
+ * NSPID, its pid in its own pid namespace, for a process whose nsPid differs from its pid (one
+ * in a container's namespace); CONTAINER for a process in a container, as wide as the widest key
+ * (escaped, at most TOP_CONTAINER_WIDTH columns). */
+#define TOP_CONTAINER_WIDTH 32
+typedef struct TopLayout {
+        bool ns_pid;
+        size_t container_width; /* 0: no CONTAINER column */
+} TopLayout;
+
+/* Whether a Process object has an nsPid that differs from its pid. */
+bool top_process_has_ns_pid(json_t *process);
+/* Widens *l for one Process object (escaped for a terminal that reads UTF-8 when utf8). */
+void top_layout_add(TopLayout *l, json_t *process, bool utf8);
+/* The layout of a view's rows: that of their processes; none for group rows, which have a
+ * column of their key instead. */
+void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, bool utf8, TopLayout *ret);
+/* A process's NSPID cell: its nsPid, "-" when it has none; buf 24 bytes. */
+const char *top_ns_pid_cell(json_t *process, char buf[static 24]);
+/* A process's CONTAINER cell: its key, escaped, cut and padded to width columns (0: whole, not
+ * padded). 0 or -ENOMEM. */
+int top_container_cell(json_t *process, bool utf8, size_t width, char **ret);

@@ -10,8 +10,8 @@
  *   -b --stream:               Watch ticks summed over -d, as rates, like top -b -d.
  *   --json:                    the replies themselves, one per line: Watch per tick, or with -b
  *                              the Top reply per iteration.
- * Filters (-p, -u, --unit, --comm) are the daemon's (Top's and Watch's members); grouping
- * (--by, g) is done here over the rows. */
+ * Filters (-p, -u, --unit, --comm, --container) are the daemon's (Top's and Watch's members);
+ * grouping (--by, g) is done here over the rows. */
 
 #include <errno.h>
 #include <getopt.h>
@@ -36,26 +36,30 @@
 
 static const char *const top_usage =
         "Usage: trapstat top [-b [--stream]] [-n N] [-d SECONDS] [--window DURATION] [--sort FIELD] [--limit N]\n"
-        "                    [-p PID[,PID...]] [-u USER] [--unit NAME] [--comm GLOB] [--by unit|comm|user]\n"
-        "                    [--reconnect-timeout DURATION]";
+        "                    [-p PID[,PID...]] [-u USER] [--unit NAME] [--comm GLOB] [--container NAME|ID]\n"
+        "                    [--by unit|comm|user|container] [--reconnect-timeout DURATION]";
 
 /* Prints t as a table: rates of the last refresh (the stream), with the totals beside them. */
 static int print_rate_table(const TopTable *t, const TopOptions *o, const OutputStyle *style) {
         TopRow *rows = NULL;
+        TopLayout layout;
         char line[1024];
         size_t n = 0;
         int x, r = 0;
 
         if (top_table_view(t, &PROCESS_FILTER_NONE, o->group, &o->sort, &rows, &n) < 0)
                 return -ENOMEM;
+        /* The columns of the rows printed, not of those beyond --limit. */
+        top_rows_layout(rows, o->limit_set ? MIN(n, (size_t) o->limit) : n, o->group, style->utf8, &layout);
         top_format_summary(line, sizeof(line), t);
         printf("%s\n", line);
-        top_format_header(line, sizeof(line), &o->sort, o->group, false, &x);
+        top_format_header(line, sizeof(line), &o->sort, o->group, &layout, false, &x);
         printf("%s%s%s\n", style->color ? "\033[1m" : "", line, style->color ? "\033[0m" : "");
         for (size_t i = 0; i < n && (!o->limit_set || (long long) i < o->limit); i++) {
                 _cleanup_free_ char *row = NULL;
 
-                r = top_format_row(&rows[i], o->group, t->interval_usec, rows[i].exited ? 'X' : ' ', style->utf8, &row);
+                r = top_format_row(&rows[i], o->group, &layout, t->interval_usec, rows[i].exited ? 'X' : ' ',
+                                   style->utf8, &row);
                 if (r < 0)
                         break;
                 printf("%s\n", row);
@@ -298,7 +302,7 @@ static int top_batch(const TopOptions *o) {
                         return fail("writing to stdout failed: %m");
                 if (!arg_json)
                         print_cut_note(stderr, reply.json, "otherProcesses", json_array_size(reply.rows), "processes",
-                                       "--pid/--user/--unit/--comm", limit, TOP_MAX_LIMIT);
+                                       "--pid/--user/--unit/--comm/--container", limit, TOP_MAX_LIMIT);
         }
         return 0;
 }
@@ -316,14 +320,16 @@ static void top_help(void) {
                "that faulted or trapped since it started (and those of the last --window before), with\n"
                "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
                "exited process is marked X and stays for --window, one that trapped is marked T.\n"
-               "Columns: pid, state, command, user-mode, kernel-mode and major page faults per second,\n"
-               "traps per second, the share of time spent waiting on page faults (as %%CPU: 100 is one\n"
-               "thread always in a fault), total faults and traps, the trap vectors, the systemd unit.\n\n"
+               "Columns: pid (and NSPID, its pid in its container's pid namespace, when one differs),\n"
+               "state, command, user-mode, kernel-mode and major page faults per second, traps per\n"
+               "second, the share of time spent waiting on page faults (as %%CPU: 100 is one thread\n"
+               "always in a fault), total faults and traps, the trap vectors, the container (when one\n"
+               "is in one), the systemd unit.\n\n"
                "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
-               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user;\n"
-               "P, U, N, C\n"
-               "filter by pids, user, unit, comm; = clear the filters; h help. Ctrl-C also restores the\n"
-               "terminal. When trapstatd goes away the view says so, reconnects and keeps its totals.\n\n"
+               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user,\n"
+               "container; P, U, N, C filter by pids, user, unit, comm; = clear the filters (--container\n"
+               "too); h help. Ctrl-C also restores the terminal. When trapstatd goes away the view says\n"
+               "so, reconnects and keeps its totals.\n\n"
                "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
                "                      from the history (also processes that exited), every -d\n"
                "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
@@ -339,13 +345,48 @@ static void top_help(void) {
                "      --unit NAME     only processes of this systemd unit; a shell glob; a name without a\n"
                "                      dot gets .service (nginx: nginx.service)\n"
                "      --comm GLOB     only processes whose command name matches, e.g. 'postgres*'\n"
-               "      --by KEY        with -b: one row per unit, comm or user, summed\n"
+               "      --container NAME|ID  only processes of this container: its name, its id or the start\n"
+               "                      of its id (as docker ps shows it)\n"
+               "      --by KEY        with -b: one row per unit, comm, user or container, summed\n"
                "      --reconnect-timeout DURATION  how long to wait for trapstatd when it went away\n"
                "                      (default: infinity live, 0 with -b; 0 exits at once)\n"
                "      --json          the replies as JSON, one per line: a Watch reply per tick, or with -b\n"
                "                      the Top reply per table\n\n"
                "Without a terminal on stdin and stdout, top behaves as with -b.\n",
                top_usage, TOP_DEFAULT_WINDOW_SEC, TOP_DEFAULT_LIMIT, MAX_FILTER_PIDS);
+}
+
+/* One option of top that picks processes (-p, -u, --unit, --comm, --container) into *a; returns
+ * as parse_argv() (argv-util.h). */
+static int top_filter_option(int c, TopArgs *a) {
+        char **field;
+
+        switch (c) {
+        case 'p':
+                if (process_filter_parse_pids(&a->o.filter, optarg) < 0)
+                        return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
+                                           MAX_FILTER_PIDS);
+                return 1;
+        case 'u':
+                if (top_parse_user(optarg, &a->o.filter.uid) < 0)
+                        return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
+                return 1;
+        case 'K':
+                if (parse_container_arg(top_usage, optarg) < 0)
+                        return -EINVAL;
+                field = &a->o.filter.container;
+                break;
+        default:
+                if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
+                        return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes",
+                                           c == 'U' ? "unit" : "comm", optarg, MAX_UNIT_NAME);
+                field = c == 'U' ? &a->o.filter.unit : &a->o.filter.comm;
+        }
+        free(*field);
+        *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
+        if (!*field)
+                return report_errno(-ENOMEM, "out of memory");
+        return 1;
 }
 
 /* One option of top into *a; returns as parse_argv() (argv-util.h). */
@@ -388,30 +429,15 @@ static int top_option(int c, TopArgs *a) {
                 a->o.limit_set = true;
                 return 1;
         case 'p':
-                if (process_filter_parse_pids(&a->o.filter, optarg) < 0)
-                        return usage_error(top_usage, "invalid -p '%s': expected PID[,PID...], at most %d pids", optarg,
-                                           MAX_FILTER_PIDS);
-                return 1;
         case 'u':
-                if (top_parse_user(optarg, &a->o.filter.uid) < 0)
-                        return usage_error(top_usage, "invalid -u '%s': no such user", optarg);
-                return 1;
         case 'U':
-        case 'C': {
-                char **field = c == 'U' ? &a->o.filter.unit : &a->o.filter.comm;
-
-                if (optarg[0] == '\0' || strlen(optarg) > MAX_UNIT_NAME)
-                        return usage_error(top_usage, "invalid --%s '%s': expected 1 to %d bytes", c == 'U' ? "unit" : "comm",
-                                           optarg, MAX_UNIT_NAME);
-                free(*field);
-                *field = c == 'U' ? top_unit_glob(optarg) : strdup(optarg);
-                if (!*field)
-                        return report_errno(-ENOMEM, "out of memory");
-                return 1;
-        }
+        case 'C':
+        case 'K':
+                return top_filter_option(c, a);
         case 'g':
                 if (top_group_from_name(optarg, &a->o.group) < 0 || a->o.group == TOP_GROUP_PROCESS)
-                        return usage_error(top_usage, "invalid --by '%s': expected unit, comm or user", optarg);
+                        return usage_error(top_usage, "invalid --by '%s': expected unit, comm, user or container",
+                                           optarg);
                 return 1;
         case 'R':
                 if (strcmp(optarg, "infinity") == 0 || strcmp(optarg, "never") == 0)
@@ -437,7 +463,8 @@ static int top_parse_argv(int argc, char *argv[], TopArgs *a) {
                 { "pid", required_argument, NULL, 'p' },   { "user", required_argument, NULL, 'u' },
                 { "unit", required_argument, NULL, 'U' },  { "comm", required_argument, NULL, 'C' },
                 { "by", required_argument, NULL, 'g' },    { "reconnect-timeout", required_argument, NULL, 'R' },
-                { "help", no_argument, NULL, 'h' },        {},
+                { "container", required_argument, NULL, 'K' }, { "help", no_argument, NULL, 'h' },
+                {},
         };
         int c, r;
 

@@ -66,7 +66,10 @@ static int parse_pid_operand(const char *usage, const char *verb, int argc, char
 static const char *const history_usage =
         "Usage: trapstat history PID [--since TIME] [--until TIME] [--step DURATION] [--start-time NS] [--histogram]\n"
         "                        [--json|--csv]\n"
-        "       trapstat history --unit NAME [--since TIME] [--until TIME] [--step DURATION] [--histogram] [--json|--csv]";
+        "       trapstat history --unit NAME [--since TIME] [--until TIME] [--step DURATION] [--histogram]\n"
+        "                        [--json|--csv]\n"
+        "       trapstat history --container NAME|ID [--since TIME] [--until TIME] [--step DURATION] [--histogram]\n"
+        "                        [--json|--csv]";
 
 /* The unit NAME of history --unit names: as systemctl reads it, a name without a dot (and
  * without a glob character) is a service's. 0; -EINVAL when the usage error is printed; -ENOMEM. */
@@ -92,7 +95,8 @@ typedef struct HistoryArgs {
         uint64_t since, until, step;
         bool has_since, has_until, csv, histogram;
         long long start_time; /* -1: the newest process of the pid */
-        char *unit;           /* --unit; NULL: a pid */
+        char *unit;           /* --unit; NULL: a pid or a container */
+        const char *container; /* --container; NULL: a pid or a unit */
         uint32_t pid;
 } HistoryArgs;
 
@@ -101,7 +105,8 @@ static void history_help(void) {
                "What process PID did over time, also after it exited: a header, one line per sample,\n"
                "totals, and a sparkline per non-zero counter. FTIME is the time spent waiting on page\n"
                "faults, P99 the range of the histogram bucket that holds the 99th percentile of their\n"
-               "durations. With --unit, the same summed over the processes of systemd units.\n\n"
+               "durations. With --unit, the same summed over the processes of systemd units; with\n"
+               "--container, over those of a container.\n\n"
                "  --since TIME        samples from TIME on (default: the whole history)\n"
                "  --until TIME        samples before TIME (default: now)\n"
                "  --step DURATION     width of a sample, a multiple of 10s (default: by the window:\n"
@@ -110,6 +115,8 @@ static void history_help(void) {
                "  --unit NAME         instead of PID: all processes of the units matching NAME, a unit\n"
                "                      or a shell glob ('user@*.service'); a NAME without a dot or\n"
                "                      glob character means NAME.service, as in systemctl\n"
+               "  --container NAME|ID instead of PID: all processes of a container, by its name, its id\n"
+               "                      or the start of its id (as docker ps shows it)\n"
                "  --json              the varlink reply as one JSON object\n"
                "  --csv               one line per sample, exact counts\n"
                "  --histogram         the distribution of fault durations over the window as bars,\n"
@@ -153,6 +160,11 @@ static int history_option(int c, HistoryArgs *a, uint64_t now) {
                 if (r == -ENOMEM)
                         return report_errno(r, "out of memory");
                 return r < 0 ? r : 1;
+        case 'K':
+                if (parse_container_arg(history_usage, optarg) < 0)
+                        return -EINVAL;
+                a->container = optarg;
+                return 1;
         case 'H':
                 a->histogram = true;
                 return 1;
@@ -168,7 +180,8 @@ static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
                 { "step", required_argument, NULL, 't' },  { "start-time", required_argument, NULL, 'T' },
                 { "unit", required_argument, NULL, 'U' },  { "json", no_argument, NULL, 'j' },
                 { "csv", no_argument, NULL, OPT_CSV },         { "help", no_argument, NULL, 'h' },
-                { "histogram", no_argument, NULL, 'H' },   {},
+                { "histogram", no_argument, NULL, 'H' },   { "container", required_argument, NULL, 'K' },
+                {},
         };
         uint64_t now = now_usec(CLOCK_REALTIME);
         int c, r;
@@ -177,11 +190,15 @@ static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 if ((r = history_option(c, a, now)) <= 0)
                         return r;
-        if (a->unit && optind < argc)
-                return usage_error(history_usage, "history: a PID and --unit exclude each other");
-        if (a->unit && a->start_time >= 0)
-                return usage_error(history_usage, "history: --start-time names a process, not a unit");
-        if (!a->unit && (r = parse_pid_operand(history_usage, "history", argc, argv, &a->pid)) < 0)
+        if (a->unit && a->container)
+                return usage_error(history_usage, "history: --unit and --container exclude each other");
+        if ((a->unit || a->container) && optind < argc)
+                return usage_error(history_usage, "history: a PID and --%s exclude each other",
+                                   a->unit ? "unit" : "container");
+        if ((a->unit || a->container) && a->start_time >= 0)
+                return usage_error(history_usage, "history: --start-time names a process, not a %s",
+                                   a->unit ? "unit" : "container");
+        if (!a->unit && !a->container && (r = parse_pid_operand(history_usage, "history", argc, argv, &a->pid)) < 0)
                 return r;
         if (a->csv && arg_json)
                 return usage_error(history_usage, "history: --json and --csv exclude each other");
@@ -214,6 +231,33 @@ static int unit_history(TrapstatClient *c, const HistoryArgs *a) {
                 print_history_csv(stdout, &style, reply.json);
         else
                 print_unit_history(stdout, &style, reply.json, a->step, a->histogram);
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
+/* history --container: the processes of the containers it names summed, as one history. */
+static int container_history(TrapstatClient *c, const HistoryArgs *a) {
+        _cleanup_(trapstat_container_history_reply_done) TrapstatContainerHistoryReply reply = {};
+        _cleanup_(trapstat_error_done) TrapstatError error = {};
+        TrapstatContainerHistoryRequest q = {
+                .container = a->container,
+                .since_usec = a->since,
+                .until_usec = a->until,
+                .resolution_sec = a->step / USEC_PER_SEC,
+        };
+        OutputStyle style = output_style();
+        int r;
+
+        r = trapstat_container_history(c, &q, &reply, &error);
+        if (r < 0) {
+                report_call_failure("io.trapstat.ContainerHistory", r, &error);
+                return EXIT_FAILURE;
+        }
+        if (arg_json)
+                print_json(reply.json);
+        else if (a->csv)
+                print_history_csv(stdout, &style, reply.json);
+        else
+                print_container_history(stdout, &style, reply.json, a->step, a->histogram);
         return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
 }
 
@@ -297,7 +341,7 @@ static int verb_history(int argc, char *argv[]) {
         else if (cli_connect(CALL_TIMEOUT_USEC, &c) < 0)
                 r = EXIT_FAILURE;
         else
-                r = a.unit ? unit_history(c, &a) : process_history(c, &a);
+                r = a.unit ? unit_history(c, &a) : a.container ? container_history(c, &a) : process_history(c, &a);
         free(a.unit);
         return r;
 }
@@ -435,7 +479,8 @@ static int verb_sites(int argc, char *argv[]) {
 }
 
 static const char *const procs_usage =
-        "Usage: trapstat procs [--exited] [--comm GLOB] [--unit NAME] [--pid PID] [--limit N] [--json|--csv]";
+        "Usage: trapstat procs [--exited] [--comm GLOB] [--unit NAME] [--container NAME|ID] [--pid PID] [--limit N]\n"
+        "                      [--json|--csv]";
 
 /* What procs was asked on its command line. */
 typedef struct ProcsArgs {
@@ -449,6 +494,8 @@ static void procs_help(void) {
                "  -a, --exited        also processes that have exited\n"
                "  -c, --comm GLOB     only commands matching a shell glob, e.g. 'postgres*'\n"
                "  -u, --unit NAME     only processes of this systemd unit, e.g. nginx.service\n"
+               "      --container NAME|ID  only processes of this container: its name, its id or the start\n"
+               "                      of its id (as docker ps shows it)\n"
                "  -p, --pid PID       only the incarnations of this pid\n"
                "  -l, --limit N       at most N processes (default %d, at most %d); when more match,\n"
                "                      a line on stderr says how many (--json: otherProcesses)\n"
@@ -475,6 +522,11 @@ static int procs_option(int c, ProcsArgs *a) {
                         return usage_error(procs_usage, "invalid --unit '': expected a unit name, e.g. nginx.service");
                 a->q.unit = optarg;
                 return 1;
+        case 'K':
+                if (parse_container_arg(procs_usage, optarg) < 0)
+                        return -EINVAL;
+                a->q.container = optarg;
+                return 1;
         case 'p':
                 if (parse_integer(optarg, 1, UINT32_MAX, 0, &v) < 0)
                         return usage_error(procs_usage, "invalid --pid '%s': expected a process id", optarg);
@@ -497,7 +549,8 @@ static int procs_parse_argv(int argc, char *argv[], ProcsArgs *a) {
                 { "comm", required_argument, NULL, 'c' }, { "unit", required_argument, NULL, 'u' },
                 { "pid", required_argument, NULL, 'p' },  { "limit", required_argument, NULL, 'l' },
                 { "json", no_argument, NULL, 'j' },       { "csv", no_argument, NULL, OPT_CSV },
-                { "help", no_argument, NULL, 'h' },       {},
+                { "container", required_argument, NULL, 'K' }, { "help", no_argument, NULL, 'h' },
+                {},
         };
         int c, r;
 
@@ -594,7 +647,8 @@ static int verb_procs(int argc, char *argv[]) {
                 return fail("writing to stdout failed: %m");
         /* After the rows, so that it is the last line a terminal shows. */
         print_cut_note(stderr, reply.json, "otherProcesses", json_array_size(reply.processes), "processes",
-                       "--comm/--unit/--pid", a.q.limit ? (long long) a.q.limit : LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
+                       "--comm/--unit/--container/--pid", a.q.limit ? (long long) a.q.limit : LIST_DEFAULT_LIMIT,
+                       LIST_MAX_LIMIT);
         return 0;
 }
 
@@ -810,7 +864,7 @@ static const struct {
         const char *help;
 } verbs[] = {
         { "top", verb_top, "live view of the processes faulting and trapping now; -b for plain tables" },
-        { "history", verb_history, "what one process (or a unit's) did over time, also after it exited" },
+        { "history", verb_history, "what a process (or a unit, a container) did over time, also after it exited" },
         { "sites", verb_sites, "where one process trapped and faulted: instructions, files, memory" },
         { "procs", verb_procs, "processes trapstatd has counted (--exited: also the gone ones)" },
         { "traps", verb_traps, "CPU exceptions of all processes by vector, signal and si_code" },

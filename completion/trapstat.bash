@@ -35,6 +35,10 @@ _trapstat() {
             [[ $verb == procs ]] && { COMPREPLY=($(compgen -W "$(ps -eo comm= 2>/dev/null | sort -u)" -- "$cur")); return; } ;;
         -n | --iterations | -d | --delay | --window | -w | --limit | -l | --start-time | --pid | -p)
             return ;;
+        --container)
+            # Names of machined's machines; a docker or podman container goes by its id.
+            COMPREPLY=($(compgen -W "$(machinectl list --no-legend 2>/dev/null | awk '{print $1}')" -- "$cur"))
+            return ;;
     esac
 
     if [[ -z $verb ]]; then
@@ -48,15 +52,15 @@ _trapstat() {
 
     local opts=""
     case $verb in
-        top) opts="--batch --stream --iterations --delay --window --sort --limit --pid --user --unit --comm --by --reconnect-timeout --json --help" ;;
-        history) opts="--since --until --step --start-time --unit --histogram --json --csv --help" ;;
+        top) opts="--batch --stream --iterations --delay --window --sort --limit --pid --user --unit --comm --container --by --reconnect-timeout --json --help" ;;
+        history) opts="--since --until --step --start-time --unit --container --histogram --json --csv --help" ;;
         sites) opts="--since --until --start-time --traps --faults --limit --json --csv --help" ;;
-        procs) opts="--exited --comm --unit --pid --limit --json --csv --help" ;;
+        procs) opts="--exited --comm --unit --container --pid --limit --json --csv --help" ;;
         traps) opts="--since --json --help" ;;
         status) opts="--json --help" ;;
         call)
             if [[ $cur != -* && ( $prev == call || $prev == --more || $prev == -m ) ]]; then
-                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.UnitHistory io.trapstat.UnitTotals io.trapstat.Sites io.trapstat.ListProcesses
+                COMPREPLY=($(compgen -W "io.trapstat.GetStatus io.trapstat.Top io.trapstat.History io.trapstat.UnitHistory io.trapstat.ContainerHistory io.trapstat.UnitTotals io.trapstat.Sites io.trapstat.ListProcesses
                     io.trapstat.Watch io.trapstat.Traps org.varlink.service.GetInfo
                     org.varlink.service.GetInterfaceDescription" -- "$cur"))
                 return
@@ -72,7 +76,7 @@ _trapstat() {
         case $prev in
             -p|--pid) COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur")) ;;
             -u|--user) COMPREPLY=($(compgen -u -- "$cur")) ;;
-            --by) COMPREPLY=($(compgen -W "unit comm user" -- "$cur")) ;;
+            --by) COMPREPLY=($(compgen -W "unit comm user container" -- "$cur")) ;;
             -s|--sort) COMPREPLY=($(compgen -W "user kernel minor major read write exec protection traps time" -- "$cur")) ;;
         esac
     fi

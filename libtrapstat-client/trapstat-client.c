@@ -41,6 +41,11 @@ int trapstat_error_message(const char *method, const TrapstatError *e, char **re
                 n = asprintf(ret, "no process of a unit matching '%s' is known to trapstatd, or none you may see "
                              "(trapstat procs --exited --unit NAME lists a unit's)",
                              json_string_value(json_object_get(e->parameters, "unit")));
+        else if (strcmp(name, TRAPSTAT_ERROR_NO_SUCH_CONTAINER) == 0 &&
+                 json_is_string(json_object_get(e->parameters, "container")))
+                n = asprintf(ret, "no process of a container named '%s' (or with such an id) is known to trapstatd, or "
+                             "none you may see (trapstat procs --exited shows each process's CONTAINER)",
+                             json_string_value(json_object_get(e->parameters, "container")));
         else if (strcmp(name, TRAPSTAT_ERROR_PERMISSION_DENIED) == 0)
                 n = asprintf(ret, "permission denied: that process belongs to another user (root and members of group trapstat see all)");
         else if (strcmp(name, TRAPSTAT_ERROR_INVALID_PARAMETER) == 0 && json_is_string(param))
@@ -123,7 +128,8 @@ int trapstat_filter_parameters(json_t *parameters, const ProcessFilter *f) {
         }
         if ((f->uid >= 0 && json_object_set_new(parameters, "uid", json_integer(f->uid)) < 0) ||
             (f->unit && json_object_set_new(parameters, "unit", json_string(f->unit)) < 0) ||
-            (f->comm && json_object_set_new(parameters, "comm", json_string(f->comm)) < 0))
+            (f->comm && json_object_set_new(parameters, "comm", json_string(f->comm)) < 0) ||
+            (f->container && json_object_set_new(parameters, "container", json_string(f->container)) < 0))
                 return -ENOMEM;
         return 0;
 }

@@ -24,6 +24,7 @@
  * and those of org.varlink.service the daemon sends. */
 #define TRAPSTAT_ERROR_NO_SUCH_PROCESS "io.trapstat.NoSuchProcess"
 #define TRAPSTAT_ERROR_NO_SUCH_UNIT "io.trapstat.NoSuchUnit"
+#define TRAPSTAT_ERROR_NO_SUCH_CONTAINER "io.trapstat.NoSuchContainer"
 #define TRAPSTAT_ERROR_DATABASE "io.trapstat.DatabaseError"
 #define TRAPSTAT_ERROR_QUERY_TOO_EXPENSIVE "io.trapstat.QueryTooExpensive"
 #define TRAPSTAT_ERROR_QUERY_TOO_SLOW "io.trapstat.QueryTooSlow"
@@ -82,8 +83,8 @@ void trapstat_client_set_call_timeout(TrapstatClient *c, uint64_t timeout_usec);
 /* Sends a call without waiting for its reply; with more, the call of a stream, which the daemon
  * answers with reply after reply. Read them with trapstat_client_read(). 0 or a negative errno. */
 int trapstat_client_start(TrapstatClient *c, const char *method, const json_t *parameters, bool more);
-/* Adds the members of Top and Watch that filter processes (pids, uid, unit, comm) for what f
- * sets (f may be NULL). 0 or -ENOMEM. */
+/* Adds the members of Top and Watch that filter processes (pids, uid, unit, comm, container) for
+ * what f sets (f may be NULL; its pidns is the daemon's, never sent). 0 or -ENOMEM. */
 int trapstat_filter_parameters(json_t *parameters, const ProcessFilter *f);
 
 /* Reads the next reply of the call in progress. Returns 0, the reply's parameters in *ret_reply

@@ -202,6 +202,50 @@ void trapstat_unit_history_reply_done(TrapstatUnitHistoryReply *r) {
         }
 }
 
+/* ---- ContainerHistory ---- */
+
+int trapstat_container_history_parameters(const TrapstatContainerHistoryRequest *q, json_t **ret) {
+        _cleanup_json_ json_t *p = NULL;
+
+        if (!q || !ret || !q->container)
+                return -EINVAL;
+        p = json_object();
+        if (!p || !set_string(p, "container", q->container) || !set_u64(p, "sinceUsec", q->since_usec) ||
+            !set_u64(p, "untilUsec", q->until_usec) || !set_u64(p, "resolutionSec", q->resolution_sec))
+                return -ENOMEM;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int trapstat_container_history(TrapstatClient *c, const TrapstatContainerHistoryRequest *q,
+                               TrapstatContainerHistoryReply *ret, TrapstatError *ret_error) {
+        json_t *p = NULL, *json = NULL;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = trapstat_container_history_parameters(q, &p);
+        r = call_method(c, "io.trapstat.ContainerHistory", r, p, &json, ret_error);
+        if (r < 0)
+                return r;
+        *ret = (TrapstatContainerHistoryReply) {
+                .json = json,
+                .containers = json_object_get(json, "containers"),
+                .total = json_object_get(json, "total"),
+                .samples = json_object_get(json, "samples"),
+                .processes = member_u64(json, "processes"),
+                .running = member_u64(json, "running"),
+        };
+        return 0;
+}
+
+void trapstat_container_history_reply_done(TrapstatContainerHistoryReply *r) {
+        if (r) {
+                json_decref(r->json);
+                *r = (TrapstatContainerHistoryReply) {};
+        }
+}
+
 /* ---- UnitTotals ---- */
 
 int trapstat_unit_totals_parameters(const TrapstatUnitTotalsRequest *q, json_t **ret) {
@@ -326,7 +370,8 @@ int trapstat_list_processes_parameters(const TrapstatListProcessesRequest *q, js
                 return -EINVAL;
         p = json_object();
         if (!p || (q->include_exited && json_object_set_new(p, "includeExited", json_true()) < 0) ||
-            !set_string(p, "comm", q->comm) || !set_string(p, "unit", q->unit) || !set_u64(p, "pid", q->pid) ||
+            !set_string(p, "comm", q->comm) || !set_string(p, "unit", q->unit) ||
+            !set_string(p, "container", q->container) || !set_u64(p, "pid", q->pid) ||
             !set_u64(p, "limit", q->limit) || !set_string(p, "after", q->after))
                 return -ENOMEM;
         *ret = TAKE_PTR(p);
@@ -460,6 +505,7 @@ const TrapstatClientMethod trapstat_client_methods[] = {
         METHOD("Top", trapstat_top),
         METHOD("History", trapstat_history),
         METHOD("UnitHistory", trapstat_unit_history),
+        METHOD("ContainerHistory", trapstat_container_history),
         METHOD("UnitTotals", trapstat_unit_totals),
         METHOD("Sites", trapstat_sites),
         METHOD("ListProcesses", trapstat_list_processes),

@@ -46,7 +46,7 @@ typedef struct TrapstatTopRequest {
         uint64_t window_sec;          /* 0: the daemon's default (60) */
         const char *sort_by;          /* a SortKey's name; NULL: "user" */
         unsigned limit;               /* 0: the daemon's default (20) */
-        const ProcessFilter *filter;  /* NULL: every process */
+        const ProcessFilter *filter;  /* NULL: every process; its container too */
 } TrapstatTopRequest;
 
 typedef struct TrapstatTopReply {
@@ -97,6 +97,25 @@ int trapstat_unit_history_parameters(const TrapstatUnitHistoryRequest *q, json_t
 int trapstat_unit_history(TrapstatClient *c, const TrapstatUnitHistoryRequest *q, TrapstatUnitHistoryReply *ret,
                           TrapstatError *ret_error);
 void trapstat_unit_history_reply_done(TrapstatUnitHistoryReply *r);
+
+/* ---- ContainerHistory ---- */
+
+typedef struct TrapstatContainerHistoryRequest {
+        const char *container;     /* required: a name, an id or the start of an id */
+        uint64_t since_usec, until_usec;
+        uint64_t resolution_sec;
+} TrapstatContainerHistoryRequest;
+
+typedef struct TrapstatContainerHistoryReply {
+        json_t *json;
+        json_t *containers, *total, *samples; /* borrowed from json */
+        uint64_t processes, running;
+} TrapstatContainerHistoryReply;
+
+int trapstat_container_history_parameters(const TrapstatContainerHistoryRequest *q, json_t **ret);
+int trapstat_container_history(TrapstatClient *c, const TrapstatContainerHistoryRequest *q,
+                               TrapstatContainerHistoryReply *ret, TrapstatError *ret_error);
+void trapstat_container_history_reply_done(TrapstatContainerHistoryReply *r);
 
 /* ---- UnitTotals ---- */
 
@@ -151,6 +170,7 @@ typedef struct TrapstatListProcessesRequest {
         uint32_t pid;            /* 0: any */
         bool include_exited;
         const char *comm, *unit; /* NULL: any */
+        const char *container;   /* a container's name, id or id prefix; NULL: any */
         unsigned limit;
         const char *after; /* NULL: the first page; else a previous reply's next */
 } TrapstatListProcessesRequest;
@@ -172,7 +192,7 @@ void trapstat_list_processes_reply_done(TrapstatListProcessesReply *r);
 typedef struct TrapstatWatchRequest {
         const char *sort_by;         /* required: a SortKey's name */
         unsigned limit;              /* 0: the daemon's default (20) */
-        const ProcessFilter *filter; /* NULL: every process */
+        const ProcessFilter *filter; /* NULL: every process; its container too */
 } TrapstatWatchRequest;
 
 typedef struct TrapstatWatchReply {

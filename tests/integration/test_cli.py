@@ -254,8 +254,9 @@ class Cli(SharedDaemonTest):
         self.assertNotIn(pid, [p["pid"] for p in trapstat_json(self.daemon.socket, "procs", "--comm", "raise-tr*")["processes"]])
         self.assertEqual(trapstat_json(self.daemon.socket, "procs", "--exited", "--unit", "no-such.service")["processes"], [])
         text = self.cli("procs", "--exited", "--pid", str(pid)).stdout
+        # START-TIME, then CONTAINER and UNIT: none.
         self.assertRegex(text, rf"(?m)^\s*{pid} raise-traps\s+root\s+exited\s+\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d "
-                               rf"{self.traps_start()}\s+-\s+\S*raise-traps {N}$")
+                               rf"{self.traps_start()}\s+-\s+-\s+\S*raise-traps {N}$")
         rows = list(csv.DictReader(io.StringIO(self.cli("procs", "--exited", "--pid", str(pid), "--csv").stdout)))
         self.assertEqual([(int(r["pid"]), r["comm"], r["exited"]) for r in rows], [(pid, "raise-traps", "true")])
 

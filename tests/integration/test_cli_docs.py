@@ -109,6 +109,9 @@ class Docs(unittest.TestCase):
                                                            "--start-time", "--traps", "--until"])
         self.assertEqual(complete("trapstat sites 1 --limit "), [])
         self.assertEqual(complete("trapstat -j traps --"), ["--help", "--json", "--since"])
+        self.assertEqual(complete("trapstat top --by c"), ["comm", "container"])
+        self.assertEqual(complete("trapstat procs --con"), ["--container"])
+        self.assertEqual(complete("trapstat history --c"), ["--container", "--csv"])
 
     def test_call_completes_exactly_the_methods_of_the_idl(self):
         idl = read(SOURCE, "schema", "io.trapstat.varlink")

@@ -66,7 +66,16 @@ class CliErrors(unittest.TestCase):
             (["top", "-u", "no-such-user-here"], "invalid -u 'no-such-user-here': no such user"),
             (["top", "--unit", ""], "invalid --unit ''"),
             (["top", "--comm", "x" * 257], "expected 1 to 256 bytes"),
-            (["top", "--by", "pid"], "invalid --by 'pid': expected unit, comm or user"),
+            (["top", "--by", "pid"], "invalid --by 'pid': expected unit, comm, user or container"),
+            (["top", "--container", ""], "invalid --container ''"),
+            (["top", "--container", "a" * 65], "invalid --container: longer than 64 bytes"),
+            (["procs", "--container", ""], "invalid --container ''"),
+            (["procs", "--container", "0" * 65], "invalid --container: longer than 64 bytes"),
+            (["history", "--container", ""], "invalid --container ''"),
+            (["history", "--container", "x" * 65], "invalid --container: longer than 64 bytes"),
+            (["history", "1", "--container", "web"], "a PID and --container exclude each other"),
+            (["history", "--unit", "a", "--container", "web"], "--unit and --container exclude each other"),
+            (["history", "--container", "web", "--start-time", "5"], "--start-time names a process, not a container"),
             (["top", "-b", "--by", "unit", "--json"], "--by goes without --json"),
             (["top", "--reconnect-timeout", "soon"], "invalid --reconnect-timeout 'soon'"),
             (["--no-such-flag", "top"], None),
@@ -284,8 +293,10 @@ class SitesOutput(unittest.TestCase):
     def test_csv_exact(self):
         d = self.serve()
         out = run("--socket", d.socket, "sites", "4242", "--csv").stdout
-        self.assertEqual(out.split("\n")[0], "pid,startTime,kind,vector,object,offset,symbol,symbolOffset,count,"
-                                             "sampled,period,estimated,memory,memoryObject,timeNs,estimatedTimeNs")
+        self.assertEqual(out.split("\n")[0], "pid,startTime,nsPid,pidNamespace,container.runtime,container.id,"
+                                             "container.name,container.pod,container.user,kind,vector,object,offset,"
+                                             "symbol,symbolOffset,count,sampled,period,estimated,memory,memoryObject,"
+                                             "timeNs,estimatedTimeNs")
         rows = list(csv.DictReader(io.StringIO(out, newline="")))
         self.assertEqual(len(rows), len(SITES))
         for row, s in zip(rows, SITES):

@@ -5,6 +5,7 @@ color only without NO_COLOR. Rows stay: a process that trapped and went idle is 
 with its total, marked when it exited; filters (-p, --comm, the P key), grouping by unit (g,
 and --by in batch mode), the help screen, and a daemon restarted under the view."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -52,23 +53,39 @@ class Tmux:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
+# The per-process header of the live view; NSPID after PID where a process shown is in a pid
+# namespace of its own (another test's, or a container's on this machine).
+PROCESS_HEADER = re.compile(r"PID( +NSPID)? S COMM")
+
+
+def header_line(screen):
+    """The index of the column header in the lines of screen (per process or grouped), and
+    whether it has NSPID; None while the screen is being drawn (or shows the help)."""
+    for i, line in enumerate(screen.splitlines()):
+        m = PROCESS_HEADER.match(line.lstrip())
+        if m or line.lstrip().startswith("PROCS S"):
+            return i, bool(m and m.group(1))
+    return None
+
+
 def data_rows(screen):
     """The rows of the live view: lines below the column header (per process or grouped)."""
-    lines = screen.splitlines()
-    # None while the screen is being drawn (or shows the help).
-    header = next((i for i, line in enumerate(lines) if line.lstrip().startswith(("PID S COMM", "PROCS S"))), None)
-    if header is None:
+    found = header_line(screen)
+    if found is None:
         return []
-    return [line for line in lines[header + 1:] if line.strip() and line.lstrip()[0].isdigit()]
+    return [line for line in screen.splitlines()[found[0] + 1:] if line.strip() and line.lstrip()[0].isdigit()]
 
 
 def row_of(screen, pid):
     """The live view's row of pid as its cells: PID S COMM USER/s KERNEL/s MAJOR/s TRAPS/s %FAULT
-    FAULTS TRAPS VECTORS UNIT (S is blank for a running process that did not trap lately)."""
+    FAULTS TRAPS VECTORS [CONTAINER] UNIT (S is blank for a running process that did not trap
+    lately); an NSPID cell left out."""
+    found = header_line(screen)
     for line in data_rows(screen):
         if line.split()[0] == str(pid):
-            state = line[8]
-            cells = line[:8].split() + [state] + line[9:].split()
+            s = 16 if found[1] else 8
+            state = line[s]
+            cells = line[:8].split() + [state] + line[s + 1:].split()
             # A row being drawn may be cut short: not a row yet.
             return cells if len(cells) >= 12 else None
     return None
@@ -175,27 +192,27 @@ class LiveTop(SharedDaemonTest):
         t.keys("q")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=0" in s else None, "trapstat to exit 0")
         self.assertNotIn("sorted by", s)
-        self.assertNotIn("PID S COMM", s)
+        self.assertNotRegex(s, PROCESS_HEADER)
 
     def test_ctrl_c_restores_the_terminal(self):
         t = self.top("sigint")
-        t.wait(lambda s: "PID S COMM" in s, "the live view")
+        t.wait(lambda s: PROCESS_HEADER.search(s), "the live view")
         t.keys("C-c")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=" in s else None, "trapstat to exit on Ctrl-C")
-        self.assertNotIn("PID S COMM", s)
+        self.assertNotRegex(s, PROCESS_HEADER)
         # The terminal is usable: echo works (not left in noecho/cbreak).
         t.keys("echo typed-after-top", "Enter")
         t.wait(lambda s: "echo typed-after-top" in s and s.count("typed-after-top") == 2, "the shell to echo input")
 
     def test_color_only_without_no_color(self):
         t = self.top("color")
-        t.wait(lambda s: "PID S COMM" in s, "the live view")
+        t.wait(lambda s: PROCESS_HEADER.search(s), "the live view")
         self.assertIn("\033[", t.screen(escapes=True))
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit")
 
         t = self.top("nocolor", env={"NO_COLOR": "1"})
-        t.wait(lambda s: "PID S COMM" in s, "the live view")
+        t.wait(lambda s: PROCESS_HEADER.search(s), "the live view")
         # No colors: the sorted column is marked with a '*' instead; reverse video stays.
         self.assertIn("*USER/s", t.screen())
         self.assertNotRegex(t.screen(escapes=True), r"\x1b\[(3[0-7]|9[0-7]|38;)")
@@ -207,7 +224,7 @@ class LiveTop(SharedDaemonTest):
         t = self.top("iterations", "-n 10")
         t.wait(lambda s: "sorted by user" in s, "the live view")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=0" in s else None, "exit 0 after 10 refreshes")
-        self.assertNotIn("PID S COMM", s)
+        self.assertNotRegex(s, PROCESS_HEADER)
 
     def test_daemon_stops_under_the_live_view(self):
         """With --reconnect-timeout the view waits that long for the daemon, then ends: trapstat
@@ -220,7 +237,7 @@ class LiveTop(SharedDaemonTest):
             t.wait(lambda s: "sorted by user" in s, "the live view")
         t.wait(lambda s: "trapstatd went away at" in s, "the view to say the daemon went away")
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=1" in s else None, "exit 1 a second after the daemon stopped")
-        self.assertNotIn("PID S COMM", s)
+        self.assertNotRegex(s, PROCESS_HEADER)
         self.assertIn("trapstat: trapstatd went away and did not come back within 1s", s)
         self.assertEqual(s.count("trapstat: "), 1, s)
 
@@ -320,17 +337,19 @@ class LiveTop(SharedDaemonTest):
         self.assertEqual(len(rows), 1, s)
         # PROCS S? USER/s KERNEL/s MAJOR/s TRAPS/s %FAULT FAULTS TRAPS VECTORS UNIT (S blank: no cell)
         self.assertEqual((rows[0][0], rows[0][-3], rows[0][-2]), ("2", "7", "UD:7"), s)
-        # g cycles on: comm, user, then per process again.
+        # g cycles on: comm, user, container (the header says so), then per process again.
         t.keys("g")
         t.wait(lambda s: ", by comm" in s, "by comm")
         t.keys("g", "g")
-        t.wait(lambda s: "PID S COMM" in s and ", by " not in s, "per process again")
+        t.wait(lambda s: ", by container" in s and re.search(r"PROCS S .* CONTAINER", s), "by container")
+        t.keys("g")
+        t.wait(lambda s: PROCESS_HEADER.search(s) and ", by " not in s, "per process again")
         t.keys("h")
         s = t.wait(lambda s: s if "trapstat top: keys" in s else None, "the help screen")
         for key in ("q, Ctrl-C", "p, space", "< >", "u k m t w", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
             self.assertIn(f"  {key}", s)
         t.keys("x")
-        t.wait(lambda s: "PID S COMM" in s, "back to the view")
+        t.wait(lambda s: PROCESS_HEADER.search(s), "back to the view")
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
 

@@ -233,7 +233,7 @@ class Lists(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual([int(line.split(",")[0]) for line in p.stdout.splitlines()[1:]], whole[:SLEEPERS - 5])
         self.assertEqual(p.stderr, f"trapstat: {SLEEPERS - 5} of {SLEEPERS} processes shown; narrow with "
-                                   f"--comm/--unit/--pid or raise --limit (at most 100000)\n")
+                                   f"--comm/--unit/--container/--pid or raise --limit (at most 100000)\n")
 
     def test_top_says_what_its_limit_left_out(self):
         reply = call(self.daemon.socket, "Top", {"comm": COMM, "windowSec": 3600, "limit": 7})
@@ -248,7 +248,7 @@ class Lists(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len(p.stdout.splitlines()), 1 + DEFAULT_LIMIT)  # a header, then the rows
         self.assertEqual(p.stderr, f"trapstat: {DEFAULT_LIMIT} of {SLEEPERS} processes shown; narrow with "
-                                   f"--comm/--unit/--pid or raise --limit (at most 100000)\n")
+                                   f"--comm/--unit/--container/--pid or raise --limit (at most 100000)\n")
         csv = user_trapstat(sock, "procs", "--comm", COMM, "--csv")
         self.assertEqual(len(csv.stdout.splitlines()), 1 + DEFAULT_LIMIT)
         self.assertEqual(csv.stderr, p.stderr)
@@ -271,7 +271,7 @@ class Lists(unittest.TestCase):
         p = user_trapstat(sock, *args, "--limit", "7")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, f"trapstat: 7 of {SLEEPERS} processes shown; narrow with "
-                                   f"--pid/--user/--unit/--comm or raise --limit (at most 10000)\n")
+                                   f"--pid/--user/--unit/--comm/--container or raise --limit (at most 10000)\n")
         self.assertEqual(sum(COMM in line for line in p.stdout.splitlines()), 7)
         p = user_trapstat(sock, *args, "--limit", str(SLEEPERS))
         self.assertEqual((p.returncode, p.stderr), (0, ""))

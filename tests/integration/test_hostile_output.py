@@ -240,13 +240,23 @@ class HostileOutput(unittest.TestCase):
         return [line for line in text.splitlines() if re.match(rf"\s*{pid} ", line)]
 
     def assert_rows(self, text, header):
-        """Every line under the header is a row of its own: it starts with a pid."""
+        """Every line under the header is a row of its own: it starts with a pid. (A header may have
+        NSPID after PID, where another test's process in a pid namespace of its own is shown.)"""
         lines = text.splitlines()
-        start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(header)) + 1
+        start = next(i for i, line in enumerate(lines)
+                     if re.sub(r"^\s*PID +NSPID ", "PID ", line).lstrip().startswith(header)) + 1
         for line in lines[start:]:
             if not line:
                 break  # the next table (top -b with several iterations)
             self.assertRegex(line, r"^\s*\d+ ", f"a forged row in:\n{text}")
+
+    @staticmethod
+    def pid_cells(text, pid):
+        """How a process's row starts: its pid, and its pid in its own namespace where the table has
+        an NSPID column (a process of another test in a pid namespace of its own was shown): the
+        same pid, for these processes of the host."""
+        header = next(line for line in text.splitlines() if line.split()[:1] == ["PID"])
+        return f"{pid:>7} {pid:>7}" if header.split()[1] == "NSPID" else f"{pid:>7}"
 
     def test_procs(self):
         for args, kinds in ((["procs", *ALL], self.all_kinds(exited=False)),
@@ -257,7 +267,7 @@ class HostileOutput(unittest.TestCase):
                 rows = self.rows_of(text, e["pid"])
                 self.assertEqual(len(rows), 1, text)
                 comm = escape(e["comm"])
-                head = f"{e['pid']:>7} {comm}{' ' * (15 - width(comm))} {USER[:8]} "
+                head = f"{self.pid_cells(text, e['pid'])} {comm}{' ' * (15 - width(comm))} {USER[:8]} "
                 self.assertTrue(rows[0].startswith(head), rows[0])
                 self.assertTrue(rows[0].endswith(" " + escape(e["cmdline"])), rows[0])
                 if e["unit"]:
@@ -321,7 +331,8 @@ class HostileOutput(unittest.TestCase):
             rows = self.rows_of(text, e["pid"])
             self.assertEqual(len(rows), 1, text)
             comm = escape(e["comm"])
-            self.assertTrue(rows[0].startswith(f"{e['pid']:>7} {comm}{' ' * (15 - width(comm))} "), rows[0])
+            self.assertTrue(rows[0].startswith(f"{self.pid_cells(text, e['pid'])} {comm}{' ' * (15 - width(comm))} "),
+                            rows[0])
             self.assertTrue(rows[0].endswith(" " + escape(e["unit"] or "-")), rows[0])
         self.assertIn(r"\e[2Jx", text)
         self.assertIn(r"\e]0;pwn\a", text)

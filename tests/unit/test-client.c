@@ -58,6 +58,11 @@ static void test_error_message(void **state) {
                        "(trapstat procs --exited --unit NAME lists a unit's)");
         /* Without its member: the generic form. */
         assert_message("io.trapstat.UnitHistory", TRAPSTAT_ERROR_NO_SUCH_UNIT, "{}", "io.trapstat.UnitHistory failed: io.trapstat.NoSuchUnit");
+        assert_message("io.trapstat.ContainerHistory", TRAPSTAT_ERROR_NO_SUCH_CONTAINER, "{\"container\": \"web\"}",
+                       "no process of a container named 'web' (or with such an id) is known to trapstatd, or none "
+                       "you may see (trapstat procs --exited shows each process's CONTAINER)");
+        assert_message("io.trapstat.ContainerHistory", TRAPSTAT_ERROR_NO_SUCH_CONTAINER, "{}",
+                       "io.trapstat.ContainerHistory failed: io.trapstat.NoSuchContainer");
         assert_message("io.trapstat.History", TRAPSTAT_ERROR_PERMISSION_DENIED, "{}",
                        "permission denied: that process belongs to another user (root and members of group trapstat see all)");
         assert_message("io.trapstat.Top", TRAPSTAT_ERROR_INVALID_PARAMETER, "{\"parameter\": \"sortBy\"}",
@@ -469,6 +474,17 @@ static void test_typed_calls(void **state) {
                                   " \"limit\": 5, \"uid\": 1000, \"comm\": \"py*\"}}");
         }
         {
+                _cleanup_(trapstat_top_reply_done) TrapstatTopReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+
+                ProcessFilter f = { .uid = -1, .container = (char *) "0123abcd" };
+
+                peer_send(&p, "{\"parameters\": {\"rows\": [], \"otherProcesses\": 0}}");
+                assert_int_equal(trapstat_top(c, &(TrapstatTopRequest) { .filter = &f }, &r, &error), 0);
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.Top\", \"parameters\": {\"container\": \"0123abcd\"}}");
+        }
+        {
                 _cleanup_(trapstat_history_reply_done) TrapstatHistoryReply r = {};
                 _cleanup_json_ json_t *call = NULL;
 
@@ -499,6 +515,24 @@ static void test_typed_calls(void **state) {
                                   " \"sinceUsec\": 5}}");
         }
         {
+                _cleanup_(trapstat_container_history_reply_done) TrapstatContainerHistoryReply r = {};
+                _cleanup_json_ json_t *call = NULL;
+                TrapstatContainerHistoryRequest q = { .container = "web", .until_usec = 9, .resolution_sec = 60 };
+
+                peer_send(&p, "{\"parameters\": {\"containers\": [{\"runtime\": \"machined\", \"id\": \"web\","
+                              " \"name\": \"web\", \"pod\": null, \"user\": null}], \"processes\": 3, \"running\": 2,"
+                              " \"total\": {}, \"samples\": []}}");
+                assert_int_equal(trapstat_container_history(c, &q, &r, &error), 0);
+                assert_int_equal(r.processes, 3);
+                assert_int_equal(r.running, 2);
+                assert_int_equal(json_array_size(r.containers), 1);
+                assert_true(json_is_object(r.total));
+                assert_true(json_is_array(r.samples));
+                call = peer_read_call(&p);
+                assert_json(call, "{\"method\": \"io.trapstat.ContainerHistory\", \"parameters\":"
+                                  " {\"container\": \"web\", \"untilUsec\": 9, \"resolutionSec\": 60}}");
+        }
+        {
                 _cleanup_(trapstat_unit_totals_reply_done) TrapstatUnitTotalsReply r = {};
                 _cleanup_json_ json_t *call = NULL;
 
@@ -513,14 +547,14 @@ static void test_typed_calls(void **state) {
         {
                 _cleanup_(trapstat_list_processes_reply_done) TrapstatListProcessesReply r = {};
                 _cleanup_json_ json_t *call = NULL;
+                TrapstatListProcessesRequest q = { .pid = 3, .include_exited = true, .container = "web" };
 
                 peer_send(&p, "{\"parameters\": {\"processes\": [], \"otherProcesses\": 0}}");
-                assert_int_equal(trapstat_list_processes(c, &(TrapstatListProcessesRequest) { .pid = 3, .include_exited = true },
-                                                         &r, &error),
-                                 0);
+                assert_int_equal(trapstat_list_processes(c, &q, &r, &error), 0);
                 assert_int_equal(r.other_processes, 0);
                 call = peer_read_call(&p);
-                assert_json(call, "{\"method\": \"io.trapstat.ListProcesses\", \"parameters\": {\"pid\": 3, \"includeExited\": true}}");
+                assert_json(call, "{\"method\": \"io.trapstat.ListProcesses\", \"parameters\": {\"pid\": 3,"
+                                  " \"includeExited\": true, \"container\": \"web\"}}");
         }
         {
                 _cleanup_(trapstat_traps_reply_done) TrapstatTrapsReply r = {};
@@ -586,7 +620,8 @@ static void assert_valid(const VarlinkInterface *idl, const char *method, int r,
 }
 
 static void test_parameters_match_the_idl(void **state) {
-        ProcessFilter f = { .pids = { 7, 9 }, .n_pids = 2, .uid = 1000, .unit = (char *) "web*.service", .comm = (char *) "py*" };
+        ProcessFilter f = { .pids = { 7, 9 }, .n_pids = 2, .uid = 1000, .unit = (char *) "web*.service",
+                            .comm = (char *) "py*", .container = (char *) "0123abcd", .pidns = 4026531836 };
         VarlinkInterface *idl = NULL;
         json_t *j = NULL;
         int r;
@@ -606,6 +641,13 @@ static void test_parameters_match_the_idl(void **state) {
                                                                              .resolution_sec = 60 },
                                              &j);
         assert_valid(idl, "UnitHistory", r, j);
+        r = trapstat_container_history_parameters(&(TrapstatContainerHistoryRequest) { .container = "web" }, &j);
+        assert_valid(idl, "ContainerHistory", r, j);
+        r = trapstat_container_history_parameters(&(TrapstatContainerHistoryRequest) { .container = "0123abcd",
+                                                                                       .since_usec = 1, .until_usec = 2,
+                                                                                       .resolution_sec = 60 },
+                                                  &j);
+        assert_valid(idl, "ContainerHistory", r, j);
         r = trapstat_unit_totals_parameters(&(TrapstatUnitTotalsRequest) { .limit = 5 }, &j);
         assert_valid(idl, "UnitTotals", r, j);
         r = trapstat_sites_parameters(&(TrapstatSitesQuery) { .pid = 1, .start_time = 5, .since_usec = 1, .until_usec = 2,
@@ -613,7 +655,8 @@ static void test_parameters_match_the_idl(void **state) {
                                       &j);
         assert_valid(idl, "Sites", r, j);
         r = trapstat_list_processes_parameters(&(TrapstatListProcessesRequest) { .pid = 1, .include_exited = true, .comm = "a",
-                                                                                 .unit = "b", .limit = 2 },
+                                                                                 .unit = "b", .container = "c",
+                                                                                 .limit = 2 },
                                                &j);
         assert_valid(idl, "ListProcesses", r, j);
         r = trapstat_watch_parameters(&(TrapstatWatchRequest) { .sort_by = "user", .limit = 4, .filter = &f }, &j);
@@ -624,6 +667,7 @@ static void test_parameters_match_the_idl(void **state) {
         /* What the IDL requires, a request must set. */
         assert_int_equal(trapstat_history_parameters(&(TrapstatHistoryRequest) { .start_time = -1 }, &j), -EINVAL);
         assert_int_equal(trapstat_unit_history_parameters(&(TrapstatUnitHistoryRequest) {}, &j), -EINVAL);
+        assert_int_equal(trapstat_container_history_parameters(&(TrapstatContainerHistoryRequest) {}, &j), -EINVAL);
         assert_int_equal(trapstat_watch_parameters(&(TrapstatWatchRequest) {}, &j), -EINVAL);
         varlink_interface_free(idl);
 }

@@ -465,6 +465,37 @@ static void test_format_path_cell_escapes(void **state) {
         free(c);
 }
 
+/* A container's key: its name where it has one, else its runtime and the start of its id, "-" for
+ * none. */
+static void test_container_key(void **state) {
+        static const char *id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        char *k = NULL;
+
+        assert_int_equal(format_container_key(NULL, NULL, NULL, &k), 0);
+        assert_string_equal(k, "-");
+        free(k);
+        assert_int_equal(format_container_key("machined", "web-1", "web-1", &k), 0);
+        assert_string_equal(k, "web-1");
+        free(k);
+        assert_int_equal(format_container_key("docker", id, NULL, &k), 0);
+        assert_string_equal(k, "docker:0123456789ab");
+        free(k);
+        /* An empty name is none; a short id is whole; no id at all is said. */
+        assert_int_equal(format_container_key("containerd", id, "", &k), 0);
+        assert_string_equal(k, "containerd:0123456789ab");
+        free(k);
+        assert_int_equal(format_container_key("podman", "abc", NULL, &k), 0);
+        assert_string_equal(k, "podman:abc");
+        free(k);
+        assert_int_equal(format_container_key("lxc", NULL, NULL, &k), 0);
+        assert_string_equal(k, "lxc:?");
+        free(k);
+        /* Untrusted: not escaped here (the tables escape the key as any cell). */
+        assert_int_equal(format_container_key("lxc", "x", "a\x1b[2J", &k), 0);
+        assert_string_equal(k, "a\x1b[2J");
+        free(k);
+}
+
 static void test_utf8(void **state) {
         uint32_t cp = 0;
         char *s = NULL;
@@ -509,7 +540,7 @@ int main(void) {
                 cmocka_unit_test(test_escape_valid_utf8), cmocka_unit_test(test_escape_round_trip),
                 cmocka_unit_test(test_text_width),    cmocka_unit_test(test_format_cell),
                 cmocka_unit_test(test_format_path_cell), cmocka_unit_test(test_format_path_cell_escapes),
-                cmocka_unit_test(test_utf8),
+                cmocka_unit_test(test_utf8),          cmocka_unit_test(test_container_key),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -226,6 +226,129 @@ static void test_view(void **state) {
         top_table_done(&t);
 }
 
+/* p with its pid namespace's pid and its container (runtime NULL: none; name NULL: none). */
+static json_t *contained(json_t *p, int ns_pid, const char *runtime, const char *id, const char *name) {
+        json_t *c = runtime ? json_pack("{s:s, s:s, s:o, s:n, s:n}", "runtime", runtime, "id", id, "name",
+                                        name ? json_string(name) : json_null(), "pod", "user")
+                            : json_null();
+
+        assert_non_null(c);
+        assert_int_equal(json_object_set_new(p, "nsPid", ns_pid ? json_integer(ns_pid) : json_null()), 0);
+        assert_int_equal(json_object_set_new(p, "pidNamespace", json_integer(ns_pid ? 4026532175 : 4026531836)), 0);
+        assert_int_equal(json_object_set_new(p, "container", c), 0);
+        return p;
+}
+
+#define DOCKER_ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* --by container: one row per container, keyed by its name or by RUNTIME:ID12, "-" for the
+ * processes in none; their counts summed. */
+static void test_by_container(void **state) {
+        _cleanup_json_ json_t *seed = json_pack(
+                "{s:[o, o, o, o, o]}", "rows",
+                row(contained(process(11, "web", "machine-web.scope", 0, false, 0), 2, "machined", "web", "web"),
+                    counters(10, "UD", 7)),
+                row(contained(process(12, "web", "machine-web.scope", 0, true, 90 * SEC), 3, "machined", "web", "web"),
+                    counters(20, "UD", 3)),
+                row(contained(process(13, "app", "docker-x.scope", 0, false, 0), 1, "docker", DOCKER_ID, NULL),
+                    counters(5, "BP", 5)),
+                row(contained(process(14, "sh", NULL, 0, false, 0), 14, NULL, NULL, NULL), counters(1, NULL, 0)),
+                /* An older daemon: no members at all. */
+                row(process(15, "old", NULL, 0, false, 0), counters(2, NULL, 0)));
+        ProcessFilter f = PROCESS_FILTER_NONE;
+        SortKey traps;
+        TopRow *rows;
+        TopTable t;
+        TopGroup g;
+        size_t n;
+
+        assert_int_equal(top_group_from_name("container", &g), 0);
+        assert_int_equal(g, TOP_GROUP_CONTAINER);
+        assert_string_equal(top_group_name(TOP_GROUP_CONTAINER), "container");
+        assert_int_equal(sort_key_from_name("traps", &traps), 0);
+        top_table_init(&t, 100, 60 * SEC);
+        assert_int_equal(top_table_seed(&t, seed), 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_CONTAINER, &traps, &rows, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(rows[0].key, "web");
+        assert_int_equal(rows[0].processes, 2);
+        assert_int_equal(rows[0].exited_processes, 1);
+        assert_int_equal(rows[0].total.traps, 10);
+        assert_int_equal(rows[0].total.faults.user, 30);
+        assert_int_equal(json_integer_value(json_object_get(rows[0].total.vectors, "UD")), 10);
+        assert_string_equal(rows[1].key, "docker:0123456789ab");
+        assert_int_equal(rows[1].total.traps, 5);
+        /* The process in no container and the one an older daemon did not place: one row. */
+        assert_string_equal(rows[2].key, "-");
+        assert_int_equal(rows[2].processes, 2);
+        assert_int_equal(rows[2].total.faults.user, 3);
+        top_rows_free(rows, n);
+        top_table_done(&t);
+}
+
+/* NSPID where a process's pid in its namespace differs; CONTAINER as wide as the widest key, at
+ * most TOP_CONTAINER_WIDTH; neither for group rows. */
+static void test_layout(void **state) {
+        _cleanup_json_ json_t *host = contained(process(1, "init", NULL, 0, false, 0), 1, NULL, NULL, NULL);
+        _cleanup_json_ json_t *unknown = contained(process(2, "x", NULL, 0, false, 0), 0, NULL, NULL, NULL);
+        _cleanup_json_ json_t *inside = contained(process(3, "app", NULL, 0, false, 0), 7, "docker", DOCKER_ID, NULL);
+        _cleanup_json_ json_t *long_name = contained(process(4, "x", NULL, 0, false, 0), 4, "machined", "m",
+                                                     "a-machine-with-a-name-longer-than-the-column-is-wide");
+        _cleanup_json_ json_t *hostile = contained(process(5, "x", NULL, 0, false, 0), 5, "lxc", "e", "\x1b]0;owned\a");
+        TopLayout l = {};
+        char buf[24], *cell = NULL;
+
+        assert_false(top_process_has_ns_pid(host));
+        assert_false(top_process_has_ns_pid(unknown));
+        assert_true(top_process_has_ns_pid(inside));
+        assert_string_equal(top_ns_pid_cell(inside, buf), "7");
+        assert_string_equal(top_ns_pid_cell(unknown, buf), "-");
+
+        top_layout_add(&l, host, true);
+        top_layout_add(&l, unknown, true);
+        assert_false(l.ns_pid);
+        assert_int_equal(l.container_width, 0);
+        top_layout_add(&l, inside, true);
+        assert_true(l.ns_pid);
+        assert_int_equal(l.container_width, strlen("docker:0123456789ab"));
+        top_layout_add(&l, long_name, true);
+        assert_int_equal(l.container_width, TOP_CONTAINER_WIDTH);
+
+        assert_int_equal(top_container_cell(inside, true, 22, &cell), 0);
+        assert_string_equal(cell, "docker:0123456789ab   ");
+        free(cell);
+        assert_int_equal(top_container_cell(long_name, true, 10, &cell), 0);
+        assert_string_equal(cell, "a-machine-");
+        free(cell);
+        assert_int_equal(top_container_cell(host, true, 3, &cell), 0);
+        assert_string_equal(cell, "-  ");
+        free(cell);
+        /* A name is untrusted text: escaped like a unit's. */
+        assert_int_equal(top_container_cell(hostile, true, 0, &cell), 0);
+        assert_string_equal(cell, "\\e]0;owned\\a");
+        free(cell);
+        l = (TopLayout) {};
+        top_layout_add(&l, hostile, true);
+        assert_int_equal(l.container_width, strlen("\\e]0;owned\\a"));
+
+        /* From rows: per process only. */
+        {
+                TopRow rows[2] = { { .process = host }, { .process = inside } };
+
+                top_rows_layout(rows, 1, TOP_GROUP_PROCESS, true, &l);
+                assert_false(l.ns_pid);
+                assert_int_equal(l.container_width, 0);
+                top_rows_layout(rows, 2, TOP_GROUP_PROCESS, true, &l);
+                assert_true(l.ns_pid);
+                assert_int_equal(l.container_width, strlen("docker:0123456789ab"));
+                top_rows_layout(rows, 2, TOP_GROUP_UNIT, true, &l);
+                assert_false(l.ns_pid);
+                assert_int_equal(l.container_width, 0);
+        }
+}
+
 /* What is not a reply is refused, and the table stays usable. */
 static void test_malformed(void **state) {
         _cleanup_json_ json_t *no_rows = json_pack("{s:I}", "intervalUsec", (json_int_t) SEC);
@@ -254,6 +377,8 @@ int main(void) {
                 cmocka_unit_test(test_exited_and_bounds),
                 cmocka_unit_test(test_view),
                 cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_by_container),
+                cmocka_unit_test(test_layout),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;
