@@ -245,6 +245,9 @@ int container_from_cgroup(const char *path, Container *ret) {
                         set_runtime_id(&c, "docker", middle);
         else if (span_eq(top, "docker")) /* docker's cgroupfs driver */
                 found = next_component(&pos, &second) && set_runtime_id(&c, "docker", second);
+        else if (span_eq(top, "libpod_parent")) /* podman's cgroupfs manager (no systemd) */
+                found = next_component(&pos, &second) && span_strip(second, "libpod-", "", &middle) &&
+                        set_runtime_id(&c, "podman", middle);
         else if (span_eq(top, "kubepods.slice"))
                 found = match_kubepods(&pos, &c);
         else if (span_eq(top, "user.slice"))

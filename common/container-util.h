@@ -29,7 +29,8 @@ typedef struct Container {
 /* The container a cgroup path of the unified hierarchy is in, as in /proc/PID/cgroup's "0::" line
  * (starting with '/'):
  *   machined    /machine.slice/machine-NAME.scope (NAME unit-name escaped: "\x2d" for '-')
- *   podman      /machine.slice/libpod-ID.scope, or libpod-ID.scope anywhere in a user@UID.service
+ *   podman      /machine.slice/libpod-ID.scope, /libpod_parent/libpod-ID (its cgroupfs manager), or
+ *               libpod-ID.scope anywhere in a user@UID.service
  *   docker      /system.slice/docker-ID.scope, /docker/ID, or docker-ID.scope anywhere in a
  *               user@UID.service (/user.slice/user-UID.slice/user@UID.service/...)
  *   containerd  /kubepods.slice/[kubepods-QOS.slice/]kubepods[-QOS]-podUID.slice/cri-containerd-ID.scope

@@ -120,6 +120,13 @@ static const Case podman_cases[] = {
         { USER1000 "/libpod-" ID1 ".scope", 0, "podman", ID1, "", "", 1000 },
         { USER1000 "/user.slice/libpod-conmon-" ID2 ".scope/libpod-" ID1 ".scope", 0, "podman", ID1, "", "", 1000 },
         { "/machine.slice/libpod-abc.scope", 0, "podman", "abc", "", "", SYSTEM },
+        /* Its cgroupfs manager, where no systemd runs: its monitor (conmon) beside the container. */
+        { "/libpod_parent/libpod-" ID1, 0, "podman", ID1, "", "", SYSTEM },
+        { "/libpod_parent/libpod-" ID1 "/ctr", 0, "podman", ID1, "", "", SYSTEM },
+        NONE("/libpod_parent/conmon"),
+        NONE("/libpod_parent/libpod-conmon-" ID1),
+        NONE("/libpod_parent/libpod-" ID1 ".scope"),
+        NONE("/libpod_parent"),
         /* The monitor is not in the container. */
         NONE("/machine.slice/libpod-conmon-" ID1 ".scope"),
         NONE(USER1000 "/user.slice/libpod-conmon-" ID1 ".scope"),
