@@ -40,8 +40,14 @@ static int sort_item_compare(const void *a, const void *b) {
         return x->sample->process->pid < y->sample->process->pid ? -1 : x->sample->process->pid > y->sample->process->pid;
 }
 
+/* An exited process as the caller knows it: its pid there. */
+typedef struct ExitedItem {
+        uint32_t pid;
+        uint64_t start_time;
+} ExitedItem;
+
 static int exited_compare(const void *a, const void *b) {
-        const ProcessInfo *x = *(const ProcessInfo *const *) a, *y = *(const ProcessInfo *const *) b;
+        const ExitedItem *x = a, *y = b;
 
         return process_identity_compare(x->pid, x->start_time, y->pid, y->start_time);
 }
@@ -69,16 +75,19 @@ static bool watch_filter_match(const WatchFilter *f, const ProcessInfo *p) {
                process_filter_match_container(&f->process, p->container);
 }
 
-/* The "exited" member: {pid, startTime} of each process, in pid order (as the caller knows it). */
+/* The "exited" member: {pid, startTime} of each process, in pid order (as the caller knows them). */
 static json_t *exited_to_json(const WatchFilter *f, const ProcessInfo **exited, size_t n) {
+        _cleanup_free_ ExitedItem *items = calloc(n ? n : 1, sizeof(*items));
         _cleanup_json_ json_t *list = json_array();
 
-        if (!list)
+        if (!list || !items)
                 return NULL;
-        qsort(exited, n, sizeof(*exited), exited_compare);
+        for (size_t i = 0; i < n; i++)
+                items[i] = (ExitedItem) { view_pid(f, exited[i]), exited[i]->start_time };
+        qsort(items, n, sizeof(*items), exited_compare);
         for (size_t i = 0; i < n; i++) {
-                json_t *e = json_pack("{s:I, s:I}", "pid", (json_int_t) view_pid(f, exited[i]), "startTime",
-                                      (json_int_t) exited[i]->start_time);
+                json_t *e = json_pack("{s:I, s:I}", "pid", (json_int_t) items[i].pid, "startTime",
+                                      (json_int_t) items[i].start_time);
 
                 if (!e || json_array_append_new(list, e) < 0)
                         return NULL;

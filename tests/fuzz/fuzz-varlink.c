@@ -132,6 +132,22 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata 
                      false);
 }
 
+/* NoSuchContainer for a container that starts with "x", else one docker container with one sample. */
+static int method_container_history(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
+        const char *container = json_string_value(json_object_get(parameters, "container"));
+
+        if (!container)
+                return varlink_call_error_invalid_parameter(call, "container");
+        if (container[0] == 'x')
+                return reply_error(call, "io.trapstat.NoSuchContainer", json_pack("{s:s}", "container", container));
+        return reply(call,
+                     json_pack("{s:[{s:s, s:s, s:n, s:n, s:n}], s:i, s:i, s:o, s:[{s:I, s:o}]}", "containers", "runtime",
+                               "docker", "id", "0123456789ab", "name", "pod", "user", "processes", 1, "running", 0,
+                               "total", counters_new(), "samples", "timeUsec", (json_int_t) 1700000000000000,
+                               "counters", counters_new()),
+                     false);
+}
+
 /* NoSuchUnit for a unit that starts with "x", else two units with one sample. */
 static int method_unit_history(VarlinkCall *call, json_t *parameters, void *userdata _unused_) {
         const char *unit = json_string_value(json_object_get(parameters, "unit"));
@@ -237,6 +253,7 @@ static const VarlinkMethod methods[] = {
         { "Top", method_top },
         { "History", method_history },
         { "UnitHistory", method_unit_history },
+        { "ContainerHistory", method_container_history },
         { "Sites", method_sites },
         { "ListProcesses", method_list_processes },
         { "Watch", method_watch, VARLINK_METHOD_MORE },

@@ -434,8 +434,8 @@ class System(unittest.TestCase):
         self.assertEqual(top[traps["pid"]]["counters"]["traps"], {v: N for v in VECTORS})
         self.assertGreaterEqual(top[pages["pid"]]["counters"]["faults"]["user"], PAGES)
         text = self.trapstat("top", "-b", "-n", "1", "--limit", "10000").stdout
-        self.assertRegex(text, rf"(?m)^\s*{traps['pid']} raise-traps\s")
-        self.assertRegex(text, rf"(?m)^\s*{pages['pid']} fault-pages\s")
+        self.assertRegex(text, rf"(?m)^\s*{traps['pid']}(\s+(\d+|-))? raise-traps\s")
+        self.assertRegex(text, rf"(?m)^\s*{pages['pid']}(\s+(\d+|-))? fault-pages\s")
 
         h = self.history(traps["pid"])
         self.assertEqual(h["process"]["comm"], "raise-traps")
