@@ -207,6 +207,21 @@ static int history_parse_argv(int argc, char *argv[], HistoryArgs *a) {
         return 1;
 }
 
+/* What history --unit and --container print of their reply (a UnitHistory or ContainerHistory). */
+static int print_group_history(json_t *reply, const HistoryArgs *a) {
+        OutputStyle style = output_style();
+
+        if (arg_json)
+                print_json(reply);
+        else if (a->csv)
+                print_history_csv(stdout, &style, reply);
+        else if (a->container)
+                print_container_history(stdout, &style, reply, a->step, a->histogram);
+        else
+                print_unit_history(stdout, &style, reply, a->step, a->histogram);
+        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+}
+
 /* history --unit: the processes of the units summed, as one history. */
 static int unit_history(TrapstatClient *c, const HistoryArgs *a) {
         _cleanup_(trapstat_unit_history_reply_done) TrapstatUnitHistoryReply reply = {};
@@ -217,7 +232,6 @@ static int unit_history(TrapstatClient *c, const HistoryArgs *a) {
                 .until_usec = a->until,
                 .resolution_sec = a->step / USEC_PER_SEC,
         };
-        OutputStyle style = output_style();
         int r;
 
         r = trapstat_unit_history(c, &q, &reply, &error);
@@ -225,13 +239,7 @@ static int unit_history(TrapstatClient *c, const HistoryArgs *a) {
                 report_call_failure("io.trapstat.UnitHistory", r, &error);
                 return EXIT_FAILURE;
         }
-        if (arg_json)
-                print_json(reply.json);
-        else if (a->csv)
-                print_history_csv(stdout, &style, reply.json);
-        else
-                print_unit_history(stdout, &style, reply.json, a->step, a->histogram);
-        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+        return print_group_history(reply.json, a);
 }
 
 /* history --container: the processes of the containers it names summed, as one history. */
@@ -244,7 +252,6 @@ static int container_history(TrapstatClient *c, const HistoryArgs *a) {
                 .until_usec = a->until,
                 .resolution_sec = a->step / USEC_PER_SEC,
         };
-        OutputStyle style = output_style();
         int r;
 
         r = trapstat_container_history(c, &q, &reply, &error);
@@ -252,13 +259,7 @@ static int container_history(TrapstatClient *c, const HistoryArgs *a) {
                 report_call_failure("io.trapstat.ContainerHistory", r, &error);
                 return EXIT_FAILURE;
         }
-        if (arg_json)
-                print_json(reply.json);
-        else if (a->csv)
-                print_history_csv(stdout, &style, reply.json);
-        else
-                print_container_history(stdout, &style, reply.json, a->step, a->histogram);
-        return fflush(stdout) == 0 ? 0 : fail("writing to stdout failed: %m");
+        return print_group_history(reply.json, a);
 }
 
 /* The sites of the most traps of the process shown, for the table under its history; none

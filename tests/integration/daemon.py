@@ -283,6 +283,21 @@ def make_cgroup(unit):
     return path
 
 
+def make_cgroups(rel, made):
+    """The cgroup at rel ("a.slice/b.scope") below the cgroup2 hierarchy, its parents made as
+    needed; each directory made is appended to made (remove them in reverse order). Skips where
+    there is no cgroup2 hierarchy."""
+    path = cgroup2_root()
+    if not path:
+        skip("no cgroup2 hierarchy: no process can be put into a cgroup of the test's")
+    for part in rel.split("/"):
+        path = os.path.join(path, part)
+        if not os.path.isdir(path):
+            os.mkdir(path)
+            made.append(path)
+    return path
+
+
 def remove_cgroup(path):
     """Removes a cgroup a test made, once the processes in it have gone (the kernel refuses to
     remove one that still has any)."""

@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (T, Daemon, binary, cgroup2_root, copy_for_users, create_user, exited_history,  # noqa: E402
-                    history, remove_cgroup, remove_user, require_root_and_bpf, require_trap_workloads, skip,
+                    history, make_cgroups, remove_cgroup, remove_user, require_root_and_bpf, require_trap_workloads, skip,
                     ticks_after, trapstat_json, user_name, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
@@ -111,15 +111,8 @@ class Containers(unittest.TestCase):
 
     @classmethod
     def cgroup(cls, rel):
-        """A cgroup at rel below the cgroup2 root, its parents made as needed (removed afterwards
-        where the test made them)."""
-        path = cgroup2_root()
-        for part in rel.split("/"):
-            path = os.path.join(path, part)
-            if not os.path.isdir(path):
-                os.mkdir(path)
-                cls.cgroups.append(path)
-        return path
+        """A cgroup at rel below the cgroup2 root (removed afterwards where the test made it)."""
+        return make_cgroups(rel, cls.cgroups)
 
     def workload(self, comm, n, vector):
         """raise-traps N --only VECTOR --hold, named comm, as the second process of a pid namespace

@@ -24,7 +24,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, binary, cgroup2_root, history, remove_cgroup, require_root_and_bpf,  # noqa: E402
+from daemon import (T, Daemon, binary, cgroup2_root, history, make_cgroups, remove_cgroup, require_root_and_bpf,  # noqa: E402
                     require_trap_workloads, skip, wait_for)
 from test_cli_top import Tmux  # noqa: E402
 from varlink_raw import Connection  # noqa: E402
@@ -116,15 +116,8 @@ class ContainersCli(unittest.TestCase):
 
     @classmethod
     def cgroup(cls, rel):
-        """A cgroup at rel below the cgroup2 root, its parents made as needed (removed afterwards
-        where the test made them)."""
-        path = cgroup2_root()
-        for part in rel.split("/"):
-            path = os.path.join(path, part)
-            if not os.path.isdir(path):
-                os.mkdir(path)
-                cls.cgroups.append(path)
-        return path
+        """A cgroup at rel below the cgroup2 root (removed afterwards where the test made it)."""
+        return make_cgroups(rel, cls.cgroups)
 
     @classmethod
     def known(cls, pid, ready):

@@ -20,7 +20,7 @@ import unittest
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "integration"))
-from daemon import (T, Daemon, binary, cgroup2_root, exited_history, require_root_and_bpf,  # noqa: E402
+from daemon import (T, Daemon, binary, exited_history, make_cgroups, require_root_and_bpf,  # noqa: E402
                     require_trap_workloads, skip, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
@@ -56,7 +56,7 @@ class Machine:
                    self.root)
         with open(os.path.join(self.root, "etc/machine-id"), "w") as f:
             f.write(uuid.uuid4().hex + "\n")
-        self.cgroup = self.make_cgroup(f"machine.slice/{SCOPE}")
+        self.cgroup = make_cgroups(f"machine.slice/{SCOPE}", self.cgroups)
 
         def enter():
             halt_when_orphaned()
@@ -78,18 +78,6 @@ class Machine:
         if p.returncode != 0:
             skip(f"cannot mount for the container: {p.stderr.strip()}")
         self.mounts.append(args[-1])
-
-    def make_cgroup(self, rel):
-        root = cgroup2_root()
-        if not root:
-            skip("no cgroup2 hierarchy: the container cannot be put where machines go")
-        path = root
-        for part in rel.split("/"):
-            path = os.path.join(path, part)
-            if not os.path.isdir(path):
-                os.mkdir(path)
-                self.cgroups.append(path)
-        return path
 
     def find_pid1(self):
         if self.nspawn.poll() is not None:
