@@ -27,6 +27,15 @@ from varlink_raw import Connection  # noqa: E402
 NAME = f"trapstat-client-{os.getpid()}"
 SCOPE = "machine-" + NAME.replace("-", "\\x2d") + ".scope"
 SOCKET_INSIDE = "/run/trapstat-test"
+BUILD_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(binary("TRAPSTAT"))))  # build/client/trapstat
+# The build's binaries (trapstat, the workload) inside, bind-mounted: a build in /tmp (a fresh
+# clone) is under the container's own /tmp.
+BUILD_INSIDE = "/run/trapstat-build"
+
+
+def in_container(path):
+    """A binary of the build as the container sees it."""
+    return os.path.join(BUILD_INSIDE, os.path.relpath(os.path.realpath(path), BUILD_ROOT))
 
 
 def halt_when_orphaned():
@@ -67,7 +76,8 @@ class Machine:
         self.nspawn = subprocess.Popen(
             ["systemd-nspawn", "-D", self.root, "--machine", NAME, "--register=no", "--keep-unit", "-q",
              "--console=pipe", "--capability=CAP_BPF,CAP_PERFMON", "--system-call-filter=bpf perf_event_open",
-             f"--bind={self.socket_dir}:{SOCKET_INSIDE}", "-b", "systemd.unit=basic.target"],
+             f"--bind={self.socket_dir}:{SOCKET_INSIDE}", f"--bind-ro={BUILD_ROOT}:{BUILD_INSIDE}", "-b",
+             "systemd.unit=basic.target"],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd="/",
             preexec_fn=enter)
         self.pid1 = wait_for(self.find_pid1, timeout=20, what="the container's PID 1")
@@ -144,8 +154,8 @@ class NspawnClient(unittest.TestCase):
             cls.machine.start()
             cls.ns = os.stat(f"/proc/{cls.machine.pid1}/ns/pid").st_ino
             # The workload as one of the container's services: in its cgroup, its pid namespace.
-            out = cls.machine.run("systemd-run", "--wait", "--pipe", "--quiet", binary("RAISE_TRAPS"), "300", "--only",
-                                  T["UD"])
+            out = cls.machine.run("systemd-run", "--wait", "--pipe", "--quiet", in_container(binary("RAISE_TRAPS")),
+                                  "300", "--only", T["UD"])
             cls.inner_pid = json.loads(out.stdout)["pid"]
         except BaseException:
             cls.tearDownClass()
@@ -161,7 +171,8 @@ class NspawnClient(unittest.TestCase):
 
     def inside(self, *args, check=True):
         """trapstat inside the container, on the socket bind-mounted there."""
-        p = self.machine.run(binary("TRAPSTAT"), "--socket", f"{SOCKET_INSIDE}/io.trapstat", *args, check=check)
+        p = self.machine.run(in_container(binary("TRAPSTAT")), "--socket", f"{SOCKET_INSIDE}/io.trapstat", *args,
+                             check=check)
         return json.loads(p.stdout) if check and "--json" in args else p
 
     def host_process(self):
