@@ -154,12 +154,26 @@ class NspawnClient(unittest.TestCase):
             cls.machine.start()
             cls.ns = os.stat(f"/proc/{cls.machine.pid1}/ns/pid").st_ino
             # The workload as one of the container's services: in its cgroup, its pid namespace.
-            out = cls.machine.run("systemd-run", "--wait", "--pipe", "--quiet", in_container(binary("RAISE_TRAPS")),
-                                  "300", "--only", T["UD"])
-            cls.inner_pid = json.loads(out.stdout)["pid"]
+            # Without --wait and --pipe, which need a D-Bus the container may not run: its output
+            # into a file of the bind-mounted directory.
+            cls.machine.run("systemd-run", "--quiet", "-p", "StandardOutput=file:" + SOCKET_INSIDE + "/workload.json",
+                            "--unit", f"trapstat-workload-{os.getpid()}", "--", in_container(binary("RAISE_TRAPS")),
+                            "300", "--only", T["UD"])
+            cls.inner_pid = wait_for(lambda: cls.workload_pid(os.path.join(cls.daemon.dir, "workload.json")),
+                                     what="the workload's output")
         except BaseException:
             cls.tearDownClass()
             raise
+
+    @staticmethod
+    def workload_pid(path):
+        """The pid raise-traps printed (its pid in the container), once it printed its line."""
+        try:
+            with open(path) as f:
+                text = f.read()
+        except FileNotFoundError:
+            return None
+        return json.loads(text)["pid"] if text.endswith("\n") else None
 
     @classmethod
     def tearDownClass(cls):
