@@ -330,9 +330,14 @@ class ContainersCli(unittest.TestCase):
         name in their CONTAINER column and in the title; g on to "by container": one row, both
         processes' traps summed."""
         self.require_container_parameter()
-        t = Tmux(f"trapstat-test-{os.getpid()}-containers",
-                 f"{binary('TRAPSTAT')} --socket {self.daemon.socket} top --window 1h --container {MACHINE}",
-                 env={"TERM": "xterm-256color"})
+        # tmux needs a terminal it can start in: the kernel legs' VMs (the cli-top suite is not run
+        # there) have none.
+        try:
+            t = Tmux(f"trapstat-test-{os.getpid()}-containers",
+                     f"{binary('TRAPSTAT')} --socket {self.daemon.socket} top --window 1h --container {MACHINE}",
+                     env={"TERM": "xterm-256color"})
+        except (subprocess.CalledProcessError, FileNotFoundError) as e:
+            self.skipTest(f"tmux cannot start here: {e}")
         self.addCleanup(t.close)
 
         pids = {str(w["pid"]) for w in self.machine}
