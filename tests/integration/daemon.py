@@ -283,6 +283,29 @@ def make_cgroup(unit):
     return path
 
 
+def ns_pids(pid):
+    """The NSpid line of /proc/PID/status: the pid in each namespace, outermost first."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(x) for x in line.split()[1:]]
+    raise AssertionError(f"no NSpid in /proc/{pid}/status")
+
+
+def find_comm(comm):
+    """The host pid of the one process named comm."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm", "rb") as f:
+                    if f.read().strip() == comm.encode():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found[0] if len(found) == 1 else None
+
+
 def make_cgroups(rel, made):
     """The cgroup at rel ("a.slice/b.scope") below the cgroup2 hierarchy, its parents made as
     needed; each directory made is appended to made (remove them in reverse order). Skips where

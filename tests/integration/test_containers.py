@@ -12,7 +12,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, binary, cgroup2_root, copy_for_users, create_user, exited_history,  # noqa: E402
+from daemon import (T, Daemon, find_comm, ns_pids, binary, cgroup2_root, copy_for_users, create_user, exited_history,  # noqa: E402
                     feature_active, history, make_cgroups, remove_cgroup, remove_user, require_root_and_bpf,
                     require_trap_workloads, skip, ticks_after, trapstat_json, user_name, wait_for)
 from varlink_raw import Connection  # noqa: E402
@@ -72,28 +72,6 @@ p.wait()
 print(json.dumps(out))
 """
 
-
-def ns_pids(pid):
-    """The NSpid line of /proc/PID/status: the pid in each namespace, outermost first."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("NSpid:"):
-                return [int(x) for x in line.split()[1:]]
-    raise AssertionError(f"no NSpid in /proc/{pid}/status")
-
-
-def find_comm(comm):
-    """The host pid of the one process named comm."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm", "rb") as f:
-                    if f.read().strip() == comm.encode():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found[0] if len(found) == 1 else None
 
 
 class Containers(unittest.TestCase):

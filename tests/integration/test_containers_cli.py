@@ -24,7 +24,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, binary, cgroup2_root, feature_active, history, make_cgroups, remove_cgroup, require_root_and_bpf,  # noqa: E402
+from daemon import (T, Daemon, find_comm, ns_pids, binary, cgroup2_root, feature_active, history, make_cgroups, remove_cgroup, require_root_and_bpf,  # noqa: E402
                     require_trap_workloads, skip, wait_for)
 from test_cli_top import Tmux  # noqa: E402
 from varlink_raw import Connection  # noqa: E402
@@ -39,28 +39,6 @@ DOCKER_KEY = "docker:" + DOCKER_ID[:12]
 # #UD raised by each workload: the namespaced one, the machine's two, the docker container's one.
 N_NS, N_MACHINE, N_DOCKER = 30, (7, 11), 5
 
-
-def ns_pids(pid):
-    """The NSpid line of /proc/PID/status: the pid in each namespace, outermost first."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("NSpid:"):
-                return [int(x) for x in line.split()[1:]]
-    raise AssertionError(f"no NSpid in /proc/{pid}/status")
-
-
-def find_comm(comm):
-    """The host pid of the one process named comm."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/comm") as f:
-                    if f.read().strip() == comm:
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found[0] if len(found) == 1 else None
 
 
 def table(text, first_column):
