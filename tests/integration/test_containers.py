@@ -12,9 +12,10 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, find_comm, ns_pids, binary, cgroup2_root, copy_for_users, create_user, exited_history,  # noqa: E402
-                    feature_active, history, make_cgroups, remove_cgroup, remove_user, require_root_and_bpf,
-                    require_trap_workloads, skip, ticks_after, trapstat_json, user_name, wait_for)
+from daemon import (Daemon, T, binary, cgroup2_root, copy_for_users, create_user, exited_history,  # noqa: E402
+                    feature_active, find_comm, history, make_cgroups, ns_pids, remove_cgroup,
+                    remove_user, require_root_and_bpf, require_trap_workloads, skip, ticks_after,
+                    trapstat_json, user_name, wait_for)
 from varlink_raw import Connection  # noqa: E402
 
 USER = user_name("trapstat-ns-test")

@@ -24,8 +24,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (T, Daemon, find_comm, ns_pids, binary, cgroup2_root, feature_active, history, make_cgroups, remove_cgroup, require_root_and_bpf,  # noqa: E402
-                    require_trap_workloads, skip, wait_for)
+from daemon import (T, Daemon, binary, cgroup2_root, feature_active, find_comm, history, make_cgroups,  # noqa: E402
+                    ns_pids, remove_cgroup, require_root_and_bpf, require_trap_workloads, skip, wait_for)
 from test_cli_top import Tmux  # noqa: E402
 from varlink_raw import Connection  # noqa: E402
 
