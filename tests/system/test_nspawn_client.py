@@ -212,8 +212,9 @@ class NspawnClient(unittest.TestCase):
 
     def test_seen_from_inside(self):
         host_pid = self.host_process()["pid"]
-        h = wait_for(lambda: (lambda h: h if h["total"]["traps"] else None)(
-            self.inside("--json", "history", str(self.inner_pid))), what="its history inside")
+        # Once the history shows it exited, its last tick is in it: the count is final.
+        h = wait_for(lambda: (lambda h: h if h["process"]["exited"] else None)(
+            self.inside("--json", "history", str(self.inner_pid))), what="its history inside, exited")
         self.assertEqual((h["process"]["pid"], h["process"]["nsPid"]), (self.inner_pid, self.inner_pid))
         self.assertEqual(h["total"]["traps"], {T["UD"]: 300})
         self.assertEqual(h["process"]["container"]["name"], NAME)
