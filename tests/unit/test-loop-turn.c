@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <event2/event.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -84,7 +86,13 @@ static void test_longest_and_slow(void **state) {
         assert_true(spin->longest_usec >= 20000);
         assert_int_equal(loop_turn_longest_usec(), MAX(spin->longest_usec, site("on_sleep")->longest_usec));
         assert_true(spin->longest.cpu_usec >= 20000);
-        assert_true(spin->longest.cpu_usec <= spin->longest_usec + 100);
+        /* Not more than the turn took, but for the two clocks' drift apart: the thread's CPU
+         * clock and the monotonic one are different clocks, and under qemu's emulated CPU the CPU
+         * time once came out more than 100 us over the turn's 20 ms. */
+        if (spin->longest.cpu_usec > spin->longest_usec + 100)
+                fprintf(stderr, "the spin's CPU time %" PRIu64 " us, its turn %" PRIu64 " us\n", spin->longest.cpu_usec,
+                        spin->longest_usec);
+        assert_true(spin->longest.cpu_usec <= spin->longest_usec + spin->longest_usec / 10 + 1000);
         assert_int_equal(spin->longest.blocked, 0); /* never asleep; preempted maybe */
         event_base_free(base);
 }
