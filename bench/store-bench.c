@@ -1001,7 +1001,7 @@ static int sql_totals(Bench *b, int64_t id, const char *tier, uint64_t from, uin
 
         for (size_t i = 0; i < n_fault_fields; i++) {
                 char *s = NULL;
-                if (asprintf(&s, "%s%sTOTAL(f_%s)", sums ?: "", sums ? ", " : "", fault_fields[i].name) < 0)
+                if (asprintf(&s, "%s%sTOTAL(f_%s)", sums ?: "", sums ? ", " : "", fault_fields[i].column) < 0)
                         return -ENOMEM;
                 free(sums);
                 sums = s;
@@ -1541,7 +1541,7 @@ int main(int argc, char *argv[]) {
         b.columns = NULL;
         for (size_t i = 0; i < n_fault_fields; i++) {
                 char *s = NULL;
-                if (asprintf(&s, "%s%sf_%s", b.columns ?: "", b.columns ? ", " : "", fault_fields[i].name) < 0)
+                if (asprintf(&s, "%s%sf_%s", b.columns ?: "", b.columns ? ", " : "", fault_fields[i].column) < 0)
                         return EXIT_FAILURE;
                 free(b.columns);
                 b.columns = s;

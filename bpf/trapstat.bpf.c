@@ -73,6 +73,9 @@ const volatile __u64 fault_sample_mask = TS_DEFAULT_FAULT_SAMPLE - 1;
  * fault_done()). False when user space does not attach the completion programs; the verifier
  * then removes the entry's part. */
 const volatile bool fault_timing = true;
+/* Major faults by cause: the completion of a major fault looks up its address's VMA (see
+ * major_cause_of_fault()). False when user space does not count them. */
+const volatile bool major_cause = true;
 /* The tick the longest fault is kept for (struct ts_counters max_ns); written by user space. */
 __u64 fault_tick;
 /* log2 of the page size, for the file offset of a mapping (vm_pgoff). */
@@ -630,62 +633,75 @@ static __always_inline __u32 fault_bucket(__u64 ns) {
         return b;
 }
 
-/* The completion of the current thread's fault at address, as the kernel accounts it (minor or
- * major): the time since its entry goes to the process. A completion without an entry of its own
- * (nested faults, a source disabled) is not timed. */
-static __always_inline void fault_done(__u64 address, bool major) {
-        struct fault_start *s = bpf_task_storage_get(&fault_starts, current_task(), NULL, 0);
-        struct ts_counters *c;
-        __u64 d, tick;
-        __u32 i, key;
+static __u32 major_cause_of_fault(__u64 address);
 
-        if (!s || !s->ns || s->address != address)
+/* The completion of the current thread's fault at address, as the kernel accounts it (minor or
+ * major; a major one's cause, TS_MAJOR_CAUSES when not told): the time since its entry goes to the
+ * process, and a major fault's cause is counted. A completion without an entry of its own (nested
+ * faults, a source disabled) is not timed. */
+static __always_inline void fault_done(__u64 address, bool major, __u32 cause) {
+        struct fault_start *s = fault_timing ? bpf_task_storage_get(&fault_starts, current_task(), NULL, 0) : NULL;
+        struct ts_counters *c;
+        __u64 d = 0, tick;
+        __u32 i, key;
+        bool timed = s && s->ns && s->address == address;
+
+        if (timed) {
+                d = bpf_ktime_get_ns() - s->ns;
+                s->ns = 0;
+                /* A sampled fault's time goes to its site too, in the epoch now current: one that
+                 * flipped since the entry has its count in the last epoch and its time in this one. */
+                if (s->sampled) {
+                        s->sampled = 0;
+                        site_add(&s->site, current_task(), 0, d);
+                }
+        } else if (cause >= TS_MAJOR_CAUSES) {
                 return;
-        d = bpf_ktime_get_ns() - s->ns;
-        s->ns = 0;
-        /* A sampled fault's time goes to its site too, in the epoch now current: one that flipped
-         * since the entry has its count in the last epoch and its time in this one. */
-        if (s->sampled) {
-                s->sampled = 0;
-                site_add(&s->site, current_task(), 0, d);
         }
         /* The entry counted the fault, and claimed or created what it counts in (or counted a
          * drop): the completion only adds to what is there. */
         c = existing_counters(&key);
         if (!c)
                 return;
-        if (s->kernel)
-                c->kernel_ns += d;
-        else if (major)
-                c->major_ns += d;
-        else
-                c->minor_ns += d;
-        i = fault_bucket(d);
-        if (i < TS_FAULT_BUCKETS)
-                c->buckets[i]++;
-        tick = fault_tick;
-        i = tick & 1;
-        if (c->max_tick[i] != tick) {
-                c->max_tick[i] = tick;
-                c->max_ns[i] = d;
-        } else if (d > c->max_ns[i]) {
-                c->max_ns[i] = d;
+        if (cause < TS_MAJOR_CAUSES) {
+                c->major_cause[cause]++;
+                c->major_cause_ns[cause] += d;
+        }
+        if (timed) {
+                if (s->kernel)
+                        c->kernel_ns += d;
+                else if (major)
+                        c->major_ns += d;
+                else
+                        c->minor_ns += d;
+                i = fault_bucket(d);
+                if (i < TS_FAULT_BUCKETS)
+                        c->buckets[i]++;
+                tick = fault_tick;
+                i = tick & 1;
+                if (c->max_tick[i] != tick) {
+                        c->max_tick[i] = tick;
+                        c->max_ns[i] = d;
+                } else if (d > c->max_ns[i]) {
+                        c->max_ns[i] = d;
+                }
         }
         slot_counted(c, key);
 }
 
 /* PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ, one event per CPU each: the kernel raises them in
  * mm_account_fault() once a fault completed (not on a retry, not for get_user_pages()), in the
- * faulting thread, with the faulting address. */
+ * faulting thread, with the faulting address. The MIN one is attached for fault time only, the
+ * MAJ one for fault time or major causes. */
 SEC("perf_event")
 int fault_done_minor(struct bpf_perf_event_data *ctx) {
-        fault_done(ctx->addr, false);
+        fault_done(ctx->addr, false, TS_MAJOR_CAUSES);
         return 0;
 }
 
 SEC("perf_event")
 int fault_done_major(struct bpf_perf_event_data *ctx) {
-        fault_done(ctx->addr, true);
+        fault_done(ctx->addr, true, major_cause_of_fault(ctx->addr));
         return 0;
 }
 #else
@@ -870,6 +886,50 @@ static __always_inline void locate(struct task_struct *task, __u64 addr, bool co
         loc->kind = TS_MEM_UNKNOWN;
         loc->offset = code ? addr : 0;
 }
+#endif
+
+/* ---- Major faults by cause ---- */
+
+#ifndef TS_BASE
+#ifndef TS_NO_LOOP
+/* The magic number of tmpfs, whose files back shared memory: memfd, SysV shm, shared anonymous
+ * mappings (shm_mnt) and tmpfs files alike. */
+#define TS_TMPFS_MAGIC 0x01021994
+
+static long major_cause_of_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+        struct file *file = BPF_CORE_READ(vma, vm_file);
+        __u32 *cause = data;
+
+        if (!file)
+                *cause = TS_MAJOR_ANON;
+        else if (BPF_CORE_READ(file, f_inode, i_sb, s_magic) == TS_TMPFS_MAGIC)
+                *cause = TS_MAJOR_SHMEM;
+        else
+                *cause = TS_MAJOR_FILE;
+        return 0;
+}
+
+/* What the major fault at address mapped, by its VMA, looked up at the fault's completion (major
+ * faults are rare: the lookup costs nothing on the counting path). TS_MAJOR_CAUSES when not
+ * counted or when the lookup fails (the mapping's lock contended: counted as a drop). */
+static __noinline __u32 major_cause_of_fault(__u64 address) {
+        struct task_struct *task = current_task();
+        __u32 cause = TS_MAJOR_CAUSES;
+
+        if (!major_cause)
+                return TS_MAJOR_CAUSES;
+        if (bpf_find_vma(task, address, major_cause_of_vma, &cause, 0) < 0) {
+                count_drop(TS_DROP_CAUSE_LOOKUP, task);
+                return TS_MAJOR_CAUSES;
+        }
+        return cause;
+}
+#else
+/* No bpf_find_vma() before Linux 5.17: the cause is not told (the daemon reports it null). */
+static __noinline __u32 major_cause_of_fault(__u64 address) {
+        return TS_MAJOR_CAUSES;
+}
+#endif
 #endif
 
 /* Lowest address a mapping may have by default (vm.mmap_min_addr): below it nothing is mapped,

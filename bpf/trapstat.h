@@ -43,6 +43,15 @@ _Static_assert(sizeof(struct ts_owner) == 8, "struct ts_owner layout is shared w
  * 2^(TS_FAULT_BUCKETS - 2) us up. */
 #define TS_FAULT_BUCKETS 24
 
+/* What a major fault's address mapped: its VMA's file (none: anonymous memory, read back from
+ * swap; a file on tmpfs: shared memory, from swap too; any other file: read from the file). */
+enum ts_major_cause {
+        TS_MAJOR_FILE,
+        TS_MAJOR_ANON,
+        TS_MAJOR_SHMEM,
+        TS_MAJOR_CAUSES, /* also: not told */
+};
+
 struct ts_counters {
         /* In a counting slot: this CPU's copy of the slot's owner (slot_owner), so that the fault
          * path reads one map, not two. Written by BPF when a process first counts on the CPU and
@@ -71,8 +80,12 @@ struct ts_counters {
          * before it reads the tick just ended). */
         __u64 max_ns[2];
         __u64 max_tick[2];
+        /* Major faults by what the faulting address mapped (enum ts_major_cause), counted at their
+         * completion (PAGE_FAULTS_MAJ); with fault time, the time of those timed. Monotonic. */
+        __u64 major_cause[TS_MAJOR_CAUSES];
+        __u64 major_cause_ns[TS_MAJOR_CAUSES];
 };
-_Static_assert(sizeof(struct ts_counters) == 56 + 8 * (3 + TS_FAULT_BUCKETS + 4),
+_Static_assert(sizeof(struct ts_counters) == 56 + 8 * (3 + TS_FAULT_BUCKETS + 4 + 2 * TS_MAJOR_CAUSES),
                "struct ts_counters layout is shared with BPF");
 
 /* A process's pid in one pid namespace: the namespace (the inode number /proc/PID/ns/pid shows)
@@ -396,6 +409,7 @@ enum ts_drop {
         TS_DROP_SITE_USER_QUOTA = 7, /* the same, its user (not root, not group trapstat) had its share */
         TS_DROP_SITE_RESERVE = 8,    /* the same, only the reserve of root and group trapstat was left */
         TS_DROP_VMA_LOOKUP = 9, /* a VMA lookup failed (-EBUSY: another program held it): the site keeps the address */
+        TS_DROP_CAUSE_LOOKUP = 10, /* a major fault's VMA lookup failed: counted, its cause not told */
         TS_DROP_MAX,
 };
 

@@ -35,9 +35,55 @@ const char *format_count(uint64_t n, char buf[static 16]) {
 }
 
 const char *format_fault(const Faults *f, const FaultField *field, char buf[static 16]) {
-        if (f->access_unknown && fault_field_is_access(field))
+        if (!faults_field_known(f, field, FAULTS_KNOWN_ALL))
                 return "-";
         return format_count(faults_get(f, field), buf);
+}
+
+/* Left to right: MAJOR, then its causes, each a part of it; then the access kinds. A count takes
+ * at most 5 characters ("999", "1.23k", "123M"): 7 a column with the blank before it. */
+const FaultColumn fault_columns[] = {
+        { "user", "USER" },       { "kernel", "KERNEL" },     { "minor", "MINOR" },
+        { "major", "MAJOR" },     { "majorFile", "FILE" },    { "majorAnon", "ANON" },
+        { "majorShmem", "SHMEM" }, { "read", "READ" },        { "write", "WRITE" },
+        { "exec", "EXEC" },       { "protection", "PROT" },
+};
+const size_t n_fault_columns = ELEMENTSOF(fault_columns);
+
+const FaultField *fault_column_field(size_t i) {
+        return i < n_fault_columns ? fault_field_by_name(fault_columns[i].name) : NULL;
+}
+
+/* Whether fault_columns[i] is among parts (a member of no part always is). */
+static bool fault_column_in(size_t i, FaultsKnown parts) {
+        const FaultField *field = fault_column_field(i);
+
+        return field && (!field->part || (field->part & parts));
+}
+
+const char *format_faults_header(FaultsKnown parts, char buf[static FAULT_COLUMNS_SIZE]) {
+        size_t used = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < n_fault_columns && used < FAULT_COLUMNS_SIZE; i++)
+                if (fault_column_in(i, parts))
+                        used += (size_t) snprintf(buf + used, FAULT_COLUMNS_SIZE - used, " %6s",
+                                                  fault_columns[i].title);
+        return buf;
+}
+
+const char *format_faults_cells(const Faults *f, FaultsKnown parts, char buf[static FAULT_COLUMNS_SIZE]) {
+        size_t used = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < n_fault_columns && used < FAULT_COLUMNS_SIZE; i++) {
+                char cell[16];
+
+                if (fault_column_in(i, parts))
+                        used += (size_t) snprintf(buf + used, FAULT_COLUMNS_SIZE - used, " %6s",
+                                                  format_fault(f, fault_column_field(i), cell));
+        }
+        return buf;
 }
 
 const char *format_rate(double per_sec, char buf[static 16]) {
@@ -439,4 +485,77 @@ int format_container_key(const char *runtime, const char *id, const char *name, 
                 return -ENOMEM;
         *ret = key;
         return 0;
+}
+
+uint64_t map_total(json_t *map) {
+        const char *key;
+        uint64_t n = 0;
+        json_t *v;
+
+        json_object_foreach (map, key, v)
+                if (json_is_integer(v) && json_integer_value(v) > 0)
+                        n += (uint64_t) json_integer_value(v);
+        return n;
+}
+
+const char **map_keys(json_t *map, size_t *ret_n) {
+        size_t n = json_object_size(map), k = 0;
+        const char **keys, *key;
+        json_t *v;
+
+        *ret_n = 0;
+        if (n == 0 || !(keys = calloc(n, sizeof(*keys))))
+                return NULL;
+        json_object_foreach (map, key, v)
+                keys[k++] = key;
+        *ret_n = k;
+        return keys;
+}
+
+const char **map_keys_by_count(json_t *map, size_t *ret_n) {
+        size_t k;
+        const char **keys = map_keys(map, &k);
+
+        *ret_n = k;
+        /* Insertion sort: maps hold a few dozen keys at most. */
+        for (size_t i = 1; i < k; i++)
+                for (size_t j = i; j > 0; j--) {
+                        json_int_t a = json_integer_value(json_object_get(map, keys[j - 1]));
+                        json_int_t b = json_integer_value(json_object_get(map, keys[j]));
+
+                        if (a > b || (a == b && strcmp(keys[j - 1], keys[j]) <= 0))
+                                break;
+                        const char *t = keys[j];
+                        keys[j] = keys[j - 1];
+                        keys[j - 1] = t;
+                }
+        return keys;
+}
+
+void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size) {
+        _cleanup_free_ const char **keys = NULL;
+        size_t n, used = 0;
+
+        buf[0] = '\0';
+        keys = map_keys_by_count(map, &n);
+        for (size_t i = 0; i < n && i < max; i++) {
+                json_int_t v = json_integer_value(json_object_get(map, keys[i]));
+                char num[16];
+                int l;
+
+                if (v <= 0)
+                        break;
+                if (per == 1.0)
+                        format_count((uint64_t) v, num);
+                else
+                        format_rate((double) v / per, num);
+                l = snprintf(buf + used, size - used, "%s%s:%s", used ? " " : "", keys[i], num);
+                if (l < 0 || (size_t) l >= size - used) {
+                        buf[used] = '\0';
+                        break;
+                }
+                used += (size_t) l;
+        }
+        if (!buf[0])
+                snprintf(buf, size, "-");
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Pure formatting helpers of the trapstat client: human units, times, sparklines, CSV.
+/* Pure formatting helpers of the trapstat client: human units, times, sparklines, CSV, the
+ * columns of Faults, maps of counts.
  * Unit-tested in tests/unit/test-format-util.c. */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,9 +15,27 @@
 
 /* 1234 -> "1.23k", 5 -> "5"; buf must hold 16 bytes. */
 const char *format_count(uint64_t n, char buf[static 16]);
-/* A Faults member as format_count() has it; "-" for an access member the daemon did not count
- * (Faults.access_unknown). */
+/* A Faults member as format_count() has it; "-" for a member the daemon did not count (its part
+ * in Faults.unknown). */
 const char *format_fault(const Faults *f, const FaultField *field, char buf[static 16]);
+/* The Faults members as the count tables (history, top -b) show them, left to right: MAJOR, then
+ * its causes (each a part of it), then the access kinds. Every member once; a title fits the 6
+ * characters of a count. */
+typedef struct FaultColumn {
+        const char *name;  /* the FaultField's */
+        const char *title; /* "USER", "FILE", ... */
+} FaultColumn;
+extern const FaultColumn fault_columns[];
+extern const size_t n_fault_columns;
+/* The FaultField of fault_columns[i]. */
+const FaultField *fault_column_field(size_t i);
+/* The titles of fault_columns, each right-aligned in 7 columns: "   USER KERNEL  MINOR ..."; the
+ * cells of f under them, format_fault() of each. Only the members of parts, and those of no part:
+ * FAULTS_KNOWN_ALL for every member, FAULTS_KNOWN_ACCESS for all but the major causes. buf holds
+ * FAULT_COLUMNS_SIZE bytes. */
+#define FAULT_COLUMNS_SIZE 128
+const char *format_faults_header(FaultsKnown parts, char buf[static FAULT_COLUMNS_SIZE]);
+const char *format_faults_cells(const Faults *f, FaultsKnown parts, char buf[static FAULT_COLUMNS_SIZE]);
 /* A rate per second: 0 -> "0", 0.25 -> "0.2", 12.4 -> "12", 1234.5 -> "1.23k"; buf 16 bytes. */
 const char *format_rate(double per_sec, char buf[static 16]);
 /* A share of time, as top shows %CPU: 0.123 (seconds per second) -> "12.3"; 0 -> "0", a share
@@ -95,3 +115,15 @@ int format_container_key(const char *runtime, const char *id, const char *name, 
 bool locale_is_utf8(void);
 /* User name of uid, or the number; buf 32 bytes. */
 const char *format_user(uint64_t uid, char buf[static 32]);
+
+/* Sum of a JSON map of non-negative counts (other values count 0). */
+uint64_t map_total(json_t *map);
+/* The keys of a map, borrowed, in a malloc'd array (NULL when empty or on allocation failure). */
+const char **map_keys(json_t *map, size_t *ret_n);
+/* Keys of a map of counts, largest count first, ties by name; a malloc'd array of n borrowed
+ * keys (NULL when empty or on allocation failure). */
+const char **map_keys_by_count(json_t *map, size_t *ret_n);
+/* The busiest entries of a JSON map of counts, most first, as "UD:1.00k GP:12" (at most max of
+ * them; "-" for none); counts divided by per (1 for plain counts, seconds for rates). Writes at
+ * most size bytes to buf. */
+void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size);

@@ -2,6 +2,7 @@
 #include "output.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -81,95 +82,16 @@ static void print_process_csv_columns(FILE *f, const OutputStyle *style, json_t 
         csv_integer(f, container, "user");
 }
 
-/* Counts take at most 5 characters ("999", "1.23k", "123M"): 7 per column keeps history in 80. */
-static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
-
-static void print_faults(FILE *f, json_t *counters) {
+/* The cells of the Faults members of parts (format_faults_cells(): "-" where not counted). */
+static void print_faults(FILE *f, json_t *counters, FaultsKnown parts) {
+        char buf[FAULT_COLUMNS_SIZE];
         Faults faults;
-        char buf[16];
 
         if (faults_from_json(json_object_get(counters, "faults"), &faults) < 0) {
                 fputs(" (malformed counters)", f);
                 return;
         }
-        for (size_t i = 0; i < n_fault_fields; i++)
-                fprintf(f, " %6s", format_fault(&faults, &fault_fields[i], buf));
-}
-
-uint64_t map_total(json_t *map) {
-        const char *key;
-        uint64_t n = 0;
-        json_t *v;
-
-        json_object_foreach (map, key, v)
-                if (json_is_integer(v) && json_integer_value(v) > 0)
-                        n += (uint64_t) json_integer_value(v);
-        return n;
-}
-
-/* The keys of a map, borrowed, in a malloc'd array (NULL when empty or on allocation failure). */
-static const char **map_keys(json_t *map, size_t *ret_n) {
-        size_t n = json_object_size(map), k = 0;
-        const char **keys, *key;
-        json_t *v;
-
-        *ret_n = 0;
-        if (n == 0 || !(keys = calloc(n, sizeof(*keys))))
-                return NULL;
-        json_object_foreach (map, key, v)
-                keys[k++] = key;
-        *ret_n = k;
-        return keys;
-}
-
-/* Keys of a map of counts, largest count first, ties by name; a malloc'd array of n borrowed
- * keys (NULL when empty or on allocation failure). */
-static const char **keys_by_count(json_t *map, size_t *ret_n) {
-        size_t k;
-        const char **keys = map_keys(map, &k);
-
-        *ret_n = k;
-        /* Insertion sort: maps hold a few dozen keys at most. */
-        for (size_t i = 1; i < k; i++)
-                for (size_t j = i; j > 0; j--) {
-                        json_int_t a = json_integer_value(json_object_get(map, keys[j - 1]));
-                        json_int_t b = json_integer_value(json_object_get(map, keys[j]));
-
-                        if (a > b || (a == b && strcmp(keys[j - 1], keys[j]) <= 0))
-                                break;
-                        const char *t = keys[j];
-                        keys[j] = keys[j - 1];
-                        keys[j - 1] = t;
-                }
-        return keys;
-}
-
-void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size) {
-        _cleanup_free_ const char **keys = NULL;
-        size_t n, used = 0;
-
-        buf[0] = '\0';
-        keys = keys_by_count(map, &n);
-        for (size_t i = 0; i < n && i < max; i++) {
-                json_int_t v = json_integer_value(json_object_get(map, keys[i]));
-                char num[16];
-                int l;
-
-                if (v <= 0)
-                        break;
-                if (per == 1.0)
-                        format_count((uint64_t) v, num);
-                else
-                        format_rate((double) v / per, num);
-                l = snprintf(buf + used, size - used, "%s%s:%s", used ? " " : "", keys[i], num);
-                if (l < 0 || (size_t) l >= size - used) {
-                        buf[used] = '\0';
-                        break;
-                }
-                used += (size_t) l;
-        }
-        if (!buf[0])
-                snprintf(buf, size, "-");
+        fputs(format_faults_cells(&faults, parts, buf), f);
 }
 
 /* text right-aligned in width terminal columns ("µ" is one column, two bytes), into buf. */
@@ -226,12 +148,14 @@ static void process_cells(const OutputStyle *style, const TopLayout *layout, jso
 
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows) {
         TopLayout layout = array_layout(style, rows, "process", max_rows);
+        char header[FAULT_COLUMNS_SIZE];
         size_t i;
         json_t *row;
 
         fprintf(f, "%s    PID%s COMM           %s    FTIME  TRAPS  VECTORS          %-*s%sUNIT%s\n", on(style, BOLD),
-                layout.ns_pid ? "   NSPID" : "", faults_header, (int) layout.container_width,
-                layout.container_width ? "CONTAINER" : "", layout.container_width ? " " : "", off(style));
+                layout.ns_pid ? "   NSPID" : "", format_faults_header(FAULTS_KNOWN_ALL, header),
+                (int) layout.container_width, layout.container_width ? "CONTAINER" : "",
+                layout.container_width ? " " : "", off(style));
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
                 json_t *traps = json_object_get(json_object_get(row, "counters"), "traps");
@@ -245,7 +169,7 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
                 unit = untrusted_cell(style, string_member(p, "unit", "-"), 0, SIZE_MAX);
                 process_cells(style, &layout, p, ns_pid, &container);
                 fprintf(f, "%7" JSON_INTEGER_FORMAT "%s %s", int_member(p, "pid"), ns_pid, comm ?: "?");
-                print_faults(f, json_object_get(row, "counters"));
+                print_faults(f, json_object_get(row, "counters"), FAULTS_KNOWN_ALL);
                 /* The time the process spent waiting on faults in the window. */
                 time = counters_fault_time(json_object_get(row, "counters"));
                 fput_right(f, fault_time_count(&time) ? format_ns(fault_time_total_ns(&time), style->utf8, ftime) : "-", 9);
@@ -573,8 +497,6 @@ void print_sites_csv(FILE *f, const OutputStyle *style, json_t *process, const S
         }
 }
 
-/* What history prints after its header, of a History or a UnitHistory reply: one line per
- * sample, the totals, a sparkline per non-zero counter, the traps by vector and by signal. */
 /* One line of the fault time table: faults timed, time spent, its share of the interval (as
  * %CPU), the buckets of p50 and p99, the longest fault. */
 static void print_fault_time_line(FILE *f, const OutputStyle *style, const char *label, json_t *counters,
@@ -618,6 +540,92 @@ static void print_fault_time_table(FILE *f, const OutputStyle *style, json_t *sa
         fprintf(f, "%s\n", off(style));
 }
 
+/* The times of major faults by cause in a FaultTime: columns of the major causes' table, and of
+ * the CSV, in the order of Faults' causes. */
+static const struct {
+        const char *title, *csv;
+        size_t offset;
+} cause_times[] = {
+        { "FILE-TIME", "majorNsByCause.file", offsetof(FaultTime, major_file_ns) },
+        { "ANON-TIME", "majorNsByCause.anon", offsetof(FaultTime, major_anon_ns) },
+        { "SHMEM-TIME", "majorNsByCause.shmem", offsetof(FaultTime, major_shmem_ns) },
+};
+
+static uint64_t cause_time(const FaultTime *t, size_t i) {
+        return *(const uint64_t *) ((const char *) t + cause_times[i].offset);
+}
+
+/* The Faults of a Counters object, zeros when malformed (a line of its own says so). */
+static Faults counters_faults(json_t *counters) {
+        Faults faults = {};
+
+        (void) faults_from_json(json_object_get(counters, "faults"), &faults);
+        return faults;
+}
+
+/* Whether fault_columns[i] is a cause of major faults. */
+static bool column_is_cause(size_t i) {
+        const FaultField *field = fault_column_field(i);
+
+        return field && field->part == FAULTS_KNOWN_MAJOR_CAUSE;
+}
+
+/* One line of the major causes' table: MAJOR, FILE, ANON, SHMEM ("-" where the causes were not
+ * counted), with times the time of those timed ("-" likewise). */
+static void print_major_cause_line(FILE *f, const OutputStyle *style, const char *label, json_t *counters, bool times) {
+        Faults faults = counters_faults(counters);
+        FaultTime t = counters_fault_time(counters);
+        bool known = !(faults.unknown & FAULTS_KNOWN_MAJOR_CAUSE);
+        char buf[16];
+
+        fprintf(f, "%-14s %6s", label, format_count(faults.major, buf));
+        for (size_t i = 0; i < n_fault_columns; i++)
+                if (column_is_cause(i))
+                        fprintf(f, " %6s", format_fault(&faults, fault_column_field(i), buf));
+        for (size_t i = 0; times && i < ELEMENTSOF(cause_times); i++)
+                fput_right(f, known ? format_ns(cause_time(&t, i), style->utf8, buf) : "-", 11);
+}
+
+/* Major faults by cause per sample, where the daemon counted them and there were any: MAJOR beside
+ * them (which they can sum to less than), and where faults were timed the time of those timed.
+ * A table of its own, so that the counts fit 80 columns. Where there were major faults and their
+ * causes were not counted, a line says so. */
+static void print_major_cause_table(FILE *f, const OutputStyle *style, json_t *samples, json_t *total, uint64_t step) {
+        Faults all = counters_faults(total);
+        FaultTime all_time = counters_fault_time(total);
+        bool times = false;
+        json_t *sample;
+        char width[32];
+        size_t i;
+
+        if (all.major == 0)
+                return;
+        if (all.unknown & FAULTS_KNOWN_MAJOR_CAUSE) {
+                fprintf(f, "\nmajor faults by cause: not counted (trapstat status says why)\n");
+                return;
+        }
+        for (i = 0; i < ELEMENTSOF(cause_times); i++)
+                times = times || cause_time(&all_time, i) > 0;
+        fprintf(f, "\nmajor faults by cause per %s%s:\n%s%-14s %6s", format_duration_usec(step, width),
+                times ? ", and the time of those timed" : "", on(style, BOLD), "TIME", "MAJOR");
+        for (i = 0; i < n_fault_columns; i++)
+                if (column_is_cause(i))
+                        fprintf(f, " %6s", fault_columns[i].title);
+        for (i = 0; times && i < ELEMENTSOF(cause_times); i++)
+                fprintf(f, " %10s", cause_times[i].title);
+        fprintf(f, "%s\n", off(style));
+        json_array_foreach (samples, i, sample) {
+                char t[32];
+
+                print_major_cause_line(f, style, format_time_usec_short((uint64_t) int_member(sample, "timeUsec"), t),
+                                       json_object_get(sample, "counters"), times);
+                fputc('\n', f);
+        }
+        fputs(on(style, BOLD), f);
+        print_major_cause_line(f, style, "total", total, times);
+        fprintf(f, "%s\n", off(style));
+}
+
 /* The distribution of fault times as bars, from the first bucket with faults to the last, the
  * buckets of p50, p99 and the longest fault marked. */
 static void print_fault_histogram(FILE *f, const OutputStyle *style, json_t *total) {
@@ -654,82 +662,88 @@ static void print_fault_histogram(FILE *f, const OutputStyle *style, json_t *tot
         }
 }
 
+/* A sparkline per non-zero counter over the whole span of the samples (at least one): the
+ * Faults members in the tables' order, then the trap vectors, most first. */
+static void print_sparklines(FILE *f, const OutputStyle *style, json_t *samples, json_t *total, uint64_t step) {
+        uint64_t t0 = (uint64_t) int_member(json_array_get(samples, 0), "timeUsec");
+        uint64_t t1 = (uint64_t) int_member(json_array_get(samples, json_array_size(samples) - 1), "timeUsec");
+        _cleanup_free_ const char **keys = NULL;
+        size_t n_steps, n_keys;
+        Faults faults = counters_faults(total);
+        char a[32], b[32], width[32], label[48];
+
+        /* Bound the work for absurd spans: at most 100000 steps. */
+        while ((t1 - t0) / step >= 100000)
+                step *= 10;
+        n_steps = (size_t) ((t1 - t0) / step) + 1;
+        fprintf(f, "\n%s to %s, one character per %s or more:\n", format_time_usec(t0, a),
+                format_time_usec(t1 + step, b), format_duration_usec(step, width));
+        for (size_t i = 0; i < n_fault_columns; i++) {
+                const FaultField *field = fault_column_field(i);
+
+                /* Named as JSON and CSV name it: "user", "majorByCause.file". */
+                if (field && faults_get(&faults, field) > 0)
+                        print_sparkline(f, style, field->csv, samples, t0, step, n_steps, get_fault, field);
+        }
+        keys = map_keys_by_count(json_object_get(total, "traps"), &n_keys);
+        for (size_t i = 0; i < n_keys; i++)
+                print_sparkline(f, style, vector_label(keys[i], label), samples, t0, step, n_steps, get_trap, keys[i]);
+}
+
+/* Traps by vector with their names, then by signal and si_code. */
+static void print_trap_lists(FILE *f, const OutputStyle *style, json_t *total) {
+        _cleanup_free_ const char **keys = NULL, **codes = NULL;
+        json_t *traps = json_object_get(total, "traps"), *signal_codes = json_object_get(total, "signalCodes");
+        char label[48];
+        size_t n;
+
+        if (json_object_size(traps) == 0)
+                return;
+        fprintf(f, "\n%straps%s\n", on(style, BOLD), off(style));
+        keys = map_keys_by_count(traps, &n);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", vector_label(keys[i], label),
+                        json_integer_value(json_object_get(traps, keys[i])));
+        fprintf(f, "%ssignals%s\n", on(style, BOLD), off(style));
+        codes = map_keys_by_count(signal_codes, &n);
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", codes[i],
+                        json_integer_value(json_object_get(signal_codes, codes[i])));
+}
+
+/* What history prints after its header, of a History, UnitHistory or ContainerHistory reply: one
+ * line per sample, the totals, the fault time, a sparkline per non-zero counter, the traps by
+ * vector and by signal. */
 static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step, bool histogram) {
         json_t *samples = json_object_get(reply, "samples"), *sample, *total = json_object_get(reply, "total");
-        size_t i, n_samples = json_array_size(samples);
-        char width[32];
+        char width[32], header[FAULT_COLUMNS_SIZE], buf[16];
+        size_t i;
 
         if (step == 0)
                 step = samples_step(samples);
         fprintf(f, "\ncounts per %s:\n%sTIME          %s  TRAPS%s\n", format_duration_usec(step, width), on(style, BOLD),
-                faults_header, off(style));
+                format_faults_header(FAULTS_KNOWN_ACCESS, header), off(style));
         json_array_foreach (samples, i, sample) {
                 json_t *counters = json_object_get(sample, "counters");
-                char t[32], buf[16];
+                char t[32];
 
                 fprintf(f, "%-14s", format_time_usec_short((uint64_t) int_member(sample, "timeUsec"), t));
-                print_faults(f, counters);
+                print_faults(f, counters, FAULTS_KNOWN_ACCESS);
                 fprintf(f, " %6s\n", format_count(map_total(json_object_get(counters, "traps")), buf));
         }
-        if (n_samples == 0)
+        if (json_array_size(samples) == 0)
                 fprintf(f, "(no samples in this window)\n");
-        {
-                char buf[16];
+        fprintf(f, "%s%-14s", on(style, BOLD), "total");
+        print_faults(f, total, FAULTS_KNOWN_ACCESS);
+        fprintf(f, " %6s%s\n", format_count(map_total(json_object_get(total, "traps")), buf), off(style));
 
-                fprintf(f, "%s%-14s", on(style, BOLD), "total");
-                print_faults(f, total);
-                fprintf(f, " %6s%s\n", format_count(map_total(json_object_get(total, "traps")), buf), off(style));
-        }
+        print_major_cause_table(f, style, samples, total, step);
         print_fault_time_table(f, style, samples, total, step);
         if (histogram)
                 print_fault_histogram(f, style, total);
-
-        /* A sparkline per non-zero counter over the whole span of the samples. */
-        if (n_samples > 0) {
-                uint64_t t0 = (uint64_t) int_member(json_array_get(samples, 0), "timeUsec");
-                uint64_t t1 = (uint64_t) int_member(json_array_get(samples, n_samples - 1), "timeUsec");
-                json_t *traps = json_object_get(total, "traps");
-                _cleanup_free_ const char **keys = NULL;
-                size_t n_steps, n_keys;
-                Faults faults = {};
-                char a[32], b[32], label[48];
-
-                /* Bound the work for absurd spans: at most 100000 steps. */
-                while ((t1 - t0) / step >= 100000)
-                        step *= 10;
-                n_steps = (size_t) ((t1 - t0) / step) + 1;
-                fprintf(f, "\n%s to %s, one character per %s or more:\n", format_time_usec(t0, a),
-                        format_time_usec(t1 + step, b), format_duration_usec(step, width));
-                (void) faults_from_json(json_object_get(total, "faults"), &faults);
-                for (i = 0; i < n_fault_fields; i++)
-                        if (faults_get(&faults, &fault_fields[i]) > 0)
-                                print_sparkline(f, style, fault_fields[i].name, samples, t0, step, n_steps, get_fault,
-                                                &fault_fields[i]);
-                keys = keys_by_count(traps, &n_keys);
-                for (i = 0; i < n_keys; i++)
-                        print_sparkline(f, style, vector_label(keys[i], label), samples, t0, step, n_steps, get_trap,
-                                        keys[i]);
-        }
-
-        /* Traps by vector with their names, then by signal and si_code. */
-        if (json_object_size(json_object_get(total, "traps")) > 0) {
-                _cleanup_free_ const char **keys = NULL, **codes = NULL;
-                json_t *signal_codes = json_object_get(total, "signalCodes");
-                size_t n;
-                char label[48];
-
-                fprintf(f, "\n%straps%s\n", on(style, BOLD), off(style));
-                keys = keys_by_count(json_object_get(total, "traps"), &n);
-                for (i = 0; i < n; i++)
-                        fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", vector_label(keys[i], label),
-                                json_integer_value(json_object_get(json_object_get(total, "traps"), keys[i])));
-                fprintf(f, "%ssignals%s\n", on(style, BOLD), off(style));
-                codes = keys_by_count(signal_codes, &n);
-                for (i = 0; i < n; i++)
-                        fprintf(f, "  %-33s %" JSON_INTEGER_FORMAT "\n", codes[i],
-                                json_integer_value(json_object_get(signal_codes, codes[i])));
-        }
-
+        if (json_array_size(samples) > 0)
+                print_sparklines(f, style, samples, total, step);
+        print_trap_lists(f, style, total);
 }
 
 /* A container as history names it: its key, then what the IDL says of it, escaped:
@@ -840,6 +854,21 @@ static const char **sorted_keys(json_t *map, size_t *ret_n) {
         return keys;
 }
 
+/* The fault time columns of a sample: minorNs, majorNs, kernelNs, maxNs, faultsTimed and the
+ * major faults' time by cause, empty where the causes were not counted (as their counts are). */
+static void print_fault_time_csv(FILE *f, json_t *counters) {
+        FaultTime t = counters_fault_time(counters);
+        bool causes = !(counters_faults(counters).unknown & FAULTS_KNOWN_MAJOR_CAUSE);
+
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, t.minor_ns, t.major_ns, t.kernel_ns,
+                t.max_ns, fault_time_count(&t));
+        for (size_t i = 0; i < ELEMENTSOF(cause_times); i++)
+                if (causes)
+                        fprintf(f, ",%" PRIu64, cause_time(&t, i));
+                else
+                        fputc(',', f);
+}
+
 void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
         json_t *total = json_object_get(reply, "total"), *samples = json_object_get(reply, "samples"), *sample;
         json_t *p = json_object_get(reply, "process");
@@ -854,8 +883,10 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
          * units' or the containers'. */
         fputs(p ? "pid,startTime," PROCESS_CSV_COLUMNS ",timeUsec,time" : "timeUsec,time", f);
         for (i = 0; i < n_fault_fields; i++)
-                fprintf(f, ",%s", fault_fields[i].name);
+                fprintf(f, ",%s", fault_fields[i].csv);
         fputs(",traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed", f);
+        for (i = 0; i < ELEMENTSOF(cause_times); i++)
+                fprintf(f, ",%s", cause_times[i].csv);
         for (i = 0; i < n_traps; i++) {
                 fputs(",traps.", f);
                 csv_text(f, style, traps[i]);
@@ -880,19 +911,14 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
                 }
                 fprintf(f, "%" JSON_INTEGER_FORMAT ",%s", int_member(sample, "timeUsec"),
                         format_time_iso8601((uint64_t) int_member(sample, "timeUsec"), t));
-                /* An access member not counted is an empty field, not 0. */
+                /* A member not counted is an empty field, not 0. */
                 for (size_t k = 0; k < n_fault_fields; k++)
-                        if (faults.access_unknown && fault_field_is_access(&fault_fields[k]))
+                        if (!faults_field_known(&faults, &fault_fields[k], FAULTS_KNOWN_ALL))
                                 fputc(',', f);
                         else
                                 fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));
                 fprintf(f, ",%" PRIu64, map_total(json_object_get(counters, "traps")));
-                {
-                        FaultTime ft = counters_fault_time(counters);
-
-                        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, ft.minor_ns, ft.major_ns,
-                                ft.kernel_ns, ft.max_ns, fault_time_count(&ft));
-                }
+                print_fault_time_csv(f, counters);
                 for (size_t k = 0; k < n_traps; k++)
                         fprintf(f, ",%" JSON_INTEGER_FORMAT, int_member(json_object_get(counters, "traps"), traps[k]));
                 for (size_t k = 0; k < n_signals; k++)
@@ -1008,12 +1034,12 @@ void print_traps(FILE *f, const OutputStyle *style, json_t *reply, uint64_t wind
                 return;
         }
         fprintf(f, "\n%sVECTOR                               COUNT%s\n", on(style, BOLD), off(style));
-        vectors = keys_by_count(traps, &n);
+        vectors = map_keys_by_count(traps, &n);
         for (i = 0; i < n; i++)
                 fprintf(f, "%-33s %8s\n", vector_label(vectors[i], label),
                         format_count((uint64_t) int_member(traps, vectors[i]), buf));
         fprintf(f, "\n%sSIGNAL/CODE                          COUNT%s\n", on(style, BOLD), off(style));
-        code_keys = keys_by_count(codes, &n);
+        code_keys = map_keys_by_count(codes, &n);
         for (i = 0; i < n; i++)
                 fprintf(f, "%-33s %8s\n", code_keys[i], format_count((uint64_t) int_member(codes, code_keys[i]), buf));
 }

@@ -20,16 +20,12 @@ typedef struct OutputStyle {
         unsigned columns;
 } OutputStyle;
 
-/* Top rows (counts over a window): PID [NSPID] COMM USER KERNEL MINOR MAJOR READ WRITE EXEC PROT
- * FTIME (time spent in faults) TRAPS VECTORS [CONTAINER] UNIT, NSPID and CONTAINER where a row
- * needs them (top-table.h's TopLayout). At most max_rows rows, all when negative. */
+/* Top rows (counts over a window): PID [NSPID] COMM, every Faults member (fault_columns: USER
+ * KERNEL MINOR MAJOR FILE ANON SHMEM READ WRITE EXEC PROT), FTIME (time spent in faults), TRAPS
+ * VECTORS [CONTAINER] UNIT, NSPID and CONTAINER where a row needs them (top-table.h's TopLayout).
+ * At most max_rows rows, all when negative. */
 void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows);
 
-/* The busiest entries of a JSON map of counts, most first, as "UD:1.00k GP:12"; counts divided
- * by per (1 for plain counts, seconds for rates). Writes at most size bytes to buf. */
-void format_busiest(json_t *map, size_t max, double per, char *buf, size_t size);
-/* Sum of a JSON map of non-negative counts. */
-uint64_t map_total(json_t *map);
 
 /* History: a process header, the incarnations of its pid when there are several (processes is
  * the ListProcesses reply's array, or NULL), the samples, the totals and a sparkline per

@@ -2,13 +2,15 @@
 #pragma once
 
 /* What trapstat top's two views share (top-common.c): the options (top.c parses them), what the
- * batch mode and the stream (top.c) and the live view (top-live.c) both print and call. */
+ * batch mode and the stream (top.c) and the live view (top-live.c) both call; what they both
+ * print is top-format.h's. */
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "counters.h"
 #include "filter.h"
+#include "top-format.h"
 #include "top-table.h"
 #include "trapstat-methods.h"
 
@@ -27,28 +29,6 @@ typedef struct TopOptions {
         uint64_t reconnect_timeout_usec; /* 0: exit when the daemon goes away; RECONNECT_NEVER */
 } TopOptions;
 
-/* The rate columns, in screen order, for the < and > keys and the header. */
-typedef struct TopColumn {
-        const char *sort;  /* Watch/Top sortBy */
-        const char *title; /* column header */
-        int key;           /* letter selecting it */
-} TopColumn;
-
-extern const TopColumn top_columns[5];
-int top_column_of(const SortKey *sort);
-
-/* The header of the rate table (per process, or per group of g), with the columns of layout
- * (top_rows_layout() of the rows under it); the sorted column marked with a '*' when marks is
- * set (no colors). *ret_sorted_x: where the sorted column starts, -1 if none is shown. */
-void top_format_header(char *buf, size_t size, const SortKey *sort, TopGroup g, const TopLayout *layout, bool marks,
-                       int *ret_sorted_x);
-/* One row: rates of the last refresh over interval_usec, totals, vectors (totals), container
- * (as layout says) and unit, or the group key; untrusted text escaped (for a terminal that reads
- * UTF-8 when utf8). state is the S column. malloc'd in *ret. */
-int top_format_row(const TopRow *r, TopGroup g, const TopLayout *layout, uint64_t interval_usec, char state, bool utf8,
-                   char **ret);
-/* The "all:" line of a table: rates of the last refresh over every process of the view. */
-void top_format_summary(char *buf, size_t size, const TopTable *t);
 /* Starts a Watch stream on c quietly (its errors come with the first read): 0 or a negative
  * errno. */
 int top_watch_start(TrapstatClient *c, const SortKey *sort, const ProcessFilter *filter, unsigned limit);

@@ -62,6 +62,7 @@ typedef struct Live {
         char message[256]; /* shown on the status line until message_until */
         uint64_t message_until;
         bool paused, help, color, utf8;
+        TopLayout layout; /* of the rows last drawn: the columns < and > move over */
         Prompt prompt;
         long long refreshes;
 } Live;
@@ -148,7 +149,7 @@ static char row_state(const Live *l, const TopRow *r) {
 }
 
 static const char *live_keys_line =
-        "q quit  p pause  < > sort  u k m t w sort by  g group  P U N C filter  = clear  h help";
+        "q quit  p pause  < > sort  u k m f a s t w sort by  g group  P U N C filter  = clear  h help";
 
 static const char *const live_help[] = {
         "trapstat top: keys",
@@ -157,6 +158,7 @@ static const char *const live_help[] = {
         "  p, space      pause and resume the screen (counting goes on)",
         "  < >           move the sort column left, right",
         "  u k m t w     sort by user, kernel, major faults, traps, fault time (then by total)",
+        "  f a s         sort by major faults of a file, of anonymous memory, of shared memory",
         "  g             group rows: per process, by unit, by comm, by user, by container",
         "  P             show only these pids (e.g. 123,456; empty: all)",
         "  U             show only this user (name or uid; empty: all)",
@@ -168,6 +170,8 @@ static const char *const live_help[] = {
         "Columns: rates over the last refresh (per second), then totals since the view started",
         "(the --window before it included). S: X exited, T trapped in the last 5 refreshes.",
         "%FAULT: time spent waiting on page faults, per second, as %CPU (100: one thread always).",
+        "FILE/s ANON/s SHMEM/s: major faults by cause, a file read in or memory swapped in; shown",
+        "once a row has one (Linux 5.17 and later) or sorted by one; they can sum to less than MAJOR/s.",
         "",
         "Any key returns to the view.",
 };
@@ -307,7 +311,8 @@ static void draw_live(Live *l) {
         if (top_table_view(&l->table, &l->filter, l->group, &l->sort, &view, &n_view) < 0)
                 return;
         /* The columns of the rows on the screen (lines 4 to the last but one). */
-        top_rows_layout(view, MIN(n_view, (size_t) MAX(LINES - 5, 0)), l->group, l->utf8, &layout);
+        top_rows_layout(view, MIN(n_view, (size_t) MAX(LINES - 5, 0)), l->group, &l->sort, l->utf8, &layout);
+        l->layout = layout;
 
         erase();
         draw_title(l);
@@ -465,11 +470,38 @@ static int live_restart(Live *l) {
         return 0;
 }
 
+/* The sort a key picks: < and > the column shown next to the sorted one, a column's letter its
+ * column (a major cause's shown once sorted by); NULL for another key, and for a major cause no
+ * row knows (said on the status line: an older trapstatd would refuse the sort, one that cannot
+ * tell the causes has nothing to sort by). */
+static const char *key_sort(Live *l, int ch) {
+        if (ch == '<' || ch == '>')
+                return top_columns[top_column_step(top_column_of(&l->sort), ch == '<' ? -1 : 1, &l->layout)].sort;
+        for (size_t i = 0; i < ELEMENTSOF(top_columns); i++) {
+                if (ch != top_columns[i].key)
+                        continue;
+                if (top_column_shown(i, &l->layout) || top_table_knows_major_causes(&l->table))
+                        return top_columns[i].sort;
+                live_message(l, "no row here knows major faults by cause: trapstatd counts them on Linux 5.17 and "
+                                "later, unless --disable-source major_cause");
+                return NULL;
+        }
+        return NULL;
+}
+
+/* Sorts by new_sort (NULL: as it is). The daemon picks each tick's rows by the sort: the stream
+ * starts over (the totals stay). */
+static void live_sort(Live *l, const char *new_sort) {
+        if (!new_sort || strcmp(new_sort, l->sort.name) == 0 || sort_key_from_name(new_sort, &l->sort) < 0 ||
+            l->gone_usec)
+                return;
+        l->c = trapstat_client_free(l->c);
+        if (top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c) < 0)
+                live_gone(l);
+}
+
 /* A key in the view. 0 to go on, or EXIT_FAILURE reported. */
 static int live_key(Live *l, int ch, bool *redraw) {
-        int col = top_column_of(&l->sort);
-        const char *new_sort = l->sort.name;
-
         *redraw = true;
         if (l->prompt.key) {
                 if (prompt_key(l, ch))
@@ -490,12 +522,6 @@ static int live_key(Live *l, int ch, bool *redraw) {
         case ' ':
                 l->paused = !l->paused;
                 return 0;
-        case '<':
-                new_sort = top_columns[col <= 0 ? 0 : col - 1].sort;
-                break;
-        case '>':
-                new_sort = top_columns[col < 0 ? 0 : MIN(col + 1, (int) ELEMENTSOF(top_columns) - 1)].sort;
-                break;
         case 'g':
                 l->group = (l->group + 1) % _TOP_GROUP_MAX;
                 return 0;
@@ -517,17 +543,9 @@ static int live_key(Live *l, int ch, bool *redraw) {
         case KEY_RESIZE:
                 return 0;
         default:
-                for (size_t i = 0; i < ELEMENTSOF(top_columns); i++)
-                        if (ch == top_columns[i].key)
-                                new_sort = top_columns[i].sort;
+                live_sort(l, key_sort(l, ch));
+                return 0;
         }
-        /* The daemon picks each tick's rows by the sort: restart the stream (the totals stay). */
-        if (strcmp(new_sort, l->sort.name) != 0 && sort_key_from_name(new_sort, &l->sort) == 0 && !l->gone_usec) {
-                l->c = trapstat_client_free(l->c);
-                if (top_watch_open(&l->sort, &l->filter, LIVE_WATCH_LIMIT, LIVE_POLL_USEC, &l->c) < 0)
-                        live_gone(l);
-        }
-        return 0;
 }
 
 /* Takes the terminal: curses, keys without waiting, colors where wanted. 0, or EXIT_FAILURE

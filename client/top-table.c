@@ -446,11 +446,33 @@ void top_layout_add(TopLayout *l, json_t *process, bool utf8) {
                 l->container_width = MAX(l->container_width, MIN(text_width(cell), (size_t) TOP_CONTAINER_WIDTH));
 }
 
-void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, bool utf8, TopLayout *ret) {
-        TopLayout l = {};
+bool top_sort_is_major_cause(const SortKey *sort) {
+        return sort->what == SORT_FAULTS && sort->field && sort->field->part == FAULTS_KNOWN_MAJOR_CAUSE;
+}
 
-        for (size_t i = 0; g == TOP_GROUP_PROCESS && i < n; i++)
-                top_layout_add(&l, rows[i].process, utf8);
+/* A row's totals know the causes only when every reply that went into them did. */
+static bool counts_know_major_causes(const TopCounts *c) {
+        return !(c->faults.unknown & FAULTS_KNOWN_MAJOR_CAUSE);
+}
+
+bool top_table_knows_major_causes(const TopTable *t) {
+        for (size_t i = 0; i < t->n_rows; i++)
+                if (counts_know_major_causes(&t->rows[i].total))
+                        return true;
+        return false;
+}
+
+void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, const SortKey *sort, bool utf8, TopLayout *ret) {
+        TopLayout l = { .major_causes = top_sort_is_major_cause(sort) };
+
+        for (size_t i = 0; i < n; i++) {
+                const Faults *f = &rows[i].total.faults;
+
+                if (g == TOP_GROUP_PROCESS)
+                        top_layout_add(&l, rows[i].process, utf8);
+                l.major_causes = l.major_causes || (counts_know_major_causes(&rows[i].total) &&
+                                                    f->major_file + f->major_anon + f->major_shmem > 0);
+        }
         *ret = l;
 }
 

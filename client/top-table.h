@@ -104,20 +104,30 @@ char *top_container_key(json_t *container);
 /* The columns that only some processes need, shown when one of a table's processes needs them:
  * NSPID, its pid in its own pid namespace, for a process whose nsPid differs from its pid (one
  * in a container's namespace); CONTAINER for a process in a container, as wide as the widest key
- * (escaped, at most TOP_CONTAINER_WIDTH columns). */
+ * (escaped, at most TOP_CONTAINER_WIDTH columns); the rate tables' columns of major faults by
+ * cause for a process that had one of a cause told (Linux 5.17 and later, source major_cause):
+ * major faults are rare, and three columns of zeros would push the unit off the screen. */
 #define TOP_CONTAINER_WIDTH 32
 typedef struct TopLayout {
         bool ns_pid;
         size_t container_width; /* 0: no CONTAINER column */
+        bool major_causes;      /* FILE/s ANON/s SHMEM/s (top-format.h) */
 } TopLayout;
+
+/* Whether sort is one of the causes of major faults (majorFile, majorAnon, majorShmem). */
+bool top_sort_is_major_cause(const SortKey *sort);
 
 /* Whether a Process object has an nsPid that differs from its pid. */
 bool top_process_has_ns_pid(json_t *process);
 /* Widens *l for one Process object (escaped for a terminal that reads UTF-8 when utf8). */
 void top_layout_add(TopLayout *l, json_t *process, bool utf8);
-/* The layout of a view's rows: that of their processes; none for group rows, which have a
- * column of their key instead. */
-void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, bool utf8, TopLayout *ret);
+/* The layout of a view's rows: that of their processes, none for group rows, which have a
+ * column of their key instead; the major causes where a row's totals have one, or the rows are
+ * sorted by one (then shown whatever they hold, "-" where not counted). */
+void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, const SortKey *sort, bool utf8, TopLayout *ret);
+/* Whether the daemon counts major faults by cause, as far as the table's rows tell: one's totals
+ * know them (an older daemon sends none; one that cannot tell, null). */
+bool top_table_knows_major_causes(const TopTable *t);
 /* A process's NSPID cell: its nsPid, "-" when it has none; buf 24 bytes. */
 const char *top_ns_pid_cell(json_t *process, char buf[static 24]);
 /* A process's CONTAINER cell: its key, escaped, cut and padded to width columns (0: whole, not

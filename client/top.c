@@ -50,7 +50,7 @@ static int print_rate_table(const TopTable *t, const TopOptions *o, const Output
         if (top_table_view(t, &PROCESS_FILTER_NONE, o->group, &o->sort, &rows, &n) < 0)
                 return -ENOMEM;
         /* The columns of the rows printed, not of those beyond --limit. */
-        top_rows_layout(rows, o->limit_set ? MIN(n, (size_t) o->limit) : n, o->group, style->utf8, &layout);
+        top_rows_layout(rows, o->limit_set ? MIN(n, (size_t) o->limit) : n, o->group, &o->sort, style->utf8, &layout);
         top_format_summary(line, sizeof(line), t);
         printf("%s\n", line);
         top_format_header(line, sizeof(line), &o->sort, o->group, &layout, false, &x);
@@ -185,13 +185,13 @@ static int top_stream(const TopOptions *o) {
         return ret;
 }
 
-/* Top rows grouped: PROCS, the counts of each Faults member, traps, vectors, the key. */
+/* Top rows grouped: PROCS, the counts of each Faults member (as history has them), traps,
+ * vectors, the key. */
 static void print_group_table(const TopOptions *o, const OutputStyle *style, json_t *reply, long long limit) {
-        static const char *faults_header = "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT";
+        char key[16] = "", cells[FAULT_COLUMNS_SIZE];
         TopRow *rows = NULL;
         TopTable t;
         size_t n = 0;
-        char key[16] = "";
 
         top_table_init(&t, SIZE_MAX, 0);
         if (top_table_seed(&t, reply) < 0 || top_table_view(&t, &PROCESS_FILTER_NONE, o->group, &o->sort, &rows, &n) < 0) {
@@ -201,15 +201,14 @@ static void print_group_table(const TopOptions *o, const OutputStyle *style, jso
         }
         for (size_t i = 0; i < sizeof(key) - 1 && top_group_name(o->group)[i]; i++)
                 key[i] = (char) (top_group_name(o->group)[i] - 'a' + 'A');
-        printf("%s  PROCS %s  TRAPS  VECTORS          %s%s\n", style->color ? "\033[1m" : "", faults_header, key,
-               style->color ? "\033[0m" : "");
+        printf("%s  PROCS %s  TRAPS  VECTORS          %s%s\n", style->color ? "\033[1m" : "",
+               format_faults_header(FAULTS_KNOWN_ALL, cells), key, style->color ? "\033[0m" : "");
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *cell = NULL;
                 char buf[16], vectors[64];
 
-                printf("%7zu", rows[i].processes);
-                for (size_t k = 0; k < n_fault_fields; k++)
-                        printf(" %6s", format_fault(&rows[i].total.faults, &fault_fields[k], buf));
+                printf("%7zu%s", rows[i].processes,
+                       format_faults_cells(&rows[i].total.faults, FAULTS_KNOWN_ALL, cells));
                 format_busiest(rows[i].total.vectors, 2, 1.0, vectors, sizeof(vectors));
                 (void) escape_untrusted(rows[i].key, style->utf8, &cell);
                 printf(" %6s  %-16s %s\n", format_count(rows[i].total.traps, buf), vectors[0] ? vectors : "-", cell ?: "?");
@@ -321,15 +320,18 @@ static void top_help(void) {
                "per-second rates over each refresh (every tick, or every -d) and totals beside them; an\n"
                "exited process is marked X and stays for --window, one that trapped is marked T.\n"
                "Columns: pid (and NSPID, its pid in its container's pid namespace, when one differs),\n"
-               "state, command, user-mode, kernel-mode and major page faults per second, traps per\n"
-               "second, the share of time spent waiting on page faults (as %%CPU: 100 is one thread\n"
-               "always in a fault), total faults and traps, the trap vectors, the container (when one\n"
-               "is in one), the systemd unit.\n\n"
-               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, t, w\n"
-               "sort by user, kernel, major faults, traps or fault time; g group by unit, comm, user,\n"
-               "container; P, U, N, C filter by pids, user, unit, comm; = clear the filters (--container\n"
-               "too); h help. Ctrl-C also restores the terminal. When trapstatd goes away the view says\n"
-               "so, reconnects and keeps its totals.\n\n"
+               "state, command, user-mode, kernel-mode and major page faults per second, the major ones\n"
+               "by cause once a row had one (FILE/s: a file read in; ANON/s, SHMEM/s: anonymous or\n"
+               "shared memory swapped in), traps per second, the share of time spent waiting on page\n"
+               "faults (as %%CPU: 100 is one thread always in a fault), total faults and traps, the trap\n"
+               "vectors, the container (when one is in one), the systemd unit. With -b: the counts of\n"
+               "every kind of page fault, as history shows them.\n\n"
+               "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, f, a,\n"
+               "s, t, w sort by user, kernel, major faults, major faults of a file, of anonymous or of\n"
+               "shared memory, traps or fault time; g group by unit, comm, user, container; P, U, N, C\n"
+               "filter by pids, user, unit, comm; = clear the filters (--container too); h help. Ctrl-C\n"
+               "also restores the terminal. When trapstatd goes away the view says so, reconnects and\n"
+               "keeps its totals.\n\n"
                "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
                "                      from the history (also processes that exited), every -d\n"
                "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
@@ -337,8 +339,9 @@ static void top_help(void) {
                "  -d, --delay SECONDS between tables, e.g. 2 or 500ms (default 2s with -b; live: every tick)\n"
                "  -w, --window DURATION  look-back of each table with -b; live: of the first rows, and how\n"
                "                      long an exited process stays (default %ds)\n"
-               "  -s, --sort FIELD    user (default), kernel, minor, major, read, write, exec, protection, traps,\n"
-               "                      time (time spent in page faults)\n"
+               "  -s, --sort FIELD    user (default), kernel, minor, major, file, anon, shmem (major faults\n"
+               "                      by cause), read, write, exec, protection, traps, time (time spent in\n"
+               "                      page faults)\n"
                "  -l, --limit N       at most N rows (default %d with -b)\n"
                "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
                "  -u, --user USER     only processes of this user (name or uid)\n"
@@ -416,10 +419,11 @@ static int top_option(int c, TopArgs *a) {
                         return usage_error(top_usage, "invalid --window '%s': expected a duration of 1s or more", optarg);
                 return 1;
         case 's':
-                /* "time" is what people type; the IDL's name works too. */
-                if (sort_key_from_name(strcmp(optarg, "time") == 0 ? SORT_KEY_FAULT_TIME_NAME : optarg, &a->o.sort) < 0)
+                /* "time", "file" are what people type; the IDL's names work too. */
+                if (top_sort_from_arg(optarg, &a->o.sort) < 0)
                         return usage_error(top_usage,
-                                           "invalid --sort '%s': expected user, kernel, minor, major, read, write, exec, protection, traps or time",
+                                           "invalid --sort '%s': expected user, kernel, minor, major, file, anon, shmem, read, "
+                                           "write, exec, protection, traps or time",
                                            optarg);
                 return 1;
         case 'l':

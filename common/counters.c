@@ -10,17 +10,19 @@
 #include "macro.h"
 #include "utf8-util.h"
 
-#define FIELD(n) { #n, offsetof(Faults, n) }
+#define FIELD(n) { #n, NULL, #n, #n, #n, offsetof(Faults, n), 0 }
+#define ACCESS(n) { #n, NULL, #n, #n, #n, offsetof(Faults, n), FAULTS_KNOWN_ACCESS }
+#define CAUSE(n, m) { #n, "majorByCause", #m, "major_" #m, "majorByCause." #m, offsetof(Faults, major_##m), FAULTS_KNOWN_MAJOR_CAUSE }
 const FaultField fault_fields[] = {
-        FIELD(user), FIELD(kernel), FIELD(minor), FIELD(major),
-        FIELD(read), FIELD(write), FIELD(exec),   FIELD(protection),
+        FIELD(user),      FIELD(kernel),     FIELD(minor),          FIELD(major),
+        ACCESS(read),     ACCESS(write),     ACCESS(exec),          ACCESS(protection),
+        CAUSE(majorFile, file), CAUSE(majorAnon, anon), CAUSE(majorShmem, shmem),
 };
 #undef FIELD
+#undef ACCESS
+#undef CAUSE
+_Static_assert(ELEMENTSOF(fault_fields) <= 64, "faults_from_json() marks the members in 64 bits");
 const size_t n_fault_fields = ELEMENTSOF(fault_fields);
-
-bool fault_field_is_access(const FaultField *field) {
-        return field->offset >= offsetof(Faults, read) && field->offset <= offsetof(Faults, protection);
-}
 
 const FaultField *fault_field_by_name(const char *name) {
         for (size_t i = 0; i < n_fault_fields; i++)
@@ -52,7 +54,7 @@ int sort_key_from_name(const char *name, SortKey *ret) {
 void faults_add(Faults *a, const Faults *b) {
         for (size_t i = 0; i < n_fault_fields; i++)
                 *faults_field(a, &fault_fields[i]) += faults_get(b, &fault_fields[i]);
-        a->access_unknown = a->access_unknown || b->access_unknown;
+        a->unknown |= b->unknown;
 }
 
 bool faults_is_zero(const Faults *f) {
@@ -62,43 +64,93 @@ bool faults_is_zero(const Faults *f) {
         return true;
 }
 
-json_t *faults_to_json(const Faults *f, bool access_known) {
-        json_t *o = json_object();
-        bool unknown = f->access_unknown || !access_known;
+json_t *faults_to_json(const Faults *f, FaultsKnown known) {
+        json_t *o = json_object(), *group = NULL;
 
         if (!o)
                 return NULL;
-        for (size_t i = 0; i < n_fault_fields; i++)
-                if (json_object_set_new(o, fault_fields[i].name,
-                                        unknown && fault_field_is_access(&fault_fields[i])
-                                                ? json_null()
-                                                : json_integer_u64(faults_get(f, &fault_fields[i]))) < 0) {
-                        json_decref(o);
-                        return NULL;
+        for (size_t i = 0; i < n_fault_fields; i++) {
+                const FaultField *field = &fault_fields[i];
+                bool first_of_group = field->group && (i == 0 || fault_fields[i - 1].group != field->group);
+                json_t *parent = field->group ? group : o;
+
+                /* A group is null as a whole when its part is not known. */
+                if (first_of_group) {
+                        bool null = !faults_field_known(f, field, known);
+
+                        group = null ? json_null() : json_object();
+                        if (!group || json_object_set_new(o, field->group, group) < 0)
+                                goto fail;
+                        parent = group;
                 }
+                if (json_is_null(parent))
+                        continue;
+                if (json_object_set_new(parent, field->member,
+                                        faults_field_known(f, field, known) ? json_integer_u64(faults_get(f, field))
+                                                                            : json_null()) < 0)
+                        goto fail;
+        }
         return o;
+fail:
+        json_decref(o);
+        return NULL;
 }
 
-int faults_from_json(json_t *j, Faults *ret) {
-        Faults f = {};
+/* The members of one object of Faults (group NULL: Faults itself, whose groups are read by
+ * recursion). Marks each member read in *seen (bit i: fault_fields[i]). */
+static int faults_members_from_json(json_t *j, const char *group, Faults *f, uint64_t *seen) {
         const char *key;
         json_t *v;
 
         if (!json_is_object(j))
                 return -EBADMSG;
         json_object_foreach (j, key, v) {
-                const FaultField *field = fault_field_by_name(key);
+                size_t i;
 
-                if (field && json_is_null(v) && fault_field_is_access(field)) {
-                        f.access_unknown = true;
+                for (i = 0; i < n_fault_fields; i++)
+                        if (group ? fault_fields[i].group && strcmp(fault_fields[i].group, group) == 0 &&
+                                            strcmp(fault_fields[i].member, key) == 0
+                                  : strcmp(fault_fields[i].group ?: fault_fields[i].member, key) == 0)
+                                break;
+                if (i == n_fault_fields)
+                        return -EBADMSG;
+                if (!group && fault_fields[i].group) { /* a group: an object, or null when not counted */
+                        int r = json_is_null(v) ? 0 : faults_members_from_json(v, key, f, seen);
+
+                        if (r < 0)
+                                return r;
                         continue;
                 }
-                if (!field || !json_is_integer(v) || json_integer_value(v) < 0)
+                *seen |= UINT64_C(1) << i;
+                if (json_is_null(v) && fault_fields[i].part) {
+                        f->unknown |= fault_fields[i].part;
+                        continue;
+                }
+                if (!json_is_integer(v) || json_integer_value(v) < 0)
                         return -EBADMSG;
-                *faults_field(&f, field) = (uint64_t) json_integer_value(v);
+                *faults_field(f, &fault_fields[i]) = (uint64_t) json_integer_value(v);
         }
-        if (json_object_size(j) != n_fault_fields)
-                return -EBADMSG;
+        return 0;
+}
+
+int faults_from_json(json_t *j, Faults *ret) {
+        Faults f = {};
+        uint64_t seen = 0;
+        int r = faults_members_from_json(j, NULL, &f, &seen);
+
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_fault_fields; i++) {
+                const FaultField *field = &fault_fields[i];
+
+                if (seen & (UINT64_C(1) << i))
+                        continue;
+                /* A member that may be unknown may be missing (varlink omits a null, an older
+                 * daemon knows no majorByCause): not counted. Of a group given, none may be. */
+                if (!field->part || (field->group && json_is_object(json_object_get(j, field->group))))
+                        return -EBADMSG;
+                f.unknown |= field->part;
+        }
         *ret = f;
         return 0;
 }

@@ -12,6 +12,15 @@
 #include "container-util.h"
 #include "fault-time.h"
 
+/* Parts of Faults the daemon may not count (then null in replies, never a false zero): bits of
+ * FaultsKnown (what the daemon counts: collector_faults_known()) and of Faults.unknown (what a
+ * reply said was not counted, for one interval or a sum over several). */
+typedef enum FaultsKnown {
+        FAULTS_KNOWN_ACCESS = 1U << 0,      /* read / write / exec / protection */
+        FAULTS_KNOWN_MAJOR_CAUSE = 1U << 1, /* major_file / major_anon / major_shmem */
+        FAULTS_KNOWN_ALL = FAULTS_KNOWN_ACCESS | FAULTS_KNOWN_MAJOR_CAUSE,
+} FaultsKnown;
+
 typedef struct Faults {
         uint64_t user;       /* page faults taken in user mode */
         uint64_t kernel;     /* page faults taken in kernel mode for the process */
@@ -21,19 +30,29 @@ typedef struct Faults {
         uint64_t write;
         uint64_t exec;
         uint64_t protection; /* ... and by cause: protection violation (else not-present) */
-        /* read .. protection are not known (null in the reply): not a counter, and not in
-         * fault_fields. Sums of faults of which any is unknown are unknown. */
-        bool access_unknown;
+        /* Major faults by what the faulting address mapped, told at their completion: a file,
+         * anonymous memory (swap-in) or shared memory (tmpfs, memfd, SysV shm, shared anonymous). */
+        uint64_t major_file;
+        uint64_t major_anon;
+        uint64_t major_shmem;
+        /* FaultsKnown bits of the members not known (null in the reply): not a counter, and not
+         * in fault_fields. Sums of faults of which any is unknown are unknown. */
+        unsigned unknown;
 } Faults;
 
-/* One row per Faults member, in IDL order: the JSON name (also the CSV header and the SQL
- * column suffix) and its offset, so every layer iterates one table instead of naming fields. */
+/* One row per Faults member, in IDL order, so every layer iterates one table instead of naming
+ * fields. */
 typedef struct FaultField {
-        const char *name;
+        const char *name;   /* unique: the SortKey ("user", "majorFile") */
+        const char *group;  /* the member of Faults it is in ("majorByCause"), NULL for Faults itself */
+        const char *member; /* its JSON name in Faults or in group ("user", "file") */
+        const char *column; /* the SQL column's suffix (f_<column>) */
+        const char *csv;    /* the CSV header: name, or group.member */
         size_t offset;
+        FaultsKnown part; /* the part it belongs to when that may be unknown; 0: always known */
 } FaultField;
 
-extern const FaultField fault_fields[];
+extern const FaultField fault_fields[]; /* at most 64 */
 extern const size_t n_fault_fields;
 
 static inline uint64_t *faults_field(Faults *f, const FaultField *field) {
@@ -43,8 +62,11 @@ static inline uint64_t faults_get(const Faults *f, const FaultField *field) {
         return *(const uint64_t *) ((const char *) f + field->offset);
 }
 const FaultField *fault_field_by_name(const char *name);
-/* read, write, exec or protection: what Faults.access_unknown covers. */
-bool fault_field_is_access(const FaultField *field);
+/* Whether f's field is known (a number in replies): always, or when the daemon counts its part
+ * (known) and f does not say it was not counted. */
+static inline bool faults_field_known(const Faults *f, const FaultField *field, FaultsKnown known) {
+        return !field->part || ((known & field->part) && !(f->unknown & field->part));
+}
 
 /* What rows are sorted by (IDL: sortBy of Top and Watch, trapstat top --sort): a Faults member,
  * "traps", all traps together, or "faultTime", all time spent in faults. The one place that
@@ -69,14 +91,15 @@ int sort_key_from_name(const char *name, SortKey *ret);
 
 void faults_add(Faults *a, const Faults *b);
 bool faults_is_zero(const Faults *f);
-/* The four access members null when f->access_unknown or !access_known. access_known: whether
- * the daemon counts read / write / exec / protection at all, which it does only where the fault
- * events carry the access kind (x86's exceptions:page_fault_user; collector_fault_access_known()).
- * Where they do not (arm64; the perf software events instead of the exception events), replies
- * carry null for the four, never a false zero. */
-json_t *faults_to_json(const Faults *f, bool access_known);
-/* Strict: every member present, a non-negative integer (null for the four access members, which
- * sets access_unknown); no unknown members. -EBADMSG otherwise. */
+/* The members of a part null when the daemon does not count it (known, as
+ * collector_faults_known() says) or f says it was not counted: the four access members where the
+ * fault events do not carry the access kind (arm64; the perf software events instead of x86's
+ * exception events), majorByCause (null as a whole) where the kernel cannot look up a fault's
+ * mapping. Never a false zero. */
+json_t *faults_to_json(const Faults *f, FaultsKnown known);
+/* Strict: every member a non-negative integer, present unless its part may be unknown (the four
+ * access members, majorByCause: null or missing sets the part in unknown, as from a daemon that
+ * does not count it); no unknown members. -EBADMSG otherwise. */
 int faults_from_json(json_t *j, Faults *ret);
 
 /* Text a process or the file system chose (comm, command line, unit, file paths, symbols) as a

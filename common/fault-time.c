@@ -18,6 +18,9 @@ void fault_time_add(FaultTime *a, const FaultTime *b) {
         a->max_ns = MAX(a->max_ns, b->max_ns);
         for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
                 a->histogram[i] = add_sat(a->histogram[i], b->histogram[i]);
+        a->major_file_ns = add_sat(a->major_file_ns, b->major_file_ns);
+        a->major_anon_ns = add_sat(a->major_anon_ns, b->major_anon_ns);
+        a->major_shmem_ns = add_sat(a->major_shmem_ns, b->major_shmem_ns);
 }
 
 bool fault_time_is_zero(const FaultTime *f) {
@@ -94,9 +97,11 @@ json_t *fault_time_to_json(const FaultTime *f) {
                 }
         if (!h)
                 return NULL;
-        return json_pack("{s:o, s:o, s:o, s:o, s:o}", "minorNs", json_integer_u64(f->minor_ns), "majorNs",
-                         json_integer_u64(f->major_ns), "kernelNs", json_integer_u64(f->kernel_ns), "maxNs",
-                         json_integer_u64(f->max_ns), "histogram", h);
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o}}", "minorNs", json_integer_u64(f->minor_ns),
+                         "majorNs", json_integer_u64(f->major_ns), "kernelNs", json_integer_u64(f->kernel_ns), "maxNs",
+                         json_integer_u64(f->max_ns), "histogram", h, "majorNsByCause", "file",
+                         json_integer_u64(f->major_file_ns), "anon", json_integer_u64(f->major_anon_ns), "shmem",
+                         json_integer_u64(f->major_shmem_ns));
 }
 
 static int u64_from_json(json_t *v, uint64_t *ret) {
@@ -107,11 +112,15 @@ static int u64_from_json(json_t *v, uint64_t *ret) {
 }
 
 int fault_time_from_json(json_t *j, FaultTime *ret) {
-        json_t *minor, *major, *kernel, *max, *h;
+        json_t *minor, *major, *kernel, *max, *h, *cause = NULL, *file, *anon, *shmem;
         FaultTime f = {};
 
-        if (json_unpack(j, "{s:o, s:o, s:o, s:o, s:o !}", "minorNs", &minor, "majorNs", &major, "kernelNs", &kernel,
-                        "maxNs", &max, "histogram", &h) < 0)
+        if (json_unpack(j, "{s:o, s:o, s:o, s:o, s:o, s?o !}", "minorNs", &minor, "majorNs", &major, "kernelNs",
+                        &kernel, "maxNs", &max, "histogram", &h, "majorNsByCause", &cause) < 0)
+                return -EBADMSG;
+        if (cause && (json_unpack(cause, "{s:o, s:o, s:o !}", "file", &file, "anon", &anon, "shmem", &shmem) < 0 ||
+                      u64_from_json(file, &f.major_file_ns) < 0 || u64_from_json(anon, &f.major_anon_ns) < 0 ||
+                      u64_from_json(shmem, &f.major_shmem_ns) < 0))
                 return -EBADMSG;
         if (u64_from_json(minor, &f.minor_ns) < 0 || u64_from_json(major, &f.major_ns) < 0 ||
             u64_from_json(kernel, &f.kernel_ns) < 0 || u64_from_json(max, &f.max_ns) < 0 || !json_is_array(h) ||

@@ -21,6 +21,11 @@ typedef struct FaultTime {
         uint64_t kernel_ns; /* faults taken in kernel mode (copy_from_user and friends) */
         uint64_t max_ns;    /* the longest single fault in the interval */
         uint64_t histogram[FAULT_TIME_BUCKETS]; /* timed faults by duration */
+        /* The timed major faults (user or kernel mode) by cause, as Faults counts them: a part of
+         * major_ns + kernel_ns. */
+        uint64_t major_file_ns;
+        uint64_t major_anon_ns;
+        uint64_t major_shmem_ns;
 } FaultTime;
 
 /* Adds b to a: sums and histogram added, the maximum the larger. Exact, so intervals merge in any
@@ -41,9 +46,10 @@ unsigned fault_time_bucket_of(uint64_t ns);
  * cumulative count reaches ceil(q * count). -ENOENT when no fault was timed. */
 int fault_time_quantile_bucket(const FaultTime *f, double q);
 
-/* {"minorNs": ..., "majorNs": ..., "kernelNs": ..., "maxNs": ..., "histogram": [24 ints]}; NULL
- * on allocation failure. */
+/* {"minorNs": ..., "majorNs": ..., "kernelNs": ..., "maxNs": ..., "histogram": [24 ints],
+ * "majorNsByCause": {"file": ..., "anon": ..., "shmem": ...}}; NULL on allocation failure. */
 json_t *fault_time_to_json(const FaultTime *f);
-/* Strict: every member present, non-negative integers, exactly FAULT_TIME_BUCKETS buckets, no
- * unknown member. -EBADMSG otherwise. */
+/* Strict: every member present (but majorNsByCause, which an older daemon does not send: zero),
+ * non-negative integers, exactly FAULT_TIME_BUCKETS buckets, no unknown member. -EBADMSG
+ * otherwise. */
 int fault_time_from_json(json_t *j, FaultTime *ret);

@@ -210,8 +210,8 @@ fail:
         return -ENOMEM;
 }
 
-json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t, bool access_known) {
-        json_t *o = json_pack("{s:o, s:o}", "faults", faults_to_json(f, access_known), "faultTime",
+json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t, FaultsKnown known) {
+        json_t *o = json_pack("{s:o, s:o}", "faults", faults_to_json(f, known), "faultTime",
                               fault_time_to_json(ft));
 
         if (o && traps_to_json(t, o) < 0) {
@@ -241,37 +241,64 @@ static bool put_u64(char *buf, size_t *k, uint64_t v) {
         return put(buf, k, digits + sizeof(digits) - n, n);
 }
 
-/* "name":v where a comma precedes unless first. */
-static bool put_member(char *buf, size_t *k, bool first, const char *name, uint64_t v) {
+/* "name": where a comma precedes unless first. */
+static bool put_name(char *buf, size_t *k, bool first, const char *name) {
         return (first || put(buf, k, ",", 1)) && put(buf, k, "\"", 1) && put(buf, k, name, strlen(name)) &&
-               put(buf, k, "\":", 2) && put_u64(buf, k, v > INT64_MAX ? (uint64_t) INT64_MAX : v);
+               put(buf, k, "\":", 2);
 }
 
-int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, bool access_known,
+/* "name":v where a comma precedes unless first. */
+static bool put_member(char *buf, size_t *k, bool first, const char *name, uint64_t v) {
+        return put_name(buf, k, first, name) && put_u64(buf, k, v > INT64_MAX ? (uint64_t) INT64_MAX : v);
+}
+
+/* The members of Faults as faults_to_json() writes them, in the same order. */
+static bool put_faults(char *buf, size_t *k, const Faults *f, FaultsKnown known) {
+        bool ok = true, null_group = false;
+
+        for (size_t i = 0; ok && i < n_fault_fields; i++) {
+                const FaultField *field = &fault_fields[i];
+                bool first_of_group = field->group && (i == 0 || fault_fields[i - 1].group != field->group),
+                     last_of_group = field->group && (i + 1 == n_fault_fields || fault_fields[i + 1].group != field->group);
+
+                if (first_of_group) {
+                        null_group = !faults_field_known(f, field, known);
+                        ok = put_name(buf, k, i == 0, field->group) &&
+                             (null_group ? put(buf, k, "null", 4) : put(buf, k, "{", 1));
+                }
+                if (field->group && null_group)
+                        continue;
+                if (!faults_field_known(f, field, known))
+                        ok = ok && put_name(buf, k, i == 0 || first_of_group, field->member) && put(buf, k, "null", 4);
+                else
+                        ok = ok && put_member(buf, k, i == 0 || first_of_group, field->member, faults_get(f, field));
+                if (last_of_group)
+                        ok = ok && put(buf, k, "}", 1);
+        }
+        return ok;
+}
+
+int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, FaultsKnown known,
                          char buf[static COUNTERS_JSON_MAX]) {
         static const char head[] = "{\"faults\":{", middle[] = "},\"faultTime\":{",
-                          tail[] = "]},\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
+                          by_cause[] = "],\"majorNsByCause\":{",
+                          tail[] = "}},\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
         size_t k = 0;
         bool ok;
 
         if (!traps_is_zero(t))
                 return -EINVAL;
-        ok = put(buf, &k, head, sizeof(head) - 1);
-        for (size_t i = 0; ok && i < n_fault_fields; i++)
-                if ((f->access_unknown || !access_known) && fault_field_is_access(&fault_fields[i]))
-                        /* As faults_to_json(): an access member not counted is null. */
-                        ok = (i == 0 || put(buf, &k, ",", 1)) && put(buf, &k, "\"", 1) &&
-                             put(buf, &k, fault_fields[i].name, strlen(fault_fields[i].name)) && put(buf, &k, "\":null", 6);
-                else
-                        ok = put_member(buf, &k, i == 0, fault_fields[i].name, faults_get(f, &fault_fields[i]));
+        ok = put(buf, &k, head, sizeof(head) - 1) && put_faults(buf, &k, f, known);
         ok = ok && put(buf, &k, middle, sizeof(middle) - 1) && put_member(buf, &k, true, "minorNs", ft->minor_ns) &&
              put_member(buf, &k, false, "majorNs", ft->major_ns) && put_member(buf, &k, false, "kernelNs", ft->kernel_ns) &&
              put_member(buf, &k, false, "maxNs", ft->max_ns) && put(buf, &k, ",\"histogram\":[", 14);
         for (size_t i = 0; ok && i < FAULT_TIME_BUCKETS; i++)
                 ok = (i == 0 || put(buf, &k, ",", 1)) &&
                      put_u64(buf, &k, ft->histogram[i] > INT64_MAX ? (uint64_t) INT64_MAX : ft->histogram[i]);
-        ok = ok && put(buf, &k, tail, sizeof(tail) - 1);
-        /* Fifteen names of a few letters and 40 numbers of at most 19 digits: well within. */
+        ok = ok && put(buf, &k, by_cause, sizeof(by_cause) - 1) && put_member(buf, &k, true, "file", ft->major_file_ns) &&
+             put_member(buf, &k, false, "anon", ft->major_anon_ns) &&
+             put_member(buf, &k, false, "shmem", ft->major_shmem_ns) && put(buf, &k, tail, sizeof(tail) - 1);
+        /* Twenty names of a few letters and 43 numbers of at most 19 digits: well within. */
         if (!ok)
                 return -ENOBUFS;
         buf[k] = '\0';

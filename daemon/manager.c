@@ -534,7 +534,7 @@ static int manager_start_collector(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the BPF programs: %m");
 
-        watch_set_set_access_known(m->watches, collector_fault_access_known(m->collector));
+        watch_set_set_faults_known(m->watches, collector_faults_known(m->collector));
         peer_scopes_init(&m->peer_scopes, m->collector, m->proc_fd);
         m->last_tick_mono = now_usec(CLOCK_MONOTONIC);
         m->start_usec = now_usec(CLOCK_REALTIME);

@@ -351,7 +351,7 @@ typedef struct TopArgs {
         size_t limit;
         int64_t uid;
         ProcessFilter filter;
-        bool access_known; /* collector_fault_access_known(), taken on the loop */
+        FaultsKnown faults_known; /* collector_faults_known(), taken on the loop */
 } TopArgs;
 
 static void top_args_free(void *userdata) {
@@ -383,7 +383,7 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
                                                           process_json(a->filter.pidns, &rows[i].process),
                                                           "counters",
                                                           counters_to_json(&rows[i].faults, &rows[i].fault_time,
-                                                                           &rows[i].traps, a->access_known)));
+                                                                           &rows[i].traps, a->faults_known)));
         store_rows_free(rows, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) other);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
@@ -422,7 +422,7 @@ static int method_top(VarlinkCall *call, json_t *parameters, void *userdata) {
                             .limit = (size_t) limit,
                             .uid = visible_uid(call),
                             .filter = filter,
-                            .access_known = collector_fault_access_known(manager_collector(m)) };
+                            .faults_known = collector_faults_known(manager_collector(m)) };
         filter = PROCESS_FILTER_NONE; /* the worker's now */
         return submit(call, m, true, run_top, args, top_args_free);
 }
@@ -520,17 +520,17 @@ static int find_process(Store *reader, const ProcessRange *range, int64_t *ret_i
 /* One sample of History or UnitHistory: {"timeUsec": ..., "counters": ...}. Written as text
  * where it has no traps (nearly always): a day at 60 s is 1440 of them, and building and dumping
  * a json_t for each was most of the call's time. */
-static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row, bool access_known) {
+static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row, FaultsKnown faults_known) {
         static const Traps none = {};
         const Traps *traps = row->traps ?: &none;
         char counters[COUNTERS_JSON_MAX], element[COUNTERS_JSON_MAX + 64];
         int n;
 
-        if (counters_format_json(&row->faults, &row->fault_time, traps, access_known, counters) < 0)
+        if (counters_format_json(&row->faults, &row->fault_time, traps, faults_known, counters) < 0)
                 return varlink_reply_append(reply,
                                             json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec, "counters",
                                                       counters_to_json(&row->faults, &row->fault_time, traps,
-                                                                       access_known)));
+                                                                       faults_known)));
         n = snprintf(element, sizeof(element), "{\"timeUsec\":%" PRId64 ",\"counters\":%s}", (int64_t) row->time_usec,
                      counters);
         if (n < 0 || (size_t) n >= sizeof(element))
@@ -551,7 +551,7 @@ static uint64_t history_step_usec(int64_t asked_sec, uint64_t first_seen, uint64
 typedef struct HistoryArgs {
         ProcessRange range;
         int64_t resolution_sec; /* 0: chosen by the process's lifetime */
-        bool access_known;      /* collector_fault_access_known(), taken on the loop */
+        FaultsKnown faults_known;      /* collector_faults_known(), taken on the loop */
 } HistoryArgs;
 
 static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
@@ -587,11 +587,11 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
                 fault_time_add(&total_time, &rows[i].fault_time);
                 if (rows[i].traps)
                         traps_add(&total_traps, rows[i].traps);
-                r = append_sample(reply, &rows[i], a->access_known);
+                r = append_sample(reply, &rows[i], a->faults_known);
         }
         store_history_rows_free(rows, n);
         members = json_pack("{s:o, s:o}", "process", process_json(a->range.pidns, &process), "total",
-                            counters_to_json(&total, &total_time, &total_traps, a->access_known));
+                            counters_to_json(&total, &total_time, &total_traps, a->faults_known));
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
@@ -617,7 +617,7 @@ static int method_history(VarlinkCall *call, json_t *parameters, void *userdata)
                 return -ENOMEM;
         *args = (HistoryArgs) { .range = range,
                                 .resolution_sec = resolution,
-                                .access_known = collector_fault_access_known(manager_collector(m)) };
+                                .faults_known = collector_faults_known(manager_collector(m)) };
         return submit(call, m, true, run_history, args, free);
 }
 
@@ -625,7 +625,7 @@ typedef struct GroupHistoryArgs {
         uint64_t since_usec, until_usec;
         int64_t resolution_sec; /* 0: chosen by the span of the group's processes */
         int64_t uid;            /* >= 0: the caller sees only this user's processes */
-        bool access_known;      /* collector_fault_access_known(), taken on the loop */
+        FaultsKnown faults_known;      /* collector_faults_known(), taken on the loop */
         bool container;         /* name is a container's (ContainerHistory), not a unit glob (UnitHistory) */
         uint32_t pidns;         /* not 0: the caller sees only this pid namespace's processes */
         char name[];
@@ -682,11 +682,11 @@ static int run_group_history(Store *reader, void *userdata, VarlinkReply **ret) 
                 fault_time_add(&total_time, &h.rows[i].fault_time);
                 if (h.rows[i].traps)
                         traps_add(&total_traps, h.rows[i].traps);
-                r = append_sample(reply, &h.rows[i], a->access_known);
+                r = append_sample(reply, &h.rows[i], a->faults_known);
         }
         members = json_pack("{s:I, s:I, s:o}", "processes", (json_int_t) h.processes, "running",
                             (json_int_t) h.running, "total",
-                            counters_to_json(&total, &total_time, &total_traps, a->access_known));
+                            counters_to_json(&total, &total_time, &total_traps, a->faults_known));
         if (members && group_names_add(a, &h, members) < 0)
                 members = (json_decref(members), NULL);
         store_group_history_done(&h);
@@ -716,7 +716,7 @@ static int group_history_submit(VarlinkCall *call, json_t *parameters, Manager *
                                      .until_usec = until,
                                      .resolution_sec = resolution,
                                      .uid = visible_uid(call),
-                                     .access_known = collector_fault_access_known(manager_collector(m)),
+                                     .faults_known = collector_faults_known(manager_collector(m)),
                                      .container = container,
                                      .pidns = visible_pidns(call) };
         memcpy(args->name, name, size);
@@ -1016,7 +1016,7 @@ static int method_unit_totals(VarlinkCall *call, json_t *parameters, void *userd
          * namespace is given none (a uid no process has: rows of nobody). */
         reply = unit_totals_reply_build(manager_unit_totals(m), visible_pidns(call) ? INT64_MAX : visible_uid(call),
                                         (size_t) limit,
-                                        manager_start_usec(m), collector_fault_access_known(manager_collector(m)));
+                                        manager_start_usec(m), collector_faults_known(manager_collector(m)));
         if (!reply)
                 return -ENOMEM;
         return varlink_call_reply(call, reply, false);

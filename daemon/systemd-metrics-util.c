@@ -15,9 +15,17 @@ const MetricFamily metric_families[] = {
           "counter" },
         { "io.trapstat.MinorFaults", "Minor page faults, as the kernel accounts them", "counter" },
         { "io.trapstat.MajorFaults", "Major page faults, as the kernel accounts them", "counter" },
+        { "io.trapstat.MajorFaultsByCause",
+          "Major page faults by what the faulting address mapped: a file (file), anonymous memory read back from "
+          "swap (anon), shared memory read back from swap (shmem); at most MajorFaults together",
+          "counter" },
         { "io.trapstat.PageFaultTimeNs",
           "Nanoseconds spent in page faults: user-mode faults the kernel accounted as minor or major, or faults "
           "taken in kernel mode for the process",
+          "counter" },
+        { "io.trapstat.MajorFaultTimeNsByCause",
+          "Nanoseconds spent in major page faults taken in user or kernel mode, by cause as MajorFaultsByCause; a "
+          "part of PageFaultTimeNs kinds major and kernel",
           "counter" },
         { "io.trapstat.Processes", "Processes counted under the unit since trapstatd started", "counter" },
         { "io.trapstat.Drops", "Events trapstatd could not count, by kind", "counter" },
@@ -25,56 +33,64 @@ const MetricFamily metric_families[] = {
 };
 const size_t n_metric_families = ELEMENTSOF(metric_families);
 
-/* The series of one object, in the order they are listed: bit s of a mask is series s. */
-enum {
-        SERIES_TRAPS = 0, /* + vector */
-        SERIES_USER_READ = TRAP_VECTORS + 1,
-        SERIES_USER_WRITE,
-        SERIES_USER_EXEC,
-        SERIES_KERNEL,
-        SERIES_MINOR,
-        SERIES_MAJOR,
-        SERIES_TIME_MINOR,
-        SERIES_TIME_MAJOR,
-        SERIES_TIME_KERNEL,
-        SERIES_PROCESSES,
-        N_SERIES,
+/* One series of an object besides its traps: its metric, fields (up to two pairs) and value, a
+ * uint64_t member of UnitTotalsRow. */
+typedef struct ObjectSeries {
+        const char *name;
+        const char *fields[4]; /* name, value, name, value; NULL ends them */
+        size_t offset;
+        FaultsKnown part;      /* the part of Faults it is, when the daemon may not count it; else 0 */
+} ObjectSeries;
+
+#define ROW(member) offsetof(UnitTotalsRow, member)
+#define CAUSE(metric, cause, member) { metric, { "cause", cause }, ROW(member), FAULTS_KNOWN_MAJOR_CAUSE }
+static const ObjectSeries object_series[] = {
+        { "io.trapstat.PageFaults", { "mode", "user", "access", "read" }, ROW(faults.read), FAULTS_KNOWN_ACCESS },
+        { "io.trapstat.PageFaults", { "mode", "user", "access", "write" }, ROW(faults.write), FAULTS_KNOWN_ACCESS },
+        { "io.trapstat.PageFaults", { "mode", "user", "access", "exec" }, ROW(faults.exec), FAULTS_KNOWN_ACCESS },
+        { "io.trapstat.PageFaults", { "mode", "kernel" }, ROW(faults.kernel) },
+        { "io.trapstat.MinorFaults", {}, ROW(faults.minor) },
+        { "io.trapstat.MajorFaults", {}, ROW(faults.major) },
+        CAUSE("io.trapstat.MajorFaultsByCause", "file", faults.major_file),
+        CAUSE("io.trapstat.MajorFaultsByCause", "anon", faults.major_anon),
+        CAUSE("io.trapstat.MajorFaultsByCause", "shmem", faults.major_shmem),
+        { "io.trapstat.PageFaultTimeNs", { "kind", "minor" }, ROW(fault_time.minor_ns) },
+        { "io.trapstat.PageFaultTimeNs", { "kind", "major" }, ROW(fault_time.major_ns) },
+        { "io.trapstat.PageFaultTimeNs", { "kind", "kernel" }, ROW(fault_time.kernel_ns) },
+        CAUSE("io.trapstat.MajorFaultTimeNsByCause", "file", fault_time.major_file_ns),
+        CAUSE("io.trapstat.MajorFaultTimeNsByCause", "anon", fault_time.major_anon_ns),
+        CAUSE("io.trapstat.MajorFaultTimeNsByCause", "shmem", fault_time.major_shmem_ns),
+        { "io.trapstat.Processes", {}, ROW(processes) },
 };
+#undef CAUSE
+#undef ROW
+
+/* The series of one object, in the order they are listed: bit s of a mask is series s, the
+ * vectors first, then object_series. */
+#define SERIES_TRAPS 0
+#define SERIES_OBJECT (TRAP_VECTORS + 1)
+#define N_SERIES (SERIES_OBJECT + ELEMENTSOF(object_series))
 _Static_assert(N_SERIES == METRICS_MAX_SERIES_PER_OBJECT, "every series is counted");
 _Static_assert(N_SERIES <= 64, "a mask holds every series");
 
-static uint64_t series_value(const UnitTotalsRow *r, unsigned s) {
-        switch (s) {
-        case SERIES_USER_READ:
-                return r->faults.read;
-        case SERIES_USER_WRITE:
-                return r->faults.write;
-        case SERIES_USER_EXEC:
-                return r->faults.exec;
-        case SERIES_KERNEL:
-                return r->faults.kernel;
-        case SERIES_MINOR:
-                return r->faults.minor;
-        case SERIES_MAJOR:
-                return r->faults.major;
-        case SERIES_TIME_MINOR:
-                return r->fault_time.minor_ns;
-        case SERIES_TIME_MAJOR:
-                return r->fault_time.major_ns;
-        case SERIES_TIME_KERNEL:
-                return r->fault_time.kernel_ns;
-        case SERIES_PROCESSES:
-                return r->processes;
-        default:
+/* A part the daemon does not count is 0 in its rows; it is left out by what it is, not by its
+ * value, as in the daemon's other replies (null there, never a false zero). */
+static uint64_t series_value(const UnitTotalsRow *r, unsigned s, FaultsKnown known) {
+        const ObjectSeries *o;
+
+        if (s < SERIES_OBJECT)
                 return r->traps.vector[s - SERIES_TRAPS];
-        }
+        o = &object_series[s - SERIES_OBJECT];
+        if (o->part && (!(known & o->part) || (r->faults.unknown & o->part)))
+                return 0;
+        return *(const uint64_t *) ((const char *) r + o->offset);
 }
 
-static uint64_t series_mask(const UnitTotalsRow *r) {
+static uint64_t series_mask(const UnitTotalsRow *r, FaultsKnown known) {
         uint64_t m = 0;
 
         for (unsigned s = 0; s < N_SERIES; s++)
-                if (series_value(r, s) != 0)
+                if (series_value(r, s, known) != 0)
                         m |= UINT64_C(1) << s;
         return m;
 }
@@ -95,54 +111,37 @@ static json_t *metric_fields_new(const char *name, uint64_t value, const char *o
         return fields ? metric_new(name, value, object, fields) : NULL;
 }
 
+/* {"mode": "user", "access": "read"} of an ObjectSeries; NULL on allocation failure. */
+static json_t *fields_new(const char *const fields[static 4]) {
+        json_t *o = json_object();
+
+        for (size_t i = 0; o && i < 4 && fields[i]; i += 2)
+                if (json_object_set_new(o, fields[i], json_string(fields[i + 1])) < 0)
+                        o = (json_decref(o), NULL);
+        return o;
+}
+
 static int append(json_t *list, json_t *metric) {
         return metric ? json_array_append_new(list, metric) : -1;
 }
 
-static int append_object(json_t *list, const UnitTotalsRow *r, const char *object) {
+static int append_object(json_t *list, const UnitTotalsRow *r, const char *object, FaultsKnown known) {
         char buf[16];
 
         for (unsigned s = 0; s < N_SERIES; s++) {
-                uint64_t v = series_value(r, s);
+                uint64_t v = series_value(r, s, known);
+                const ObjectSeries *o = s >= SERIES_OBJECT ? &object_series[s - SERIES_OBJECT] : NULL;
                 json_t *m;
 
                 if (v == 0)
                         continue;
-                switch (s) {
-                case SERIES_USER_READ:
-                case SERIES_USER_WRITE:
-                case SERIES_USER_EXEC:
-                        m = metric_fields_new("io.trapstat.PageFaults", v, object,
-                                       json_pack("{s:s, s:s}", "mode", "user", "access",
-                                                 s == SERIES_USER_READ    ? "read"
-                                                 : s == SERIES_USER_WRITE ? "write"
-                                                                          : "exec"));
-                        break;
-                case SERIES_KERNEL:
-                        m = metric_fields_new("io.trapstat.PageFaults", v, object, json_pack("{s:s}", "mode", "kernel"));
-                        break;
-                case SERIES_MINOR:
-                        m = metric_new("io.trapstat.MinorFaults", v, object, NULL);
-                        break;
-                case SERIES_MAJOR:
-                        m = metric_new("io.trapstat.MajorFaults", v, object, NULL);
-                        break;
-                case SERIES_TIME_MINOR:
-                case SERIES_TIME_MAJOR:
-                case SERIES_TIME_KERNEL:
-                        m = metric_fields_new("io.trapstat.PageFaultTimeNs", v, object,
-                                              json_pack("{s:s}", "kind",
-                                                        s == SERIES_TIME_MINOR   ? "minor"
-                                                        : s == SERIES_TIME_MAJOR ? "major"
-                                                                                 : "kernel"));
-                        break;
-                case SERIES_PROCESSES:
-                        m = metric_new("io.trapstat.Processes", v, object, NULL);
-                        break;
-                default:
+                if (!o)
                         m = metric_fields_new("io.trapstat.Traps", v, object,
-                                       json_pack("{s:s}", "vector", trap_vector_name(s - SERIES_TRAPS, buf)));
-                }
+                                              json_pack("{s:s}", "vector", trap_vector_name(s - SERIES_TRAPS, buf)));
+                else if (o->fields[0])
+                        m = metric_fields_new(o->name, v, object, fields_new(o->fields));
+                else
+                        m = metric_new(o->name, v, object, NULL);
                 if (append(list, m) < 0)
                         return -1;
         }
@@ -161,7 +160,7 @@ static bool is_other(const UnitTotalsRow *r) {
 }
 
 json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorDrop *drops, size_t n_drops,
-                           size_t max) {
+                           FaultsKnown known, size_t max) {
         _cleanup_free_ uint64_t *suffix = calloc(n + 1, sizeof(uint64_t));
         _cleanup_json_ json_t *list = json_array();
         UnitTotalsRow other = { .unit = METRICS_OBJECT_OTHER }, all = {};
@@ -173,18 +172,18 @@ json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorD
         /* The system-wide totals: every row, reported or not. */
         for (size_t i = 0; i < n; i++)
                 row_add(&all, &rows[i]);
-        budget = max - n_drops - 1 - (size_t) __builtin_popcountll(series_mask(&all));
+        budget = max - n_drops - 1 - (size_t) __builtin_popcountll(series_mask(&all, known));
 
         /* The totals' own "other" always goes into the report's. suffix[i]: the series "other"
          * would have if every unit from i on went into it. */
         for (size_t i = 0; i < n; i++)
                 if (is_other(&rows[i])) {
                         row_add(&other, &rows[i]);
-                        other_mask = series_mask(&rows[i]);
+                        other_mask = series_mask(&rows[i], known);
                 }
         suffix[n] = other_mask;
         for (size_t i = n; i-- > 0;)
-                suffix[i] = suffix[i + 1] | (is_other(&rows[i]) ? 0 : series_mask(&rows[i]));
+                suffix[i] = suffix[i + 1] | (is_other(&rows[i]) ? 0 : series_mask(&rows[i], known));
 
         /* The units most events first, each whole, while it and what would be left fit. */
         for (k = 0; k < n; k++) {
@@ -192,7 +191,7 @@ json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorD
 
                 if (is_other(&rows[k]))
                         continue;
-                need = (size_t) __builtin_popcountll(series_mask(&rows[k]));
+                need = (size_t) __builtin_popcountll(series_mask(&rows[k], known));
                 /* What is left after k: "other" only if any series of it is not zero. */
                 if (used + need + (size_t) __builtin_popcountll(suffix[k + 1]) > budget)
                         break;
@@ -210,12 +209,12 @@ json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorD
                         return NULL;
         if (append(list, metric_new("io.trapstat.UnitsNotReported", left_out, NULL, NULL)) < 0)
                 return NULL;
-        if (append_object(list, &all, NULL) < 0)
+        if (append_object(list, &all, NULL, known) < 0)
                 return NULL;
         for (size_t i = 0; i < k; i++)
-                if (!is_other(&rows[i]) && append_object(list, &rows[i], rows[i].unit ?: METRICS_OBJECT_NONE) < 0)
+                if (!is_other(&rows[i]) && append_object(list, &rows[i], rows[i].unit ?: METRICS_OBJECT_NONE, known) < 0)
                         return NULL;
-        if (append_object(list, &other, METRICS_OBJECT_OTHER) < 0)
+        if (append_object(list, &other, METRICS_OBJECT_OTHER, known) < 0)
                 return NULL;
         return TAKE_PTR(list);
 }

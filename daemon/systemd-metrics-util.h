@@ -11,9 +11,15 @@
  *                                     and {"mode": "kernel"}: the four add up to every page fault
  *   io.trapstat.MinorFaults  counter  the kernel's min_flt accounting
  *   io.trapstat.MajorFaults  counter  the kernel's maj_flt accounting
+ *   io.trapstat.MajorFaultsByCause counter  fields {"cause": "file"|"anon"|"shmem"}: major faults
+ *                                     by what the address mapped, at most MajorFaults together
  *   io.trapstat.PageFaultTimeNs counter  fields {"kind": "minor"|"major"|"kernel"}: nanoseconds
  *                                     spent in page faults (UnitTotalsRow.fault_time)
+ *   io.trapstat.MajorFaultTimeNsByCause counter  fields {"cause": ...}: nanoseconds of the major
+ *                                     faults by cause, a part of kinds major and kernel above
  *   io.trapstat.Processes    counter  processes counted under the unit
+ * A part of Faults the daemon does not count (FaultsKnown: the access kind, the major causes) has
+ * no series at all.
  * System-wide (no object), always:
  *   io.trapstat.Drops            counter  fields {"kind": ...}, one per drop kind
  *   io.trapstat.UnitsNotReported gauge    units summed into "other" by the bound below */
@@ -28,8 +34,8 @@
 #define METRICS_OBJECT_OTHER UNIT_TOTALS_OTHER
 
 /* Series one object can have at most: every vector, four page fault kinds, minor, major, three
- * kinds of fault time, processes. */
-#define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 2 + 3 + 1)
+ * major causes, three kinds of fault time, three causes' time, processes. */
+#define METRICS_MAX_SERIES_PER_OBJECT (TRAP_VECTORS + 1 + 4 + 2 + 3 + 3 + 3 + 1)
 /* The system-wide ones besides the totals: drops by kind (every kind GetStatus has), units not
  * reported. */
 #define METRICS_SYSTEM_SERIES (MANAGER_DROP_KINDS + 1)
@@ -50,6 +56,7 @@ extern const size_t n_metric_families;
  * unit whole, as long as it and "other" still fit in max replies; the rest of the units (and a
  * row "other" of the totals themselves) summed into the object "other". So at most max replies
  * (max >= METRICS_MIN_MAX), no unit split, and every unit with more events than another
- * reported unit is reported too. NULL on allocation failure. */
+ * reported unit is reported too. known: the parts of Faults the daemon counts
+ * (collector_faults_known()). NULL on allocation failure. */
 json_t *metrics_list_build(const UnitTotalsRow *rows, size_t n, const CollectorDrop *drops, size_t n_drops,
-                           size_t max);
+                           FaultsKnown known, size_t max);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "collector.h"
 #include "embedded.h"
 #include "json-util.h"
 #include "macro.h"
@@ -45,7 +46,8 @@ static int method_list(VarlinkCall *call, json_t *parameters _unused_, void *use
         if (r < 0)
                 return r;
         n_drops = manager_drops(m, drops);
-        list = metrics_list_build(rows, n, drops, n_drops, manager_report_max_metrics(m));
+        list = metrics_list_build(rows, n, drops, n_drops, collector_faults_known(manager_collector(m)),
+                                  manager_report_max_metrics(m));
         if (!list)
                 return -ENOMEM;
         return stream(call, list);

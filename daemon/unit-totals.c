@@ -265,7 +265,7 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
 }
 
 json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec,
-                                bool access_known) {
+                                FaultsKnown faults_known) {
         _cleanup_free_ UnitTotalsRow *rows = NULL;
         Faults total = {};
         FaultTime total_time = {};
@@ -286,7 +286,7 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
                 if (json_array_append_new(units, json_pack("{s:o, s:I, s:o}", "unit", text_to_json(rows[i].unit),
                                                            "processes", (json_int_t) rows[i].processes, "counters",
                                                            counters_to_json(&rows[i].faults, &rows[i].fault_time,
-                                                                            &rows[i].traps, access_known))) < 0) {
+                                                                            &rows[i].traps, faults_known))) < 0) {
                         json_decref(units);
                         units = NULL;
                 }
@@ -295,5 +295,5 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
                 return NULL;
         return json_pack("{s:I, s:o, s:I, s:o}", "sinceUsec", (json_int_t) since_usec, "units", units, "otherUnits",
                          (json_int_t) (n > limit ? n - limit : 0), "total",
-                         counters_to_json(&total, &total_time, &total_traps, access_known));
+                         counters_to_json(&total, &total_time, &total_traps, faults_known));
 }

@@ -52,5 +52,5 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
 
 /* The io.trapstat.UnitTotals reply (pure; unit-tested): the first limit rows of
  * unit_totals_query(t, uid), otherUnits the rows left out, total over all of them, and
- * sinceUsec; counters as counters_to_json(..., access_known). NULL on allocation failure. */
-json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec, bool access_known);
+ * sinceUsec; counters as counters_to_json(..., faults_known). NULL on allocation failure. */
+json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, uint64_t since_usec, FaultsKnown faults_known);

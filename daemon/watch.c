@@ -96,7 +96,7 @@ static json_t *exited_to_json(const WatchFilter *f, const ProcessInfo **exited, 
 }
 
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
-                          uint64_t interval_usec, uint64_t missed_ticks, bool access_known) {
+                          uint64_t interval_usec, uint64_t missed_ticks, FaultsKnown faults_known) {
         _cleanup_free_ SortItem *items = calloc(n ? n : 1, sizeof(*items));
         _cleanup_free_ const ProcessInfo **exited = calloc(n ? n : 1, sizeof(*exited));
         _cleanup_json_ json_t *rows = json_array(), *exited_list = NULL;
@@ -130,7 +130,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 json_t *process = process_info_to_json_as(s->process, view_pid(filter, s->process));
                 json_t *row = json_pack("{s:o, s:o}", "process", process, "counters",
                                         counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps,
-                                                         access_known));
+                                                         faults_known));
 
                 if (!row || json_array_append_new(rows, row) < 0)
                         return NULL;
@@ -140,7 +140,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 return NULL;
         return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
                          (json_int_t) interval_usec, "total",
-                         counters_to_json(&total, &total_time, &total_traps, access_known), "processes",
+                         counters_to_json(&total, &total_time, &total_traps, faults_known), "processes",
                          (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks, "exited", exited_list);
 }
 
@@ -156,7 +156,7 @@ struct Watcher {
 struct WatchSet {
         Watcher *watchers;
         size_t n;
-        bool access_known; /* watch_set_set_access_known() */
+        FaultsKnown faults_known; /* watch_set_set_faults_known() */
 };
 
 static void watcher_free(Watcher *w) {
@@ -182,13 +182,13 @@ int watch_set_new(WatchSet **ret) {
 
         if (!w)
                 return -ENOMEM;
-        w->access_known = true;
+        w->faults_known = FAULTS_KNOWN_ALL;
         *ret = w;
         return 0;
 }
 
-void watch_set_set_access_known(WatchSet *w, bool access_known) {
-        w->access_known = access_known;
+void watch_set_set_faults_known(WatchSet *w, FaultsKnown faults_known) {
+        w->faults_known = faults_known;
 }
 
 WatchSet *watch_set_free(WatchSet *w) {
@@ -245,7 +245,7 @@ void watch_set_broadcast(WatchSet *w, const ProcessSample *samples, size_t n, ui
                         x->missed++;
                         continue;
                 }
-                reply = watch_reply_build(samples, n, &x->filter, time_usec, interval_usec, x->missed, w->access_known);
+                reply = watch_reply_build(samples, n, &x->filter, time_usec, interval_usec, x->missed, w->faults_known);
                 if (!reply) {
                         x->missed++;
                         continue;

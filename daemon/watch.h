@@ -26,17 +26,17 @@ typedef struct WatchFilter {
  * through that counted something, sorted descending by filter->sort (pid ascending on ties), at
  * most filter->limit, and the total over all of them; and, in pid order, the processes the
  * filter lets through that exited (ProcessInfo.exited: the collector reports a process in the
- * tick it retires it, with or without counts). Counters as counters_to_json(..., access_known).
+ * tick it retires it, with or without counts). Counters as counters_to_json(..., faults_known).
  * NULL on allocation failure. */
 json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFilter *filter, uint64_t time_usec,
-                          uint64_t interval_usec, uint64_t missed_ticks, bool access_known);
+                          uint64_t interval_usec, uint64_t missed_ticks, FaultsKnown faults_known);
 
 typedef struct WatchSet WatchSet;
 
 int watch_set_new(WatchSet **ret);
 /* Whether the replies' counters carry read / write / exec / protection
- * (collector_fault_access_known()); true until set. */
-void watch_set_set_access_known(WatchSet *w, bool access_known);
+ * (collector_faults_known()); all until set. */
+void watch_set_set_faults_known(WatchSet *w, FaultsKnown faults_known);
 /* Ends every stream (their connections close) and frees the set. */
 WatchSet *watch_set_free(WatchSet *w);
 /* Keeps call (a Watch call with "more") and answers it on every tick from now on; with a copy

@@ -167,6 +167,20 @@ typedef struct Units {
         json_t *total_traps;
 } Units;
 
+/* total - listed, member by member. The longest fault has no remainder; it is not exported. */
+static void fault_time_remainder(const FaultTime *total, const FaultTime *listed, FaultTime *ret) {
+        *ret = (FaultTime) {
+                .minor_ns = sub0(total->minor_ns, listed->minor_ns),
+                .major_ns = sub0(total->major_ns, listed->major_ns),
+                .kernel_ns = sub0(total->kernel_ns, listed->kernel_ns),
+                .major_file_ns = sub0(total->major_file_ns, listed->major_file_ns),
+                .major_anon_ns = sub0(total->major_anon_ns, listed->major_anon_ns),
+                .major_shmem_ns = sub0(total->major_shmem_ns, listed->major_shmem_ns),
+        };
+        for (size_t k = 0; k < FAULT_TIME_BUCKETS; k++)
+                ret->histogram[k] = sub0(total->histogram[k], listed->histogram[k]);
+}
+
 static int units_read(json_t *reply, unsigned limit, Units *u) {
         json_t *units = json_object_get(reply, "units"), *other_units = json_object_get(reply, "otherUnits");
         int has_time = counters_read(json_object_get(reply, "total"), &u->total, &u->total_time, &u->total_traps);
@@ -208,14 +222,8 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
         for (size_t k = 0; k < n_fault_fields; k++)
                 *faults_field(&u->other.faults, &fault_fields[k]) =
                         sub0(faults_get(&u->total, &fault_fields[k]), faults_get(&listed, &fault_fields[k]));
-        u->other.faults.access_unknown = u->total.access_unknown || listed.access_unknown;
-        /* The longest fault has no remainder; it is not exported. */
-        FaultTime *t = &u->other.fault_time;
-        t->minor_ns = sub0(u->total_time.minor_ns, listed_time.minor_ns);
-        t->major_ns = sub0(u->total_time.major_ns, listed_time.major_ns);
-        t->kernel_ns = sub0(u->total_time.kernel_ns, listed_time.kernel_ns);
-        for (size_t k = 0; k < FAULT_TIME_BUCKETS; k++)
-                t->histogram[k] = sub0(u->total_time.histogram[k], listed_time.histogram[k]);
+        u->other.faults.unknown = u->total.unknown | listed.unknown;
+        fault_time_remainder(&u->total_time, &listed_time, &u->other.fault_time);
         if (u->has_other)
                 u->rows[u->n++] = u->other;
         return 0;
@@ -268,7 +276,7 @@ static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
 
                         /* Where the daemon does not count the access kind, all user faults are
                          * access "": no series says 0 reads that were not counted. */
-                        if (x->access_unknown && s[k].access[0])
+                        if ((x->unknown & FAULTS_KNOWN_ACCESS) && s[k].access[0])
                                 continue;
                         sample(f, "trapstat_page_faults_total", labels, 3, s[k].value);
                 }
@@ -279,16 +287,43 @@ static void write_faults(FILE *f, MetricsFormat format, const Units *u) {
                 const char *labels[] = { "unit", u->rows[i].unit };
                 sample(f, "trapstat_minor_faults_total", labels, 1, u->rows[i].faults.minor);
         }
+}
+
+static void write_major_faults(FILE *f, MetricsFormat format, const Units *u) {
         family(f, format, "trapstat_major_faults", COUNTER,
-               "Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.");
+               "Major page faults (the kernel's maj_flt) since trapstatd started, by cause and systemd unit: "
+               "cause file for faults on a file mapping, anon and shmem for anonymous and shared memory read "
+               "back from swap, an empty cause for the rest (all of them where trapstatd does not tell causes); "
+               "a unit's series sum to its major faults.");
         for (size_t i = 0; i < u->n; i++) {
-                const char *labels[] = { "unit", u->rows[i].unit };
-                sample(f, "trapstat_major_faults_total", labels, 1, u->rows[i].faults.major);
+                const Faults *x = &u->rows[i].faults;
+                /* The causes do not cover every major fault (get_user_pages() ones have no
+                 * completion event): cause "" holds the rest, so that a unit's series still sum
+                 * to its major faults, as access "" does for the user faults. Nested sub0() as
+                 * a sum of the parts could wrap. */
+                struct {
+                        const char *cause;
+                        uint64_t value;
+                } s[] = {
+                        { "file", x->major_file },
+                        { "anon", x->major_anon },
+                        { "shmem", x->major_shmem },
+                        { "", sub0(sub0(sub0(x->major, x->major_file), x->major_anon), x->major_shmem) },
+                };
+                for (size_t k = 0; k < ELEMENTSOF(s); k++) {
+                        const char *labels[] = { "cause", s[k].cause, "unit", u->rows[i].unit };
+
+                        /* Where the daemon does not tell causes, every major fault is cause "":
+                         * no series says 0 swap-ins that were not counted. */
+                        if ((x->unknown & FAULTS_KNOWN_MAJOR_CAUSE) && s[k].cause[0])
+                                continue;
+                        sample(f, "trapstat_major_faults_total", labels, 2, s[k].value);
+                }
         }
 }
 
-static void write_fault_time(FILE *f, MetricsFormat format, const Units *u) {
-        char value[METRICS_SECONDS_MAX], le[METRICS_SECONDS_MAX];
+static void write_fault_seconds(FILE *f, MetricsFormat format, const Units *u) {
+        char value[METRICS_SECONDS_MAX];
 
         family(f, format, "trapstat_page_fault_seconds", COUNTER,
                "Time spent in page faults since trapstatd started, seconds, by kind and systemd unit: "
@@ -306,6 +341,42 @@ static void write_fault_time(FILE *f, MetricsFormat format, const Units *u) {
                         sample_text(f, "trapstat_page_fault_seconds_total", labels, 2, value);
                 }
         }
+}
+
+/* A family of its own, not more kinds of trapstat_page_fault_seconds_total: a major fault taken in
+ * kernel mode has its time in kind kernel, so causes as kinds would count it twice in the
+ * family's sum. No cause "": kind kernel holds minor faults too, so the rest is not known. */
+static void write_major_fault_seconds(FILE *f, MetricsFormat format, const Units *u) {
+        char value[METRICS_SECONDS_MAX];
+
+        /* A daemon that does not tell causes says so in every row and the total: no family
+         * (a family without samples says nothing either). */
+        if (u->total.unknown & FAULTS_KNOWN_MAJOR_CAUSE)
+                return;
+        family(f, format, "trapstat_major_fault_seconds", COUNTER,
+               "Time spent in major page faults since trapstatd started, seconds, by cause (file, anon, shmem, "
+               "as trapstat_major_faults_total) and systemd unit: faults taken in user or kernel mode, a part "
+               "of kinds major and kernel of trapstat_page_fault_seconds_total.");
+        for (size_t i = 0; i < u->n; i++) {
+                const FaultTime *t = &u->rows[i].fault_time;
+                struct {
+                        const char *cause;
+                        uint64_t ns;
+                } s[] = { { "file", t->major_file_ns }, { "anon", t->major_anon_ns }, { "shmem", t->major_shmem_ns } };
+
+                /* Not told: no series, rather than 0 seconds of swap-ins that were not counted. */
+                if (u->rows[i].faults.unknown & FAULTS_KNOWN_MAJOR_CAUSE)
+                        continue;
+                for (size_t k = 0; k < ELEMENTSOF(s); k++) {
+                        const char *labels[] = { "cause", s[k].cause, "unit", u->rows[i].unit };
+                        metrics_format_seconds(s[k].ns, value);
+                        sample_text(f, "trapstat_major_fault_seconds_total", labels, 2, value);
+                }
+        }
+}
+
+static void write_fault_histogram(FILE *f, MetricsFormat format, const Units *u) {
+        char value[METRICS_SECONDS_MAX], le[METRICS_SECONDS_MAX];
 
         /* The daemon's buckets as cumulative counts at their upper edges: bucket i (0..22) holds
          * faults shorter than 2^i us, the last one the rest (+Inf). An edge is exclusive (a
@@ -454,8 +525,12 @@ int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, siz
                 write_up(f, format, true);
                 write_traps(f, format, &u);
                 write_faults(f, format, &u);
-                if (u.has_time && (!in->status || status_times_faults(in->status)))
-                        write_fault_time(f, format, &u);
+                write_major_faults(f, format, &u);
+                if (u.has_time && (!in->status || status_times_faults(in->status))) {
+                        write_fault_seconds(f, format, &u);
+                        write_major_fault_seconds(f, format, &u);
+                        write_fault_histogram(f, format, &u);
+                }
                 if (in->status)
                         r = write_drops(f, format, in->status);
                 if (r >= 0 && in->top && in->process_series > 0)

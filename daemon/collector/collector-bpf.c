@@ -64,6 +64,10 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
                                  "the kernel's lookup of a site's memory mapping failed (busy: another BPF program "
                                  "held it); the instruction is named from /proc/PID/maps while the process lives, "
                                  "else shows as [unknown]; the memory a fault touched shows as [unknown]" },
+        [TS_DROP_CAUSE_LOOKUP] = { "major_cause_untold",
+                                   "the kernel's lookup of a major fault's memory mapping failed (its lock was "
+                                   "contended, or the mapping was gone); the fault is counted, its cause "
+                                   "(Faults.majorByCause) not told" },
         [TS_DROP_FILE_NAME] = { "site_name_lost",
                                 "the path of one mapped file not recorded: the map of file names was full; its "
                                 "sites name the file by device and inode" },
@@ -113,20 +117,34 @@ static void set_source(CollectorBpf *b, int i, int error, const char *why) {
         }
 }
 
+/* A completion program not used: not loaded. */
+static void skip_done_prog(CollectorBpf *b, size_t i) {
+        if (!b->done_progs[i])
+                return;
+        bpf_program__set_autoload(b->done_progs[i], false);
+        b->done_progs[i] = NULL;
+}
+
 /* A source that is not loaded: inactive for the reason given. */
 static void skip_source(CollectorBpf *b, int s, int error, const char *why) {
         set_source(b, s, error, why);
-        if (s == SOURCE_FAULT_TIME) {
+        switch (s) {
+        case SOURCE_FAULT_TIME:
                 /* The entries then take no start times either. */
                 b->skel->rodata->fault_timing = false;
-                for (size_t i = 0; i < ELEMENTSOF(b->time_progs); i++) {
-                        bpf_program__set_autoload(b->time_progs[i], false);
-                        b->time_progs[i] = NULL;
-                }
+                skip_done_prog(b, 0);
+                if (!b->skel->rodata->major_cause)
+                        skip_done_prog(b, 1);
                 return;
+        case SOURCE_MAJOR_CAUSE:
+                b->skel->rodata->major_cause = false;
+                if (!b->skel->rodata->fault_timing)
+                        skip_done_prog(b, 1);
+                return;
+        default:
+                bpf_program__set_autoload(b->progs[s], false);
+                b->progs[s] = NULL;
         }
-        bpf_program__set_autoload(b->progs[s], false);
-        b->progs[s] = NULL;
 }
 
 /* Object o through trapstat_bpf's skeleton: libbpf finds its maps and programs by name and maps
@@ -191,8 +209,8 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
                 goto fail;
         }
         b->perf_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
-        b->time_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
-        if (!b->perf_links || !b->time_links) {
+        b->done_links = calloc(2 * (size_t) b->n_cpus, sizeof(struct bpf_link *));
+        if (!b->perf_links || !b->done_links) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -237,8 +255,8 @@ int collector_bpf_open(const CollectorBpfConfig *config, CollectorBpf **ret) {
         b->progs[SOURCE_PROCESS_EXIT] = b->skel->progs.sched_process_exit;
         b->progs[SOURCE_PROCESS_EXEC] = b->skel->progs.sched_process_exec;
         b->progs[SOURCE_TASK_ITERATOR] = b->skel->progs.tracked_tasks;
-        b->time_progs[0] = b->skel->progs.fault_done_minor;
-        b->time_progs[1] = b->skel->progs.fault_done_major;
+        b->done_progs[0] = b->skel->progs.fault_done_minor;
+        b->done_progs[1] = b->skel->progs.fault_done_major;
         *ret = b;
         return 0;
 fail:
@@ -474,6 +492,30 @@ int collector_bpf_read_pidns(CollectorBpf *b, int pidfd, struct ts_pidns_record 
         return r;
 }
 
+/* The completions of faults, in either mode (a fault's entry says which mode): the minor one for
+ * fault time, the major one for fault time and major causes, each attached once. */
+static void attach_completions(CollectorBpf *b) {
+        int r = 0;
+
+        if (b->done_progs[0])
+                r = attach_perf(b, b->done_progs[0], PERF_COUNT_SW_PAGE_FAULTS_MIN, true, true, b->done_links);
+        if (r >= 0 && b->done_progs[1])
+                r = attach_perf(b, b->done_progs[1], PERF_COUNT_SW_PAGE_FAULTS_MAJ, true, true,
+                                b->done_links + b->n_cpus);
+        if (b->skel->rodata->fault_timing)
+                set_source(b, SOURCE_FAULT_TIME, r, "perf_event_open failed");
+        if (b->skel->rodata->major_cause)
+                set_source(b, SOURCE_MAJOR_CAUSE, r, "perf_event_open failed");
+        if (r >= 0)
+                return;
+        log_warning_errno(r, "Failed to attach to the PAGE_FAULTS_MIN/MAJ software events, fault time and major "
+                             "fault causes are not measured: %m");
+        for (size_t i = 0; i < 2 * (size_t) b->n_cpus; i++) {
+                bpf_link__destroy(b->done_links[i]);
+                b->done_links[i] = NULL;
+        }
+}
+
 int collector_bpf_attach(CollectorBpf *b) {
         int r;
 
@@ -504,22 +546,7 @@ int collector_bpf_attach(CollectorBpf *b) {
                         log_info("Counting page faults with the perf software event instead of %s",
                                  collector_source_names[tracepoint]);
         }
-        /* Fault time: both completions, in either mode (a fault's entry says which mode). */
-        if (b->time_progs[0]) {
-                r = attach_perf(b, b->time_progs[0], PERF_COUNT_SW_PAGE_FAULTS_MIN, true, true, b->time_links);
-                if (r >= 0)
-                        r = attach_perf(b, b->time_progs[1], PERF_COUNT_SW_PAGE_FAULTS_MAJ, true, true,
-                                        b->time_links + b->n_cpus);
-                set_source(b, SOURCE_FAULT_TIME, r, "perf_event_open failed");
-                if (r < 0) {
-                        log_warning_errno(r, "Failed to attach to the PAGE_FAULTS_MIN/MAJ software events, fault time "
-                                             "is not measured: %m");
-                        for (size_t i = 0; i < 2 * (size_t) b->n_cpus; i++) {
-                                bpf_link__destroy(b->time_links[i]);
-                                b->time_links[i] = NULL;
-                        }
-                }
-        }
+        attach_completions(b);
         /* Minor/major faults: /proc/PID/stat of the active processes, and the task iterator's sweep
          * of all of them where it attaches. */
         if (b->progs[SOURCE_TASK_ITERATOR]) {
@@ -546,9 +573,10 @@ void collector_bpf_dump(const CollectorBpf *b, FILE *f) {
         fprintf(f, "\nobject: %s\n\n%-24s %-5s %s\n", bpf_object_name(b->object), "source", "loads", "reason");
         for (int s = 0; s < _SOURCE_MAX; s++) {
                 /* Chosen and not yet attached: no state of its own yet. */
-                bool loads = s == SOURCE_FAULT_TIME ? b->time_progs[0] != NULL
-                             : s == SOURCE_PROC_STAT ? true
-                                                     : b->progs[s] != NULL;
+                bool loads = s == SOURCE_FAULT_TIME    ? b->skel->rodata->fault_timing
+                             : s == SOURCE_MAJOR_CAUSE ? b->skel->rodata->major_cause
+                             : s == SOURCE_PROC_STAT   ? true
+                                                       : b->progs[s] != NULL;
 
                 fprintf(f, "%-24s %-5s %s\n", collector_source_names[s], loads ? "yes" : "no",
                         loads ? "" : b->sources[s].reason ?: "");
@@ -575,9 +603,9 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
         for (size_t i = 0; b->perf_links && i < 2 * (size_t) b->n_cpus; i++)
                 bpf_link__destroy(b->perf_links[i]);
         free(b->perf_links);
-        for (size_t i = 0; b->time_links && i < 2 * (size_t) b->n_cpus; i++)
-                bpf_link__destroy(b->time_links[i]);
-        free(b->time_links);
+        for (size_t i = 0; b->done_links && i < 2 * (size_t) b->n_cpus; i++)
+                bpf_link__destroy(b->done_links[i]);
+        free(b->done_links);
         if (b->owner_map)
                 (void) munmap(b->owner_map, b->owner_map_size);
         if (b->ident_map)

@@ -46,8 +46,10 @@ typedef struct CollectorBpf {
         struct bpf_program *progs[_SOURCE_MAX]; /* to load and attach; NULL when not used */
         struct bpf_link *links[_SOURCE_MAX];    /* attached programs; detached when destroyed */
         struct bpf_link **perf_links;           /* SOURCE_PERF_*: 2 * n_cpus, one per CPU each */
-        struct bpf_program *time_progs[2];      /* SOURCE_FAULT_TIME: minor, major completions */
-        struct bpf_link **time_links;           /* 2 * n_cpus, one per CPU each */
+        /* The completions of faults, minor and major: both for SOURCE_FAULT_TIME, the major one for
+         * SOURCE_MAJOR_CAUSE too. NULL when not used. */
+        struct bpf_program *done_progs[2];
+        struct bpf_link **done_links;           /* 2 * n_cpus, one per CPU each */
         struct bpf_link *iter_link;             /* SOURCE_TASK_ITERATOR; NULL: /proc/PID/stat instead */
         /* FEATURE_TASK_READS: task-reads.bpf.o and its iterator; NULL: the active processes'
          * /proc/PID/stat instead. */

@@ -27,6 +27,7 @@ const char *const collector_source_names[_SOURCE_MAX] = {
         [SOURCE_TASK_ITERATOR] = "task_iterator",
         [SOURCE_PROC_STAT] = "proc_pid_stat",
         [SOURCE_FAULT_TIME] = "fault_time",
+        [SOURCE_MAJOR_CAUSE] = "major_cause",
 };
 
 bool collector_source_off_by_default(int source) {
@@ -112,6 +113,10 @@ void counters_load(const struct ts_counters *src, struct ts_counters *dst) {
                 LOAD(max_ns[i]);
                 LOAD(max_tick[i]);
         }
+        for (size_t i = 0; i < TS_MAJOR_CAUSES; i++) {
+                LOAD(major_cause[i]);
+                LOAD(major_cause_ns[i]);
+        }
 }
 
 #undef LOAD
@@ -131,6 +136,10 @@ void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max
         sum->kernel_ns += v->kernel_ns;
         for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
                 sum->buckets[b] += v->buckets[b];
+        for (size_t c = 0; c < TS_MAJOR_CAUSES; c++) {
+                sum->major_cause[c] += v->major_cause[c];
+                sum->major_cause_ns[c] += v->major_cause_ns[c];
+        }
         /* The longest of the faults counted now. Those of the tick that ended completed before the
          * flip; those that completed between the last read and the last flip were counted then,
          * and their longest reported then as that read's next (*next_max): the tick's longest
@@ -150,11 +159,17 @@ Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, F
                 .write = now->fault_write - seen->fault_write,
                 .exec = now->fault_exec - seen->fault_exec,
                 .protection = now->fault_protection - seen->fault_protection,
+                .major_file = now->major_cause[TS_MAJOR_FILE] - seen->major_cause[TS_MAJOR_FILE],
+                .major_anon = now->major_cause[TS_MAJOR_ANON] - seen->major_cause[TS_MAJOR_ANON],
+                .major_shmem = now->major_cause[TS_MAJOR_SHMEM] - seen->major_cause[TS_MAJOR_SHMEM],
         };
         FaultTime t = {
                 .minor_ns = now->minor_ns - seen->minor_ns,
                 .major_ns = now->major_ns - seen->major_ns,
                 .kernel_ns = now->kernel_ns - seen->kernel_ns,
+                .major_file_ns = now->major_cause_ns[TS_MAJOR_FILE] - seen->major_cause_ns[TS_MAJOR_FILE],
+                .major_anon_ns = now->major_cause_ns[TS_MAJOR_ANON] - seen->major_cause_ns[TS_MAJOR_ANON],
+                .major_shmem_ns = now->major_cause_ns[TS_MAJOR_SHMEM] - seen->major_cause_ns[TS_MAJOR_SHMEM],
         };
 
         for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)

@@ -27,6 +27,7 @@ enum {
         SOURCE_TASK_ITERATOR, /* minor/major faults, name and user of tracked processes */
         SOURCE_PROC_STAT,     /* its fallback */
         SOURCE_FAULT_TIME,    /* PAGE_FAULTS_MIN / PAGE_FAULTS_MAJ: how long each fault took */
+        SOURCE_MAJOR_CAUSE,   /* PAGE_FAULTS_MAJ: what each major fault's address mapped */
         _SOURCE_MAX
 };
 

@@ -401,9 +401,10 @@ uint32_t collector_fault_sample_period(Collector *c) {
         return collector_bpf_fault_sample(c->bpf);
 }
 
-bool collector_fault_access_known(Collector *c) {
+FaultsKnown collector_faults_known(Collector *c) {
         /* Only the exception event carries a fault's access kind. */
-        return c->bpf->sources[SOURCE_PAGE_FAULT_USER].active;
+        return (c->bpf->sources[SOURCE_PAGE_FAULT_USER].active ? FAULTS_KNOWN_ACCESS : 0) |
+               (c->bpf->sources[SOURCE_MAJOR_CAUSE].active ? FAULTS_KNOWN_MAJOR_CAUSE : 0);
 }
 
 int collector_pidns(Collector *c, int pidfd, CollectorPidNs *ret) {

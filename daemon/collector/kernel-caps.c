@@ -180,6 +180,8 @@ const char *kernel_caps_source_missing(const KernelCaps *k, BpfObject o, int n_c
         switch (source) {
         case SOURCE_FAULT_TIME:
                 return part_missing(k, o, n_cpus, BPF_OBJECT_NOLOOP, buf, size);
+        case SOURCE_MAJOR_CAUSE: /* bpf_find_vma() */
+                return part_missing(k, o, n_cpus, BPF_OBJECT_FULL, buf, size);
         case SOURCE_TASK_ITERATOR:
                 return k->has[KERNEL_CAP_TASK_ITER] ? NULL : needs(KERNEL_CAP_TASK_ITER, buf, size);
         default:

@@ -91,7 +91,7 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                 .tables = { "fault_time_raw", "fault_time_minute", "fault_time_hour" },
                 .values = { "minor_ns", "major_ns", "kernel_ns", "max_ns", "h0", "h1", "h2", "h3", "h4", "h5", "h6",
                             "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18", "h19",
-                            "h20", "h21", "h22", "h23" },
+                            "h20", "h21", "h22", "h23", "major_file_ns", "major_anon_ns", "major_shmem_ns" },
                 .max_values = 1U << 3,
         },
 };
@@ -122,7 +122,7 @@ const char *store_kind_value(const StoreKind *k, size_t i, char buf[static STORE
                 return k->values[i];
         if (i >= n_fault_fields)
                 return k->values[i - n_fault_fields];
-        snprintf(buf, STORE_COLUMN_MAX, "f_%s", fault_fields[i].name);
+        snprintf(buf, STORE_COLUMN_MAX, "f_%s", fault_fields[i].column);
         return buf;
 }
 

@@ -198,6 +198,9 @@ static void add_fault_time_row(const StoreKind *kind, int64_t group, const int64
                 return;
         row = (FaultTime) { .minor_ns = values[0], .major_ns = values[1], .kernel_ns = values[2], .max_ns = values[3] };
         memcpy(row.histogram, values + 4, sizeof(row.histogram));
+        row.major_file_ns = values[4 + FAULT_TIME_BUCKETS];
+        row.major_anon_ns = values[5 + FAULT_TIME_BUCKETS];
+        row.major_shmem_ns = values[6 + FAULT_TIME_BUCKETS];
         fault_time_add(t, &row);
 }
 

@@ -591,7 +591,7 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
         if (sort_key_from_name(sort, &key) < 0)
                 return -EINVAL;
         if (key.what == SORT_FAULTS)
-                snprintf(column, sizeof(column), "f_%s", key.field->name);
+                snprintf(column, sizeof(column), "f_%s", key.field->column);
         else
                 snprintf(column, sizeof(column), key.what == SORT_TRAPS ? "traps" : "time_ns");
 

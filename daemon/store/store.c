@@ -98,7 +98,7 @@ int store_migrate(sqlite3 *db, const EmbeddedFile *migrations, size_t n) {
         return r < 0 ? r : (int) (n - (size_t) version);
 }
 
-/* fmt once per Faults member, comma-separated; it gets the member's name as %1$s and the member's
+/* fmt once per Faults member, comma-separated; it gets the member's column suffix as %1$s and the member's
  * parameter in the statements that bind a sample (fold_into(): ?3 on) as %2$d. */
 static char *join_fault_columns(const char *fmt) {
         char *buf = NULL;
@@ -110,7 +110,7 @@ static char *join_fault_columns(const char *fmt) {
         for (size_t i = 0; i < n_fault_fields; i++) {
                 if (i > 0)
                         fputs(", ", f);
-                fprintf(f, fmt, fault_fields[i].name, 3 + (int) i);
+                fprintf(f, fmt, fault_fields[i].column, 3 + (int) i);
         }
         return memstream_done(f, &buf);
 }
@@ -507,9 +507,12 @@ static int add_traps(Store *s, int64_t process_id, uint64_t bucket_usec, const T
 /* Adds a tick's fault time to its raw bucket; in the caller's transaction. */
 static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, const FaultTime *t) {
         sqlite3_stmt *st = s->add_raw[STORE_KIND_FAULT_TIME];
-        uint64_t values[] = { t->minor_ns, t->major_ns, t->kernel_ns, t->max_ns };
+        uint64_t values[] = { t->minor_ns, t->major_ns, t->kernel_ns, t->max_ns }, causes[] = {
+                t->major_file_ns, t->major_anon_ns, t->major_shmem_ns
+        };
 
-        _Static_assert(ELEMENTSOF(values) + FAULT_TIME_BUCKETS <= STORE_KIND_MAX_VALUES, "the kind holds them");
+        _Static_assert(ELEMENTSOF(values) + FAULT_TIME_BUCKETS + ELEMENTSOF(causes) <= STORE_KIND_MAX_VALUES,
+                       "the kind holds them");
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, process_id);
         sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
@@ -518,6 +521,9 @@ static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, co
         for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
                 sqlite3_bind_int64(st, 3 + (int) (ELEMENTSOF(values) + i),
                                    (int64_t) MIN(t->histogram[i], (uint64_t) INT64_MAX));
+        for (size_t i = 0; i < ELEMENTSOF(causes); i++)
+                sqlite3_bind_int64(st, 3 + (int) (ELEMENTSOF(values) + FAULT_TIME_BUCKETS + i),
+                                   (int64_t) MIN(causes[i], (uint64_t) INT64_MAX));
         return sql_step_done(st);
 }
 

@@ -189,9 +189,9 @@ uint32_t collector_fault_sample_period(Collector *c _unused_) {
         return 256;
 }
 
-/* As on x86: the access kind is counted. */
-bool collector_fault_access_known(Collector *c _unused_) {
-        return true;
+/* As on x86 from Linux 5.17: the access kind and the major faults' causes are counted. */
+FaultsKnown collector_faults_known(Collector *c _unused_) {
+        return FAULTS_KNOWN_ALL;
 }
 
 size_t collector_n_tracked(Collector *c _unused_) {

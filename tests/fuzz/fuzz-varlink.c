@@ -82,12 +82,13 @@ static json_t *process_new(json_int_t pid) {
 }
 
 static json_t *counters_new(void) {
-        return json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:i, s:i, "
-                         "s:[iiiiiiiiiiiiiiiiiiiiiiii]}, s:{s:i}, s:{s:i}, s:{s:i}}",
-                         "faults", "user", 3, "kernel", 1, "minor", 4, "major", 0, "read", 2, "write", 1, "exec", 0,
-                         "protection", 0, "faultTime", "minorNs", 5200, "majorNs", 0, "kernelNs", 900, "maxNs", 2100,
-                         "histogram", 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                         "traps", "UD", 1, "signals", "SIGILL", 1, "signalCodes", "SIGILL/ILL_ILLOPN", 1);
+        return json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:{s:i, s:i, s:i}}, s:{s:i, s:i, s:i, s:i, "
+                         "s:[iiiiiiiiiiiiiiiiiiiiiiii], s:{s:i, s:i, s:i}}, s:{s:i}, s:{s:i}, s:{s:i}}",
+                         "faults", "user", 3, "kernel", 1, "minor", 4, "major", 1, "read", 2, "write", 1, "exec", 0,
+                         "protection", 0, "majorByCause", "file", 0, "anon", 1, "shmem", 0, "faultTime", "minorNs",
+                         5200, "majorNs", 0, "kernelNs", 900, "maxNs", 2100, "histogram", 1, 2, 1, 0, 0, 0, 0, 0, 0,
+                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "majorNsByCause", "file", 0, "anon", 700,
+                         "shmem", 0, "traps", "UD", 1, "signals", "SIGILL", 1, "signalCodes", "SIGILL/ILL_ILLOPN", 1);
 }
 
 static int method_get_status(VarlinkCall *call, json_t *parameters _unused_, void *userdata _unused_) {

@@ -55,6 +55,14 @@ class Cli(SharedDaemonTest):
         self.assertEqual(len(rows), len(h["samples"]))
         for field in ("user", "kernel", "minor", "major", "read", "write", "exec", "protection"):
             self.assertEqual(sum(int(r[field]) for r in rows), h["total"]["faults"][field], field)
+        # The major faults by cause and their time: each sample's as the reply has it, empty where
+        # the daemon did not count the causes (null).
+        for r, s in zip(rows, h["samples"]):
+            by_cause, ft = s["counters"]["faults"].get("majorByCause"), s["counters"]["faultTime"]
+            for cause in ("file", "anon", "shmem"):
+                self.assertEqual(r[f"majorByCause.{cause}"], "" if by_cause is None else str(by_cause[cause]))
+                self.assertEqual(r[f"majorNsByCause.{cause}"],
+                                 "" if by_cause is None else str(ft["majorNsByCause"][cause]))
         for v in VECTORS:
             self.assertEqual(sum(int(r[f"traps.{v}"]) for r in rows), N, v)
         self.assertEqual(sum(int(r["traps"]) for r in rows), N * len(VECTORS))
@@ -72,6 +80,18 @@ class Cli(SharedDaemonTest):
         self.assertIn("fault-pages 5000", text)  # the command line
         self.assertRegex(text, r"(?m)^lifetime: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d to ")
         self.assertRegex(text, r"(?m)^total\s+\d")
+        self.assertIn("TIME             USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT  TRAPS\n", text)
+        # The major faults' causes in a table of their own, when there were major faults: counted,
+        # or a line that says they were not.
+        total = exited_history(self.daemon, pid)["total"]["faults"]
+        if total["major"] == 0:
+            self.assertNotIn("major faults by cause", text)
+        elif total.get("majorByCause") is None:
+            self.assertIn("\nmajor faults by cause: not counted (trapstat status says why)\n", text)
+        else:
+            by = total["majorByCause"]
+            self.assertRegex(text, r"(?m)^TIME +MAJOR +FILE +ANON +SHMEM( |$)")
+            self.assertRegex(text, rf"(?m)^total +{total['major']} +{by['file']} +{by['anon']} +{by['shmem']}( |$)")
         # A sparkline per non-zero counter; without a UTF-8 locale (meson's env has none set
         # here, so force it) in ASCII.
         env = dict(os.environ, LC_ALL="C")
@@ -201,6 +221,19 @@ class Cli(SharedDaemonTest):
         self.assertEqual(text.count("trapstat top - "), 2)
         # Tables in human units: 1800 traps are "1.80k".
         self.assertRegex(text, rf"(?m)^\s*{pid}(\s+(\d+|-))? raise-traps\s.*\s1\.80k\s+[A-Z]{{2}}:{N}\s[A-Z]{{2}}:{N}\s")
+        # Every kind of fault in the table, as history has them.
+        self.assertRegex(text, r"(?m)^ +PID( +NSPID)? COMM +USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE"
+                               r"   EXEC   PROT    FTIME  TRAPS  VECTORS ")
+
+        # By major faults of a cause: the short names, the IDL's in the title and the call.
+        for arg, name in (("file", "majorFile"), ("anon", "majorAnon"), ("shmem", "majorShmem")):
+            reply = trapstat_json(self.daemon.socket, "top", "-b", "-n", "1", "--sort", arg, "--limit", "1000")
+            by_cause = [r["counters"]["faults"].get("majorByCause") for r in reply["rows"]]
+            if all(b is not None for b in by_cause):
+                counts = [b[arg] for b in by_cause]
+                self.assertEqual(counts, sorted(counts, reverse=True), arg)
+            text = self.cli("top", "-b", "-n", "1", "--sort", arg).stdout
+            self.assertRegex(text.split("\n")[0], rf"^trapstat top - .* sorted by {name}$")
 
     def test_top_json_stream_counts_a_workload(self):
         """--json top: one Watch reply per tick; the ticks sum to the history, to the fault."""

@@ -127,7 +127,7 @@ class DaemonErrors(unittest.TestCase):
             (["--max-sites", "0"], "invalid --max-sites '0'"),
             (["--max-unit-totals", "0"], "invalid --max-unit-totals '0': expected 1 to 1000000"),
             (["--max-unit-totals", "1000001"], "invalid --max-unit-totals '1000001'"),
-            (["--report-max-metrics", "99"], "invalid --report-max-metrics '99': expected 100 to 1000000"),
+            (["--report-max-metrics", "112"], "invalid --report-max-metrics '112': expected 113 to 1000000"),
             (["--report-max-metrics", "x"], "invalid --report-max-metrics 'x'"),
         ))
 
@@ -390,6 +390,253 @@ class SitesOutput(unittest.TestCase):
         run("--socket", d.socket, "--json", "history", "4242")
         run("--socket", d.socket, "history", "4242", "--csv")
         self.assertNotIn("io.trapstat.Sites", d.methods())
+
+
+# Major faults by cause (FILE ANON SHMEM): what a daemon that tells them sends, and the time of
+# those faults with fault time on; a daemon that cannot tell sends null, an older one nothing.
+T0 = 1700000000000000  # 2023-11-14 22:13:20 UTC
+BUCKET_4_8MS = 13  # the fault time histogram's bucket of 4.096 to 8.192 ms ("4ms-8ms")
+
+
+def cause_faults(user, major, minor, read, by_cause):
+    """Faults as a daemon sends them; by_cause a dict, None (null: cannot tell) or False (an
+    older daemon: no member)."""
+    f = dict(user=user, kernel=2, minor=minor, major=major, read=read, write=1, exec=0, protection=0)
+    if by_cause is not False:
+        f["majorByCause"] = by_cause
+    return f
+
+
+def cause_time(minor_ms, major_ms, timed, max_ms, by_cause_ms):
+    """A FaultTime with timed faults of 4 to 8 ms; by_cause_ms None: an older daemon's (no member)."""
+    histogram = [0] * 24
+    histogram[BUCKET_4_8MS] = timed
+    t = {"minorNs": minor_ms * 1000000, "majorNs": major_ms * 1000000, "kernelNs": 0, "maxNs": int(max_ms * 1000000),
+         "histogram": histogram}
+    if by_cause_ms is not None:
+        t["majorNsByCause"] = {k: v * 1000000 for k, v in by_cause_ms.items()}
+    return t
+
+
+def cause_counters(faults, fault_time=None, traps=None):
+    c = {"faults": faults, "traps": traps or {}, "signals": {}, "signalCodes": {}}
+    if fault_time:
+        c["faultTime"] = fault_time
+    return c
+
+
+def cause_history(told=True):
+    """Two samples of 10 s and their total; told: the causes {...}, None or False as for
+    cause_faults (the fault time by cause zero, or absent from an older daemon)."""
+    def by(file, anon, shmem):
+        return {"file": file, "anon": anon, "shmem": shmem} if told is True else told
+
+    def by_ms(file, anon, shmem):
+        # A daemon that cannot tell the causes times nothing by them (zeros); an older one has no
+        # member at all.
+        if told is False:
+            return None
+        return {"file": file, "anon": anon, "shmem": shmem} if told else {"file": 0, "anon": 0, "shmem": 0}
+
+    samples = [
+        {"timeUsec": T0, "counters": cause_counters(cause_faults(100, 6, 94, 99, by(4, 1, 0)),
+                                                    cause_time(20, 30, 10, 6, by_ms(20, 10, 0)))},
+        {"timeUsec": T0 + 10000000, "counters": cause_counters(cause_faults(50, 3, 47, 49, by(1, 0, 2)),
+                                                               cause_time(5, 15, 4, 5.5, by_ms(5, 0, 10)), {"UD": 2})},
+    ]
+    total = cause_counters(cause_faults(150, 9, 141, 148, by(5, 1, 2)), cause_time(25, 45, 14, 6, by_ms(25, 10, 10)),
+                           {"UD": 2})
+    total["faults"]["kernel"] = 4
+    total["faults"]["write"] = 2
+    total["signals"], total["signalCodes"] = {"SIGILL": 2}, {"SIGILL/ILL_ILLOPN": 2}
+    return {"process": PROCESS, "samples": samples, "total": total}
+
+
+def cause_answer(told=True, history=None):
+    """History as cause_history(told), or history; Top: the process's total, an older daemon's
+    row and one whose causes were all files."""
+    def answer(method, params):
+        reply = history or cause_history(told)
+        if method == "io.trapstat.History":
+            return {"parameters": reply}
+        if method == "io.trapstat.ListProcesses":
+            return {"parameters": {"processes": [PROCESS]}}
+        if method == "io.trapstat.Top":
+            old = dict(PROCESS, pid=7, comm="old", startTime=1)
+            return {"parameters": {"rows": [
+                {"process": PROCESS, "counters": reply["total"]},
+                {"process": old, "counters": cause_counters(cause_faults(9, 1, 8, 8, False))},
+                {"process": dict(old, pid=8, startTime=2), "counters": cause_counters(cause_faults(3, 1, 2, 2, {
+                    "file": 1, "anon": 0, "shmem": 0}))},
+            ]}}
+        return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
+    return answer
+
+
+def run_utc(*args):
+    """trapstat in UTC and the C locale (ASCII: "us" for µs), for tables to compare whole."""
+    return subprocess.run([binary("TRAPSTAT"), *args], capture_output=True, text=True, timeout=10,
+                          env=dict(os.environ, TZ="UTC", LC_ALL="C"))
+
+
+class MajorCauseOutput(unittest.TestCase):
+    """history and top -b against canned replies with major faults by cause, without them (null),
+    and from an older daemon: the columns FILE ANON SHMEM, "-" where not counted, never 0."""
+
+    COUNTS_HEADER = "TIME             USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT  TRAPS"
+    COUNTS = [
+        "11-14 22:13:20    100      2     94      6     99      1      0      0      0",
+        "11-14 22:13:30     50      2     47      3     49      1      0      0      2",
+        "total             150      4    141      9    148      2      0      0      2",
+    ]
+    FAULT_TIME = [
+        "fault time per 10s (%FAULT as %CPU; P50, P99: buckets of the histogram):",
+        "TIME             TIMED      TIME  %FAULT         P50         P99   LONGEST",
+        "11-14 22:13:20      10    50.0ms     0.5     4ms-8ms     4ms-8ms    6.00ms",
+        "11-14 22:13:30       4    20.0ms     0.2     4ms-8ms     4ms-8ms    5.50ms",
+        "total               14    70.0ms       -     4ms-8ms     4ms-8ms    6.00ms",
+    ]
+
+    def serve(self, told=True):
+        d = CannedDaemon(cause_answer(told))
+        self.addCleanup(d.close)
+        return d
+
+    def history_lines(self, told, *args):
+        d = self.serve(told)
+        p = run_utc("--socket", d.socket, "history", "4242", *args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split("\n")
+
+    def test_history_counts_and_time_by_cause(self):
+        """The counts as before, in 80 columns; the causes in a table of their own beside MAJOR,
+        with the time of those timed; a sparkline per cause."""
+        lines = self.history_lines(True)
+        counts = lines.index(self.COUNTS_HEADER)
+        self.assertEqual(lines[counts + 1:counts + 4], self.COUNTS)
+        self.assertEqual(lines[counts + 4:counts + 16], [
+            "",
+            "major faults by cause per 10s, and the time of those timed:",
+            "TIME            MAJOR   FILE   ANON  SHMEM  FILE-TIME  ANON-TIME SHMEM-TIME",
+            "11-14 22:13:20      6      4      1      0     20.0ms     10.0ms        0ns",
+            "11-14 22:13:30      3      1      0      2     5.00ms        0ns     10.0ms",
+            "total               9      5      1      2     25.0ms     10.0ms     10.0ms",
+            "",
+            *self.FAULT_TIME,
+        ])
+        self.assertEqual([line for line in lines if len(line) > 80 and not line.startswith("command:")], [])
+        # A sparkline per cause with faults, named as JSON names it.
+        sparks = [line.split()[0] for line in lines if re.match(r"^  \S+ +[ .:=+*#@-]+  max ", line)]
+        self.assertEqual(sparks[:9], ["user", "kernel", "minor", "major", "majorByCause.file", "majorByCause.anon",
+                                      "majorByCause.shmem", "read", "write"])
+
+    def test_history_causes_not_told(self):
+        """null (a kernel before 5.17, the source disabled) and an older daemon: the counts as
+        ever, and a line that the causes were not counted, never a table of zeros."""
+        for told in (None, False):
+            with self.subTest(told=told):
+                lines = self.history_lines(told)
+                counts = lines.index(self.COUNTS_HEADER)
+                self.assertEqual(lines[counts + 1:counts + 4], self.COUNTS)
+                self.assertEqual(lines[counts + 4:counts + 12], [
+                    "",
+                    "major faults by cause: not counted (trapstat status says why)",
+                    "",
+                    *self.FAULT_TIME,
+                ])
+                self.assertFalse([line for line in lines if "majorByCause" in line])
+
+    def test_history_no_major_faults(self):
+        """No major fault: nothing of their causes (counted or not)."""
+        for told in (True, None):
+            with self.subTest(told=told):
+                by_cause = {"file": 0, "anon": 0, "shmem": 0} if told else None
+                d = CannedDaemon(cause_answer(history={"process": PROCESS, "samples": [], "total": cause_counters(
+                    cause_faults(3, 0, 3, 3, by_cause))}))
+                self.addCleanup(d.close)
+                p = run_utc("--socket", d.socket, "history", "4242")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn("total               3      2      3      0      3      1      0      0      0\n",
+                              p.stdout)
+                self.assertNotIn("major faults by cause", p.stdout)
+
+    def test_history_csv(self):
+        """The causes' counts and times as exact columns; empty where not counted."""
+        header = ("pid,startTime,nsPid,pidNamespace,container.runtime,container.id,container.name,container.pod,"
+                  "container.user,timeUsec,time,user,kernel,minor,major,read,write,exec,protection,majorByCause.file,"
+                  "majorByCause.anon,majorByCause.shmem,traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed,"
+                  "majorNsByCause.file,majorNsByCause.anon,majorNsByCause.shmem,traps.UD,signals.SIGILL")
+        lead = "4242,987654000000,,,,,,,"
+        self.assertEqual(self.history_lines(True, "--csv"), [
+            header,
+            f"{lead},{T0},2023-11-14T22:13:20+00:00,100,2,94,6,99,1,0,0,4,1,0,0,20000000,30000000,0,6000000,10,"
+            "20000000,10000000,0,0,0",
+            f"{lead},{T0 + 10000000},2023-11-14T22:13:30+00:00,50,2,47,3,49,1,0,0,1,0,2,2,5000000,15000000,0,5500000,4,"
+            "5000000,0,10000000,2,0",
+            "",
+        ])
+        for told in (None, False):
+            with self.subTest(told=told):
+                rows = list(csv.DictReader(io.StringIO("\n".join(self.history_lines(told, "--csv")), newline="")))
+                self.assertEqual(len(rows), 2)
+                for row in rows:
+                    for column in ("majorByCause.file", "majorByCause.anon", "majorByCause.shmem",
+                                   "majorNsByCause.file", "majorNsByCause.anon", "majorNsByCause.shmem"):
+                        self.assertEqual(row[column], "", column)
+                self.assertEqual([row["major"] for row in rows], ["6", "3"])
+                self.assertEqual([row["majorNs"] for row in rows], ["30000000", "15000000"])
+
+    def test_top_batch(self):
+        """Every Faults member as history has them; "-" for the row of an older daemon's."""
+        d = self.serve()
+        p = run_utc("--socket", d.socket, "top", "-b", "-n", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split("\n")[1:], [
+            "    PID COMM              USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE   EXEC   PROT"
+            "    FTIME  TRAPS  VECTORS          UNIT",
+            "   4242 app\\e[2J           150      4    141      9      5      1      2    148      2      0      0"
+            "   70.0ms      2  UD:2             -",
+            "      7 old                  9      2      8      1      -      -      -      8      1      0      0"
+            "        -      0  -                -",
+            "      8 old                  3      2      2      1      1      0      0      2      1      0      0"
+            "        -      0  -                -",
+            "",
+        ])
+
+    def test_top_by_comm_sums_the_causes(self):
+        """A group sums its processes' causes; one it cannot sum (a process whose causes were not
+        counted) is "-", not the sum of the others."""
+        d = self.serve()
+        p = run_utc("--socket", d.socket, "top", "-b", "-n", "1", "--by", "comm", "--sort", "file")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split("\n")[1:], [
+            "  PROCS    USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE   EXEC   PROT  TRAPS  VECTORS"
+            "          COMM",
+            "      1    150      4    141      9      5      1      2    148      2      0      0      2  UD:2"
+            "             app\\e[2J",
+            "      2     12      4     10      2      -      -      -     10      2      0      0      0  -"
+            "                old",
+            "",
+        ])
+
+    def test_sort_names(self):
+        """--sort file, anon, shmem: the IDL's majorFile, majorAnon, majorShmem, which work too."""
+        d = self.serve()
+        for arg, name in (("file", "majorFile"), ("anon", "majorAnon"), ("shmem", "majorShmem"),
+                          ("majorShmem", "majorShmem"), ("time", "faultTime")):
+            with self.subTest(sort=arg):
+                p = run_utc("--socket", d.socket, "top", "-b", "-n", "1", "--sort", arg)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertRegex(p.stdout.split("\n")[0], rf"^trapstat top - .* - counts over the last 1m00s, "
+                                                          rf"sorted by {name}$")
+                self.assertEqual(d.calls[-1]["parameters"]["sortBy"], name)
+        for arg in ("File", "majorfile", "cause"):
+            with self.subTest(sort=arg):
+                p = run_utc("--socket", d.socket, "top", "-b", "--sort", arg)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(f"invalid --sort '{arg}': expected user, kernel, minor, major, file, anon, shmem, read, "
+                              "write, exec, protection, traps or time", p.stderr)
+                self.assertEqual(p.stdout, "")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ class Tmux:
         # shutting down after its last session was killed fails with "server exited
         # unexpectedly".
         self.tmux = ["tmux", "-L", name]
-        # A shell that stays after trapstat exits, so the restored screen can be inspected.
-        subprocess.run([*self.tmux, "new-session", "-d", "-s", name, "-x", "160", "-y", "40", *env_args,
+        # A shell that stays after trapstat exits, so the restored screen can be inspected. Wide
+        # enough for a whole row with the major faults' causes (FILE/s ANON/s SHMEM/s) and a unit.
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", name, "-x", "200", "-y", "40", *env_args,
                         "sh"], check=True)
         self.keys(command + "; echo TRAPSTAT-EXIT=$?", "Enter")
 
@@ -76,18 +77,28 @@ def data_rows(screen):
     return [line for line in screen.splitlines()[found[0] + 1:] if line.strip() and line.lstrip()[0].isdigit()]
 
 
+def sorted_by(screen):
+    """The sort the view's title names (the IDL's name: "majorFile"), or None."""
+    m = re.search(r"sorted by (\w+)", screen)
+    return m.group(1) if m else None
+
+
 def row_of(screen, pid):
-    """The live view's row of pid as its cells: PID S COMM USER/s KERNEL/s MAJOR/s TRAPS/s %FAULT
-    FAULTS TRAPS VECTORS [CONTAINER] UNIT (S is blank for a running process that did not trap
-    lately); an NSPID cell left out."""
+    """The live view's row of pid as its cells by the header's titles: PID S COMM USER/s KERNEL/s
+    MAJOR/s [FILE/s ANON/s SHMEM/s] TRAPS/s %FAULT FAULTS TRAPS VECTORS [CONTAINER] UNIT (S is
+    blank for a running process that did not trap lately; the major causes' columns where the
+    daemon counts them); NSPID left out, a sorted column's '*' (no colors) too."""
     found = header_line(screen)
+    if found is None:
+        return None
+    titles = [t.lstrip("*") for t in screen.splitlines()[found[0]].split() if t != "NSPID"]
     for line in data_rows(screen):
         if line.split()[0] == str(pid):
             s = 16 if found[1] else 8
             state = line[s]
             cells = line[:8].split() + [state] + line[s + 1:].split()
             # A row being drawn may be cut short: not a row yet.
-            return cells if len(cells) >= 12 else None
+            return dict(zip(titles, cells)) if len(cells) >= len(titles) else None
     return None
 
 
@@ -172,13 +183,25 @@ class LiveTop(SharedDaemonTest):
         t.keys("t")
         t.wait(lambda s: "sorted by traps" in s and data_rows(s) and " raise-traps " in data_rows(s)[0]
                and "UD:" in data_rows(s)[0], "raise-traps at the top by traps")
-        # < moves the sort column left: major, then kernel.
-        t.keys("<")
-        t.wait(lambda s: "sorted by major" in s, "sort by major after <")
-        t.keys("<")
-        t.wait(lambda s: "sorted by kernel" in s, "sort by kernel after <")
-        t.keys(">", ">")
-        t.wait(lambda s: "sorted by traps" in s, "sort by traps after > >")
+        # < moves the sort column left over the columns shown, > right: the major faults' causes
+        # (FILE/s ANON/s SHMEM/s) are shown once a row on the screen had one, and are passed over
+        # while hidden; which rows are on the screen depends on the sort.
+        self.assertEqual(self.walk(t, "<", "kernel")[-2:], ["major", "kernel"])
+        self.assertEqual(self.walk(t, ">", "traps")[:2], ["kernel", "major"])
+        # f, a, s: by a cause, its columns shown while so sorted, where the daemon counts them
+        # (Linux 5.17 and later); else the view says why and keeps its sort.
+        counted = next(s for s in trapstat_json(self.daemon.socket, "status")["sources"]
+                       if s["name"] == "major_cause")["active"]
+        for key, name in (("f", "majorFile"), ("a", "majorAnon"), ("s", "majorShmem")):
+            t.keys(key)
+            if counted:
+                t.wait(lambda s, name=name: sorted_by(s) == name and "FILE/s" in s and "SHMEM/s" in s,
+                       f"sort by {name} after {key}, its columns shown")
+            else:
+                t.wait(lambda s: "no row here knows major faults by cause" in s and sorted_by(s) == "traps",
+                       f"the refusal of {key}")
+        t.keys("t")
+        t.wait(lambda s: sorted_by(s) == "traps", "sort by traps after t")
 
         # p pauses: the screen stays as it is while ticks go on.
         t.keys("p")
@@ -193,6 +216,22 @@ class LiveTop(SharedDaemonTest):
         s = t.wait(lambda s: s if "TRAPSTAT-EXIT=0" in s else None, "trapstat to exit 0")
         self.assertNotIn("sorted by", s)
         self.assertNotRegex(s, PROCESS_HEADER)
+
+    SORT_COLUMNS = ["user", "kernel", "major", "majorFile", "majorAnon", "majorShmem", "traps", "faultTime"]
+    MAJOR_CAUSES = {"majorFile", "majorAnon", "majorShmem"}
+
+    def walk(self, t, key, to):
+        """Presses key (< or >) until the view is sorted by to; the sorts it went through, each
+        the next column in that direction but for hidden columns of major causes."""
+        seen = [sorted_by(t.screen())]
+        while seen[-1] != to:
+            self.assertLess(len(seen), len(self.SORT_COLUMNS), seen)
+            t.keys(key)
+            seen.append(sorted_by(t.wait(lambda s: s if sorted_by(s) != seen[-1] else None, f"a new sort after {key}")))
+            a, b = (self.SORT_COLUMNS.index(x) for x in seen[-2:])
+            self.assertEqual((b > a), key == ">", seen)
+            self.assertTrue(set(self.SORT_COLUMNS[min(a, b) + 1:max(a, b)]) <= self.MAJOR_CAUSES, seen)
+        return seen
 
     def test_ctrl_c_restores_the_terminal(self):
         t = self.top("sigint")
@@ -250,18 +289,18 @@ class LiveTop(SharedDaemonTest):
             before = SiteTraps(3)
             self.addCleanup(before.stop)
             wait_known(d.socket, before)
-            t = self.top("restart", f"--comm site-traps --sort traps", socket=d.socket)
-            t.wait(lambda s: (row_of(s, before.pid) or [None] * 10)[9] == "3", "the first workload's 3 traps")
+            t = self.top("restart", "--comm site-traps --sort traps", socket=d.socket)
+            t.wait(lambda s: (row_of(s, before.pid) or {}).get("TRAPS") == "3", "the first workload's 3 traps")
             d.stop()
             t.wait(lambda s: "trapstatd went away at" in s and "reconnecting" in s, "the view to say the daemon went away")
             d.start()
             t.wait(lambda s: "went away" not in s and "reconnected to trapstatd" in s, "the view to reconnect")
             after = SiteTraps(7)
             self.addCleanup(after.stop)
-            s = t.wait(lambda s: (row_of(s, after.pid) or [None] * 10)[9] == "7" and "went away" not in s,
+            s = t.wait(lambda s: (row_of(s, after.pid) or {}).get("TRAPS") == "7" and "went away" not in s,
                        "the new workload's 7 traps after the restart")
             # The first workload's row and total are still there.
-            self.assertEqual(row_of(s, before.pid)[9], "3", s)
+            self.assertEqual(row_of(s, before.pid)["TRAPS"], "3", s)
             t.keys("q")
             t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
 
@@ -272,20 +311,20 @@ class LiveTop(SharedDaemonTest):
         t.wait(lambda s: "sorted by traps" in s and "--comm site-tr*" in s, "the live view with its filter")
         w = SiteTraps(3)
         self.addCleanup(w.stop)
-        s = t.wait(lambda s: row_of(s, w.pid) and row_of(s, w.pid)[9] == "3", "the workload's 3 traps")
+        s = t.wait(lambda s: (row_of(s, w.pid) or {}).get("TRAPS") == "3", "the workload's 3 traps")
         row = row_of(s, w.pid)
-        self.assertEqual(row[2], "site-traps", s)
-        self.assertEqual(row[10], "UD:3", s)
+        self.assertEqual(row["COMM"], "site-traps", s)
+        self.assertEqual(row["VECTORS"], "UD:3", s)
         # Only what the filter lets through.
         self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
         time.sleep(4)
         s = t.screen()
         row = row_of(s, w.pid)
         self.assertIsNotNone(row, f"the idle process left the screen:\n{s}")
-        self.assertEqual((row[1], row[6], row[9], row[10]), (" ", "0", "3", "UD:3"), s)
+        self.assertEqual((row["S"], row["TRAPS/s"], row["TRAPS"], row["VECTORS"]), (" ", "0", "3", "UD:3"), s)
         w.stop()
-        s = t.wait(lambda s: (row_of(s, w.pid) or [None, None])[1] == "X", "the exited mark")
-        self.assertEqual(row_of(s, w.pid)[9], "3", s)
+        s = t.wait(lambda s: (row_of(s, w.pid) or {}).get("S") == "X", "the exited mark")
+        self.assertEqual(row_of(s, w.pid)["TRAPS"], "3", s)
         t.keys("q")
         t.wait(lambda s: "TRAPSTAT-EXIT=0" in s, "exit 0")
 
@@ -300,13 +339,13 @@ class LiveTop(SharedDaemonTest):
         t = self.top("pid", f"-p {w.pid}")
         s = t.wait(lambda s: row_of(s, w.pid) and "rates over" in s, "the process from the window")
         self.assertEqual([r.split()[0] for r in data_rows(s)], [str(w.pid)], s)
-        self.assertEqual(row_of(s, w.pid)[9], "5", s)
+        self.assertEqual(row_of(s, w.pid)["TRAPS"], "5", s)
         # P: another pid, typed at the bottom line.
         t.keys("P")
         t.wait(lambda s: "pids (e.g. 123,456; empty: all):" in s, "the pid prompt")
         t.keys(str(other.pid), "Enter")
         s = t.wait(lambda s: [r.split()[0] for r in data_rows(s)] == [str(other.pid)], "only the other pid")
-        self.assertEqual(row_of(s, other.pid)[9], "2", s)
+        self.assertEqual(row_of(s, other.pid)["TRAPS"], "2", s)
         self.assertIn(f"-p {other.pid}", s)
         # A bad list is refused with a message; the filter stays.
         t.keys("P", "x1", "Enter")
@@ -330,7 +369,7 @@ class LiveTop(SharedDaemonTest):
         wait_known(self.daemon.socket, a, b)
         t = self.top("group", "--comm site-traps --sort traps")
         t.wait(lambda s: row_of(s, a.pid) and row_of(s, b.pid), "both processes of the unit")
-        self.assertEqual(row_of(t.screen(), a.pid)[-1], unit)
+        self.assertEqual(row_of(t.screen(), a.pid)["UNIT"], unit)
         t.keys("g")
         s = t.wait(lambda s: ", by unit" in s and "PROCS S" in s, "rows grouped by unit")
         rows = [r.split() for r in data_rows(s) if r.split()[-1] == unit]
@@ -346,7 +385,7 @@ class LiveTop(SharedDaemonTest):
         t.wait(lambda s: PROCESS_HEADER.search(s) and ", by " not in s, "per process again")
         t.keys("h")
         s = t.wait(lambda s: s if "trapstat top: keys" in s else None, "the help screen")
-        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t w", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
+        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t w", "f a s", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
             self.assertIn(f"  {key}", s)
         t.keys("x")
         t.wait(lambda s: PROCESS_HEADER.search(s), "back to the view")

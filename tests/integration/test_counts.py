@@ -318,7 +318,7 @@ class Sources(unittest.TestCase):
             self.assertEqual(set(kinds), {"fault_map_full", "trap_map_full", "exit_event_lost", "exec_event_lost",
                                           "site_map_full", "site_process_limit", "site_name_lost", "site_user_limit",
                                           "site_reserve", "site_lookup_failed", "symbol_budget", "symbol_unreadable",
-                                          "tick_merged"})
+                                          "tick_merged", "major_cause_untold"})
             self.assertGreater(kinds["fault_map_full"]["count"], 0)
             self.assertGreater(kinds["trap_map_full"]["count"], 0)
             self.assertEqual(kinds["exit_event_lost"]["count"] + kinds["exec_event_lost"]["count"], 0)

@@ -83,7 +83,8 @@ class EndToEnd(SharedDaemonTest):
             self.assertEqual(r["process"]["nsPid"], pid)
             self.assertEqual(r["process"]["pidNamespace"], os.stat("/proc/self/ns/pid").st_ino)
         self.assertEqual(set(r["counters"]["faults"]),
-                         {"user", "kernel", "minor", "major", "read", "write", "exec", "protection"})
+                         {"user", "kernel", "minor", "major", "read", "write", "exec", "protection", "majorByCause"})
+        self.assertEqual(set(r["counters"]["faults"]["majorByCause"]), {"file", "anon", "shmem"})
 
         text = trapstat(d.socket, "top", "-b", "-n", "1", "--limit", "1000").stdout
         self.assertRegex(text, rf"(?m)^\s*{pid}(\s+(\d+|-))? fault-pages\s")

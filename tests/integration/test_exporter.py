@@ -27,15 +27,18 @@ PROMTOOL = shutil.which("promtool")
 PROMETHEUS = shutil.which("prometheus")
 
 
-def faults(user=0, kernel=0, minor=0, major=0, read=0, write=0, exec_=0):
+def faults(user=0, kernel=0, minor=0, major=0, read=0, write=0, exec_=0, by_cause=None):
+    """A Faults; by_cause: the major faults {"file": n, "anon": n, "shmem": n} (default none of
+    them)."""
     return {"user": user, "kernel": kernel, "minor": minor, "major": major, "read": read, "write": write,
-            "exec": exec_, "protection": 0}
+            "exec": exec_, "protection": 0, "majorByCause": {"file": 0, "anon": 0, "shmem": 0, **(by_cause or {})}}
 
 
-def fault_time(minor=0, major=0, kernel=0, longest=0, buckets=None):
-    """A FaultTime; buckets: {bucket: faults}."""
+def fault_time(minor=0, major=0, kernel=0, longest=0, buckets=None, by_cause=None):
+    """A FaultTime; buckets: {bucket: faults}; by_cause: the major faults' {"file": ns, ...}."""
     return {"minorNs": minor, "majorNs": major, "kernelNs": kernel, "maxNs": longest,
-            "histogram": [(buckets or {}).get(i, 0) for i in range(24)]}
+            "histogram": [(buckets or {}).get(i, 0) for i in range(24)],
+            "majorNsByCause": {"file": 0, "anon": 0, "shmem": 0, **(by_cause or {})}}
 
 
 def counters(f, traps, ft=None):
@@ -45,14 +48,16 @@ def counters(f, traps, ft=None):
 UNIT_TOTALS = {
     "sinceUsec": int(time.time() * 1e6) - 100_000_000,
     "units": [
-        {"unit": "a.service", "processes": 2, "counters": counters(faults(10, 3, 12, 1, 4, 5, 1), {"UD": 7, "BP": 2},
-                                                                   fault_time(1500, 0, 250, 1500, {0: 1, 1: 1}))},
+        # Its major fault, of a file, was the fault in kernel mode of 250 ns.
+        {"unit": "a.service", "processes": 2,
+         "counters": counters(faults(10, 3, 12, 1, 4, 5, 1, {"file": 1}), {"UD": 7, "BP": 2},
+                              fault_time(1500, 0, 250, 1500, {0: 1, 1: 1}, {"file": 250}))},
         {"unit": 'ev"il\\\n.service', "processes": 1, "counters": counters(faults(5, 0, 5, 0, 5), {"GP": 1})},
         {"unit": None, "processes": 1, "counters": counters(faults(1, 1, 2), {})},
     ],
     "otherUnits": 3,
-    "total": counters(faults(30, 6, 34, 2, 20, 6, 1), {"UD": 9, "BP": 2, "GP": 1},
-                      fault_time(4500, 0, 250, 3000, {0: 1, 1: 1, 2: 1})),
+    "total": counters(faults(30, 6, 34, 2, 20, 6, 1, {"file": 1, "anon": 1}), {"UD": 9, "BP": 2, "GP": 1},
+                      fault_time(4500, 0, 250, 3000, {0: 1, 1: 1, 2: 1}, {"file": 250})),
 }
 STATUS = {"dropsByKind": [{"kind": "fault_map_full", "count": 3, "lost": "a count"},
                           {"kind": "exit_event_lost", "count": 0, "lost": "a final figure"}]}
@@ -101,12 +106,24 @@ trapstat_minor_faults_total{unit="a.service"} 12
 trapstat_minor_faults_total{unit="ev\"il\\\n.service"} 5
 trapstat_minor_faults_total{unit=""} 2
 trapstat_minor_faults_total{unit="other"} 15
-# HELP trapstat_major_faults_total Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.
+# HELP trapstat_major_faults_total Major page faults (the kernel's maj_flt) since trapstatd started, by cause and systemd unit: cause file for faults on a file mapping, anon and shmem for anonymous and shared memory read back from swap, an empty cause for the rest (all of them where trapstatd does not tell causes); a unit's series sum to its major faults.
 # TYPE trapstat_major_faults_total counter
-trapstat_major_faults_total{unit="a.service"} 1
-trapstat_major_faults_total{unit="ev\"il\\\n.service"} 0
-trapstat_major_faults_total{unit=""} 0
-trapstat_major_faults_total{unit="other"} 1
+trapstat_major_faults_total{cause="file",unit="a.service"} 1
+trapstat_major_faults_total{cause="anon",unit="a.service"} 0
+trapstat_major_faults_total{cause="shmem",unit="a.service"} 0
+trapstat_major_faults_total{cause="",unit="a.service"} 0
+trapstat_major_faults_total{cause="file",unit="ev\"il\\\n.service"} 0
+trapstat_major_faults_total{cause="anon",unit="ev\"il\\\n.service"} 0
+trapstat_major_faults_total{cause="shmem",unit="ev\"il\\\n.service"} 0
+trapstat_major_faults_total{cause="",unit="ev\"il\\\n.service"} 0
+trapstat_major_faults_total{cause="file",unit=""} 0
+trapstat_major_faults_total{cause="anon",unit=""} 0
+trapstat_major_faults_total{cause="shmem",unit=""} 0
+trapstat_major_faults_total{cause="",unit=""} 0
+trapstat_major_faults_total{cause="file",unit="other"} 0
+trapstat_major_faults_total{cause="anon",unit="other"} 1
+trapstat_major_faults_total{cause="shmem",unit="other"} 0
+trapstat_major_faults_total{cause="",unit="other"} 0
 # HELP trapstat_page_fault_seconds_total Time spent in page faults since trapstatd started, seconds, by kind and systemd unit: kind minor and major for faults taken in user mode as the kernel accounted them, kernel for faults taken in kernel mode for the process.
 # TYPE trapstat_page_fault_seconds_total counter
 trapstat_page_fault_seconds_total{kind="minor",unit="a.service"} 0.0000015
@@ -121,6 +138,20 @@ trapstat_page_fault_seconds_total{kind="kernel",unit=""} 0
 trapstat_page_fault_seconds_total{kind="minor",unit="other"} 0.000003
 trapstat_page_fault_seconds_total{kind="major",unit="other"} 0
 trapstat_page_fault_seconds_total{kind="kernel",unit="other"} 0
+# HELP trapstat_major_fault_seconds_total Time spent in major page faults since trapstatd started, seconds, by cause (file, anon, shmem, as trapstat_major_faults_total) and systemd unit: faults taken in user or kernel mode, a part of kinds major and kernel of trapstat_page_fault_seconds_total.
+# TYPE trapstat_major_fault_seconds_total counter
+trapstat_major_fault_seconds_total{cause="file",unit="a.service"} 0.00000025
+trapstat_major_fault_seconds_total{cause="anon",unit="a.service"} 0
+trapstat_major_fault_seconds_total{cause="shmem",unit="a.service"} 0
+trapstat_major_fault_seconds_total{cause="file",unit="ev\"il\\\n.service"} 0
+trapstat_major_fault_seconds_total{cause="anon",unit="ev\"il\\\n.service"} 0
+trapstat_major_fault_seconds_total{cause="shmem",unit="ev\"il\\\n.service"} 0
+trapstat_major_fault_seconds_total{cause="file",unit=""} 0
+trapstat_major_fault_seconds_total{cause="anon",unit=""} 0
+trapstat_major_fault_seconds_total{cause="shmem",unit=""} 0
+trapstat_major_fault_seconds_total{cause="file",unit="other"} 0
+trapstat_major_fault_seconds_total{cause="anon",unit="other"} 0
+trapstat_major_fault_seconds_total{cause="shmem",unit="other"} 0
 # HELP trapstat_page_fault_duration_seconds How long page faults took since trapstatd started, seconds, by systemd unit: every fault timed from its entry to its completion; le is an exclusive upper edge.
 # TYPE trapstat_page_fault_duration_seconds histogram
 trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="1e-06"} 1
@@ -450,13 +481,31 @@ class Exporter(unittest.TestCase):
         body = http(port)[2]
         self.assertEqual(self.standin.calls[0]["parameters"], {"limit": 100})
         for name, per_unit in (("trapstat_traps_total", 1), ("trapstat_page_faults_total", 5),
-                               ("trapstat_minor_faults_total", 1), ("trapstat_major_faults_total", 1),
-                               ("trapstat_page_fault_seconds_total", 3),
+                               ("trapstat_minor_faults_total", 1), ("trapstat_major_faults_total", 4),
+                               ("trapstat_page_fault_seconds_total", 3), ("trapstat_major_fault_seconds_total", 3),
                                ("trapstat_page_fault_duration_seconds_bucket", 24),
                                ("trapstat_page_fault_duration_seconds_sum", 1),
                                ("trapstat_page_fault_duration_seconds_count", 1)):
             self.assertEqual(sum(line.startswith(name + "{") for line in body.splitlines()), 101 * per_unit, name)
         self.assertIn('trapstat_traps_total{vector="UD",unit="other"} 4900\n', body)
+        self.promtool(body)
+
+    def test_major_cause_not_told(self):
+        """A daemon that cannot tell major faults' causes (majorByCause null): one series per unit
+        with all its major faults, cause "", and no time by cause; promtool takes it."""
+        def untold(f):
+            return {**f, "majorByCause": None}
+        self.replies["io.trapstat.UnitTotals"] = {
+            "sinceUsec": 1, "otherUnits": 1,
+            "units": [{"unit": "a.service", "processes": 1,
+                       "counters": counters(untold(faults(4, 0, 2, 2, 4)), {}, fault_time(0, 900, 0, 900, {0: 2}))}],
+            "total": counters(untold(faults(9, 0, 4, 5, 9)), {}, fault_time(0, 2000, 0, 900, {0: 5}))}
+        body = http(self.exporter())[2]
+        self.assertEqual([line for line in body.splitlines() if line.startswith("trapstat_major_")],
+                         ['trapstat_major_faults_total{cause="",unit="a.service"} 2',
+                          'trapstat_major_faults_total{cause="",unit="other"} 3'])
+        self.assertIn('trapstat_page_fault_seconds_total{kind="major",unit="a.service"} 0.0000009\n', body)
+        self.assertNotIn("trapstat_major_fault_seconds", body)
         self.promtool(body)
 
     def test_usage(self):
@@ -543,7 +592,12 @@ class Exporter(unittest.TestCase):
         # and the other under 2 us, so the median at most 2 us.
         for query, want in (('trapstat_page_fault_duration_seconds_count{unit="a.service"}', "2"),
                             ('trapstat_page_fault_duration_seconds_bucket{unit="a.service",le="1e-06"}', "1"),
-                            ('trapstat_page_fault_seconds_total{unit="a.service",kind="kernel"}', "2.5e-07")):
+                            ('trapstat_page_fault_seconds_total{unit="a.service",kind="kernel"}', "2.5e-07"),
+                            # A label of value "" is no label to Prometheus: the rest of the major
+                            # faults is the series without cause.
+                            ('trapstat_major_faults_total{unit="other",cause="anon"}', "1"),
+                            ('trapstat_major_faults_total{unit="other",cause=""}', "0"),
+                            ('trapstat_major_fault_seconds_total{unit="a.service",cause="file"}', "2.5e-07")):
             with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/v1/query?query={urllib.parse.quote(query)}",
                                         timeout=5) as r:
                 result = json.load(r)["data"]["result"]

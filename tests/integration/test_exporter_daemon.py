@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import urllib.request
 from decimal import Decimal
@@ -164,7 +163,8 @@ class ExporterDaemon(unittest.TestCase):
         """slow-faults 40 5 in TIME_UNIT: its faults held 5 ms each. Once the unit's totals
         settled, a scrape between two equal UnitTotals replies shows them exactly: seconds by
         kind (the nanoseconds / 1e9, digit for digit), cumulative buckets (running sums of the
-        histogram), +Inf and _count the faults timed, _sum their time."""
+        histogram), +Inf and _count the faults timed, _sum their time; the major faults and their
+        seconds by cause."""
         why = feature_off("fault_time", "--enable-source", "fault_time")
         if why:
             self.skipTest(why)
@@ -204,6 +204,21 @@ class ExporterDaemon(unittest.TestCase):
         self.assertEqual(Decimal(total) * 10**9, ft["minorNs"] + ft["majorNs"] + ft["kernelNs"])
         # The held faults above the hold's lower edge: the buckets below it hold the others only.
         self.assertLessEqual(cumulative[slow - 1], cumulative[-1] - n)
+        # Major faults and their seconds by cause, as the same row has them; cause "" the rest.
+        # Where the daemon does not tell causes: only cause "", all of them, and no seconds.
+        f = row["counters"]["faults"]
+        causes = f["majorByCause"]
+        majors = dict(re.findall(rf'^trapstat_major_faults_total\{{cause="(\w*)",unit="{re.escape(TIME_UNIT)}"\}} (\d+)$',
+                                 text, re.M))
+        if causes is None:
+            self.assertEqual(majors, {"": str(f["major"])})
+            self.assertIsNone(sample_text(text, "trapstat_major_fault_seconds_total", cause="file", unit=TIME_UNIT))
+        else:
+            self.assertEqual(majors, {**{c: str(causes[c]) for c in ("file", "anon", "shmem")},
+                                      "": str(max(f["major"] - sum(causes.values()), 0))})
+            for cause in ("file", "anon", "shmem"):
+                seconds = sample_text(text, "trapstat_major_fault_seconds_total", cause=cause, unit=TIME_UNIT)
+                self.assertEqual(Decimal(seconds) * 10**9, ft["majorNsByCause"][cause], cause)
         self.promtool(text)
 
     def test_unit_limit(self):

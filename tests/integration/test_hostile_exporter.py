@@ -415,7 +415,7 @@ class HostileExporter(unittest.TestCase):
         self.assertEqual(log_lines(self.log_path), [])
 
     def test_reader_that_never_reads(self):
-        """A 57 MB reply (20000 units of a stand-in; 11 MB before the fault time's 29 series a
+        """A 66 MB reply (20000 units of a stand-in; 15 MB before the fault time's 32 series a
         unit) to a client that never reads it: more than the kernel buffers for it (the send
         buffer grows to 4 MiB, tcp_wmem)."""
         units = [{"unit": f"u{i}.service", "processes": 1, "counters": counters(faults(2, 0, 2, 0, 2), {"UD": 1})}

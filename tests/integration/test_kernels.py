@@ -37,7 +37,8 @@ ARM64_SOURCES = {"page_fault_user": "tracepoint not in kernel BTF: No such file 
 # scripts/arm64.sh) and on these machines.
 KERNELS = {
     # Debian 11: BTF and the ring buffer, none of the 5.11-5.17 helpers.
-    ("x86_64", "5.10"): ("base", {**NOT_NEEDED, "fault_time": "needs get_current_task_btf (Linux 5.11)"},
+    ("x86_64", "5.10"): ("base", {**NOT_NEEDED, "fault_time": "needs get_current_task_btf (Linux 5.11)",
+                                  "major_cause": "needs get_current_task_btf (Linux 5.11)"},
                          {**BASE_FEATURES, **PROC_READS}, MISSING_5_10),
     # Debian 12 (the arm64 leg), Debian 13 (the trixie leg), these machines.
     ("aarch64", "6.1"): ("full", ARM64_SOURCES, PROC_READS, MISSING_6_1),

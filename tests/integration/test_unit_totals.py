@@ -26,8 +26,12 @@ USER = user_name("trapstat-totals-test")
 # With the test's pid: two runs side by side on one machine (two checkouts) never share a cgroup.
 PREFIX = f"trapstat-test-totals-{os.getpid()}-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
-# The smallest bound trapstatd takes: 13 drop kinds, units not reported, and one unit's 43 twice.
-MAX_METRICS = 100
+# The smallest bound trapstatd takes: 14 drop kinds, units not reported, and one unit's 49 twice.
+MAX_METRICS = 113
+DROP_KINDS = 14
+# The metrics by cause, and the parts of Faults and FaultTime they are.
+BY_CAUSE = {"io.trapstat.MajorFaultsByCause": ("faults", "majorByCause"),
+            "io.trapstat.MajorFaultTimeNsByCause": ("faultTime", "majorNsByCause")}
 
 
 def invalid(member):
@@ -41,12 +45,13 @@ def row(reply, unit):
 
 def counters_le(a, b):
     """Every counter of a at most b's: b is a later reply of the same series."""
-    for key in ("faults", "traps", "signals", "signalCodes"):
-        for name, value in a[key].items():
-            # An access kind the daemon does not count is null in both (arm64).
-            if value is not None and value > b[key].get(name, 0):
-                return False
-    return True
+    def le(x, y):
+        if isinstance(x, dict):  # majorByCause
+            return all(le(v, (y or {}).get(k, 0)) for k, v in x.items())
+        # A part the daemon does not count is null in both (the access kind on arm64, the
+        # major causes before Linux 5.17).
+        return x is None or x <= y
+    return all(le(a[key], b[key]) for key in ("faults", "traps", "signals", "signalCodes"))
 
 
 class UnitTotals(unittest.TestCase):
@@ -260,7 +265,7 @@ class UnitTotals(unittest.TestCase):
                 self.assertIsInstance(v, str)
         # System-wide: one Drops per kind, without object, also at zero; UnitsNotReported.
         drops = [m for m in ms if m["name"] == "io.trapstat.Drops"]
-        self.assertEqual(len(drops), 13)
+        self.assertEqual(len(drops), DROP_KINDS)
         self.assertTrue(all("object" not in m for m in drops))
         status = self.call("io.trapstat.GetStatus")["parameters"]
         self.assertEqual({m["fields"]["kind"] for m in drops}, {d["kind"] for d in status["dropsByKind"]})
@@ -275,6 +280,16 @@ class UnitTotals(unittest.TestCase):
         user = sum(self.value(ms, "io.trapstat.PageFaults", UNITS["a"], mode="user", access=k) or 0
                    for k in ("read", "write", "exec"))
         self.assertLessEqual(user, a["counters"]["faults"]["user"])
+        # Major faults by cause: one field, cause; none at all where the daemon does not tell
+        # causes (majorByCause null). (Their sum is not compared with MajorFaults here: that is
+        # the kernel's accounting read at the tick, the causes are drained from BPF, and on a busy
+        # machine the two need not agree at every tick.)
+        by_cause = [m for m in ms if m["name"] in BY_CAUSE]
+        if self.totals(limit=1)["total"]["faults"]["majorByCause"] is None:
+            self.assertEqual(by_cause, [])
+        for m in by_cause:
+            self.assertEqual(set(m["fields"]), {"cause"}, m)
+            self.assertIn(m["fields"]["cause"], ("file", "anon", "shmem"), m)
 
     def test_max_unit_totals(self):
         # A daemon that keeps one unit name: of two units of its own whose workloads run after it
@@ -312,7 +327,7 @@ class UnitTotals(unittest.TestCase):
             self.assertIn("other", [u["unit"] for u in r["units"]])
 
     def test_metrics_bound(self):
-        # 30 more units of one #UD each: more than 100 replies' worth (14 system-wide, about 7
+        # 30 more units of one #UD each: more than 113 replies' worth (15 system-wide, about 7
         # series a unit), so that some go into "other".
         root = cgroup2_root()
         names = [f"m{i:02d}" for i in range(30)]
@@ -334,10 +349,10 @@ class UnitTotals(unittest.TestCase):
 
         ms = wait_for(lambda: all_counted(self.metrics()), what="units not reported and every #UD counted")
         self.assertLessEqual(len(ms), MAX_METRICS)
-        # Room for at most (100 - 14) / 3 objects: each has a page fault, minor faults and processes.
+        # Room for at most (113 - 15) / 3 objects: each has a page fault, minor faults and processes.
         objects = {m["object"] for m in ms if "object" in m}
         self.assertIn("other", objects)
-        self.assertLessEqual(len(objects), (MAX_METRICS - 14) // 3)
+        self.assertLessEqual(len(objects), (MAX_METRICS - DROP_KINDS - 1) // 3)
         self.assertEqual(self.value(ms, "io.trapstat.Processes", "other") >= self.value(ms, "io.trapstat.UnitsNotReported"),
                          True)
         # Each unit whole or not at all: a reported test unit has its #UD and its process.
@@ -351,7 +366,8 @@ class UnitTotals(unittest.TestCase):
 
     def test_fault_time_metrics(self):
         """slow-faults 40 5 in a unit of its own: io.trapstat.PageFaultTimeNs of the unit by kind
-        equals UnitTotals' faultTime exactly (a kind at zero is not listed). A daemon of its own
+        equals UnitTotals' faultTime exactly (a kind at zero is not listed), and so do its major
+        faults and their time by cause (none where the daemon does not tell). A daemon of its own
         with the default --report-max-metrics (1000), so that the unit is reported whatever else
         the machine runs and whichever test ran before."""
         why = feature_off("fault_time", "--enable-source", "fault_time")
@@ -389,6 +405,17 @@ class UnitTotals(unittest.TestCase):
         times = [m for m in ms if m["name"] == "io.trapstat.PageFaultTimeNs"]
         self.assertTrue(all(set(m["fields"]) == {"kind"} for m in times), times)
         self.assertTrue(all(m["fields"]["kind"] in ("minor", "major", "kernel") for m in times), times)
+        self.assertEqual(self.value(ms, "io.trapstat.MajorFaults", UNITS["t"]) or 0, row["counters"]["faults"]["major"])
+        for name, (group, member) in BY_CAUSE.items():
+            told = row["counters"][group].get(member)
+            if row["counters"]["faults"]["majorByCause"] is None:
+                told = None
+            for cause in ("file", "anon", "shmem"):
+                got = self.value(ms, name, UNITS["t"], cause=cause)
+                if told is None or told[cause] == 0:
+                    self.assertIsNone(got, (name, cause))
+                else:
+                    self.assertEqual(got, told[cause], (name, cause))
 
     def test_metrics_protocol(self):
         self.assertEqual(self.stream("io.systemd.Metrics.List", more=False),
@@ -398,7 +425,9 @@ class UnitTotals(unittest.TestCase):
         families = {r["parameters"]["name"]: r["parameters"]["type"] for r in self.stream("io.systemd.Metrics.Describe")}
         self.assertEqual(families, {"io.trapstat.Traps": "counter", "io.trapstat.PageFaults": "counter",
                                     "io.trapstat.MinorFaults": "counter", "io.trapstat.MajorFaults": "counter",
+                                    "io.trapstat.MajorFaultsByCause": "counter",
                                     "io.trapstat.PageFaultTimeNs": "counter",
+                                    "io.trapstat.MajorFaultTimeNsByCause": "counter",
                                     "io.trapstat.Processes": "counter", "io.trapstat.Drops": "counter",
                                     "io.trapstat.UnitsNotReported": "gauge"})
         # The report socket serves nothing else; the main socket no io.systemd.Metrics.

@@ -121,6 +121,43 @@ static void test_counters_delta(void **state) {
         assert_int_equal(d.user, 0);
 }
 
+/* Major faults by cause, and their time, summed over the CPUs (a major fault sleeps: it completes
+ * on any of them) and turned into deltas like the other counters. */
+static void test_counters_major_cause(void **state) {
+        struct ts_counters seen = {}, sum = {};
+        struct ts_counters cpu0 = { .major_cause = { [TS_MAJOR_FILE] = 3, [TS_MAJOR_ANON] = 7 },
+                                    .major_cause_ns = { [TS_MAJOR_FILE] = 3000, [TS_MAJOR_ANON] = 700 } };
+        struct ts_counters cpu1 = { .major_cause = { [TS_MAJOR_ANON] = 1, [TS_MAJOR_SHMEM] = 2 },
+                                    .major_cause_ns = { [TS_MAJOR_ANON] = 100, [TS_MAJOR_SHMEM] = 40 } };
+        uint64_t next[2] = {};
+        FaultTime t;
+        Faults d;
+
+        counters_sum(&cpu0, 0, &next[0], &sum);
+        counters_sum(&cpu1, 0, &next[1], &sum);
+        d = counters_delta(&sum, &seen, &t);
+        assert_int_equal(d.major_file, 3);
+        assert_int_equal(d.major_anon, 8);
+        assert_int_equal(d.major_shmem, 2);
+        assert_int_equal(d.major, 0); /* the kernel's maj_flt: not these */
+        assert_int_equal(t.major_file_ns, 3000);
+        assert_int_equal(t.major_anon_ns, 800);
+        assert_int_equal(t.major_shmem_ns, 40);
+
+        /* A copy read in place keeps them. */
+        struct ts_counters copy;
+        counters_load(&cpu1, &copy);
+        assert_memory_equal(copy.major_cause, cpu1.major_cause, sizeof(copy.major_cause));
+        assert_memory_equal(copy.major_cause_ns, cpu1.major_cause_ns, sizeof(copy.major_cause_ns));
+
+        sum.major_cause[TS_MAJOR_SHMEM] += 5;
+        d = counters_delta(&sum, &seen, &t);
+        assert_int_equal(d.major_shmem, 5);
+        assert_int_equal(d.major_file + d.major_anon, 0);
+        assert_true(fault_time_is_zero(&t));
+        (void) state;
+}
+
 /* Fault time: sums and buckets grow like counts. The longest fault of a read: of the tick that
  * ended (after the last read), and of the next tick so far (between the flip and the read), each
  * once; never one kept for an older tick. */
@@ -477,6 +514,7 @@ int main(void) {
                 cmocka_unit_test(test_sources_parse),
                 cmocka_unit_test(test_sources_choose),
                 cmocka_unit_test(test_counters_delta),
+                cmocka_unit_test(test_counters_major_cause),
                 cmocka_unit_test(test_counters_fault_time),
                 cmocka_unit_test(test_minmaj_account),
                 cmocka_unit_test(test_traps_account),

@@ -3,7 +3,9 @@
  * for byte in both formats, label values escaped, the "other" series as total minus the listed
  * units, and the bounds on units and processes also when a reply holds more than asked for; the
  * fault time as seconds by kind and as a histogram (cumulative buckets at the daemon's edges,
- * +Inf equal to _count, _sum, "other" bucket by bucket, a unit with nothing timed). */
+ * +Inf equal to _count, _sum, "other" bucket by bucket, a unit with nothing timed); major faults
+ * and their time by cause, with cause "" the rest, and only cause "" where the daemon does not
+ * tell causes or is older than them. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,12 +24,24 @@
 #include "exposition.h"
 #include "traps.h"
 
-#define FAULTS(u, k, mi, ma, r, w, x)                                                              \
+/* Faults as a daemon from before major causes sends them (no majorByCause). */
+#define FAULTS_OLD(u, k, mi, ma, r, w, x)                                                          \
         "{\"user\":" #u ",\"kernel\":" #k ",\"minor\":" #mi ",\"major\":" #ma ",\"read\":" #r      \
         ",\"write\":" #w ",\"exec\":" #x ",\"protection\":0}"
-/* FaultTime: nanoseconds minor, major, kernel, the longest, and the 24 buckets. */
-#define FAULT_TIME(mi, ma, k, max, histogram)                                                      \
+/* And with the major faults by cause: file, anon, shmem. */
+#define FAULTS_C(u, k, mi, ma, r, w, x, file, anon, shmem)                                         \
+        "{\"user\":" #u ",\"kernel\":" #k ",\"minor\":" #mi ",\"major\":" #ma ",\"read\":" #r      \
+        ",\"write\":" #w ",\"exec\":" #x ",\"protection\":0,\"majorByCause\":{\"file\":" #file      \
+        ",\"anon\":" #anon ",\"shmem\":" #shmem "}}"
+#define FAULTS(u, k, mi, ma, r, w, x) FAULTS_C(u, k, mi, ma, r, w, x, 0, 0, 0)
+/* FaultTime: nanoseconds minor, major, kernel, the longest, and the 24 buckets (as a daemon from
+ * before major causes sends it); with the major ones' nanoseconds by cause. */
+#define FAULT_TIME_OLD(mi, ma, k, max, histogram)                                                  \
         "{\"minorNs\":" #mi ",\"majorNs\":" #ma ",\"kernelNs\":" #k ",\"maxNs\":" #max ",\"histogram\":" histogram "}"
+#define FAULT_TIME_C(mi, ma, k, max, histogram, file, anon, shmem)                                 \
+        "{\"minorNs\":" #mi ",\"majorNs\":" #ma ",\"kernelNs\":" #k ",\"maxNs\":" #max ",\"histogram\":" histogram \
+        ",\"majorNsByCause\":{\"file\":" #file ",\"anon\":" #anon ",\"shmem\":" #shmem "}}"
+#define FAULT_TIME(mi, ma, k, max, histogram) FAULT_TIME_C(mi, ma, k, max, histogram, 0, 0, 0)
 #define NO_BUCKETS "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"
 #define COUNTERS_T(faults, time, traps)                                                            \
         "{\"faults\":" faults ",\"faultTime\":" time ",\"traps\":" traps ",\"signals\":{},\"signalCodes\":{}}"
@@ -37,22 +51,33 @@
 /* Two units, processes in no unit, the daemon's "other", and two units beyond limit (in total).
  * Fault time: a.service a kernel fault of 250 ns (bucket 0), a minor one of 1.5 us (1) and a
  * major one of 2 s (21); nothing timed in no unit; the daemon's "other" 100 us (7); the two
- * left out 3 us (2) and 5 s (23, past the last edge). */
+ * left out 3 us (2) and 5 s (23, past the last edge). Major faults: a.service 3, one of a file
+ * (the 2 s one), one of shared memory and one of no cause told (not timed); the two left out
+ * one, of anonymous memory (the 5 s one). */
 static const char *totals_json =
         "{\"sinceUsec\":1000000,\"otherUnits\":2,\"units\":["
-        "{\"unit\":\"a.service\",\"processes\":2,\"counters\":" COUNTERS_T(FAULTS(10, 3, 12, 1, 4, 5, 1),
-                FAULT_TIME(1500, 2000000000, 250, 2000000000, "[1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,0]"),
+        "{\"unit\":\"a.service\",\"processes\":2,\"counters\":" COUNTERS_T(FAULTS_C(10, 3, 12, 3, 4, 5, 1, 1, 0, 1),
+                FAULT_TIME_C(1500, 2000000000, 250, 2000000000, "[1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,0]",
+                             2000000000, 0, 0),
                 "{\"UD\":7,\"BP\":2}") "},"
         "{\"unit\":null,\"processes\":1,\"counters\":" COUNTERS(FAULTS(5, 0, 5, 0, 5, 0, 0), "{}") "},"
         "{\"unit\":\"other\",\"processes\":9,\"counters\":" COUNTERS_T(FAULTS(1, 1, 2, 0, 1, 0, 0),
                 FAULT_TIME(100000, 0, 0, 100000, "[0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":1}") "}"
-        "],\"total\":" COUNTERS_T(FAULTS(20, 6, 24, 2, 12, 6, 1),
-                FAULT_TIME(104500, 7000000000, 250, 5000000000, "[1,1,1,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,1]"),
+        "],\"total\":" COUNTERS_T(FAULTS_C(20, 6, 24, 4, 12, 6, 1, 1, 1, 1),
+                FAULT_TIME_C(104500, 7000000000, 250, 5000000000, "[1,1,1,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,1]",
+                             2000000000, 5000000000, 0),
                 "{\"UD\":9,\"BP\":2,\"GP\":4}") "}";
 
 static const char *status_json =
         "{\"dropsByKind\":[{\"kind\":\"fault_map_full\",\"count\":3,\"lost\":\"x\"},"
         "{\"kind\":\"trap_map_full\",\"count\":0,\"lost\":\"y\"}]}";
+
+#define MAJOR_FAULTS_HELP                                                                          \
+        "# HELP trapstat_major_faults_total Major page faults (the kernel's maj_flt) since trapstatd started, by "  \
+        "cause and systemd unit: cause file for faults on a file mapping, anon and shmem for anonymous and "   \
+        "shared memory read back from swap, an empty cause for the rest (all of them where trapstatd does not " \
+        "tell causes); a unit's series sum to its major faults.\n"                                            \
+        "# TYPE trapstat_major_faults_total counter\n"
 
 static char *render(const char *totals, const char *status, const char *top, unsigned unit_limit,
                     unsigned process_series, MetricsFormat format) {
@@ -109,11 +134,20 @@ static void test_prometheus(void **state) {
                 "trapstat_minor_faults_total{unit=\"a.service\"} 12\n"
                 "trapstat_minor_faults_total{unit=\"\"} 5\n"
                 "trapstat_minor_faults_total{unit=\"other\"} 7\n"
-                "# HELP trapstat_major_faults_total Major page faults (the kernel's maj_flt) since trapstatd started, by systemd unit.\n"
-                "# TYPE trapstat_major_faults_total counter\n"
-                "trapstat_major_faults_total{unit=\"a.service\"} 1\n"
-                "trapstat_major_faults_total{unit=\"\"} 0\n"
-                "trapstat_major_faults_total{unit=\"other\"} 1\n"
+                MAJOR_FAULTS_HELP
+                "trapstat_major_faults_total{cause=\"file\",unit=\"a.service\"} 1\n"
+                "trapstat_major_faults_total{cause=\"anon\",unit=\"a.service\"} 0\n"
+                "trapstat_major_faults_total{cause=\"shmem\",unit=\"a.service\"} 1\n"
+                "trapstat_major_faults_total{cause=\"\",unit=\"a.service\"} 1\n"
+                "trapstat_major_faults_total{cause=\"file\",unit=\"\"} 0\n"
+                "trapstat_major_faults_total{cause=\"anon\",unit=\"\"} 0\n"
+                "trapstat_major_faults_total{cause=\"shmem\",unit=\"\"} 0\n"
+                "trapstat_major_faults_total{cause=\"\",unit=\"\"} 0\n"
+                /* other: the total's causes less a.service's and no unit's, as the other members. */
+                "trapstat_major_faults_total{cause=\"file\",unit=\"other\"} 0\n"
+                "trapstat_major_faults_total{cause=\"anon\",unit=\"other\"} 1\n"
+                "trapstat_major_faults_total{cause=\"shmem\",unit=\"other\"} 0\n"
+                "trapstat_major_faults_total{cause=\"\",unit=\"other\"} 0\n"
                 /* other: the total less a.service's and no unit's, bucket by bucket. */
                 "# HELP trapstat_page_fault_seconds_total Time spent in page faults since trapstatd started, seconds, by kind and systemd unit: kind minor and major for faults taken in user mode as the kernel accounted them, kernel for faults taken in kernel mode for the process.\n"
                 "# TYPE trapstat_page_fault_seconds_total counter\n"
@@ -126,6 +160,17 @@ static void test_prometheus(void **state) {
                 "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"other\"} 0.000103\n"
                 "trapstat_page_fault_seconds_total{kind=\"major\",unit=\"other\"} 5\n"
                 "trapstat_page_fault_seconds_total{kind=\"kernel\",unit=\"other\"} 0\n"
+                "# HELP trapstat_major_fault_seconds_total Time spent in major page faults since trapstatd started, seconds, by cause (file, anon, shmem, as trapstat_major_faults_total) and systemd unit: faults taken in user or kernel mode, a part of kinds major and kernel of trapstat_page_fault_seconds_total.\n"
+                "# TYPE trapstat_major_fault_seconds_total counter\n"
+                "trapstat_major_fault_seconds_total{cause=\"file\",unit=\"a.service\"} 2\n"
+                "trapstat_major_fault_seconds_total{cause=\"anon\",unit=\"a.service\"} 0\n"
+                "trapstat_major_fault_seconds_total{cause=\"shmem\",unit=\"a.service\"} 0\n"
+                "trapstat_major_fault_seconds_total{cause=\"file\",unit=\"\"} 0\n"
+                "trapstat_major_fault_seconds_total{cause=\"anon\",unit=\"\"} 0\n"
+                "trapstat_major_fault_seconds_total{cause=\"shmem\",unit=\"\"} 0\n"
+                "trapstat_major_fault_seconds_total{cause=\"file\",unit=\"other\"} 0\n"
+                "trapstat_major_fault_seconds_total{cause=\"anon\",unit=\"other\"} 5\n"
+                "trapstat_major_fault_seconds_total{cause=\"shmem\",unit=\"other\"} 0\n"
                 "# HELP trapstat_page_fault_duration_seconds How long page faults took since trapstatd started, seconds, by systemd unit: every fault timed from its entry to its completion; le is an exclusive upper edge.\n"
                 "# TYPE trapstat_page_fault_duration_seconds histogram\n"
                 "trapstat_page_fault_duration_seconds_bucket{unit=\"a.service\",le=\"1e-06\"} 1\n"
@@ -220,7 +265,10 @@ static void test_openmetrics(void **state) {
         assert_non_null(strstr(out, "# TYPE trapstat_traps counter\ntrapstat_traps_total{vector=\"UD\",unit=\"a.service\"} 7\n"));
         assert_non_null(strstr(out, "# TYPE trapstat_page_faults counter\n"));
         assert_non_null(strstr(out, "# TYPE trapstat_minor_faults counter\n"));
-        assert_non_null(strstr(out, "# TYPE trapstat_major_faults counter\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_major_faults counter\n"
+                                    "trapstat_major_faults_total{cause=\"file\",unit=\"a.service\"} 1\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_major_fault_seconds counter\n"
+                                    "trapstat_major_fault_seconds_total{cause=\"file\",unit=\"a.service\"} 2\n"));
         assert_non_null(strstr(out, "# TYPE trapstat_page_fault_seconds counter\n"
                                     "trapstat_page_fault_seconds_total{kind=\"minor\",unit=\"a.service\"} 0.0000015\n"));
         /* A histogram's family is its name in both formats. */
@@ -306,22 +354,66 @@ static size_t count_lines(const char *s, const char *prefix) {
 }
 
 /* A daemon older than fault time (an exporter upgraded first): its counts are exported, the
- * fault-time families are left out rather than written as zeros or failing the scrape. */
+ * fault-time families are left out rather than written as zeros or failing the scrape. It is older
+ * than major causes too (no majorByCause): its major faults are all cause "". */
 static void test_older_daemon(void **state) {
         (void) state;
         char *out = render("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":\"a.service\",\"counters\":"
-                           "{\"faults\":" FAULTS(7, 1, 8, 0, 3, 4, 0) ",\"traps\":{\"UD\":2},\"signals\":{},"
-                           "\"signalCodes\":{}}}],\"total\":{\"faults\":" FAULTS(7, 1, 8, 0, 3, 4, 0)
+                           "{\"faults\":" FAULTS_OLD(7, 1, 8, 2, 3, 4, 0) ",\"traps\":{\"UD\":2},\"signals\":{},"
+                           "\"signalCodes\":{}}}],\"total\":{\"faults\":" FAULTS_OLD(7, 1, 8, 2, 3, 4, 0)
                            ",\"traps\":{\"UD\":2},\"signals\":{},\"signalCodes\":{}}}",
                            NULL, NULL, 0, 0, METRICS_PROMETHEUS);
         assert_non_null(strstr(out, "trapstat_up 1\n"));
         assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"a.service\"} 2\n"));
         assert_non_null(strstr(out, "trapstat_page_faults_total{mode=\"user\",access=\"write\",unit=\"a.service\"} 4\n"));
         assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"a.service\"} 8\n"));
+        assert_non_null(strstr(out, MAJOR_FAULTS_HELP "trapstat_major_faults_total{cause=\"\",unit=\"a.service\"} 2\n"));
+        assert_int_equal(count_lines(out, "trapstat_major_faults_total{"), 1);
         assert_int_equal(count_lines(out, "trapstat_page_fault_seconds"), 0);
+        assert_int_equal(count_lines(out, "trapstat_major_fault_seconds"), 0);
         assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds"), 0);
         assert_int_equal(count_lines(out, "# HELP trapstat_page_fault_"), 0);
         free(out);
+
+        /* One with fault time, from before major causes (no majorByCause, no majorNsByCause):
+         * the fault-time families, but no time by cause, not even zeros. */
+        out = render("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":\"a.service\",\"counters\":"
+                     COUNTERS_T(FAULTS_OLD(7, 1, 8, 2, 3, 4, 0), FAULT_TIME_OLD(10, 20, 30, 20, NO_BUCKETS), "{}")
+                     "}],\"total\":" COUNTERS_T(FAULTS_OLD(7, 1, 8, 2, 3, 4, 0),
+                     FAULT_TIME_OLD(10, 20, 30, 20, NO_BUCKETS), "{}") "}",
+                     NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+        assert_non_null(strstr(out, "trapstat_page_fault_seconds_total{kind=\"major\",unit=\"a.service\"} 0.00000002\n"));
+        assert_non_null(strstr(out, "trapstat_major_faults_total{cause=\"\",unit=\"a.service\"} 2\n"));
+        assert_int_equal(count_lines(out, "trapstat_major_faults_total{"), 1);
+        assert_int_equal(count_lines(out, "trapstat_major_fault_seconds"), 0);
+        assert_int_equal(count_lines(out, "# HELP trapstat_major_fault_seconds"), 0);
+        free(out);
+}
+
+/* A daemon that cannot tell major faults' causes (Linux before 5.17, --disable-source
+ * major_cause): majorByCause null, every major fault is cause "", in "other" too (no series says
+ * 0 swap-ins that were never counted), and there is no time by cause. */
+static void test_major_cause_not_counted(void **state) {
+        (void) state;
+#define NO_CAUSE(ma)                                                                               \
+        "{\"user\":3,\"kernel\":0,\"minor\":3,\"major\":" #ma ",\"read\":3,\"write\":0,\"exec\":0,"           \
+        "\"protection\":0,\"majorByCause\":null}"
+        _cleanup_free_ char *out = render(
+                "{\"sinceUsec\":1,\"otherUnits\":1,\"units\":[{\"unit\":\"a.service\",\"processes\":1,\"counters\":"
+                COUNTERS_T(NO_CAUSE(2), FAULT_TIME(0, 9000, 0, 9000, NO_BUCKETS), "{}") "}],\"total\":"
+                COUNTERS_T(NO_CAUSE(5), FAULT_TIME(0, 20000, 0, 9000, NO_BUCKETS), "{}") "}",
+                NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+#undef NO_CAUSE
+        const char *expected = MAJOR_FAULTS_HELP
+                "trapstat_major_faults_total{cause=\"\",unit=\"a.service\"} 2\n"
+                "trapstat_major_faults_total{cause=\"\",unit=\"other\"} 3\n"
+                "# HELP trapstat_page_fault_seconds_total ";
+
+        assert_non_null(strstr(out, expected));
+        assert_int_equal(count_lines(out, "trapstat_major_faults_total{"), 2);
+        assert_non_null(strstr(out, "trapstat_page_fault_seconds_total{kind=\"major\",unit=\"a.service\"} 0.000009\n"));
+        /* The family is not there at all: no HELP without a sample. */
+        assert_null(strstr(out, "trapstat_major_fault_seconds"));
 }
 
 /* A daemon that does not count the access kind (arm64): its read / write / exec are null, and
@@ -375,10 +467,10 @@ static void test_unit_bound(void **state) {
         assert_non_null(f);
         fputs("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[", f);
         for (int i = 0; i < 50; i++)
-                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS_T(FAULTS(2, 0, 2, 0, 2, 0, 0),
+                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS_T(FAULTS_C(2, 0, 2, 1, 2, 0, 0, 0, 1, 0),
                         FAULT_TIME(3000, 0, 0, 2000, "[0,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":1}") "}",
                         i ? "," : "", i);
-        fputs("],\"total\":" COUNTERS_T(FAULTS(100, 0, 100, 0, 100, 0, 0),
+        fputs("],\"total\":" COUNTERS_T(FAULTS_C(100, 0, 100, 50, 100, 0, 0, 0, 50, 0),
               FAULT_TIME(150000, 0, 0, 2000, "[0,50,50,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":50}") "}", f);
         assert_int_equal(fclose(f), 0);
 
@@ -386,8 +478,12 @@ static void test_unit_bound(void **state) {
         assert_int_equal(count_lines(out, "trapstat_traps_total{"), 11);
         assert_int_equal(count_lines(out, "trapstat_minor_faults_total{"), 11);
         assert_int_equal(count_lines(out, "trapstat_page_faults_total{"), 11 * 5);
+        assert_int_equal(count_lines(out, "trapstat_major_faults_total{"), 11 * 4);
+        assert_int_equal(count_lines(out, "trapstat_major_fault_seconds_total{"), 11 * 3);
         assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"other\"} 40\n"));
         assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"other\"} 80\n"));
+        assert_non_null(strstr(out, "trapstat_major_faults_total{cause=\"anon\",unit=\"other\"} 40\n"));
+        assert_non_null(strstr(out, "trapstat_major_faults_total{cause=\"\",unit=\"other\"} 0\n"));
         assert_int_equal(count_lines(out, "trapstat_page_fault_seconds_total{"), 11 * 3);
         assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds_bucket{"), 11 * 24);
         assert_int_equal(count_lines(out, "trapstat_page_fault_duration_seconds_sum{"), 11);
@@ -533,6 +629,7 @@ int main(void) {
                 cmocka_unit_test(test_older_daemon),
                 cmocka_unit_test(test_fault_time_off),
                 cmocka_unit_test(test_access_not_counted),
+                cmocka_unit_test(test_major_cause_not_counted),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;

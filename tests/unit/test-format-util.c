@@ -22,12 +22,105 @@ static void test_format_fault(void **state) {
 
         assert_string_equal(format_fault(&f, fault_field_by_name("user"), buf), "1.23k");
         assert_string_equal(format_fault(&f, fault_field_by_name("read"), buf), "5");
-        f.access_unknown = true;
+        f.unknown = FAULTS_KNOWN_ACCESS;
         assert_string_equal(format_fault(&f, fault_field_by_name("user"), buf), "1.23k");
         assert_string_equal(format_fault(&f, fault_field_by_name("kernel"), buf), "0");
         for (size_t i = 0; i < n_fault_fields; i++)
-                if (fault_field_is_access(&fault_fields[i]))
+                if (fault_fields[i].part == FAULTS_KNOWN_ACCESS)
                         assert_string_equal(format_fault(&f, &fault_fields[i], buf), "-");
+        /* The causes of major faults are a part of their own. */
+        f = (Faults) { .major = 3, .major_file = 2, .major_shmem = 1 };
+        assert_string_equal(format_fault(&f, fault_field_by_name("majorFile"), buf), "2");
+        assert_string_equal(format_fault(&f, fault_field_by_name("majorAnon"), buf), "0");
+        f.unknown = FAULTS_KNOWN_MAJOR_CAUSE;
+        assert_string_equal(format_fault(&f, fault_field_by_name("major"), buf), "3");
+        assert_string_equal(format_fault(&f, fault_field_by_name("read"), buf), "0");
+        for (size_t i = 0; i < n_fault_fields; i++)
+                if (fault_fields[i].part == FAULTS_KNOWN_MAJOR_CAUSE)
+                        assert_string_equal(format_fault(&f, &fault_fields[i], buf), "-");
+        (void) state;
+}
+
+/* The count tables' columns: every Faults member once, MAJOR's causes right after it, each title
+ * within a count's 6 characters; the parts asked for (history's counts leave the causes to a
+ * table of their own); "-" where a part was not counted, by a daemon that said so (null) or an
+ * older one that does not know it (missing). */
+static void test_fault_columns(void **state) {
+        static const char header[] = "   USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE   EXEC   PROT";
+        Faults f = { .user = 1234, .kernel = 7, .minor = 1200, .major = 41, .major_file = 30, .major_anon = 9,
+                     .major_shmem = 1, .read = 1000, .write = 234, .exec = 0, .protection = 3 };
+        char buf[FAULT_COLUMNS_SIZE];
+        json_t *j;
+
+        assert_int_equal(n_fault_columns, n_fault_fields);
+        for (size_t i = 0; i < n_fault_fields; i++) {
+                size_t seen = 0;
+
+                for (size_t k = 0; k < n_fault_columns; k++)
+                        seen += fault_column_field(k) == &fault_fields[i];
+                assert_int_equal(seen, 1);
+                assert_in_range(strlen(fault_columns[i].title), 1, 6);
+        }
+        assert_null(fault_column_field(n_fault_columns));
+        assert_string_equal(format_faults_header(FAULTS_KNOWN_ALL, buf), header);
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ALL, buf),
+                            "  1.23k      7  1.20k     41     30      9      1  1.00k    234      0      3");
+        assert_int_equal(strlen(buf), strlen(header));
+        /* The parts shown: the members of no part always. */
+        assert_string_equal(format_faults_header(FAULTS_KNOWN_ACCESS, buf),
+                            "   USER KERNEL  MINOR  MAJOR   READ  WRITE   EXEC   PROT");
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ACCESS, buf),
+                            "  1.23k      7  1.20k     41  1.00k    234      0      3");
+        assert_string_equal(format_faults_header(FAULTS_KNOWN_MAJOR_CAUSE, buf),
+                            "   USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM");
+        assert_string_equal(format_faults_header(0, buf), "   USER KERNEL  MINOR  MAJOR");
+
+        f.unknown = FAULTS_KNOWN_MAJOR_CAUSE;
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ALL, buf),
+                            "  1.23k      7  1.20k     41      -      -      -  1.00k    234      0      3");
+        f.unknown = FAULTS_KNOWN_ALL;
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ALL, buf),
+                            "  1.23k      7  1.20k     41      -      -      -      -      -      -      -");
+
+        /* The daemon cannot tell the causes (a kernel before 5.17): null. */
+        j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:n}", "user", 5, "kernel", 1, "minor", 4, "major", 2,
+                      "read", 3, "write", 2, "exec", 0, "protection", 0, "majorByCause");
+        assert_int_equal(faults_from_json(j, &f), 0);
+        json_decref(j);
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ALL, buf),
+                            "      5      1      4      2      -      -      -      3      2      0      0");
+        /* An older daemon: no majorByCause at all. */
+        j = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "user", 5, "kernel", 1, "minor", 4, "major", 2,
+                      "read", 3, "write", 2, "exec", 0, "protection", 0);
+        assert_int_equal(faults_from_json(j, &f), 0);
+        json_decref(j);
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ALL, buf),
+                            "      5      1      4      2      -      -      -      3      2      0      0");
+        /* A daemon that counts them: shmem 0 is a count, not "-". */
+        j = json_pack("{s:i, s:i, s:i, s:i, s:n, s:n, s:n, s:n, s:{s:i, s:i, s:i}}", "user", 5, "kernel", 1, "minor",
+                      4, "major", 2, "read", "write", "exec", "protection", "majorByCause", "file", 1, "anon", 1, "shmem",
+                      0);
+        assert_int_equal(faults_from_json(j, &f), 0);
+        json_decref(j);
+        assert_string_equal(format_faults_cells(&f, FAULTS_KNOWN_ALL, buf),
+                            "      5      1      4      2      1      1      0      -      -      -      -");
+        (void) state;
+}
+
+/* The busiest of a map of counts: most first, ties by name, at most max, "-" for none. */
+static void test_format_busiest(void **state) {
+        json_t *map = json_pack("{s:i, s:i, s:i, s:i}", "GP", 12, "UD", 1000, "BP", 12, "DE", 0);
+        char buf[64];
+
+        format_busiest(map, 2, 1.0, buf, sizeof(buf));
+        assert_string_equal(buf, "UD:1.00k BP:12");
+        format_busiest(map, 5, 4.0, buf, sizeof(buf));
+        assert_string_equal(buf, "UD:250 BP:3.0 GP:3.0");
+        assert_int_equal(map_total(map), 1024);
+        format_busiest(NULL, 2, 1.0, buf, sizeof(buf));
+        assert_string_equal(buf, "-");
+        assert_int_equal(map_total(NULL), 0);
+        json_decref(map);
         (void) state;
 }
 
@@ -533,6 +626,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format_count),
                 cmocka_unit_test(test_format_fault),  cmocka_unit_test(test_format_rate),
+                cmocka_unit_test(test_fault_columns), cmocka_unit_test(test_format_busiest),
                 cmocka_unit_test(test_format_times),  cmocka_unit_test(test_sparkline),
                 cmocka_unit_test(test_csv_field),     cmocka_unit_test(test_csv_field_on_a_terminal),
                 cmocka_unit_test(test_escape_controls),

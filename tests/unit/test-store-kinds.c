@@ -171,7 +171,7 @@ static void test_sample_values_are_the_faults(void **state) {
         assert_int_equal(store_kind_n_keys(k), 0);
         assert_int_equal(store_kind_n_values(k), n_fault_fields + 2);
         for (size_t i = 0; i < n_fault_fields; i++) {
-                snprintf(name, sizeof(name), "f_%s", fault_fields[i].name);
+                snprintf(name, sizeof(name), "f_%s", fault_fields[i].column);
                 assert_string_equal(store_kind_value(k, i, buf), name);
         }
         assert_string_equal(store_kind_value(k, n_fault_fields, buf), "traps");

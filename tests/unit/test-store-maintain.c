@@ -72,7 +72,7 @@ static void test_rollup_and_retention(void **state) {
                 Traps tr = { .vector = { [6] = 1 } };
                 ProcessSample samples[3] = {
                         { &a, (Faults) { .user = i % 7 + 1 }, i % 10 == 0 ? &tr : NULL },
-                        { &b, (Faults) { .user = 2 }, NULL },
+                        { &b, (Faults) { .user = 2, .major = 1, .major_shmem = 1 }, NULL },
                         { &c, (Faults) { .user = 5 }, NULL },
                 };
 
@@ -111,6 +111,14 @@ static void test_rollup_and_retention(void **state) {
         assert_int_equal(rows[0].traps.vector[6], traps_a);
         assert_int_equal(rows[1].process.pid, 401);
         assert_int_equal(rows[1].faults.user, all_b);
+        store_rows_free(rows, n);
+        /* By a major fault cause, from the hours too: b's one shmem swap-in a bucket, all of them. */
+        assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "majorShmem", 10, -1, NULL, &rows, &n, NULL)), 0);
+        assert_true(n >= 1);
+        assert_int_equal(rows[0].process.pid, 401);
+        assert_int_equal(rows[0].faults.major_shmem, 6 * 360);
+        assert_int_equal(rows[0].faults.major, 6 * 360);
+        assert_int_equal(rows[0].faults.major_file + rows[0].faults.major_anon, 0);
         store_rows_free(rows, n);
         /* And over the last 30 min: raw only. */
         assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0 + 5 * H + 30 * 60 * S, "user", 10, -1, NULL, &rows, &n, NULL)),

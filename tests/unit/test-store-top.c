@@ -450,7 +450,7 @@ static void top_model_check(Store *s, const TopModel *m, uint64_t t0, size_t sin
 }
 
 static void test_top_matches_a_model(void **state) {
-        static const char *const sorts[] = { "user", "major", "exec", "kernel" };
+        static const char *const sorts[] = { "user", "major", "exec", "kernel", "majorAnon" };
         static const size_t limits[] = { 1, 3, 20, 1000 };
         static const int64_t uids[] = { -1, 1000 };
         static TopModel m;
@@ -486,6 +486,9 @@ static void test_top_matches_a_model(void **state) {
                         d.user = (uint64_t) rand_r(&seed) % 4 + (i % 3 == 0 && b < 2 ? 40 : 0);
                         d.kernel = (uint64_t) rand_r(&seed) % 3;
                         d.major = rand_r(&seed) % 10 == 0 ? 1 + (uint64_t) rand_r(&seed) % 2 : 0;
+                        /* Some of them swap-ins, told at their completion. */
+                        d.major_anon = d.major > 0 ? (uint64_t) rand_r(&seed) % (d.major + 1) : 0;
+                        d.major_file = d.major - d.major_anon;
                         d.exec = rand_r(&seed) % 30 == 0;
                         d.minor = d.user + d.kernel;
                         faults_add(&m.counts[i][b], &d);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The io.systemd.Metrics List replies (daemon/systemd-metrics-util.c): the series of a unit, the
- * system-wide ones, the bound and "other"; the families Describe lists. */
+ * system-wide ones, the bound and "other"; major faults and their time by cause, none where the
+ * daemon does not count causes; the families Describe lists. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +22,13 @@ static const CollectorDrop drops[MANAGER_DROP_KINDS] = {
         { { "fault_map_full", "" }, 5 },  { { "trap_map_full", "" } },   { { "exit_event_lost", "" } },
         { { "exec_event_lost", "" } },    { { "site_map_full", "" } },   { { "site_name_lost", "" } },
         { { "site_process_limit", "" } }, { { "site_user_limit", "" } }, { { "site_reserve", "" } },
-        { { "site_lookup_failed", "" } }, { { "symbol_budget", "" } },    { { "symbol_unreadable", "" } },
-        { { "tick_merged", "" } },
+        { { "site_lookup_failed", "" } }, { { "major_cause_untold", "" } }, { { "symbol_budget", "" } },
+        { { "symbol_unreadable", "" } },  { { "tick_merged", "" } },
 };
+/* The numbers below: 15 system-wide series (14 drop kinds, units not reported), an object at most
+ * 49 series, so the smallest bound 15 + 2 * 49. */
+_Static_assert(METRICS_SYSTEM_SERIES == 15, "the counts below have 15 system-wide series");
+_Static_assert(METRICS_MIN_MAX == 113, "the bounds below are 113");
 
 /* The value of the metric name with object and (when not NULL) field = value; -1 when absent. */
 static json_int_t find(json_t *list, const char *name, const char *object, const char *field, const char *value) {
@@ -47,24 +52,28 @@ static json_int_t find(json_t *list, const char *name, const char *object, const
 static void test_series(void **state _unused_) {
         UnitTotalsRow rows[] = {
                 { .unit = "a.service", .processes = 2,
-                  .faults = { .user = 10, .kernel = 1, .read = 6, .write = 3, .exec = 1, .minor = 11, .major = 2 },
+                  .faults = { .user = 10, .kernel = 1, .read = 6, .write = 3, .exec = 1, .minor = 11, .major = 3,
+                              .major_file = 1, .major_shmem = 1 },
                   .fault_time = { .minor_ns = 5000, .major_ns = 2000000, .kernel_ns = 300, .max_ns = 1900000,
-                                  .histogram = { [0] = 1, [2] = 10, [11] = 2 } },
+                                  .histogram = { [0] = 1, [2] = 10, [11] = 2 }, .major_file_ns = 1900000 },
                   .traps = { .vector[6] = 300, .vector[3] = 200 } },
                 { .unit = NULL, .processes = 1, .faults = { .user = 1, .read = 1, .minor = 1 },
                   .fault_time = { .minor_ns = 700, .max_ns = 700, .histogram[0] = 1 } },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 1000);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops),
+                                                         FAULTS_KNOWN_ALL, 1000);
 
         assert_non_null(list);
-        /* 14 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major + 3
-         * kinds of fault time + processes; none: read, minor, minor's time, processes. */
-        assert_int_equal(json_array_size(list), 14 + 12 + 12 + 4);
+        /* 15 system-wide; the totals and a: 2 vectors + 4 page fault kinds + minor + major + 2
+         * causes (anon is 0) + 3 kinds of fault time + file's time + processes; none: read,
+         * minor, minor's time, processes. */
+        assert_int_equal(json_array_size(list), 15 + 15 + 15 + 4);
         assert_int_equal(find(list, "io.trapstat.PageFaults", NULL, "access", "read"), 7);
         assert_int_equal(find(list, "io.trapstat.Processes", NULL, NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.Traps", NULL, "vector", "BP"), 200);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "fault_map_full"), 5);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "site_process_limit"), 0);
+        assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "major_cause_untold"), 0);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "symbol_budget"), 0);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "symbol_unreadable"), 0);
         assert_int_equal(find(list, "io.trapstat.Drops", NULL, "kind", "tick_merged"), 0);
@@ -77,10 +86,19 @@ static void test_series(void **state _unused_) {
         assert_int_equal(find(list, "io.trapstat.PageFaults", "a.service", "access", "exec"), 1);
         assert_int_equal(find(list, "io.trapstat.PageFaults", "a.service", "mode", "kernel"), 1);
         assert_int_equal(find(list, "io.trapstat.MinorFaults", "a.service", NULL, NULL), 11);
-        assert_int_equal(find(list, "io.trapstat.MajorFaults", "a.service", NULL, NULL), 2);
+        assert_int_equal(find(list, "io.trapstat.MajorFaults", "a.service", NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.Processes", "a.service", NULL, NULL), 2);
         assert_int_equal(find(list, "io.trapstat.Processes", METRICS_OBJECT_NONE, NULL, NULL), 1);
         assert_int_equal(find(list, "io.trapstat.MajorFaults", METRICS_OBJECT_NONE, NULL, NULL), -1);
+        /* Major faults by cause, a cause at zero not listed: one of the three was of none told. */
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "a.service", "cause", "file"), 1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "a.service", "cause", "anon"), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "a.service", "cause", "shmem"), 1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", NULL, "cause", "file"), 1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", METRICS_OBJECT_NONE, NULL, NULL), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", "a.service", "cause", "file"), 1900000);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", "a.service", "cause", "shmem"), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", NULL, "cause", "file"), 1900000);
         /* Fault time in nanoseconds by kind, as UnitTotals has it; none's major and kernel are
          * zero, so not listed; the system-wide ones are the sums. */
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "minor"), 5000);
@@ -92,24 +110,74 @@ static void test_series(void **state _unused_) {
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "minor"), 5700);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "major"), 2000000);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "kernel"), 300);
-        /* Only the field kind. */
+        /* Only the field kind in the time's, only cause in the causes'. */
         json_t *m;
         size_t i;
-        json_array_foreach (list, i, m)
-                if (strcmp(json_string_value(json_object_get(m, "name")), "io.trapstat.PageFaultTimeNs") == 0) {
-                        assert_int_equal(json_object_size(json_object_get(m, "fields")), 1);
-                        assert_true(json_is_string(json_object_get(json_object_get(m, "fields"), "kind")));
-                }
+        json_array_foreach (list, i, m) {
+                const char *name = json_string_value(json_object_get(m, "name"));
+                const char *field = strcmp(name, "io.trapstat.PageFaultTimeNs") == 0 ? "kind"
+                                    : strstr(name, "ByCause")                        ? "cause"
+                                                                                     : NULL;
+                if (!field)
+                        continue;
+                assert_int_equal(json_object_size(json_object_get(m, "fields")), 1);
+                assert_true(json_is_string(json_object_get(json_object_get(m, "fields"), field)));
+        }
         /* The user faults' fields name their mode too. */
         assert_string_equal(
-                json_string_value(json_object_get(json_object_get(json_array_get(list, 14 + 2), "fields"), "mode")),
+                json_string_value(json_object_get(json_object_get(json_array_get(list, 15 + 2), "fields"), "mode")),
                 "user");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(json_array_get(list, 15 + 2), "fields"), "access")),
+                "read");
         /* Too small a bound is a bug of the caller. */
-        assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), METRICS_MIN_MAX - 1));
+        assert_null(metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL,
+                                       METRICS_MIN_MAX - 1));
 }
 
-/* Units of two series each (#UD, processes); the bound 100 leaves 84 for units and "other",
- * after the 14 system-wide series and the system-wide totals (#UD, processes). */
+/* What the daemon does not count has no series (not a zero, not a value of the rows either):
+ * without the major causes (Linux before 5.17, --disable-source major_cause), without the access
+ * kind (arm64), or a row that says its causes are not known. */
+static void test_parts_not_counted(void **state _unused_) {
+        UnitTotalsRow rows[] = {
+                { .unit = "a.service", .processes = 1,
+                  .faults = { .user = 4, .read = 4, .minor = 3, .major = 1, .major_anon = 1 },
+                  .fault_time = { .major_ns = 800, .major_anon_ns = 800 } },
+        };
+        json_t *list = metrics_list_build(rows, 1, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ACCESS, METRICS_MIN_MAX);
+
+        /* 15 system-wide; the totals and a: read, minor, major, major's time, processes. */
+        assert_int_equal(json_array_size(list), 15 + 5 + 5);
+        assert_int_equal(find(list, "io.trapstat.MajorFaults", "a.service", NULL, NULL), 1);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "major"), 800);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "a.service", NULL, NULL), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", NULL, NULL, NULL), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", "a.service", NULL, NULL), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", NULL, NULL, NULL), -1);
+        json_decref(list);
+
+        /* Causes counted, the access kind not: no user faults by access. */
+        list = metrics_list_build(rows, 1, drops, ELEMENTSOF(drops), FAULTS_KNOWN_MAJOR_CAUSE, METRICS_MIN_MAX);
+        assert_int_equal(json_array_size(list), 15 + 6 + 6);
+        assert_int_equal(find(list, "io.trapstat.PageFaults", "a.service", NULL, NULL), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "a.service", "cause", "anon"), 1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", "a.service", "cause", "anon"), 800);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", NULL, "cause", "anon"), 800);
+        json_decref(list);
+
+        /* The daemon counts both, the row says its causes are not known: none of them, in the
+         * totals neither (a sum with an unknown part is unknown). */
+        rows[0].faults.unknown = FAULTS_KNOWN_MAJOR_CAUSE;
+        list = metrics_list_build(rows, 1, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, METRICS_MIN_MAX);
+        assert_int_equal(json_array_size(list), 15 + 5 + 5);
+        assert_int_equal(find(list, "io.trapstat.PageFaults", "a.service", "access", "read"), 4);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", NULL, NULL, NULL), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultTimeNsByCause", NULL, NULL, NULL), -1);
+        json_decref(list);
+}
+
+/* Units of two series each (#UD, processes); the bound 113 leaves 96 for units and "other",
+ * after the 15 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
         char (*names)[32] = calloc(n_units + 1, 32);
@@ -125,7 +193,7 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), 100);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 113);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
@@ -144,10 +212,10 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(41, 14 + 2 + 82, 41); /* all fit */
-        check_bound(42, 100, 42);          /* exactly */
-        check_bound(43, 100, 41);          /* 41 and "other" of 2 */
-        check_bound(500, 100, 41);
+        check_bound(47, 15 + 2 + 94, 47); /* all fit */
+        check_bound(48, 113, 48);          /* exactly */
+        check_bound(49, 113, 47);          /* 47 and "other" of 2 */
+        check_bound(500, 113, 47);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
@@ -156,10 +224,11 @@ static void test_other_merged(void **state _unused_) {
                 { .unit = UNIT_TOTALS_OTHER, .processes = 7, .traps.vector[6] = 70, .fault_time.kernel_ns = 40 },
                 { .unit = "a.service", .processes = 1, .traps.vector[6] = 10, .fault_time.kernel_ns = 2 },
         };
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 100);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops),
+                                                         FAULTS_KNOWN_ALL, 113);
 
-        /* 14 system-wide, the totals' 3, a.service's 3, other's 3. */
-        assert_int_equal(json_array_size(list), 14 + 3 + 3 + 3);
+        /* 15 system-wide, the totals' 3, a.service's 3, other's 3. */
+        assert_int_equal(json_array_size(list), 15 + 3 + 3 + 3);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "kernel"), 42);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "kernel"), 40);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "a.service", "kind", "kernel"), 2);
@@ -171,8 +240,8 @@ static void test_other_merged(void **state _unused_) {
 }
 
 /* A unit's fault time, summed into "other" with it when it does not fit: 3 series of time (and
- * #UD, processes) make 5 a unit; 100 - 14 - 5 (the totals) = 81 leave room for 15 units and
- * "other" (80: a 16th and "other" would be 85). */
+ * #UD, processes) make 5 a unit; 113 - 15 - 5 (the totals) = 93 leave room for 17 units and
+ * "other" (90: an 18th and "other" would be 95). */
 static void test_fault_time_other(void **state _unused_) {
         UnitTotalsRow rows[20];
         char names[20][32];
@@ -183,26 +252,65 @@ static void test_fault_time_other(void **state _unused_) {
                 rows[i] = (UnitTotalsRow) { .unit = names[i], .processes = 1, .traps.vector[6] = 100 - i,
                                             .fault_time = { .minor_ns = 1000 + i, .major_ns = 1, .kernel_ns = 1 } };
         }
-        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), 100);
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops),
+                                                         FAULTS_KNOWN_ALL, 113);
         assert_non_null(list);
-        assert_int_equal(json_array_size(list), 14 + 5 + 15 * 5 + 5);
-        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 5);
+        assert_int_equal(json_array_size(list), 15 + 5 + 17 * 5 + 5);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 3);
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", names[i], "kind", "minor"),
-                                 i < 15 ? (json_int_t) (1000 + i) : -1);
-                if (i >= 15)
+                                 i < 17 ? (json_int_t) (1000 + i) : -1);
+                if (i >= 17)
                         other_minor += 1000 + i;
         }
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "minor"), (json_int_t) other_minor);
-        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "major"), 5);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "major"), 3);
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "major"), 20);
+}
+
+/* The causes count against the bound like every series, and only where the daemon counts them:
+ * 30 units of #UD, major, a cause and processes (4 series) leave room for 22 and "other" in 113
+ * (15 system-wide, the totals 4: 22 * 4 + 4 = 92 of 94); without the causes, 3 series each, all
+ * 30 fit (90 of 95). "other" sums the causes of the units left out. */
+static void test_major_cause_other(void **state _unused_) {
+        UnitTotalsRow rows[30];
+        char names[30][32];
+        json_t *list;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                snprintf(names[i], sizeof(names[i]), "u%02zu.service", i);
+                rows[i] = (UnitTotalsRow) { .unit = names[i], .processes = 1, .traps.vector[6] = 100 - i,
+                                            .faults = { .major = 1, .major_anon = 1 } };
+        }
+        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 113);
+        assert_int_equal(json_array_size(list), 15 + 4 + 22 * 4 + 4);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 8);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", names[21], "cause", "anon"), 1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", names[22], "cause", "anon"), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "other", "cause", "anon"), 8);
+        assert_int_equal(find(list, "io.trapstat.MajorFaults", "other", NULL, NULL), 8);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", NULL, "cause", "anon"), 30);
+        json_decref(list);
+
+        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ACCESS, 113);
+        assert_int_equal(json_array_size(list), 15 + 3 + 30 * 3);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
+        assert_int_equal(find(list, "io.trapstat.MajorFaults", names[29], NULL, NULL), 1);
+        json_decref(list);
 }
 
 /* What Describe lists: every name List can give, once, with a description and a type. */
 static void test_families(void **state _unused_) {
-        const char *listed[] = { "io.trapstat.Traps", "io.trapstat.PageFaults", "io.trapstat.MinorFaults",
-                                 "io.trapstat.MajorFaults", "io.trapstat.PageFaultTimeNs", "io.trapstat.Processes",
-                                 "io.trapstat.Drops", "io.trapstat.UnitsNotReported" };
+        const char *listed[] = { "io.trapstat.Traps",
+                                 "io.trapstat.PageFaults",
+                                 "io.trapstat.MinorFaults",
+                                 "io.trapstat.MajorFaults",
+                                 "io.trapstat.MajorFaultsByCause",
+                                 "io.trapstat.PageFaultTimeNs",
+                                 "io.trapstat.MajorFaultTimeNsByCause",
+                                 "io.trapstat.Processes",
+                                 "io.trapstat.Drops",
+                                 "io.trapstat.UnitsNotReported" };
 
         assert_int_equal(n_metric_families, ELEMENTSOF(listed));
         for (size_t i = 0; i < ELEMENTSOF(listed); i++) {
@@ -220,6 +328,8 @@ int main(void) {
                 cmocka_unit_test(test_families),
                 cmocka_unit_test(test_bound),
                 cmocka_unit_test(test_other_merged),
+                cmocka_unit_test(test_parts_not_counted),
+                cmocka_unit_test(test_major_cause_other),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;

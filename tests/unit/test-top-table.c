@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "json-util.h"
+#include "top-format.h"
 #include "top-table.h"
 #include "traps.h"
 
@@ -26,6 +27,7 @@ static json_t *process(int pid, const char *comm, const char *unit, int uid, boo
         return p;
 }
 
+/* Counters as an older daemon sends them: no majorByCause (the causes not known). */
 static json_t *counters(uint64_t user, const char *vector, uint64_t traps) {
         json_t *c = json_pack("{s:{s:I, s:i, s:i, s:i, s:I, s:i, s:i, s:i}, s:{}, s:{}}", "faults", "user", (json_int_t) user,
                               "kernel", 0, "minor", 0, "major", 0, "read", (json_int_t) user, "write", 0, "exec", 0,
@@ -34,6 +36,27 @@ static json_t *counters(uint64_t user, const char *vector, uint64_t traps) {
         assert_non_null(c);
         if (vector)
                 assert_int_equal(json_object_set_new(json_object_get(c, "traps"), vector, json_integer((json_int_t) traps)), 0);
+        return c;
+}
+
+/* Counters of a daemon that tells major faults by cause (file < 0: null, it cannot tell), their
+ * sum the major faults, and the fault time. */
+static json_t *counters_major(int file, int anon, int shmem, uint64_t time_ns) {
+        int major = file < 0 ? 3 : file + anon + shmem;
+        json_t *c = json_pack("{s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:{}, s:{}, s:{s:I, s:i, s:i, s:i, s:[]}}",
+                              "faults", "user", 10, "kernel", 0, "minor", 10 - major, "major", major, "read", 10, "write",
+                              0, "exec", 0, "protection", 0,
+                              "traps", "signals", "faultTime", "minorNs", (json_int_t) time_ns, "majorNs", 0, "kernelNs", 0,
+                              "maxNs", 0, "histogram");
+        json_t *h = json_object_get(json_object_get(c, "faultTime"), "histogram");
+
+        assert_non_null(c);
+        for (int i = 0; i < 24; i++)
+                assert_int_equal(json_array_append_new(h, json_integer(0)), 0);
+        assert_int_equal(json_object_set_new(json_object_get(c, "faults"), "majorByCause",
+                                             file < 0 ? json_null()
+                                                      : json_pack("{s:i, s:i, s:i}", "file", file, "anon", anon, "shmem", shmem)),
+                         0);
         return c;
 }
 
@@ -337,13 +360,18 @@ static void test_layout(void **state) {
         {
                 TopRow rows[2] = { { .process = host }, { .process = inside } };
 
-                top_rows_layout(rows, 1, TOP_GROUP_PROCESS, true, &l);
+                SortKey user;
+
+                assert_int_equal(sort_key_from_name("user", &user), 0);
+                top_rows_layout(rows, 1, TOP_GROUP_PROCESS, &user, true, &l);
                 assert_false(l.ns_pid);
                 assert_int_equal(l.container_width, 0);
-                top_rows_layout(rows, 2, TOP_GROUP_PROCESS, true, &l);
+                top_rows_layout(rows, 2, TOP_GROUP_PROCESS, &user, true, &l);
                 assert_true(l.ns_pid);
                 assert_int_equal(l.container_width, strlen("docker:0123456789ab"));
-                top_rows_layout(rows, 2, TOP_GROUP_UNIT, true, &l);
+                /* No major fault: no columns of their causes. */
+                assert_false(l.major_causes);
+                top_rows_layout(rows, 2, TOP_GROUP_UNIT, &user, true, &l);
                 assert_false(l.ns_pid);
                 assert_int_equal(l.container_width, 0);
         }
@@ -371,6 +399,210 @@ static void test_malformed(void **state) {
         assert_string_equal(top_group_name(TOP_GROUP_USER), "user");
 }
 
+/* Major faults by cause: kept per process from the seed and the ticks, summed by group, sorted
+ * by; unknown (null, or missing from an older daemon) stays unknown in every sum it is in. */
+static void test_major_causes(void **state) {
+        _cleanup_json_ json_t *seed = json_pack(
+                "{s:[o, o, o, o]}", "rows", row(process(1, "reader", "db.service", 0, false, 0), counters_major(6, 0, 0, 0)),
+                row(process(2, "swapper", "db.service", 0, false, 0), counters_major(0, 5, 2, 0)),
+                row(process(3, "ipc", "ipc.service", 0, false, 0), counters_major(0, 0, 4, 0)),
+                row(process(4, "old", "old.service", 0, false, 0), counters(1, NULL, 0)));
+        json_t *t1 = tick(100, json_pack("[o, o]", row(process(2, "swapper", "db.service", 0, false, 0), counters_major(1, 3, 0, 0)),
+                                         row(process(5, "blind", "old.service", 0, false, 0), counters_major(-1, 0, 0, 0))),
+                          NULL);
+        ProcessFilter f = PROCESS_FILTER_NONE;
+        SortKey file, anon, shmem;
+        TopLayout l;
+        TopRow *rows;
+        TopTable t;
+        size_t n;
+
+        assert_int_equal(top_sort_from_arg("file", &file), 0);
+        assert_int_equal(top_sort_from_arg("anon", &anon), 0);
+        assert_int_equal(top_sort_from_arg("shmem", &shmem), 0);
+        top_table_init(&t, 100, 60 * SEC);
+        assert_int_equal(top_table_seed(&t, seed), 0);
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+        assert_int_equal(find(&t, 2)->total.faults.major_anon, 8);
+        assert_int_equal(find(&t, 2)->last.faults.major_anon, 3);
+        assert_int_equal(find(&t, 2)->total.faults.major_file, 1);
+        assert_int_equal(find(&t, 2)->total.faults.unknown, 0);
+        /* An older daemon's row and a null's: not counted, whatever the zeros say. */
+        assert_int_equal(find(&t, 4)->total.faults.unknown, FAULTS_KNOWN_MAJOR_CAUSE);
+        assert_int_equal(find(&t, 5)->total.faults.unknown, FAULTS_KNOWN_MAJOR_CAUSE);
+        assert_int_equal(find(&t, 5)->last.faults.unknown, FAULTS_KNOWN_MAJOR_CAUSE);
+
+        /* By the last refresh's rate first (only 2 had a tick), then by the totals. */
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_PROCESS, &anon, &rows, &n), 0);
+        assert_int_equal(n, 5);
+        assert_int_equal(rows[0].pid, 2);
+        top_rows_free(rows, n);
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_PROCESS, &file, &rows, &n), 0);
+        assert_int_equal(rows[0].pid, 2);
+        assert_int_equal(rows[1].pid, 1);
+        top_rows_free(rows, n);
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_PROCESS, &shmem, &rows, &n), 0);
+        assert_int_equal(rows[0].pid, 3);
+        assert_int_equal(rows[1].pid, 2);
+        top_rows_layout(rows, n, TOP_GROUP_PROCESS, &shmem, true, &l);
+        assert_true(l.major_causes);
+        top_rows_free(rows, n);
+
+        /* Grouped: summed; a unit with a process whose causes are unknown has them unknown. */
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_UNIT, &anon, &rows, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(rows[0].key, "db.service");
+        assert_int_equal(rows[0].total.faults.major_file, 7);
+        assert_int_equal(rows[0].total.faults.major_anon, 8);
+        assert_int_equal(rows[0].total.faults.major_shmem, 2);
+        assert_int_equal(rows[0].total.faults.major, 17);
+        assert_int_equal(rows[0].last.faults.major_anon, 3);
+        assert_int_equal(rows[0].total.faults.unknown, 0);
+        /* Then by total anon (none), then by all faults: old's two processes have more. */
+        assert_string_equal(rows[1].key, "old.service");
+        assert_int_equal(rows[1].processes, 2);
+        assert_int_equal(rows[1].total.faults.unknown, FAULTS_KNOWN_MAJOR_CAUSE);
+        assert_string_equal(rows[2].key, "ipc.service");
+        assert_int_equal(rows[2].total.faults.major_shmem, 4);
+        /* The causes' columns: where a row had a major fault of a cause told, or sorted by one. */
+        top_rows_layout(rows, n, TOP_GROUP_UNIT, &file, true, &l);
+        assert_true(l.major_causes);
+        top_rows_layout(rows + 1, 1, TOP_GROUP_UNIT, &file, true, &l);
+        assert_true(l.major_causes);
+        {
+                SortKey user;
+
+                assert_int_equal(sort_key_from_name("user", &user), 0);
+                top_rows_layout(rows + 1, 1, TOP_GROUP_UNIT, &user, true, &l);
+                assert_false(l.major_causes);
+                top_rows_layout(rows, 1, TOP_GROUP_UNIT, &user, true, &l);
+                assert_true(l.major_causes);
+                top_rows_layout(rows + 2, 1, TOP_GROUP_UNIT, &user, true, &l);
+                assert_true(l.major_causes);
+                /* Counted, none: zeros are no reason for three columns. */
+                rows[2].total.faults.major_shmem = 0;
+                top_rows_layout(rows + 2, 1, TOP_GROUP_UNIT, &user, true, &l);
+                assert_false(l.major_causes);
+        }
+        top_rows_free(rows, n);
+        assert_true(top_table_knows_major_causes(&t));
+        json_decref(t1);
+        top_table_done(&t);
+
+        /* Only an older daemon's rows, and a null's: the daemon does not count them. */
+        top_table_init(&t, 100, 60 * SEC);
+        t1 = tick(100, json_pack("[o, o]", row(process(4, "old", "old.service", 0, false, 0), counters(1, NULL, 0)),
+                                 row(process(5, "blind", "old.service", 0, false, 0), counters_major(-1, 0, 0, 0))),
+                  NULL);
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+        assert_false(top_table_knows_major_causes(&t));
+        json_decref(t1);
+        top_table_done(&t);
+}
+
+/* --sort: the IDL's names, and the short ones people type. */
+static void test_sort_args(void **state) {
+        static const char *const names[][2] = {
+                { "user", "user" },          { "protection", "protection" }, { "traps", "traps" },
+                { "time", "faultTime" },     { "faultTime", "faultTime" },   { "file", "majorFile" },
+                { "anon", "majorAnon" },     { "shmem", "majorShmem" },      { "majorFile", "majorFile" },
+                { "majorAnon", "majorAnon" }, { "majorShmem", "majorShmem" },
+        };
+        SortKey k;
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                assert_int_equal(top_sort_from_arg(names[i][0], &k), 0);
+                assert_string_equal(k.name, names[i][1]);
+        }
+        assert_true(top_sort_is_major_cause(&k));
+        assert_int_equal(top_sort_from_arg("shmem", &k), 0);
+        assert_int_equal(k.field->offset, offsetof(Faults, major_shmem));
+        assert_int_equal(top_sort_from_arg("time", &k), 0);
+        assert_false(top_sort_is_major_cause(&k));
+        assert_int_equal(top_sort_from_arg("major", &k), 0);
+        assert_false(top_sort_is_major_cause(&k));
+        for (const char *const *bad = (const char *const[]) { "File", "majorfile", "majorByCause", "cause", "", NULL }; *bad;
+             bad++)
+                assert_int_equal(top_sort_from_arg(*bad, &k), -EINVAL);
+        assert_int_equal(top_sort_from_arg(NULL, &k), -EINVAL);
+}
+
+/* The rate table's header and rows, byte for byte: FILE/s ANON/s SHMEM/s after MAJOR/s where the
+ * layout has them, "-" in them for a row whose causes were not counted; < and > over the columns
+ * shown. */
+static void test_format(void **state) {
+        _cleanup_json_ json_t *p = process(42, "app", "app.service", 0, false, 0);
+        TopRow r = { .pid = 42,
+                     .process = p,
+                     .last = { .faults = { .user = 200, .major = 6, .major_file = 4, .major_anon = 2 },
+                               .time_ns = 500000000,
+                               .traps = 2 },
+                     .total = { .faults = { .user = 1200, .kernel = 34, .major = 9, .major_file = 7, .major_anon = 2 },
+                                .traps = 5 } };
+        TopLayout with = { .major_causes = true }, without = {};
+        SortKey sort;
+        char buf[512];
+        char *line = NULL;
+        int x;
+
+        assert_int_equal(sort_key_from_name("user", &sort), 0);
+        top_format_header(buf, sizeof(buf), &sort, TOP_GROUP_PROCESS, &without, true, &x);
+        assert_string_equal(buf, "    PID S COMM              *USER/s  KERNEL/s   MAJOR/s   TRAPS/s    %FAULT    FAULTS   "
+                                 "TRAPS  VECTORS              UNIT");
+        assert_int_equal(x, 26);
+        assert_int_equal(top_format_row(&r, TOP_GROUP_PROCESS, &without, 2 * SEC, ' ', true, &line), 0);
+        assert_string_equal(line, "     42   app                   100         0       3.0       1.0      25.0     1.23k       "
+                                  "5  -                    app.service");
+        free(line);
+
+        assert_int_equal(top_sort_from_arg("anon", &sort), 0);
+        top_format_header(buf, sizeof(buf), &sort, TOP_GROUP_PROCESS, &with, true, &x);
+        assert_string_equal(buf, "    PID S COMM               USER/s  KERNEL/s   MAJOR/s    FILE/s   *ANON/s   SHMEM/s   "
+                                 "TRAPS/s    %FAULT    FAULTS   TRAPS  VECTORS              UNIT");
+        assert_int_equal(x, 25 + 4 * 10 + 1);
+        assert_string_equal(buf + x, "  *ANON/s   SHMEM/s   TRAPS/s    %FAULT    FAULTS   TRAPS  VECTORS              UNIT");
+        assert_int_equal(top_format_row(&r, TOP_GROUP_PROCESS, &with, 2 * SEC, 'T', true, &line), 0);
+        assert_string_equal(line, "     42 T app                   100         0       3.0       2.0       1.0         0       "
+                                  "1.0      25.0     1.23k       5  -                    app.service");
+        free(line);
+        /* Not counted (an older daemon, a kernel before 5.17): "-", never a false zero. */
+        r.total.faults.unknown = FAULTS_KNOWN_MAJOR_CAUSE;
+        assert_int_equal(top_format_row(&r, TOP_GROUP_PROCESS, &with, 2 * SEC, ' ', true, &line), 0);
+        assert_string_equal(line, "     42   app                   100         0       3.0         -         -         -       "
+                                  "1.0      25.0     1.23k       5  -                    app.service");
+        free(line);
+        /* A group row, sorted by a column not shown (minor): nothing marked. */
+        r.key = (char *) "app.service";
+        r.processes = 3;
+        assert_int_equal(sort_key_from_name("minor", &sort), 0);
+        top_format_header(buf, sizeof(buf), &sort, TOP_GROUP_UNIT, &with, true, &x);
+        assert_string_equal(buf, "  PROCS S    USER/s  KERNEL/s   MAJOR/s    FILE/s    ANON/s   SHMEM/s   TRAPS/s    "
+                                 "%FAULT    FAULTS   TRAPS  VECTORS              UNIT");
+        assert_int_equal(x, -1);
+        assert_int_equal(top_format_row(&r, TOP_GROUP_UNIT, &with, 2 * SEC, 'X', true, &line), 0);
+        assert_string_equal(line, "      3 X       100         0       3.0         -         -         -       1.0      "
+                                  "25.0     1.23k       5  -                    app.service");
+        free(line);
+
+        /* < and >: over the columns shown, the edges stay. */
+        assert_string_equal(top_columns[top_column_step(2, 1, &without)].sort, "traps");
+        assert_string_equal(top_columns[top_column_step(6, -1, &without)].sort, "major");
+        assert_string_equal(top_columns[top_column_step(2, 1, &with)].sort, "majorFile");
+        assert_string_equal(top_columns[top_column_step(6, -1, &with)].sort, "majorShmem");
+        assert_int_equal(top_column_step(0, -1, &with), 0);
+        assert_int_equal(top_column_step(7, 1, &with), 7);
+        assert_int_equal(top_column_step(-1, 1, &with), 0);
+        assert_false(top_column_shown(3, &without));
+        assert_true(top_column_shown(3, &with));
+        assert_true(top_column_shown(6, &without));
+        for (size_t i = 0; i < TOP_N_COLUMNS; i++) {
+                assert_int_equal(sort_key_from_name(top_columns[i].sort, &sort), 0);
+                assert_int_equal(top_column_of(&sort), (int) i);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rows_stay),
@@ -379,6 +611,9 @@ int main(void) {
                 cmocka_unit_test(test_malformed),
                 cmocka_unit_test(test_by_container),
                 cmocka_unit_test(test_layout),
+                cmocka_unit_test(test_major_causes),
+                cmocka_unit_test(test_sort_args),
+                cmocka_unit_test(test_format),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;

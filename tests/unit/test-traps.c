@@ -279,67 +279,114 @@ static void test_counters_format_json(void **state) {
                         *faults_field(&f, &fault_fields[i]) = values[(k + i) % ELEMENTSOF(values)];
                 for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
                         t.histogram[i] = values[(k + i) % ELEMENTSOF(values)];
-                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &none, true);
+                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &none, FAULTS_KNOWN_ALL);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
-                int n = counters_format_json(&f, &t, &none, true, buf);
+                int n = counters_format_json(&f, &t, &none, FAULTS_KNOWN_ALL, buf);
 
                 assert_non_null(dumped);
                 assert_int_equal(n, (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
         }
-        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &some, true, buf), -EINVAL);
+        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &some, FAULTS_KNOWN_ALL, buf), -EINVAL);
         (void) state;
 }
 
-/* Where the access kind is not counted (the daemon's fault events do not tell it, or a reply said
- * so), read / write / exec / protection are null, both formatters alike, and parse back as not
- * known; sums keep it; the others stay numbers. */
-static void test_faults_access_unknown(void **state) {
-        Faults f = { .user = 7, .kernel = 1, .minor = 8, .read = 3 }, back, sum = {};
-        char buf[COUNTERS_JSON_MAX];
-        const bool known[] = { true, false };
+/* The member of fault_fields[i] in the JSON of a Faults: in its group's object when it has one;
+ * NULL when missing, or when the group is null (then *group_null). */
+static json_t *faults_member(json_t *faults, size_t i, bool *group_null) {
+        json_t *parent = fault_fields[i].group ? json_object_get(faults, fault_fields[i].group) : faults;
 
-        for (size_t k = 0; k < ELEMENTSOF(known); k++) {
-                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &(Traps) {}, known[k]);
+        *group_null = json_is_null(parent);
+        return json_object_get(parent, fault_fields[i].member);
+}
+
+/* Where a part is not counted (the daemon's fault events do not tell the access kind, or its
+ * kernel cannot look up a major fault's mapping, or a reply said so), its members are null (the
+ * access members each, majorByCause as a whole), both formatters alike, and parse back as not
+ * known; sums keep it; the others stay numbers. */
+static void test_faults_unknown_parts(void **state) {
+        Faults f = { .user = 7, .kernel = 1, .minor = 8, .major = 6, .read = 3, .major_file = 4, .major_shmem = 1 },
+               back, sum = {};
+        char buf[COUNTERS_JSON_MAX];
+
+        for (FaultsKnown known = 0; known <= FAULTS_KNOWN_ALL; known++) {
+                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &(Traps) {}, known);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
                 json_t *faults = json_object_get(j, "faults");
 
-                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, known[k], buf),
+                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, known, buf),
                                  (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
+                assert_int_equal(json_is_null(json_object_get(faults, "majorByCause")),
+                                 !(known & FAULTS_KNOWN_MAJOR_CAUSE));
                 for (size_t i = 0; i < n_fault_fields; i++) {
-                        json_t *v = json_object_get(faults, fault_fields[i].name);
+                        bool group_null;
+                        json_t *v = faults_member(faults, i, &group_null);
+                        bool counted = !fault_fields[i].part || (known & fault_fields[i].part);
 
-                        assert_non_null(v);
-                        if (!known[k] && fault_field_is_access(&fault_fields[i]))
+                        if (!counted && fault_fields[i].group)
+                                assert_true(group_null);
+                        else if (!counted)
                                 assert_true(json_is_null(v));
                         else
                                 assert_int_equal(json_integer_value(v), faults_get(&f, &fault_fields[i]));
                 }
                 assert_int_equal(faults_from_json(faults, &back), 0);
-                assert_int_equal(back.access_unknown, !known[k]);
+                assert_int_equal(back.unknown, FAULTS_KNOWN_ALL & ~known);
                 assert_int_equal(back.user, 7);
-                assert_int_equal(back.read, known[k] ? 3 : 0);
+                assert_int_equal(back.read, known & FAULTS_KNOWN_ACCESS ? 3 : 0);
+                assert_int_equal(back.major_file, known & FAULTS_KNOWN_MAJOR_CAUSE ? 4 : 0);
         }
-        /* Null only for the four: a null user or kernel is malformed. */
+        /* Null or missing only for the parts that may be unknown: a null or missing user, a
+         * group with a member missing, or a member not known are malformed. */
         {
-                _cleanup_json_ json_t *bad = json_pack("{s:n, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "user", "kernel", 0,
-                                                      "minor", 0, "major", 0, "read", 0, "write", 0, "exec", 0,
-                                                      "protection", 0);
+                static const char *const bad[] = {
+                        "{\"user\":null,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"majorByCause\":null}",
+                        "{\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0}",
+                        "{\"user\":0,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"majorByCause\":{\"file\":1,\"anon\":2}}",
+                        "{\"user\":0,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"majorByCause\":{\"file\":1,\"anon\":2,\"shmem\":-1}}",
+                        "{\"user\":0,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"majorByCause\":{\"file\":1,\"anon\":2,\"shmem\":0,\"swap\":1}}",
+                        "{\"user\":0,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"majorByCause\":7}",
+                        "{\"user\":0,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"file\":1,\"anon\":2,\"shmem\":0}",
+                        "{\"user\":0,\"kernel\":0,\"minor\":0,\"major\":0,\"read\":0,\"write\":0,\"exec\":0,"
+                        "\"protection\":0,\"majorByCause\":{\"file\":1,\"anon\":2,\"majorByCause\":{}}}",
+                };
 
-                assert_int_equal(faults_from_json(bad, &back), -EBADMSG);
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                        _cleanup_json_ json_t *j = json_loads(bad[i], 0, NULL);
+
+                        assert_non_null(j);
+                        assert_int_equal(faults_from_json(j, &back), -EBADMSG);
+                }
+        }
+        /* From a daemon that does not count a part: its members missing, not counted. */
+        {
+                _cleanup_json_ json_t *j = json_loads("{\"user\":1,\"kernel\":0,\"minor\":0,\"major\":0}", 0, NULL);
+
+                assert_int_equal(faults_from_json(j, &back), 0);
+                assert_int_equal(back.unknown, FAULTS_KNOWN_ALL);
+                assert_int_equal(back.user, 1);
         }
         /* A sum with one unknown part is unknown, and written so. */
-        back.access_unknown = true;
+        back = f;
+        back.unknown = FAULTS_KNOWN_ACCESS;
         faults_add(&sum, &f);
-        assert_false(sum.access_unknown);
+        assert_int_equal(sum.unknown, 0);
         faults_add(&sum, &back);
-        assert_true(sum.access_unknown);
+        assert_int_equal(sum.unknown, FAULTS_KNOWN_ACCESS);
         {
-                _cleanup_json_ json_t *j = faults_to_json(&sum, true);
+                _cleanup_json_ json_t *j = faults_to_json(&sum, FAULTS_KNOWN_ALL);
 
                 assert_true(json_is_null(json_object_get(j, "protection")));
                 assert_int_equal(json_integer_value(json_object_get(j, "user")), 14);
+                assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "majorByCause"), "file")), 8);
         }
         (void) state;
 }
@@ -556,7 +603,7 @@ int main(void) {
                 cmocka_unit_test(test_vector_table),
                 cmocka_unit_test(test_vector_numbers),
                 cmocka_unit_test(test_arm64_classes),
-                cmocka_unit_test(test_faults_access_unknown),
+                cmocka_unit_test(test_faults_unknown_parts),
                 cmocka_unit_test(test_vector_from_name_unknown),
                 cmocka_unit_test(test_fault_signals),
                 cmocka_unit_test(test_si_codes),

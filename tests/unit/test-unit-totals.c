@@ -192,7 +192,7 @@ static void test_reply(void **state _unused_) {
         assert_int_equal(unit_totals_new(10, &t), 0);
         assert_int_equal(unit_totals_add(t, s, ELEMENTSOF(s)), 0);
 
-        reply = unit_totals_reply_build(t, -1, 2, 12345, true);
+        reply = unit_totals_reply_build(t, -1, 2, 12345, FAULTS_KNOWN_ALL);
         assert_non_null(reply);
         assert_int_equal(json_integer_value(json_object_get(reply, "sinceUsec")), 12345);
         assert_int_equal(json_integer_value(json_object_get(reply, "otherUnits")), 2);
@@ -213,7 +213,7 @@ static void test_reply(void **state _unused_) {
         json_decref(TAKE_PTR(reply));
 
         /* Room for all: none left out; the unit-less row's unit is null. */
-        reply = unit_totals_reply_build(t, -1, 100, 0, true);
+        reply = unit_totals_reply_build(t, -1, 100, 0, FAULTS_KNOWN_ALL);
         assert_int_equal(json_integer_value(json_object_get(reply, "otherUnits")), 0);
         units = json_object_get(reply, "units");
         assert_int_equal(json_array_size(units), 4);
@@ -221,7 +221,7 @@ static void test_reply(void **state _unused_) {
         json_decref(TAKE_PTR(reply));
 
         /* A user with nothing: an empty list and zero totals. */
-        reply = unit_totals_reply_build(t, 1000, 100, 0, true);
+        reply = unit_totals_reply_build(t, 1000, 100, 0, FAULTS_KNOWN_ALL);
         assert_int_equal(json_array_size(json_object_get(reply, "units")), 0);
         assert_int_equal(json_integer_value(json_object_get(reply, "otherUnits")), 0);
         unit_totals_free(t);

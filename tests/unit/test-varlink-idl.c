@@ -539,15 +539,17 @@ static void test_validate_trapstat_input(void **state) {
 
 /* An empty FaultTime member of Counters, as text. */
 #define FAULT_TIME_ZERO                                                                                            \
-        "\"faultTime\": {\"minorNs\": 0, \"majorNs\": 0, \"kernelNs\": 0, \"maxNs\": 0, \"histogram\": [0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]},"
+        "\"faultTime\": {\"minorNs\": 0, \"majorNs\": 0, \"kernelNs\": 0, \"maxNs\": 0, \"histogram\": "          \
+        "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0], \"majorNsByCause\": {\"file\": 0, \"anon\": 0, \"shmem\": 0}},"
 
 static json_t *counters_new(json_int_t user) {
-        json_t *c = json_pack("{s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i}, s:{s:i,s:i,s:i,s:i,s:[iiiiiiiiiiiiiiiiiiiiiiii]}, "
-                              "s:{s:i}, s:{s:i}, s:{s:i}}",
-                              "faults", "user", user, "kernel", 2, "minor", 3, "major", 0, "read", 1, "write", 1,
-                              "exec", 0, "protection", 0,
+        json_t *c = json_pack("{s:{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:{s:i,s:i,s:i}}, "
+                              "s:{s:i,s:i,s:i,s:i,s:[iiiiiiiiiiiiiiiiiiiiiiii],s:{s:i,s:i,s:i}}, s:{s:i}, s:{s:i}, s:{s:i}}",
+                              "faults", "user", user, "kernel", 2, "minor", 3, "major", 2, "read", 1, "write", 1,
+                              "exec", 0, "protection", 0, "majorByCause", "file", 1, "anon", 1, "shmem", 0,
                               "faultTime", "minorNs", 4000, "majorNs", 0, "kernelNs", 900, "maxNs", 2100, "histogram",
-                              1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                              1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "majorNsByCause",
+                              "file", 300, "anon", 0, "shmem", 0,
                               "traps", "UD", 1,
                               "signals", "SIGILL", 1,
                               "signalCodes", "SIGILL/ILL_ILLOPN", 1);

@@ -43,7 +43,7 @@ static int setup(void **state) {
 static void check(const WatchFilter *filter, const uint32_t *rows, size_t n_rows, const uint32_t *exited,
                   size_t n_exited) {
         _cleanup_json_ json_t *reply = watch_reply_build(samples, ELEMENTSOF(samples), filter, 1700000000000000,
-                                                         1000000, 2, true);
+                                                         1000000, 2, FAULTS_KNOWN_ALL);
         json_t *list, *e;
         uint64_t user = 0;
         size_t i;
@@ -129,7 +129,7 @@ static void test_namespace(void **state) {
         json_t *rows;
 
         f.process.pidns = box;
-        in_box = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, true);
+        in_box = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, FAULTS_KNOWN_ALL);
         rows = json_object_get(in_box, "rows");
         assert_int_equal(json_array_size(rows), 2);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(rows, 0), "process"), "pid")), 7);
@@ -141,14 +141,14 @@ static void test_namespace(void **state) {
                          8);
         /* Its pid 7 is host pid 5000 (not the host's pid 7). */
         f.pid = 7;
-        by_pid = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, true);
+        by_pid = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, FAULTS_KNOWN_ALL);
         rows = json_object_get(by_pid, "rows");
         assert_int_equal(json_array_size(rows), 1);
         assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(rows, 0), "process"), "comm")),
                             "app");
         /* Without a namespace: every process, by host pid. */
         f = watch_filter(-1);
-        all = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, true);
+        all = watch_reply_build(ss, ELEMENTSOF(ss), &f, 1, 1, 0, FAULTS_KNOWN_ALL);
         assert_int_equal(json_integer_value(json_object_get(all, "processes")), 4);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(json_object_get(all, "rows"), 0),
                                                                             "process"),

@@ -149,9 +149,10 @@ int collector_probe_dump(const CollectorConfig *config, FILE *f);
 /* One in this many user page faults of a process on a CPU records its site; 0 when fault sites
  * are off (GetStatus faultSamplePeriod). */
 uint32_t collector_fault_sample_period(Collector *c);
-/* Whether read / write / exec / protection are counted: the access_known the JSON of the counters
- * is written with (faults_to_json()). Fixed once the collector is started. */
-bool collector_fault_access_known(Collector *c);
+/* Which parts of Faults that may not be are counted (read / write / exec / protection, and
+ * majorByCause): the known the JSON of the counters is written with (faults_to_json()). Fixed
+ * once the collector is started. */
+FaultsKnown collector_faults_known(Collector *c);
 size_t collector_n_tracked(Collector *c);
 
 /* A process's innermost pid namespace, as the kernel has it (struct pid's last level): that of a
@@ -189,7 +190,7 @@ typedef struct CollectorDrop {
 } CollectorDrop;
 
 /* The kinds BPF counts (enum ts_drop), then those of user space. */
-#define COLLECTOR_BPF_DROP_KINDS 10
+#define COLLECTOR_BPF_DROP_KINDS 11
 #define COLLECTOR_DROP_KINDS (COLLECTOR_BPF_DROP_KINDS + 2)
 /* Fills ret with every kind, also those at zero; returns how many. */
 size_t collector_drops(Collector *c, CollectorDrop ret[static COLLECTOR_DROP_KINDS]);
