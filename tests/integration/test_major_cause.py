@@ -5,6 +5,7 @@ to swap on zram and read back (anon, shmem): each count against the workload's o
 whole against wait4's; the time of those faults by cause; Top sorted by a cause. With the source
 disabled, and on a kernel that cannot tell, majorByCause is null and GetStatus says why, and the
 major faults stay exact."""
+import ctypes
 import json
 import os
 import resource
@@ -41,6 +42,15 @@ def run_workload_wait4(name, *args):
     return json.loads(out), majflt
 
 
+def swap_call(name, path):
+    """swapon(2) or swapoff(2) of path through the C library: the arm64 leg's root file system has
+    no swapon(8) (package mount)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(path.encode(), 0) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{name} {path}: {os.strerror(e)}")
+
+
 class Swap:
     """Swap on zram for the test's workloads: made here (256 MiB) unless some swap on zram0 is on
     already, and undone at the end."""
@@ -53,19 +63,18 @@ class Swap:
         if not os.path.exists(ZRAM):
             subprocess.run(["modprobe", "zram"], capture_output=True)
             wait_for(lambda: os.path.exists(ZRAM) or None, timeout=5, what=f"{ZRAM} after modprobe zram")
-        subprocess.run(["swapoff", ZRAM], capture_output=True)
         with open("/sys/block/zram0/reset", "w") as f:
             f.write("1")
         with open("/sys/block/zram0/disksize", "w") as f:
             f.write("256M")
         subprocess.run(["mkswap", ZRAM], capture_output=True, check=True)
-        subprocess.run(["swapon", ZRAM], capture_output=True, check=True)
+        swap_call("swapon", ZRAM)
         self.made = True
         return self
 
     def __exit__(self, *exc):
         if self.made:
-            subprocess.run(["swapoff", ZRAM], capture_output=True)
+            swap_call("swapoff", ZRAM)
             with open("/sys/block/zram0/reset", "w") as f:
                 f.write("1")
         return False
