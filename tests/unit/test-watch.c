@@ -106,6 +106,44 @@ static void test_visibility(void **state) {
         check(&f, NONE, NONE);
 }
 
+/* Sorted by a major fault cause, with the causes counted; and where the daemon does not count
+ * them, every row's and the total's majorByCause null, the rest as before. */
+static void test_major_cause(void **state) {
+        ProcessSample s[] = {
+                { &procs[0], (Faults) { .user = 5, .major = 3, .major_anon = 1, .major_file = 2 } },
+                { &procs[3], (Faults) { .user = 1, .major = 4, .major_anon = 4 } },
+        };
+        WatchFilter f = watch_filter(-1);
+        _cleanup_json_ json_t *known = NULL, *unknown = NULL;
+        json_t *rows, *row;
+        size_t i;
+
+        assert_int_equal(sort_key_from_name("majorAnon", &f.sort), 0);
+        known = watch_reply_build(s, ELEMENTSOF(s), &f, 1, 1, 0, FAULTS_KNOWN_ALL);
+        rows = json_object_get(known, "rows");
+        assert_int_equal(json_array_size(rows), 2);
+        /* procs[3]'s four swap-ins first. */
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(rows, 0), "process"), "pid")),
+                         procs[3].pid);
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(json_object_get(json_object_get(known, "total"), "faults"), "majorByCause"),
+                                 "anon")),
+                         5);
+
+        unknown = watch_reply_build(s, ELEMENTSOF(s), &f, 1, 1, 0, FAULTS_KNOWN_ACCESS);
+        rows = json_object_get(unknown, "rows");
+        assert_int_equal(json_array_size(rows), 2);
+        json_array_foreach (rows, i, row) {
+                json_t *faults = json_object_get(json_object_get(row, "counters"), "faults");
+
+                assert_true(json_is_null(json_object_get(faults, "majorByCause")));
+                assert_true(json_is_integer(json_object_get(faults, "read")));
+        }
+        assert_true(json_is_null(
+                json_object_get(json_object_get(json_object_get(unknown, "total"), "faults"), "majorByCause")));
+        (void) state;
+}
+
 /* A caller in a pid namespace: its processes only (also those of a namespace below it), by their
  * pids there, in the rows, the pid filters and the exited list. */
 static void test_namespace(void **state) {
@@ -208,6 +246,7 @@ int main(void) {
                 cmocka_unit_test(test_visibility),
                 cmocka_unit_test(test_filters),
                 cmocka_unit_test(test_namespace),
+                cmocka_unit_test(test_major_cause),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }
