@@ -43,8 +43,8 @@ def run_workload_wait4(name, *args):
 
 
 def swap_call(name, path):
-    """swapon(2) or swapoff(2) of path through the C library: the arm64 leg's root file system has
-    no swapon(8) (package mount)."""
+    """swapon(2) or swapoff(2) of path through the C library, so that the test needs no swapon(8)
+    (package mount) in the root file systems it runs in."""
     libc = ctypes.CDLL(None, use_errno=True)
     if getattr(libc, name)(path.encode(), 0) < 0:
         e = ctypes.get_errno()
