@@ -71,7 +71,7 @@ json_t *faults_to_json(const Faults *f, FaultsKnown known) {
                 return NULL;
         for (size_t i = 0; i < n_fault_fields; i++) {
                 const FaultField *field = &fault_fields[i];
-                bool first_of_group = field->group && (i == 0 || fault_fields[i - 1].group != field->group);
+                bool first_of_group = fault_field_opens_group(i);
                 json_t *parent = field->group ? group : o;
 
                 /* A group is null as a whole when its part is not known. */

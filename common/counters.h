@@ -62,6 +62,14 @@ static inline uint64_t faults_get(const Faults *f, const FaultField *field) {
         return *(const uint64_t *) ((const char *) f + field->offset);
 }
 const FaultField *fault_field_by_name(const char *name);
+/* Whether fault_fields[i] opens (closes) a group: its first (last) member. The JSON writers
+ * (faults_to_json(), counters_format_json()) open and close the group's object there. */
+static inline bool fault_field_opens_group(size_t i) {
+        return fault_fields[i].group && (i == 0 || fault_fields[i - 1].group != fault_fields[i].group);
+}
+static inline bool fault_field_closes_group(size_t i) {
+        return fault_fields[i].group && (i + 1 == n_fault_fields || fault_fields[i + 1].group != fault_fields[i].group);
+}
 /* Whether f's field is known (a number in replies): always, or when the daemon counts its part
  * (known) and f does not say it was not counted. */
 static inline bool faults_field_known(const Faults *f, const FaultField *field, FaultsKnown known) {

@@ -258,8 +258,7 @@ static bool put_faults(char *buf, size_t *k, const Faults *f, FaultsKnown known)
 
         for (size_t i = 0; ok && i < n_fault_fields; i++) {
                 const FaultField *field = &fault_fields[i];
-                bool first_of_group = field->group && (i == 0 || fault_fields[i - 1].group != field->group),
-                     last_of_group = field->group && (i + 1 == n_fault_fields || fault_fields[i + 1].group != field->group);
+                bool first_of_group = fault_field_opens_group(i), last_of_group = fault_field_closes_group(i);
 
                 if (first_of_group) {
                         null_group = !faults_field_known(f, field, known);
