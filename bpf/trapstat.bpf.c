@@ -1457,7 +1457,9 @@ int BPF_PROG(sched_process_exit, struct task_struct *task) {
         e->h.type = TS_EVENT_EXIT;
         e->h.tgid = key.tgid;
         e->h.start_time = key.start_time;
-        group_faults(task, &e->min_flt, &e->maj_flt);
+        group_faults(task, &e->min_flt, &e->maj_flt, &e->delays);
+        /* The live threads' sum leaves out the exiting one: the whole process is in signal->stats. */
+        exit_delays(task, &e->delays);
         e->uid = BPF_CORE_READ(task, group_leader, real_cred, uid.val);
         e->_pad0 = 0;
         BPF_CORE_READ_STR_INTO(&e->comm, task, group_leader, comm);

@@ -191,6 +191,24 @@ struct ts_event_header {
 };
 _Static_assert(sizeof(struct ts_event_header) == 16, "struct ts_event_header layout is shared with BPF");
 
+/* The kernel's delay accounting of a whole process (task_struct.delays, kept while
+ * kernel.task_delayacct is 1 or the kernel was booted with delayacct): nanoseconds waited and the
+ * number of waits, by cause. Summed over the process's live threads and those that exited (the
+ * kernel keeps theirs in signal->stats). Monotonic. */
+enum ts_stall {
+        TS_STALL_SWAPIN,    /* swapin_delay: reading a page back from swap */
+        TS_STALL_THRASHING, /* thrashing_delay: waiting for a page of the working set evicted earlier */
+        TS_STALL_RECLAIM,   /* freepages_delay: direct reclaim */
+        TS_STALL_COMPACT,   /* compact_delay: direct compaction */
+        TS_STALL_BLKIO,     /* blkio_delay: block I/O */
+        TS_STALLS,
+};
+struct ts_delays {
+        __u64 ns[TS_STALLS];
+        __u64 count[TS_STALLS];
+};
+_Static_assert(sizeof(struct ts_delays) == 16 * TS_STALLS, "struct ts_delays layout is shared with BPF");
+
 /* The last thread of a process exited: its final fault accounting and identity. */
 struct ts_exit_event {
         struct ts_event_header h;
@@ -201,8 +219,10 @@ struct ts_exit_event {
         __u32 uid;              /* real uid at exit */
         __u32 _pad0;
         char comm[TS_COMM_LEN]; /* the final command name (prctl(PR_SET_NAME) after fork shows) */
+        struct ts_delays delays; /* the final delay accounting of the whole process */
 };
-_Static_assert(sizeof(struct ts_exit_event) == 56, "struct ts_exit_event layout is shared with BPF");
+_Static_assert(sizeof(struct ts_exit_event) == 56 + sizeof(struct ts_delays),
+               "struct ts_exit_event layout is shared with BPF");
 
 /* A process ran execve(): its new name, user and the start of its argument vector. */
 struct ts_exec_event {
@@ -230,8 +250,10 @@ struct ts_task_record {
         __u64 min_flt;
         __u64 maj_flt;
         char comm[TS_COMM_LEN];
+        struct ts_delays delays; /* the delay accounting of the whole process */
 };
-_Static_assert(sizeof(struct ts_task_record) == 48, "struct ts_task_record layout is shared with BPF");
+_Static_assert(sizeof(struct ts_task_record) == 48 + sizeof(struct ts_delays),
+               "struct ts_task_record layout is shared with BPF");
 
 /* The innermost pid namespace of one process, from task-reads.bpf.o's read_pidns iterator
  * attached to that process's pidfd: a varlink peer's, whose view trapstatd scopes to it. With the

@@ -182,6 +182,37 @@ Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, F
         return d;
 }
 
+_Static_assert((int) TS_STALLS == (int) _STALL_MAX, "bpf/trapstat.h and common/stall.h agree on the causes");
+_Static_assert((int) TS_STALL_SWAPIN == (int) STALL_SWAPIN && (int) TS_STALL_BLKIO == (int) STALL_BLKIO,
+               "in the same order");
+
+/* One figure: what now grew by past *max, which becomes the larger. */
+static uint64_t grew_past(uint64_t now, uint64_t *max) {
+        uint64_t d = now > *max ? now - *max : 0;
+
+        *max = MAX(*max, now);
+        return d;
+}
+
+bool stall_account(StallSeen *seen, const struct ts_delays *now, Stall *delta) {
+        bool grew = false;
+
+        for (size_t i = 0; i < _STALL_MAX; i++) {
+                if (seen->baseline) {
+                        seen->max.ns[i] = now->ns[i];
+                        seen->max.count[i] = now->count[i];
+                        continue;
+                }
+                uint64_t ns = grew_past(now->ns[i], &seen->max.ns[i]), count = grew_past(now->count[i], &seen->max.count[i]);
+
+                delta->ns[i] += ns;
+                delta->count[i] += count;
+                grew = grew || ns || count;
+        }
+        seen->baseline = false;
+        return grew;
+}
+
 bool minmaj_account(MinMajSeen *seen, uint64_t minflt, uint64_t majflt, Faults *delta) {
         bool grew = false;
 

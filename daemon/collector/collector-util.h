@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "stall.h"
 #include "trapstat.h"
 #include "traps.h"
 
@@ -82,6 +83,18 @@ typedef struct MinMajSeen {
 
 /* Adds what the kernel's min_flt/maj_flt grew by to delta. Returns whether they did. */
 bool minmaj_account(MinMajSeen *seen, uint64_t minflt, uint64_t majflt, Faults *delta);
+
+/* The kernel's delay accounting of one process already reported: the largest sum seen, cause by
+ * cause. A sum can fall for a moment (a thread between PF_EXITING and the kernel moving its delays
+ * into signal->stats, bpf/task-faults.h): what it grows by counts only past the largest. */
+typedef struct StallSeen {
+        Stall max;
+        bool baseline; /* started before counting did: the first reading is the baseline */
+} StallSeen;
+
+/* Adds what the process's delay accounting (BPF's sums, now) grew by past *seen to delta.
+ * Returns whether it did. */
+bool stall_account(StallSeen *seen, const struct ts_delays *now, Stall *delta);
 
 /* A trap hash value in the data model's layout. */
 void traps_from_bpf(const struct ts_traps *t, Traps *ret);

@@ -158,6 +158,44 @@ static void test_counters_major_cause(void **state) {
         (void) state;
 }
 
+/* The kernel's delay accounting of a process: what grew past the largest sum seen, so a sum that
+ * falls for a moment (an exiting thread in neither place) is not counted again when it comes
+ * back; a process that started before counting has its first reading as the baseline. */
+static void test_stall_account(void **state) {
+        StallSeen seen = {}, old = { .baseline = true };
+        struct ts_delays now = { .ns = { [TS_STALL_SWAPIN] = 3000 }, .count = { [TS_STALL_SWAPIN] = 3 } };
+        Stall d = {};
+
+        assert_true(stall_account(&seen, &now, &d));
+        assert_int_equal(d.ns[STALL_SWAPIN], 3000);
+        assert_int_equal(d.count[STALL_SWAPIN], 3);
+        /* A thread leaving: the sum falls by its 1000 ns, then its delays arrive in signal's. */
+        now.ns[TS_STALL_SWAPIN] = 2000;
+        d = (Stall) {};
+        assert_false(stall_account(&seen, &now, &d));
+        assert_true(stall_is_zero(&d));
+        now.ns[TS_STALL_SWAPIN] = 3500;
+        assert_true(stall_account(&seen, &now, &d));
+        assert_int_equal(d.ns[STALL_SWAPIN], 500);
+        /* Every cause on its own. */
+        now.ns[TS_STALL_BLKIO] = 7;
+        now.count[TS_STALL_RECLAIM] = 1;
+        d = (Stall) {};
+        assert_true(stall_account(&seen, &now, &d));
+        assert_int_equal(d.ns[STALL_BLKIO], 7);
+        assert_int_equal(d.count[STALL_RECLAIM], 1);
+        assert_int_equal(d.ns[STALL_SWAPIN], 0);
+        /* Started before counting: the first reading is what it had then. */
+        d = (Stall) {};
+        assert_false(stall_account(&old, &now, &d));
+        assert_true(stall_is_zero(&d));
+        now.count[TS_STALL_THRASHING] = 2;
+        assert_true(stall_account(&old, &now, &d));
+        assert_int_equal(d.count[STALL_THRASHING], 2);
+        assert_int_equal(d.ns[STALL_SWAPIN], 0);
+        (void) state;
+}
+
 /* Fault time: sums and buckets grow like counts. The longest fault of a read: of the tick that
  * ended (after the last read), and of the next tick so far (between the flip and the read), each
  * once; never one kept for an older tick. */
@@ -515,6 +553,7 @@ int main(void) {
                 cmocka_unit_test(test_sources_choose),
                 cmocka_unit_test(test_counters_delta),
                 cmocka_unit_test(test_counters_major_cause),
+                cmocka_unit_test(test_stall_account),
                 cmocka_unit_test(test_counters_fault_time),
                 cmocka_unit_test(test_minmaj_account),
                 cmocka_unit_test(test_traps_account),
