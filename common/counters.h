@@ -11,6 +11,7 @@
 
 #include "container-util.h"
 #include "fault-time.h"
+#include "stall.h"
 
 /* Parts of Faults the daemon may not count (then null in replies, never a false zero): bits of
  * FaultsKnown (what the daemon counts: collector_faults_known()) and of Faults.unknown (what a
@@ -169,4 +170,5 @@ typedef struct ProcessSample {
         const struct SiteCount *sites;
         size_t n_sites;
         FaultTime fault_time; /* how long its faults took this tick */
+        Stall stall;          /* what the kernel's delay accounting grew by this tick */
 } ProcessSample;

@@ -253,6 +253,7 @@ static int proc_new_later(ProcTable *t, CollectorProc *p, const struct ts_ident 
         proc_cgroup_place(t, p, id->cgroup_id, NULL);
         proc_inherit(t, p, id->ppid, id->parent_start_time, false);
         p->minmaj_seen.baseline = p->info.start_time < t->attached_boottime;
+        p->stall_seen.baseline = p->minmaj_seen.baseline;
         if (!read_later)
                 return 0;
         p->info_pending = true;
@@ -286,6 +287,8 @@ static void proc_new_now(ProcTable *t, CollectorProc *p, const struct ts_ident *
         /* A process started after counting began has all of its min_flt/maj_flt in our window;
          * for an older one only what comes after the first reading counts. */
         if (p->info.start_time < t->attached_boottime) {
+                /* Its delays from its first record on (/proc/PID/stat has none). */
+                p->stall_seen.baseline = true;
                 if (alive) {
                         p->minmaj_seen.minflt = st.minflt;
                         p->minmaj_seen.majflt = st.majflt;
@@ -462,13 +465,20 @@ static bool proc_set_ident(CollectorProc *p, uint32_t uid, const char *comm) {
         return changed;
 }
 
-int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *comm, uint64_t minflt,
-                      uint64_t majflt) {
+int proc_table_update_stat(ProcTable *t, CollectorProc *p, uint32_t uid, const char *comm, uint64_t minflt,
+                           uint64_t majflt) {
         bool changed;
 
         changed = proc_set_ident(p, uid, comm);
         changed = minmaj_account(&p->minmaj_seen, minflt, majflt, &p->delta) || changed;
         return changed ? proc_table_touch(t, p) : 0;
+}
+
+int proc_table_update(ProcTable *t, CollectorProc *p, const struct ts_task_record *rec) {
+        bool changed = stall_account(&p->stall_seen, &rec->delays, &p->stall_delta);
+        int r = proc_table_update_stat(t, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt);
+
+        return r == 0 && changed ? proc_table_touch(t, p) : r;
 }
 
 const ProcFileName *proc_table_file_name(const CollectorProc *p, uint32_t dev, uint64_t ino) {
@@ -548,6 +558,7 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
 int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e) {
         /* A dead process counts no more: the event has the final figures, name and user. */
         (void) minmaj_account(&p->minmaj_seen, e->min_flt, e->maj_flt, &p->delta);
+        (void) stall_account(&p->stall_seen, &e->delays, &p->stall_delta);
         (void) proc_set_ident(p, e->uid, e->comm);
         return proc_table_retire(t, p);
 }
@@ -677,11 +688,13 @@ int proc_table_samples(ProcTable *t, uint64_t now, const ProcessSample **ret, si
                         .process = &p->info,
                         .delta = p->delta,
                         .fault_time = p->time_delta ? *p->time_delta : (FaultTime) {},
+                        .stall = p->stall_delta,
                         .traps = p->has_traps_delta ? p->traps_delta : NULL,
                         .sites = p->sites,
                         .n_sites = p->n_sites,
                 };
                 p->delta = (Faults) {};
+                p->stall_delta = (Stall) {};
                 if (p->time_delta)
                         *p->time_delta = (FaultTime) {};
                 p->touched = false;

@@ -49,6 +49,8 @@ typedef struct CollectorProc {
         uint64_t *slot_next_max, *hash_next_max;
         Traps *traps_seen;             /* the same for its trap hash entry; NULL until it trapped */
         MinMajSeen minmaj_seen;        /* the kernel's min_flt/maj_flt already reported */
+        StallSeen stall_seen;          /* the kernel's delay accounting already reported */
+        Stall stall_delta;             /* this tick's */
         uint64_t last_counted_usec;    /* for the garbage collection of vanished processes */
         uint64_t slot_read_tick;       /* the BPF fault_tick of the last read of its slot */
         uint64_t swept;                /* the task iterator's sweep that saw it last (reader_sweep_tasks()) */
@@ -171,9 +173,12 @@ int proc_table_count_site(ProcTable *t, CollectorProc *p, SiteCount *delta, uint
 /* The same for a trap hash entry. */
 int proc_table_count_traps(ProcTable *t, CollectorProc *p, const struct ts_traps *traps, uint64_t now);
 /* The process's latest name and user, as the kernel has them now (a rename after fork, a
- * setuid), and the kernel's minor/major faults. Touches it when any of them changed. */
-int proc_table_update(ProcTable *t, CollectorProc *p, uint32_t uid, const char *comm, uint64_t minflt,
-                      uint64_t majflt);
+ * setuid), and the kernel's minor/major faults and delay accounting (a task record of BPF's).
+ * Touches it when any of them changed. */
+int proc_table_update(ProcTable *t, CollectorProc *p, const struct ts_task_record *rec);
+/* The same from /proc/PID/stat, which has no delay accounting. */
+int proc_table_update_stat(ProcTable *t, CollectorProc *p, uint32_t uid, const char *comm, uint64_t minflt,
+                           uint64_t majflt);
 /* It exec'd: the new name, user and command line (from /proc, else the event's, which is then
  * taken from it). */
 int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e);

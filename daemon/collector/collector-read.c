@@ -461,7 +461,7 @@ static int apply_task_records(CollectorReader *r, size_t n) {
                 if (!p)
                         continue;
                 p->swept = r->sweep_generation;
-                k = proc_table_update(r->procs, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt);
+                k = proc_table_update(r->procs, p, rec);
                 if (k < 0)
                         return k;
         }
@@ -527,7 +527,7 @@ int reader_read_active(CollectorReader *r, bool *ret_done) {
                 CollectorProc *p = proc_table_find(r->procs, rec->tgid, rec->start_time);
                 int k;
 
-                if (p && (k = proc_table_update(r->procs, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt)) < 0)
+                if (p && (k = proc_table_update(r->procs, p, rec)) < 0)
                         return k;
         }
         return 0;

@@ -270,6 +270,7 @@ int lifecycle_event_decode(const void *data, size_t size, LifecycleEvent *ret) {
 
                 x.min_flt = e->min_flt;
                 x.maj_flt = e->maj_flt;
+                x.delays = e->delays;
                 x.uid = e->uid;
                 memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
         } else if (h->type == TS_EVENT_EXEC && size >= sizeof(struct ts_exec_event)) {

@@ -111,6 +111,7 @@ typedef struct LifecycleEvent {
         uint32_t tgid;
         uint64_t start_time;
         uint64_t min_flt, maj_flt; /* exit: the final figures */
+        struct ts_delays delays;   /* exit: the final delay accounting */
         uint32_t uid;              /* the real uid after the exec, at the exit */
         char comm[COMM_MAX];       /* the new name, the final name */
         char *cmdline;             /* exec: from the event's argument bytes, NULL when none */
