@@ -44,6 +44,10 @@ int sort_key_from_name(const char *name, SortKey *ret) {
                 *ret = (SortKey) { .name = SORT_KEY_FAULT_TIME_NAME, .what = SORT_FAULT_TIME };
                 return 0;
         }
+        if (strcmp(name, SORT_KEY_STALL_NAME) == 0) {
+                *ret = (SortKey) { .name = SORT_KEY_STALL_NAME, .what = SORT_STALL };
+                return 0;
+        }
         field = fault_field_by_name(name);
         if (!field)
                 return -EINVAL;

@@ -19,7 +19,10 @@
 typedef enum FaultsKnown {
         FAULTS_KNOWN_ACCESS = 1U << 0,      /* read / write / exec / protection */
         FAULTS_KNOWN_MAJOR_CAUSE = 1U << 1, /* major_file / major_anon / major_shmem */
-        FAULTS_KNOWN_ALL = FAULTS_KNOWN_ACCESS | FAULTS_KNOWN_MAJOR_CAUSE,
+        /* Not a part of Faults: Counters.stall, the kernel's delay accounting, which it keeps only
+         * while kernel.task_delayacct is 1. The same flags carry it through every JSON writer. */
+        FAULTS_KNOWN_STALL = 1U << 2,
+        FAULTS_KNOWN_ALL = FAULTS_KNOWN_ACCESS | FAULTS_KNOWN_MAJOR_CAUSE | FAULTS_KNOWN_STALL,
 } FaultsKnown;
 
 typedef struct Faults {
@@ -78,12 +81,13 @@ static inline bool faults_field_known(const Faults *f, const FaultField *field, 
 }
 
 /* What rows are sorted by (IDL: sortBy of Top and Watch, trapstat top --sort): a Faults member,
- * "traps", all traps together, or "faultTime", all time spent in faults. The one place that
- * tells them apart. */
+ * "traps", all traps together, "faultTime", all time spent in faults, or "stall", all time waited
+ * on memory. The one place that tells them apart. */
 typedef enum SortWhat {
         SORT_FAULTS,     /* the Faults member field */
         SORT_TRAPS,
         SORT_FAULT_TIME, /* fault_time_total_ns() */
+        SORT_STALL,      /* stall_memory_ns() */
 } SortWhat;
 
 typedef struct SortKey {
@@ -94,6 +98,7 @@ typedef struct SortKey {
 
 #define SORT_KEY_TRAPS_NAME "traps"
 #define SORT_KEY_FAULT_TIME_NAME "faultTime"
+#define SORT_KEY_STALL_NAME "stall"
 
 /* 0 and *ret for a known name; -EINVAL for any other. */
 int sort_key_from_name(const char *name, SortKey *ret);
@@ -170,5 +175,5 @@ typedef struct ProcessSample {
         const struct SiteCount *sites;
         size_t n_sites;
         FaultTime fault_time; /* how long its faults took this tick */
-        Stall stall;          /* what the kernel's delay accounting grew by this tick */
+        Stall stall;          /* what the kernel's delay accounting grew by this tick (zero when it keeps none) */
 } ProcessSample;

@@ -35,19 +35,18 @@ uint64_t stall_memory_ns(const Stall *s) {
                        add_sat(s->ns[STALL_RECLAIM], s->ns[STALL_COMPACT]));
 }
 
-/* The member names of cause i: "<name>Ns" and "<name>Count". */
-static void member_names(size_t i, char ns[static 32], char count[static 32]) {
-        snprintf(ns, 32, "%sNs", stall_cause_names[i]);
-        snprintf(count, 32, "%sCount", stall_cause_names[i]);
+void stall_member_names(size_t i, char ns[static STALL_MEMBER_MAX], char count[static STALL_MEMBER_MAX]) {
+        snprintf(ns, STALL_MEMBER_MAX, "%sNs", stall_cause_names[i]);
+        snprintf(count, STALL_MEMBER_MAX, "%sCount", stall_cause_names[i]);
 }
 
 json_t *stall_to_json(const Stall *s) {
         json_t *o = json_object();
 
         for (size_t i = 0; o && i < _STALL_MAX; i++) {
-                char ns[32], count[32];
+                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
 
-                member_names(i, ns, count);
+                stall_member_names(i, ns, count);
                 if (json_object_set_new(o, ns, json_integer_u64(s->ns[i])) < 0 ||
                     json_object_set_new(o, count, json_integer_u64(s->count[i])) < 0) {
                         json_decref(o);
@@ -72,9 +71,9 @@ int stall_from_json(json_t *j, Stall *ret) {
         if (!json_is_object(j) || json_object_size(j) != 2 * _STALL_MAX)
                 return -EBADMSG;
         for (size_t i = 0; i < _STALL_MAX; i++) {
-                char ns[32], count[32];
+                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
 
-                member_names(i, ns, count);
+                stall_member_names(i, ns, count);
                 if (member_u64(j, ns, &s.ns[i]) < 0 || member_u64(j, count, &s.count[i]) < 0)
                         return -EBADMSG;
         }

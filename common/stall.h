@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum StallCause {
@@ -32,6 +33,11 @@ bool stall_is_zero(const Stall *s);
 /* Waited on memory: swapin, thrashing, reclaim and compaction together, saturated (blkio is not
  * memory: it is a part of it only when the I/O is a page's). */
 uint64_t stall_memory_ns(const Stall *s);
+
+/* Longest JSON member name of Stall, with its NUL ("thrashingCount"). */
+#define STALL_MEMBER_MAX 32
+/* The member names of cause i: "<name>Ns" and "<name>Count". */
+void stall_member_names(size_t i, char ns[static STALL_MEMBER_MAX], char count[static STALL_MEMBER_MAX]);
 
 /* {"swapinNs": .., "swapinCount": .., ... "blkioNs": .., "blkioCount": ..}; NULL on allocation
  * failure. */

@@ -210,9 +210,10 @@ fail:
         return -ENOMEM;
 }
 
-json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t, FaultsKnown known) {
-        json_t *o = json_pack("{s:o, s:o}", "faults", faults_to_json(f, known), "faultTime",
-                              fault_time_to_json(ft));
+json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Stall *stall, const Traps *t, FaultsKnown known) {
+        json_t *o = json_pack("{s:o, s:o, s:o}", "faults", faults_to_json(f, known), "faultTime",
+                              fault_time_to_json(ft), "stall",
+                              known & FAULTS_KNOWN_STALL ? stall_to_json(stall) : json_null());
 
         if (o && traps_to_json(t, o) < 0) {
                 json_decref(o);
@@ -277,11 +278,27 @@ static bool put_faults(char *buf, size_t *k, const Faults *f, FaultsKnown known)
         return ok;
 }
 
-int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, FaultsKnown known,
+/* Stall as stall_to_json() writes it, or null without FAULTS_KNOWN_STALL. */
+static bool put_stall(char *buf, size_t *k, const Stall *s, FaultsKnown known) {
+        bool ok = put_name(buf, k, false, "stall");
+
+        if (!(known & FAULTS_KNOWN_STALL))
+                return ok && put(buf, k, "null", 4);
+        ok = ok && put(buf, k, "{", 1);
+        for (size_t i = 0; ok && i < _STALL_MAX; i++) {
+                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
+
+                stall_member_names(i, ns, count);
+                ok = put_member(buf, k, i == 0, ns, s->ns[i]) && put_member(buf, k, false, count, s->count[i]);
+        }
+        return ok && put(buf, k, "}", 1);
+}
+
+int counters_format_json(const Faults *f, const FaultTime *ft, const Stall *stall, const Traps *t, FaultsKnown known,
                          char buf[static COUNTERS_JSON_MAX]) {
         static const char head[] = "{\"faults\":{", middle[] = "},\"faultTime\":{",
                           by_cause[] = "],\"majorNsByCause\":{",
-                          tail[] = "}},\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
+                          tail[] = ",\"traps\":{},\"signals\":{},\"signalCodes\":{}}";
         size_t k = 0;
         bool ok;
 
@@ -296,8 +313,9 @@ int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, F
                      put_u64(buf, &k, ft->histogram[i] > INT64_MAX ? (uint64_t) INT64_MAX : ft->histogram[i]);
         ok = ok && put(buf, &k, by_cause, sizeof(by_cause) - 1) && put_member(buf, &k, true, "file", ft->major_file_ns) &&
              put_member(buf, &k, false, "anon", ft->major_anon_ns) &&
-             put_member(buf, &k, false, "shmem", ft->major_shmem_ns) && put(buf, &k, tail, sizeof(tail) - 1);
-        /* Twenty names of a few letters and 43 numbers of at most 19 digits: well within. */
+             put_member(buf, &k, false, "shmem", ft->major_shmem_ns) && put(buf, &k, "}}", 2) &&
+             put_stall(buf, &k, stall, known) && put(buf, &k, tail, sizeof(tail) - 1);
+        /* Forty-one names of a few letters and 53 numbers of at most 19 digits: well within. */
         if (!ok)
                 return -ENOBUFS;
         buf[k] = '\0';

@@ -74,14 +74,15 @@ uint64_t traps_total(const Traps *t);
  * "signalCodes" by "SIGNAME/CODE_NAME". Zero entries are omitted. */
 int traps_to_json(const Traps *t, json_t *counters);
 
-/* A varlink Counters object: {"faults": ..., "faultTime": ..., "traps": ..., "signals": ...,
- * "signalCodes": ...}; known as for faults_to_json(). NULL on allocation failure. */
-json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Traps *t, FaultsKnown known);
+/* A varlink Counters object: {"faults": ..., "faultTime": ..., "stall": ..., "traps": ...,
+ * "signals": ..., "signalCodes": ...}; known as for faults_to_json(), and stall null without
+ * FAULTS_KNOWN_STALL. NULL on allocation failure. */
+json_t *counters_to_json(const Faults *f, const FaultTime *ft, const Stall *stall, const Traps *t, FaultsKnown known);
 /* Longest text counters_format_json() writes, with its NUL. */
-#define COUNTERS_JSON_MAX 1280
-/* The compact JSON text of counters_to_json(f, ft, t, known) (as json_dumps() writes it: members in the
+#define COUNTERS_JSON_MAX 1792
+/* The compact JSON text of counters_to_json(f, ft, stall, t, known) (as json_dumps() writes it: members in the
  * same order, counts clamped to INT64_MAX the same way), written into buf without building a
  * json_t: a History of a day is 1440 of them. Only for counters without traps, which are nearly
  * all (their text would need the names): -EINVAL when t has any. Returns the text's length. */
-int counters_format_json(const Faults *f, const FaultTime *ft, const Traps *t, FaultsKnown known,
+int counters_format_json(const Faults *f, const FaultTime *ft, const Stall *stall, const Traps *t, FaultsKnown known,
                          char buf[static COUNTERS_JSON_MAX]);

@@ -383,7 +383,8 @@ static int run_top(Store *reader, void *userdata, VarlinkReply **ret) {
                                                           process_json(a->filter.pidns, &rows[i].process),
                                                           "counters",
                                                           counters_to_json(&rows[i].faults, &rows[i].fault_time,
-                                                                           &rows[i].traps, a->faults_known)));
+                                                                           &rows[i].stall, &rows[i].traps,
+                                                                           a->faults_known)));
         store_rows_free(rows, n);
         members = json_pack("{s:I}", "otherProcesses", (json_int_t) other);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
@@ -526,11 +527,11 @@ static int append_sample(VarlinkReply *reply, const StoreHistoryRow *row, Faults
         char counters[COUNTERS_JSON_MAX], element[COUNTERS_JSON_MAX + 64];
         int n;
 
-        if (counters_format_json(&row->faults, &row->fault_time, traps, faults_known, counters) < 0)
+        if (counters_format_json(&row->faults, &row->fault_time, &row->stall, traps, faults_known, counters) < 0)
                 return varlink_reply_append(reply,
                                             json_pack("{s:I, s:o}", "timeUsec", (json_int_t) row->time_usec, "counters",
-                                                      counters_to_json(&row->faults, &row->fault_time, traps,
-                                                                       faults_known)));
+                                                      counters_to_json(&row->faults, &row->fault_time, &row->stall,
+                                                                       traps, faults_known)));
         n = snprintf(element, sizeof(element), "{\"timeUsec\":%" PRId64 ",\"counters\":%s}", (int64_t) row->time_usec,
                      counters);
         if (n < 0 || (size_t) n >= sizeof(element))
@@ -561,6 +562,7 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         ProcessInfo process;
         Faults total = {};
         FaultTime total_time = {};
+        Stall total_stall = {};
         Traps total_traps = {};
         json_t *members;
         int64_t id;
@@ -585,13 +587,14 @@ static int run_history(Store *reader, void *userdata, VarlinkReply **ret) {
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 faults_add(&total, &rows[i].faults);
                 fault_time_add(&total_time, &rows[i].fault_time);
+                stall_add(&total_stall, &rows[i].stall);
                 if (rows[i].traps)
                         traps_add(&total_traps, rows[i].traps);
                 r = append_sample(reply, &rows[i], a->faults_known);
         }
         store_history_rows_free(rows, n);
         members = json_pack("{s:o, s:o}", "process", process_json(a->range.pidns, &process), "total",
-                            counters_to_json(&total, &total_time, &total_traps, a->faults_known));
+                            counters_to_json(&total, &total_time, &total_stall, &total_traps, a->faults_known));
         process_info_done(&process);
         return reply_finish(reply, members ? r : -ENOMEM, members, ret);
 }
@@ -653,6 +656,7 @@ static int run_group_history(Store *reader, void *userdata, VarlinkReply **ret) 
         StoreGroupHistory h;
         Faults total = {};
         FaultTime total_time = {};
+        Stall total_stall = {};
         Traps total_traps = {};
         json_t *members;
         int r;
@@ -680,13 +684,14 @@ static int run_group_history(Store *reader, void *userdata, VarlinkReply **ret) 
         for (size_t i = 0; r >= 0 && i < h.n_rows; i++) {
                 faults_add(&total, &h.rows[i].faults);
                 fault_time_add(&total_time, &h.rows[i].fault_time);
+                stall_add(&total_stall, &h.rows[i].stall);
                 if (h.rows[i].traps)
                         traps_add(&total_traps, h.rows[i].traps);
                 r = append_sample(reply, &h.rows[i], a->faults_known);
         }
         members = json_pack("{s:I, s:I, s:o}", "processes", (json_int_t) h.processes, "running",
                             (json_int_t) h.running, "total",
-                            counters_to_json(&total, &total_time, &total_traps, a->faults_known));
+                            counters_to_json(&total, &total_time, &total_stall, &total_traps, a->faults_known));
         if (members && group_names_add(a, &h, members) < 0)
                 members = (json_decref(members), NULL);
         store_group_history_done(&h);

@@ -118,6 +118,7 @@ static int sites_append(SiteCount **array, size_t *n_array, const SiteCount *sit
 static int entry_add(TickEntry *e, const ProcessSample *s) {
         faults_add(&e->delta, &s->delta);
         fault_time_add(&e->fault_time, &s->fault_time);
+        stall_add(&e->stall, &s->stall);
         if (s->traps) {
                 if (!e->traps && !(e->traps = calloc(1, sizeof(Traps))))
                         return -ENOMEM;
@@ -206,7 +207,8 @@ int tick_batch_samples(TickBatch *b, const ProcessSample **ret, size_t *ret_n) {
                         const TickEntry *e = &b->entries[b->order[i]];
 
                         b->samples[i] = (ProcessSample) { .process = &e->process, .delta = e->delta,
-                                                          .fault_time = e->fault_time, .traps = e->traps,
+                                                          .fault_time = e->fault_time, .stall = e->stall,
+                                                          .traps = e->traps,
                                                           .sites = e->sites, .n_sites = e->n_sites };
                 }
         }

@@ -19,6 +19,7 @@ typedef struct TickEntry {
         ProcessInfo process;
         Faults delta;
         FaultTime fault_time;
+        Stall stall;
         Traps *traps; /* NULL: none */
         SiteCount *sites;
         size_t n_sites;

@@ -18,6 +18,7 @@ typedef struct Entry {
         uint64_t processes;
         Faults faults;
         FaultTime fault_time;
+        Stall stall;
         Traps traps;
 } Entry;
 
@@ -206,6 +207,7 @@ int unit_totals_add(UnitTotals *t, const ProcessSample *samples, size_t n) {
                         return r;
                 faults_add(&e->faults, &s->delta);
                 fault_time_add(&e->fault_time, &s->fault_time);
+                stall_add(&e->stall, &s->stall);
                 if (s->traps)
                         traps_add(&e->traps, s->traps);
                 r = proc_count(t, s->process, e);
@@ -245,7 +247,7 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
                 if (uid >= 0 && e->uid != (uint64_t) uid)
                         continue;
                 rows[n++] = (UnitTotalsRow) { .unit = e->unit, .processes = e->processes, .faults = e->faults,
-                                              .fault_time = e->fault_time, .traps = e->traps };
+                                              .fault_time = e->fault_time, .stall = e->stall, .traps = e->traps };
         }
         /* One row per unit: the uids of a unit are next to each other once sorted by unit. */
         qsort(rows, n, sizeof(*rows), row_cmp_unit);
@@ -254,6 +256,7 @@ int unit_totals_query(const UnitTotals *t, int64_t uid, UnitTotalsRow **ret_rows
                         rows[k - 1].processes += rows[i].processes;
                         faults_add(&rows[k - 1].faults, &rows[i].faults);
                         fault_time_add(&rows[k - 1].fault_time, &rows[i].fault_time);
+                        stall_add(&rows[k - 1].stall, &rows[i].stall);
                         traps_add(&rows[k - 1].traps, &rows[i].traps);
                 } else
                         rows[k++] = rows[i];
@@ -269,6 +272,7 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
         _cleanup_free_ UnitTotalsRow *rows = NULL;
         Faults total = {};
         FaultTime total_time = {};
+        Stall total_stall = {};
         Traps total_traps = {};
         json_t *units;
         size_t n;
@@ -279,6 +283,7 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
         for (size_t i = 0; units && i < n; i++) {
                 faults_add(&total, &rows[i].faults);
                 fault_time_add(&total_time, &rows[i].fault_time);
+                stall_add(&total_stall, &rows[i].stall);
                 traps_add(&total_traps, &rows[i].traps);
                 if (i >= limit)
                         continue;
@@ -286,7 +291,7 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
                 if (json_array_append_new(units, json_pack("{s:o, s:I, s:o}", "unit", text_to_json(rows[i].unit),
                                                            "processes", (json_int_t) rows[i].processes, "counters",
                                                            counters_to_json(&rows[i].faults, &rows[i].fault_time,
-                                                                            &rows[i].traps, faults_known))) < 0) {
+                                                                            &rows[i].stall, &rows[i].traps, faults_known))) < 0) {
                         json_decref(units);
                         units = NULL;
                 }
@@ -295,5 +300,5 @@ json_t *unit_totals_reply_build(const UnitTotals *t, int64_t uid, size_t limit, 
                 return NULL;
         return json_pack("{s:I, s:o, s:I, s:o}", "sinceUsec", (json_int_t) since_usec, "units", units, "otherUnits",
                          (json_int_t) (n > limit ? n - limit : 0), "total",
-                         counters_to_json(&total, &total_time, &total_traps, faults_known));
+                         counters_to_json(&total, &total_time, &total_stall, &total_traps, faults_known));
 }

@@ -39,6 +39,7 @@ typedef struct UnitTotalsRow {
         uint64_t processes;
         Faults faults;
         FaultTime fault_time;
+        Stall stall; /* what the kernel's delay accounting grew by (zero while it keeps none) */
         Traps traps;
 } UnitTotalsRow;
 

@@ -12,7 +12,7 @@
 #include "varlink.h"
 
 static bool sample_counted(const ProcessSample *s) {
-        return !faults_is_zero(&s->delta) || !fault_time_is_zero(&s->fault_time) ||
+        return !faults_is_zero(&s->delta) || !fault_time_is_zero(&s->fault_time) || !stall_is_zero(&s->stall) ||
                (s->traps && !traps_is_zero(s->traps));
 }
 
@@ -22,6 +22,8 @@ static uint64_t sample_key(const ProcessSample *s, const SortKey *key) {
                 return s->traps ? traps_total(s->traps) : 0;
         case SORT_FAULT_TIME:
                 return fault_time_total_ns(&s->fault_time);
+        case SORT_STALL:
+                return stall_memory_ns(&s->stall);
         default:
                 return faults_get(&s->delta, key->field);
         }
@@ -103,6 +105,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
         Faults total = {};
         FaultTime total_time = {};
         Traps total_traps = {};
+        Stall total_stall = {};
         size_t m = 0, n_exited = 0;
 
         if (!items || !exited || !rows)
@@ -118,6 +121,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                         continue;
                 faults_add(&total, &s->delta);
                 fault_time_add(&total_time, &s->fault_time);
+                stall_add(&total_stall, &s->stall);
                 if (s->traps)
                         traps_add(&total_traps, s->traps);
                 items[m++] = (SortItem) { s, sample_key(s, &filter->sort) };
@@ -129,7 +133,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 const ProcessSample *s = items[i].sample;
                 json_t *process = process_info_to_json_as(s->process, view_pid(filter, s->process));
                 json_t *row = json_pack("{s:o, s:o}", "process", process, "counters",
-                                        counters_to_json(&s->delta, &s->fault_time, s->traps ?: &no_traps,
+                                        counters_to_json(&s->delta, &s->fault_time, &s->stall, s->traps ?: &no_traps,
                                                          faults_known));
 
                 if (!row || json_array_append_new(rows, row) < 0)
@@ -140,7 +144,7 @@ json_t *watch_reply_build(const ProcessSample *samples, size_t n, const WatchFil
                 return NULL;
         return json_pack("{s:I, s:I, s:o, s:I, s:O, s:I, s:O}", "timeUsec", (json_int_t) time_usec, "intervalUsec",
                          (json_int_t) interval_usec, "total",
-                         counters_to_json(&total, &total_time, &total_traps, faults_known), "processes",
+                         counters_to_json(&total, &total_time, &total_stall, &total_traps, faults_known), "processes",
                          (json_int_t) m, "rows", rows, "missedTicks", (json_int_t) missed_ticks, "exited", exited_list);
 }
 

@@ -268,6 +268,7 @@ static void test_counters_format_json(void **state) {
         const uint64_t values[] = { 0, 1, 42, 1000000007, (uint64_t) INT64_MAX, (uint64_t) INT64_MAX + 1, UINT64_MAX };
         char buf[COUNTERS_JSON_MAX];
         Traps none = {}, some = { .vector[6] = 1 };
+        Stall stall = {};
 
         for (size_t k = 0; k < ELEMENTSOF(values); k++) {
                 Faults f = {};
@@ -279,15 +280,27 @@ static void test_counters_format_json(void **state) {
                         *faults_field(&f, &fault_fields[i]) = values[(k + i) % ELEMENTSOF(values)];
                 for (size_t i = 0; i < FAULT_TIME_BUCKETS; i++)
                         t.histogram[i] = values[(k + i) % ELEMENTSOF(values)];
-                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &none, FAULTS_KNOWN_ALL);
+                for (size_t i = 0; i < _STALL_MAX; i++) {
+                        stall.ns[i] = values[(k + 2 * i) % ELEMENTSOF(values)];
+                        stall.count[i] = values[(k + 2 * i + 1) % ELEMENTSOF(values)];
+                }
+                _cleanup_json_ json_t *j = counters_to_json(&f, &t, &stall, &none, FAULTS_KNOWN_ALL);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
-                int n = counters_format_json(&f, &t, &none, FAULTS_KNOWN_ALL, buf);
+                int n = counters_format_json(&f, &t, &stall, &none, FAULTS_KNOWN_ALL, buf);
+                Stall back;
 
                 assert_non_null(dumped);
                 assert_int_equal(n, (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
+                /* Stall parses back, clamped as every count is. */
+                assert_int_equal(stall_from_json(json_object_get(j, "stall"), &back), 0);
+                for (size_t i = 0; i < _STALL_MAX; i++) {
+                        assert_true(back.ns[i] == MIN(stall.ns[i], (uint64_t) INT64_MAX));
+                        assert_true(back.count[i] == MIN(stall.count[i], (uint64_t) INT64_MAX));
+                }
         }
-        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &some, FAULTS_KNOWN_ALL, buf), -EINVAL);
+        assert_int_equal(counters_format_json(&(Faults) {}, &(FaultTime) {}, &(Stall) {}, &some, FAULTS_KNOWN_ALL, buf),
+                         -EINVAL);
         (void) state;
 }
 
@@ -307,16 +320,24 @@ static json_t *faults_member(json_t *faults, size_t i, bool *group_null) {
 static void test_faults_unknown_parts(void **state) {
         Faults f = { .user = 7, .kernel = 1, .minor = 8, .major = 6, .read = 3, .major_file = 4, .major_shmem = 1 },
                back, sum = {};
+        Stall stall = { .ns = { 3000000, 0, 17, 0, 900 }, .count = { 2048, 0, 1, 0, 3 } };
         char buf[COUNTERS_JSON_MAX];
 
         for (FaultsKnown known = 0; known <= FAULTS_KNOWN_ALL; known++) {
-                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &(Traps) {}, known);
+                _cleanup_json_ json_t *j = counters_to_json(&f, &(FaultTime) {}, &stall, &(Traps) {}, known);
                 _cleanup_free_ char *dumped = json_dumps(j, JSON_COMPACT);
                 json_t *faults = json_object_get(j, "faults");
+                Stall stall_back;
 
-                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &(Traps) {}, known, buf),
+                assert_int_equal(counters_format_json(&f, &(FaultTime) {}, &stall, &(Traps) {}, known, buf),
                                  (int) strlen(dumped));
                 assert_string_equal(buf, dumped);
+                /* The kernel's delay accounting: null while it keeps none, never zeros. */
+                assert_int_equal(json_is_null(json_object_get(j, "stall")), !(known & FAULTS_KNOWN_STALL));
+                if (known & FAULTS_KNOWN_STALL) {
+                        assert_int_equal(stall_from_json(json_object_get(j, "stall"), &stall_back), 0);
+                        assert_memory_equal(&stall_back, &stall, sizeof(stall_back));
+                }
                 assert_int_equal(json_is_null(json_object_get(faults, "majorByCause")),
                                  !(known & FAULTS_KNOWN_MAJOR_CAUSE));
                 for (size_t i = 0; i < n_fault_fields; i++) {
@@ -332,7 +353,7 @@ static void test_faults_unknown_parts(void **state) {
                                 assert_int_equal(json_integer_value(v), faults_get(&f, &fault_fields[i]));
                 }
                 assert_int_equal(faults_from_json(faults, &back), 0);
-                assert_int_equal(back.unknown, FAULTS_KNOWN_ALL & ~known);
+                assert_int_equal(back.unknown, (FAULTS_KNOWN_ACCESS | FAULTS_KNOWN_MAJOR_CAUSE) & ~known);
                 assert_int_equal(back.user, 7);
                 assert_int_equal(back.read, known & FAULTS_KNOWN_ACCESS ? 3 : 0);
                 assert_int_equal(back.major_file, known & FAULTS_KNOWN_MAJOR_CAUSE ? 4 : 0);
@@ -371,7 +392,7 @@ static void test_faults_unknown_parts(void **state) {
                 _cleanup_json_ json_t *j = json_loads("{\"user\":1,\"kernel\":0,\"minor\":0,\"major\":0}", 0, NULL);
 
                 assert_int_equal(faults_from_json(j, &back), 0);
-                assert_int_equal(back.unknown, FAULTS_KNOWN_ALL);
+                assert_int_equal(back.unknown, FAULTS_KNOWN_ACCESS | FAULTS_KNOWN_MAJOR_CAUSE);
                 assert_int_equal(back.user, 1);
         }
         /* A sum with one unknown part is unknown, and written so. */

@@ -201,6 +201,7 @@ typedef struct StoreRow {
         ProcessInfo process;
         Faults faults;
         FaultTime fault_time;
+        Stall stall;
         Traps traps;
 } StoreRow;
 
@@ -272,6 +273,7 @@ typedef struct StoreHistoryRow {
         uint64_t time_usec;
         Faults faults;
         FaultTime fault_time;
+        Stall stall;
         Traps *traps; /* NULL: none in the interval */
 } StoreHistoryRow;
 
