@@ -15,10 +15,15 @@
 #define TS_PF_EXITING 0x00000004
 
 /* One thread's delay accounting (task_struct.delays, NULL where the kernel keeps none for it)
- * added to d. compact_delay is Linux 5.12's; the others are in every kernel with BTF. */
+ * added to d. The member exists only in kernels built with CONFIG_TASK_DELAY_ACCT (the collector
+ * says so from the kernel's BTF); compact_delay is Linux 5.12's, the others are in every kernel
+ * with BTF. */
 static __always_inline void delays_add_thread(struct ts_delays *d, struct task_struct *t) {
-        struct task_delay_info *di = BPF_CORE_READ(t, delays);
+        struct task_delay_info *di;
 
+        if (!bpf_core_field_exists(t->delays))
+                return;
+        di = BPF_CORE_READ(t, delays);
         if (!di)
                 return;
         d->ns[TS_STALL_SWAPIN] += BPF_CORE_READ(di, swapin_delay);
@@ -36,10 +41,13 @@ static __always_inline void delays_add_thread(struct ts_delays *d, struct task_s
 }
 
 /* The delay accounting of the threads that exited (signal->stats, which taskstats_exit() keeps
- * once a thread of a group of several exits; NULL before, or without CONFIG_TASKSTATS). */
+ * once a thread of a group of several exits; NULL before; no member without CONFIG_TASKSTATS). */
 static __always_inline void delays_add_exited(struct ts_delays *d, struct signal_struct *sig) {
-        struct taskstats *st = BPF_CORE_READ(sig, stats);
+        struct taskstats *st;
 
+        if (!bpf_core_field_exists(sig->stats))
+                return;
+        st = BPF_CORE_READ(sig, stats);
         if (!st)
                 return;
         d->ns[TS_STALL_SWAPIN] += BPF_CORE_READ(st, swapin_delay_total);
@@ -165,7 +173,7 @@ static __always_inline void exit_delays(struct task_struct *task, struct ts_dela
         struct signal_struct *sig = BPF_CORE_READ(task, signal);
 
         *ret = (struct ts_delays) {};
-        if (sig && BPF_CORE_READ(sig, stats))
+        if (sig && bpf_core_field_exists(sig->stats) && BPF_CORE_READ(sig, stats))
                 delays_add_exited(ret, sig);
         else
                 delays_add_thread(ret, task);

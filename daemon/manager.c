@@ -105,6 +105,9 @@ static void tick_begin(Manager *m) {
                 log_error_errno(r, "Failed to drain BPF counters: %m");
                 return;
         }
+        /* The kernel's delay accounting can be turned on and off at any time: this tick's Watch
+         * replies say whether it is kept now. */
+        watch_set_set_faults_known(m->watches, collector_faults_known(m->collector));
         m->tick_stage = TICK_DRAIN;
         event_active(m->tick_step, EV_TIMEOUT, 0);
 }
@@ -521,6 +524,15 @@ static int manager_start_writer(Manager *m) {
 /* Loads and attaches the BPF programs: counting starts here. */
 static int manager_start_collector(Manager *m) {
         int r;
+
+        /* Asked for, or not at all: the setting is the machine's (and stays on after us). */
+        if (m->config.collector.enable_delay_accounting) {
+                r = collector_enable_delay_accounting(m->config.collector.proc_fd);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to turn on the kernel's delay accounting "
+                                                  "(--enable-delay-accounting, kernel.task_delayacct): %m");
+                log_info("Turned on the kernel's delay accounting (kernel.task_delayacct=1)");
+        }
 
         r = collector_new(&m->config.collector, &m->collector);
         /* One that failed to attach was logged as it was tried; the others were disabled or are

@@ -41,9 +41,9 @@ static void help_general(void) {
                "      --version              print the version\n");
 }
 
-static void help(void) {
-        const StoreRetention retention = STORE_RETENTION_DEFAULT;
+static void help_sources_and_limits(void);
 
+static void help(void) {
         printf("Usage: trapstatd [OPTION]...\n"
                "Count page faults per process in the kernel, keep their history, serve it over varlink.\n\n"
                "  -s, --state-dir DIR        database directory (default: $STATE_DIRECTORY or %s)\n"
@@ -77,10 +77,23 @@ static void help(void) {
                "      --symbol-bytes-per-minute SIZE  bytes of symbol tables parsed for one user in a\n"
                "                             minute (default: 64M)\n"
                "      --max-unit-totals N    units the running totals (UnitTotals) are kept of; newer ones\n"
-               "                             are summed into \"other\" (default: %u)\n"
-               "      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
+               "                             are summed into \"other\" (default: %u)\n",
+               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_REPORT_MAX_METRICS, METRICS_MIN_MAX,
+               COLLECTOR_DEFAULT_SLOTS, COLLECTOR_DEFAULT_MAX_PROCESSES, COLLECTOR_DEFAULT_EVENT_BUFFER >> 20, COLLECTOR_DEFAULT_FAULT_SAMPLE,
+               COLLECTOR_DEFAULT_MAX_SITES, COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS);
+        help_sources_and_limits();
+}
+
+/* The options after the collector's: its sources, then the store's, the server's and the
+ * queries'. */
+static void help_sources_and_limits(void) {
+        const StoreRetention retention = STORE_RETENTION_DEFAULT;
+
+        printf("      --disable-source LIST  event sources not to use, comma-separated (see trapstat status)\n"
                "      --enable-source LIST   sources off by default to use: fault_time (how long each page\n"
                "                             fault took; it costs more per fault than the counting)\n"
+               "      --enable-delay-accounting  turn the kernel's delay accounting on at start\n"
+               "                             (kernel.task_delayacct=1; needs CAP_SYS_ADMIN; stays on)\n"
                "      --retention LIST       how long each tier keeps history\n"
                "                             (default: raw=%" PRIu64 "h,minute=%" PRIu64 "d,hour=%" PRIu64 "d)\n"
                "      --max-db-size SIZE     database size cap, WAL included, e.g. 256M, 2G (default: %" PRIu64 "M;\n"
@@ -108,9 +121,6 @@ static void help(void) {
                "      --query-time-limit DURATION  wall time one query may take (default: %us)\n"
                "      --writer-queue N       ticks waiting for the database's writer; more are merged\n"
                "                             into the last one waiting (default: %u; 1 to 1024)\n",
-               TRAPSTAT_DEFAULT_STATE_DIR, TRAPSTAT_DEFAULT_SOCKET, DEFAULT_REPORT_MAX_METRICS, METRICS_MIN_MAX,
-               COLLECTOR_DEFAULT_SLOTS, COLLECTOR_DEFAULT_MAX_PROCESSES, COLLECTOR_DEFAULT_EVENT_BUFFER >> 20, COLLECTOR_DEFAULT_FAULT_SAMPLE,
-               COLLECTOR_DEFAULT_MAX_SITES, COLLECTOR_DEFAULT_MAX_SITES_PER_PROCESS, DEFAULT_MAX_UNIT_TOTALS,
                retention.raw_usec / (3600 * USEC_PER_SEC), retention.minute_usec / (86400 * USEC_PER_SEC),
                retention.hour_usec / (86400 * USEC_PER_SEC), retention.max_bytes >> 20, retention.reserve_bytes >> 20,
                STORE_MAX_CMDLINE_DEFAULT, VARLINK_DEFAULT_MAX_MESSAGE_SIZE / 1024,
@@ -170,6 +180,7 @@ enum {
         ARG_EVENT_BUFFER,
         ARG_DISABLE_SOURCE,
         ARG_ENABLE_SOURCE,
+        ARG_ENABLE_DELAY_ACCOUNTING,
         ARG_RETENTION,
         ARG_MAX_DB_SIZE,
         ARG_DB_RESERVE,
@@ -374,6 +385,9 @@ static int parse_other_option(int c, const char *arg, ManagerConfig *config) {
         case ARG_ENABLE_SOURCE:
                 config->collector.enable = arg;
                 return 1;
+        case ARG_ENABLE_DELAY_ACCOUNTING:
+                config->collector.enable_delay_accounting = true;
+                return 1;
         case ARG_BPF_OBJECT:
                 if (strcmp(arg, "full") != 0 && strcmp(arg, "noloop") != 0 && strcmp(arg, "base") != 0)
                         return usage_error(NULL, "--bpf-object takes full, noloop or base, not '%s'", arg);
@@ -434,6 +448,7 @@ static int parse_argv(int argc, char *argv[], ManagerConfig *config) {
                 { "event-buffer", required_argument, NULL, ARG_EVENT_BUFFER },
                 { "disable-source", required_argument, NULL, ARG_DISABLE_SOURCE },
                 { "enable-source", required_argument, NULL, ARG_ENABLE_SOURCE },
+                { "enable-delay-accounting", no_argument, NULL, ARG_ENABLE_DELAY_ACCOUNTING },
                 { "fault-sample", required_argument, NULL, ARG_FAULT_SAMPLE },
                 { "max-sites", required_argument, NULL, ARG_MAX_SITES },
                 { "max-sites-per-process", required_argument, NULL, ARG_MAX_SITES_PER_PROCESS },

@@ -102,9 +102,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
         return 0;
 }
 
-/* error 0: active; otherwise inactive because of why, followed by strerror(error) unless
- * error is -ECANCELED (a choice, not a failure). */
-static void set_source(CollectorBpf *b, int i, int error, const char *why) {
+void collector_bpf_set_source(CollectorBpf *b, int i, int error, const char *why) {
         b->sources[i].name = collector_source_names[i];
         b->sources[i].active = error == 0;
         b->sources[i].reason = NULL;
@@ -127,7 +125,7 @@ static void skip_done_prog(CollectorBpf *b, size_t i) {
 
 /* A source that is not loaded: inactive for the reason given. */
 static void skip_source(CollectorBpf *b, int s, int error, const char *why) {
-        set_source(b, s, error, why);
+        collector_bpf_set_source(b, s, error, why);
         switch (s) {
         case SOURCE_FAULT_TIME:
                 /* The entries then take no start times either. */
@@ -140,6 +138,10 @@ static void skip_source(CollectorBpf *b, int s, int error, const char *why) {
                 b->skel->rodata->major_cause = false;
                 if (!b->skel->rodata->fault_timing)
                         skip_done_prog(b, 1);
+                return;
+        case SOURCE_DELAY_ACCOUNTING:
+                /* No program: the task records read it whatever the choice; the collector does not
+                 * count it (collector_bpf_delay_accounting_usable()). */
                 return;
         default:
                 bpf_program__set_autoload(b->progs[s], false);
@@ -273,6 +275,23 @@ static bool kernel_has_tracepoint(const struct btf *vmlinux, const char *tp) {
         return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) >= 0;
 }
 
+/* Whether the kernel's struct has the member (a configuration option of the kernel may remove it). */
+static bool kernel_has_member(const struct btf *vmlinux, const char *type, const char *member) {
+        const struct btf_type *t;
+        const struct btf_member *m;
+        int id;
+
+        id = vmlinux ? btf__find_by_name_kind(vmlinux, type, BTF_KIND_STRUCT) : -1;
+        if (id < 0)
+                return false;
+        t = btf__type_by_id(vmlinux, (uint32_t) id);
+        m = btf_members(t);
+        for (uint16_t i = 0; i < btf_vlen(t); i++)
+                if (strcmp(btf__name_by_offset(vmlinux, m[i].name_off) ?: "", member) == 0)
+                        return true;
+        return false;
+}
+
 static const char *const choice_reasons[] = {
         [SOURCE_DISABLED] = "disabled by --disable-source",
         [SOURCE_NOT_ENABLED] = "off by default; --enable-source fault_time turns it on",
@@ -303,6 +322,11 @@ void collector_bpf_choose_sources(CollectorBpf *b, const SourceChoice sources[st
                 if (sources[s] == SOURCE_USED && !kernel_has_tracepoint(vmlinux, collector_source_names[s]))
                         skip_source(b, s, -ENOENT, "tracepoint not in kernel BTF");
         }
+        if (sources[SOURCE_DELAY_ACCOUNTING] == SOURCE_USED)
+                collector_bpf_set_source(b, SOURCE_DELAY_ACCOUNTING, 0, NULL);
+        if (sources[SOURCE_DELAY_ACCOUNTING] == SOURCE_USED && !kernel_has_member(vmlinux, "task_struct", "delays"))
+                skip_source(b, SOURCE_DELAY_ACCOUNTING, -ECANCELED,
+                            "the kernel keeps no delay accounting (built without CONFIG_TASK_DELAY_ACCT)");
         btf__free(vmlinux);
         for (int s = SOURCE_PERF_USER; s <= SOURCE_PERF_KERNEL; s++) {
                 int tracepoint = s == SOURCE_PERF_USER ? SOURCE_PAGE_FAULT_USER : SOURCE_PAGE_FAULT_KERNEL;
@@ -503,9 +527,9 @@ static void attach_completions(CollectorBpf *b) {
                 r = attach_perf(b, b->done_progs[1], PERF_COUNT_SW_PAGE_FAULTS_MAJ, true, true,
                                 b->done_links + b->n_cpus);
         if (b->skel->rodata->fault_timing)
-                set_source(b, SOURCE_FAULT_TIME, r, "perf_event_open failed");
+                collector_bpf_set_source(b, SOURCE_FAULT_TIME, r, "perf_event_open failed");
         if (b->skel->rodata->major_cause)
-                set_source(b, SOURCE_MAJOR_CAUSE, r, "perf_event_open failed");
+                collector_bpf_set_source(b, SOURCE_MAJOR_CAUSE, r, "perf_event_open failed");
         if (r >= 0)
                 return;
         log_warning_errno(r, "Failed to attach to the PAGE_FAULTS_MIN/MAJ software events, fault time and major "
@@ -526,7 +550,7 @@ int collector_bpf_attach(CollectorBpf *b) {
                         continue;
                 b->links[s] = bpf_program__attach(b->progs[s]);
                 r = b->links[s] ? 0 : -errno;
-                set_source(b, s, r, "attach failed");
+                collector_bpf_set_source(b, s, r, "attach failed");
                 if (r < 0)
                         log_warning_errno(r, "Failed to attach to tracepoint %s, its counts are missing: %m",
                                           collector_source_names[s]);
@@ -539,7 +563,7 @@ int collector_bpf_attach(CollectorBpf *b) {
                 r = attach_perf(b, b->progs[s], PERF_COUNT_SW_PAGE_FAULTS, s == SOURCE_PERF_USER,
                                 s == SOURCE_PERF_KERNEL,
                                 b->perf_links + (s == SOURCE_PERF_USER ? 0 : (size_t) b->n_cpus));
-                set_source(b, s, r, "perf_event_open failed");
+                collector_bpf_set_source(b, s, r, "perf_event_open failed");
                 if (r < 0)
                         log_warning_errno(r, "Failed to attach to the PAGE_FAULTS software event: %m");
                 else
@@ -552,14 +576,18 @@ int collector_bpf_attach(CollectorBpf *b) {
         if (b->progs[SOURCE_TASK_ITERATOR]) {
                 b->iter_link = bpf_program__attach_iter(b->progs[SOURCE_TASK_ITERATOR], NULL);
                 r = b->iter_link ? 0 : -errno;
-                set_source(b, SOURCE_TASK_ITERATOR, r, "attach failed");
+                collector_bpf_set_source(b, SOURCE_TASK_ITERATOR, r, "attach failed");
                 if (r < 0)
                         log_warning_errno(r, "Failed to attach the task iterator, checking idle processes in /proc "
                                              "instead: %m");
         }
-        set_source(b, SOURCE_PROC_STAT, 0, NULL);
+        collector_bpf_set_source(b, SOURCE_PROC_STAT, 0, NULL);
         if (b->features[FEATURE_TASK_READS].active)
                 task_reads_setup(b);
+        /* The live processes' delays come only with the task reads (/proc/PID/stat has none). */
+        if (b->sources[SOURCE_DELAY_ACCOUNTING].active && !b->features[FEATURE_TASK_READS].active)
+                collector_bpf_set_source(b, SOURCE_DELAY_ACCOUNTING, -ECANCELED, "needs the task reads (feature task_reads)");
+        b->delayacct_usable = b->sources[SOURCE_DELAY_ACCOUNTING].active;
 
         /* Without user-mode faults there is nothing to count. A source that failed to attach was
          * logged above; one not loaded was disabled, or is a tracepoint the kernel lacks whose
@@ -576,6 +604,7 @@ void collector_bpf_dump(const CollectorBpf *b, FILE *f) {
                 bool loads = s == SOURCE_FAULT_TIME    ? b->skel->rodata->fault_timing
                              : s == SOURCE_MAJOR_CAUSE ? b->skel->rodata->major_cause
                              : s == SOURCE_PROC_STAT   ? true
+                             : s == SOURCE_DELAY_ACCOUNTING ? b->sources[s].active
                                                        : b->progs[s] != NULL;
 
                 fprintf(f, "%-24s %-5s %s\n", collector_source_names[s], loads ? "yes" : "no",

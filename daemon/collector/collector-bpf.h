@@ -64,6 +64,9 @@ typedef struct CollectorBpf {
         size_t owner_map_size, ident_map_size, counters_map_size, dirty_map_size, hash_log_size;
         CollectorSource sources[_SOURCE_MAX];
         char reasons[_SOURCE_MAX][KERNEL_CAPS_REASON_MAX];
+        /* SOURCE_DELAY_ACCOUNTING chosen, in the kernel, and read by the task reads: whether the
+         * kernel keeps it is then the collector's to say, each tick. */
+        bool delayacct_usable;
         CollectorSource features[_FEATURE_MAX];
         char feature_reasons[_FEATURE_MAX][KERNEL_CAPS_REASON_MAX];
 } CollectorBpf;
@@ -82,6 +85,9 @@ int collector_bpf_load(CollectorBpf *b);
 /* Attaches every loaded program; one that cannot attach becomes an inactive source. -ENOTSUP
  * when no page fault source is active. */
 int collector_bpf_attach(CollectorBpf *b);
+/* Source i's state: error 0: active; otherwise inactive because of why, followed by
+ * strerror(error) unless error is -ECANCELED (a choice or a state, not a failure). */
+void collector_bpf_set_source(CollectorBpf *b, int i, int error, const char *why);
 /* Reads at most max records of a task iterator's fd into buf, into *ret_got. Returns 1 at the
  * iterator's end, 0 when max were read, or negative errno. */
 int collector_bpf_read_records(int fd, struct ts_task_record *buf, size_t max, size_t *ret_got);

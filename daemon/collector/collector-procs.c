@@ -475,7 +475,7 @@ int proc_table_update_stat(ProcTable *t, CollectorProc *p, uint32_t uid, const c
 }
 
 int proc_table_update(ProcTable *t, CollectorProc *p, const struct ts_task_record *rec) {
-        bool changed = stall_account(&p->stall_seen, &rec->delays, &p->stall_delta);
+        bool changed = t->stall_counted && stall_account(&p->stall_seen, &rec->delays, &p->stall_delta);
         int r = proc_table_update_stat(t, p, rec->uid, rec->comm, rec->min_flt, rec->maj_flt);
 
         return r == 0 && changed ? proc_table_touch(t, p) : r;
@@ -558,7 +558,8 @@ int proc_table_exec(ProcTable *t, CollectorProc *p, LifecycleEvent *e) {
 int proc_table_exit(ProcTable *t, CollectorProc *p, const LifecycleEvent *e) {
         /* A dead process counts no more: the event has the final figures, name and user. */
         (void) minmaj_account(&p->minmaj_seen, e->min_flt, e->maj_flt, &p->delta);
-        (void) stall_account(&p->stall_seen, &e->delays, &p->stall_delta);
+        if (t->stall_counted)
+                (void) stall_account(&p->stall_seen, &e->delays, &p->stall_delta);
         (void) proc_set_ident(p, e->uid, e->comm);
         return proc_table_retire(t, p);
 }

@@ -75,6 +75,7 @@ typedef struct CollectorProc {
 
 typedef struct ProcTable {
         int proc_fd;                      /* the proc root (borrowed) */
+        bool stall_counted;               /* the task records' delay accounting is counted (source delay_accounting) */
         long ticks_per_sec;               /* USER_HZ, the unit of /proc/PID/stat start time */
         uint64_t attached_boottime;       /* ns since boot when counting started */
         size_t n_stat_fds, max_stat_fds;  /* /proc/PID/stat fds kept open, and how many may be */

@@ -28,6 +28,7 @@ const char *const collector_source_names[_SOURCE_MAX] = {
         [SOURCE_PROC_STAT] = "proc_pid_stat",
         [SOURCE_FAULT_TIME] = "fault_time",
         [SOURCE_MAJOR_CAUSE] = "major_cause",
+        [SOURCE_DELAY_ACCOUNTING] = "delay_accounting",
 };
 
 bool collector_source_off_by_default(int source) {

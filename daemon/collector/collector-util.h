@@ -29,6 +29,9 @@ enum {
         SOURCE_PROC_STAT,     /* its fallback */
         SOURCE_FAULT_TIME,    /* PAGE_FAULTS_MIN / PAGE_FAULTS_MAJ: how long each fault took */
         SOURCE_MAJOR_CAUSE,   /* PAGE_FAULTS_MAJ: what each major fault's address mapped */
+        /* No program: the kernel's delay accounting, read with the task records. Active while the
+         * kernel keeps it (delayacct.h), which can change at any tick. */
+        SOURCE_DELAY_ACCOUNTING,
         _SOURCE_MAX
 };
 

@@ -24,6 +24,7 @@
 #include "collector-read.h"
 #include "collector-sites.h"
 #include "collector-util.h"
+#include "delayacct.h"
 #include "kernel-probe.h"
 #include "log.h"
 #include "macro.h"
@@ -45,6 +46,7 @@ struct Collector {
         bool swept;            /* and the sweep it read a piece of ended */
         int tick_error;        /* a step's failure, which its end returns */
         uint64_t tick_records; /* what the last tick that ended read: GetStatus's tickRecords */
+        DelayAcct delayacct;   /* whether the kernel keeps its delay accounting (source delay_accounting) */
 };
 
 static bool is_power_of_two(uint32_t x) {
@@ -114,6 +116,47 @@ int collector_probe_dump(const CollectorConfig *config, FILE *f) {
         return 0;
 }
 
+#define DELAYACCT_OFF "the kernel keeps none: "
+#define DELAYACCT_HOW "sysctl kernel.task_delayacct=1, trapstatd --enable-delay-accounting or the kernel command line's delayacct turns it on"
+
+/* The source delay_accounting now: active while the kernel keeps it, which the sysctl can change
+ * at any time. What the processes' delays grew by is counted whenever the source is usable
+ * (while the kernel keeps none they do not grow); replies tell it only while it is active. */
+static void delay_accounting_refresh(Collector *c) {
+        int on;
+
+        if (!c->bpf->delayacct_usable)
+                return;
+        on = delayacct_state(&c->delayacct);
+        if (on > 0)
+                collector_bpf_set_source(c->bpf, SOURCE_DELAY_ACCOUNTING, 0, NULL);
+        else if (on < 0)
+                collector_bpf_set_source(c->bpf, SOURCE_DELAY_ACCOUNTING, on, "reading " DELAYACCT_SYSCTL);
+        else if (c->delayacct.fd < 0)
+                collector_bpf_set_source(c->bpf, SOURCE_DELAY_ACCOUNTING, -ECANCELED,
+                                         DELAYACCT_OFF "the kernel was booted with nodelayacct");
+        else
+                collector_bpf_set_source(c->bpf, SOURCE_DELAY_ACCOUNTING, -ECANCELED,
+                                         DELAYACCT_OFF "kernel.task_delayacct is 0 (" DELAYACCT_HOW ")");
+}
+
+static int delay_accounting_init(Collector *c, int proc_fd) {
+        int r;
+
+        c->procs.stall_counted = c->bpf->delayacct_usable;
+        if (!c->bpf->delayacct_usable)
+                return 0;
+        r = delayacct_open(proc_fd, &c->delayacct);
+        if (r < 0)
+                return r;
+        delay_accounting_refresh(c);
+        return 0;
+}
+
+int collector_enable_delay_accounting(int proc_fd) {
+        return delayacct_enable(proc_fd);
+}
+
 int collector_new(const CollectorConfig *config, Collector **ret) {
         _cleanup_(collector_freep) Collector *c = NULL;
         CollectorBpfConfig bpf_config;
@@ -126,6 +169,7 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->delayacct.fd = -1;
 
         /* As libbpf-tools do: open and configure, choose what to load, load, attach. */
         r = collector_bpf_open(&bpf_config, &c->bpf);
@@ -155,6 +199,9 @@ int collector_new(const CollectorConfig *config, Collector **ret) {
         r = collector_bpf_watch_events(c->bpf, reader_take_event, &c->reader);
         if (r < 0)
                 return r;
+        r = delay_accounting_init(c, config->proc_fd);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(c);
         return 0;
@@ -168,6 +215,7 @@ Collector *collector_free(Collector *c) {
         site_reader_done(&c->sites);
         reader_done(&c->reader);
         proc_table_done(&c->procs);
+        delayacct_close(&c->delayacct);
         free(c);
         return NULL;
 }
@@ -232,6 +280,7 @@ int collector_tick_begin(Collector *c, uint64_t now_usec) {
         int r;
 
         assert(!c->in_tick);
+        delay_accounting_refresh(c);
         proc_table_begin_tick(&c->procs);
         c->reader.tick_records = 0;
         c->tick_usec = now_usec;
@@ -404,7 +453,8 @@ uint32_t collector_fault_sample_period(Collector *c) {
 FaultsKnown collector_faults_known(Collector *c) {
         /* Only the exception event carries a fault's access kind. */
         return (c->bpf->sources[SOURCE_PAGE_FAULT_USER].active ? FAULTS_KNOWN_ACCESS : 0) |
-               (c->bpf->sources[SOURCE_MAJOR_CAUSE].active ? FAULTS_KNOWN_MAJOR_CAUSE : 0);
+               (c->bpf->sources[SOURCE_MAJOR_CAUSE].active ? FAULTS_KNOWN_MAJOR_CAUSE : 0) |
+               (c->bpf->sources[SOURCE_DELAY_ACCOUNTING].active ? FAULTS_KNOWN_STALL : 0);
 }
 
 int collector_pidns(Collector *c, int pidfd, CollectorPidNs *ret) {

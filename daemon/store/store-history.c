@@ -54,8 +54,9 @@ static StoreHistoryRow *history_row_at(RowsByTime *r, int64_t t) {
         return &r->rows[lo];
 }
 
-/* A CountsQuery's find: the interval's FaultTime, or its Traps. Every interval with traps or
- * fault time has a sample row (its traps and time_ns); its Traps is made at its first trap. */
+/* A CountsQuery's find: the interval's FaultTime, Stall, or its Traps. Every interval with traps,
+ * fault time or a stall has a sample row (its traps, time_ns and stall_ns; store_flush()); its
+ * Traps is made at its first trap. */
 static void *history_counts_by_time(const StoreKind *kind, int64_t t, void *userdata) {
         RowsByTime *r = userdata;
         StoreHistoryRow *row = history_row_at(r, t);
@@ -64,6 +65,8 @@ static void *history_counts_by_time(const StoreKind *kind, int64_t t, void *user
                 return NULL;
         if (kind == &store_kinds[STORE_KIND_FAULT_TIME])
                 return &row->fault_time;
+        if (kind == &store_kinds[STORE_KIND_STALL])
+                return &row->stall;
         if (!row->traps)
                 row->traps = calloc(1, sizeof(*row->traps));
         r->oom = r->oom || !row->traps;
@@ -255,6 +258,8 @@ static int history_read(Store *s, const HistoryProcesses *procs, uint64_t since_
         r = read_traps(s, seg, n_seg, &q);
         if (r >= 0)
                 r = read_fault_time(s, seg, n_seg, &q);
+        if (r >= 0)
+                r = read_stall(s, seg, n_seg, &q);
         if (r >= 0 && by_time.oom)
                 r = -ENOMEM;
         if (r < 0) {

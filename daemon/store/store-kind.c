@@ -57,8 +57,9 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                 .name = "sample",
                 .tables = { "sample_raw", "sample_minute", "sample_hour" },
                 .fault_values = true,
-                /* All traps and all fault time of the interval, so that Top sorts by them. */
-                .values = { "traps", "time_ns" },
+                /* All traps, all fault time and all time waited on memory of the interval, so that
+                 * Top sorts by them. */
+                .values = { "traps", "time_ns", "stall_ns" },
         },
         [STORE_KIND_TRAP] = {
                 .name = "trap",
@@ -94,7 +95,17 @@ const StoreKind store_kinds[_STORE_KIND_MAX] = {
                             "h20", "h21", "h22", "h23", "major_file_ns", "major_anon_ns", "major_shmem_ns" },
                 .max_values = 1U << 3,
         },
+        /* Written by store_flush() from ProcessSample.stall (schema/sql/0015-stall.sql), in
+         * StallCause order, each cause's ns then its count; the sample kind's stall_ns is the
+         * memory causes' ns (stall_memory_ns()), for Top to sort by. */
+        [STORE_KIND_STALL] = {
+                .name = "stall",
+                .tables = { "stall_raw", "stall_minute", "stall_hour" },
+                .values = { "swapin_ns", "swapin_count", "thrashing_ns", "thrashing_count", "reclaim_ns",
+                            "reclaim_count", "compact_ns", "compact_count", "blkio_ns", "blkio_count" },
+        },
 };
+_Static_assert(_STALL_MAX == 5, "the stall kind has two columns per cause");
 _Static_assert(FAULT_TIME_BUCKETS == 24, "the fault_time kind has a column per bucket");
 
 size_t store_kind_n_keys(const StoreKind *k) {

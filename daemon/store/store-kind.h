@@ -27,7 +27,15 @@
  * though the store does not rely on that: a first roll-up starts at the oldest row of any kind,
  * and a process is deleted only when it has rows of no kind. The site kind's keys name entries
  * of the dictionaries `site` and `object` (schema/sql/0006-sites.sql). */
-enum { STORE_KIND_SAMPLE, STORE_KIND_TRAP, STORE_KIND_SIGNAL, STORE_KIND_SITE, STORE_KIND_FAULT_TIME, _STORE_KIND_MAX };
+enum {
+        STORE_KIND_SAMPLE,
+        STORE_KIND_TRAP,
+        STORE_KIND_SIGNAL,
+        STORE_KIND_SITE,
+        STORE_KIND_FAULT_TIME,
+        STORE_KIND_STALL,
+        _STORE_KIND_MAX
+};
 
 #define STORE_KIND_MAX_KEYS 6
 #define STORE_KIND_MAX_VALUES 32

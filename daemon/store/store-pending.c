@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The pending ticks. A tick's deltas go into one sample_pending row, not one sample_raw row per
  * process: packed, for each process with a non-zero delta its row id, a mask of its non-zero
- * members (bit i: fault_fields[i], bit n_fault_fields: traps, the next: fault time in ns), then those
- * members, every number
- * an unsigned LEB128. Folding adds the pending rows of the minutes before the current one to their
+ * members (bit i: fault_fields[i], bit n_fault_fields: traps, the next: fault time in ns, the next:
+ * time waited on memory in ns), then those members, every number an unsigned LEB128. A process
+ * whose only count is a stall of block I/O has a mask of 0: its row says the interval has one. Folding adds the pending rows of the minutes before the current one to their
  * raw buckets and each process's total, and deletes them: when a tick falls into a later minute,
  * and before a step of maintenance that needs them in rows, in slices of a few milliseconds whose
  * progress table pending_fold keeps (schema/sql/0012-pending-fold.sql). The queries read them as
@@ -41,8 +41,10 @@ static int pack_u64(Store *s, uint64_t v) {
         return 0;
 }
 
-int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns) {
-        uint64_t mask = (traps ? UINT64_C(1) << n_fault_fields : 0) | (time_ns ? UINT64_C(1) << (n_fault_fields + 1) : 0);
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns,
+                       uint64_t stall_ns) {
+        uint64_t mask = (traps ? UINT64_C(1) << n_fault_fields : 0) | (time_ns ? UINT64_C(1) << (n_fault_fields + 1) : 0) |
+                        (stall_ns ? UINT64_C(1) << (n_fault_fields + 2) : 0);
         int r;
 
         for (size_t i = 0; i < n_fault_fields; i++)
@@ -58,6 +60,8 @@ int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64
                 r = pack_u64(s, traps);
         if (r >= 0 && time_ns)
                 r = pack_u64(s, time_ns);
+        if (r >= 0 && stall_ns)
+                r = pack_u64(s, stall_ns);
         return r;
 }
 
@@ -169,7 +173,7 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, i
 
                 if ((r = unpack_u64(&p, end, &id)) < 0 || (r = unpack_u64(&p, end, &mask)) < 0)
                         return r;
-                if (id > INT64_MAX || mask >> (n_fault_fields + 2))
+                if (id > INT64_MAX || mask >> (n_fault_fields + 3))
                         return -EUCLEAN;
                 x.process_id = (int64_t) id;
                 for (size_t i = 0; i < n_fault_fields; i++)
@@ -179,6 +183,8 @@ static int unpack_samples(const uint8_t *p, size_t size, uint64_t bucket_usec, i
                 if ((mask & (UINT64_C(1) << n_fault_fields)) && (r = unpack_u64(&p, end, &x.traps)) < 0)
                         return r;
                 if ((mask & (UINT64_C(1) << (n_fault_fields + 1))) && (r = unpack_u64(&p, end, &x.time_ns)) < 0)
+                        return r;
+                if ((mask & (UINT64_C(1) << (n_fault_fields + 2))) && (r = unpack_u64(&p, end, &x.stall_ns)) < 0)
                         return r;
                 if (!sink || x.process_id <= folded)
                         continue;
@@ -196,6 +202,7 @@ void pending_sample_add(PendingSample *a, const PendingSample *b) {
         faults_add(&a->delta, &b->delta);
         a->traps += b->traps;
         a->time_ns += b->time_ns;
+        a->stall_ns += b->stall_ns;
 }
 
 static int pending_compare(const void *a, const void *b) {
@@ -215,7 +222,8 @@ static int fold_compare(const void *a, const void *b) {
 }
 
 /* Adds a process's pending sum of a bucket to its raw row or to its total (table process_total,
- * which Top ranks by); st is any of their statements, all take (id, bucket, faults, traps, time). */
+ * which Top ranks by); st is any of their statements, all take (id, bucket, faults, traps, time,
+ * stall). */
 static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, x->process_id);
@@ -224,6 +232,7 @@ static int fold_into(sqlite3_stmt *st, const PendingSample *x) {
                 sqlite3_bind_int64(st, 3 + (int) i, (int64_t) faults_get(&x->delta, &fault_fields[i]));
         sqlite3_bind_int64(st, 3 + (int) n_fault_fields, (int64_t) x->traps);
         sqlite3_bind_int64(st, 4 + (int) n_fault_fields, (int64_t) MIN(x->time_ns, (uint64_t) INT64_MAX));
+        sqlite3_bind_int64(st, 5 + (int) n_fault_fields, (int64_t) MIN(x->stall_ns, (uint64_t) INT64_MAX));
         return sql_step_done(st);
 }
 

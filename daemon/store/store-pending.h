@@ -13,7 +13,8 @@ static inline uint64_t store_fold_floor(uint64_t t) {
 }
 
 /* Appends a process's delta to the tick being packed (s->packed; store_flush() empties it). */
-int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns);
+int store_pending_pack(Store *s, int64_t process_id, const Faults *delta, uint64_t traps, uint64_t time_ns,
+                       uint64_t stall_ns);
 /* Writes what was packed as one pending row and empties s->packed; in the caller's transaction. */
 int store_pending_add(Store *s, uint64_t now_usec);
 /* A process's deltas of one raw bucket that are still pending. */
@@ -22,7 +23,8 @@ typedef struct PendingSample {
         int64_t process_id;
         Faults delta;
         uint64_t traps;
-        uint64_t time_ns; /* all fault time */
+        uint64_t time_ns;  /* all fault time */
+        uint64_t stall_ns; /* all time waited on memory (stall_memory_ns()) */
 } PendingSample;
 
 /* Adds b's counts to a. */

@@ -208,3 +208,23 @@ int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const Counts
         return read_kind(s, &store_kinds[STORE_KIND_FAULT_TIME], seg, n_seg, q->group, q->where, q->text, q->value,
                          add_fault_time_row, (void *) q);
 }
+
+static void add_stall_row(const StoreKind *kind, int64_t group, const int64_t *keys _unused_, const uint64_t *values,
+                          void *userdata) {
+        const CountsQuery *q = userdata;
+        Stall *t = q->find(kind, group, q->userdata), row;
+
+        if (!t)
+                return;
+        /* The kind's columns: each cause's ns, then its count (store-kind.c). */
+        for (size_t i = 0; i < _STALL_MAX; i++) {
+                row.ns[i] = values[2 * i];
+                row.count[i] = values[2 * i + 1];
+        }
+        stall_add(t, &row);
+}
+
+int read_stall(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q) {
+        return read_kind(s, &store_kinds[STORE_KIND_STALL], seg, n_seg, q->group, q->where, q->text, q->value,
+                         add_stall_row, (void *) q);
+}

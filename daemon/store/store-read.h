@@ -44,19 +44,20 @@ typedef void (*ReadKindRow)(const StoreKind *kind, int64_t group, const int64_t 
 /* Sums the rows of the kind over the segments per group (SQL over process_id and time_usec) and
  * key, counts summed and maxima merged (store_kind_sum()), and hands each sum to fn. The rows:
  * where, its ?1 bound to text, or to value when text is NULL. What every family reads a kind
- * with; read_traps() and read_fault_time() are two uses of it. */
+ * with; read_traps(), read_fault_time() and read_stall() are uses of it. */
 int read_kind(Store *s, const StoreKind *kind, const TierSegment *seg, size_t n_seg, const char *group,
               const char *where, const char *text, int64_t value, ReadKindRow fn, void *userdata);
 
-/* What read_traps() and read_fault_time() read: the rows, what their counts are summed by, and
- * where each group's sums go. */
+/* What read_traps(), read_fault_time() and read_stall() read: the rows, what their counts are
+ * summed by, and where each group's sums go. */
 typedef struct CountsQuery {
         const char *group; /* SQL over process_id and time_usec: what the counts are summed by */
         const char *where; /* the rows; its ?1 is bound to text, or to value when text is NULL */
         const char *text;
         int64_t value;
         /* What a group's counts of kind are added to: a Traps for the kinds that are part of one
-         * (kind->traps_add), a FaultTime for STORE_KIND_FAULT_TIME; NULL: they are skipped. */
+         * (kind->traps_add), a FaultTime for STORE_KIND_FAULT_TIME, a Stall for STORE_KIND_STALL;
+         * NULL: they are skipped. */
         void *(*find)(const StoreKind *kind, int64_t group, void *userdata);
         void *userdata;
 } CountsQuery;
@@ -68,3 +69,6 @@ int read_traps(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery
 /* Merges the fault time rows over the segments per group (sums, maximum, histogram) into the
  * FaultTime of their group. */
 int read_fault_time(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q);
+
+/* Sums the delay accounting rows over the segments per group into the Stall of their group. */
+int read_stall(Store *s, const TierSegment *seg, size_t n_seg, const CountsQuery *q);

@@ -56,13 +56,15 @@ static StoreRow *top_row_by_id(const TopRows *t, int64_t id) {
         return lo < t->n && t->by_id[lo]->id == id ? t->by_id[lo] : NULL;
 }
 
-/* A CountsQuery's find: the ranked process's Traps or FaultTime. */
+/* A CountsQuery's find: the ranked process's Traps, FaultTime or Stall. */
 static void *top_counts_by_id(const StoreKind *kind, int64_t id, void *userdata) {
         StoreRow *row = top_row_by_id(userdata, id);
 
         if (!row)
                 return NULL;
-        return kind == &store_kinds[STORE_KIND_FAULT_TIME] ? (void *) &row->fault_time : (void *) &row->traps;
+        if (kind == &store_kinds[STORE_KIND_FAULT_TIME])
+                return &row->fault_time;
+        return kind == &store_kinds[STORE_KIND_STALL] ? (void *) &row->stall : (void *) &row->traps;
 }
 
 #define FILTER_WHERE_MAX 512
@@ -127,9 +129,16 @@ static char *json_ids(const void *base, size_t n, size_t stride, size_t offset) 
 }
 
 static uint64_t pending_value(const PendingSample *p, const SortKey *key) {
-        return key->what == SORT_FAULTS ? faults_get(&p->delta, key->field)
-               : key->what == SORT_TRAPS ? p->traps
-                                         : p->time_ns;
+        switch (key->what) {
+        case SORT_FAULTS:
+                return faults_get(&p->delta, key->field);
+        case SORT_TRAPS:
+                return p->traps;
+        case SORT_STALL:
+                return p->stall_ns;
+        default:
+                return p->time_ns;
+        }
 }
 
 /* A process Top ranks: its count of the sort column in the window (or, in the walk, the bound on
@@ -586,14 +595,15 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
         SortKey key;
         int r;
 
-        /* The sort column comes from fault_fields or is "traps" or "time_ns", never the caller's
-         * text. */
+        /* The sort column comes from fault_fields or is "traps", "time_ns" or "stall_ns", never the
+         * caller's text. */
         if (sort_key_from_name(sort, &key) < 0)
                 return -EINVAL;
         if (key.what == SORT_FAULTS)
                 snprintf(column, sizeof(column), "f_%s", key.field->column);
         else
-                snprintf(column, sizeof(column), key.what == SORT_TRAPS ? "traps" : "time_ns");
+                snprintf(column, sizeof(column), "%s",
+                         key.what == SORT_TRAPS ? "traps" : key.what == SORT_STALL ? "stall_ns" : "time_ns");
 
         /* Whole hours and minutes of the window from the coarse tiers, the edges from finer
          * ones: a day is a few dozen rows per process, not thousands. */
@@ -626,6 +636,8 @@ static int top_read(Store *s, uint64_t since_usec, const char *sort, size_t limi
                         r = read_traps(s, seg, n_seg, &q);
                 if (r >= 0)
                         r = read_fault_time(s, seg, n_seg, &q);
+                if (r >= 0)
+                        r = read_stall(s, seg, n_seg, &q);
                 if (r < 0)
                         return r;
         }

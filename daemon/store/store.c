@@ -183,7 +183,7 @@ static int prepare_statements(Store *s) {
         if (r < 0)
                 return r;
         /* The totals' statements take what fold_into() binds: (id, bucket, the faults from ?3,
-         * traps, time), as the sample kind's raw upsert does. */
+         * traps, time, stall), as the sample kind's raw upsert does. */
         values = join_fault_columns("?");
         sets = join_fault_columns("f_%1$s = f_%1$s + ?%2$d");
         if (!values || !sets)
@@ -194,13 +194,13 @@ static int prepare_statements(Store *s) {
          * so; bench/README). */
         r = sql_prepare(s->db, &s->add_total,
                         "UPDATE process_total SET last_counted_usec = max(last_counted_usec, ?2), %s, "
-                        "traps = traps + ?%d, time_ns = time_ns + ?%d WHERE process_id = ?1",
-                        sets, 3 + (int) n_fault_fields, 4 + (int) n_fault_fields);
+                        "traps = traps + ?%d, time_ns = time_ns + ?%d, stall_ns = stall_ns + ?%d WHERE process_id = ?1",
+                        sets, 3 + (int) n_fault_fields, 4 + (int) n_fault_fields, 5 + (int) n_fault_fields);
         if (r < 0)
                 return r;
         r = sql_prepare(s->db, &s->insert_total,
-                        "INSERT INTO process_total (process_id, last_counted_usec, %s, traps, time_ns) "
-                        "VALUES (?1, ?2, %s, ?, ?)",
+                        "INSERT INTO process_total (process_id, last_counted_usec, %s, traps, time_ns, stall_ns) "
+                        "VALUES (?1, ?2, %s, ?, ?, ?)",
                         s->columns, values);
         if (r < 0)
                 return r;
@@ -527,15 +527,31 @@ static int add_fault_time(Store *s, int64_t process_id, uint64_t bucket_usec, co
         return sql_step_done(st);
 }
 
+/* Adds a tick's delay accounting to its raw bucket; in the caller's transaction. */
+static int add_stall(Store *s, int64_t process_id, uint64_t bucket_usec, const Stall *stall) {
+        sqlite3_stmt *st = s->add_raw[STORE_KIND_STALL];
+
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, process_id);
+        sqlite3_bind_int64(st, 2, (int64_t) bucket_usec);
+        for (size_t i = 0; i < _STALL_MAX; i++) {
+                sqlite3_bind_int64(st, 3 + 2 * (int) i, (int64_t) MIN(stall->ns[i], (uint64_t) INT64_MAX));
+                sqlite3_bind_int64(st, 4 + 2 * (int) i, (int64_t) MIN(stall->count[i], (uint64_t) INT64_MAX));
+        }
+        return sql_step_done(st);
+}
+
 /* Writes one process's part of a tick: its row, its deltas packed for the pending row, and the
- * kinds written at once (fault time, traps, sites). In the caller's transaction. 1 when it wrote
+ * kinds written at once (fault time, delay accounting, traps, sites). In the caller's transaction.
+ * 1 when it wrote
  * the process's row with its text (store_known_row()), else 0. */
 static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, uint64_t now_usec) {
         /* Seen at least in the bucket it has counts in: Top finds the processes of a stretch of
          * time by last seen (store.h). The collector passes the tick's time. */
         ProcessInfo seen = *sample->process;
         uint64_t traps = sample->traps ? traps_total(sample->traps) : 0;
-        uint64_t time_ns = fault_time_total_ns(&sample->fault_time);
+        uint64_t time_ns = fault_time_total_ns(&sample->fault_time), stall_ns = stall_memory_ns(&sample->stall);
+        bool stalled = !stall_is_zero(&sample->stall);
         KnownProcess *k;
         int64_t id = 0;
         int r, row;
@@ -546,8 +562,15 @@ static int flush_sample(Store *s, const ProcessSample *sample, uint64_t bucket, 
                 return r;
         k->flushed_usec = now_usec;
 
-        if (!faults_is_zero(&sample->delta) || traps > 0 || time_ns > 0) {
-                r = store_pending_pack(s, id, &sample->delta, traps, time_ns);
+        /* A stall of block I/O alone (stall_ns 0) has its interval's sample row too, as fault
+         * time and traps do: History and Top find an interval's other kinds through it. */
+        if (!faults_is_zero(&sample->delta) || traps > 0 || time_ns > 0 || stalled) {
+                r = store_pending_pack(s, id, &sample->delta, traps, time_ns, stall_ns);
+                if (r < 0)
+                        return r;
+        }
+        if (stalled) {
+                r = add_stall(s, id, bucket, &sample->stall);
                 if (r < 0)
                         return r;
         }

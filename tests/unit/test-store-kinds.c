@@ -163,19 +163,20 @@ static void test_kinds_match_the_schema(void **state) {
 }
 
 /* The store reads the sample kind's values into a Faults by fault_fields: the columns are those
- * members, in that order, and then the traps. */
+ * members, in that order, and then the traps, the fault time and the time waited on memory. */
 static void test_sample_values_are_the_faults(void **state) {
         const StoreKind *k = &store_kinds[STORE_KIND_SAMPLE];
         char buf[STORE_COLUMN_MAX], name[STORE_COLUMN_MAX];
 
         assert_int_equal(store_kind_n_keys(k), 0);
-        assert_int_equal(store_kind_n_values(k), n_fault_fields + 2);
+        assert_int_equal(store_kind_n_values(k), n_fault_fields + 3);
         for (size_t i = 0; i < n_fault_fields; i++) {
                 snprintf(name, sizeof(name), "f_%s", fault_fields[i].column);
                 assert_string_equal(store_kind_value(k, i, buf), name);
         }
         assert_string_equal(store_kind_value(k, n_fault_fields, buf), "traps");
         assert_string_equal(store_kind_value(k, n_fault_fields + 1, buf), "time_ns");
+        assert_string_equal(store_kind_value(k, n_fault_fields + 2, buf), "stall_ns");
         for (int i = 0; i < _STORE_KIND_MAX; i++)
                 assert_true(i == STORE_KIND_SAMPLE || !store_kinds[i].fault_values);
 }

@@ -626,7 +626,7 @@ static void test_fold_late_tick(void **state) {
         assert_false(done);
         assert_int_equal(store_find_process(w, 2000, 0, &id, &found), 0);
         process_info_done(&found);
-        assert_int_equal(store_pending_pack(w, id, &(Faults) { .user = 500 }, 0, 0), 0);
+        assert_int_equal(store_pending_pack(w, id, &(Faults) { .user = 500 }, 0, 0, 0), 0);
         assert_int_equal(store_pending_add(w, t0 + 5 * S), 0);
         for (int i = 0; !done; i++) {
                 assert_true(i < SLICED);

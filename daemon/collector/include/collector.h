@@ -44,6 +44,9 @@ typedef struct CollectorConfig {
         int proc_fd;            /* the proc root (borrowed) */
         const char *disable;    /* comma-separated source names not to use; NULL: none */
         const char *enable;     /* those off by default to use (collector_source_off_by_default()) */
+        /* trapstatd --enable-delay-accounting: the manager turns the kernel's delay accounting on
+         * before the collector starts (collector_enable_delay_accounting()). */
+        bool enable_delay_accounting;
         /* The BPF object to run, "full", "noloop" or "base"; NULL: the richest the kernel can
          * (trapstatd --probe). One the kernel cannot run fails collector_new() with -ENOEXEC. */
         const char *bpf_object;
@@ -126,7 +129,14 @@ int collector_tick_begin(Collector *c, uint64_t now_usec);
 int collector_tick_step(Collector *c, uint64_t budget_usec);
 int collector_tick_end(Collector *c, uint64_t budget_usec, CollectorTick *ret);
 
+/* The sources, in the order of their names (GetStatus's sources); delay_accounting's state is
+ * the kernel's at the latest tick's start. */
 const CollectorSource *collector_sources(Collector *c, size_t *ret_n);
+/* Turns the kernel's delay accounting on (writes 1 to kernel.task_delayacct under the proc root
+ * proc_fd), for trapstatd --enable-delay-accounting: -ENOENT where the kernel has no such sysctl
+ * (before 5.14, or without CONFIG_TASK_DELAY_ACCT), -EPERM without CAP_SYS_ADMIN, -EROFS where
+ * /proc/sys is read-only (a sandbox). It stays on when trapstatd stops: it is the machine's. */
+int collector_enable_delay_accounting(int proc_fd);
 /* What the kernel's capabilities and the configuration allow beyond the counts, each active or
  * inactive with the capability it misses: counting_slots, fault_sites, trap_sites, vma_lookup,
  * task_reads. */
