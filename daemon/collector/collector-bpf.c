@@ -584,9 +584,8 @@ int collector_bpf_attach(CollectorBpf *b) {
         collector_bpf_set_source(b, SOURCE_PROC_STAT, 0, NULL);
         if (b->features[FEATURE_TASK_READS].active)
                 task_reads_setup(b);
-        /* The live processes' delays come only with the task reads (/proc/PID/stat has none). */
-        if (b->sources[SOURCE_DELAY_ACCOUNTING].active && !b->features[FEATURE_TASK_READS].active)
-                collector_bpf_set_source(b, SOURCE_DELAY_ACCOUNTING, -ECANCELED, "needs the task reads (feature task_reads)");
+        /* Without the task reads (/proc/PID/stat has no delays) a live process's delays come with
+         * the task iterator's sweep, and the final ones with its exit event. */
         b->delayacct_usable = b->sources[SOURCE_DELAY_ACCOUNTING].active;
 
         /* Without user-mode faults there is nothing to count. A source that failed to attach was

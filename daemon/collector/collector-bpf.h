@@ -64,8 +64,8 @@ typedef struct CollectorBpf {
         size_t owner_map_size, ident_map_size, counters_map_size, dirty_map_size, hash_log_size;
         CollectorSource sources[_SOURCE_MAX];
         char reasons[_SOURCE_MAX][KERNEL_CAPS_REASON_MAX];
-        /* SOURCE_DELAY_ACCOUNTING chosen, in the kernel, and read by the task reads: whether the
-         * kernel keeps it is then the collector's to say, each tick. */
+        /* SOURCE_DELAY_ACCOUNTING chosen and in the kernel: whether the kernel keeps it is then
+         * the collector's to say, each tick. */
         bool delayacct_usable;
         CollectorSource features[_FEATURE_MAX];
         char feature_reasons[_FEATURE_MAX][KERNEL_CAPS_REASON_MAX];

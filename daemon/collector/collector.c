@@ -140,6 +140,7 @@ static void delay_accounting_refresh(Collector *c) {
                                          DELAYACCT_OFF "kernel.task_delayacct is 0 (" DELAYACCT_HOW ")");
 }
 
+/* Never fails: without the sysctl's state the source is inactive, with the reason. */
 static int delay_accounting_init(Collector *c, int proc_fd) {
         int r;
 
@@ -147,8 +148,14 @@ static int delay_accounting_init(Collector *c, int proc_fd) {
         if (!c->bpf->delayacct_usable)
                 return 0;
         r = delayacct_open(proc_fd, &c->delayacct);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                /* Something the collector lives with: the counts do not need it. */
+                log_warning_errno(r, "Failed to read whether the kernel keeps delay accounting (" DELAYACCT_SYSCTL
+                                     "), not reading it: %m");
+                collector_bpf_set_source(c->bpf, SOURCE_DELAY_ACCOUNTING, r, "reading " DELAYACCT_SYSCTL);
+                c->bpf->delayacct_usable = c->procs.stall_counted = false;
+                return 0;
+        }
         delay_accounting_refresh(c);
         return 0;
 }

@@ -65,7 +65,9 @@ typedef enum CollectorFeature {
 } CollectorFeature;
 
 /* What the daemon does without FEATURE_TASK_READS, whatever turned it off: its reasons end so. */
-#define FEATURE_TASK_READS_WITHOUT "the minor/major faults of the processes active in a tick are read from /proc/PID/stat"
+#define FEATURE_TASK_READS_WITHOUT                                                                                    \
+        "the minor/major faults of the processes active in a tick are read from /proc/PID/stat, their delay "      \
+        "accounting every 30 s and at exit"
 
 extern const char *const collector_feature_names[_FEATURE_MAX];
 

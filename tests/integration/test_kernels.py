@@ -24,13 +24,30 @@ BASE_FEATURES = {"counting_slots": "needs get_current_task_btf (Linux 5.11): eve
                                "/proc/PID/maps while its process lives"}
 # Before Linux 6.2 a tick reads its active processes' minor/major faults from /proc.
 PROC_READS = {"task_reads": "needs bpf_task_from_pid (Linux 6.2): the minor/major faults of the processes active "
-                            "in a tick are read from /proc/PID/stat"}
+                            "in a tick are read from /proc/PID/stat, their delay accounting every 30 s and at exit"}
 MISSING_6_1 = {"bpf_task_from_pid"}
 MISSING_5_10 = {"get_current_task_btf", "task_storage", "atomics", "task_pt_regs", "bpf_loop", "bpf_find_vma",
                 *MISSING_6_1}
 # Arm64 has no exception tracepoints: the perf software event counts its faults.
 ARM64_SOURCES = {"page_fault_user": "tracepoint not in kernel BTF: No such file or directory",
                  "page_fault_kernel": "tracepoint not in kernel BTF: No such file or directory"}
+
+DELAYACCT_SYSCTL = "/proc/sys/kernel/task_delayacct"
+DELAYACCT_OFF = ("the kernel keeps none: kernel.task_delayacct is 0 (sysctl kernel.task_delayacct=1, trapstatd "
+                 "--enable-delay-accounting or the kernel command line's delayacct turns it on)")
+
+
+def delay_accounting_now():
+    """The source delay_accounting's reason as the kernel keeps its delay accounting now (None:
+    active): the sysctl from Linux 5.14, which the machine may have set either way; before it,
+    kept unless the kernel was booted with nodelayacct."""
+    if not os.path.exists(DELAYACCT_SYSCTL):
+        with open("/proc/cmdline") as f:
+            booted_off = "nodelayacct" in f.read().split()
+        return DELAYACCT_OFF.split(":")[0] + ": the kernel was booted with nodelayacct" if booted_off else None
+    with open(DELAYACCT_SYSCTL) as f:
+        return None if f.read().strip() == "1" else DELAYACCT_OFF
+
 
 # (machine, kernel major.minor): the object, the inactive sources and features with their reasons,
 # the capabilities the kernel lacks. Measured on each kernel's own boot (scripts/kernel-leg.sh,
@@ -65,6 +82,9 @@ class Kernel(unittest.TestCase):
         self.assertEqual(st["kernel"], platform.release())
         self.assertEqual(st["bpfObject"], self.object)
         inactive = {s["name"]: s["reason"] for s in st["sources"] if not s["active"]}
+        # Every kernel CI boots keeps delay accounting; whether it does now is the machine's
+        # setting (a sysctl from 5.14), which GetStatus follows.
+        self.assertEqual(inactive.pop("delay_accounting", None), delay_accounting_now())
         self.assertEqual(inactive, self.sources)
         self.assertEqual({f["name"] for f in st["features"]}, set(FEATURES))
         self.assertEqual({f["name"]: f["reason"] for f in st["features"] if not f["active"]}, self.features)

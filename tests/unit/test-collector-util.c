@@ -13,7 +13,10 @@
 #include <cmocka.h>
 
 #include "collector-util.h"
+#include "delayacct.h"
 #include "macro.h"
+
+#include <fcntl.h>
 
 static void test_sources_parse(void **state) {
         bool disabled[_SOURCE_MAX] = {};
@@ -515,6 +518,73 @@ static void test_file_path_visible(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* Writes text to dir/name, creating dir/sys/kernel. */
+static void put_file(const char *dir, const char *name, const char *text) {
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/sys", dir);
+        (void) mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/sys/kernel", dir);
+        (void) mkdir(path, 0755);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        assert_non_null(f = fopen(path, "w"));
+        fputs(text, f);
+        fclose(f);
+}
+
+/* Whether the kernel keeps its delay accounting, from a fake proc root: the sysctl, read again at
+ * each call (it changes at run time); without it (Linux before 5.14) the command line; a sysctl
+ * that is not 0 or 1 is an error, never a guess; turning it on writes 1. */
+static void test_delay_accounting_state(void **state) {
+        char dir[] = "/tmp/trapstat-delayacct-XXXXXX", path[256];
+        DelayAcct d;
+        int proc_fd;
+
+        assert_non_null(mkdtemp(dir));
+        assert_true((proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+        /* No sysctl, no command line: an error, not a guess. */
+        assert_int_equal(delayacct_open(proc_fd, &d), -ENOENT);
+        put_file(dir, "cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/vda rw nodelayacct\n");
+        assert_int_equal(delayacct_open(proc_fd, &d), 0);
+        assert_int_equal(delayacct_state(&d), 0);
+        delayacct_close(&d);
+        /* A word that only contains it is not it. */
+        put_file(dir, "cmdline", "root=/dev/vda xnodelayacct nodelayacctx\n");
+        assert_int_equal(delayacct_open(proc_fd, &d), 0);
+        assert_int_equal(delayacct_state(&d), 1);
+        delayacct_close(&d);
+        assert_int_equal(delayacct_enable(proc_fd), -ENOENT);
+
+        put_file(dir, DELAYACCT_SYSCTL, "0\n");
+        assert_int_equal(delayacct_open(proc_fd, &d), 0);
+        assert_int_equal(delayacct_state(&d), 0);
+        assert_int_equal(delayacct_enable(proc_fd), 0);
+        assert_int_equal(delayacct_state(&d), 1);
+        put_file(dir, DELAYACCT_SYSCTL, "0\n");
+        assert_int_equal(delayacct_state(&d), 0);
+        put_file(dir, DELAYACCT_SYSCTL, "2\n");
+        assert_int_equal(delayacct_state(&d), -EBADMSG);
+        put_file(dir, DELAYACCT_SYSCTL, "");
+        assert_int_equal(delayacct_state(&d), -EBADMSG);
+        put_file(dir, DELAYACCT_SYSCTL, "10\n");
+        assert_int_equal(delayacct_state(&d), -EBADMSG);
+        delayacct_close(&d);
+        assert_int_equal(d.fd, -1);
+
+        snprintf(path, sizeof(path), "%s/%s", dir, DELAYACCT_SYSCTL);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/cmdline", dir);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/sys/kernel", dir);
+        assert_int_equal(rmdir(path), 0);
+        snprintf(path, sizeof(path), "%s/sys", dir);
+        assert_int_equal(rmdir(path), 0);
+        close(proc_fd);
+        assert_int_equal(rmdir(dir), 0);
+        (void) state;
+}
+
 /* The names the collector keeps for processes' files, by shares: one user other than root takes
  * at most a quarter, all of them seven eighths, and root still has its reserve when they did. */
 static void test_name_shares(void **state) {
@@ -563,6 +633,7 @@ int main(void) {
                 cmocka_unit_test(test_file_path_visible),
                 cmocka_unit_test(test_dev_from_kernel),
                 cmocka_unit_test(test_name_shares),
+                cmocka_unit_test(test_delay_accounting_state),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

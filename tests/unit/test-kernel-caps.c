@@ -146,11 +146,13 @@ static void test_features_and_their_reasons(void **state) {
         assert_true(f[FEATURE_VMA_LOOKUP].active);
         assert_string_equal(f[FEATURE_TASK_READS].reason, "needs bpf_task_from_pid (Linux 6.2): the minor/major "
                                                           "faults of the processes active in a tick are read from "
-                                                          "/proc/PID/stat");
+                                                          "/proc/PID/stat, their delay accounting every 30 s and "
+                                                          "at exit");
         features_of(kernel_5_10(), BPF_OBJECT_BASE, true, f, reasons);
         assert_string_equal(f[FEATURE_TASK_READS].reason, "needs bpf_task_from_pid (Linux 6.2): the minor/major "
                                                           "faults of the processes active in a tick are read from "
-                                                          "/proc/PID/stat");
+                                                          "/proc/PID/stat, their delay accounting every 30 s and "
+                                                          "at exit");
 }
 
 static void test_names(void **state) {

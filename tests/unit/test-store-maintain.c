@@ -40,6 +40,13 @@ static int64_t sql_int_at(const char *path, const char *sql) {
         return n;
 }
 
+static int64_t count_rows_at(const char *path, const char *table) {
+        char sql[128];
+
+        snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s", table);
+        return sql_int_at(path, sql);
+}
+
 static int64_t count_rows(Store *s, const char *table) {
         char path[256], sql[128];
 
@@ -235,6 +242,99 @@ static void assert_marks_exact(Store *s, int64_t id, uint64_t t0, size_t n_bucke
         assert_int_equal(rows[0].faults.user, total);
         assert_int_equal(rows[0].traps.vector[6], traps);
         store_rows_free(rows, n);
+}
+
+/* The Stall of every interval of a process's History, summed, and how many intervals had a
+ * stall of block I/O but no fault. */
+static Stall history_stall(Store *s, uint32_t pid, uint64_t resolution, size_t *ret_blkio_only) {
+        StoreHistoryRow *hist;
+        ProcessInfo found;
+        Stall sum = {};
+        int64_t id;
+        size_t n, blkio_only = 0;
+
+        assert_int_equal(store_snapshot_begin(s), 0);
+        assert_int_equal(store_find_process(s, pid, 0, &id, &found), 0);
+        process_info_done(&found);
+        assert_int_equal(store_history(s, id, 0, UINT64_MAX, resolution, &hist, &n), 0);
+        store_snapshot_end(s);
+        for (size_t i = 0; i < n; i++) {
+                stall_add(&sum, &hist[i].stall);
+                blkio_only += faults_is_zero(&hist[i].faults) && hist[i].stall.ns[STALL_BLKIO] > 0;
+        }
+        store_history_rows_free(hist, n);
+        *ret_blkio_only = blkio_only;
+        return sum;
+}
+
+/* The kernel's delay accounting is kept as counts are: exact in History at every resolution,
+ * before and after the pending ticks are folded and the tiers rolled up; Top sorts by the time
+ * waited on memory (not block I/O) and carries each row's Stall; an interval whose only count is
+ * a stall of block I/O is kept too. */
+static void test_stall_kept_in_every_tier(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        const StoreRetention r = { .raw_usec = H, .minute_usec = 3 * H, .hour_usec = 240 * H, .batch_rows = 500 };
+        ProcessInfo x = { .pid = 500, .start_time = 1, .comm = "swapper", .first_seen_usec = 1 };
+        ProcessInfo y = { .pid = 501, .start_time = 1, .comm = "reader", .first_seen_usec = 1 };
+        const size_t buckets = 2 * 360;
+        char path[256];
+        StoreRow *rows;
+        size_t n, blkio_only;
+        Store *s;
+        Stall got;
+
+        snprintf(path, sizeof(path), "%s/stall.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < buckets; i++) {
+                ProcessSample samples[2] = {
+                        { .process = &x, .delta = { .user = 3, .major = 2, .major_anon = 2 },
+                          .stall = { .ns = { [STALL_SWAPIN] = 2000, [STALL_RECLAIM] = i == 7 ? 900 : 0 },
+                                     .count = { [STALL_SWAPIN] = 2, [STALL_RECLAIM] = i == 7 } } },
+                        /* Waits for its disk and faults only every tenth bucket. */
+                        { .process = &y, .delta = { .user = i % 10 == 0 },
+                          .stall = { .ns = { [STALL_BLKIO] = 50000 }, .count = { [STALL_BLKIO] = 1 } } },
+                };
+
+                assert_int_equal(store_flush(s, t0 + i * 10 * S, samples, 2), 0);
+        }
+        for (int pass = 0; pass < 2; pass++) {
+                /* Before maintenance the ticks are pending and raw; after it, minutes and hours (the
+                 * raw tier keeps the last hour, after these two). */
+                for (uint64_t res = pass == 0 ? 10 * S : 60 * S; res <= H; res *= 6) {
+                        got = history_stall(s, 500, res, &blkio_only);
+                        assert_int_equal(got.ns[STALL_SWAPIN], 2000 * buckets);
+                        assert_int_equal(got.count[STALL_SWAPIN], 2 * buckets);
+                        assert_int_equal(got.ns[STALL_RECLAIM], 900);
+                        assert_int_equal(got.count[STALL_RECLAIM], 1);
+                        assert_int_equal(got.ns[STALL_BLKIO] + got.ns[STALL_THRASHING] + got.ns[STALL_COMPACT], 0);
+                        got = history_stall(s, 501, res, &blkio_only);
+                        assert_int_equal(got.ns[STALL_BLKIO], 50000 * buckets);
+                        assert_int_equal(got.count[STALL_BLKIO], buckets);
+                        assert_int_equal(stall_memory_ns(&got), 0);
+                        /* Nine in ten of its 10 s intervals have no fault, only the stall. */
+                        if (res == 10 * S && pass == 0)
+                                assert_int_equal(blkio_only, buckets - buckets / 10);
+                }
+                assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "stall", 10, -1, NULL, &rows, &n, NULL)), 0);
+                /* y waited longer, on its disk: not memory, so after x. */
+                assert_int_equal(n, 2);
+                assert_int_equal(rows[0].process.pid, 500);
+                assert_int_equal(rows[1].process.pid, 501);
+                assert_int_equal(stall_memory_ns(&rows[1].stall), 0);
+                assert_int_equal(rows[0].stall.ns[STALL_SWAPIN], 2000 * buckets);
+                assert_int_equal(rows[0].stall.ns[STALL_RECLAIM], 900);
+                assert_int_equal(rows[0].faults.major_anon, 2 * buckets);
+                store_rows_free(rows, n);
+                assert_int_equal(IN_SNAPSHOT(s, store_top(s, t0, "user", 10, -1, NULL, &rows, &n, NULL)), 0);
+                assert_int_equal(n, 2);
+                assert_int_equal(rows[1].process.pid, 501);
+                assert_int_equal(rows[1].stall.ns[STALL_BLKIO], 50000 * buckets);
+                store_rows_free(rows, n);
+                maintain_until_done(s, t0 + 3 * H, &r);
+        }
+        assert_int_equal(count_rows_at(path, "stall_hour"), 2 * 2);
+        store_free(s);
+        (void) state;
 }
 
 /* A roll-up transaction may stop inside a coarser interval (the writer had something more
@@ -648,6 +748,7 @@ static void test_fold_late_tick(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rollup_and_retention),
+                cmocka_unit_test(test_stall_kept_in_every_tier),
                 cmocka_unit_test(test_rollup_marks_inside_intervals),
                 cmocka_unit_test(test_rollup_span_grows_over_gaps),
                 cmocka_unit_test(test_maintain_folds_only_what_it_needs),
