@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "sites.h"
 #include "time-util.h"
+#include "top-format.h"
 #include "top-table.h"
 #include "traps.h"
 
@@ -146,15 +147,38 @@ static void process_cells(const OutputStyle *style, const TopLayout *layout, jso
                 (void) top_container_cell(p, style->utf8, layout->container_width, ret_container);
 }
 
-void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows) {
+/* Whether one of a Top reply's first max_rows rows (all when negative) knows its stall. */
+static bool rows_know_stall(json_t *rows, int max_rows) {
+        size_t i;
+        json_t *row;
+        Stall s;
+
+        json_array_foreach (rows, i, row)
+                if ((max_rows < 0 || (int) i < max_rows) &&
+                    top_counters_stall(json_object_get(row, "counters"), &s) >= 0)
+                        return true;
+        return false;
+}
+
+/* The %STALL cell of a Counters object over interval_usec: "-" where not counted (or malformed). */
+static const char *stall_share_cell(json_t *counters, uint64_t interval_usec, char buf[static 16]) {
+        Stall s;
+
+        return top_format_stall_share(top_counters_stall(counters, &s) >= 0 ? &s : NULL, interval_usec, buf);
+}
+
+void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows, uint64_t window_usec,
+                     const SortKey *sort) {
         TopLayout layout = array_layout(style, rows, "process", max_rows);
         char header[FAULT_COLUMNS_SIZE];
         size_t i;
         json_t *row;
 
-        fprintf(f, "%s    PID%s COMM           %s    FTIME  TRAPS  VECTORS          %-*s%sUNIT%s\n", on(style, BOLD),
+        /* As the live view's: where a row knows it (zeros included), or sorted by it. */
+        layout.stall = sort->what == SORT_STALL || rows_know_stall(rows, max_rows);
+        fprintf(f, "%s    PID%s COMM           %s    FTIME%s  TRAPS  VECTORS          %-*s%sUNIT%s\n", on(style, BOLD),
                 layout.ns_pid ? "   NSPID" : "", format_faults_header(FAULTS_KNOWN_ALL, header),
-                (int) layout.container_width, layout.container_width ? "CONTAINER" : "",
+                layout.stall ? " %STALL" : "", (int) layout.container_width, layout.container_width ? "CONTAINER" : "",
                 layout.container_width ? " " : "", off(style));
         json_array_foreach (rows, i, row) {
                 json_t *p = json_object_get(row, "process");
@@ -173,6 +197,8 @@ void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_ro
                 /* The time the process spent waiting on faults in the window. */
                 time = counters_fault_time(json_object_get(row, "counters"));
                 fput_right(f, fault_time_count(&time) ? format_ns(fault_time_total_ns(&time), style->utf8, ftime) : "-", 9);
+                if (layout.stall)
+                        fprintf(f, " %6s", stall_share_cell(json_object_get(row, "counters"), window_usec, buf));
                 format_busiest(traps, 2, 1.0, vectors, sizeof(vectors));
                 fprintf(f, " %6s  %-16s %s%s%s\n", format_count(map_total(traps), buf), vectors,
                         layout.container_width ? (container ?: "?") : "", layout.container_width ? " " : "", unit ?: "?");
@@ -626,6 +652,61 @@ static void print_major_cause_table(FILE *f, const OutputStyle *style, json_t *s
         fprintf(f, "%s\n", off(style));
 }
 
+/* The stall table's columns, by StallCause: times, as the fault time's. */
+static const char *const stall_titles[_STALL_MAX] = {
+        [STALL_SWAPIN] = "SWAPIN",   [STALL_THRASHING] = "THRASH", [STALL_RECLAIM] = "RECLAIM",
+        [STALL_COMPACT] = "COMPACT", [STALL_BLKIO] = "BLKIO",
+};
+
+/* One line of the stall table: the time waited for each cause, then the share of interval_usec
+ * waited on memory (top_format_stall_share(): "-" for the total, whose interval is 0); "-" in
+ * every cell where the stall was not counted. */
+static void print_stall_line(FILE *f, const OutputStyle *style, const char *label, json_t *counters,
+                             uint64_t interval_usec) {
+        char buf[16];
+        Stall s;
+        bool known = top_counters_stall(counters, &s) >= 0;
+
+        fprintf(f, "%-14s", label);
+        for (size_t i = 0; i < _STALL_MAX; i++)
+                fput_right(f, known ? format_ns(s.ns[i], style->utf8, buf) : "-", 10);
+        fprintf(f, " %7s", top_format_stall_share(known ? &s : NULL, interval_usec, buf));
+}
+
+/* What the process waited for per sample, where the total knows it (the kernel's delay
+ * accounting: null while the kernel keeps none, and an older daemon sends none; then nothing is
+ * said, as the daemon's status says why): the time of each cause and %STALL, the share waited on
+ * memory (all but BLKIO), as %CPU. A table of its own, so that the counts fit 80 columns; one
+ * line where nothing waited, not a table of zeros. */
+static void print_stall_table(FILE *f, const OutputStyle *style, json_t *samples, json_t *total, uint64_t step) {
+        json_t *sample;
+        char width[32];
+        size_t i;
+        Stall all;
+
+        if (top_counters_stall(total, &all) < 0)
+                return;
+        if (stall_is_zero(&all)) {
+                fprintf(f, "\nstall (the kernel's delay accounting): no waits\n");
+                return;
+        }
+        fprintf(f, "\nstall per %s (delay accounting; %%STALL: memory, all but BLKIO, as %%CPU):\n%s%-14s",
+                format_duration_usec(step, width), on(style, BOLD), "TIME");
+        for (i = 0; i < _STALL_MAX; i++)
+                fprintf(f, "%10s", stall_titles[i]);
+        fprintf(f, " %7s%s\n", "%STALL", off(style));
+        json_array_foreach (samples, i, sample) {
+                char t[32];
+
+                print_stall_line(f, style, format_time_usec_short((uint64_t) int_member(sample, "timeUsec"), t),
+                                 json_object_get(sample, "counters"), step);
+                fputc('\n', f);
+        }
+        fputs(on(style, BOLD), f);
+        print_stall_line(f, style, "total", total, 0);
+        fprintf(f, "%s\n", off(style));
+}
+
 /* The distribution of fault times as bars, from the first bucket with faults to the last, the
  * buckets of p50, p99 and the longest fault marked. */
 static void print_fault_histogram(FILE *f, const OutputStyle *style, json_t *total) {
@@ -741,6 +822,7 @@ static void print_samples(FILE *f, const OutputStyle *style, json_t *reply, uint
         print_fault_time_table(f, style, samples, total, step);
         if (histogram)
                 print_fault_histogram(f, style, total);
+        print_stall_table(f, style, samples, total, step);
         if (json_array_size(samples) > 0)
                 print_sparklines(f, style, samples, total, step);
         print_trap_lists(f, style, total);
@@ -869,6 +951,28 @@ static void print_fault_time_csv(FILE *f, json_t *counters) {
                         fputc(',', f);
 }
 
+/* The stall's columns: its members as the IDL names them, stall.swapinNs to stall.blkioCount;
+ * their values in a sample, empty where not counted (as the causes' counts are). */
+static void print_stall_csv_header(FILE *f) {
+        for (size_t i = 0; i < _STALL_MAX; i++) {
+                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
+
+                stall_member_names(i, ns, count);
+                fprintf(f, ",stall.%s,stall.%s", ns, count);
+        }
+}
+
+static void print_stall_csv(FILE *f, json_t *counters) {
+        Stall s;
+        bool known = top_counters_stall(counters, &s) >= 0;
+
+        for (size_t i = 0; i < _STALL_MAX; i++)
+                if (known)
+                        fprintf(f, ",%" PRIu64 ",%" PRIu64, s.ns[i], s.count[i]);
+                else
+                        fputs(",,", f);
+}
+
 void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
         json_t *total = json_object_get(reply, "total"), *samples = json_object_get(reply, "samples"), *sample;
         json_t *p = json_object_get(reply, "process");
@@ -887,6 +991,7 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
         fputs(",traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed", f);
         for (i = 0; i < ELEMENTSOF(cause_times); i++)
                 fprintf(f, ",%s", cause_times[i].csv);
+        print_stall_csv_header(f);
         for (i = 0; i < n_traps; i++) {
                 fputs(",traps.", f);
                 csv_text(f, style, traps[i]);
@@ -919,6 +1024,7 @@ void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply) {
                                 fprintf(f, ",%" PRIu64, faults_get(&faults, &fault_fields[k]));
                 fprintf(f, ",%" PRIu64, map_total(json_object_get(counters, "traps")));
                 print_fault_time_csv(f, counters);
+                print_stall_csv(f, counters);
                 for (size_t k = 0; k < n_traps; k++)
                         fprintf(f, ",%" JSON_INTEGER_FORMAT, int_member(json_object_get(counters, "traps"), traps[k]));
                 for (size_t k = 0; k < n_signals; k++)

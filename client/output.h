@@ -21,15 +21,17 @@ typedef struct OutputStyle {
 } OutputStyle;
 
 /* Top rows (counts over a window): PID [NSPID] COMM, every Faults member (fault_columns: USER
- * KERNEL MINOR MAJOR FILE ANON SHMEM READ WRITE EXEC PROT), FTIME (time spent in faults), TRAPS
- * VECTORS [CONTAINER] UNIT, NSPID and CONTAINER where a row needs them (top-table.h's TopLayout).
- * At most max_rows rows, all when negative. */
-void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows);
+ * KERNEL MINOR MAJOR FILE ANON SHMEM READ WRITE EXEC PROT), FTIME (time spent in faults),
+ * [%STALL] (time waited on memory over window_usec), TRAPS VECTORS [CONTAINER] UNIT; NSPID,
+ * CONTAINER and %STALL where a row needs them or, %STALL, the rows are sorted by stall
+ * (top-table.h's TopLayout). At most max_rows rows, all when negative. */
+void print_top_table(FILE *f, const OutputStyle *style, json_t *rows, int max_rows, uint64_t window_usec,
+                     const SortKey *sort);
 
 
 /* History: a process header, the incarnations of its pid when there are several (processes is
- * the ListProcesses reply's array, or NULL), the samples, the totals and a sparkline per
- * non-zero counter, and under the traps the sites of the most (trap_sites, n_trap_sites; none:
+ * the ListProcesses reply's array, or NULL), the samples, the totals, the memory stall where the
+ * total knows it (the kernel's delay accounting) and a sparkline per non-zero counter, and under the traps the sites of the most (trap_sites, n_trap_sites; none:
  * no such section). Each sample and the total show the time spent in faults and the bucket of
  * the 99th percentile; with histogram the total's distribution follows as bars, p50, p99 and the
  * longest fault marked. step_usec is the width of a sample (0: derived from the samples). */
@@ -42,7 +44,8 @@ void print_unit_history(FILE *f, const OutputStyle *style, json_t *reply, uint64
 void print_container_history(FILE *f, const OutputStyle *style, json_t *reply, uint64_t step_usec, bool histogram);
 /* The same samples as CSV with exact counts: a header line, then one line per sample (of a
  * UnitHistory or ContainerHistory reply without the process's columns: pid, startTime, nsPid,
- * pidNamespace, container.*). Text as csv_field() writes it for
+ * pidNamespace, container.*), the stall's ten members as stall.swapinNs ... stall.blkioCount,
+ * empty where not counted. Text as csv_field() writes it for
  * style->tty: escaped on a terminal, exact into a file or a pipe; so in every CSV here. */
 void print_history_csv(FILE *f, const OutputStyle *style, json_t *reply);
 

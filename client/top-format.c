@@ -22,6 +22,9 @@ const TopColumn top_columns[TOP_N_COLUMNS] = {
         /* Time in faults per second of wall time, as top shows %CPU: 100 is one thread always
          * waiting on a fault. */
         { SORT_KEY_FAULT_TIME_NAME, "%FAULT", 'w' },
+        /* Time waited on memory per second of wall time, as %FAULT: the kernel's delay
+         * accounting, which sees what the fault events do not (direct reclaim, compaction). */
+        { SORT_KEY_STALL_NAME, "%STALL", 'd' },
 };
 
 /* --sort's names beside the IDL's: shorter, as people type them. */
@@ -53,6 +56,8 @@ bool top_column_shown(size_t i, const TopLayout *layout) {
 
         if (i >= ELEMENTSOF(top_columns) || sort_key_from_name(top_columns[i].sort, &key) < 0)
                 return false;
+        if (key.what == SORT_STALL)
+                return layout->stall;
         return !top_sort_is_major_cause(&key) || layout->major_causes;
 }
 
@@ -67,6 +72,12 @@ int top_column_step(int col, int step, const TopLayout *layout) {
 
 static double per_sec(uint64_t n, uint64_t interval_usec) {
         return interval_usec ? (double) n * (double) USEC_PER_SEC / (double) interval_usec : 0.0;
+}
+
+const char *top_format_stall_share(const Stall *stall, uint64_t interval_usec, char buf[static 16]) {
+        if (!stall || interval_usec == 0)
+                return "-";
+        return format_share(per_sec(stall_memory_ns(stall), interval_usec) / 1e9, buf);
 }
 
 /* Process rows: PID [NSPID] S COMM, then the rates; group rows: PROCS S, then the rates. The
@@ -160,6 +171,10 @@ static const char *rate_cell(size_t i, const TopRow *r, uint64_t interval, char 
                 return format_rate(per_sec(r->last.traps, interval), buf);
         case SORT_FAULT_TIME:
                 return format_share(per_sec(r->last.time_ns, interval) / 1e9, buf);
+        case SORT_STALL:
+                /* As the faults below: not counted over the refresh, or ever in the view. */
+                return top_format_stall_share(r->last.stall_unknown || r->total.stall_unknown ? NULL : &r->last.stall,
+                                              interval, buf);
         default:
                 /* Not counted over the refresh, or ever in the view (an idle row's last counts
                  * are zeros that know nothing): "-", never a false zero. */

@@ -149,7 +149,7 @@ static char row_state(const Live *l, const TopRow *r) {
 }
 
 static const char *live_keys_line =
-        "q quit  p pause  < > sort  u k m f a s t w sort by  g group  P U N C filter  = clear  h help";
+        "q quit  p pause  < > sort  u k m f a s t w d sort by  g group  P U N C filter  = clear  h help";
 
 static const char *const live_help[] = {
         "trapstat top: keys",
@@ -159,6 +159,7 @@ static const char *const live_help[] = {
         "  < >           move the sort column left, right",
         "  u k m t w     sort by user, kernel, major faults, traps, fault time (then by total)",
         "  f a s         sort by major faults of a file, of anonymous memory, of shared memory",
+        "  d             sort by memory stall (%STALL)",
         "  g             group rows: per process, by unit, by comm, by user, by container",
         "  P             show only these pids (e.g. 123,456; empty: all)",
         "  U             show only this user (name or uid; empty: all)",
@@ -172,6 +173,9 @@ static const char *const live_help[] = {
         "%FAULT: time spent waiting on page faults, per second, as %CPU (100: one thread always).",
         "FILE/s ANON/s SHMEM/s: major faults by cause, a file read in or memory swapped in; shown",
         "once a row has one (Linux 5.17 and later) or sorted by one; they can sum to less than MAJOR/s.",
+        "%STALL: time waited on memory (swap-in, thrashing, direct reclaim and compaction), per second,",
+        "as %CPU; the kernel's delay accounting: shown while it keeps it (sysctl kernel.task_delayacct=1),",
+        "\"-\" for a process it did not count.",
         "",
         "Any key returns to the view.",
 };
@@ -470,20 +474,39 @@ static int live_restart(Live *l) {
         return 0;
 }
 
+/* Why top_columns[i], hidden, has nothing to sort by: no row knows what it shows (an older
+ * trapstatd would refuse the sort, one that does not count it has nothing to sort by). NULL when
+ * a row knows it. */
+static const char *column_unknown(const Live *l, size_t i) {
+        SortKey key;
+
+        if (sort_key_from_name(top_columns[i].sort, &key) < 0)
+                return "unknown column";
+        if (key.what == SORT_STALL)
+                return top_table_knows_stall(&l->table)
+                               ? NULL
+                               : "no row here knows the memory stall: the kernel keeps its delay accounting only with "
+                                 "sysctl kernel.task_delayacct=1 (trapstat status says why)";
+        return top_table_knows_major_causes(&l->table)
+                       ? NULL
+                       : "no row here knows major faults by cause: trapstatd counts them on Linux 5.17 and later, "
+                         "unless --disable-source major_cause";
+}
+
 /* The sort a key picks: < and > the column shown next to the sorted one, a column's letter its
- * column (a major cause's shown once sorted by); NULL for another key, and for a major cause no
- * row knows (said on the status line: an older trapstatd would refuse the sort, one that cannot
- * tell the causes has nothing to sort by). */
+ * column (a major cause's and %STALL shown once sorted by); NULL for another key, and for a
+ * hidden column no row knows (said on the status line). */
 static const char *key_sort(Live *l, int ch) {
         if (ch == '<' || ch == '>')
                 return top_columns[top_column_step(top_column_of(&l->sort), ch == '<' ? -1 : 1, &l->layout)].sort;
         for (size_t i = 0; i < ELEMENTSOF(top_columns); i++) {
+                const char *why;
+
                 if (ch != top_columns[i].key)
                         continue;
-                if (top_column_shown(i, &l->layout) || top_table_knows_major_causes(&l->table))
+                if (top_column_shown(i, &l->layout) || !(why = column_unknown(l, i)))
                         return top_columns[i].sort;
-                live_message(l, "no row here knows major faults by cause: trapstatd counts them on Linux 5.17 and "
-                                "later, unless --disable-source major_cause");
+                live_message(l, "%s", why);
                 return NULL;
         }
         return NULL;

@@ -41,15 +41,34 @@ static void counts_done(TopCounts *c) {
         *c = (TopCounts) {};
 }
 
-/* Adds a Counters object's faults and traps. -EBADMSG when it has no Faults. */
+int top_counters_stall(json_t *counters, Stall *ret) {
+        json_t *j = json_object_get(counters, "stall");
+
+        /* Older daemons send no member; null: the kernel keeps no delay accounting. */
+        if (!j || json_is_null(j))
+                return -ENODATA;
+        return stall_from_json(j, ret);
+}
+
+/* Adds a Counters object's faults, stall and traps. -EBADMSG when it has no Faults, or a
+ * malformed member. */
 static int counts_add_json(TopCounts *c, json_t *counters) {
         json_t *traps = json_object_get(counters, "traps"), *v;
         const char *vector;
         Faults faults;
+        Stall stall;
+        int r;
 
         if (faults_from_json(json_object_get(counters, "faults"), &faults) < 0)
                 return -EBADMSG;
         faults_add(&c->faults, &faults);
+        r = top_counters_stall(counters, &stall);
+        if (r == -ENODATA)
+                c->stall_unknown = true;
+        else if (r < 0)
+                return r;
+        else
+                stall_add(&c->stall, &stall);
         /* Older daemons measure no fault time. */
         if (json_object_get(counters, "faultTime")) {
                 FaultTime time;
@@ -78,6 +97,8 @@ static int counts_add(TopCounts *c, const TopCounts *add) {
 
         faults_add(&c->faults, &add->faults);
         c->time_ns += add->time_ns;
+        stall_add(&c->stall, &add->stall);
+        c->stall_unknown = c->stall_unknown || add->stall_unknown;
         c->traps += add->traps;
         json_object_foreach (add->vectors, vector, v) {
                 if (!c->vectors && !(c->vectors = json_object()))
@@ -89,7 +110,11 @@ static int counts_add(TopCounts *c, const TopCounts *add) {
 }
 
 static int counts_copy(const TopCounts *c, TopCounts *ret) {
-        *ret = (TopCounts) { .faults = c->faults, .time_ns = c->time_ns, .traps = c->traps };
+        *ret = (TopCounts) { .faults = c->faults,
+                             .time_ns = c->time_ns,
+                             .stall = c->stall,
+                             .stall_unknown = c->stall_unknown,
+                             .traps = c->traps };
         if (c->vectors && !(ret->vectors = json_deep_copy(c->vectors)))
                 return -ENOMEM;
         return 0;
@@ -284,6 +309,9 @@ static uint64_t counts_key(const TopCounts *c, const SortKey *sort) {
                 return c->traps;
         case SORT_FAULT_TIME:
                 return c->time_ns;
+        case SORT_STALL:
+                /* Not counted sorts with none: its partial sum would be a false value. */
+                return c->stall_unknown ? 0 : stall_memory_ns(&c->stall);
         default:
                 return faults_get(&c->faults, sort->field);
         }
@@ -462,8 +490,15 @@ bool top_table_knows_major_causes(const TopTable *t) {
         return false;
 }
 
+bool top_table_knows_stall(const TopTable *t) {
+        for (size_t i = 0; i < t->n_rows; i++)
+                if (!t->rows[i].total.stall_unknown)
+                        return true;
+        return false;
+}
+
 void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, const SortKey *sort, bool utf8, TopLayout *ret) {
-        TopLayout l = { .major_causes = top_sort_is_major_cause(sort) };
+        TopLayout l = { .major_causes = top_sort_is_major_cause(sort), .stall = sort->what == SORT_STALL };
 
         for (size_t i = 0; i < n; i++) {
                 const Faults *f = &rows[i].total.faults;
@@ -472,6 +507,9 @@ void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, const SortKey *so
                         top_layout_add(&l, rows[i].process, utf8);
                 l.major_causes = l.major_causes || (counts_know_major_causes(&rows[i].total) &&
                                                     f->major_file + f->major_anon + f->major_shmem > 0);
+                /* Unlike the causes, zeros are worth a column here: the kernel keeps the
+                 * accounting, and that no process waited on memory is an answer. */
+                l.stall = l.stall || !rows[i].total.stall_unknown;
         }
         *ret = l;
 }

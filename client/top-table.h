@@ -33,11 +33,16 @@ typedef enum TopGroup {
 const char *top_group_name(TopGroup g);
 int top_group_from_name(const char *name, TopGroup *ret);
 
-/* Counts of one process (or one group): faults, the time they took, all traps, and traps per
- * vector. */
+/* Counts of one process (or one group): faults, the time they took, what it waited for (the
+ * kernel's delay accounting), all traps, and traps per vector. */
 typedef struct TopCounts {
         Faults faults;
         uint64_t time_ns; /* time spent in faults (FaultTime: minor + major + kernel) */
+        Stall stall;      /* Counters.stall, summed */
+        /* A Counters.stall in the sum was null or missing (the kernel kept no delay accounting, an
+         * older daemon): as with Faults.unknown, a sum with a part unknown is unknown, never a
+         * false zero. */
+        bool stall_unknown;
         uint64_t traps;
         json_t *vectors; /* owned: vector -> count; NULL while none */
 } TopCounts;
@@ -112,6 +117,7 @@ typedef struct TopLayout {
         bool ns_pid;
         size_t container_width; /* 0: no CONTAINER column */
         bool major_causes;      /* FILE/s ANON/s SHMEM/s (top-format.h) */
+        bool stall;             /* %STALL (top-format.h) */
 } TopLayout;
 
 /* Whether sort is one of the causes of major faults (majorFile, majorAnon, majorShmem). */
@@ -123,11 +129,19 @@ bool top_process_has_ns_pid(json_t *process);
 void top_layout_add(TopLayout *l, json_t *process, bool utf8);
 /* The layout of a view's rows: that of their processes, none for group rows, which have a
  * column of their key instead; the major causes where a row's totals have one, or the rows are
- * sorted by one (then shown whatever they hold, "-" where not counted). */
+ * sorted by one (then shown whatever they hold, "-" where not counted); %STALL where a row's
+ * totals know the stall (zero or not: the kernel keeps delay accounting), or the rows are sorted
+ * by it. */
 void top_rows_layout(const TopRow *rows, size_t n, TopGroup g, const SortKey *sort, bool utf8, TopLayout *ret);
 /* Whether the daemon counts major faults by cause, as far as the table's rows tell: one's totals
  * know them (an older daemon sends none; one that cannot tell, null). */
 bool top_table_knows_major_causes(const TopTable *t);
+/* Whether the daemon's kernel keeps delay accounting, as far as the table's rows tell: one's
+ * totals know the stall (null while it keeps none; an older daemon sends no member). */
+bool top_table_knows_stall(const TopTable *t);
+/* The Stall of a Counters object: 0 and *ret; -ENODATA where it is null or missing (not counted);
+ * -EBADMSG where it is malformed. */
+int top_counters_stall(json_t *counters, Stall *ret);
 /* A process's NSPID cell: its nsPid, "-" when it has none; buf 24 bytes. */
 const char *top_ns_pid_cell(json_t *process, char buf[static 24]);
 /* A process's CONTAINER cell: its key, escaped, cut and padded to width columns (0: whole, not

@@ -185,11 +185,12 @@ static int top_stream(const TopOptions *o) {
         return ret;
 }
 
-/* Top rows grouped: PROCS, the counts of each Faults member (as history has them), traps,
- * vectors, the key. */
+/* Top rows grouped: PROCS, the counts of each Faults member (as history has them), %STALL over
+ * the window where the layout has it (top_rows_layout()), traps, vectors, the key. */
 static void print_group_table(const TopOptions *o, const OutputStyle *style, json_t *reply, long long limit) {
         char key[16] = "", cells[FAULT_COLUMNS_SIZE];
         TopRow *rows = NULL;
+        TopLayout layout;
         TopTable t;
         size_t n = 0;
 
@@ -199,16 +200,21 @@ static void print_group_table(const TopOptions *o, const OutputStyle *style, jso
                 fprintf(stderr, "trapstat: trapstatd sent a malformed Top reply\n");
                 return;
         }
+        top_rows_layout(rows, n, o->group, &o->sort, style->utf8, &layout);
         for (size_t i = 0; i < sizeof(key) - 1 && top_group_name(o->group)[i]; i++)
                 key[i] = (char) (top_group_name(o->group)[i] - 'a' + 'A');
-        printf("%s  PROCS %s  TRAPS  VECTORS          %s%s\n", style->color ? "\033[1m" : "",
-               format_faults_header(FAULTS_KNOWN_ALL, cells), key, style->color ? "\033[0m" : "");
+        printf("%s  PROCS %s%s  TRAPS  VECTORS          %s%s\n", style->color ? "\033[1m" : "",
+               format_faults_header(FAULTS_KNOWN_ALL, cells), layout.stall ? " %STALL" : "", key,
+               style->color ? "\033[0m" : "");
         for (size_t i = 0; i < n; i++) {
+                const TopCounts *c = &rows[i].total;
                 _cleanup_free_ char *cell = NULL;
                 char buf[16], vectors[64];
 
-                printf("%7zu%s", rows[i].processes,
-                       format_faults_cells(&rows[i].total.faults, FAULTS_KNOWN_ALL, cells));
+                printf("%7zu%s", rows[i].processes, format_faults_cells(&c->faults, FAULTS_KNOWN_ALL, cells));
+                if (layout.stall)
+                        printf(" %6s",
+                               top_format_stall_share(c->stall_unknown ? NULL : &c->stall, o->window_usec, buf));
                 format_busiest(rows[i].total.vectors, 2, 1.0, vectors, sizeof(vectors));
                 (void) escape_untrusted(rows[i].key, style->utf8, &cell);
                 printf(" %6s  %-16s %s\n", format_count(rows[i].total.traps, buf), vectors[0] ? vectors : "-", cell ?: "?");
@@ -265,7 +271,7 @@ static void batch_print(const TopOptions *o, const OutputStyle *style, json_t *r
                format_time_usec(now_usec(CLOCK_REALTIME), now), format_duration_usec(o->window_usec, window), o->sort.name,
                o->group != TOP_GROUP_PROCESS ? ", by " : "", o->group != TOP_GROUP_PROCESS ? top_group_name(o->group) : "");
         if (o->group == TOP_GROUP_PROCESS)
-                print_top_table(stdout, style, json_object_get(reply, "rows"), -1);
+                print_top_table(stdout, style, json_object_get(reply, "rows"), -1, o->window_usec, &o->sort);
         else
                 print_group_table(o, style, reply, limit);
 }
@@ -323,15 +329,17 @@ static void top_help(void) {
                "state, command, user-mode, kernel-mode and major page faults per second, the major ones\n"
                "by cause once a row had one (FILE/s: a file read in; ANON/s, SHMEM/s: anonymous or\n"
                "shared memory swapped in), traps per second, the share of time spent waiting on page\n"
-               "faults (as %%CPU: 100 is one thread always in a fault), total faults and traps, the trap\n"
-               "vectors, the container (when one is in one), the systemd unit. With -b: the counts of\n"
-               "every kind of page fault, as history shows them.\n\n"
+               "faults (as %%CPU: 100 is one thread always in a fault), the share waiting on memory\n"
+               "(%%STALL: swap-in, thrashing, direct reclaim and compaction, as the kernel's delay\n"
+               "accounting says; shown while it keeps it, kernel.task_delayacct=1), total faults and\n"
+               "traps, the trap vectors, the container (when one is in one), the systemd unit. With -b:\n"
+               "the counts of every kind of page fault, as history shows them, and %%STALL over the window.\n\n"
                "Keys: q quit; p (or space) pause and resume; < and > move the sort column; u, k, m, f, a,\n"
-               "s, t, w sort by user, kernel, major faults, major faults of a file, of anonymous or of\n"
-               "shared memory, traps or fault time; g group by unit, comm, user, container; P, U, N, C\n"
-               "filter by pids, user, unit, comm; = clear the filters (--container too); h help. Ctrl-C\n"
-               "also restores the terminal. When trapstatd goes away the view says so, reconnects and\n"
-               "keeps its totals.\n\n"
+               "s, t, w, d sort by user, kernel, major faults, major faults of a file, of anonymous or of\n"
+               "shared memory, traps, fault time or memory stall; g group by unit, comm, user, container;\n"
+               "P, U, N, C filter by pids, user, unit, comm; = clear the filters (--container too); h help.\n"
+               "Ctrl-C also restores the terminal. When trapstatd goes away the view says so, reconnects\n"
+               "and keeps its totals.\n\n"
                "  -b, --batch         plain tables on stdout, as top -b: counts of the last --window,\n"
                "                      from the history (also processes that exited), every -d\n"
                "      --stream        with -b: rates from the Watch stream summed over -d instead\n"
@@ -341,7 +349,7 @@ static void top_help(void) {
                "                      long an exited process stays (default %ds)\n"
                "  -s, --sort FIELD    user (default), kernel, minor, major, file, anon, shmem (major faults\n"
                "                      by cause), read, write, exec, protection, traps, time (time spent in\n"
-               "                      page faults)\n"
+               "                      page faults), stall (time waited on memory)\n"
                "  -l, --limit N       at most N rows (default %d with -b)\n"
                "  -p, --pid PID[,PID...]  only these processes (at most %d)\n"
                "  -u, --user USER     only processes of this user (name or uid)\n"
@@ -423,7 +431,7 @@ static int top_option(int c, TopArgs *a) {
                 if (top_sort_from_arg(optarg, &a->o.sort) < 0)
                         return usage_error(top_usage,
                                            "invalid --sort '%s': expected user, kernel, minor, major, file, anon, shmem, read, "
-                                           "write, exec, protection, traps or time",
+                                           "write, exec, protection, traps, time or stall",
                                            optarg);
                 return 1;
         case 'l':

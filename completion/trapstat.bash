@@ -21,7 +21,7 @@ _trapstat() {
             _filedir
             return ;;
         --sort | -s)
-            COMPREPLY=($(compgen -W "user kernel minor major file anon shmem read write exec protection traps time" -- "$cur"))
+            COMPREPLY=($(compgen -W "user kernel minor major file anon shmem read write exec protection traps time stall" -- "$cur"))
             return ;;
         --since | --until)
             COMPREPLY=($(compgen -W "15m 1h 2h 1d 3d now" -- "$cur"))
@@ -77,7 +77,7 @@ _trapstat() {
             -p|--pid) COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur")) ;;
             -u|--user) COMPREPLY=($(compgen -u -- "$cur")) ;;
             --by) COMPREPLY=($(compgen -W "unit comm user container" -- "$cur")) ;;
-            -s|--sort) COMPREPLY=($(compgen -W "user kernel minor major file anon shmem read write exec protection traps time" -- "$cur")) ;;
+            -s|--sort) COMPREPLY=($(compgen -W "user kernel minor major file anon shmem read write exec protection traps time stall" -- "$cur")) ;;
         esac
     fi
 } && complete -F _trapstat trapstat

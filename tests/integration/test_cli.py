@@ -221,9 +221,10 @@ class Cli(SharedDaemonTest):
         self.assertEqual(text.count("trapstat top - "), 2)
         # Tables in human units: 1800 traps are "1.80k".
         self.assertRegex(text, rf"(?m)^\s*{pid}(\s+(\d+|-))? raise-traps\s.*\s1\.80k\s+[A-Z]{{2}}:{N}\s[A-Z]{{2}}:{N}\s")
-        # Every kind of fault in the table, as history has them.
+        # Every kind of fault in the table, as history has them; %STALL where the kernel keeps
+        # its delay accounting (kernel.task_delayacct).
         self.assertRegex(text, r"(?m)^ +PID( +NSPID)? COMM +USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE"
-                               r"   EXEC   PROT    FTIME  TRAPS  VECTORS ")
+                               r"   EXEC   PROT    FTIME( %STALL)?  TRAPS  VECTORS ")
 
         # By major faults of a cause: the short names, the IDL's in the title and the call.
         for arg, name in (("file", "majorFile"), ("anon", "majorAnon"), ("shmem", "majorShmem")):

@@ -102,9 +102,9 @@ class Docs(unittest.TestCase):
         self.assertEqual(complete("trapstat top --sort k"), ["kernel"])
         # The major faults' causes by their short names, as --sort takes them.
         self.assertEqual(complete("trapstat top --sort "), ["anon", "exec", "file", "kernel", "major", "minor",
-                                                            "protection", "read", "shmem", "time", "traps", "user",
-                                                            "write"])
-        self.assertEqual(complete("trapstat top -b -s s"), ["shmem"])
+                                                            "protection", "read", "shmem", "stall", "time", "traps",
+                                                            "user", "write"])
+        self.assertEqual(complete("trapstat top -b -s s"), ["shmem", "stall"])
         self.assertEqual(complete("trapstat history --s"), ["--since", "--start-time", "--step"])
         self.assertEqual(complete("trapstat history 1 --since "), ["15m", "1d", "1h", "2h", "3d", "now"])
         self.assertIn(str(os.getpid()), complete("trapstat history "))  # running pids

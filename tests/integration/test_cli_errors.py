@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -149,8 +150,8 @@ class DaemonErrors(unittest.TestCase):
 
 class CannedDaemon:
     """A stand-in for trapstatd on a socket of its own: each call is answered with
-    answer(method, parameters), a varlink message (a dict), one connection after the other; the
-    calls are kept in calls."""
+    answer(method, parameters), a varlink message (a dict) or several (a list: a call with more),
+    one connection after the other; the calls are kept in calls."""
 
     def __init__(self, answer):
         self.answer = answer
@@ -178,7 +179,10 @@ class CannedDaemon:
                         call = json.loads(message)
                         self.calls.append(call)
                         reply = self.answer(call["method"], call.get("parameters") or {})
-                        conn.sendall(json.dumps(reply).encode() + b"\0")
+                        # A list: the replies of a call with more (each with "continues"), sent
+                        # at once; the connection then stays open until the client closes it.
+                        for r in reply if isinstance(reply, list) else [reply]:
+                            conn.sendall(json.dumps(r).encode() + b"\0")
 
     def close(self):
         self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept()
@@ -565,14 +569,17 @@ class MajorCauseOutput(unittest.TestCase):
         header = ("pid,startTime,nsPid,pidNamespace,container.runtime,container.id,container.name,container.pod,"
                   "container.user,timeUsec,time,user,kernel,minor,major,read,write,exec,protection,majorByCause.file,"
                   "majorByCause.anon,majorByCause.shmem,traps,minorNs,majorNs,kernelNs,maxNs,faultsTimed,"
-                  "majorNsByCause.file,majorNsByCause.anon,majorNsByCause.shmem,traps.UD,signals.SIGILL")
+                  "majorNsByCause.file,majorNsByCause.anon,majorNsByCause.shmem,stall.swapinNs,stall.swapinCount,"
+                  "stall.thrashingNs,stall.thrashingCount,stall.reclaimNs,stall.reclaimCount,stall.compactNs,"
+                  "stall.compactCount,stall.blkioNs,stall.blkioCount,traps.UD,signals.SIGILL")
         lead = "4242,987654000000,,,,,,,"
+        no_stall = "," * 10  # these replies have none (StallOutput checks them)
         self.assertEqual(self.history_lines(True, "--csv"), [
             header,
             f"{lead},{T0},2023-11-14T22:13:20+00:00,100,2,94,6,99,1,0,0,4,1,0,0,20000000,30000000,0,6000000,10,"
-            "20000000,10000000,0,0,0",
+            f"20000000,10000000,0{no_stall},0,0",
             f"{lead},{T0 + 10000000},2023-11-14T22:13:30+00:00,50,2,47,3,49,1,0,0,1,0,2,2,5000000,15000000,0,5500000,4,"
-            "5000000,0,10000000,2,0",
+            f"5000000,0,10000000{no_stall},2,0",
             "",
         ])
         for told in (None, False):
@@ -635,8 +642,281 @@ class MajorCauseOutput(unittest.TestCase):
                 p = run_utc("--socket", d.socket, "top", "-b", "--sort", arg)
                 self.assertEqual(p.returncode, 2)
                 self.assertIn(f"invalid --sort '{arg}': expected user, kernel, minor, major, file, anon, shmem, read, "
-                              "write, exec, protection, traps or time", p.stderr)
+                              "write, exec, protection, traps, time or stall", p.stderr)
                 self.assertEqual(p.stdout, "")
+
+
+# The memory stall (Counters.stall, the kernel's delay accounting): what a daemon whose kernel
+# keeps it sends, null while it keeps none, nothing from an older daemon.
+MS = 1000000
+
+
+def stall(swapin=0, thrashing=0, reclaim=0, compact=0, blkio=0, counts=(0, 0, 0, 0, 0)):
+    """A Stall, times in ms, members in the IDL's order."""
+    s = {}
+    for name, ms, count in zip(("swapin", "thrashing", "reclaim", "compact", "blkio"),
+                               (swapin, thrashing, reclaim, compact, blkio), counts):
+        s[name + "Ns"] = int(ms * MS)
+        s[name + "Count"] = count
+    return s
+
+
+def stall_counters(user, stall_value, traps=None):
+    """Counters with the stall: a dict, None (null) or False (an older daemon: no member)."""
+    c = cause_counters(cause_faults(user, 0, user, user, {"file": 0, "anon": 0, "shmem": 0}), traps=traps)
+    if stall_value is not False:
+        c["stall"] = stall_value
+    return c
+
+
+STALL_CSV = ["stall.swapinNs", "stall.swapinCount", "stall.thrashingNs", "stall.thrashingCount", "stall.reclaimNs",
+             "stall.reclaimCount", "stall.compactNs", "stall.compactCount", "stall.blkioNs", "stall.blkioCount"]
+
+
+def stall_history(told=True):
+    """Two samples of 10 s and their total; told False: an older daemon's, None: null."""
+    def of(value):
+        return value if told is True else told
+
+    first = stall(1000, 500, 250, 0, 3000, (40, 5, 12, 0, 7))  # 1.75 s on memory of 10 s: 17.5
+    second = stall(200, 0, 300, 10, 0, (8, 0, 3, 1, 0))  # 0.51 s of 10 s: 5.1
+    total = stall(1200, 500, 550, 10, 3000, (48, 5, 15, 1, 7))
+    return {"process": PROCESS, "samples": [
+        {"timeUsec": T0, "counters": stall_counters(100, of(first))},
+        {"timeUsec": T0 + 10000000, "counters": stall_counters(50, of(second))},
+    ], "total": stall_counters(150, of(total))}
+
+
+OLD = dict(PROCESS, pid=7, comm="old", startTime=1)
+
+
+def stall_top_rows():
+    """Top over 60 s: 15 s on memory of 60 s (25.0), an older daemon's row, a null's, a row that
+    did not wait (0) and one that waited 6 s (10.0), of the same comm as the one before."""
+    return [
+        {"process": PROCESS, "counters": stall_counters(150, stall(10000, 2000, 2500, 500, 9000))},
+        {"process": OLD, "counters": stall_counters(90, False)},
+        {"process": dict(OLD, pid=8, startTime=2), "counters": stall_counters(80, None)},
+        {"process": dict(OLD, pid=9, startTime=3, comm="idle"), "counters": stall_counters(20, stall())},
+        {"process": dict(OLD, pid=10, startTime=4, comm="idle"), "counters": stall_counters(10, stall(reclaim=6000))},
+    ]
+
+
+def watch_tick(rows):
+    """A Watch reply of a tick of 1 s (its counts are the live view's rates over it)."""
+    return {"parameters": {"timeUsec": T0 + 1000000, "intervalUsec": 1000000, "total": stall_counters(0, False),
+                           "processes": len(rows), "rows": rows, "missedTicks": 0, "exited": []},
+            "continues": True}
+
+
+def stall_answer(history=None, top_rows=None, watch_rows=None):
+    def answer(method, params):
+        if method == "io.trapstat.History":
+            return {"parameters": history or stall_history()}
+        if method == "io.trapstat.ListProcesses":
+            return {"parameters": {"processes": [PROCESS]}}
+        if method == "io.trapstat.Top":
+            return {"parameters": {"rows": top_rows if top_rows is not None else stall_top_rows()}}
+        if method == "io.trapstat.Watch":
+            return [watch_tick(watch_rows if watch_rows is not None else [])]
+        if method == "io.trapstat.GetStatus":
+            return {"parameters": {
+                "version": "9.9.9", "arch": "x86_64", "tickUsec": 1000000, "databasePath": "/x/trapstat.db",
+                "databaseBytes": 4096, "processesTracked": 3, "drops": 0, "sources": [
+                    {"name": "page_fault_user", "active": True},
+                    {"name": "delay_accounting", "active": False,
+                     "reason": "the kernel keeps no delay accounting (sysctl kernel.task_delayacct=0)"}]}}
+        return {"error": "org.varlink.service.MethodNotFound", "parameters": {"method": method}}
+    return answer
+
+
+class StallOutput(unittest.TestCase):
+    """top (-b, --by, the live view) and history against canned replies with the memory stall:
+    %STALL exact, "-" where not counted (null, or an older daemon), never 0; the stall table and
+    CSV columns of history; --sort stall and the live view's d."""
+
+    def serve(self, **kw):
+        d = CannedDaemon(stall_answer(**kw))
+        self.addCleanup(d.close)
+        return d
+
+    def top_batch(self, d, *args):
+        p = run_utc("--socket", d.socket, "top", "-b", "-n", "1", *args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split("\n")
+
+    def test_top_batch(self):
+        """%STALL over the window after FTIME: 15 s of 60 s is 25.0; "-" for an older daemon's
+        row and a null's; 0 for a row that did not wait."""
+        lines = self.top_batch(self.serve())
+        self.assertEqual(lines[1:], [
+            "    PID COMM              USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE   EXEC   PROT"
+            "    FTIME %STALL  TRAPS  VECTORS          UNIT",
+            "   4242 app\\e[2J           150      2    150      0      0      0      0    150      1      0      0"
+            "        -   25.0      0  -                -",
+            "      7 old                 90      2     90      0      0      0      0     90      1      0      0"
+            "        -      -      0  -                -",
+            "      8 old                 80      2     80      0      0      0      0     80      1      0      0"
+            "        -      -      0  -                -",
+            "      9 idle                20      2     20      0      0      0      0     20      1      0      0"
+            "        -      0      0  -                -",
+            "     10 idle                10      2     10      0      0      0      0     10      1      0      0"
+            "        -   10.0      0  -                -",
+            "",
+        ])
+
+    def test_top_batch_without_stall(self):
+        """No row knows it (an older daemon, a kernel without delay accounting): no column, unless
+        sorted by it; then the daemon is asked for that sort, and every cell is "-"."""
+        rows = [r for r in stall_top_rows() if r["process"]["comm"] == "old"]
+        d = self.serve(top_rows=rows)
+        lines = self.top_batch(d)
+        self.assertNotIn("%STALL", lines[1])
+        self.assertEqual(lines[1], "    PID COMM              USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE"
+                                   "   EXEC   PROT    FTIME  TRAPS  VECTORS          UNIT")
+        self.assertEqual(d.calls[-1]["parameters"]["sortBy"], "user")
+        lines = self.top_batch(d, "--sort", "stall")
+        self.assertRegex(lines[0], r"^trapstat top - .* - counts over the last 1m00s, sorted by stall$")
+        self.assertEqual(d.calls[-1]["parameters"]["sortBy"], "stall")
+        x = lines[1].index(" %STALL")
+        self.assertEqual([line[x:x + 7] for line in lines[1:4]], [" %STALL", "      -", "      -"])
+
+    def test_top_by_comm(self):
+        """A group sums its processes' stall, over the window; one with a process whose stall was
+        not counted is "-", not the sum of the others."""
+        lines = self.top_batch(self.serve(), "--by", "comm", "--sort", "stall")
+        self.assertEqual(lines[1:], [
+            "  PROCS    USER KERNEL  MINOR  MAJOR   FILE   ANON  SHMEM   READ  WRITE   EXEC   PROT %STALL  TRAPS"
+            "  VECTORS          COMM",
+            "      1    150      2    150      0      0      0      0    150      1      0      0   25.0      0"
+            "  -                app\\e[2J",
+            "      2     30      4     30      0      0      0      0     30      2      0      0   10.0      0"
+            "  -                idle",
+            "      2    170      4    170      0      0      0      0    170      2      0      0      -      0"
+            "  -                old",
+            "",
+        ])
+
+    def history_lines(self, *args, **kw):
+        d = self.serve(**kw)
+        p = run_utc("--socket", d.socket, "history", "4242", *args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split("\n")
+
+    STALL_TABLE = [
+        "stall per 10s (delay accounting; %STALL: memory, all but BLKIO, as %CPU):",
+        "TIME              SWAPIN    THRASH   RECLAIM   COMPACT     BLKIO  %STALL",
+        "11-14 22:13:20     1.00s     500ms     250ms       0ns     3.00s    17.5",
+        "11-14 22:13:30     200ms       0ns     300ms    10.0ms       0ns     5.1",
+        "total              1.20s     500ms     550ms    10.0ms     3.00s       -",
+    ]
+
+    def test_history_table(self):
+        """Per sample the time of each cause and the share of the sample waited on memory (not
+        BLKIO); the total; within 80 columns."""
+        lines = self.history_lines()
+        start = lines.index(self.STALL_TABLE[0])
+        self.assertEqual(lines[start - 1:start + 6], ["", *self.STALL_TABLE, ""])
+        self.assertEqual([line for line in lines if len(line) > 80 and not line.startswith("command:")], [])
+
+    def test_history_not_counted(self):
+        """null and an older daemon: no stall table, nothing made up; a sample whose stall was not
+        counted under a total that was: "-" in its cells."""
+        for told in (None, False):
+            with self.subTest(told=told):
+                lines = self.history_lines(history=stall_history(told))
+                self.assertFalse([line for line in lines if "stall" in line.lower()], lines)
+        reply = stall_history()
+        reply["samples"][1]["counters"]["stall"] = None
+        lines = self.history_lines(history=reply)
+        start = lines.index(self.STALL_TABLE[0])
+        self.assertEqual(lines[start + 3], "11-14 22:13:30         -         -         -         -         -       -")
+        # Counted, nothing waited: one line, not a table of zeros.
+        reply = stall_history()
+        for c in [s["counters"] for s in reply["samples"]] + [reply["total"]]:
+            c["stall"] = stall()
+        lines = self.history_lines(history=reply)
+        self.assertIn("stall (the kernel's delay accounting): no waits", lines)
+        self.assertNotIn(self.STALL_TABLE[1], lines)
+
+    def test_history_csv(self):
+        """The ten members, exact, in the IDL's order after the fault time's; empty where not
+        counted."""
+        lines = self.history_lines("--csv")
+        header = lines[0].split(",")
+        self.assertEqual(header[header.index("majorNsByCause.shmem") + 1:], STALL_CSV)
+        rows = list(csv.DictReader(io.StringIO("\n".join(lines), newline="")))
+        self.assertEqual([[row[c] for c in STALL_CSV] for row in rows], [
+            ["1000000000", "40", "500000000", "5", "250000000", "12", "0", "0", "3000000000", "7"],
+            ["200000000", "8", "0", "0", "300000000", "3", "10000000", "1", "0", "0"],
+        ])
+        for told in (None, False):
+            with self.subTest(told=told):
+                lines = self.history_lines("--csv", history=stall_history(told))
+                self.assertEqual(lines[0].split(",")[-10:], STALL_CSV)
+                self.assertEqual([line.split(",")[-10:] for line in lines[1:3]], [[""] * 10] * 2)
+                self.assertEqual(lines[3:], [""])
+
+    def test_history_json_passes_through(self):
+        d = self.serve()
+        p = run_utc("--socket", d.socket, "--json", "history", "4242")
+        self.assertEqual(json.loads(p.stdout)["total"]["stall"], stall_history()["total"]["stall"])
+
+    def test_status_delay_accounting(self):
+        """The source of the stall, inactive, with the daemon's reason on its line."""
+        p = run_utc("--socket", self.serve().socket, "status")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.split("\n")
+        sources = lines.index("sources:")
+        self.assertEqual(lines[sources + 1:sources + 3], [
+            "  page_fault_user          active",
+            "  delay_accounting         inactive: the kernel keeps no delay accounting (sysctl kernel.task_delayacct=0)",
+        ])
+
+    def live(self, name, **kw):
+        if not shutil.which("tmux"):
+            self.skipTest("tmux is not installed (scripts/install-deps.sh installs it)")
+        from test_cli_top import Tmux  # only this test needs tmux
+        d = self.serve(**kw)
+        t = Tmux(f"trapstat-stall-{os.getpid()}-{name}", f"{binary('TRAPSTAT')} --socket {d.socket} top",
+                 env={"TERM": "xterm-256color", "TZ": "UTC"})
+        self.addCleanup(t.close)
+        return d, t
+
+    def test_live_view(self):
+        """The rate of the tick: 250 ms on memory of a 1 s tick is 25.0 (the 500 ms of block I/O
+        not in it); "-" for a null's row; d sorts by stall (the daemon asked for it)."""
+        from test_cli_top import data_rows, row_of, sorted_by
+        watch = [{"process": PROCESS, "counters": stall_counters(5, stall(swapin=100, reclaim=150, blkio=500))},
+                 {"process": dict(OLD, pid=8, startTime=2), "counters": stall_counters(7, None)}]
+        d, t = self.live("view", watch_rows=watch)
+        screen = t.wait(lambda s: (row_of(s, 4242) or {}).get("%STALL") == "25.0", "%STALL of 4242")
+        self.assertEqual(row_of(screen, 8)["%STALL"], "-")
+        self.assertEqual(row_of(screen, 4242)["%FAULT"], "0")
+        self.assertEqual(sorted_by(screen), "user")
+        self.assertIn(" d sort by", screen)
+        t.keys("d")
+        screen = t.wait(lambda s: sorted_by(s) == "stall", "the sort by stall after d")
+        self.assertEqual([c["parameters"].get("sortBy") for c in d.calls if c["method"] == "io.trapstat.Watch"],
+                         ["user", "stall"])
+        # By the tick's stall, then by the total's (10's 6 s, 9's none), then by all faults for
+        # the rows with none (7, 8: not counted; 9: zero).
+        screen = t.wait(lambda s: [r.split()[0] for r in data_rows(s)] == ["4242", "10", "8", "7", "9"],
+                        "the rows sorted by stall")
+        self.assertEqual(row_of(screen, 4242)["%STALL"], "25.0")
+
+    def test_live_view_without_stall(self):
+        """No row knows the stall: no column, and d keeps the sort and says why."""
+        from test_cli_top import row_of, sorted_by
+        old = [{"process": OLD, "counters": stall_counters(5, False)}]
+        d, t = self.live("none", top_rows=old, watch_rows=old)
+        screen = t.wait(lambda s: row_of(s, 7) is not None, "the row of 7")
+        self.assertNotIn("%STALL", screen)
+        t.keys("d")
+        screen = t.wait(lambda s: "no row here knows the memory stall" in s, "the refusal of d")
+        self.assertEqual(sorted_by(screen), "user")
+        self.assertEqual([c["parameters"].get("sortBy") for c in d.calls if c["method"] == "io.trapstat.Watch"],
+                         ["user"])
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ class LiveTop(SharedDaemonTest):
         self.assertNotIn("sorted by", s)
         self.assertNotRegex(s, PROCESS_HEADER)
 
-    SORT_COLUMNS = ["user", "kernel", "major", "majorFile", "majorAnon", "majorShmem", "traps", "faultTime"]
+    SORT_COLUMNS = ["user", "kernel", "major", "majorFile", "majorAnon", "majorShmem", "traps", "faultTime", "stall"]
     MAJOR_CAUSES = {"majorFile", "majorAnon", "majorShmem"}
 
     def walk(self, t, key, to):
@@ -385,7 +385,7 @@ class LiveTop(SharedDaemonTest):
         t.wait(lambda s: PROCESS_HEADER.search(s) and ", by " not in s, "per process again")
         t.keys("h")
         s = t.wait(lambda s: s if "trapstat top: keys" in s else None, "the help screen")
-        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t w", "f a s", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
+        for key in ("q, Ctrl-C", "p, space", "< >", "u k m t w", "f a s", "d ", "g ", "P ", "U ", "N ", "C ", "= ", "h, ?"):
             self.assertIn(f"  {key}", s)
         t.keys("x")
         t.wait(lambda s: PROCESS_HEADER.search(s), "back to the view")

@@ -151,6 +151,26 @@ static void test_format_rate(void **state) {
         assert_string_equal(format_rate(2.5e9, buf), "2.50G");
 }
 
+/* A share of time as %FAULT and %STALL show it (seconds per second -> percent, as %CPU); the
+ * memory stall of a Stall is what %STALL divides. */
+static void test_format_share(void **state) {
+        Stall s = { .ns = { [STALL_SWAPIN] = 100000000, [STALL_THRASHING] = 0, [STALL_RECLAIM] = 150000000,
+                            [STALL_BLKIO] = 700000000 } };
+        char buf[16];
+
+        assert_string_equal(format_share(0, buf), "0");
+        assert_string_equal(format_share(-0.5, buf), "0");
+        assert_string_equal(format_share(0.0004, buf), "<0.1");
+        assert_string_equal(format_share(0.001, buf), "0.1");
+        assert_string_equal(format_share(0.25, buf), "25.0");
+        assert_string_equal(format_share(0.123, buf), "12.3");
+        assert_string_equal(format_share(9.9994, buf), "999.9");
+        assert_string_equal(format_share(12.5, buf), "1250");
+        /* 250 ms of memory (blkio not in it) over 1 s. */
+        assert_int_equal(stall_memory_ns(&s), 250000000);
+        assert_string_equal(format_share((double) stall_memory_ns(&s) / 1e9, buf), "25.0");
+}
+
 static void test_format_times(void **state) {
         char buf[32];
 
@@ -626,6 +646,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format_count),
                 cmocka_unit_test(test_format_fault),  cmocka_unit_test(test_format_rate),
+                cmocka_unit_test(test_format_share),
                 cmocka_unit_test(test_fault_columns), cmocka_unit_test(test_format_busiest),
                 cmocka_unit_test(test_format_times),  cmocka_unit_test(test_sparkline),
                 cmocka_unit_test(test_csv_field),     cmocka_unit_test(test_csv_field_on_a_terminal),

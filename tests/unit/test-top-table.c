@@ -60,6 +60,31 @@ static json_t *counters_major(int file, int anon, int shmem, uint64_t time_ns) {
         return c;
 }
 
+/* Counters with the memory stall (the kernel's delay accounting), times in ms: reclaim and
+ * swap-in are memory, blkio is not. what: 's' a Stall, 'n' null (the kernel keeps none), 'm'
+ * missing (an older daemon), 'x' malformed (a member missing). */
+static json_t *counters_stall(uint64_t user, char what, uint64_t swapin_ms, uint64_t reclaim_ms, uint64_t blkio_ms) {
+        json_t *c = counters(user, NULL, 0), *s;
+
+        switch (what) {
+        case 'm':
+                return c;
+        case 'n':
+                s = json_null();
+                break;
+        default:
+                s = json_pack("{s:I, s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:i}", "swapinNs",
+                              (json_int_t) (swapin_ms * 1000000), "swapinCount", 1, "thrashingNs", 0, "thrashingCount",
+                              0, "reclaimNs", (json_int_t) (reclaim_ms * 1000000), "reclaimCount", 2, "compactNs", 0,
+                              "compactCount", 0, "blkioNs", (json_int_t) (blkio_ms * 1000000), "blkioCount", 3);
+                assert_non_null(s);
+                if (what == 'x')
+                        assert_int_equal(json_object_del(s, "compactCount"), 0);
+        }
+        assert_int_equal(json_object_set_new(c, "stall", s), 0);
+        return c;
+}
+
 static json_t *row(json_t *p, json_t *c) {
         return json_pack("{s:o, s:o}", "process", p, "counters", c);
 }
@@ -502,13 +527,150 @@ static void test_major_causes(void **state) {
         top_table_done(&t);
 }
 
+/* The memory stall: a tick's is the rate (share of the interval), summed with the seed into
+ * the totals; null and missing are not counted, and stay so in every sum they are in; sorted by
+ * the memory's part (blkio not in it); %STALL shown where a row knows it, or sorted by it. */
+static void test_stall(void **state) {
+        _cleanup_json_ json_t *seed =
+                json_pack("{s:[o, o, o, o]}", "rows",
+                          row(process(1, "swapper", "db.service", 0, false, 0), counters_stall(1, 's', 1000, 0, 0)),
+                          row(process(2, "reader", "db.service", 0, false, 0), counters_stall(1, 's', 0, 0, 9000)),
+                          row(process(3, "blind", "old.service", 0, false, 0), counters_stall(1, 'n', 0, 0, 0)),
+                          row(process(4, "old", "old.service", 0, false, 0), counters_stall(1, 'm', 0, 0, 0)));
+        /* 250 ms of memory in a tick of 1 s, and 500 ms of block I/O that are not. */
+        json_t *t1 = tick(
+                100,
+                json_pack("[o, o, o]",
+                          row(process(2, "reader", "db.service", 0, false, 0), counters_stall(1, 's', 100, 150, 500)),
+                          row(process(3, "blind", "old.service", 0, false, 0), counters_stall(1, 'n', 0, 0, 0)),
+                          row(process(4, "old", "old.service", 0, false, 0), counters_stall(1, 'm', 0, 0, 0))),
+                NULL);
+        _cleanup_json_ json_t *bad = tick(
+                101, json_pack("[o]", row(process(5, "x", NULL, 0, false, 0), counters_stall(1, 'x', 1, 1, 1))), NULL);
+        ProcessFilter f = PROCESS_FILTER_NONE;
+        SortKey stall, user;
+        char buf[16], *line = NULL;
+        TopLayout l;
+        TopRow *rows;
+        TopTable t;
+        size_t n;
+
+        assert_int_equal(top_sort_from_arg("stall", &stall), 0);
+        assert_int_equal(stall.what, SORT_STALL);
+        assert_int_equal(sort_key_from_name("user", &user), 0);
+        top_table_init(&t, 100, 60 * SEC);
+        assert_int_equal(top_table_seed(&t, seed), 0);
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_int_equal(top_table_refresh(&t, 100 * SEC), 0);
+        assert_int_equal(find(&t, 2)->last.stall.ns[STALL_RECLAIM], 150000000);
+        assert_int_equal(stall_memory_ns(&find(&t, 2)->last.stall), 250000000);
+        assert_int_equal(find(&t, 2)->total.stall.ns[STALL_BLKIO], 9500000000);
+        assert_int_equal(find(&t, 2)->total.stall.count[STALL_BLKIO], 6);
+        assert_false(find(&t, 2)->total.stall_unknown);
+        assert_true(find(&t, 3)->total.stall_unknown);
+        assert_true(find(&t, 3)->last.stall_unknown);
+        assert_true(find(&t, 4)->total.stall_unknown);
+        assert_true(top_table_knows_stall(&t));
+
+        /* By the last refresh's memory stall, then by the total's: 2's blkio does not count, 1's
+         * swap-in does; the rows not counted last (then by all faults, as many, then by pid). */
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_PROCESS, &stall, &rows, &n), 0);
+        assert_int_equal(n, 4);
+        assert_int_equal(rows[0].pid, 2);
+        assert_int_equal(rows[1].pid, 1);
+        assert_int_equal(rows[2].pid, 3);
+        assert_int_equal(rows[3].pid, 4);
+        top_rows_layout(rows + 2, 2, TOP_GROUP_PROCESS, &user, true, &l);
+        assert_false(l.stall);
+        top_rows_layout(rows + 2, 2, TOP_GROUP_PROCESS, &stall, true, &l);
+        assert_true(l.stall);
+        top_rows_layout(rows, n, TOP_GROUP_PROCESS, &user, true, &l);
+        assert_true(l.stall);
+        /* The rate over the tick: 25.0; "-" for null and for an older daemon; 0 for 1, which did
+         * not wait in the tick. */
+        assert_int_equal(top_format_row(&rows[0], TOP_GROUP_PROCESS, &l, t.interval_usec, ' ', true, &line), 0);
+        assert_string_equal(
+                line,
+                "      2   reader                1.0         0         0         0         0      25.0         2       "
+                "0  -                    db.service");
+        free(line);
+        assert_int_equal(top_format_row(&rows[1], TOP_GROUP_PROCESS, &l, t.interval_usec, ' ', true, &line), 0);
+        assert_string_equal(
+                line,
+                "      1   swapper                 0         0         0         0         0         0         1       "
+                "0  -                    db.service");
+        free(line);
+        for (size_t i = 2; i < 4; i++) {
+                assert_int_equal(top_format_row(&rows[i], TOP_GROUP_PROCESS, &l, t.interval_usec, ' ', true, &line), 0);
+                assert_non_null(strstr(line, "         0         -         2       0  -"));
+                free(line);
+        }
+        top_rows_free(rows, n);
+
+        /* Grouped: summed, and a unit with a process not counted is not counted. */
+        assert_int_equal(top_table_view(&t, &f, TOP_GROUP_UNIT, &stall, &rows, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(rows[0].key, "db.service");
+        assert_false(rows[0].total.stall_unknown);
+        assert_int_equal(stall_memory_ns(&rows[0].total.stall), 1250000000);
+        assert_string_equal(top_format_stall_share(&rows[0].total.stall, 5 * SEC, buf), "25.0");
+        assert_string_equal(rows[1].key, "old.service");
+        assert_true(rows[1].total.stall_unknown);
+        top_rows_free(rows, n);
+        json_decref(t1);
+        top_table_done(&t);
+
+        /* Only rows not counted: the daemon does not count the stall. */
+        top_table_init(&t, 100, 60 * SEC);
+        t1 = tick(100,
+                  json_pack("[o, o]",
+                            row(process(3, "blind", "old.service", 0, false, 0), counters_stall(1, 'n', 0, 0, 0)),
+                            row(process(4, "old", "old.service", 0, false, 0), counters_stall(1, 'm', 0, 0, 0))),
+                  NULL);
+        assert_int_equal(top_table_add_tick(&t, t1), 0);
+        assert_false(top_table_knows_stall(&t));
+        /* A malformed stall is a malformed reply, not "not counted". */
+        assert_int_equal(top_table_add_tick(&t, bad), -EBADMSG);
+        json_decref(t1);
+        top_table_done(&t);
+}
+
+/* %STALL's cell: the memory's part of the stall (not blkio) per interval, as %CPU. */
+static void test_stall_share(void **state) {
+        _cleanup_json_ json_t *null_counters = counters_stall(1, 'n', 0, 0, 0);
+        _cleanup_json_ json_t *old_counters = counters_stall(1, 'm', 0, 0, 0);
+        _cleanup_json_ json_t *bad_counters = counters_stall(1, 'x', 0, 0, 0);
+        _cleanup_json_ json_t *c = counters_stall(1, 's', 100, 150, 700);
+        Stall s = {};
+        char buf[16];
+
+        assert_int_equal(top_counters_stall(c, &s), 0);
+        assert_int_equal(s.ns[STALL_SWAPIN], 100000000);
+        assert_int_equal(s.count[STALL_RECLAIM], 2);
+        assert_int_equal(s.ns[STALL_BLKIO], 700000000);
+        assert_string_equal(top_format_stall_share(&s, SEC, buf), "25.0");
+        assert_string_equal(top_format_stall_share(&s, 10 * SEC, buf), "2.5");
+        /* Several threads waiting: over 100, as %CPU. */
+        assert_string_equal(top_format_stall_share(&s, SEC / 8, buf), "200.0");
+        assert_string_equal(top_format_stall_share(&s, 0, buf), "-");
+        assert_string_equal(top_format_stall_share(NULL, SEC, buf), "-");
+        s = (Stall){ .ns[STALL_BLKIO] = 5000000000 };
+        assert_string_equal(top_format_stall_share(&s, SEC, buf), "0");
+        s = (Stall){ .ns[STALL_COMPACT] = 400000 };
+        assert_string_equal(top_format_stall_share(&s, SEC, buf), "<0.1");
+
+        assert_int_equal(top_counters_stall(null_counters, &s), -ENODATA);
+        assert_int_equal(top_counters_stall(old_counters, &s), -ENODATA);
+        assert_int_equal(top_counters_stall(bad_counters, &s), -EBADMSG);
+}
+
 /* --sort: the IDL's names, and the short ones people type. */
 static void test_sort_args(void **state) {
         static const char *const names[][2] = {
-                { "user", "user" },          { "protection", "protection" }, { "traps", "traps" },
-                { "time", "faultTime" },     { "faultTime", "faultTime" },   { "file", "majorFile" },
-                { "anon", "majorAnon" },     { "shmem", "majorShmem" },      { "majorFile", "majorFile" },
-                { "majorAnon", "majorAnon" }, { "majorShmem", "majorShmem" },
+                { "user", "user" },      { "protection", "protection" }, { "traps", "traps" },
+                { "time", "faultTime" }, { "faultTime", "faultTime" },   { "file", "majorFile" },
+                { "anon", "majorAnon" }, { "shmem", "majorShmem" },      { "majorFile", "majorFile" },
+                { "stall", "stall" },    { "majorAnon", "majorAnon" },   { "majorShmem", "majorShmem" },
         };
         SortKey k;
 
@@ -597,6 +759,27 @@ static void test_format(void **state) {
         assert_false(top_column_shown(3, &without));
         assert_true(top_column_shown(3, &with));
         assert_true(top_column_shown(6, &without));
+        /* %STALL, last, where the layout has it: sorted by it, marked. */
+        assert_false(top_column_shown(8, &with));
+        with.stall = true;
+        assert_true(top_column_shown(8, &with));
+        assert_int_equal(top_column_step(7, 1, &with), 8);
+        assert_int_equal(top_column_step(8, 1, &with), 8);
+        assert_int_equal(sort_key_from_name("stall", &sort), 0);
+        top_format_header(buf, sizeof(buf), &sort, TOP_GROUP_PROCESS, &with, true, &x);
+        assert_string_equal(buf,
+                            "    PID S COMM               USER/s  KERNEL/s   MAJOR/s    FILE/s    ANON/s   SHMEM/s   "
+                            "TRAPS/s    %FAULT   *%STALL    FAULTS   TRAPS  VECTORS              UNIT");
+        assert_int_equal(x, 25 + 8 * 10 + 1);
+        /* r's stall was never counted: "-" (its zeros say nothing). */
+        r.total.stall_unknown = true;
+        r.key = NULL;
+        assert_int_equal(top_format_row(&r, TOP_GROUP_PROCESS, &with, 2 * SEC, ' ', true, &line), 0);
+        assert_string_equal(
+                line, "     42   app                   100         0       3.0         -         -         -       "
+                      "1.0      25.0         -     1.23k       5  -                    app.service");
+        free(line);
+        with.stall = false;
         for (size_t i = 0; i < TOP_N_COLUMNS; i++) {
                 assert_int_equal(sort_key_from_name(top_columns[i].sort, &sort), 0);
                 assert_int_equal(top_column_of(&sort), (int) i);
@@ -605,14 +788,11 @@ static void test_format(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rows_stay),
-                cmocka_unit_test(test_exited_and_bounds),
-                cmocka_unit_test(test_view),
-                cmocka_unit_test(test_malformed),
-                cmocka_unit_test(test_by_container),
-                cmocka_unit_test(test_layout),
-                cmocka_unit_test(test_major_causes),
-                cmocka_unit_test(test_sort_args),
+                cmocka_unit_test(test_rows_stay),    cmocka_unit_test(test_exited_and_bounds),
+                cmocka_unit_test(test_view),         cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_by_container), cmocka_unit_test(test_layout),
+                cmocka_unit_test(test_major_causes), cmocka_unit_test(test_stall),
+                cmocka_unit_test(test_stall_share),  cmocka_unit_test(test_sort_args),
                 cmocka_unit_test(test_format),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
