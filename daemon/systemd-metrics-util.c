@@ -27,6 +27,16 @@ const MetricFamily metric_families[] = {
           "Nanoseconds spent in major page faults taken in user or kernel mode, by cause as MajorFaultsByCause; a "
           "part of PageFaultTimeNs kinds major and kernel",
           "counter" },
+        { "io.trapstat.MemoryStallNs",
+          "Nanoseconds waited on memory, as the kernel's delay accounting says, by cause: pages read back from swap "
+          "(swapin), pages of the working set read again after their eviction (thrashing), direct reclaim "
+          "(reclaim), direct compaction (compact)",
+          "counter" },
+        { "io.trapstat.MemoryStalls",
+          "Waits on memory, as the kernel's delay accounting counts them, by cause as MemoryStallNs", "counter" },
+        { "io.trapstat.BlockIoDelayNs", "Nanoseconds waited for block I/O, as the kernel's delay accounting says",
+          "counter" },
+        { "io.trapstat.BlockIoDelays", "Waits for block I/O, as the kernel's delay accounting counts them", "counter" },
         { "io.trapstat.Processes", "Processes counted under the unit since trapstatd started", "counter" },
         { "io.trapstat.Drops", "Events trapstatd could not count, by kind", "counter" },
         { "io.trapstat.UnitsNotReported", "Units summed into the object \"other\" by --report-max-metrics", "gauge" },
@@ -39,11 +49,13 @@ typedef struct ObjectSeries {
         const char *name;
         const char *fields[4]; /* name, value, name, value; NULL ends them */
         size_t offset;
-        FaultsKnown part;      /* the part of Faults it is, when the daemon may not count it; else 0 */
+        FaultsKnown part;      /* the part it is (of Faults, or the stall) when the daemon may not count it */
 } ObjectSeries;
 
 #define ROW(member) offsetof(UnitTotalsRow, member)
 #define CAUSE(metric, cause, member) { metric, { "cause", cause }, ROW(member), FAULTS_KNOWN_MAJOR_CAUSE }
+/* The causes' names as stall_cause_names[] has them (a unit test compares the two). */
+#define STALL(metric, cause, m) { metric, { "cause", cause }, ROW(stall.m), FAULTS_KNOWN_STALL }
 static const ObjectSeries object_series[] = {
         { "io.trapstat.PageFaults", { "mode", "user", "access", "read" }, ROW(faults.read), FAULTS_KNOWN_ACCESS },
         { "io.trapstat.PageFaults", { "mode", "user", "access", "write" }, ROW(faults.write), FAULTS_KNOWN_ACCESS },
@@ -60,8 +72,20 @@ static const ObjectSeries object_series[] = {
         CAUSE("io.trapstat.MajorFaultTimeNsByCause", "file", fault_time.major_file_ns),
         CAUSE("io.trapstat.MajorFaultTimeNsByCause", "anon", fault_time.major_anon_ns),
         CAUSE("io.trapstat.MajorFaultTimeNsByCause", "shmem", fault_time.major_shmem_ns),
+        STALL("io.trapstat.MemoryStallNs", "swapin", ns[STALL_SWAPIN]),
+        STALL("io.trapstat.MemoryStallNs", "thrashing", ns[STALL_THRASHING]),
+        STALL("io.trapstat.MemoryStallNs", "reclaim", ns[STALL_RECLAIM]),
+        STALL("io.trapstat.MemoryStallNs", "compact", ns[STALL_COMPACT]),
+        STALL("io.trapstat.MemoryStalls", "swapin", count[STALL_SWAPIN]),
+        STALL("io.trapstat.MemoryStalls", "thrashing", count[STALL_THRASHING]),
+        STALL("io.trapstat.MemoryStalls", "reclaim", count[STALL_RECLAIM]),
+        STALL("io.trapstat.MemoryStalls", "compact", count[STALL_COMPACT]),
+        /* Block I/O is not memory: metrics of its own, no cause. */
+        { "io.trapstat.BlockIoDelayNs", {}, ROW(stall.ns[STALL_BLKIO]), FAULTS_KNOWN_STALL },
+        { "io.trapstat.BlockIoDelays", {}, ROW(stall.count[STALL_BLKIO]), FAULTS_KNOWN_STALL },
         { "io.trapstat.Processes", {}, ROW(processes) },
 };
+#undef STALL
 #undef CAUSE
 #undef ROW
 
@@ -152,6 +176,7 @@ static void row_add(UnitTotalsRow *a, const UnitTotalsRow *b) {
         a->processes += b->processes;
         faults_add(&a->faults, &b->faults);
         fault_time_add(&a->fault_time, &b->fault_time);
+        stall_add(&a->stall, &b->stall);
         traps_add(&a->traps, &b->traps);
 }
 

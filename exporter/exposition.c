@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "fault-time.h"
 #include "macro.h"
+#include "stall.h"
 
 /* The daemon's catch-all for the units beyond what it keeps (schema: UnitCounters.unit). Our
  * own remainder (the units left out by limit) is added to it: one "other" series, and no unit
@@ -59,23 +60,42 @@ static uint64_t sub0(uint64_t a, uint64_t b) {
 /* One row of UnitTotals read: its unit label and counters. */
 typedef struct UnitRow {
         const char *unit; /* "" for processes in no unit */
-        Faults faults;
+        Faults faults;    /* unknown has FAULTS_KNOWN_STALL where stall is not known */
         FaultTime fault_time;
+        Stall stall;
         json_t *traps;    /* object vector -> count, borrowed */
 } UnitRow;
 
-/* ret_time may be NULL: the process series have no fault time. A daemon older than fault time
- * sends none: then *ret_time is zero and the return value 0, else 1. */
-static int counters_read(json_t *counters, Faults *ret_faults, FaultTime *ret_time, json_t **ret_traps) {
+/* Counters.stall into *ret. Null (the daemon's kernel keeps no delay accounting) or missing (a
+ * daemon older than it) is not known: FAULTS_KNOWN_STALL in faults->unknown, as a part of Faults
+ * the daemon does not count, so that sums with it (faults_add()) are not known either. */
+static int stall_read(json_t *j, Faults *faults, Stall *ret) {
+        if (!j || json_is_null(j)) {
+                faults->unknown |= FAULTS_KNOWN_STALL;
+                *ret = (Stall) {};
+                return 0;
+        }
+        return stall_from_json(j, ret);
+}
+
+/* ret_time and ret_stall may be NULL: the process series have neither (both are still checked).
+ * A daemon older than fault time sends none: then *ret_time is zero and the return value 0,
+ * else 1. */
+static int counters_read(json_t *counters, Faults *ret_faults, FaultTime *ret_time, Stall *ret_stall,
+                         json_t **ret_traps) {
         json_t *traps = json_object_get(counters, "traps"), *time = json_object_get(counters, "faultTime"), *n;
         const char *v;
         FaultTime t = {};
+        Stall stall;
 
         if (!json_is_object(traps) || faults_from_json(json_object_get(counters, "faults"), ret_faults) < 0 ||
-            (time && fault_time_from_json(time, &t) < 0))
+            (time && fault_time_from_json(time, &t) < 0) ||
+            stall_read(json_object_get(counters, "stall"), ret_faults, &stall) < 0)
                 return -EBADMSG;
         if (ret_time)
                 *ret_time = t;
+        if (ret_stall)
+                *ret_stall = stall;
         json_object_foreach (traps, v, n)
                 if (!json_is_integer(n) || json_integer_value(n) < 0)
                         return -EBADMSG;
@@ -164,6 +184,7 @@ typedef struct Units {
         UnitRow other;  /* the daemon's "other" plus the units beyond limit */
         Faults total;
         FaultTime total_time;
+        Stall total_stall;
         json_t *total_traps;
 } Units;
 
@@ -181,9 +202,17 @@ static void fault_time_remainder(const FaultTime *total, const FaultTime *listed
                 ret->histogram[k] = sub0(total->histogram[k], listed->histogram[k]);
 }
 
+static void stall_remainder(const Stall *total, const Stall *listed, Stall *ret) {
+        for (size_t k = 0; k < _STALL_MAX; k++) {
+                ret->ns[k] = sub0(total->ns[k], listed->ns[k]);
+                ret->count[k] = sub0(total->count[k], listed->count[k]);
+        }
+}
+
 static int units_read(json_t *reply, unsigned limit, Units *u) {
         json_t *units = json_object_get(reply, "units"), *other_units = json_object_get(reply, "otherUnits");
-        int has_time = counters_read(json_object_get(reply, "total"), &u->total, &u->total_time, &u->total_traps);
+        int has_time = counters_read(json_object_get(reply, "total"), &u->total, &u->total_time, &u->total_stall,
+                                     &u->total_traps);
         if (!json_is_array(units) || !json_is_integer(other_units) || has_time < 0)
                 return -EBADMSG;
         u->has_time = has_time;
@@ -197,13 +226,15 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
          * and what limit left out, in one series. */
         Faults listed = {};
         FaultTime listed_time = {};
+        Stall listed_stall = {};
         size_t i;
         json_t *row;
         json_array_foreach(units, i, row) {
                 json_t *unit = json_object_get(row, "unit");
                 UnitRow r = {};
                 if (!(json_is_string(unit) || json_is_null(unit)) ||
-                    counters_read(json_object_get(row, "counters"), &r.faults, &r.fault_time, &r.traps) != has_time)
+                    counters_read(json_object_get(row, "counters"), &r.faults, &r.fault_time, &r.stall, &r.traps) !=
+                            has_time)
                         return -EBADMSG;
                 r.unit = json_is_string(unit) ? json_string_value(unit) : "";
                 if (strcmp(r.unit, OTHER) == 0) {
@@ -216,6 +247,7 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
                 }
                 faults_add(&listed, &r.faults);
                 fault_time_add(&listed_time, &r.fault_time);
+                stall_add(&listed_stall, &r.stall);
                 u->rows[u->n++] = r;
         }
         u->other.unit = OTHER;
@@ -224,6 +256,7 @@ static int units_read(json_t *reply, unsigned limit, Units *u) {
                         sub0(faults_get(&u->total, &fault_fields[k]), faults_get(&listed, &fault_fields[k]));
         u->other.faults.unknown = u->total.unknown | listed.unknown;
         fault_time_remainder(&u->total_time, &listed_time, &u->other.fault_time);
+        stall_remainder(&u->total_stall, &listed_stall, &u->other.stall);
         if (u->has_other)
                 u->rows[u->n++] = u->other;
         return 0;
@@ -404,6 +437,69 @@ static void write_fault_histogram(FILE *f, MetricsFormat format, const Units *u)
         }
 }
 
+/* The kernel's delay accounting (Counters.stall) as four families: waits on memory by cause, and
+ * block I/O in families of its own (it is not memory: a read(2) waits for it too), each in
+ * seconds and in waits. */
+typedef struct StallFamily {
+        const char *name; /* the family; its samples are name_total */
+        const char *help;
+        StallCause first, end; /* the causes [first, end); a label cause when more than one */
+        bool seconds;          /* Stall.ns as seconds, else Stall.count */
+} StallFamily;
+
+static const StallFamily stall_families[] = {
+        { "trapstat_memory_stall_seconds",
+          "Time waited on memory since trapstatd started, seconds, as the kernel's delay accounting says, by cause "
+          "and systemd unit: swapin for pages read back from swap, thrashing for pages of the working set read "
+          "again after their eviction, reclaim for direct reclaim, compact for direct compaction.",
+          STALL_SWAPIN, STALL_BLKIO, true },
+        { "trapstat_memory_stalls",
+          "Waits on memory since trapstatd started, as the kernel's delay accounting counts them, by cause (as "
+          "trapstat_memory_stall_seconds_total) and systemd unit.",
+          STALL_SWAPIN, STALL_BLKIO, false },
+        { "trapstat_block_io_delay_seconds",
+          "Time waited for block I/O since trapstatd started, seconds, as the kernel's delay accounting says, by "
+          "systemd unit.",
+          STALL_BLKIO, _STALL_MAX, true },
+        { "trapstat_block_io_delays",
+          "Waits for block I/O since trapstatd started, as the kernel's delay accounting counts them, by systemd "
+          "unit.",
+          STALL_BLKIO, _STALL_MAX, false },
+};
+
+static void stall_sample(FILE *f, const StallFamily *s, const UnitRow *r, StallCause c) {
+        const char *labels[] = { "cause", stall_cause_names[c], "unit", r->unit };
+        bool by_cause = s->end - s->first > 1;
+        char name[64], value[METRICS_SECONDS_MAX];
+
+        snprintf(name, sizeof name, "%s_total", s->name);
+        if (s->seconds)
+                metrics_format_seconds(r->stall.ns[c], value);
+        else
+                snprintf(value, sizeof value, "%" PRIu64, r->stall.count[c]);
+        sample_text(f, name, by_cause ? labels : labels + 2, by_cause ? 2 : 1, value);
+}
+
+static void write_stall(FILE *f, MetricsFormat format, const Units *u) {
+        /* A daemon whose kernel keeps no delay accounting says so in every row and the total
+         * (null), and so does one older than it (missing): no families. */
+        if (u->total.unknown & FAULTS_KNOWN_STALL)
+                return;
+        for (size_t k = 0; k < ELEMENTSOF(stall_families); k++) {
+                const StallFamily *s = &stall_families[k];
+
+                family(f, format, s->name, COUNTER, s->help);
+                for (size_t i = 0; i < u->n; i++) {
+                        /* Not known for this unit (nor, then, for "other"): no series, rather than
+                         * zeros that were not counted. */
+                        if (u->rows[i].faults.unknown & FAULTS_KNOWN_STALL)
+                                continue;
+                        for (StallCause c = s->first; c < s->end; c++)
+                                stall_sample(f, s, &u->rows[i], c);
+                }
+        }
+}
+
 static int write_drops(FILE *f, MetricsFormat format, json_t *status) {
         json_t *drops = json_object_get(status, "dropsByKind");
         if (!json_is_array(drops))
@@ -464,7 +560,7 @@ static int write_processes(FILE *f, MetricsFormat format, const MetricsInput *in
                         if (!json_is_integer(pid) || !json_is_integer(start) || !json_is_string(comm) ||
                             !(json_is_string(unit) || json_is_null(unit)) ||
                             process_container_label(json_object_get(p, "container"), &container) < 0 ||
-                            counters_read(json_object_get(row, "counters"), &x, NULL, &t) < 0)
+                            counters_read(json_object_get(row, "counters"), &x, NULL, NULL, &t) < 0)
                                 return -EBADMSG;
                         char pid_s[32], start_s[32];
                         snprintf(pid_s, sizeof pid_s, "%" JSON_INTEGER_FORMAT, json_integer_value(pid));
@@ -531,6 +627,7 @@ int metrics_render(const MetricsInput *in, MetricsFormat format, char **ret, siz
                         write_major_fault_seconds(f, format, &u);
                         write_fault_histogram(f, format, &u);
                 }
+                write_stall(f, format, &u);
                 if (in->status)
                         r = write_drops(f, format, in->status);
                 if (r >= 0 && in->top && in->process_series > 0)

@@ -8,7 +8,9 @@
  * per family at most a fixed number of series per unit of UnitTotals' reply (its limit) plus
  * "other" (one; trapstat_page_faults_total five, trapstat_major_faults_total four,
  * trapstat_page_fault_seconds_total and trapstat_major_fault_seconds_total three, the histogram
- * 26, traps one per vector), and with process series N processes plus one "other". */
+ * 26, trapstat_memory_stall_seconds_total and trapstat_memory_stalls_total four, the two block
+ * I/O families one, traps one per vector), and with process series N processes plus one
+ * "other". */
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -128,7 +128,7 @@ class DaemonErrors(unittest.TestCase):
             (["--max-sites", "0"], "invalid --max-sites '0'"),
             (["--max-unit-totals", "0"], "invalid --max-unit-totals '0': expected 1 to 1000000"),
             (["--max-unit-totals", "1000001"], "invalid --max-unit-totals '1000001'"),
-            (["--report-max-metrics", "112"], "invalid --report-max-metrics '112': expected 113 to 1000000"),
+            (["--report-max-metrics", "132"], "invalid --report-max-metrics '132': expected 133 to 1000000"),
             (["--report-max-metrics", "x"], "invalid --report-max-metrics 'x'"),
         ))
 

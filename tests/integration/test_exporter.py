@@ -41,8 +41,15 @@ def fault_time(minor=0, major=0, kernel=0, longest=0, buckets=None, by_cause=Non
             "majorNsByCause": {"file": 0, "anon": 0, "shmem": 0, **(by_cause or {})}}
 
 
-def counters(f, traps, ft=None):
-    return {"faults": f, "faultTime": ft or fault_time(), "traps": traps, "signals": {}, "signalCodes": {}}
+def stall(swapin=(0, 0), thrashing=(0, 0), reclaim=(0, 0), compact=(0, 0), blkio=(0, 0)):
+    """A Stall: each cause's (nanoseconds, waits)."""
+    causes = {"swapin": swapin, "thrashing": thrashing, "reclaim": reclaim, "compact": compact, "blkio": blkio}
+    return {f"{c}{member}": v[i] for c, v in causes.items() for i, member in enumerate(("Ns", "Count"))}
+
+
+def counters(f, traps, ft=None, **more):
+    """A Counters; more: its stall (stall=None for null), missing otherwise (a daemon older than it)."""
+    return {"faults": f, "faultTime": ft or fault_time(), "traps": traps, "signals": {}, "signalCodes": {}, **more}
 
 
 UNIT_TOTALS = {
@@ -51,13 +58,19 @@ UNIT_TOTALS = {
         # Its major fault, of a file, was the fault in kernel mode of 250 ns.
         {"unit": "a.service", "processes": 2,
          "counters": counters(faults(10, 3, 12, 1, 4, 5, 1, {"file": 1}), {"UD": 7, "BP": 2},
-                              fault_time(1500, 0, 250, 1500, {0: 1, 1: 1}, {"file": 250}))},
-        {"unit": 'ev"il\\\n.service', "processes": 1, "counters": counters(faults(5, 0, 5, 0, 5), {"GP": 1})},
-        {"unit": None, "processes": 1, "counters": counters(faults(1, 1, 2), {})},
+                              fault_time(1500, 0, 250, 1500, {0: 1, 1: 1}, {"file": 250}),
+                              stall=stall(swapin=(1500000000, 3), reclaim=(250, 1), blkio=(2000000000, 7)))},
+        {"unit": 'ev"il\\\n.service', "processes": 1,
+         "counters": counters(faults(5, 0, 5, 0, 5), {"GP": 1}, stall=stall())},
+        {"unit": None, "processes": 1, "counters": counters(faults(1, 1, 2), {}, stall=stall(thrashing=(40, 1)))},
     ],
     "otherUnits": 3,
+    # Its stall less the listed units': "other" waited 2 us in 2 swap-ins, 7 ns thrashing, 1 ms in 2
+    # compactions and 10 ns in 2 block I/Os.
     "total": counters(faults(30, 6, 34, 2, 20, 6, 1, {"file": 1, "anon": 1}), {"UD": 9, "BP": 2, "GP": 1},
-                      fault_time(4500, 0, 250, 3000, {0: 1, 1: 1, 2: 1}, {"file": 250})),
+                      fault_time(4500, 0, 250, 3000, {0: 1, 1: 1, 2: 1}, {"file": 250}),
+                      stall=stall(swapin=(1500002000, 5), thrashing=(47, 2), reclaim=(250, 1), compact=(1000000, 2),
+                                  blkio=(2000000010, 9))),
 }
 STATUS = {"dropsByKind": [{"kind": "fault_map_full", "count": 3, "lost": "a count"},
                           {"kind": "exit_event_lost", "count": 0, "lost": "a final figure"}]}
@@ -258,6 +271,54 @@ trapstat_page_fault_duration_seconds_bucket{unit="other",le="4.194304"} 1
 trapstat_page_fault_duration_seconds_bucket{unit="other",le="+Inf"} 1
 trapstat_page_fault_duration_seconds_sum{unit="other"} 0.000003
 trapstat_page_fault_duration_seconds_count{unit="other"} 1
+# HELP trapstat_memory_stall_seconds_total Time waited on memory since trapstatd started, seconds, as the kernel's delay accounting says, by cause and systemd unit: swapin for pages read back from swap, thrashing for pages of the working set read again after their eviction, reclaim for direct reclaim, compact for direct compaction.
+# TYPE trapstat_memory_stall_seconds_total counter
+trapstat_memory_stall_seconds_total{cause="swapin",unit="a.service"} 1.5
+trapstat_memory_stall_seconds_total{cause="thrashing",unit="a.service"} 0
+trapstat_memory_stall_seconds_total{cause="reclaim",unit="a.service"} 0.00000025
+trapstat_memory_stall_seconds_total{cause="compact",unit="a.service"} 0
+trapstat_memory_stall_seconds_total{cause="swapin",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stall_seconds_total{cause="thrashing",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stall_seconds_total{cause="reclaim",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stall_seconds_total{cause="compact",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stall_seconds_total{cause="swapin",unit=""} 0
+trapstat_memory_stall_seconds_total{cause="thrashing",unit=""} 0.00000004
+trapstat_memory_stall_seconds_total{cause="reclaim",unit=""} 0
+trapstat_memory_stall_seconds_total{cause="compact",unit=""} 0
+trapstat_memory_stall_seconds_total{cause="swapin",unit="other"} 0.000002
+trapstat_memory_stall_seconds_total{cause="thrashing",unit="other"} 0.000000007
+trapstat_memory_stall_seconds_total{cause="reclaim",unit="other"} 0
+trapstat_memory_stall_seconds_total{cause="compact",unit="other"} 0.001
+# HELP trapstat_memory_stalls_total Waits on memory since trapstatd started, as the kernel's delay accounting counts them, by cause (as trapstat_memory_stall_seconds_total) and systemd unit.
+# TYPE trapstat_memory_stalls_total counter
+trapstat_memory_stalls_total{cause="swapin",unit="a.service"} 3
+trapstat_memory_stalls_total{cause="thrashing",unit="a.service"} 0
+trapstat_memory_stalls_total{cause="reclaim",unit="a.service"} 1
+trapstat_memory_stalls_total{cause="compact",unit="a.service"} 0
+trapstat_memory_stalls_total{cause="swapin",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stalls_total{cause="thrashing",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stalls_total{cause="reclaim",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stalls_total{cause="compact",unit="ev\"il\\\n.service"} 0
+trapstat_memory_stalls_total{cause="swapin",unit=""} 0
+trapstat_memory_stalls_total{cause="thrashing",unit=""} 1
+trapstat_memory_stalls_total{cause="reclaim",unit=""} 0
+trapstat_memory_stalls_total{cause="compact",unit=""} 0
+trapstat_memory_stalls_total{cause="swapin",unit="other"} 2
+trapstat_memory_stalls_total{cause="thrashing",unit="other"} 1
+trapstat_memory_stalls_total{cause="reclaim",unit="other"} 0
+trapstat_memory_stalls_total{cause="compact",unit="other"} 2
+# HELP trapstat_block_io_delay_seconds_total Time waited for block I/O since trapstatd started, seconds, as the kernel's delay accounting says, by systemd unit.
+# TYPE trapstat_block_io_delay_seconds_total counter
+trapstat_block_io_delay_seconds_total{unit="a.service"} 2
+trapstat_block_io_delay_seconds_total{unit="ev\"il\\\n.service"} 0
+trapstat_block_io_delay_seconds_total{unit=""} 0
+trapstat_block_io_delay_seconds_total{unit="other"} 0.00000001
+# HELP trapstat_block_io_delays_total Waits for block I/O since trapstatd started, as the kernel's delay accounting counts them, by systemd unit.
+# TYPE trapstat_block_io_delays_total counter
+trapstat_block_io_delays_total{unit="a.service"} 7
+trapstat_block_io_delays_total{unit="ev\"il\\\n.service"} 0
+trapstat_block_io_delays_total{unit=""} 0
+trapstat_block_io_delays_total{unit="other"} 2
 # HELP trapstat_drops_total Events trapstatd could not count since it started, by kind.
 # TYPE trapstat_drops_total counter
 trapstat_drops_total{kind="fault_map_full"} 3
@@ -472,11 +533,13 @@ class Exporter(unittest.TestCase):
 
     def test_unit_bound(self):
         """5000 units in every reply, asked for 100: 100 units and "other" in each family."""
-        units = [{"unit": f"u{i}.service", "processes": 1, "counters": counters(faults(2, 0, 2, 0, 2), {"UD": 1})}
+        units = [{"unit": f"u{i}.service", "processes": 1,
+                  "counters": counters(faults(2, 0, 2, 0, 2), {"UD": 1}, stall=stall(swapin=(10, 1), blkio=(3, 1)))}
                  for i in range(5000)]
         self.replies["io.trapstat.UnitTotals"] = {
             "sinceUsec": 1, "units": units, "otherUnits": 0,
-            "total": counters(faults(10000, 0, 10000, 0, 10000), {"UD": 5000})}
+            "total": counters(faults(10000, 0, 10000, 0, 10000), {"UD": 5000},
+                              stall=stall(swapin=(50000, 5000), blkio=(15000, 5000)))}
         port = self.exporter("--unit-limit", "100")
         body = http(port)[2]
         self.assertEqual(self.standin.calls[0]["parameters"], {"limit": 100})
@@ -485,9 +548,13 @@ class Exporter(unittest.TestCase):
                                ("trapstat_page_fault_seconds_total", 3), ("trapstat_major_fault_seconds_total", 3),
                                ("trapstat_page_fault_duration_seconds_bucket", 24),
                                ("trapstat_page_fault_duration_seconds_sum", 1),
-                               ("trapstat_page_fault_duration_seconds_count", 1)):
+                               ("trapstat_page_fault_duration_seconds_count", 1),
+                               ("trapstat_memory_stall_seconds_total", 4), ("trapstat_memory_stalls_total", 4),
+                               ("trapstat_block_io_delay_seconds_total", 1), ("trapstat_block_io_delays_total", 1)):
             self.assertEqual(sum(line.startswith(name + "{") for line in body.splitlines()), 101 * per_unit, name)
         self.assertIn('trapstat_traps_total{vector="UD",unit="other"} 4900\n', body)
+        self.assertIn('trapstat_memory_stall_seconds_total{cause="swapin",unit="other"} 0.000049\n', body)
+        self.assertIn('trapstat_block_io_delays_total{unit="other"} 4900\n', body)
         self.promtool(body)
 
     def test_major_cause_not_told(self):
@@ -507,6 +574,21 @@ class Exporter(unittest.TestCase):
         self.assertIn('trapstat_page_fault_seconds_total{kind="major",unit="a.service"} 0.0000009\n', body)
         self.assertNotIn("trapstat_major_fault_seconds", body)
         self.promtool(body)
+
+    def test_stall_not_known(self):
+        """A daemon whose kernel keeps no delay accounting (stall null) and one older than it (no
+        stall): no memory stall or block I/O series at all, the rest as before; promtool takes it."""
+        for st in ({"stall": None}, {}):
+            with self.subTest(stall=st):
+                self.replies["io.trapstat.UnitTotals"] = {
+                    "sinceUsec": 1, "otherUnits": 1,
+                    "units": [{"unit": "a.service", "processes": 1, "counters": counters(faults(4, 0, 4, 0, 4), {}, **st)}],
+                    "total": counters(faults(9, 0, 9, 0, 9), {}, **st)}
+                body = http(self.exporter())[2]
+                self.assertIn('trapstat_minor_faults_total{unit="other"} 5\n', body)
+                self.assertNotIn("stall", body)
+                self.assertNotIn("block_io", body)
+                self.promtool(body)
 
     def test_usage(self):
         exe = binary("TRAPSTAT_EXPORTER")
@@ -597,7 +679,10 @@ class Exporter(unittest.TestCase):
                             # faults is the series without cause.
                             ('trapstat_major_faults_total{unit="other",cause="anon"}', "1"),
                             ('trapstat_major_faults_total{unit="other",cause=""}', "0"),
-                            ('trapstat_major_fault_seconds_total{unit="a.service",cause="file"}', "2.5e-07")):
+                            ('trapstat_major_fault_seconds_total{unit="a.service",cause="file"}', "2.5e-07"),
+                            ('trapstat_memory_stall_seconds_total{unit="a.service",cause="swapin"}', "1.5"),
+                            ('trapstat_memory_stalls_total{unit="other",cause="compact"}', "2"),
+                            ('trapstat_block_io_delay_seconds_total{unit="a.service"}', "2")):
             with urllib.request.urlopen(f"http://127.0.0.1:{web}/api/v1/query?query={urllib.parse.quote(query)}",
                                         timeout=5) as r:
                 result = json.load(r)["data"]["result"]

@@ -3,8 +3,9 @@
 #UD and #BP traps (tests/helpers/raise-traps), in a unit made of a cgroup named like one (as in
 test_unit_totals), shows as exactly that increment of trapstat_traps_total for its unit, also
 after it exited; faults held by a userfaultfd handler (tests/helpers/slow-faults) in another
-unit show as the daemon's UnitTotals faultTime exactly, seconds and histogram; the real
-expositions pass promtool; --unit-limit 1 gives one unit and "other" per family; a stopped
+unit show as the daemon's UnitTotals faultTime exactly, seconds and histogram, and its stall
+(the kernel's delay accounting) exactly or, where it is null, not at all; the real expositions
+pass promtool; --unit-limit 1 gives one unit and "other" per family; a stopped
 daemon gives trapstat_up 0."""
 import itertools
 import json
@@ -34,6 +35,12 @@ TIME_UNIT = f"trapstat-test-exporter-{os.getpid()}-t.service"
 EDGES = [repr((1 << i) * 1000 / 1e9) for i in range(23)] + ["+Inf"]
 PROMTOOL = shutil.which("promtool")
 N = 150
+# The kernel's delay accounting (Counters.stall): family, the causes it has (None: no label
+# cause), seconds or waits.
+STALL_FAMILIES = {"trapstat_memory_stall_seconds_total": (("swapin", "thrashing", "reclaim", "compact"), "Ns"),
+                  "trapstat_memory_stalls_total": (("swapin", "thrashing", "reclaim", "compact"), "Count"),
+                  "trapstat_block_io_delay_seconds_total": ((None,), "Ns"),
+                  "trapstat_block_io_delays_total": ((None,), "Count")}
 
 
 def free_port():
@@ -152,6 +159,11 @@ class ExporterDaemon(unittest.TestCase):
         if platform.machine() == "x86_64":  # the access breakdown is x86's
             self.assertGreater(value(text, "trapstat_page_faults_total", mode="user", access="read", unit=UNIT), 0)
         self.assertRegex(text, r'\ntrapstat_drops_total\{kind="fault_map_full"\} [0-9]+\n')
+        # The kernel's delay accounting: no family at all where the daemon has none (stall null).
+        with Connection(self.daemon.socket) as c:
+            known = c.call("io.trapstat.UnitTotals", {"limit": 1})["total"].get("stall") is not None
+        for family in STALL_FAMILIES:
+            self.assertEqual(f"\n# TYPE {family} counter\n" in text, known, family)
         self.promtool(text)
 
     def promtool(self, text):
@@ -219,6 +231,18 @@ class ExporterDaemon(unittest.TestCase):
             for cause in ("file", "anon", "shmem"):
                 seconds = sample_text(text, "trapstat_major_fault_seconds_total", cause=cause, unit=TIME_UNIT)
                 self.assertEqual(Decimal(seconds) * 10**9, ft["majorNsByCause"][cause], cause)
+        # The unit's delay accounting as the same row has it, seconds digit for digit; none at all
+        # where the row's stall is null.
+        stall = row["counters"].get("stall")
+        for family, (causes, member) in STALL_FAMILIES.items():
+            for cause in causes:
+                labels = {"cause": cause, "unit": TIME_UNIT} if cause else {"unit": TIME_UNIT}
+                got = sample_text(text, family, **labels)
+                if stall is None:
+                    self.assertIsNone(got, (family, cause))
+                    continue
+                want = stall[f"{cause or 'blkio'}{member}"]
+                self.assertEqual(Decimal(got) * 10**9 if member == "Ns" else int(got), want, (family, cause))
         self.promtool(text)
 
     def test_unit_limit(self):

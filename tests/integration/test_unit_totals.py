@@ -26,12 +26,18 @@ USER = user_name("trapstat-totals-test")
 # With the test's pid: two runs side by side on one machine (two checkouts) never share a cgroup.
 PREFIX = f"trapstat-test-totals-{os.getpid()}-"
 UNITS = {name: f"{PREFIX}{name}.service" for name in "ab"}
-# The smallest bound trapstatd takes: 14 drop kinds, units not reported, and one unit's 49 twice.
-MAX_METRICS = 113
+# The smallest bound trapstatd takes: 14 drop kinds, units not reported, and one unit's 59 twice.
+MAX_METRICS = 133
 DROP_KINDS = 14
 # The metrics by cause, and the parts of Faults and FaultTime they are.
 BY_CAUSE = {"io.trapstat.MajorFaultsByCause": ("faults", "majorByCause"),
             "io.trapstat.MajorFaultTimeNsByCause": ("faultTime", "majorNsByCause")}
+# The metrics of the kernel's delay accounting: the causes (None: no field) and the member of
+# Stall ("<cause>Ns" or "<cause>Count", blkio's where there is no cause).
+STALL = {"io.trapstat.MemoryStallNs": (("swapin", "thrashing", "reclaim", "compact"), "Ns"),
+         "io.trapstat.MemoryStalls": (("swapin", "thrashing", "reclaim", "compact"), "Count"),
+         "io.trapstat.BlockIoDelayNs": ((None,), "Ns"),
+         "io.trapstat.BlockIoDelays": ((None,), "Count")}
 
 
 def invalid(member):
@@ -290,6 +296,18 @@ class UnitTotals(unittest.TestCase):
         for m in by_cause:
             self.assertEqual(set(m["fields"]), {"cause"}, m)
             self.assertIn(m["fields"]["cause"], ("file", "anon", "shmem"), m)
+        # The delay accounting: none at all where the daemon has none (stall null); else a memory
+        # one has the field cause alone, a block I/O one no fields.
+        stalls = [m for m in ms if m["name"] in STALL]
+        if self.totals(limit=1)["total"].get("stall") is None:
+            self.assertEqual(stalls, [])
+        for m in stalls:
+            causes = STALL[m["name"]][0]
+            if causes == (None,):
+                self.assertNotIn("fields", m)
+            else:
+                self.assertEqual(set(m["fields"]), {"cause"}, m)
+                self.assertIn(m["fields"]["cause"], causes, m)
 
     def test_max_unit_totals(self):
         # A daemon that keeps one unit name: of two units of its own whose workloads run after it
@@ -327,7 +345,7 @@ class UnitTotals(unittest.TestCase):
             self.assertIn("other", [u["unit"] for u in r["units"]])
 
     def test_metrics_bound(self):
-        # 30 more units of one #UD each: more than 113 replies' worth (15 system-wide, about 7
+        # 30 more units of one #UD each: more than 133 replies' worth (15 system-wide, about 7
         # series a unit), so that some go into "other".
         root = cgroup2_root()
         names = [f"m{i:02d}" for i in range(30)]
@@ -349,7 +367,7 @@ class UnitTotals(unittest.TestCase):
 
         ms = wait_for(lambda: all_counted(self.metrics()), what="units not reported and every #UD counted")
         self.assertLessEqual(len(ms), MAX_METRICS)
-        # Room for at most (113 - 15) / 3 objects: each has a page fault, minor faults and processes.
+        # Room for at most (133 - 15) / 3 objects: each has a page fault, minor faults and processes.
         objects = {m["object"] for m in ms if "object" in m}
         self.assertIn("other", objects)
         self.assertLessEqual(len(objects), (MAX_METRICS - DROP_KINDS - 1) // 3)
@@ -416,6 +434,16 @@ class UnitTotals(unittest.TestCase):
                     self.assertIsNone(got, (name, cause))
                 else:
                     self.assertEqual(got, told[cause], (name, cause))
+        # The delay accounting as the same row has it (a zero not listed), none where it is null.
+        stall = row["counters"].get("stall")
+        for name, (causes, member) in STALL.items():
+            for cause in causes:
+                got = self.value(ms, name, UNITS["t"], **({"cause": cause} if cause else {}))
+                want = stall[f"{cause or 'blkio'}{member}"] if stall else 0
+                if want == 0:
+                    self.assertIsNone(got, (name, cause))
+                else:
+                    self.assertEqual(got, want, (name, cause))
 
     def test_metrics_protocol(self):
         self.assertEqual(self.stream("io.systemd.Metrics.List", more=False),
@@ -428,6 +456,8 @@ class UnitTotals(unittest.TestCase):
                                     "io.trapstat.MajorFaultsByCause": "counter",
                                     "io.trapstat.PageFaultTimeNs": "counter",
                                     "io.trapstat.MajorFaultTimeNsByCause": "counter",
+                                    "io.trapstat.MemoryStallNs": "counter", "io.trapstat.MemoryStalls": "counter",
+                                    "io.trapstat.BlockIoDelayNs": "counter", "io.trapstat.BlockIoDelays": "counter",
                                     "io.trapstat.Processes": "counter", "io.trapstat.Drops": "counter",
                                     "io.trapstat.UnitsNotReported": "gauge"})
         # The report socket serves nothing else; the main socket no io.systemd.Metrics.

@@ -5,7 +5,8 @@
  * fault time as seconds by kind and as a histogram (cumulative buckets at the daemon's edges,
  * +Inf equal to _count, _sum, "other" bucket by bucket, a unit with nothing timed); major faults
  * and their time by cause, with cause "" the rest, and only cause "" where the daemon does not
- * tell causes or is older than them. */
+ * tell causes or is older than them; the kernel's delay accounting (memory stalls by cause, block
+ * I/O delays) as seconds and waits, none where it is null or missing, malformed ones refused. */
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,6 +48,19 @@
         "{\"faults\":" faults ",\"faultTime\":" time ",\"traps\":" traps ",\"signals\":{},\"signalCodes\":{}}"
 /* Nothing timed. */
 #define COUNTERS(faults, traps) COUNTERS_T(faults, FAULT_TIME(0, 0, 0, 0, NO_BUCKETS), traps)
+/* Stall: nanoseconds and waits of swapin, thrashing, reclaim, compact and blkio. */
+#define STALL(sw, swc, th, thc, re, rec, co, coc, bl, blc)                                        \
+        "{\"swapinNs\":" #sw ",\"swapinCount\":" #swc ",\"thrashingNs\":" #th ",\"thrashingCount\":" #thc \
+        ",\"reclaimNs\":" #re ",\"reclaimCount\":" #rec ",\"compactNs\":" #co ",\"compactCount\":" #coc     \
+        ",\"blkioNs\":" #bl ",\"blkioCount\":" #blc "}"
+/* Timed, with a stall. */
+#define COUNTERS_TS(faults, time, stall, traps)                                                    \
+        "{\"faults\":" faults ",\"faultTime\":" time ",\"stall\":" stall ",\"traps\":" traps                \
+        ",\"signals\":{},\"signalCodes\":{}}"
+/* Nothing timed, with a stall (a STALL(), or null). */
+#define COUNTERS_S(faults, stall, traps)                                                           \
+        "{\"faults\":" faults ",\"faultTime\":" FAULT_TIME(0, 0, 0, 0, NO_BUCKETS) ",\"stall\":" stall    \
+        ",\"traps\":" traps ",\"signals\":{},\"signalCodes\":{}}"
 
 /* Two units, processes in no unit, the daemon's "other", and two units beyond limit (in total).
  * Fault time: a.service a kernel fault of 250 ns (bucket 0), a minor one of 1.5 us (1) and a
@@ -333,6 +347,22 @@ static void test_malformed(void **state) {
                 FAULT_TIME(0, 0, 0, 0, "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,-1]"), "{}") "}",
                 "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_T(FAULTS(0, 0, 0, 0, 0, 0, 0),
                 "{\"minorNs\":0,\"majorNs\":0,\"kernelNs\":0,\"maxNs\":0,\"minNs\":0,\"histogram\":" NO_BUCKETS "}", "{}") "}",
+                /* Stall: a negative count, a member missing, one the schema does not have, not an
+                 * object; in a unit's row as in the total. */
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                STALL(0, 0, 0, 0, 0, -1, 0, 0, 0, 0), "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                "{\"swapinNs\":0,\"swapinCount\":0}", "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[],\"total\":" COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                "{\"swapinNs\":0,\"swapinCount\":0,\"thrashingNs\":0,\"thrashingCount\":0,\"reclaimNs\":0,"
+                "\"reclaimCount\":0,\"compactNs\":0,\"compactCount\":0,\"blkioNs\":0,\"blkioCount\":0,\"irqNs\":0}",
+                "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":\"a.service\",\"counters\":"
+                COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0), "[]", "{}") "}],\"total\":" COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                STALL(0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[{\"unit\":\"a.service\",\"counters\":"
+                COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0), STALL(0, 0, 0, 0, 0, 0, 0, 0, 1.5, 0), "{}") "}],\"total\":"
+                COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0), STALL(0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "{}") "}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 json_t *t = json_loads(bad[i], 0, NULL);
@@ -388,6 +418,172 @@ static void test_older_daemon(void **state) {
         assert_int_equal(count_lines(out, "trapstat_major_fault_seconds"), 0);
         assert_int_equal(count_lines(out, "# HELP trapstat_major_fault_seconds"), 0);
         free(out);
+}
+
+#define STALL_HELP                                                                                 \
+        "# HELP trapstat_memory_stall_seconds_total Time waited on memory since trapstatd started, seconds, as the " \
+        "kernel's delay accounting says, by cause and systemd unit: swapin for pages read back from swap, "      \
+        "thrashing for pages of the working set read again after their eviction, reclaim for direct reclaim, "  \
+        "compact for direct compaction.\n"                                                         \
+        "# TYPE trapstat_memory_stall_seconds_total counter\n"
+#define STALLS_HELP                                                                                \
+        "# HELP trapstat_memory_stalls_total Waits on memory since trapstatd started, as the kernel's delay "  \
+        "accounting counts them, by cause (as trapstat_memory_stall_seconds_total) and systemd unit.\n"        \
+        "# TYPE trapstat_memory_stalls_total counter\n"
+#define BLOCK_IO_HELP                                                                              \
+        "# HELP trapstat_block_io_delay_seconds_total Time waited for block I/O since trapstatd started, "     \
+        "seconds, as the kernel's delay accounting says, by systemd unit.\n"                       \
+        "# TYPE trapstat_block_io_delay_seconds_total counter\n"
+#define BLOCK_IOS_HELP                                                                             \
+        "# HELP trapstat_block_io_delays_total Waits for block I/O since trapstatd started, as the kernel's "  \
+        "delay accounting counts them, by systemd unit.\n"                                         \
+        "# TYPE trapstat_block_io_delays_total counter\n"
+
+/* a.service and no unit listed, the daemon's "other" (its own row is not used: other is the total
+ * less the listed units). other = total - a - none: swapin 2000 ns in 2 waits, thrashing 7 ns
+ * in 1, reclaim none, compact 1 ms in 2, blkio 10 ns in 2. */
+static const char *stall_json =
+        "{\"sinceUsec\":1,\"otherUnits\":1,\"units\":["
+        "{\"unit\":\"a.service\",\"processes\":1,\"counters\":" COUNTERS_S(FAULTS(1, 0, 1, 0, 1, 0, 0),
+                STALL(1500000000, 3, 0, 0, 250, 1, 0, 0, 2000000000, 7), "{}") "},"
+        "{\"unit\":null,\"processes\":1,\"counters\":" COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                STALL(0, 0, 0, 0, 0, 0, 0, 0, 0, 0), "{}") "},"
+        "{\"unit\":\"other\",\"processes\":4,\"counters\":" COUNTERS_S(FAULTS(0, 0, 0, 0, 0, 0, 0),
+                STALL(1000, 1, 0, 0, 0, 0, 0, 0, 5, 1), "{}") "}"
+        "],\"total\":" COUNTERS_S(FAULTS(1, 0, 1, 0, 1, 0, 0),
+                STALL(1500002000, 5, 7, 1, 250, 1, 1000000, 2, 2000000010, 9), "{}") "}";
+
+/* The kernel's delay accounting of each unit, byte for byte: seconds as the fault time's are
+ * written (exact decimals of the nanoseconds), waits as counts; memory by cause, block I/O a
+ * family of its own without a cause; the families last before the drops, and written whether
+ * or not the daemon times faults. */
+static void test_stall(void **state) {
+        (void) state;
+        static const char *expected =
+                STALL_HELP
+                "trapstat_memory_stall_seconds_total{cause=\"swapin\",unit=\"a.service\"} 1.5\n"
+                "trapstat_memory_stall_seconds_total{cause=\"thrashing\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"reclaim\",unit=\"a.service\"} 0.00000025\n"
+                "trapstat_memory_stall_seconds_total{cause=\"compact\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"swapin\",unit=\"\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"thrashing\",unit=\"\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"reclaim\",unit=\"\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"compact\",unit=\"\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"swapin\",unit=\"other\"} 0.000002\n"
+                "trapstat_memory_stall_seconds_total{cause=\"thrashing\",unit=\"other\"} 0.000000007\n"
+                "trapstat_memory_stall_seconds_total{cause=\"reclaim\",unit=\"other\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"compact\",unit=\"other\"} 0.001\n"
+                STALLS_HELP
+                "trapstat_memory_stalls_total{cause=\"swapin\",unit=\"a.service\"} 3\n"
+                "trapstat_memory_stalls_total{cause=\"thrashing\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"reclaim\",unit=\"a.service\"} 1\n"
+                "trapstat_memory_stalls_total{cause=\"compact\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"swapin\",unit=\"\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"thrashing\",unit=\"\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"reclaim\",unit=\"\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"compact\",unit=\"\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"swapin\",unit=\"other\"} 2\n"
+                "trapstat_memory_stalls_total{cause=\"thrashing\",unit=\"other\"} 1\n"
+                "trapstat_memory_stalls_total{cause=\"reclaim\",unit=\"other\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"compact\",unit=\"other\"} 2\n"
+                BLOCK_IO_HELP
+                "trapstat_block_io_delay_seconds_total{unit=\"a.service\"} 2\n"
+                "trapstat_block_io_delay_seconds_total{unit=\"\"} 0\n"
+                "trapstat_block_io_delay_seconds_total{unit=\"other\"} 0.00000001\n"
+                BLOCK_IOS_HELP
+                "trapstat_block_io_delays_total{unit=\"a.service\"} 7\n"
+                "trapstat_block_io_delays_total{unit=\"\"} 0\n"
+                "trapstat_block_io_delays_total{unit=\"other\"} 2\n";
+        static const char *off = "{\"dropsByKind\":[{\"kind\":\"fault_map_full\",\"count\":3,\"lost\":\"x\"}],"
+                                 "\"sources\":[{\"name\":\"fault_time\",\"active\":false,\"reason\":\"off\"}]}";
+        char *out = render(stall_json, NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+        const char *at = strstr(out, "# HELP trapstat_memory_stall_seconds_total");
+
+        assert_non_null(at);
+        assert_string_equal(at, expected);
+        free(out);
+
+        /* Fault time off: no fault time, the stall all the same, then the drops. */
+        out = render(stall_json, off, NULL, 0, 0, METRICS_PROMETHEUS);
+        assert_int_equal(count_lines(out, "trapstat_page_fault_seconds"), 0);
+        at = strstr(out, "# HELP trapstat_memory_stall_seconds_total");
+        assert_non_null(at);
+        assert_int_equal(strncmp(at, expected, strlen(expected)), 0);
+        assert_string_equal(at + strlen(expected), "# HELP trapstat_drops_total Events trapstatd could not count "
+                                                   "since it started, by kind.\n# TYPE trapstat_drops_total counter\n"
+                                                   "trapstat_drops_total{kind=\"fault_map_full\"} 3\n");
+        free(out);
+
+        /* OpenMetrics: the families without _total, the samples with it. */
+        out = render(stall_json, NULL, NULL, 0, 0, METRICS_OPENMETRICS);
+        assert_non_null(strstr(out, "# TYPE trapstat_memory_stall_seconds counter\n"
+                                    "trapstat_memory_stall_seconds_total{cause=\"swapin\",unit=\"a.service\"} 1.5\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_memory_stalls counter\n"
+                                    "trapstat_memory_stalls_total{cause=\"swapin\",unit=\"a.service\"} 3\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_block_io_delay_seconds counter\n"
+                                    "trapstat_block_io_delay_seconds_total{unit=\"a.service\"} 2\n"));
+        assert_non_null(strstr(out, "# TYPE trapstat_block_io_delays counter\n"
+                                    "trapstat_block_io_delays_total{unit=\"a.service\"} 7\n"));
+        free(out);
+}
+
+/* No delay accounting: stall null (the daemon's kernel keeps none) or missing (a daemon older
+ * than it): no series and no family, rather than zeros. */
+static void test_stall_not_known(void **state) {
+        (void) state;
+        const char *replies[] = {
+                "{\"sinceUsec\":1,\"otherUnits\":1,\"units\":[{\"unit\":\"a.service\",\"processes\":1,\"counters\":"
+                COUNTERS_S(FAULTS(1, 0, 1, 0, 1, 0, 0), "null", "{}") "}],\"total\":"
+                COUNTERS_S(FAULTS(2, 0, 2, 0, 2, 0, 0), "null", "{}") "}",
+                "{\"sinceUsec\":1,\"otherUnits\":1,\"units\":[{\"unit\":\"a.service\",\"processes\":1,\"counters\":"
+                COUNTERS(FAULTS(1, 0, 1, 0, 1, 0, 0), "{}") "}],\"total\":" COUNTERS(FAULTS(2, 0, 2, 0, 2, 0, 0), "{}") "}",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(replies); i++) {
+                _cleanup_free_ char *out = render(replies[i], NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+
+                assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"other\"} 1\n"));
+                assert_null(strstr(out, "stall"));
+                assert_null(strstr(out, "block_io"));
+        }
+}
+
+/* The total known, one unit's stall not (an inconsistent reply, or a daemon that summed rows of
+ * both): that unit has no series, and neither has "other", whose remainder would hold its
+ * unknown part; the other unit's are written. */
+static void test_stall_one_unit_known(void **state) {
+        (void) state;
+        _cleanup_free_ char *out = render(
+                "{\"sinceUsec\":1,\"otherUnits\":1,\"units\":["
+                "{\"unit\":\"a.service\",\"processes\":1,\"counters\":" COUNTERS_S(FAULTS(1, 0, 1, 0, 1, 0, 0),
+                        STALL(3000000000, 2, 0, 0, 0, 0, 0, 0, 40, 1), "{}") "},"
+                "{\"unit\":\"b.service\",\"processes\":1,\"counters\":" COUNTERS_S(FAULTS(1, 0, 1, 0, 1, 0, 0),
+                        "null", "{}") "}"
+                "],\"total\":" COUNTERS_S(FAULTS(3, 0, 3, 0, 3, 0, 0),
+                        STALL(3000000001, 3, 0, 0, 0, 0, 0, 0, 50, 2), "{}") "}",
+                NULL, NULL, 0, 0, METRICS_PROMETHEUS);
+        const char *expected =
+                STALL_HELP
+                "trapstat_memory_stall_seconds_total{cause=\"swapin\",unit=\"a.service\"} 3\n"
+                "trapstat_memory_stall_seconds_total{cause=\"thrashing\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"reclaim\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stall_seconds_total{cause=\"compact\",unit=\"a.service\"} 0\n"
+                STALLS_HELP
+                "trapstat_memory_stalls_total{cause=\"swapin\",unit=\"a.service\"} 2\n"
+                "trapstat_memory_stalls_total{cause=\"thrashing\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"reclaim\",unit=\"a.service\"} 0\n"
+                "trapstat_memory_stalls_total{cause=\"compact\",unit=\"a.service\"} 0\n"
+                BLOCK_IO_HELP
+                "trapstat_block_io_delay_seconds_total{unit=\"a.service\"} 0.00000004\n"
+                BLOCK_IOS_HELP
+                "trapstat_block_io_delays_total{unit=\"a.service\"} 1\n";
+        const char *at = strstr(out, "# HELP trapstat_memory_stall_seconds_total");
+
+        /* b.service and "other" are there in the other families. */
+        assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"b.service\"} 1\n"));
+        assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"other\"} 1\n"));
+        assert_non_null(at);
+        assert_string_equal(at, expected);
 }
 
 /* A daemon that cannot tell major faults' causes (Linux before 5.17, --disable-source
@@ -467,11 +663,13 @@ static void test_unit_bound(void **state) {
         assert_non_null(f);
         fputs("{\"sinceUsec\":1,\"otherUnits\":0,\"units\":[", f);
         for (int i = 0; i < 50; i++)
-                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS_T(FAULTS_C(2, 0, 2, 1, 2, 0, 0, 0, 1, 0),
-                        FAULT_TIME(3000, 0, 0, 2000, "[0,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":1}") "}",
+                fprintf(f, "%s{\"unit\":\"u%d.service\",\"processes\":1,\"counters\":" COUNTERS_TS(FAULTS_C(2, 0, 2, 1, 2, 0, 0, 0, 1, 0),
+                        FAULT_TIME(3000, 0, 0, 2000, "[0,1,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"),
+                        STALL(1000, 1, 0, 0, 0, 0, 0, 0, 7, 1), "{\"UD\":1}") "}",
                         i ? "," : "", i);
-        fputs("],\"total\":" COUNTERS_T(FAULTS_C(100, 0, 100, 50, 100, 0, 0, 0, 50, 0),
-              FAULT_TIME(150000, 0, 0, 2000, "[0,50,50,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"), "{\"UD\":50}") "}", f);
+        fputs("],\"total\":" COUNTERS_TS(FAULTS_C(100, 0, 100, 50, 100, 0, 0, 0, 50, 0),
+              FAULT_TIME(150000, 0, 0, 2000, "[0,50,50,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]"),
+              STALL(50000, 50, 0, 0, 0, 0, 0, 0, 350, 50), "{\"UD\":50}") "}", f);
         assert_int_equal(fclose(f), 0);
 
         _cleanup_free_ char *out = render(units, NULL, NULL, 10, 0, METRICS_PROMETHEUS);
@@ -480,6 +678,14 @@ static void test_unit_bound(void **state) {
         assert_int_equal(count_lines(out, "trapstat_page_faults_total{"), 11 * 5);
         assert_int_equal(count_lines(out, "trapstat_major_faults_total{"), 11 * 4);
         assert_int_equal(count_lines(out, "trapstat_major_fault_seconds_total{"), 11 * 3);
+        assert_int_equal(count_lines(out, "trapstat_memory_stall_seconds_total{"), 11 * 4);
+        assert_int_equal(count_lines(out, "trapstat_memory_stalls_total{"), 11 * 4);
+        assert_int_equal(count_lines(out, "trapstat_block_io_delay_seconds_total{"), 11);
+        assert_int_equal(count_lines(out, "trapstat_block_io_delays_total{"), 11);
+        assert_non_null(strstr(out, "trapstat_memory_stall_seconds_total{cause=\"swapin\",unit=\"other\"} 0.00004\n"));
+        assert_non_null(strstr(out, "trapstat_memory_stalls_total{cause=\"swapin\",unit=\"other\"} 40\n"));
+        assert_non_null(strstr(out, "trapstat_block_io_delay_seconds_total{unit=\"other\"} 0.00000028\n"));
+        assert_non_null(strstr(out, "trapstat_block_io_delays_total{unit=\"other\"} 40\n"));
         assert_non_null(strstr(out, "trapstat_traps_total{vector=\"UD\",unit=\"other\"} 40\n"));
         assert_non_null(strstr(out, "trapstat_minor_faults_total{unit=\"other\"} 80\n"));
         assert_non_null(strstr(out, "trapstat_major_faults_total{cause=\"anon\",unit=\"other\"} 40\n"));
@@ -630,6 +836,9 @@ int main(void) {
                 cmocka_unit_test(test_fault_time_off),
                 cmocka_unit_test(test_access_not_counted),
                 cmocka_unit_test(test_major_cause_not_counted),
+                cmocka_unit_test(test_stall),
+                cmocka_unit_test(test_stall_not_known),
+                cmocka_unit_test(test_stall_one_unit_known),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;

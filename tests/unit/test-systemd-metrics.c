@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The io.systemd.Metrics List replies (daemon/systemd-metrics-util.c): the series of a unit, the
  * system-wide ones, the bound and "other"; major faults and their time by cause, none where the
- * daemon does not count causes; the families Describe lists. */
+ * daemon does not count causes; the kernel's delay accounting (memory stalls by cause, block I/O
+ * delays), none where the daemon has none; the families Describe lists. */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,9 +27,12 @@ static const CollectorDrop drops[MANAGER_DROP_KINDS] = {
         { { "symbol_unreadable", "" } },  { { "tick_merged", "" } },
 };
 /* The numbers below: 15 system-wide series (14 drop kinds, units not reported), an object at most
- * 49 series, so the smallest bound 15 + 2 * 49. */
+ * 59 series (33 vectors, 4 page fault kinds, minor, major, 3 causes, 3 kinds of fault time, 3
+ * causes' time, 4 memory stall causes' time and 4 their waits, block I/O's time and waits,
+ * processes), so the smallest bound 15 + 2 * 59. */
 _Static_assert(METRICS_SYSTEM_SERIES == 15, "the counts below have 15 system-wide series");
-_Static_assert(METRICS_MIN_MAX == 113, "the bounds below are 113");
+_Static_assert(METRICS_MAX_SERIES_PER_OBJECT == 59, "an object has at most 59 series");
+_Static_assert(METRICS_MIN_MAX == 133, "the bounds below are 133");
 
 /* The value of the metric name with object and (when not NULL) field = value; -1 when absent. */
 static json_int_t find(json_t *list, const char *name, const char *object, const char *field, const char *value) {
@@ -176,7 +180,7 @@ static void test_parts_not_counted(void **state _unused_) {
         json_decref(list);
 }
 
-/* Units of two series each (#UD, processes); the bound 113 leaves 96 for units and "other",
+/* Units of two series each (#UD, processes); the bound 133 leaves 116 for units and "other",
  * after the 15 system-wide series and the system-wide totals (#UD, processes). */
 static void check_bound(size_t n_units, size_t expect_replies, size_t expect_reported) {
         _cleanup_free_ UnitTotalsRow *rows = calloc(n_units + 1, sizeof(*rows));
@@ -193,7 +197,7 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
                         other_processes++;
                 }
         }
-        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 113);
+        list = metrics_list_build(rows, n_units, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 133);
         assert_non_null(list);
         assert_int_equal(json_array_size(list), expect_replies);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), n_units - expect_reported);
@@ -212,10 +216,10 @@ static void check_bound(size_t n_units, size_t expect_replies, size_t expect_rep
 }
 
 static void test_bound(void **state _unused_) {
-        check_bound(47, 15 + 2 + 94, 47); /* all fit */
-        check_bound(48, 113, 48);          /* exactly */
-        check_bound(49, 113, 47);          /* 47 and "other" of 2 */
-        check_bound(500, 113, 47);
+        check_bound(57, 15 + 2 + 114, 57); /* all fit */
+        check_bound(58, 133, 58);           /* exactly */
+        check_bound(59, 133, 57);           /* 57 and "other" of 2 */
+        check_bound(500, 133, 57);
 }
 
 /* The totals' own "other" (units beyond --max-unit-totals) is summed into the report's. */
@@ -225,7 +229,7 @@ static void test_other_merged(void **state _unused_) {
                 { .unit = "a.service", .processes = 1, .traps.vector[6] = 10, .fault_time.kernel_ns = 2 },
         };
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops),
-                                                         FAULTS_KNOWN_ALL, 113);
+                                                         FAULTS_KNOWN_ALL, 133);
 
         /* 15 system-wide, the totals' 3, a.service's 3, other's 3. */
         assert_int_equal(json_array_size(list), 15 + 3 + 3 + 3);
@@ -240,11 +244,11 @@ static void test_other_merged(void **state _unused_) {
 }
 
 /* A unit's fault time, summed into "other" with it when it does not fit: 3 series of time (and
- * #UD, processes) make 5 a unit; 113 - 15 - 5 (the totals) = 93 leave room for 17 units and
- * "other" (90: an 18th and "other" would be 95). */
+ * #UD, processes) make 5 a unit; 133 - 15 - 5 (the totals) = 113 leave room for 21 units and
+ * "other" (110: a 22nd and "other" would be 115). */
 static void test_fault_time_other(void **state _unused_) {
-        UnitTotalsRow rows[20];
-        char names[20][32];
+        UnitTotalsRow rows[25];
+        char names[25][32];
         uint64_t other_minor = 0;
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
@@ -253,25 +257,25 @@ static void test_fault_time_other(void **state _unused_) {
                                             .fault_time = { .minor_ns = 1000 + i, .major_ns = 1, .kernel_ns = 1 } };
         }
         _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops),
-                                                         FAULTS_KNOWN_ALL, 113);
+                                                         FAULTS_KNOWN_ALL, 133);
         assert_non_null(list);
-        assert_int_equal(json_array_size(list), 15 + 5 + 17 * 5 + 5);
-        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 3);
+        assert_int_equal(json_array_size(list), 15 + 5 + 21 * 5 + 5);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 4);
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", names[i], "kind", "minor"),
-                                 i < 17 ? (json_int_t) (1000 + i) : -1);
-                if (i >= 17)
+                                 i < 21 ? (json_int_t) (1000 + i) : -1);
+                if (i >= 21)
                         other_minor += 1000 + i;
         }
         assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "minor"), (json_int_t) other_minor);
-        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "major"), 3);
-        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "major"), 20);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", "other", "kind", "major"), 4);
+        assert_int_equal(find(list, "io.trapstat.PageFaultTimeNs", NULL, "kind", "major"), 25);
 }
 
 /* The causes count against the bound like every series, and only where the daemon counts them:
- * 30 units of #UD, major, a cause and processes (4 series) leave room for 22 and "other" in 113
- * (15 system-wide, the totals 4: 22 * 4 + 4 = 92 of 94); without the causes, 3 series each, all
- * 30 fit (90 of 95). "other" sums the causes of the units left out. */
+ * 30 units of #UD, major, a cause and processes (4 series) leave room for 27 and "other" in 133
+ * (15 system-wide, the totals 4: 27 * 4 + 4 = 112 of 114); without the causes, 3 series each, all
+ * 30 fit (90 of 115). "other" sums the causes of the units left out. */
 static void test_major_cause_other(void **state _unused_) {
         UnitTotalsRow rows[30];
         char names[30][32];
@@ -282,20 +286,174 @@ static void test_major_cause_other(void **state _unused_) {
                 rows[i] = (UnitTotalsRow) { .unit = names[i], .processes = 1, .traps.vector[6] = 100 - i,
                                             .faults = { .major = 1, .major_anon = 1 } };
         }
-        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 113);
-        assert_int_equal(json_array_size(list), 15 + 4 + 22 * 4 + 4);
-        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 8);
-        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", names[21], "cause", "anon"), 1);
-        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", names[22], "cause", "anon"), -1);
-        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "other", "cause", "anon"), 8);
-        assert_int_equal(find(list, "io.trapstat.MajorFaults", "other", NULL, NULL), 8);
+        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 133);
+        assert_int_equal(json_array_size(list), 15 + 4 + 27 * 4 + 4);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 3);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", names[26], "cause", "anon"), 1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", names[27], "cause", "anon"), -1);
+        assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", "other", "cause", "anon"), 3);
+        assert_int_equal(find(list, "io.trapstat.MajorFaults", "other", NULL, NULL), 3);
         assert_int_equal(find(list, "io.trapstat.MajorFaultsByCause", NULL, "cause", "anon"), 30);
         json_decref(list);
 
-        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ACCESS, 113);
+        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ACCESS, 133);
         assert_int_equal(json_array_size(list), 15 + 3 + 30 * 3);
         assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
         assert_int_equal(find(list, "io.trapstat.MajorFaults", names[29], NULL, NULL), 1);
+        json_decref(list);
+}
+
+/* The number of metrics named name in list (any object). */
+static size_t count_named(json_t *list, const char *name) {
+        size_t i, n = 0;
+        json_t *m;
+
+        json_array_foreach (list, i, m)
+                n += strcmp(json_string_value(json_object_get(m, "name")), name) == 0;
+        return n;
+}
+
+/* The kernel's delay accounting per unit, exactly as UnitTotalsRow.stall has it: memory by cause
+ * (field cause only), block I/O with no fields; a cause at zero not listed; the system-wide
+ * series the sums. */
+static void test_stall(void **state _unused_) {
+        UnitTotalsRow rows[] = {
+                { .unit = "a.service", .processes = 1, .faults = { .user = 1, .read = 1 },
+                  .stall = { .ns = { [STALL_SWAPIN] = 1500000000, [STALL_RECLAIM] = 2000, [STALL_COMPACT] = 30,
+                                     [STALL_BLKIO] = 7000000 },
+                             .count = { [STALL_SWAPIN] = 3, [STALL_RECLAIM] = 1, [STALL_COMPACT] = 2,
+                                        [STALL_BLKIO] = 4 } } },
+                { .unit = NULL, .processes = 1,
+                  .stall = { .ns = { [STALL_THRASHING] = 900, [STALL_BLKIO] = 100 },
+                             .count = { [STALL_THRASHING] = 1, [STALL_BLKIO] = 1 } } },
+        };
+        _cleanup_json_ json_t *list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops),
+                                                         FAULTS_KNOWN_ALL, 1000);
+        json_t *m;
+        size_t i;
+
+        /* 15 system-wide; the totals: read, 4 causes' time and waits, block I/O's two, processes;
+         * a: read, 3 causes' time and waits, block I/O's two, processes; none: thrashing's two,
+         * block I/O's two, processes. */
+        assert_int_equal(json_array_size(list), 15 + 12 + 10 + 5);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", "a.service", "cause", "swapin"), 1500000000);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", "a.service", "cause", "thrashing"), -1);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", "a.service", "cause", "reclaim"), 2000);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", "a.service", "cause", "compact"), 30);
+        assert_int_equal(find(list, "io.trapstat.MemoryStalls", "a.service", "cause", "swapin"), 3);
+        assert_int_equal(find(list, "io.trapstat.MemoryStalls", "a.service", "cause", "reclaim"), 1);
+        assert_int_equal(find(list, "io.trapstat.MemoryStalls", "a.service", "cause", "compact"), 2);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelayNs", "a.service", NULL, NULL), 7000000);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelays", "a.service", NULL, NULL), 4);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", METRICS_OBJECT_NONE, "cause", "thrashing"), 900);
+        assert_int_equal(find(list, "io.trapstat.MemoryStalls", METRICS_OBJECT_NONE, "cause", "thrashing"), 1);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", METRICS_OBJECT_NONE, "cause", "swapin"), -1);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelayNs", METRICS_OBJECT_NONE, NULL, NULL), 100);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", NULL, "cause", "swapin"), 1500000000);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", NULL, "cause", "thrashing"), 900);
+        assert_int_equal(find(list, "io.trapstat.MemoryStalls", NULL, "cause", "compact"), 2);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelayNs", NULL, NULL, NULL), 7000100);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelays", NULL, NULL, NULL), 5);
+        /* Block I/O is not a cause of the memory ones. */
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", NULL, "cause", "blkio"), -1);
+        json_array_foreach (list, i, m) {
+                const char *name = json_string_value(json_object_get(m, "name"));
+                json_t *fields = json_object_get(m, "fields");
+
+                if (strncmp(name, "io.trapstat.MemoryStall", 23) == 0) {
+                        assert_int_equal(json_object_size(fields), 1);
+                        assert_true(json_is_string(json_object_get(fields, "cause")));
+                } else if (strncmp(name, "io.trapstat.BlockIo", 19) == 0)
+                        assert_null(fields);
+        }
+}
+
+/* The causes' names are the IDL's (stall_cause_names[]), in its order, and every one of Stall but
+ * blkio has a memory metric; the bound counts the stall's series as any others. */
+static void test_stall_names(void **state _unused_) {
+        UnitTotalsRow row = { .unit = "a.service" };
+        json_t *m;
+        size_t i, k = 0;
+
+        for (size_t c = 0; c < _STALL_MAX; c++)
+                row.stall.ns[c] = row.stall.count[c] = c + 1;
+        _cleanup_json_ json_t *list = metrics_list_build(&row, 1, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL,
+                                                         METRICS_MIN_MAX);
+        /* 15 system-wide; the totals and a: 4 + 4 + 2. */
+        assert_int_equal(json_array_size(list), 15 + 10 + 10);
+        json_array_foreach (list, i, m)
+                if (!json_object_get(m, "object") &&
+                    strcmp(json_string_value(json_object_get(m, "name")), "io.trapstat.MemoryStallNs") == 0) {
+                        assert_true(k < STALL_BLKIO);
+                        assert_string_equal(json_string_value(json_object_get(json_object_get(m, "fields"), "cause")),
+                                            stall_cause_names[k]);
+                        assert_int_equal(json_integer_value(json_object_get(m, "value")), k + 1);
+                        k++;
+                }
+        assert_int_equal(k, STALL_BLKIO);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelayNs", "a.service", NULL, NULL), STALL_BLKIO + 1);
+}
+
+/* Without the kernel's delay accounting (FaultsKnown without FAULTS_KNOWN_STALL) there is no stall
+ * metric at all, though the rows hold numbers (as they would were it turned off since). */
+static void test_stall_not_known(void **state _unused_) {
+        UnitTotalsRow rows[] = {
+                { .unit = "a.service", .processes = 1,
+                  .stall = { .ns = { [STALL_SWAPIN] = 5, [STALL_BLKIO] = 6 }, .count = { [STALL_SWAPIN] = 1,
+                                                                                    [STALL_BLKIO] = 1 } } },
+        };
+        json_t *list = metrics_list_build(rows, 1, drops, ELEMENTSOF(drops),
+                                          FAULTS_KNOWN_ACCESS | FAULTS_KNOWN_MAJOR_CAUSE, METRICS_MIN_MAX);
+
+        /* 15 system-wide; the totals and a: processes. */
+        assert_int_equal(json_array_size(list), 15 + 1 + 1);
+        assert_int_equal(count_named(list, "io.trapstat.MemoryStallNs"), 0);
+        assert_int_equal(count_named(list, "io.trapstat.MemoryStalls"), 0);
+        assert_int_equal(count_named(list, "io.trapstat.BlockIoDelayNs"), 0);
+        assert_int_equal(count_named(list, "io.trapstat.BlockIoDelays"), 0);
+        json_decref(list);
+
+        /* Known: all four. */
+        list = metrics_list_build(rows, 1, drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, METRICS_MIN_MAX);
+        assert_int_equal(json_array_size(list), 15 + 5 + 5);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", "a.service", "cause", "swapin"), 5);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelays", "a.service", NULL, NULL), 1);
+        json_decref(list);
+}
+
+/* The stall's series count against the bound and go into "other" with their unit: 30 units of
+ * #UD, processes, swapin's time and waits, block I/O's time and waits (6 series) leave room for
+ * 17 and "other" in 133 (15 system-wide, the totals 6: 17 * 6 + 6 = 108 of 112); without the
+ * stall, 2 series each, all 30 fit (60 of 116). */
+static void test_stall_other(void **state _unused_) {
+        UnitTotalsRow rows[30];
+        char names[30][32];
+        json_t *list;
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                snprintf(names[i], sizeof(names[i]), "u%02zu.service", i);
+                rows[i] = (UnitTotalsRow) { .unit = names[i], .processes = 1, .traps.vector[6] = 100 - i,
+                                            .stall = { .ns = { [STALL_SWAPIN] = 1000 + i, [STALL_BLKIO] = 10 },
+                                                       .count = { [STALL_SWAPIN] = 1, [STALL_BLKIO] = 2 } } };
+        }
+        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_ALL, 133);
+        assert_int_equal(json_array_size(list), 15 + 6 + 17 * 6 + 6);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 13);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", names[16], "cause", "swapin"), 1016);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", names[17], "cause", "swapin"), -1);
+        /* other: units 17 to 29, 13 of them. */
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", "other", "cause", "swapin"), 13 * 1000 + (17 + 29) * 13 / 2);
+        assert_int_equal(find(list, "io.trapstat.MemoryStalls", "other", "cause", "swapin"), 13);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelayNs", "other", NULL, NULL), 130);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelays", "other", NULL, NULL), 26);
+        assert_int_equal(find(list, "io.trapstat.MemoryStallNs", NULL, "cause", "swapin"), 30 * 1000 + 29 * 30 / 2);
+        assert_int_equal(find(list, "io.trapstat.BlockIoDelays", NULL, NULL, NULL), 60);
+        json_decref(list);
+
+        list = metrics_list_build(rows, ELEMENTSOF(rows), drops, ELEMENTSOF(drops), FAULTS_KNOWN_MAJOR_CAUSE, 133);
+        assert_int_equal(json_array_size(list), 15 + 2 + 30 * 2);
+        assert_int_equal(find(list, "io.trapstat.UnitsNotReported", NULL, NULL, NULL), 0);
+        assert_int_equal(count_named(list, "io.trapstat.MemoryStallNs"), 0);
         json_decref(list);
 }
 
@@ -308,6 +466,10 @@ static void test_families(void **state _unused_) {
                                  "io.trapstat.MajorFaultsByCause",
                                  "io.trapstat.PageFaultTimeNs",
                                  "io.trapstat.MajorFaultTimeNsByCause",
+                                 "io.trapstat.MemoryStallNs",
+                                 "io.trapstat.MemoryStalls",
+                                 "io.trapstat.BlockIoDelayNs",
+                                 "io.trapstat.BlockIoDelays",
                                  "io.trapstat.Processes",
                                  "io.trapstat.Drops",
                                  "io.trapstat.UnitsNotReported" };
@@ -330,6 +492,10 @@ int main(void) {
                 cmocka_unit_test(test_other_merged),
                 cmocka_unit_test(test_parts_not_counted),
                 cmocka_unit_test(test_major_cause_other),
+                cmocka_unit_test(test_stall),
+                cmocka_unit_test(test_stall_names),
+                cmocka_unit_test(test_stall_not_known),
+                cmocka_unit_test(test_stall_other),
         };
         /* Written with x86's trap names, whatever the machine (common/traps.h). */
         trap_arch = TRAP_ARCH_X86;
