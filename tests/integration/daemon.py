@@ -3,6 +3,7 @@
 the helpers the tests share: workloads, trapstat on a pipe or a terminal, test users, waiting.
 (A raw varlink connection: varlink_raw.py.)"""
 import contextlib
+import ctypes
 import fcntl
 import json
 import os
@@ -505,6 +506,62 @@ def map_tgids(map_id, in_value=False):
         if tgid:
             tgids.add(tgid)
     return tgids
+
+
+# The device the workloads that swap pages in (swap-in, stall-threads) swap to.
+ZRAM = "/dev/zram0"
+
+
+def swap_call(name, path):
+    """swapon(2) or swapoff(2) of path through the C library, so that the test needs no swapon(8)
+    (package mount) in the root file systems it runs in."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(path.encode(), 0) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{name} {path}: {os.strerror(e)}")
+
+
+class Swap:
+    """Swap on zram for the test's workloads: made here (256 MiB) unless some swap on zram0 is on
+    already, and undone at the end."""
+
+    def __enter__(self):
+        self.made = False
+        with open("/proc/swaps") as f:
+            if any(line.split()[0] == ZRAM for line in f.read().splitlines()[1:]):
+                return self
+        if not os.path.exists(ZRAM):
+            subprocess.run(["modprobe", "zram"], capture_output=True)
+            wait_for(lambda: os.path.exists(ZRAM) or None, timeout=5, what=f"{ZRAM} after modprobe zram")
+        with open("/sys/block/zram0/reset", "w") as f:
+            f.write("1")
+        try:
+            with open("/sys/block/zram0/disksize", "w") as f:
+                f.write("256M")
+            subprocess.run(["mkswap", ZRAM], capture_output=True, check=True)
+            swap_call("swapon", ZRAM)
+        except BaseException:
+            # __exit__ is not called when __enter__ fails: the device is left as it was found.
+            with open("/sys/block/zram0/reset", "w") as f:
+                f.write("1")
+            raise
+        self.made = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.made:
+            swap_call("swapoff", ZRAM)
+            with open("/sys/block/zram0/reset", "w") as f:
+                f.write("1")
+        return False
+
+
+def zram_missing():
+    """Why this machine has no zram to swap to (a VM kernel without the module), or None."""
+    if os.path.exists(ZRAM):
+        return None
+    subprocess.run(["modprobe", "zram"], capture_output=True)
+    return None if os.path.exists(ZRAM) else f"no {ZRAM}, and modprobe zram made none"
 
 
 def wait_for(predicate, timeout=15, interval=0.1, what="condition"):

@@ -5,7 +5,6 @@ to swap on zram and read back (anon, shmem): each count against the workload's o
 whole against wait4's; the time of those faults by cause; Top sorted by a cause. With the source
 disabled, and on a kernel that cannot tell, majorByCause is null and GetStatus says why, and the
 major faults stay exact."""
-import ctypes
 import json
 import os
 import resource
@@ -14,10 +13,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from daemon import (Daemon, SharedDaemonTest, binary, exited_history, feature_off, require_root_and_bpf,  # noqa: E402
-                    read_slow_file, trapstat, trapstat_json, wait_for)
-
-ZRAM = "/dev/zram0"
+from daemon import (Daemon, SharedDaemonTest, Swap, binary, exited_history, feature_off,  # noqa: E402
+                    read_slow_file, require_root_and_bpf, trapstat, trapstat_json, zram_missing)
 
 
 def run_rusage(args, timeout=120):
@@ -40,52 +37,6 @@ def run_workload_wait4(name, *args):
     if code != 0:
         raise AssertionError(f"{name} {args} failed ({code}): {err.strip()}")
     return json.loads(out), majflt
-
-
-def swap_call(name, path):
-    """swapon(2) or swapoff(2) of path through the C library, so that the test needs no swapon(8)
-    (package mount) in the root file systems it runs in."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(libc, name)(path.encode(), 0) < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, f"{name} {path}: {os.strerror(e)}")
-
-
-class Swap:
-    """Swap on zram for the test's workloads: made here (256 MiB) unless some swap on zram0 is on
-    already, and undone at the end."""
-
-    def __enter__(self):
-        self.made = False
-        with open("/proc/swaps") as f:
-            if any(line.split()[0] == ZRAM for line in f.read().splitlines()[1:]):
-                return self
-        if not os.path.exists(ZRAM):
-            subprocess.run(["modprobe", "zram"], capture_output=True)
-            wait_for(lambda: os.path.exists(ZRAM) or None, timeout=5, what=f"{ZRAM} after modprobe zram")
-        with open("/sys/block/zram0/reset", "w") as f:
-            f.write("1")
-        with open("/sys/block/zram0/disksize", "w") as f:
-            f.write("256M")
-        subprocess.run(["mkswap", ZRAM], capture_output=True, check=True)
-        swap_call("swapon", ZRAM)
-        self.made = True
-        return self
-
-    def __exit__(self, *exc):
-        if self.made:
-            swap_call("swapoff", ZRAM)
-            with open("/sys/block/zram0/reset", "w") as f:
-                f.write("1")
-        return False
-
-
-def zram_missing():
-    """Why this machine has no zram to swap to (a VM kernel without the module), or None."""
-    if os.path.exists(ZRAM):
-        return None
-    subprocess.run(["modprobe", "zram"], capture_output=True)
-    return None if os.path.exists(ZRAM) else f"no {ZRAM}, and modprobe zram made none"
 
 
 def source(st, name):
