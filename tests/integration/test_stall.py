@@ -132,23 +132,33 @@ class Workload:
         return False
 
 
+def sweep_only(d):
+    """Whether the daemon reads a live process's delay accounting only in its sweep of every task
+    (every 30 s) and at its exit: kernels without the task reads (before 6.2), where a tick's
+    active processes are read from /proc/PID/stat, which has none."""
+    features = trapstat_json(d.socket, "status")["features"]
+    return not [f for f in features if f["name"] == "task_reads"][0]["active"]
+
+
 def settled_history(d, pid, want, exited=False):
     """History(pid) once its total's stall equals want, or once its total stayed the same over two
-    of the daemon's ticks (then the caller's assertion shows what differs). exited: only once the
-    history shows the process exited."""
+    of the daemon's ticks (then the caller's assertion shows what differs); where the daemon reads
+    a live process's delays only in its 30 s sweep, once equal, for up to 45 s. exited: only once
+    the history shows the process exited."""
     last = []
+    patient = not exited and sweep_only(d)
 
     def get():
         h = history(d, pid)
         if not h or (exited and not h["process"]["exited"]):
             return None
-        if h["total"]["stall"] == want or last == [h["total"]]:
+        if h["total"]["stall"] == want or (last == [h["total"]] and not patient):
             return h
         last[:] = [h["total"]]
         ticks_after(d.socket, 2)
         return None
 
-    return wait_for(get, timeout=30, what=f"History({pid}) to settle")
+    return wait_for(get, timeout=45 if patient else 30, what=f"History({pid}) to settle")
 
 
 def source(d, name):
