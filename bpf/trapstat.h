@@ -267,8 +267,14 @@ struct ts_pidns_record {
 };
 _Static_assert(sizeof(struct ts_pidns_record) == 24, "struct ts_pidns_record layout is shared with BPF");
 
-/* Processes one read of task-reads.bpf.o's iterator takes at most (the task_reads array). */
-#define TS_TASK_READS 256
+/* Processes one read of task-reads.bpf.o's iterator takes at most (the task_reads array). Their
+ * records are written in one step of the iterator, into the kernel's buffer of a BPF iterator
+ * (bpf_iter: 8 pages): one step that fills it fails the read (E2BIG). With the delay accounting a
+ * record is 128 bytes, so 128 of them, 16 KiB. */
+#define TS_TASK_READS 128
+#define TS_ITER_BUFFER (8 * 4096)
+_Static_assert(TS_TASK_READS * sizeof(struct ts_task_record) < TS_ITER_BUFFER,
+               "one read's records fit the iterator's buffer, with room");
 
 /* Threads of one process summed at most, when its fault accounting is read. */
 #define TS_MAX_THREADS 65536
