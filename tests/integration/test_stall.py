@@ -27,6 +27,11 @@ SYSCTL = "/proc/sys/kernel/task_delayacct"
 MEMORY = ("swapinNs", "thrashingNs", "reclaimNs", "compactNs")
 
 
+def kernel_release():
+    """The running kernel's (major, minor)."""
+    return tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", platform.release()).groups())
+
+
 def delay_accounting_missing():
     """Why this kernel keeps no delay accounting that the test can turn on, or None. Before 5.14
     there is no kernel.task_delayacct: the accounting is on from boot unless nodelayacct."""
@@ -35,8 +40,7 @@ def delay_accounting_missing():
     with open("/proc/cmdline") as f:
         if "nodelayacct" in f.read().split():
             return "the kernel was booted with nodelayacct"
-    release = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", platform.release()).groups())
-    if release >= (5, 14):
+    if kernel_release() >= (5, 14):
         return f"no {SYSCTL}: a kernel without CONFIG_TASK_DELAY_ACCT"
     return None
 
@@ -218,11 +222,17 @@ class Stall(unittest.TestCase):
         # Reclaim may pass over a page it finds busy: the pages that went out are what is read back.
         self.assertGreater(info["out"], 0, f"no page went out to swap: {info}")
         # Anonymous pages on zram come back one fault each (no swap readahead on a synchronous
-        # device), and each such fault waits once for a swap-in: exact on this kernel.
+        # device), and from Linux 5.19 each such fault is one swap-in wait. Before, the kernel
+        # accounted a swap-in only when the thread slept for its block I/O, which a read from zram
+        # (a synchronous device) never does: none at all. Either way the daemon must say what
+        # taskstats says.
         self.assertEqual(info["majflt"], info["out"], info)
         ref = taskstats(info["pid"])
-        self.assertEqual(ref["swapinCount"], info["majflt"], f"taskstats against the workload's rusage: {ref}")
-        self.assertGreater(ref["swapinNs"], 0, ref)
+        if kernel_release() >= (5, 19):
+            self.assertEqual(ref["swapinCount"], info["majflt"], f"taskstats against the workload's rusage: {ref}")
+            self.assertGreater(ref["swapinNs"], 0, ref)
+        else:
+            self.assertEqual((ref["swapinCount"], ref["swapinNs"]), (0, 0), ref)
         return w, ref
 
     def test_source_active(self):
@@ -250,8 +260,11 @@ class Stall(unittest.TestCase):
         row's stall equal to its taskstats."""
         big, big_ref = self.workload(4, 512, 3)
         small, small_ref = self.workload(1, 64, 0)
-        # The order the kernel's own figures give: what Top must follow.
-        self.assertGreater(memory_ns(big_ref), memory_ns(small_ref), (big_ref, small_ref))
+        # The order the kernel's own figures give: what Top must follow (where it accounts
+        # swap-ins from zram at all: Linux 5.19).
+        ordered = memory_ns(big_ref) != memory_ns(small_ref)
+        if kernel_release() >= (5, 19):
+            self.assertGreater(memory_ns(big_ref), memory_ns(small_ref), (big_ref, small_ref))
         pids = [big.info["pid"], small.info["pid"]]
         # Where the daemon misses a live process's other threads until its exit, compared after it.
         live = sums_every_thread(self.daemon)
@@ -262,7 +275,10 @@ class Stall(unittest.TestCase):
         rows = top(self.daemon, "stall", pids)
         self.assertEqual({r["process"]["pid"]: r["counters"]["stall"] for r in rows},
                          {pids[0]: big_ref, pids[1]: small_ref}, "Top's stall against taskstats")
-        self.assertEqual([r["process"]["pid"] for r in rows], pids, "Top by stall: the one that waited longer first")
+        if ordered:
+            self.assertEqual([r["process"]["pid"] for r in rows],
+                             sorted(pids, key=lambda p: -memory_ns(big_ref if p == pids[0] else small_ref)),
+                             "Top by stall: the one that waited longer first")
 
 
 class EnableOption(unittest.TestCase):
