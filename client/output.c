@@ -954,12 +954,8 @@ static void print_fault_time_csv(FILE *f, json_t *counters) {
 /* The stall's columns: its members as the IDL names them, stall.swapinNs to stall.blkioCount;
  * their values in a sample, empty where not counted (as the causes' counts are). */
 static void print_stall_csv_header(FILE *f) {
-        for (size_t i = 0; i < _STALL_MAX; i++) {
-                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
-
-                stall_member_names(i, ns, count);
-                fprintf(f, ",stall.%s,stall.%s", ns, count);
-        }
+        for (size_t i = 0; i < _STALL_MAX; i++)
+                fprintf(f, ",stall.%s,stall.%s", stall_ns_members[i], stall_count_members[i]);
 }
 
 static void print_stall_csv(FILE *f, json_t *counters) {

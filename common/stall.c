@@ -2,7 +2,6 @@
 #include "stall.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "json-util.h"
@@ -35,24 +34,25 @@ uint64_t stall_memory_ns(const Stall *s) {
                        add_sat(s->ns[STALL_RECLAIM], s->ns[STALL_COMPACT]));
 }
 
-void stall_member_names(size_t i, char ns[static STALL_MEMBER_MAX], char count[static STALL_MEMBER_MAX]) {
-        snprintf(ns, STALL_MEMBER_MAX, "%sNs", stall_cause_names[i]);
-        snprintf(count, STALL_MEMBER_MAX, "%sCount", stall_cause_names[i]);
-}
+const char *const stall_ns_members[_STALL_MAX] = {
+        [STALL_SWAPIN] = "swapinNs",   [STALL_THRASHING] = "thrashingNs", [STALL_RECLAIM] = "reclaimNs",
+        [STALL_COMPACT] = "compactNs", [STALL_BLKIO] = "blkioNs",
+};
+
+const char *const stall_count_members[_STALL_MAX] = {
+        [STALL_SWAPIN] = "swapinCount",   [STALL_THRASHING] = "thrashingCount", [STALL_RECLAIM] = "reclaimCount",
+        [STALL_COMPACT] = "compactCount", [STALL_BLKIO] = "blkioCount",
+};
 
 json_t *stall_to_json(const Stall *s) {
         json_t *o = json_object();
 
-        for (size_t i = 0; o && i < _STALL_MAX; i++) {
-                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
-
-                stall_member_names(i, ns, count);
-                if (json_object_set_new(o, ns, json_integer_u64(s->ns[i])) < 0 ||
-                    json_object_set_new(o, count, json_integer_u64(s->count[i])) < 0) {
+        for (size_t i = 0; o && i < _STALL_MAX; i++)
+                if (json_object_set_new(o, stall_ns_members[i], json_integer_u64(s->ns[i])) < 0 ||
+                    json_object_set_new(o, stall_count_members[i], json_integer_u64(s->count[i])) < 0) {
                         json_decref(o);
                         return NULL;
                 }
-        }
         return o;
 }
 
@@ -70,13 +70,10 @@ int stall_from_json(json_t *j, Stall *ret) {
 
         if (!json_is_object(j) || json_object_size(j) != 2 * _STALL_MAX)
                 return -EBADMSG;
-        for (size_t i = 0; i < _STALL_MAX; i++) {
-                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
-
-                stall_member_names(i, ns, count);
-                if (member_u64(j, ns, &s.ns[i]) < 0 || member_u64(j, count, &s.count[i]) < 0)
+        for (size_t i = 0; i < _STALL_MAX; i++)
+                if (member_u64(j, stall_ns_members[i], &s.ns[i]) < 0 ||
+                    member_u64(j, stall_count_members[i], &s.count[i]) < 0)
                         return -EBADMSG;
-        }
         *ret = s;
         return 0;
 }

@@ -34,10 +34,10 @@ bool stall_is_zero(const Stall *s);
  * memory: it is a part of it only when the I/O is a page's). */
 uint64_t stall_memory_ns(const Stall *s);
 
-/* Longest JSON member name of Stall, with its NUL ("thrashingCount"). */
-#define STALL_MEMBER_MAX 32
-/* The member names of cause i: "<name>Ns" and "<name>Count". */
-void stall_member_names(size_t i, char ns[static STALL_MEMBER_MAX], char count[static STALL_MEMBER_MAX]);
+/* The JSON members of each cause in Stall: "<name>Ns" and "<name>Count" ("swapinNs",
+ * "swapinCount", ...). Constant: the History writer names them 1440 times for a day. */
+extern const char *const stall_ns_members[_STALL_MAX];
+extern const char *const stall_count_members[_STALL_MAX];
 
 /* {"swapinNs": .., "swapinCount": .., ... "blkioNs": .., "blkioCount": ..}; NULL on allocation
  * failure. */

@@ -285,12 +285,9 @@ static bool put_stall(char *buf, size_t *k, const Stall *s, FaultsKnown known) {
         if (!(known & FAULTS_KNOWN_STALL))
                 return ok && put(buf, k, "null", 4);
         ok = ok && put(buf, k, "{", 1);
-        for (size_t i = 0; ok && i < _STALL_MAX; i++) {
-                char ns[STALL_MEMBER_MAX], count[STALL_MEMBER_MAX];
-
-                stall_member_names(i, ns, count);
-                ok = put_member(buf, k, i == 0, ns, s->ns[i]) && put_member(buf, k, false, count, s->count[i]);
-        }
+        for (size_t i = 0; ok && i < _STALL_MAX; i++)
+                ok = put_member(buf, k, i == 0, stall_ns_members[i], s->ns[i]) &&
+                     put_member(buf, k, false, stall_count_members[i], s->count[i]);
         return ok && put(buf, k, "}", 1);
 }
 
