@@ -193,7 +193,10 @@ def top(d, sort_by, pids):
 def start_class(cls, on):
     """For a test class: kernel.task_delayacct set (DelayAccounting), swap on zram, then a daemon
     (cls.daemon); undone in reverse order at the class's end, also when a later step fails (class
-    cleanups always run)."""
+    cleanups always run). Skipped where there is no zram to swap to."""
+    why = zram_missing()
+    if why:
+        raise unittest.SkipTest(why)
     accounting = DelayAccounting(on).__enter__()
     cls.addClassCleanup(accounting.__exit__, None, None, None)
     swap = Swap().__enter__()
@@ -208,9 +211,6 @@ class Stall(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        why = zram_missing()
-        if why:
-            raise unittest.SkipTest(why)
         start_class(cls, on=True)
 
     def workload(self, threads, pages, exited):
@@ -331,9 +331,6 @@ class NoDelayAccounting(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        why = zram_missing()
-        if why:
-            raise unittest.SkipTest(why)
         start_class(cls, on=False)
 
     def test_source_inactive(self):
