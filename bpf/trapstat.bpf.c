@@ -633,13 +633,14 @@ static __always_inline __u32 fault_bucket(__u64 ns) {
         return b;
 }
 
-static __u32 major_cause_of_fault(__u64 address);
+static __u32 major_cause_of_fault(__u64 address, struct ts_location *memory);
+static void record_major_site(__u64 ip, const struct ts_location *memory, __u64 ns);
 
 /* The completion of the current thread's fault at address, as the kernel accounts it (minor or
  * major; a major one's cause, TS_MAJOR_CAUSES when not told): the time since its entry goes to the
  * process, and a major fault's cause is counted. A completion without an entry of its own (nested
- * faults, a source disabled) is not timed. */
-static __always_inline void fault_done(__u64 address, bool major, __u32 cause) {
+ * faults, a source disabled) is not timed. Returns the fault's time, 0 when not timed. */
+static __always_inline __u64 fault_done(__u64 address, bool major, __u32 cause) {
         struct fault_start *s = fault_timing ? bpf_task_storage_get(&fault_starts, current_task(), NULL, 0) : NULL;
         struct ts_counters *c;
         __u64 d = 0, tick;
@@ -656,13 +657,13 @@ static __always_inline void fault_done(__u64 address, bool major, __u32 cause) {
                         site_add(&s->site, current_task(), 0, d);
                 }
         } else if (cause >= TS_MAJOR_CAUSES) {
-                return;
+                return 0;
         }
         /* The entry counted the fault, and claimed or created what it counts in (or counted a
          * drop): the completion only adds to what is there. */
         c = existing_counters(&key);
         if (!c)
-                return;
+                return d;
         if (cause < TS_MAJOR_CAUSES) {
                 c->major_cause[cause]++;
                 c->major_cause_ns[cause] += d;
@@ -687,6 +688,7 @@ static __always_inline void fault_done(__u64 address, bool major, __u32 cause) {
                 }
         }
         slot_counted(c, key);
+        return d;
 }
 
 /* PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ, one event per CPU each: the kernel raises them in
@@ -699,9 +701,19 @@ int fault_done_minor(struct bpf_perf_event_data *ctx) {
         return 0;
 }
 
+/* A major fault's completion: its cause and, taken in user mode, its site (the faulting user
+ * registers are the event's). One taken in kernel mode (copy_from_user and the like: the
+ * instruction is the kernel's, its address has the top bit set) has no site. */
 SEC("perf_event")
 int fault_done_major(struct bpf_perf_event_data *ctx) {
-        fault_done(ctx->addr, true, major_cause_of_fault(ctx->addr));
+        __u64 ip = PT_REGS_IP(&ctx->regs), ns;
+        bool user = (__s64) ip >= 0;
+        struct ts_location memory = { .kind = TS_MEM_UNKNOWN };
+        __u32 cause = major_cause_of_fault(ctx->addr, user ? &memory : NULL);
+
+        ns = fault_done(ctx->addr, true, cause);
+        if (user)
+                record_major_site(ip, &memory, ns);
         return 0;
 }
 #else
@@ -829,8 +841,8 @@ struct vma_lookup {
         bool code;                    /* the offset matters (an instruction), not only the kind */
 };
 
-static long locate_in_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
-        struct vma_lookup *l = data;
+/* Fills in l from vma, the VMA of l->addr. */
+static __always_inline void vma_locate(struct vm_area_struct *vma, struct vma_lookup *l) {
         struct file *file = BPF_CORE_READ(vma, vm_file);
         struct mm_struct *mm = BPF_CORE_READ(vma, vm_mm);
         __u64 start = BPF_CORE_READ(vma, vm_start), end = BPF_CORE_READ(vma, vm_end), file_start = 0;
@@ -856,12 +868,18 @@ static long locate_in_vma(struct task_struct *task, struct vm_area_struct *vma, 
         if (l->mapping)
                 *l->mapping = (struct code_mapping) { .start = start, .end = end, .ino = loc->ino,
                                                       .file_start = file_start, .dev = loc->dev, .kind = loc->kind };
+}
+
+static long locate_in_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+        vma_locate(vma, data);
         return 0;
 }
 
-/* Where addr is in task's memory: one bpf_find_vma(). Only one per program run: the mmap lock it
- * takes with interrupts off (as in these tracepoints) is released by an irq_work that a second
- * lookup would find still pending (-EBUSY). */
+/* Where addr is in task's memory: one bpf_find_vma(). Only one per run of a program that runs with
+ * interrupts off (the tracepoints of faults and signals): the mmap lock it takes there is released
+ * by a per-CPU irq_work, which a second lookup would find still pending (-EBUSY). With interrupts
+ * on (the completion of a major fault) the lock is released at once, and lookups may follow one
+ * another. */
 static __always_inline void locate(struct task_struct *task, __u64 addr, bool code, struct ts_location *loc,
                                    struct code_mapping *mapping) {
         struct vma_lookup l = { .addr = addr, .loc = loc, .mapping = mapping, .code = code };
@@ -896,37 +914,49 @@ static __always_inline void locate(struct task_struct *task, __u64 addr, bool co
  * mappings (shm_mnt) and tmpfs files alike. */
 #define TS_TMPFS_MAGIC 0x01021994
 
+/* What a major fault's lookup finds: its cause and, for its site, its memory (where.loc NULL:
+ * not wanted). */
+struct cause_lookup {
+        __u32 cause;
+        struct vma_lookup where;
+};
+
 static long major_cause_of_vma(struct task_struct *task, struct vm_area_struct *vma, void *data) {
+        struct cause_lookup *l = data;
         struct file *file = BPF_CORE_READ(vma, vm_file);
-        __u32 *cause = data;
 
         if (!file)
-                *cause = TS_MAJOR_ANON;
+                l->cause = TS_MAJOR_ANON;
         else if (BPF_CORE_READ(file, f_inode, i_sb, s_magic) == TS_TMPFS_MAGIC)
-                *cause = TS_MAJOR_SHMEM;
+                l->cause = TS_MAJOR_SHMEM;
         else
-                *cause = TS_MAJOR_FILE;
+                l->cause = TS_MAJOR_FILE;
+        if (l->where.loc)
+                vma_locate(vma, &l->where);
         return 0;
 }
 
 /* What the major fault at address mapped, by its VMA, looked up at the fault's completion (major
  * faults are rare: the lookup costs nothing on the counting path). TS_MAJOR_CAUSES when not
- * counted or when the lookup fails (the mapping's lock contended: counted as a drop). */
-static __noinline __u32 major_cause_of_fault(__u64 address) {
+ * counted or when the lookup fails (the mapping's lock contended: counted as a drop). The same
+ * VMA fills in memory (unless NULL) for the fault's site, as a site's lookup of the faulting
+ * address would: the site's own lookup is left for its instruction; memory stays as it was when
+ * the lookup fails. */
+static __noinline __u32 major_cause_of_fault(__u64 address, struct ts_location *memory) {
         struct task_struct *task = current_task();
-        __u32 cause = TS_MAJOR_CAUSES;
+        struct cause_lookup l = { .cause = TS_MAJOR_CAUSES, .where = { .addr = address, .loc = memory } };
 
         if (!major_cause)
                 return TS_MAJOR_CAUSES;
-        if (bpf_find_vma(task, address, major_cause_of_vma, &cause, 0) < 0) {
+        if (bpf_find_vma(task, address, major_cause_of_vma, &l, 0) < 0) {
                 count_drop(TS_DROP_CAUSE_LOOKUP, task);
                 return TS_MAJOR_CAUSES;
         }
-        return cause;
+        return l.cause;
 }
 #else
 /* No bpf_find_vma() before Linux 5.17: the cause is not told (the daemon reports it null). */
-static __noinline __u32 major_cause_of_fault(__u64 address) {
+static __noinline __u32 major_cause_of_fault(__u64 address, struct ts_location *memory) {
         return TS_MAJOR_CAUSES;
 }
 #endif
@@ -1152,32 +1182,44 @@ static __always_inline void count_site(struct ts_site_key *key, struct task_stru
         site_add(key, task, 1, 0);
 }
 
-/* Fills in where a trap or a sampled fault happened: the instruction at ip and, when there is an
- * address, the memory it is in. A program run may make one VMA lookup (see locate()). When the
- * instruction is in the code mapping where this process's last site was found (the usual case:
- * a loop touching pages, a function trapping again), that mapping names it and the lookup goes
- * to the address, so the memory is exact; otherwise the lookup goes to the instruction, the
- * mapping is remembered, and the memory is classified without one (classify()). */
-static __noinline void locate_site(struct task_struct *task, __u64 ip, __u64 addr, bool has_addr,
-                                   struct ts_site_key *key) {
+/* Names the instruction at ip (key->ip) of the process of key. When it is in the code mapping
+ * where this process's last site was found (the usual case: a loop touching pages, a function
+ * trapping again), that mapping names it without a VMA lookup: true. Otherwise the lookup goes to
+ * the instruction and its mapping, also written to *code, is remembered: false. */
+static __always_inline bool locate_instruction(struct task_struct *task, __u64 ip, struct ts_site_key *key,
+                                               struct code_mapping *code) {
         struct ts_proc_key pkey = { .tgid = key->tgid, .start_time = key->start_time };
-        struct code_mapping *cached, code = {};
+        struct code_mapping *cached = bpf_map_lookup_elem(&code_mappings, &pkey);
 
-        cached = bpf_map_lookup_elem(&code_mappings, &pkey);
         if (cached && ip >= cached->start && ip < cached->end) {
                 key->ip.kind = cached->kind;
                 key->ip.ino = cached->ino;
                 key->ip.dev = cached->dev;
                 key->ip.offset = cached->kind == TS_MEM_FILE ? ip - cached->start + cached->file_start : ip;
+                return true;
+        }
+        locate(task, ip, true, &key->ip, code);
+        if (key->ip.kind != TS_MEM_UNKNOWN && key->ip.kind != TS_MEM_UNMAPPED)
+                (void) bpf_map_update_elem(&code_mappings, &pkey, code, BPF_ANY);
+        return false;
+}
+
+/* Fills in where a trap or a sampled fault happened: the instruction at ip and, when there is an
+ * address, the memory it is in. A program run may make one VMA lookup (see locate()): when the
+ * instruction's mapping is remembered (locate_instruction()) the lookup goes to the address, so
+ * the memory is exact; otherwise it went to the instruction, and the memory is classified without
+ * one (classify()). */
+static __noinline void locate_site(struct task_struct *task, __u64 ip, __u64 addr, bool has_addr,
+                                   struct ts_site_key *key) {
+        struct code_mapping code = {};
+
+        if (locate_instruction(task, ip, key, &code)) {
                 if (has_addr)
                         locate(task, addr, false, &key->memory, NULL);
                 else
                         key->memory.kind = TS_MEM_NONE;
                 return;
         }
-        locate(task, ip, true, &key->ip, &code);
-        if (key->ip.kind != TS_MEM_UNKNOWN && key->ip.kind != TS_MEM_UNMAPPED)
-                (void) bpf_map_update_elem(&code_mappings, &pkey, &code, BPF_ANY);
         if (has_addr)
                 classify(task, addr, &code, &key->memory);
         else
@@ -1216,6 +1258,36 @@ static __noinline void record_fault_site(__u64 address, __u64 ip, struct fault_s
                 start->sampled = 1;
         }
 }
+
+#ifndef TS_NO_LOOP
+/* A major fault's site, every one taken in user mode: the faulting instruction, and memory, what
+ * the faulting address was in as the cause's lookup of it found it (TS_MEM_UNKNOWN when that
+ * failed), with the fault's time ns (0: not timed). Only with the causes: their lookup gives the
+ * memory, and the site's own lookup goes to the instruction when the process's remembered code
+ * mapping does not name it (the completion runs with interrupts on: a second lookup may follow
+ * the first, see locate()). */
+static __noinline void record_major_site(__u64 ip, const struct ts_location *memory, __u64 ns) {
+        struct task_struct *task = current_task();
+        struct ts_site_key key = {};
+        struct code_mapping code = {};
+
+        if (!major_cause)
+                return;
+        key.tgid = BPF_CORE_READ(task, tgid);
+        key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
+        key.kind = TS_SITE_MAJOR;
+        key.vector = 14; /* #PF */
+        key.memory.kind = memory->kind;
+        key.memory.ino = memory->ino;
+        key.memory.dev = memory->dev;
+        (void) locate_instruction(task, ip, &key, &code);
+        site_add(&key, task, 1, ns);
+}
+#else
+/* Without bpf_find_vma() the causes are not told, and major faults have no sites. */
+static void record_major_site(__u64 ip, const struct ts_location *memory, __u64 ns) {
+}
+#endif
 #else
 /* Sites take atomic fetch operations (the epochs, the shares) and bpf_task_pt_regs(): none here
  * (fault_sites is false, trap sites inactive). */

@@ -296,7 +296,8 @@ _Static_assert(TS_TASK_READS * sizeof(struct ts_task_record) < TS_ITER_BUFFER,
 #define TS_MEM_UNKNOWN 7
 
 #define TS_SITE_TRAP 0
-#define TS_SITE_FAULT 1
+#define TS_SITE_FAULT 1 /* sampled user page faults */
+#define TS_SITE_MAJOR 2 /* every major fault taken in user mode, at its completion */
 
 /* A place in a process's memory, as BPF resolves it from the VMA while the process is alive:
  * for a file mapping the file (device and inode) and the offset in it; else the kind and, for
@@ -315,7 +316,8 @@ _Static_assert(sizeof(struct ts_location) == 24, "struct ts_location layout is s
 struct ts_site_key {
         __u32 tgid;
         __u8 kind;    /* TS_SITE_* */
-        __u8 vector;  /* traps: the exception vector, TS_N_VECTORS when not known; faults: 14 */
+        __u8 vector;  /* traps: the exception vector, TS_N_VECTORS when not known; faults and
+                       * major faults: 14 */
         __u8 epoch;   /* the site epoch it was counted in (see struct ts_site_epochs) */
         __u8 _pad0;
         __u64 start_time;
@@ -327,8 +329,9 @@ _Static_assert(sizeof(struct ts_site_key) == 64, "struct ts_site_key layout is s
 /* Value of the site hash: what the site counted within one epoch (atomic adds). User space
  * takes every entry out once its epoch is over, so each entry is a delta. */
 struct ts_site {
-        __u64 count;   /* traps, or fault samples */
-        __u64 time_ns; /* fault samples: the time they took (struct ts_counters' fault time) */
+        __u64 count;   /* traps, fault samples, or major faults */
+        __u64 time_ns; /* fault samples and major faults: the time they took (struct ts_counters'
+                        * fault time) */
 };
 _Static_assert(sizeof(struct ts_site) == 16, "struct ts_site layout is shared with BPF");
 
@@ -431,9 +434,9 @@ enum ts_drop {
         TS_DROP_TRAPS_FULL = 1, /* a trap of a process that did not fit in the trap hash */
         TS_DROP_EXIT_EVENT = 2, /* an exit event did not fit in the ring buffer */
         TS_DROP_EXEC_EVENT = 3, /* an exec event did not fit in the ring buffer */
-        TS_DROP_SITES_FULL = 4, /* a trap or a fault sample whose site did not fit in the site hash */
+        TS_DROP_SITES_FULL = 4, /* a trap, a fault sample or a major fault whose site did not fit in the site hash */
         TS_DROP_FILE_NAME = 5,  /* a file whose path did not fit in the name map */
-        TS_DROP_SITE_QUOTA = 6, /* a trap or a fault sample whose process had its share of the site hash */
+        TS_DROP_SITE_QUOTA = 6, /* a trap, a fault sample or a major fault whose process had its share of the site hash */
         TS_DROP_SITE_USER_QUOTA = 7, /* the same, its user (not root, not group trapstat) had its share */
         TS_DROP_SITE_RESERVE = 8,    /* the same, only the reserve of root and group trapstat was left */
         TS_DROP_VMA_LOOKUP = 9, /* a VMA lookup failed (-EBUSY: another program held it): the site keeps the address */

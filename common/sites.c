@@ -13,6 +13,7 @@
 static const char *const site_kind_names[_SITE_KIND_MAX] = {
         [SITE_TRAP] = "trap",
         [SITE_FAULT] = "fault",
+        [SITE_MAJOR] = "major",
 };
 
 const char *site_kind_name(SiteKind k) {
@@ -105,8 +106,12 @@ uint64_t site_time_estimated(const SiteCount *s) {
         return s->time_ns > UINT64_MAX / period ? UINT64_MAX : s->time_ns * period;
 }
 
+bool site_kind_is_fault(SiteKind k) {
+        return k == SITE_FAULT || k == SITE_MAJOR;
+}
+
 const char *site_vector_name(const SiteCount *s, char buf[static 16]) {
-        return s->kind == SITE_FAULT ? SITE_FAULT_VECTOR_NAME : trap_vector_name(s->vector, buf);
+        return site_kind_is_fault(s->kind) ? SITE_FAULT_VECTOR_NAME : trap_vector_name(s->vector, buf);
 }
 
 json_t *site_count_to_json(const SiteCount *s) {
@@ -115,8 +120,8 @@ json_t *site_count_to_json(const SiteCount *s) {
 
         if (!kind || !memory)
                 return NULL;
-        /* Fault sites have vector SITE_FAULT_VECTOR, named "PF" on every architecture (x86's
-         * name for that vector). An object is always named; a site without one (which the store
+        /* Fault and major sites have vector SITE_FAULT_VECTOR, named "PF" on every architecture
+         * (x86's name for that vector). An object is always named; a site without one (which the store
          * should never give) is as good as one whose mappings could not be read. */
         return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:I, s:o, s:s, s:o, s:o, s:o}",
                          "kind", kind,
@@ -160,16 +165,16 @@ int site_count_from_json(json_t *j, SiteCount *ret) {
 
         if (site_kind_from_name(kind, &s.kind) < 0 || memory_kind_from_name(memory, &s.memory) < 0)
                 return -EBADMSG;
-        if (s.kind == SITE_FAULT && strcmp(vector, SITE_FAULT_VECTOR_NAME) == 0)
+        if (site_kind_is_fault(s.kind) && strcmp(vector, SITE_FAULT_VECTOR_NAME) == 0)
                 s.vector = SITE_FAULT_VECTOR;
-        else if (s.kind == SITE_FAULT || trap_vector_from_name(vector, &s.vector) < 0)
+        else if (site_kind_is_fault(s.kind) || trap_vector_from_name(vector, &s.vector) < 0)
                 return -EBADMSG;
         if (offset < 0 || count < 0 || period < 1 || period > UINT32_MAX || estimated < 0 || time_ns < 0 ||
             (s.kind == SITE_TRAP && time_ns != 0))
                 return -EBADMSG;
-        /* What the IDL says of the members together. */
-        if (sampled != (s.kind == SITE_FAULT) || (s.kind == SITE_TRAP && period != 1) ||
-            (s.kind == SITE_FAULT && s.vector != SITE_FAULT_VECTOR))
+        /* What the IDL says of the members together: only faults are sampled, the others have
+         * period 1. */
+        if (sampled != (s.kind == SITE_FAULT) || (s.kind != SITE_FAULT && period != 1))
                 return -EBADMSG;
         if ((symbol && !json_is_string(symbol)) || (symbol_offset && !json_is_integer(symbol_offset)) ||
             !symbol != !symbol_offset || (symbol_offset && json_integer_value(symbol_offset) < 0))

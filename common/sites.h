@@ -9,8 +9,9 @@
  * means the same in every process and after the process died), or, for code that is in no file
  * (a JIT's), its address. Every trap has its site, exactly; page faults are sampled, one in
  * `period` of a process's faults on one CPU, and their counts are samples, never passed off as
- * exact. Next to the instruction: what kind of memory the faulting address was in (the page
- * fault's address, or si_addr of the signal that has one). */
+ * exact. Every major fault taken in user mode has its site too, exactly: there the memory tells
+ * what the fault waited for. Next to the instruction: what kind of memory the faulting address was
+ * in (the page fault's address, or si_addr of the signal that has one). */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -20,10 +21,12 @@
 typedef enum SiteKind {
         SITE_TRAP = 0,  /* a CPU exception the kernel turned into a signal: every one counted */
         SITE_FAULT = 1, /* a user page fault: sampled */
+        SITE_MAJOR = 2, /* a major fault taken in user mode: every one counted, at its completion */
         _SITE_KIND_MAX,
 } SiteKind;
 
-/* "trap", "fault" (the IDL's enum SiteKind). */
+/* "trap", "fault", "major" (the IDL's enum SiteKind). The numbers are stored in the database:
+ * append only. */
 const char *site_kind_name(SiteKind k);
 /* -EINVAL for any other name. */
 int site_kind_from_name(const char *name, SiteKind *ret);
@@ -48,8 +51,8 @@ int memory_kind_from_name(const char *name, MemoryKind *ret);
  * "[unmapped]", "[unknown]"; NULL for MEMORY_FILE and MEMORY_NONE. */
 const char *memory_kind_object(MemoryKind k);
 
-/* The slot of fault sites (they are #PF, sampled), stored as such on every architecture and named
- * SITE_FAULT_VECTOR_NAME in Site.vector. */
+/* The slot of fault and major fault sites (they are #PF), stored as such on every architecture and
+ * named SITE_FAULT_VECTOR_NAME in Site.vector. */
 #define SITE_FAULT_VECTOR 14
 #define SITE_FAULT_VECTOR_NAME "PF"
 
@@ -65,8 +68,8 @@ typedef struct ObjectVersion {
 typedef struct SiteCount {
         SiteKind kind;
         unsigned vector;       /* traps: the exception vector (TRAP_VECTOR_UNKNOWN when not known);
-                                * faults: SITE_FAULT_VECTOR */
-        uint32_t period;       /* 1 for traps; faults: one in period was sampled */
+                                * faults and major faults: SITE_FAULT_VECTOR */
+        uint32_t period;       /* faults: one in period was sampled; 1 for the others */
         /* The instruction. */
         char *object;          /* the file's path; for code in no file memory_kind_object() of its memory */
         uint64_t dev, ino;     /* the file's, as stat() gives them (st_dev, st_ino); 0 for no file */
@@ -82,8 +85,8 @@ typedef struct SiteCount {
          * with every write: a version would make a dictionary row (and coarser-tier rows) per
          * write. */
         uint64_t memory_dev, memory_ino;
-        uint64_t count;        /* traps, or fault samples */
-        uint64_t time_ns;      /* fault samples: the time they took (0 for traps) */
+        uint64_t count;        /* traps, fault samples, or major faults */
+        uint64_t time_ns;      /* fault samples and major faults: the time they took (0 for traps) */
 } SiteCount;
 
 /* Frees the strings; the struct itself is the caller's. */
@@ -96,7 +99,10 @@ uint64_t site_count_estimated(const SiteCount *s);
 /* The estimated time of all the site's faults: time_ns × period. */
 uint64_t site_time_estimated(const SiteCount *s);
 
-/* Site.vector: "PF" for a fault site, the trap's name (trap_vector_name()) for a trap's. buf
+/* Whether sites of kind k are page faults' (fault and major): vector SITE_FAULT_VECTOR, a time. */
+bool site_kind_is_fault(SiteKind k);
+
+/* Site.vector: "PF" for a fault or major fault site, the trap's name (trap_vector_name()) for a trap's. buf
  * must hold 16 bytes. */
 const char *site_vector_name(const SiteCount *s, char buf[static 16]);
 
@@ -110,7 +116,7 @@ json_t *site_count_to_json(const SiteCount *s);
  * symbolOffset and memoryObject may be null or absent) and no other, each of its type and in its
  * range, and consistent: sampled exactly for faults, period 1 for traps, "PF" for faults,
  * symbolOffset with symbol, memoryObject only for "file", estimated = count × period (clamped as
- * above). -EBADMSG otherwise, -ENOMEM. dev, ino and the versions, which the reply does not carry,
+ * above), major sites unsampled with period 1 and "PF". -EBADMSG otherwise, -ENOMEM. dev, ino and the versions, which the reply does not carry,
  * are 0.
  * Free *ret with site_count_done(). */
 int site_count_from_json(json_t *j, SiteCount *ret);

@@ -46,20 +46,20 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
                                  "one exec: the event buffer was full (--event-buffer); the new name and command line "
                                  "are read from /proc, and are missing if the process is already gone" },
         [TS_DROP_SITES_FULL] = { "site_map_full",
-                                 "the site of one trap or fault sample not recorded: the map of sites was full "
-                                 "(--max-sites); the trap itself is counted" },
+                                 "the site of one trap, fault sample or major fault not recorded: the map of sites was "
+                                 "full (--max-sites); the event itself is counted" },
         [TS_DROP_SITE_QUOTA] = { "site_process_limit",
-                                 "the site of one trap or fault sample not recorded: its process had created its "
-                                 "share of the map of sites in this tick already (--max-sites-per-process); the trap "
+                                 "the site of one trap, fault sample or major fault not recorded: its process had created its "
+                                 "share of the map of sites in this tick already (--max-sites-per-process); the event "
                                  "itself is counted" },
         [TS_DROP_SITE_USER_QUOTA] = { "site_user_limit",
-                                      "the site of one trap or fault sample not recorded: its user (not root, not "
+                                      "the site of one trap, fault sample or major fault not recorded: its user (not root, not "
                                       "group trapstat) had created its share of the map of sites in this tick already "
-                                      "(--max-sites-per-user); the trap itself is counted" },
+                                      "(--max-sites-per-user); the event itself is counted" },
         [TS_DROP_SITE_RESERVE] = { "site_reserve",
-                                   "the site of one trap or fault sample of a user who is not root nor in group "
+                                   "the site of one trap, fault sample or major fault of a user who is not root nor in group "
                                    "trapstat not recorded: only their reserve of the map of sites was left "
-                                   "(--site-reserve); the trap itself is counted" },
+                                   "(--site-reserve); the event itself is counted" },
         [TS_DROP_VMA_LOOKUP] = { "site_lookup_failed",
                                  "the kernel's lookup of a site's memory mapping failed (busy: another BPF program "
                                  "held it); the instruction is named from /proc/PID/maps while the process lives, "
@@ -67,7 +67,7 @@ static const CollectorDropKind drop_kinds[TS_DROP_MAX] = {
         [TS_DROP_CAUSE_LOOKUP] = { "major_cause_untold",
                                    "the kernel's lookup of a major fault's memory mapping failed (its lock was "
                                    "contended, or the mapping was gone); the fault is counted, its cause "
-                                   "(Faults.majorByCause) not told" },
+                                   "(Faults.majorByCause) not told, and its site shows memory [unknown]" },
         [TS_DROP_FILE_NAME] = { "site_name_lost",
                                 "the path of one mapped file not recorded: the map of file names was full; its "
                                 "sites name the file by device and inode" },

@@ -464,19 +464,21 @@ static int name_location(SiteReader *r, const struct ts_location *loc, bool code
 static int site_from_bpf(SiteReader *r, const struct ts_site_key *key, const struct ts_site *v, const CollectorProc *p,
                          uint64_t now, SiteCount *ret) {
         SiteCount s = {
-                .kind = key->kind == TS_SITE_FAULT ? SITE_FAULT : SITE_TRAP,
                 .vector = key->vector < TS_N_VECTORS ? key->vector : TRAP_VECTOR_UNKNOWN,
-                .period = key->kind == TS_SITE_FAULT ? collector_bpf_fault_sample(r->bpf) : 1,
                 .offset = key->ip.offset,
                 .memory = key->memory.kind < _MEMORY_KIND_MAX ? (MemoryKind) key->memory.kind : MEMORY_UNKNOWN,
                 .count = v->count,
-                .time_ns = key->kind == TS_SITE_FAULT ? v->time_ns : 0,
         };
         uint64_t unused;
         ObjectVersion no_version; /* not kept for the memory's file: SiteCount.memory_dev */
         char *no_symbol = NULL;
+        bool timed;
         int k;
 
+        k = site_kind_from_bpf(key->kind, collector_bpf_fault_sample(r->bpf), &s.kind, &s.period, &timed);
+        if (k < 0)
+                return k;
+        s.time_ns = timed ? v->time_ns : 0;
         k = name_location(r, &key->ip, true, p, now, &s.object, &s.dev, &s.ino, &s.version, &s.symbol,
                           &s.symbol_offset);
         if (k >= 0 && s.memory == MEMORY_FILE)
@@ -504,6 +506,9 @@ static int drain_site(SiteReader *r, const struct ts_site_key *key, const struct
         if (k < 0)
                 return k;
         k = site_from_bpf(r, key, v, p, now, &delta);
+        /* A kind this daemon does not know (not from its own object): nothing to count it as. */
+        if (k == -EBADMSG)
+                return 0;
         if (k < 0)
                 return k;
         return proc_table_count_site(r->procs, p, &delta, now);

@@ -414,6 +414,26 @@ void name_shares_done(NameShares *s) {
         *s = (NameShares) {};
 }
 
+int site_kind_from_bpf(uint8_t kind, uint32_t fault_sample, SiteKind *ret_kind, uint32_t *ret_period,
+                       bool *ret_timed) {
+        switch (kind) {
+        case TS_SITE_TRAP:
+                *ret_kind = SITE_TRAP;
+                break;
+        case TS_SITE_FAULT:
+                *ret_kind = SITE_FAULT;
+                break;
+        case TS_SITE_MAJOR:
+                *ret_kind = SITE_MAJOR;
+                break;
+        default:
+                return -EBADMSG;
+        }
+        *ret_period = kind == TS_SITE_FAULT ? fault_sample : 1;
+        *ret_timed = kind != TS_SITE_TRAP;
+        return 0;
+}
+
 void pidns_from_ident(const struct ts_ident *id, ProcessInfo *p) {
         _Static_assert(PIDNS_LEVELS == TS_PIDNS_LEVELS, "ProcessInfo keeps the levels BPF reads");
         uint32_t n = MIN(id->n_pidns, (uint32_t) PIDNS_LEVELS);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "counters.h"
+#include "sites.h"
 #include "stall.h"
 #include "trapstat.h"
 #include "traps.h"
@@ -104,6 +105,12 @@ void traps_from_bpf(const struct ts_traps *t, Traps *ret);
 /* Adds what cur grew by since *seen to delta; *seen then becomes cur. Returns whether anything
  * changed. */
 bool traps_account(const Traps *cur, Traps *seen, Traps *delta);
+
+/* A site hash key's kind (TS_SITE_*) as the data model has it: its SiteKind and sampling period
+ * (fault_sample for the sampled faults, 1 for traps and major faults), and whether its time counts
+ * (not for traps). -EBADMSG for a kind BPF does not write. */
+int site_kind_from_bpf(uint8_t kind, uint32_t fault_sample, SiteKind *ret_kind, uint32_t *ret_period,
+                       bool *ret_timed);
 
 /* The pid namespaces BPF recorded for a process, into p (n_pidns 0 when it could read none). */
 void pidns_from_ident(const struct ts_ident *id, ProcessInfo *p);

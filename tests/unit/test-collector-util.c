@@ -617,8 +617,39 @@ static void test_name_shares(void **state) {
         (void) state;
 }
 
+/* The site hash's kinds: faults sampled with the daemon's period, traps and major faults exact;
+ * time kept but for traps; a kind BPF never writes refused. */
+static void test_site_kind_from_bpf(void **state) {
+        SiteKind kind = _SITE_KIND_MAX;
+        uint32_t period = 0;
+        bool timed = true;
+
+        assert_int_equal(site_kind_from_bpf(TS_SITE_TRAP, 512, &kind, &period, &timed), 0);
+        assert_int_equal(kind, SITE_TRAP);
+        assert_int_equal(period, 1);
+        assert_false(timed);
+        assert_int_equal(site_kind_from_bpf(TS_SITE_FAULT, 512, &kind, &period, &timed), 0);
+        assert_int_equal(kind, SITE_FAULT);
+        assert_int_equal(period, 512);
+        assert_true(timed);
+        timed = false;
+        assert_int_equal(site_kind_from_bpf(TS_SITE_MAJOR, 512, &kind, &period, &timed), 0);
+        assert_int_equal(kind, SITE_MAJOR);
+        assert_int_equal(period, 1);
+        assert_true(timed);
+        assert_int_equal(site_kind_from_bpf(3, 512, &kind, &period, &timed), -EBADMSG);
+        assert_int_equal(kind, SITE_MAJOR); /* untouched */
+        assert_int_equal(site_kind_from_bpf(255, 512, &kind, &period, &timed), -EBADMSG);
+        /* The numbers BPF writes are the data model's, which the store keeps. */
+        assert_int_equal(TS_SITE_TRAP, SITE_TRAP);
+        assert_int_equal(TS_SITE_FAULT, SITE_FAULT);
+        assert_int_equal(TS_SITE_MAJOR, SITE_MAJOR);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_site_kind_from_bpf),
                 cmocka_unit_test(test_sources_parse),
                 cmocka_unit_test(test_sources_choose),
                 cmocka_unit_test(test_counters_delta),

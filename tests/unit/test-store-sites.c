@@ -477,11 +477,58 @@ static void test_site_versions(void **state) {
         (void) state;
 }
 
+/* Major sites (kind 2) beside a fault site of the same instruction and memory: a site of their
+ * own, exact (period 1) with their time, apart by the kind filter, also once rolled up. */
+static void test_major_sites(void **state) {
+        const uint64_t S = 1000000, H = 3600 * S, t0 = 1700000000000000ULL - 1700000000000000ULL % H;
+        StoreRetention keep = STORE_RETENTION_DEFAULT;
+        ProcessInfo a = { .pid = 920, .start_time = 1, .comm = "a", .first_seen_usec = t0 };
+        SiteCount major = fault_site, *sites;
+        char path[256];
+        Store *s;
+        size_t n;
+
+        major.kind = SITE_MAJOR;
+        major.period = 1;
+        snprintf(path, sizeof(path), "%s/sites-major.db", tmpdir);
+        assert_int_equal(store_open(path, "boot-1", &s), 0);
+        for (uint64_t i = 0; i < 4; i++) {
+                SiteCount both[] = { with_count(fault_site, 1), with_count(major, 3) };
+                ProcessSample sample = { &a, (Faults) { .user = 64, .major = 3 }, NULL, both, ELEMENTSOF(both) };
+
+                both[1].time_ns = 1000000;
+                assert_int_equal(store_flush(s, t0 + i * 30 * S, &sample, 1), 0);
+        }
+        assert_int_equal(db_count(path, "SELECT COUNT(*) FROM site_raw WHERE kind = 2"), 4); /* a bucket each */
+
+        for (int pass = 0; pass < 2; pass++) {
+                assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 920), 0, UINT64_MAX, SITE_MAJOR, 10, &sites,
+                                                            &n, NULL)), 0);
+                assert_int_equal(n, 1);
+                assert_site(&sites[0], &major, 12);
+                assert_int_equal(sites[0].time_ns, 4000000);
+                site_counts_free(sites, n);
+                /* Both kinds: the fault's estimate (4 × 64) first. */
+                assert_int_equal(IN_SNAPSHOT(s, store_sites(s, process_id(s, 920), 0, UINT64_MAX, -1, 10, &sites, &n,
+                                                            NULL)), 0);
+                assert_int_equal(n, 2);
+                assert_site(&sites[0], &fault_site, 4);
+                assert_site(&sites[1], &major, 12);
+                site_counts_free(sites, n);
+                /* Rolled up into minutes and hours, the kind kept. */
+                maintain_until_done(s, t0 + 3 * H, &keep);
+        }
+        assert_int_equal(db_count(path, "SELECT SUM(count) FROM site_hour WHERE kind = 2"), 12);
+        store_free(s);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sites),
                 cmocka_unit_test(test_sites_tiers),
                 cmocka_unit_test(test_site_versions),
+                cmocka_unit_test(test_major_sites),
         };
         return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

@@ -254,6 +254,15 @@ static SiteCount fault_site(void) {
                              .memory_object = (char *) "/var/lib/app/data.bin", .count = 100, .time_ns = 250000 };
 }
 
+/* Every major fault at its instruction: exact, timed, its memory a shared memory file. */
+static SiteCount major_site(void) {
+        return (SiteCount) { .kind = SITE_MAJOR, .vector = SITE_FAULT_VECTOR, .period = 1,
+                             .object = (char *) "/usr/bin/app", .offset = 0x2a10, .symbol = (char *) "read_pages",
+                             .symbol_offset = 0x10, .memory = MEMORY_FILE,
+                             .memory_object = (char *) "/memfd:swap-in (deleted)", .count = 2048,
+                             .time_ns = 90000000 };
+}
+
 static void assert_members(json_t *j, const char *const *names, size_t n) {
         assert_int_equal(json_object_size(j), n);
         for (size_t i = 0; i < n; i++)
@@ -416,14 +425,16 @@ static void test_site_to_json(void **state) {
         static const char *const members[] = { "kind",  "vector",  "object",    "offset", "symbol", "symbolOffset",
                                                "count", "sampled", "period",    "estimated", "memory",
                                                "memoryObject", "timeNs", "estimatedTimeNs" };
-        SiteCount t = trap_site(), f = fault_site();
-        _cleanup_json_ json_t *tj = site_count_to_json(&t), *fj = site_count_to_json(&f);
-        _cleanup_json_ json_t *texp = NULL, *fexp = NULL;
+        SiteCount t = trap_site(), f = fault_site(), m = major_site();
+        _cleanup_json_ json_t *tj = site_count_to_json(&t), *fj = site_count_to_json(&f), *mj = site_count_to_json(&m);
+        _cleanup_json_ json_t *texp = NULL, *fexp = NULL, *mexp = NULL;
 
         assert_non_null(tj);
         assert_non_null(fj);
+        assert_non_null(mj);
         assert_members(tj, members, sizeof(members) / sizeof(members[0]));
         assert_members(fj, members, sizeof(members) / sizeof(members[0]));
+        assert_members(mj, members, sizeof(members) / sizeof(members[0]));
 
         texp = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:n, s:i, s:i}", "kind", "trap", "vector",
                          "UD", "object", "/usr/lib/x/libfoo.so", "offset", 0x1234, "symbol", "foo_init", "symbolOffset",
@@ -434,10 +445,17 @@ static void test_site_to_json(void **state) {
                          "PF", "object", "/usr/bin/app", "offset", 0x2a00, "symbol", "symbolOffset", "count", 100,
                          "sampled", 1, "period", 64, "estimated", 6400, "memory", "file", "memoryObject",
                          "/var/lib/app/data.bin", "timeNs", 250000, "estimatedTimeNs", 16000000);
+        /* Major faults: every one, "PF", their time exact. */
+        mexp = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:b, s:i, s:i, s:s, s:s, s:i, s:i}", "kind", "major", "vector",
+                         "PF", "object", "/usr/bin/app", "offset", 0x2a10, "symbol", "read_pages", "symbolOffset", 0x10,
+                         "count", 2048, "sampled", 0, "period", 1, "estimated", 2048, "memory", "file", "memoryObject",
+                         "/memfd:swap-in (deleted)", "timeNs", 90000000, "estimatedTimeNs", 90000000);
         assert_non_null(texp);
         assert_non_null(fexp);
+        assert_non_null(mexp);
         assert_true(json_equal(tj, texp));
         assert_true(json_equal(fj, fexp));
+        assert_true(json_equal(mj, mexp));
 }
 
 /* A memory object is named only for memory "file"; a site without an object says "[unknown]";
@@ -518,11 +536,14 @@ static void assert_site_equal(const SiteCount *a, const SiteCount *b) {
 
 /* to_json then from_json gives the site back (but dev and inode, which JSON does not carry). */
 static void test_site_round_trip(void **state) {
-        SiteCount sites[] = { trap_site(), fault_site(), trap_site() };
+        SiteCount sites[] = { trap_site(), fault_site(), trap_site(), major_site(), major_site() };
 
         sites[2].vector = TRAP_VECTOR_UNKNOWN;
         sites[2].symbol = NULL;
         sites[2].memory = MEMORY_UNMAPPED;
+        sites[4].memory = MEMORY_ANON;
+        sites[4].memory_object = NULL;
+        sites[4].time_ns = 0;
         for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
                 _cleanup_json_ json_t *j = site_count_to_json(&sites[i]);
                 SiteCount back = { .dev = 1 };
@@ -533,6 +554,7 @@ static void test_site_round_trip(void **state) {
                 assert_int_equal(back.dev, 0);
                 assert_int_equal(back.ino, 0);
                 assert_int_equal(site_count_estimated(&back), site_count_estimated(&sites[i]));
+                assert_int_equal(back.time_ns, sites[i].time_ns);
                 site_count_done(&back);
         }
 }
@@ -610,6 +632,26 @@ static void test_site_from_json_strict(void **state) {
                 json_object_set_new(j, "sampled", json_true());
                 assert_int_equal(site_count_from_json(j, &s), 0);
                 site_count_done(&s);
+        }
+        /* Major sites: "PF" only, never sampled, period 1, estimated = count. */
+        {
+                static const struct {
+                        const char *member, *json;
+                } bad_major[] = {
+                        { "vector", "\"UD\"" }, { "sampled", "true" }, { "period", "64" }, { "estimated", "131072" },
+                        { "kind", "\"majors\"" },
+                };
+                SiteCount m = major_site();
+
+                for (size_t i = 0; i < sizeof(bad_major) / sizeof(bad_major[0]); i++) {
+                        _cleanup_json_ json_t *j = site_count_to_json(&m);
+                        SiteCount s = untouched;
+
+                        json_object_set_new(j, bad_major[i].member, json_loads(bad_major[i].json, JSON_DECODE_ANY, NULL));
+                        if (site_count_from_json(j, &s) != -EBADMSG)
+                                fail_msg("accepted a major site's %s = %s", bad_major[i].member, bad_major[i].json);
+                        assert_int_equal(s.count, 4242);
+                }
         }
         assert_int_equal(site_count_from_json(NULL, &t), -EBADMSG);
         {

@@ -744,7 +744,7 @@ static void test_validate_sites_output(void **state) {
         for (unsigned m = 0; m < _MEMORY_KIND_MAX; m++)
                 for (unsigned k = 0; k < _SITE_KIND_MAX; k++) {
                         SiteCount s = { .kind = (SiteKind) k,
-                                        .vector = k == SITE_FAULT ? SITE_FAULT_VECTOR : m,
+                                        .vector = site_kind_is_fault((SiteKind) k) ? SITE_FAULT_VECTOR : m,
                                         .period = k == SITE_FAULT ? 64 : 1,
                                         .object = (char *) "/usr/bin/app",
                                         .offset = 0x1000 + m,
