@@ -385,13 +385,19 @@ static int site_row_init(const OutputStyle *style, const SiteCount *s, size_t wh
         return 0;
 }
 
+/* The KIND column of a site, padded to its width. */
+static const char *site_kind_column(SiteKind k) {
+        return k == SITE_FAULT ? "fault " : k == SITE_MAJOR ? "major " : "trap  ";
+}
+
 /* A table of sites, each line starting with indent, with a column KIND or without. Counts in
- * human units; fault counts are estimates, marked "~". Returns whether any was a fault's. */
+ * human units; fault counts are estimates, marked "~" (traps and major faults are exact). Returns
+ * whether any was a (sampled) fault's. */
 static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount *sites, size_t n, bool with_kind,
                              const char *indent) {
         size_t where_max = style->tty ? SITE_WHERE_MAX : SIZE_MAX, memory_width = strlen("MEMORY");
         size_t object_width = strlen("OBJECT"), where_width = strlen("WHERE"), budget = style->columns;
-        /* A column TIME only where there are fault sites: traps take no time to tell. */
+        /* A column TIME only where there are fault or major sites: traps take no time to tell. */
         bool faults = false, time_column = false;
         /* KIND, VECTOR, COUNT, TIME and the gaps between the columns. */
         size_t fixed;
@@ -401,7 +407,7 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
         if (!rows)
                 return false;
         for (size_t i = 0; i < n; i++)
-                time_column |= sites[i].kind == SITE_FAULT;
+                time_column |= site_kind_is_fault(sites[i].kind);
         fixed = strlen(indent) + (with_kind ? 6 : 0) + 8 + 7 + (time_column ? 10 : 0) + 3 * 2;
         for (size_t i = 0; i < n; i++) {
                 if (site_row_init(style, &sites[i], where_max, &rows[i]) < 0) {
@@ -439,14 +445,15 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
                          site_vector_name(s, name));
                 snprintf(count, sizeof(count), "%s%s", s->kind == SITE_FAULT ? "~" : "",
                          format_count(site_count_estimated(s), number));
-                /* The time of a fault site's faults, estimated as its count: "-" for traps and
-                 * where faults were not timed. */
+                /* The time of a fault site's faults, estimated as its count (a major site's is
+                 * exact): "-" for traps and where faults were not timed. */
                 if (!time_column)
                         time[0] = '\0';
-                else if (s->kind == SITE_FAULT && s->time_ns > 0) {
+                else if (site_kind_is_fault(s->kind) && s->time_ns > 0) {
                         char estimate[24];
 
-                        snprintf(estimate, sizeof(estimate), "~%s", format_ns(site_time_estimated(s), style->utf8, number));
+                        snprintf(estimate, sizeof(estimate), "%s%s", s->kind == SITE_FAULT ? "~" : "",
+                                 format_ns(site_time_estimated(s), style->utf8, number));
                         right_aligned(estimate, 10, time, sizeof(time));
                 } else
                         right_aligned("-", 10, time, sizeof(time));
@@ -454,7 +461,7 @@ static bool print_site_table(FILE *f, const OutputStyle *style, const SiteCount 
                 budget = style->columns;
                 if (format_path_cell(s->object ?: "[unknown]", style->utf8, object_width, &object) >= 0 &&
                     asprintf(&line, "%s%s%-7s %7s%s  %s  %s%*s  %s", indent,
-                             with_kind ? (s->kind == SITE_FAULT ? "fault " : "trap  ") : "", vector, count, time, object,
+                             with_kind ? site_kind_column(s->kind) : "", vector, count, time, object,
                              rows[i].where, (int) (where_width - rows[i].where_width), "", rows[i].memory) >= 0)
                         fput_cut(f, style, line, &budget);
                 else

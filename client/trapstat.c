@@ -348,25 +348,28 @@ static int verb_history(int argc, char *argv[]) {
 }
 
 static const char *const sites_usage =
-        "Usage: trapstat sites PID [--since TIME] [--until TIME] [--start-time NS] [--traps|--faults] [--limit N] [--json|--csv]";
+        "Usage: trapstat sites PID [--since TIME] [--until TIME] [--start-time NS] [--traps|--faults|--major] [--limit N]\n"
+        "                      [--json|--csv]";
 
 /* What sites was asked on its command line. */
 typedef struct SitesArgs {
         TrapstatSitesQuery q;
-        bool has_since, has_until, traps, faults, csv;
+        bool has_since, has_until, traps, faults, major, csv;
 } SitesArgs;
 
 static void sites_help(void) {
         printf("%s\n\n"
                "Where process PID trapped and faulted, also after it exited: one line per site (an\n"
                "instruction: the file it is in and where in it), most events first, with the memory\n"
-               "the faulting address was in. Every trap is counted; page faults are sampled (trapstat\n"
-               "status says how), so their counts are estimates, marked ~.\n\n"
+               "the faulting address was in. Every trap and every major fault is counted; page faults\n"
+               "are sampled (trapstat status says how), so their counts are estimates, marked ~.\n\n"
                "  --since TIME        events from TIME on (default: the whole history)\n"
                "  --until TIME        events before TIME (default: now)\n"
                "  --start-time NS     one incarnation of a reused pid (ns since boot; see trapstat procs)\n"
                "  --traps             only trap sites\n"
                "  --faults            only page fault sites\n"
+               "  --major             only major fault sites: the instructions that waited on a major\n"
+               "                      fault, MEMORY what for (a file read, or swap: [anon], a memfd...)\n"
                "  -n, --limit N       at most N sites (default %d, at most %d)\n"
                "  --json              the varlink reply as one JSON object\n"
                "  --csv               one line per site, exact counts\n\n"
@@ -401,6 +404,9 @@ static int sites_option(int c, SitesArgs *a, uint64_t now) {
         case 'f':
                 a->faults = true;
                 return 1;
+        case 'm':
+                a->major = true;
+                return 1;
         case 'n':
                 if (parse_integer(optarg, 1, SITES_MAX_LIMIT, 0, &v) < 0)
                         return usage_error(sites_usage, "invalid --limit '%s': expected 1 to %d", optarg, SITES_MAX_LIMIT);
@@ -416,7 +422,8 @@ static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
         static const struct option options[] = {
                 { "since", required_argument, NULL, 's' }, { "until", required_argument, NULL, 'u' },
                 { "start-time", required_argument, NULL, 'T' }, { "traps", no_argument, NULL, 't' },
-                { "faults", no_argument, NULL, 'f' },      { "limit", required_argument, NULL, 'n' },
+                { "faults", no_argument, NULL, 'f' },      { "major", no_argument, NULL, 'm' },
+                { "limit", required_argument, NULL, 'n' },
                 { "json", no_argument, NULL, 'j' },        { "csv", no_argument, NULL, OPT_CSV },
                 { "help", no_argument, NULL, 'h' },        {},
         };
@@ -430,8 +437,9 @@ static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
         r = parse_pid_operand(sites_usage, "sites", argc, argv, &a->q.pid);
         if (r < 0)
                 return r;
-        if (a->traps && a->faults)
-                return usage_error(sites_usage, "sites: --traps and --faults exclude each other (without either: both)");
+        if (a->traps + a->faults + a->major > 1)
+                return usage_error(sites_usage,
+                                   "sites: --traps, --faults and --major exclude each other (without any: all)");
         if (a->csv && arg_json)
                 return usage_error(sites_usage, "sites: --json and --csv exclude each other");
         if (a->has_since && a->has_until && a->q.since_usec >= a->q.until_usec)
@@ -440,6 +448,8 @@ static int sites_parse_argv(int argc, char *argv[], SitesArgs *a) {
                 a->q.kind = SITE_TRAP;
         else if (a->faults)
                 a->q.kind = SITE_FAULT;
+        else if (a->major)
+                a->q.kind = SITE_MAJOR;
         return 1;
 }
 
@@ -474,7 +484,7 @@ static int verb_sites(int argc, char *argv[]) {
                 print_sites(stdout, &style, reply.process, reply.sites, reply.n_sites);
         if (fflush(stdout) != 0)
                 return fail("writing to stdout failed: %m");
-        print_cut_note(stderr, reply.json, "otherSites", reply.n_sites, "sites", "--traps/--faults/--since/--until",
+        print_cut_note(stderr, reply.json, "otherSites", reply.n_sites, "sites", "--traps/--faults/--major/--since/--until",
                        a.q.limit ? (long long) a.q.limit : SITES_DEFAULT_LIMIT, SITES_MAX_LIMIT);
         return 0;
 }

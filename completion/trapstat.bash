@@ -54,7 +54,7 @@ _trapstat() {
     case $verb in
         top) opts="--batch --stream --iterations --delay --window --sort --limit --pid --user --unit --comm --container --by --reconnect-timeout --json --help" ;;
         history) opts="--since --until --step --start-time --unit --container --histogram --json --csv --help" ;;
-        sites) opts="--since --until --start-time --traps --faults --limit --json --csv --help" ;;
+        sites) opts="--since --until --start-time --traps --faults --major --limit --json --csv --help" ;;
         procs) opts="--exited --comm --unit --container --pid --limit --json --csv --help" ;;
         traps) opts="--since --json --help" ;;
         status) opts="--json --help" ;;

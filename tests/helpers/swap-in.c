@@ -3,8 +3,9 @@
  * (anon) or a memfd mapped shared (shmem: shared memory), writes each, pushes them out to swap
  * (MADV_PAGEOUT, Linux 5.4), checks with mincore() how many left memory, and reads each page
  * again: a page read back from swap is a major fault. Its own major faults of that read, as the
- * kernel accounts them (getrusage), are what the test compares trapstatd's counts with. Needs
- * swap (the test turns on zram).
+ * kernel accounts them (getrusage), are what the test compares trapstatd's counts with; the reads
+ * are all in read_back(), a function of its own, which the test finds the sites of those faults
+ * in. Needs swap (the test turns on zram).
  *
  * usage: swap-in anon|shmem PAGES
  * prints: {"pid": P, "kind": K, "pages": N, "out": O, "majflt": M}
@@ -45,6 +46,15 @@ static long not_resident(char *mem, long n, long page) {
         return out;
 }
 
+/* Reads the first byte of each of the n pages of mem back: 0, or 3 when one is not what was
+ * written. Never inlined: the test names the faulting instructions by this symbol. */
+static __attribute__((noinline)) int read_back(const char *mem, long n, long page) {
+        for (long i = 0; i < n; i++)
+                if (((const volatile char *) mem)[i * page] != (char) (i | 1))
+                        return 3;
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         long page = sysconf(_SC_PAGESIZE), n, out = 0, before, after;
         bool shmem;
@@ -75,9 +85,8 @@ int main(int argc, char *argv[]) {
         }
 
         before = majflt();
-        for (long i = 0; i < n; i++)
-                if (((volatile char *) mem)[i * page] != (char) (i | 1))
-                        return 3;
+        if (read_back(mem, n, page) != 0)
+                return 3;
         after = majflt();
 
         printf("{\"pid\": %d, \"kind\": \"%s\", \"pages\": %ld, \"out\": %ld, \"majflt\": %ld}\n", getpid(), argv[1], n,

@@ -203,9 +203,10 @@ def read_slow_file(pages, delay_ms):
     read waiting delay_ms), mapped and touched page by page by a process of its own without
     readahead (MADV_RANDOM: a fault that waits for a page readahead is already reading counts as
     minor), so each read is waited for by a major fault. (the reader's pid, the reads the file
-    served, the reader's major faults as wait4() counts them)."""
+    served, the reader's major faults as wait4() counts them, the file's path as the kernel names
+    it)."""
     with tempfile.TemporaryDirectory() as tmp:
-        mnt, count = os.path.join(tmp, "mnt"), os.path.join(tmp, "reads")
+        mnt, count = os.path.join(os.path.realpath(tmp), "mnt"), os.path.join(tmp, "reads")
         os.mkdir(mnt)
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
         fs = subprocess.Popen([binary("SLOW_FILE"), mnt, str(pages), str(delay_ms), count], env=env,
@@ -231,7 +232,7 @@ def read_slow_file(pages, delay_ms):
             fs.terminate()
             fs.wait(timeout=10)
             fs.stderr.close()
-    return int(reader.stdout.split()[0]), reads, majflt
+    return int(reader.stdout.split()[0]), reads, majflt, os.path.join(mnt, "data")
 
 
 def settled_unit_row(socket_path, unit, ready, ticks=3):

@@ -354,7 +354,7 @@ class Cli(SharedDaemonTest):
             (["traps", "--since", "later"], "invalid --since"),
             (["history", "1", "--json", "--csv"], "exclude each other"),
             (["history", "1", "--since", "1h", "--until", "2h"], "--since must be before --until"),
-            (["sites", "1", "--traps", "--faults"], "--traps and --faults exclude each other"),
+            (["sites", "1", "--traps", "--faults"], "--traps, --faults and --major exclude each other"),
             (["sites", "1", "--limit", "10001"], "invalid --limit"),
             (["top", "--stream"], "--stream goes with -b"),
             (["call", "NoDots"], "not a qualified method name"),

@@ -109,8 +109,8 @@ class Docs(unittest.TestCase):
         self.assertEqual(complete("trapstat history 1 --since "), ["15m", "1d", "1h", "2h", "3d", "now"])
         self.assertIn(str(os.getpid()), complete("trapstat history "))  # running pids
         self.assertIn(str(os.getpid()), complete("trapstat sites "))
-        self.assertEqual(complete("trapstat sites 1 --"), ["--csv", "--faults", "--help", "--json", "--limit", "--since",
-                                                           "--start-time", "--traps", "--until"])
+        self.assertEqual(complete("trapstat sites 1 --"), ["--csv", "--faults", "--help", "--json", "--limit", "--major",
+                                                           "--since", "--start-time", "--traps", "--until"])
         self.assertEqual(complete("trapstat sites 1 --limit "), [])
         self.assertEqual(complete("trapstat -j traps --"), ["--help", "--json", "--since"])
         self.assertEqual(complete("trapstat top --by c"), ["comm", "container"])

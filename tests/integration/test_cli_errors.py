@@ -83,7 +83,8 @@ class CliErrors(unittest.TestCase):
             (["sites"], "missing PID"),
             (["sites", "12ab"], "invalid pid '12ab'"),
             (["sites", "0"], "invalid pid '0'"),
-            (["sites", "1", "--traps", "--faults"], "--traps and --faults exclude each other"),
+            (["sites", "1", "--traps", "--faults"], "--traps, --faults and --major exclude each other"),
+            (["sites", "1", "--faults", "--major"], "--traps, --faults and --major exclude each other"),
             (["sites", "1", "--limit", "0"], "invalid --limit '0'"),
             (["sites", "1", "-n", "10001"], "invalid --limit '10001'"),
             (["sites", "1", "--json", "--csv"], "exclude each other"),
@@ -199,11 +200,14 @@ PROCESS = {"pid": 4242, "startTime": 987654000000, "comm": "app\x1b[2J", "cmdlin
 
 
 def site(kind, vector, obj, offset, count, symbol=None, symbol_offset=None, memory="none", memory_object=None,
-         period=None):
+         period=None, time_ns=None):
     period = period or (64 if kind == "fault" else 1)
-    return {"kind": kind, "vector": vector, "object": obj, "offset": offset, "symbol": symbol,
-            "symbolOffset": symbol_offset, "count": count, "sampled": kind == "fault", "period": period,
-            "estimated": count * period, "memory": memory, "memoryObject": memory_object}
+    s = {"kind": kind, "vector": vector, "object": obj, "offset": offset, "symbol": symbol,
+         "symbolOffset": symbol_offset, "count": count, "sampled": kind == "fault", "period": period,
+         "estimated": count * period, "memory": memory, "memoryObject": memory_object}
+    if time_ns is not None:
+        s.update(timeNs=time_ns, estimatedTimeNs=time_ns * period)
+    return s
 
 
 # Every kind of row: a sampled fault (an estimate) in the heap, an exact trap with a symbol, a trap
@@ -288,6 +292,38 @@ class SitesOutput(unittest.TestCase):
         p = run("--socket", d.socket, "sites", "4242")
         self.assertEqual(p.returncode, 0)
         self.assertEqual(p.stdout.split("\n")[1:], ["(no sites in this window)", ""])
+
+    def test_major_sites(self):
+        """Major sites: exact counts and times (no "~"), kind major; asked for with --major; a
+        reply that says a major site was sampled is malformed."""
+        major = [site("major", "PF", "/usr/bin/app", 0x2b00, 2048, "read_back", 0x10, memory="anon",
+                      time_ns=41000000),
+                 site("major", "PF", "/usr/bin/app", 0x2b00, 12, "read_back", 0x10, memory="file",
+                      memory_object="/memfd:swap-in (deleted)", time_ns=0)]
+        d = self.serve(sites=[SITES[0], *major])
+        p = run("--socket", d.socket, "sites", "4242", "--major")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.split("\n")
+        self.assertRegex(lines[1], r"^KIND +VECTOR +COUNT +TIME +OBJECT +WHERE +MEMORY$")
+        self.assertRegex(lines[2], r"^major +#PF +2\.05k +41\.0ms +/usr/bin/app +read_back\+0x10 +\[anon\]$")
+        self.assertRegex(lines[3], r"^major +#PF +12 +- +/usr/bin/app +read_back\+0x10 +/memfd:swap-in \(deleted\)$")
+        self.assertEqual(lines[4:], [""])  # exact: no word of sampling
+        self.assertEqual(d.calls[-1]["parameters"], {"pid": 4242, "kind": "major"})
+        # Beside a sampled fault, only the fault is an estimate.
+        out = run("--socket", d.socket, "sites", "4242").stdout.split("\n")
+        self.assertRegex(out[2], r"^fault +#PF +~6\.40k ")
+        self.assertRegex(out[3], r"^major +#PF +2\.05k +41\.0ms ")
+        self.assertEqual(out[-2], "~ fault counts and times are estimates: 1 in 64 sampled")
+        rows = list(csv.DictReader(io.StringIO(run("--socket", d.socket, "sites", "4242", "--major", "--csv").stdout,
+                                               newline="")))
+        self.assertEqual([(r["kind"], r["count"], r["sampled"], r["period"], r["estimated"], r["timeNs"],
+                           r["estimatedTimeNs"], r["memoryObject"]) for r in rows],
+                         [("major", "2048", "false", "1", "2048", "41000000", "41000000", ""),
+                          ("major", "12", "false", "1", "12", "0", "0", "/memfd:swap-in (deleted)")])
+        d = self.serve(sites=[dict(major[0], sampled=True)])
+        p = run("--socket", d.socket, "sites", "4242", "--major")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("malformed reply", p.stderr)
 
     def test_several_periods(self):
         d = self.serve(sites=[SITES[0], site("fault", "PF", "/usr/bin/app", 0x3000, 5, period=128)])

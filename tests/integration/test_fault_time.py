@@ -109,7 +109,7 @@ class FaultTime(SharedDaemonTest):
         """A file whose every read waits 10 ms, read page by page (read_slow_file()): each read is
         waited for by one major fault, so the process's major time is at least the reads' total
         wait."""
-        pid, reads, _ = read_slow_file(32, 10)
+        pid, reads, _, _ = read_slow_file(32, 10)
         delay_ms = 10
         h = exited_history(self.daemon, pid)
         faults, ft = h["total"]["faults"], h["total"]["faultTime"]

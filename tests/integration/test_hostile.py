@@ -553,6 +553,10 @@ ODD_CASES = [
     ("History sinceUsec = untilUsec + 1",
      raw("History", {"pid": "$PID", "sinceUsec": 1700000000000001, "untilUsec": 1700000000000000}).replace(
          '"$PID"', "$PID"), invalid("untilUsec")),
+    # A kind of site the IDL does not name (its enum SiteKind), nor a name spelled otherwise
+    ("Sites kind bogus", raw("Sites", {"pid": "$PID", "kind": "bogus"}).replace('"$PID"', "$PID"), invalid("kind")),
+    ("Sites kind MAJOR", raw("Sites", {"pid": "$PID", "kind": "MAJOR"}).replace('"$PID"', "$PID"), invalid("kind")),
+    ("Sites kind 2", raw("Sites", {"pid": "$PID", "kind": 2}).replace('"$PID"', "$PID"), invalid("kind")),
     # Integers outside int64
     ("History pid 2^63", raw("History", {"pid": INT64_MAX + 1}), invalid("pid")),
     ("History pid -2^63-1", raw("History", {"pid": INT64_MIN - 1}), invalid("pid")),

@@ -2,11 +2,16 @@
 """Why a process waited on memory: its major faults by cause, told in the kernel at each major
 fault's completion. A FUSE file read page by page (file), anonymous memory and a memfd pushed out
 to swap on zram and read back (anon, shmem): each count against the workload's own rusage, the
-whole against wait4's; the time of those faults by cause; Top sorted by a cause. With the source
+whole against wait4's; the time of those faults by cause; Top sorted by a cause. Where they
+happened: Sites of kind major, every one at its instruction (the swap-in helper's read_back()) with
+what it waited for (anonymous memory, the memfd, the FUSE file) and its time. With the source
 disabled, and on a kernel that cannot tell, majorByCause is null and GetStatus says why, and the
 major faults stay exact."""
+import csv
+import io
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -14,7 +19,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from daemon import (Daemon, SharedDaemonTest, Swap, binary, exited_history, feature_off,  # noqa: E402
-                    read_slow_file, require_root_and_bpf, trapstat, trapstat_json, zram_missing)
+                    read_slow_file, require_root_and_bpf, trapstat, trapstat_json, wait_for, zram_missing)
+
+# The memfd of swap-in, as the process's maps name it, or as BPF walked its path once it was gone.
+MEMFD = re.compile(r"^/memfd:swap-in( \(deleted\))?$")
 
 
 def run_rusage(args, timeout=120):
@@ -45,6 +53,43 @@ def source(st, name):
 
 class MajorCause(SharedDaemonTest):
     """The shared daemon times faults too (Daemon() turns fault_time on)."""
+
+    def major_sites(self, pid, ready):
+        """The major sites of pid (trapstat sites --major), once ready(sites) holds: a site's
+        symbol comes from the symbol worker a tick or so after the site is stored."""
+        def get():
+            p = trapstat(self.daemon.socket, "--json", "sites", str(pid), "--major", "--limit", "10000", check=False)
+            sites = json.loads(p.stdout)["sites"] if p.returncode == 0 else None
+            return sites if sites is not None and ready(sites) else None
+
+        sites = wait_for(get, timeout=30, what=f"the major sites of {pid}")
+        for s in sites:  # every one counted, none sampled
+            self.assertEqual((s["kind"], s["vector"], s["sampled"], s["period"], s["estimated"]),
+                             ("major", "PF", False, 1, s["count"]), s)
+        return sites
+
+    def assert_swap_in_sites(self, kind, w, h):
+        """Every swap-in of the read phase at its instruction in read_back(), memory what it read
+        back: as many as majorByCause counts, with the same time."""
+        by, t = h["total"]["faults"]["majorByCause"], h["total"]["faultTime"]["majorNsByCause"]
+        helper = os.path.realpath(binary("SWAP_IN"))
+
+        def swapped(s):
+            return s["memory"] == "anon" if kind == "anon" else \
+                s["memory"] == "file" and MEMFD.match(s["memoryObject"] or "") is not None
+
+        sites = self.major_sites(w["pid"], lambda sites: sum(s["count"] for s in sites if swapped(s)) >= by[kind]
+                                 and all(s["symbol"] for s in sites if swapped(s)))
+        mine = [s for s in sites if swapped(s)]
+        self.assertEqual(sum(s["count"] for s in mine), by[kind], json.dumps(sites, indent=1))
+        self.assertEqual(by[kind], w["majflt"])
+        self.assertEqual({(s["object"], s["symbol"]) for s in mine}, {(helper, "read_back")}, mine)
+        # The swap-ins happened in user mode: the sites have all of their time.
+        self.assertEqual(sum(s["timeNs"] for s in mine), t[kind], (mine, t))
+        # The rest were read from files (start-up): no more sites than major faults.
+        self.assertLessEqual(sum(s["count"] for s in sites), sum(by.values()))
+        self.assertTrue(all(swapped(s) or s["memory"] == "file" for s in sites), sites)
+        return sites
 
     @classmethod
     def setUpClass(cls):
@@ -81,18 +126,32 @@ class MajorCause(SharedDaemonTest):
         return w, h
 
     def test_anonymous_memory_swapped_in(self):
-        w, _ = self.swapped_in("anon")
+        w, h = self.swapped_in("anon")
         # Anonymous pages swapped out on zram come back one fault each (no swap readahead on a
         # synchronous device).
         self.assertEqual(w["majflt"], w["out"], w)
+        sites = self.assert_swap_in_sites("anon", w, h)
+        # trapstat's table: kind major, exact counts and times (no "~"); its CSV: not sampled.
+        table = trapstat(self.daemon.socket, "sites", str(w["pid"]), "--major", "--limit", "10000").stdout
+        self.assertNotIn("~", table)
+        self.assertRegex(table, r"\nmajor +#PF +\S+ +\S+ +\S*swap-in +read_back\+0x[0-9a-f]+ +\[anon\]\n")
+        rows = list(csv.DictReader(io.StringIO(
+            trapstat(self.daemon.socket, "sites", str(w["pid"]), "--major", "--csv", "--limit", "10000").stdout)))
+        self.assertEqual(sorted(int(r["count"]) for r in rows), sorted(s["count"] for s in sites))
+        self.assertEqual({(r["kind"], r["sampled"], r["period"]) for r in rows}, {("major", "false", "1")})
+        # Other kinds leave them out.
+        faults = trapstat_json(self.daemon.socket, "sites", str(w["pid"]), "--faults", "--limit", "10000")
+        self.assertEqual({s["kind"] for s in faults["sites"]} - {"fault"}, set())
 
     def test_shared_memory_swapped_in(self):
-        self.swapped_in("shmem")
+        w, h = self.swapped_in("shmem")
+        sites = self.assert_swap_in_sites("shmem", w, h)
+        self.assertFalse([s for s in sites if s["memory"] == "anon"], sites)
 
     def test_file_read_page_by_page(self):
         """A file whose every read waits 2 ms, read page by page (read_slow_file()): each read a
         major fault on a file mapping."""
-        pid, reads, majflt = read_slow_file(64, 2)
+        pid, reads, majflt, path = read_slow_file(64, 2)
         h = exited_history(self.daemon, pid)
         faults = h["total"]["faults"]
         self.assertGreaterEqual(reads, 1)
@@ -100,6 +159,15 @@ class MajorCause(SharedDaemonTest):
         self.assertEqual(faults["major"], majflt, faults)
         self.assertEqual(faults["majorByCause"], {"file": majflt, "anon": 0, "shmem": 0})
         self.assertGreater(h["total"]["faultTime"]["majorNsByCause"]["file"], 0)
+        # Each at its instruction (in Python's mmap code), waiting for the slow file: the reads
+        # of the file are major faults in it, and every major fault of the reader has its site.
+        sites = self.major_sites(pid, lambda sites: sum(s["count"] for s in sites) >= majflt)
+        self.assertEqual(sum(s["count"] for s in sites), majflt, json.dumps(sites, indent=1))
+        self.assertTrue(all(s["memory"] == "file" for s in sites), sites)
+        slow = [s for s in sites if s["memoryObject"] == path]
+        self.assertGreaterEqual(sum(s["count"] for s in slow), reads, (path, sites))
+        # All in user mode: the sites have all of their time.
+        self.assertEqual(sum(s["timeNs"] for s in sites), h["total"]["faultTime"]["majorNsByCause"]["file"])
 
     def test_top_sorts_by_cause(self):
         w, h = self.swapped_in("anon", pages=512)
