@@ -142,7 +142,7 @@ typedef struct TrapstatSitesQuery {
         uint64_t start_time; /* one incarnation of the pid; 0: the newest */
         uint64_t since_usec; /* 0: from the start of its history */
         uint64_t until_usec; /* 0: up to now */
-        int kind;            /* a SiteKind; -1: both kinds */
+        int kind;            /* a SiteKind; -1: every kind */
         unsigned limit;      /* at most this many sites; 0: the daemon's default (20) */
 } TrapstatSitesQuery;
 
