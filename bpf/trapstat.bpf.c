@@ -634,7 +634,7 @@ static __always_inline __u32 fault_bucket(__u64 ns) {
 }
 
 static __u32 major_cause_of_fault(__u64 address, struct ts_location *memory);
-static void record_major_site(__u64 ip, const struct ts_location *memory, __u64 ns);
+int record_major_site(__u64 ip, __u64 ns, __u32 kind, __u32 dev, __u64 ino);
 
 /* The completion of the current thread's fault at address, as the kernel accounts it (minor or
  * major; a major one's cause, TS_MAJOR_CAUSES when not told): the time since its entry goes to the
@@ -713,7 +713,7 @@ int fault_done_major(struct bpf_perf_event_data *ctx) {
 
         ns = fault_done(ctx->addr, true, cause);
         if (user)
-                record_major_site(ip, &memory, ns);
+                (void) record_major_site(ip, ns, memory.kind, memory.dev, memory.ino);
         return 0;
 }
 #else
@@ -808,6 +808,14 @@ static __noinline void remember_file_name(struct file *file, __u32 dev, __u64 in
                 struct dentry *parent = BPF_CORE_READ(d, d_parent);
                 __u32 depth = n->depth;
 
+                /* A dentry in no directory that is not a mount's root: a file made for itself (a
+                 * memfd, shared anonymous memory), whose name is all of its path, as the maps
+                 * show it ("/memfd:NAME (deleted)"). */
+                if (d == parent && d != root && depth == 0) {
+                        bpf_probe_read_kernel_str(n->names[0], TS_NAME_LEN, BPF_CORE_READ(d, d_name.name));
+                        n->depth = 1;
+                        break;
+                }
                 if (d == root || d == parent) {
                         struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
 
@@ -1260,32 +1268,36 @@ static __noinline void record_fault_site(__u64 address, __u64 ip, struct fault_s
 }
 
 #ifndef TS_NO_LOOP
-/* A major fault's site, every one taken in user mode: the faulting instruction, and memory, what
- * the faulting address was in as the cause's lookup of it found it (TS_MEM_UNKNOWN when that
- * failed), with the fault's time ns (0: not timed). Only with the causes: their lookup gives the
- * memory, and the site's own lookup goes to the instruction when the process's remembered code
- * mapping does not name it (the completion runs with interrupts on: a second lookup may follow
- * the first, see locate()). */
-static __noinline void record_major_site(__u64 ip, const struct ts_location *memory, __u64 ns) {
+/* A major fault's site, every one taken in user mode: the faulting instruction, and the memory
+ * (kind, dev, ino) the faulting address was in as the cause's lookup of it found it (TS_MEM_UNKNOWN
+ * when that failed), with the fault's time ns (0: not timed). Only with the causes: their lookup
+ * gives the memory, and the site's own lookup goes to the instruction when the process's
+ * remembered code mapping does not name it (the completion runs with interrupts on: a second
+ * lookup may follow the first, see locate()). A global function, verified once on its own: as a
+ * static one it would be verified again for every state its caller reaches it in (timed or not,
+ * each cause), past the verifier's limit. Scalars only, for that. */
+__noinline int record_major_site(__u64 ip, __u64 ns, __u32 kind, __u32 dev, __u64 ino) {
         struct task_struct *task = current_task();
         struct ts_site_key key = {};
         struct code_mapping code = {};
 
         if (!major_cause)
-                return;
+                return 0;
         key.tgid = BPF_CORE_READ(task, tgid);
         key.start_time = BPF_CORE_READ(task, group_leader, start_boottime);
         key.kind = TS_SITE_MAJOR;
         key.vector = 14; /* #PF */
-        key.memory.kind = memory->kind;
-        key.memory.ino = memory->ino;
-        key.memory.dev = memory->dev;
+        key.memory.kind = kind;
+        key.memory.ino = ino;
+        key.memory.dev = dev;
         (void) locate_instruction(task, ip, &key, &code);
         site_add(&key, task, 1, ns);
+        return 0;
 }
 #else
 /* Without bpf_find_vma() the causes are not told, and major faults have no sites. */
-static void record_major_site(__u64 ip, const struct ts_location *memory, __u64 ns) {
+__noinline int record_major_site(__u64 ip, __u64 ns, __u32 kind, __u32 dev, __u64 ino) {
+        return 0;
 }
 #endif
 #else

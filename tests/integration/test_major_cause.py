@@ -57,12 +57,18 @@ class MajorCause(SharedDaemonTest):
     def major_sites(self, pid, ready):
         """The major sites of pid (trapstat sites --major), once ready(sites) holds: a site's
         symbol comes from the symbol worker a tick or so after the site is stored."""
+        last = []
+
         def get():
             p = trapstat(self.daemon.socket, "--json", "sites", str(pid), "--major", "--limit", "10000", check=False)
             sites = json.loads(p.stdout)["sites"] if p.returncode == 0 else None
+            last[:] = [sites]
             return sites if sites is not None and ready(sites) else None
 
-        sites = wait_for(get, timeout=30, what=f"the major sites of {pid}")
+        try:
+            sites = wait_for(get, timeout=30, what=f"the major sites of {pid}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}: {json.dumps(last, indent=1)}") from None
         for s in sites:  # every one counted, none sampled
             self.assertEqual((s["kind"], s["vector"], s["sampled"], s["period"], s["estimated"]),
                              ("major", "PF", False, 1, s["count"]), s)
