@@ -1138,8 +1138,6 @@ static __noinline bool site_shares_take(struct ts_site_key *key, struct task_str
         return true;
 }
 
-/* Adds one to the site of key in the current epoch, created on first use within the shares of its
- * process and user (site_shares_take()). */
 /* Adds count events and time_ns nanoseconds to the site of key in the current epoch, created
  * within the process's and its user's shares when it is not there. Returns whether it was
  * added. */
