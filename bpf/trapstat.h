@@ -34,10 +34,6 @@ _Static_assert(sizeof(struct ts_owner) == 8, "struct ts_owner layout is shared w
 #define TS_OWNER_CLAIMING 0xFFFFFFFFU  /* being claimed: identity not written yet */
 #define TS_OWNER_EXITED (1U << 31)     /* ORed to the tgid when the process exited */
 
-/* Page fault counters of one process on one CPU, monotonic since the process was first
- * counted; user space sums the CPUs and subtracts what it drained before. The read / write /
- * exec / protection breakdown of user faults comes from the architecture header (bpf/arch/):
- * zero where it cannot be told (no x86 error code, or the perf event counts the faults). */
 /* Fault time: buckets of the histogram of faults by duration. Bucket 0 holds faults under 1 us,
  * bucket i (1..TS_FAULT_BUCKETS - 2) those from 2^(i-1) us to under 2^i us, the last those from
  * 2^(TS_FAULT_BUCKETS - 2) us up. */
@@ -52,6 +48,10 @@ enum ts_major_cause {
         TS_MAJOR_CAUSES, /* also: not told */
 };
 
+/* Page fault counters of one process on one CPU, monotonic since the process was first
+ * counted; user space sums the CPUs and subtracts what it drained before. The read / write /
+ * exec / protection breakdown of user faults comes from the architecture header (bpf/arch/):
+ * zero where it cannot be told (no x86 error code, or the perf event counts the faults). */
 struct ts_counters {
         /* In a counting slot: this CPU's copy of the slot's owner (slot_owner), so that the fault
          * path reads one map, not two. Written by BPF when a process first counts on the CPU and
@@ -67,10 +67,18 @@ struct ts_counters {
         __u64 fault_write;
         __u64 fault_exec;
         __u64 fault_protection;
-        /* Fault time: nanoseconds from a fault's entry (the exception event or PAGE_FAULTS) to its
-         * completion (PAGE_FAULTS_MIN / PAGE_FAULTS_MAJ), of user-mode faults by the kernel's
-         * minor / major accounting and of kernel-mode faults; and every timed fault by duration.
-         * Monotonic like the counts. */
+        /* Major faults by what the faulting address mapped (enum ts_major_cause), counted at their
+         * completion (PAGE_FAULTS_MAJ). Monotonic. */
+        __u64 major_cause[TS_MAJOR_CAUSES];
+};
+_Static_assert(sizeof(struct ts_counters) == 56 + 8 * TS_MAJOR_CAUSES, "struct ts_counters layout is shared with BPF");
+
+/* The fault time of one process on one CPU, beside its counters (struct ts_counters): nanoseconds
+ * from a fault's entry (the exception event or PAGE_FAULTS) to its completion (PAGE_FAULTS_MIN /
+ * PAGE_FAULTS_MAJ), of user-mode faults by the kernel's minor / major accounting and of
+ * kernel-mode faults; and every timed fault by duration. Monotonic like the counts. Zero unless
+ * fault time is on: the slots keep it in an array of its own (slot_times), sized only then. */
+struct ts_fault_times {
         __u64 minor_ns;
         __u64 major_ns;
         __u64 kernel_ns;
@@ -80,13 +88,11 @@ struct ts_counters {
          * before it reads the tick just ended). */
         __u64 max_ns[2];
         __u64 max_tick[2];
-        /* Major faults by what the faulting address mapped (enum ts_major_cause), counted at their
-         * completion (PAGE_FAULTS_MAJ); with fault time, the time of those timed. Monotonic. */
-        __u64 major_cause[TS_MAJOR_CAUSES];
+        /* The time of the major faults by cause (struct ts_counters major_cause) that were timed. */
         __u64 major_cause_ns[TS_MAJOR_CAUSES];
 };
-_Static_assert(sizeof(struct ts_counters) == 56 + 8 * (3 + TS_FAULT_BUCKETS + 4 + 2 * TS_MAJOR_CAUSES),
-               "struct ts_counters layout is shared with BPF");
+_Static_assert(sizeof(struct ts_fault_times) == 8 * (3 + TS_FAULT_BUCKETS + 4 + TS_MAJOR_CAUSES),
+               "struct ts_fault_times layout is shared with BPF");
 
 /* A process's pid in one pid namespace: the namespace (the inode number /proc/PID/ns/pid shows)
  * and the pid there (a column of /proc/PID/status's NSpid). */
@@ -143,8 +149,10 @@ _Static_assert(sizeof(struct ts_hash_log) == 8 + 16 * TS_HASH_LOG_KEYS, "struct 
 struct ts_proc {
         struct ts_ident id;
         struct ts_counters c;
+        struct ts_fault_times t;
 };
-_Static_assert(sizeof(struct ts_proc) == sizeof(struct ts_ident) + sizeof(struct ts_counters),
+_Static_assert(sizeof(struct ts_proc) == sizeof(struct ts_ident) + sizeof(struct ts_counters) +
+                                                 sizeof(struct ts_fault_times),
                "struct ts_proc layout is shared with BPF");
 
 /* The fault signals kernel code sends for CPU exceptions, in this order. */

@@ -358,6 +358,12 @@ static void *map_array(struct bpf_map *map, uint32_t n, size_t size, size_t *ret
 int collector_bpf_load(CollectorBpf *b) {
         int r;
 
+        /* The slots' fault time only with fault time (the sources are chosen by now): one entry
+         * otherwise, never written. */
+        r = bpf_map__set_max_entries(b->skel->maps.slot_times,
+                                     b->skel->rodata->fault_timing ? b->n_slots * (uint32_t) b->n_cpus : 1);
+        if (r < 0)
+                return r;
         r = trapstat_bpf__load(b->skel);
         if (r < 0)
                 return r;
@@ -373,6 +379,12 @@ int collector_bpf_load(CollectorBpf *b) {
                                     sizeof(struct ts_counters), &b->counters_map_size);
         if (!b->counters_map)
                 return -errno;
+        if (b->skel->rodata->fault_timing) {
+                b->times_map = map_array(b->skel->maps.slot_times, b->n_slots * (uint32_t) b->n_cpus,
+                                         sizeof(struct ts_fault_times), &b->times_map_size);
+                if (!b->times_map)
+                        return -errno;
+        }
         /* And which of them changed (collector_bpf_take_dirty()). */
         b->dirty_map = map_array(b->skel->maps.slot_dirty, collector_bpf_dirty_words(b), sizeof(uint64_t),
                                  &b->dirty_map_size);
@@ -640,6 +652,8 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
                 (void) munmap(b->ident_map, b->ident_map_size);
         if (b->counters_map)
                 (void) munmap(b->counters_map, b->counters_map_size);
+        if (b->times_map)
+                (void) munmap(b->times_map, b->times_map_size);
         if (b->dirty_map)
                 (void) munmap(b->dirty_map, b->dirty_map_size);
         if (b->hash_log)
@@ -653,8 +667,13 @@ CollectorBpf *collector_bpf_free(CollectorBpf *b) {
  * zero. No BPF program writes the slot meanwhile: its owner is marked exited (or the process is
  * gone), which matches no tgid. */
 void collector_bpf_release_slot(CollectorBpf *b, uint32_t slot) {
-        for (int cpu = 0; cpu < b->n_cpus; cpu++)
+        for (int cpu = 0; cpu < b->n_cpus; cpu++) {
+                struct ts_fault_times *t = collector_bpf_slot_times(b, cpu, slot);
+
                 memset(collector_bpf_slot_counters(b, cpu, slot), 0, sizeof(struct ts_counters));
+                if (t)
+                        memset(t, 0, sizeof(*t));
+        }
         memset(&b->ident_map[slot], 0, sizeof(b->ident_map[slot]));
         /* Release: the zeroed counters and identity are visible before the slot is free. */
         __atomic_store_n(&b->owner_map[slot].tgid, TS_OWNER_FREE, __ATOMIC_RELEASE);

@@ -59,9 +59,10 @@ typedef struct CollectorBpf {
         struct ts_owner *owner_map;             /* slot_owner, slot_ident and slot_counters, mmap'd */
         struct ts_ident *ident_map;
         struct ts_counters *counters_map;
+        struct ts_fault_times *times_map;       /* slot_times, mmap'd with fault time on; else NULL */
         uint64_t *dirty_map;                    /* slot_dirty, mmap'd: collector_bpf_dirty_words() words */
         struct ts_hash_log *hash_log;           /* hash_log, mmap'd: n_cpus * 2 logs */
-        size_t owner_map_size, ident_map_size, counters_map_size, dirty_map_size, hash_log_size;
+        size_t owner_map_size, ident_map_size, counters_map_size, times_map_size, dirty_map_size, hash_log_size;
         CollectorSource sources[_SOURCE_MAX];
         char reasons[_SOURCE_MAX][KERNEL_CAPS_REASON_MAX];
         /* SOURCE_DELAY_ACCOUNTING chosen and in the kernel: whether the kernel keeps it is then
@@ -112,6 +113,11 @@ static inline uint32_t collector_bpf_dirty_words(const CollectorBpf *b) {
  * read with counters_load(). */
 static inline struct ts_counters *collector_bpf_slot_counters(const CollectorBpf *b, int cpu, uint32_t slot) {
         return &b->counters_map[(size_t) cpu * b->n_slots + slot];
+}
+
+/* The same slot's fault time; NULL without fault time. */
+static inline struct ts_fault_times *collector_bpf_slot_times(const CollectorBpf *b, int cpu, uint32_t slot) {
+        return b->times_map ? &b->times_map[(size_t) cpu * b->n_slots + slot] : NULL;
 }
 
 /* Frees a slot whose counters are drained, so that the next owner starts from zero. */

@@ -407,11 +407,11 @@ void proc_table_set_slot(ProcTable *t, uint32_t slot, CollectorProc *p) {
         proc_table_clear_slot(t, slot);
         t->slot_procs[slot] = p;
         p->slot = (int) slot;
-        p->slot_seen = (struct ts_counters) {};
+        p->slot_seen = (ProcCounters) {};
 }
 
-int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_counters *counters,
-                            struct ts_counters *seen, uint64_t now) {
+int proc_table_count_faults(ProcTable *t, CollectorProc *p, const ProcCounters *counters, ProcCounters *seen,
+                            uint64_t now) {
         FaultTime time;
         Faults d = counters_delta(counters, seen, &time);
 

@@ -42,8 +42,8 @@ typedef struct ProcFileName {
 typedef struct CollectorProc {
         ProcessInfo info;
         int slot;                      /* the slot it counts in, or -1 */
-        struct ts_counters slot_seen;  /* slot counters already turned into deltas */
-        struct ts_counters *hash_seen; /* the same for its fallback hash entry; NULL until it had one */
+        ProcCounters slot_seen;        /* slot counters already turned into deltas */
+        ProcCounters *hash_seen;       /* the same for its fallback hash entry; NULL until it had one */
         /* Per CPU, the longest fault of the next tick the last read of its slot and of its hash
          * entry saw (counters_sum()); NULL until its first read. */
         uint64_t *slot_next_max, *hash_next_max;
@@ -167,8 +167,8 @@ void proc_table_set_slot(ProcTable *t, uint32_t slot, CollectorProc *p);
 void proc_table_clear_slot(ProcTable *t, uint32_t slot);
 
 /* Adds what counters grew by since *seen to the tick's delta. */
-int proc_table_count_faults(ProcTable *t, CollectorProc *p, const struct ts_counters *counters,
-                            struct ts_counters *seen, uint64_t now);
+int proc_table_count_faults(ProcTable *t, CollectorProc *p, const ProcCounters *counters, ProcCounters *seen,
+                            uint64_t now);
 /* Adds a site's count of this tick (taken: its strings belong to the table from now). */
 int proc_table_count_site(ProcTable *t, CollectorProc *p, SiteCount *delta, uint64_t now);
 /* The same for a trap hash entry. */

@@ -89,17 +89,25 @@ static bool owner_is_process(uint32_t owner) {
         return owner != TS_OWNER_FREE && owner != TS_OWNER_CLAIMING;
 }
 
-/* A process's per-CPU counters summed: n_cpus of them, the first at first, each stride bytes after
- * the one before. *next_max is the process's per-CPU state for the longest fault
- * (counters_sum()), allocated at the first read. */
-static int percpu_sum(CollectorReader *r, const struct ts_counters *first, size_t stride, uint64_t **next_max,
-                      struct ts_counters *ret) {
-        struct ts_counters sum = {}, v;
+/* Where a process's counters and fault time are, CPU by CPU: CPU 0's at counts and at times (NULL:
+ * no fault time), each next CPU's stride bytes (times_stride for the times) after the one before. */
+typedef struct PerCpu {
+        const void *counts, *times;
+        size_t stride, times_stride;
+} PerCpu;
+
+/* A process's per-CPU counters and fault time summed. *next_max is the process's per-CPU state for
+ * the longest fault (counters_sum()), allocated at the first read. */
+static int percpu_sum(CollectorReader *r, PerCpu at, uint64_t **next_max, ProcCounters *ret) {
+        ProcCounters sum = {}, v;
 
         if (!*next_max && !(*next_max = calloc((size_t) r->bpf->n_cpus, sizeof(uint64_t))))
                 return -ENOMEM;
-        for (int cpu = 0; cpu < r->bpf->n_cpus; cpu++) {
-                counters_load((const struct ts_counters *) ((const char *) first + (size_t) cpu * stride), &v);
+        for (size_t cpu = 0; cpu < (size_t) r->bpf->n_cpus; cpu++) {
+                counters_load((const struct ts_counters *) ((const char *) at.counts + cpu * at.stride),
+                              at.times ? (const struct ts_fault_times *) ((const char *) at.times + cpu * at.times_stride)
+                                       : NULL,
+                              &v);
                 counters_sum(&v, r->fault_tick, &(*next_max)[cpu], &sum);
         }
         *ret = sum;
@@ -111,7 +119,7 @@ static int percpu_sum(CollectorReader *r, const struct ts_counters *first, size_
 static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, uint64_t now) {
         CollectorProc *p = r->procs->slot_procs[slot];
         uint32_t tgid = owner & ~TS_OWNER_EXITED;
-        struct ts_counters sum;
+        ProcCounters sum;
         int k;
 
         r->tick_records++;
@@ -133,8 +141,12 @@ static int drain_slot(CollectorReader *r, uint32_t slot, uint32_t owner, uint64_
                  * and none completed since (they would have marked the slot changed). */
                 memset(p->slot_next_max, 0, (size_t) r->bpf->n_cpus * sizeof(uint64_t));
         p->slot_read_tick = r->fault_tick;
-        k = percpu_sum(r, collector_bpf_slot_counters(r->bpf, 0, slot),
-                       (size_t) r->bpf->n_slots * sizeof(struct ts_counters), &p->slot_next_max, &sum);
+        k = percpu_sum(r,
+                       (PerCpu) { .counts = collector_bpf_slot_counters(r->bpf, 0, slot),
+                                  .times = collector_bpf_slot_times(r->bpf, 0, slot),
+                                  .stride = (size_t) r->bpf->n_slots * sizeof(struct ts_counters),
+                                  .times_stride = (size_t) r->bpf->n_slots * sizeof(struct ts_fault_times) },
+                       &p->slot_next_max, &sum);
         if (k < 0)
                 return k;
         k = proc_table_count_faults(r->procs, p, &sum, &p->slot_seen, now);
@@ -290,7 +302,7 @@ static int take_idle_slot(CollectorReader *r, CollectorProc *p, uint64_t now) {
 static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, const void *value, uint64_t now) {
         const struct ts_proc *v = value;
         const struct ts_ident *id = NULL;
-        struct ts_counters sum = {};
+        ProcCounters sum = {};
         CollectorProc *p;
         int k;
 
@@ -300,7 +312,8 @@ static int drain_hash_entry(CollectorReader *r, const struct ts_proc_key *key, c
         k = proc_table_get(r->procs, key->tgid, key->start_time, id, now, &p);
         if (k < 0)
                 return k;
-        k = percpu_sum(r, &v[0].c, sizeof(*v), &p->hash_next_max, &sum);
+        k = percpu_sum(r, (PerCpu) { .counts = &v[0].c, .times = &v[0].t, .stride = sizeof(*v), .times_stride = sizeof(*v) },
+                       &p->hash_next_max, &sum);
         if (k < 0)
                 return k;
         if (!p->hash_seen && !(p->hash_seen = calloc(1, sizeof(*p->hash_seen))))

@@ -97,14 +97,7 @@ fail:
 
 #define LOAD(member) dst->member = __atomic_load_n(&src->member, __ATOMIC_RELAXED)
 
-void counters_load(const struct ts_counters *src, struct ts_counters *dst) {
-        *dst = (struct ts_counters) {};
-        LOAD(user_faults);
-        LOAD(kernel_faults);
-        LOAD(fault_read);
-        LOAD(fault_write);
-        LOAD(fault_exec);
-        LOAD(fault_protection);
+static void times_load(const struct ts_fault_times *src, struct ts_fault_times *dst) {
         LOAD(minor_ns);
         LOAD(major_ns);
         LOAD(kernel_ns);
@@ -114,32 +107,49 @@ void counters_load(const struct ts_counters *src, struct ts_counters *dst) {
                 LOAD(max_ns[i]);
                 LOAD(max_tick[i]);
         }
-        for (size_t i = 0; i < TS_MAJOR_CAUSES; i++) {
-                LOAD(major_cause[i]);
+        for (size_t i = 0; i < TS_MAJOR_CAUSES; i++)
                 LOAD(major_cause_ns[i]);
-        }
+}
+
+static void counts_load(const struct ts_counters *src, struct ts_counters *dst) {
+        LOAD(user_faults);
+        LOAD(kernel_faults);
+        LOAD(fault_read);
+        LOAD(fault_write);
+        LOAD(fault_exec);
+        LOAD(fault_protection);
+        for (size_t i = 0; i < TS_MAJOR_CAUSES; i++)
+                LOAD(major_cause[i]);
 }
 
 #undef LOAD
 
-void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max, struct ts_counters *sum) {
-        unsigned i = tick & 1, j = (tick + 1) & 1;
-        uint64_t ended = v->max_tick[i] == tick ? v->max_ns[i] : 0, next = v->max_tick[j] == tick + 1 ? v->max_ns[j] : 0;
+void counters_load(const struct ts_counters *src, const struct ts_fault_times *times, ProcCounters *dst) {
+        *dst = (ProcCounters) {};
+        counts_load(src, &dst->c);
+        if (times)
+                times_load(times, &dst->t);
+}
 
-        sum->user_faults += v->user_faults;
-        sum->kernel_faults += v->kernel_faults;
-        sum->fault_read += v->fault_read;
-        sum->fault_write += v->fault_write;
-        sum->fault_exec += v->fault_exec;
-        sum->fault_protection += v->fault_protection;
-        sum->minor_ns += v->minor_ns;
-        sum->major_ns += v->major_ns;
-        sum->kernel_ns += v->kernel_ns;
+void counters_sum(const ProcCounters *v, uint64_t tick, uint64_t *next_max, ProcCounters *sum) {
+        unsigned i = tick & 1, j = (tick + 1) & 1;
+        uint64_t ended = v->t.max_tick[i] == tick ? v->t.max_ns[i] : 0,
+                 next = v->t.max_tick[j] == tick + 1 ? v->t.max_ns[j] : 0;
+
+        sum->c.user_faults += v->c.user_faults;
+        sum->c.kernel_faults += v->c.kernel_faults;
+        sum->c.fault_read += v->c.fault_read;
+        sum->c.fault_write += v->c.fault_write;
+        sum->c.fault_exec += v->c.fault_exec;
+        sum->c.fault_protection += v->c.fault_protection;
+        sum->t.minor_ns += v->t.minor_ns;
+        sum->t.major_ns += v->t.major_ns;
+        sum->t.kernel_ns += v->t.kernel_ns;
         for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
-                sum->buckets[b] += v->buckets[b];
+                sum->t.buckets[b] += v->t.buckets[b];
         for (size_t c = 0; c < TS_MAJOR_CAUSES; c++) {
-                sum->major_cause[c] += v->major_cause[c];
-                sum->major_cause_ns[c] += v->major_cause_ns[c];
+                sum->c.major_cause[c] += v->c.major_cause[c];
+                sum->t.major_cause_ns[c] += v->t.major_cause_ns[c];
         }
         /* The longest of the faults counted now. Those of the tick that ended completed before the
          * flip; those that completed between the last read and the last flip were counted then,
@@ -147,39 +157,41 @@ void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max
          * counts only if it grew past it. The next tick's so far completed after this flip and
          * are counted now too. */
         if (ended > *next_max)
-                sum->max_ns[0] = MAX(sum->max_ns[0], ended);
-        sum->max_ns[0] = MAX(sum->max_ns[0], next);
+                sum->t.max_ns[0] = MAX(sum->t.max_ns[0], ended);
+        sum->t.max_ns[0] = MAX(sum->t.max_ns[0], next);
         *next_max = next;
 }
 
-Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, FaultTime *ret_time) {
+Faults counters_delta(const ProcCounters *now, ProcCounters *seen, FaultTime *ret_time) {
+        const struct ts_counters *c = &now->c, *cs = &seen->c;
+        const struct ts_fault_times *t = &now->t, *ts = &seen->t;
         Faults d = {
-                .user = now->user_faults - seen->user_faults,
-                .kernel = now->kernel_faults - seen->kernel_faults,
-                .read = now->fault_read - seen->fault_read,
-                .write = now->fault_write - seen->fault_write,
-                .exec = now->fault_exec - seen->fault_exec,
-                .protection = now->fault_protection - seen->fault_protection,
-                .major_file = now->major_cause[TS_MAJOR_FILE] - seen->major_cause[TS_MAJOR_FILE],
-                .major_anon = now->major_cause[TS_MAJOR_ANON] - seen->major_cause[TS_MAJOR_ANON],
-                .major_shmem = now->major_cause[TS_MAJOR_SHMEM] - seen->major_cause[TS_MAJOR_SHMEM],
+                .user = c->user_faults - cs->user_faults,
+                .kernel = c->kernel_faults - cs->kernel_faults,
+                .read = c->fault_read - cs->fault_read,
+                .write = c->fault_write - cs->fault_write,
+                .exec = c->fault_exec - cs->fault_exec,
+                .protection = c->fault_protection - cs->fault_protection,
+                .major_file = c->major_cause[TS_MAJOR_FILE] - cs->major_cause[TS_MAJOR_FILE],
+                .major_anon = c->major_cause[TS_MAJOR_ANON] - cs->major_cause[TS_MAJOR_ANON],
+                .major_shmem = c->major_cause[TS_MAJOR_SHMEM] - cs->major_cause[TS_MAJOR_SHMEM],
         };
-        FaultTime t = {
-                .minor_ns = now->minor_ns - seen->minor_ns,
-                .major_ns = now->major_ns - seen->major_ns,
-                .kernel_ns = now->kernel_ns - seen->kernel_ns,
-                .major_file_ns = now->major_cause_ns[TS_MAJOR_FILE] - seen->major_cause_ns[TS_MAJOR_FILE],
-                .major_anon_ns = now->major_cause_ns[TS_MAJOR_ANON] - seen->major_cause_ns[TS_MAJOR_ANON],
-                .major_shmem_ns = now->major_cause_ns[TS_MAJOR_SHMEM] - seen->major_cause_ns[TS_MAJOR_SHMEM],
+        FaultTime time = {
+                .minor_ns = t->minor_ns - ts->minor_ns,
+                .major_ns = t->major_ns - ts->major_ns,
+                .kernel_ns = t->kernel_ns - ts->kernel_ns,
+                .major_file_ns = t->major_cause_ns[TS_MAJOR_FILE] - ts->major_cause_ns[TS_MAJOR_FILE],
+                .major_anon_ns = t->major_cause_ns[TS_MAJOR_ANON] - ts->major_cause_ns[TS_MAJOR_ANON],
+                .major_shmem_ns = t->major_cause_ns[TS_MAJOR_SHMEM] - ts->major_cause_ns[TS_MAJOR_SHMEM],
         };
 
         for (size_t b = 0; b < TS_FAULT_BUCKETS; b++)
-                t.histogram[b] = now->buckets[b] - seen->buckets[b];
+                time.histogram[b] = t->buckets[b] - ts->buckets[b];
         /* The longest is taken only with a fault timed in the tick: a maximum without a count
          * would be one of a fault counted in the tick before. */
-        t.max_ns = fault_time_count(&t) > 0 ? now->max_ns[0] : 0;
+        time.max_ns = fault_time_count(&time) > 0 ? t->max_ns[0] : 0;
         *seen = *now;
-        *ret_time = t;
+        *ret_time = time;
         return d;
 }
 

@@ -62,21 +62,28 @@ typedef enum SourceChoice {
 int collector_sources_choose(const char *disable, const char *enable, SourceChoice choice[static _SOURCE_MAX],
                              char **ret_error);
 
-/* A copy of counters BPF may be adding to meanwhile (a slot's, read in place): every member read
- * whole, never torn. The owner is not copied. */
-void counters_load(const struct ts_counters *src, struct ts_counters *dst);
+/* A process's counters and fault time on one CPU, or summed: BPF keeps them apart (a slot's fault
+ * time is in an array of its own, sized only with fault time on). */
+typedef struct ProcCounters {
+        struct ts_counters c;
+        struct ts_fault_times t;
+} ProcCounters;
+
+/* A copy of counters and fault time (NULL: none, zero) BPF may be adding to meanwhile (a slot's,
+ * read in place): every member read whole, never torn. The owner is not copied. */
+void counters_load(const struct ts_counters *src, const struct ts_fault_times *times, ProcCounters *dst);
 /* Adds one CPU's counters to sum, read after user space advanced BPF's tick from `tick` to
- * tick + 1. sum->max_ns[0] becomes the longest fault among those this read counts on any CPU so
+ * tick + 1. sum->t.max_ns[0] becomes the longest fault among those this read counts on any CPU so
  * far: those that completed in `tick` after the last read, and those of tick + 1 so far (the
  * flip and the read are apart: a fault that completes in between is counted by this read and
  * stamped tick + 1). *next_max is this CPU's longest of tick + 1 as the last read saw it (0 at
  * first); it is updated. A fault that completes between the last read and the last flip, no
  * longer than one before it, has its count but not its length in the next read: the longest
  * stays the longest of a read, or less, never more. */
-void counters_sum(const struct ts_counters *v, uint64_t tick, uint64_t *next_max, struct ts_counters *sum);
+void counters_sum(const ProcCounters *v, uint64_t tick, uint64_t *next_max, ProcCounters *sum);
 /* What the counters grew by since *seen, which then becomes now; *ret_time the fault time, with
- * now->max_ns[0] (as counters_sum() leaves it) as the longest when a fault was timed. */
-Faults counters_delta(const struct ts_counters *now, struct ts_counters *seen, FaultTime *ret_time);
+ * now->t.max_ns[0] (as counters_sum() leaves it) as the longest when a fault was timed. */
+Faults counters_delta(const ProcCounters *now, ProcCounters *seen, FaultTime *ret_time);
 
 /* The kernel's min_flt/maj_flt of one process already reported. */
 typedef struct MinMajSeen {

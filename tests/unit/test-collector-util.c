@@ -88,10 +88,10 @@ static void test_sources_choose(void **state) {
 }
 
 static void test_counters_delta(void **state) {
-        struct ts_counters seen = {}, sum = {};
-        struct ts_counters cpu0 = { .user_faults = 10, .kernel_faults = 1, .fault_read = 4, .fault_write = 5,
-                                    .fault_exec = 1, .fault_protection = 2 };
-        struct ts_counters cpu1 = { .user_faults = 5, .fault_read = 5 };
+        ProcCounters seen = {}, sum = {};
+        ProcCounters cpu0 = { .c = { .user_faults = 10, .kernel_faults = 1, .fault_read = 4, .fault_write = 5,
+                                     .fault_exec = 1, .fault_protection = 2 } };
+        ProcCounters cpu1 = { .c = { .user_faults = 5, .fault_read = 5 } };
         FaultTime t;
         Faults d;
 
@@ -99,8 +99,8 @@ static void test_counters_delta(void **state) {
 
         counters_sum(&cpu0, 0, &next[0], &sum);
         counters_sum(&cpu1, 0, &next[1], &sum);
-        assert_int_equal(sum.user_faults, 15);
-        assert_int_equal(sum.fault_read, 9);
+        assert_int_equal(sum.c.user_faults, 15);
+        assert_int_equal(sum.c.fault_read, 9);
 
         d = counters_delta(&sum, &seen, &t);
         assert_int_equal(d.user, 15);
@@ -118,7 +118,7 @@ static void test_counters_delta(void **state) {
         d = counters_delta(&sum, &seen, &t);
         assert_true(faults_is_zero(&d));
 
-        sum.kernel_faults += 3;
+        sum.c.kernel_faults += 3;
         d = counters_delta(&sum, &seen, &t);
         assert_int_equal(d.kernel, 3);
         assert_int_equal(d.user, 0);
@@ -127,11 +127,11 @@ static void test_counters_delta(void **state) {
 /* Major faults by cause, and their time, summed over the CPUs (a major fault sleeps: it completes
  * on any of them) and turned into deltas like the other counters. */
 static void test_counters_major_cause(void **state) {
-        struct ts_counters seen = {}, sum = {};
-        struct ts_counters cpu0 = { .major_cause = { [TS_MAJOR_FILE] = 3, [TS_MAJOR_ANON] = 7 },
-                                    .major_cause_ns = { [TS_MAJOR_FILE] = 3000, [TS_MAJOR_ANON] = 700 } };
-        struct ts_counters cpu1 = { .major_cause = { [TS_MAJOR_ANON] = 1, [TS_MAJOR_SHMEM] = 2 },
-                                    .major_cause_ns = { [TS_MAJOR_ANON] = 100, [TS_MAJOR_SHMEM] = 40 } };
+        ProcCounters seen = {}, sum = {};
+        ProcCounters cpu0 = { .c = { .major_cause = { [TS_MAJOR_FILE] = 3, [TS_MAJOR_ANON] = 7 } },
+                              .t = { .major_cause_ns = { [TS_MAJOR_FILE] = 3000, [TS_MAJOR_ANON] = 700 } } };
+        ProcCounters cpu1 = { .c = { .major_cause = { [TS_MAJOR_ANON] = 1, [TS_MAJOR_SHMEM] = 2 } },
+                              .t = { .major_cause_ns = { [TS_MAJOR_ANON] = 100, [TS_MAJOR_SHMEM] = 40 } } };
         uint64_t next[2] = {};
         FaultTime t;
         Faults d;
@@ -147,13 +147,16 @@ static void test_counters_major_cause(void **state) {
         assert_int_equal(t.major_anon_ns, 800);
         assert_int_equal(t.major_shmem_ns, 40);
 
-        /* A copy read in place keeps them. */
-        struct ts_counters copy;
-        counters_load(&cpu1, &copy);
-        assert_memory_equal(copy.major_cause, cpu1.major_cause, sizeof(copy.major_cause));
-        assert_memory_equal(copy.major_cause_ns, cpu1.major_cause_ns, sizeof(copy.major_cause_ns));
+        /* A copy read in place keeps them; without the fault time, its part is zero. */
+        ProcCounters copy;
+        counters_load(&cpu1.c, &cpu1.t, &copy);
+        assert_memory_equal(copy.c.major_cause, cpu1.c.major_cause, sizeof(copy.c.major_cause));
+        assert_memory_equal(copy.t.major_cause_ns, cpu1.t.major_cause_ns, sizeof(copy.t.major_cause_ns));
+        counters_load(&cpu1.c, NULL, &copy);
+        assert_memory_equal(copy.c.major_cause, cpu1.c.major_cause, sizeof(copy.c.major_cause));
+        assert_memory_equal(&copy.t, &(struct ts_fault_times) {}, sizeof(copy.t));
 
-        sum.major_cause[TS_MAJOR_SHMEM] += 5;
+        sum.c.major_cause[TS_MAJOR_SHMEM] += 5;
         d = counters_delta(&sum, &seen, &t);
         assert_int_equal(d.major_shmem, 5);
         assert_int_equal(d.major_file + d.major_anon, 0);
@@ -203,15 +206,15 @@ static void test_stall_account(void **state) {
  * ended (after the last read), and of the next tick so far (between the flip and the read), each
  * once; never one kept for an older tick. */
 static void test_counters_fault_time(void **state) {
-        struct ts_counters seen = {}, sum = {};
+        ProcCounters seen = {}, sum = {};
         uint64_t next[2] = {};
         /* Read 6 (BPF now stamps 7): CPU 0's longest of tick 6 is 5 ms. CPU 1 has one of tick 4
          * (an old one, ignored) and, since the flip, one of tick 7 of 2.5 us. */
-        struct ts_counters cpu0 = { .minor_ns = 3000, .major_ns = 5000000, .kernel_ns = 700,
-                                    .buckets = { [0] = 1, [2] = 1, [13] = 1 },
-                                    .max_ns = { 5000000, 0 }, .max_tick = { 6, 0 } };
-        struct ts_counters cpu1 = { .minor_ns = 2500, .buckets = { [2] = 1 },
-                                    .max_ns = { 9000000, 2500 }, .max_tick = { 4, 7 } };
+        ProcCounters cpu0 = { .t = { .minor_ns = 3000, .major_ns = 5000000, .kernel_ns = 700,
+                                     .buckets = { [0] = 1, [2] = 1, [13] = 1 },
+                                     .max_ns = { 5000000, 0 }, .max_tick = { 6, 0 } } };
+        ProcCounters cpu1 = { .t = { .minor_ns = 2500, .buckets = { [2] = 1 },
+                                     .max_ns = { 9000000, 2500 }, .max_tick = { 4, 7 } } };
         FaultTime t;
 
         counters_sum(&cpu0, 6, &next[0], &sum);
@@ -229,7 +232,7 @@ static void test_counters_fault_time(void **state) {
 
         /* Read 7 (BPF now stamps 8). CPU 1's tick 7 did not grow past what read 6 saw of it:
          * nothing new, nothing longest. */
-        sum = (struct ts_counters) {};
+        sum = (ProcCounters) {};
         counters_sum(&cpu0, 7, &next[0], &sum);
         counters_sum(&cpu1, 7, &next[1], &sum);
         (void) counters_delta(&sum, &seen, &t);
@@ -237,15 +240,15 @@ static void test_counters_fault_time(void **state) {
 
         /* Read 8 (BPF stamps 9). CPU 1 took a 40 us fault in tick 8 and, after the flip, a 1 ms
          * one of tick 9; CPU 0 a 3 us one in tick 8. */
-        cpu1.minor_ns += 40000 + 1000000;
-        cpu1.buckets[6]++;
-        cpu1.buckets[10]++;
-        cpu1.max_ns[0] = 40000, cpu1.max_tick[0] = 8;
-        cpu1.max_ns[1] = 1000000, cpu1.max_tick[1] = 9;
-        cpu0.minor_ns += 3000;
-        cpu0.buckets[2]++;
-        cpu0.max_ns[0] = 3000, cpu0.max_tick[0] = 8;
-        sum = (struct ts_counters) {};
+        cpu1.t.minor_ns += 40000 + 1000000;
+        cpu1.t.buckets[6]++;
+        cpu1.t.buckets[10]++;
+        cpu1.t.max_ns[0] = 40000, cpu1.t.max_tick[0] = 8;
+        cpu1.t.max_ns[1] = 1000000, cpu1.t.max_tick[1] = 9;
+        cpu0.t.minor_ns += 3000;
+        cpu0.t.buckets[2]++;
+        cpu0.t.max_ns[0] = 3000, cpu0.t.max_tick[0] = 8;
+        sum = (ProcCounters) {};
         counters_sum(&cpu0, 8, &next[0], &sum);
         counters_sum(&cpu1, 8, &next[1], &sum);
         (void) counters_delta(&sum, &seen, &t);
@@ -254,12 +257,12 @@ static void test_counters_fault_time(void **state) {
 
         /* Read 9: CPU 1 took a 200 us fault in tick 9 after read 8, shorter than the 1 ms read 8
          * reported: counted, its length not known, the longest not more than what was read. */
-        cpu1.minor_ns += 200000;
-        cpu1.buckets[8]++;
-        cpu0.minor_ns += 1500;
-        cpu0.buckets[1]++;
-        cpu0.max_ns[1] = 1500, cpu0.max_tick[1] = 9;
-        sum = (struct ts_counters) {};
+        cpu1.t.minor_ns += 200000;
+        cpu1.t.buckets[8]++;
+        cpu0.t.minor_ns += 1500;
+        cpu0.t.buckets[1]++;
+        cpu0.t.max_ns[1] = 1500, cpu0.t.max_tick[1] = 9;
+        sum = (ProcCounters) {};
         counters_sum(&cpu0, 9, &next[0], &sum);
         counters_sum(&cpu1, 9, &next[1], &sum);
         (void) counters_delta(&sum, &seen, &t);
