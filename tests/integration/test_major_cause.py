@@ -170,7 +170,9 @@ class MajorCause(SharedDaemonTest):
         sites = self.major_sites(pid, lambda sites: sum(s["count"] for s in sites) >= majflt)
         self.assertEqual(sum(s["count"] for s in sites), majflt, json.dumps(sites, indent=1))
         self.assertTrue(all(s["memory"] == "file" for s in sites), sites)
-        slow = [s for s in sites if s["memoryObject"] == path]
+        # A daemon in a chroot (the distribution leg's) names the file by the kernel's path from
+        # the real root: the chroot's own path in front of the one the test knows.
+        slow = [s for s in sites if (s["memoryObject"] or "").endswith(path)]
         self.assertGreaterEqual(sum(s["count"] for s in slow), reads, (path, sites))
         # All in user mode: the sites have all of their time.
         self.assertEqual(sum(s["timeNs"] for s in sites), h["total"]["faultTime"]["majorNsByCause"]["file"])
